@@ -1,0 +1,144 @@
+/*
+ * fp8 reader — plugin entry and reader vtable.
+ *
+ * Reads `quant_method: fp8` checkpoints (DeepSeek-V3 / HF fine-grained FP8
+ * block scales, per-tensor and per-channel scales) from a Hugging Face
+ * directory and presents every FP8 linear as a dense float32 `<m>.weight`
+ * [out, in]. FP8 has no uniform integer grid, so no grid view is offered:
+ * a W4A16 writer requantizes from the dense values.
+ */
+#include <stdlib.h>
+
+#include <quantbridge/quantbridge.h>
+
+#include "fp8_model.h"
+
+static const qb_host *fp8_host;
+
+static int fp8_probe(void *ctx, const qb_probe_input *in)
+{
+    (void)ctx;
+    if (!in || !in->config_json)
+        return QB_PROBE_NONE;
+    return fp8_config_probe(in->config_json);
+}
+
+static qb_status fp8_open(void *ctx, const char *path, const qb_param *params,
+                          qb_reader_handle *out)
+{
+    fp8_model *m = NULL;
+    qb_status st;
+    (void)ctx;
+    (void)params;
+    *out = NULL;
+    st = fp8_model_open(fp8_host, path, &m);
+    if (st == QB_OK)
+        *out = m;
+    return st;
+}
+
+static void fp8_close(qb_reader_handle r)
+{
+    fp8_model_close(fp8_host, r);
+}
+
+static qb_status fp8_get_model_info(qb_reader_handle r, qb_model_info *out)
+{
+    fp8_model *m = r;
+    out->architecture = m->d->model_type;
+    out->config_json = m->d->config_text;
+    out->generation_config_json = m->d->gen_text;
+    out->n_tensors = m->n;
+    out->source_format = "fp8";
+    out->source_summary = m->summary;
+    out->tokenizer_dir = m->d->has_tokenizer ? m->d->dir : NULL;
+    if (QB_HAS_FIELD(out, qb_model_info, chat_template))
+        out->chat_template = NULL;
+    return QB_OK;
+}
+
+static qb_status fp8_get_tensor_info(qb_reader_handle r, size_t index, qb_tensor_info *out)
+{
+    fp8_model *m = r;
+    const fp8_tensor *t;
+    uint32_t i;
+
+    if (index >= m->n)
+        return fp8_host->set_error(fp8_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
+                                   m->d->dir, index, m->n);
+    t = &m->t[index];
+    out->name = t->name;
+    out->n_dims = t->w->n_dims ? t->w->n_dims : 1;
+    for (i = 0; i < QB_MAX_DIMS; i++)
+        out->dims[i] = i < t->w->n_dims ? t->w->dims[i] : (i == 0 ? 1 : 0);
+    out->source_dtype = t->w->dtype;
+    out->source_encoding = t->encoding;
+    out->has_grid = 0;
+    return QB_OK;
+}
+
+static qb_status fp8_read_rows(qb_reader_handle r, size_t index, int64_t row0, int64_t n_rows,
+                               float *dst)
+{
+    fp8_model *m = r;
+    if (index >= m->n)
+        return fp8_host->set_error(fp8_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
+                                   m->d->dir, index, m->n);
+    return fp8_tensor_read_rows(fp8_host, &m->t[index], row0, n_rows, dst);
+}
+
+static qb_status fp8_get_grid_info(qb_reader_handle r, size_t index, qb_grid_info *out)
+{
+    fp8_model *m = r;
+    (void)out;
+    return fp8_host->set_error(fp8_host, QB_E_UNSUPPORTED,
+                               "%s: %s: FP8 values are not a uniform integer grid",
+                               m->d->dir, index < m->n ? m->t[index].name : "?");
+}
+
+static const qb_reader_vtable fp8_reader = {
+    sizeof(qb_reader_vtable),
+    fp8_probe,
+    fp8_open,
+    fp8_close,
+    fp8_get_model_info,
+    fp8_get_tensor_info,
+    fp8_read_rows,
+    fp8_get_grid_info,
+    NULL,
+};
+
+static const qb_plugin fp8_plugin = {
+    sizeof(qb_plugin),
+    QB_ABI_CURRENT,
+    "fp8",
+    "0.1.0",
+    "FP8 (quant_method fp8: block weight_scale_inv, per-tensor/channel weight_scale) reader",
+    "quantbridge",
+    NULL,
+    QB_PLUGIN_CONCURRENT_READS,
+    NULL,
+    NULL,
+    &fp8_reader,
+    NULL,
+    NULL,
+    NULL,
+};
+
+/* Plugin entry (qb_plugin.h): negotiates ABI major 1, keeps the host
+ * table (valid for the process lifetime) and returns the static
+ * descriptor. Called once, on the host's main thread. */
+QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
+                                       const qb_plugin **out)
+{
+    if (!neg || !host || !out)
+        return QB_E_INVALID;
+    /* speak min(our ABI, host's newest); refuse when that is older than
+     * the host's oldest or not major 1 */
+    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    if (neg->plugin_abi < neg->host_abi_min || QB_ABI_GET_MAJOR(neg->plugin_abi) != QB_ABI_MAJOR)
+        return QB_E_ABI;
+    fp8_host = host;
+    *out = &fp8_plugin;
+    return QB_OK;
+}
