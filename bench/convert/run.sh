@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Conversion benchmark: speed and memory of `quantbridge convert` against the
+# I/O floor measured in the same run. Not a test: it prints a table and JSON.
+#
+# usage: bench/convert/run.sh [BUILD_DIR] [CACHE_DIR]
+#   BUILD_DIR  default: build            (needs bin/quantbridge and bench/bin/qb-bench-gen)
+#   CACHE_DIR  default: ${TMPDIR:-/tmp}/quantbridge-bench   (never inside the repository)
+# env: QB_BENCH_CASES="kind:shape ..." to choose cases; QB_BENCH_KEEP=1 keeps outputs.
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+cache=${2:-${TMPDIR:-/tmp}/quantbridge-bench}
+qb="$build/bin/quantbridge"
+gen="$build/bench/bin/qb-bench-gen"
+[ -x "$qb" ] && [ -x "$gen" ] || { echo "build first: $qb, $gen" >&2; exit 1; }
+mkdir -p "$cache"
+cases=${QB_BENCH_CASES:-"gptq-sym:llama2-7b-2l gptq-sym:llama2-7b gguf-q4_0:llama2-7b-2l gguf-q4_0:llama2-7b \
+gptq-asym-act:llama2-7b-2l gptq-asym-act:llama2-7b awq-gemm:llama2-7b-2l awq-gemm:llama2-7b \
+gguf-q4km:llama2-7b-2l gguf-q4km:llama2-7b bf16:qwen25-3b-2l bf16:qwen25-3b"}
+nthreads=$(nproc)
+json="$cache/results.json"
+now() { date +%s.%N; }
+
+printf '%-28s %8s %8s %8s %8s %8s %9s %9s %8s %8s\n' case src_GB floor_s t1_s tN_s ratio Mw/s/core t1/tN rss1_MB rssN_MB
+echo "[" >"$json"
+first=1
+for c in $cases; do
+  kind=${c%%:*}; shape=${c#*:}
+  src="$cache/$kind-$shape"
+  if [ ! -f "$src/.complete" ]; then
+    rm -rf "$src"
+    "$gen" "$kind" "$shape" "$src" >"$src.weights" && touch "$src/.complete"
+  fi
+  weights=$(cat "$src.weights")
+  src_bytes=$(du -sb --exclude=.complete "$src" | cut -f1)
+  # I/O floor, same run: read the source from a warm page cache, then write the
+  # output's byte count to the output filesystem with fsync (convert fsyncs too).
+  cat "$src"/* >/dev/null
+  t0=$(now); cat "$src"/* >/dev/null; t1=$(now)
+  read_s=$(echo "$t1 - $t0" | bc -l)
+  out="$cache/out-$kind-$shape"
+  declare -A wall rss cpu
+  for th in 1 "$nthreads"; do
+    rm -rf "$out"
+    /usr/bin/time -f '%e %U %S %M' -o "$cache/time.txt" \
+      "$qb" convert --source "$src" --output "$out" --threads "$th" >/dev/null 2>"$cache/convert.err" \
+      || { echo "convert failed for $c:" >&2; cat "$cache/convert.err" >&2; exit 1; }
+    read -r e u s m <"$cache/time.txt"
+    wall[$th]=$e; cpu[$th]=$(echo "$u + $s" | bc -l); rss[$th]=$((m / 1024))
+  done
+  out_bytes=$(du -sb "$out" | cut -f1)
+  t0=$(now)
+  dd if=/dev/zero of="$cache/floor.bin" bs=4M count=$(( (out_bytes + 4194303) / 4194304 )) conv=fsync status=none
+  t1=$(now); rm -f "$cache/floor.bin"
+  write_s=$(echo "$t1 - $t0" | bc -l)
+  floor=$(echo "$read_s + $write_s" | bc -l)
+  best=${wall[$nthreads]}
+  ratio=$(echo "$best / $floor" | bc -l)
+  mwps=$(echo "$weights / ${wall[1]} / 1000000" | bc -l)
+  speedup=$(echo "${wall[1]} / ${wall[$nthreads]}" | bc -l)
+  printf '%-28s %8.2f %8.2f %8.2f %8.2f %8.2f %9.1f %9.2f %8d %8d\n' "$kind:$shape" \
+    "$(echo "$src_bytes/1e9" | bc -l)" "$floor" "${wall[1]}" "$best" "$ratio" "$mwps" "$speedup" "${rss[1]}" "${rss[$nthreads]}"
+  [ $first = 1 ] || echo "," >>"$json"; first=0
+  printf '{"case":"%s","source_bytes":%s,"output_bytes":%s,"weights":%s,"read_floor_s":%.3f,"write_floor_s":%.3f,"wall_1t_s":%s,"cpu_1t_s":%.2f,"wall_%st_s":%s,"cpu_%st_s":%.2f,"peak_rss_1t_mb":%s,"peak_rss_%st_mb":%s,"convert_over_floor":%.3f,"mweights_per_s_1t":%.1f,"speedup_%st":%.2f}' \
+    "$kind:$shape" "$src_bytes" "$out_bytes" "$weights" "$read_s" "$write_s" "${wall[1]}" "${cpu[1]}" \
+    "$nthreads" "${wall[$nthreads]}" "$nthreads" "${cpu[$nthreads]}" "${rss[1]}" "$nthreads" "${rss[$nthreads]}" \
+    "$ratio" "$mwps" "$nthreads" "$speedup" >>"$json"
+  [ -n "${QB_BENCH_KEEP:-}" ] || rm -rf "$out"
+done
+echo "]" >>"$json"
+echo "JSON: $json"
