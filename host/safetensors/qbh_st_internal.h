@@ -47,6 +47,13 @@ qb_status qbh_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
  * QB_E_MISMATCH naming both files. QB_E_NOMEM on allocation failure. */
 qb_status qbh_st_set_index(const qb_host *h, qb_st_set *set);
 
+/* Finds a key that appears twice among the children of the cJSON object
+ * `obj` (cJSON keeps duplicates as separate items; safetensors and JSON
+ * indexes must not have them). Returns that key (owned by obj) or NULL;
+ * *nomem is set when the scratch array could not be allocated. Pure. */
+struct cJSON;
+const char *qbh_st_json_dup_key(const struct cJSON *obj, int *nomem);
+
 /* qb_st_api.open_dir (see qb_safetensors.h). */
 qb_status qbh_st_open_dir(const qb_host *h, const char *dir, qb_st_set **out);
 

@@ -1,0 +1,25 @@
+/*
+ * Tests: a small in-process qb_host for unit tests of the safetensors
+ * parser and of readers whose sources are compiled into the test.
+ * set_error keeps the last message (per thread) for assertions.
+ */
+#ifndef QBT_FAKE_HOST_H
+#define QBT_FAKE_HOST_H
+
+#include <quantbridge/qb_host.h>
+
+/* The fake host: a static table, safetensors = qbh_safetensors_api(),
+ * parallel_for runs serially. Thread-safe as the real one promises. */
+const qb_host *qbt_fake_host(void);
+
+/* Last message set through set_error on this thread ("" when none) and its code. */
+const char *qbt_fake_last_error(void);
+qb_status qbt_fake_last_code(void);
+void qbt_fake_clear_error(void);
+
+/* A fresh private directory under $QB_TEST_TMPDIR (or /tmp); malloc'd path. */
+char *qbt_tmpdir(const char *tag);
+/* Removes a directory tree (best effort). */
+void qbt_rmtree(const char *path);
+
+#endif
