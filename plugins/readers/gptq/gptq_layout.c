@@ -1,0 +1,94 @@
+/*
+ * GPTQ reader — bit layout of qweight / qzeros / scales (formats.md §1.2-1.5).
+ *
+ *   qweight [ceil(K*bits/W), N]: codes packed along K (down the rows), value
+ *     k of column n at bits [k*bits, k*bits+bits) of the little-endian bit
+ *     stream formed by that column's words; for 2/4/8 bits no value crosses
+ *     a word, for 3 bits three 32-bit words hold 32 values and values 10 and
+ *     21 straddle (AutoGPTQ qlinear_cuda_old.py QuantLinear.pack, 3-bit
+ *     branch: `qweight[row] |= intweight[i] << 30` then `>> 2`; GPTQModel
+ *     model_dequant _unpack_rows_3bit);
+ *   qzeros [G, ceil(N*bits/W)]: zero points packed the same way along N
+ *     (QuantLinear.pack qzeros loop);
+ *   scales [G, N] float;
+ *   W = bits of the storage word: int32 normally, GPTQModel pack_dtype may
+ *     make it 8/16/64 (GPTQModel GPTQQuantLinear._register_gptq_buffers).
+ * Real zero = (stored + zero_add) & mask, zero_add 1 for v1 (QuantLinear.pack
+ * `zeros -= 1`; QuantLinear.forward `zeros = zeros + 1`; GPTQModel
+ * _correct_gptq_v1_qzeros masks the same way), 0 for v2.
+ */
+#include "gptq_layout.h"
+
+static void gptq_codes(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
+{
+    const uint32_t W = t->word_bits, b = t->bits;
+    const uint64_t N = (uint64_t)t->N;
+    int64_t r, k;
+    if (W % b == 0) {
+        /* no value straddles: walk qweight rows so reads stay contiguous in n */
+        const uint32_t pf = W / b;
+        const uint64_t mask = ((uint64_t)1 << b) - 1;
+        int64_t rows = (t->K + pf - 1) / pf, w;
+        for (w = 0; w < rows; w++) {
+            for (r = 0; r < nr; r++) {
+                uint64_t v = qlr_word(t->qweight, (uint64_t)w * N + (uint64_t)(n0 + r));
+                uint32_t j;
+                for (j = 0; j < pf; j++) {
+                    k = w * pf + j;
+                    if (k >= t->K)
+                        break;
+                    codes[r * t->K + k] = (uint8_t)((v >> (j * b)) & mask);
+                }
+            }
+        }
+        return;
+    }
+    for (r = 0; r < nr; r++)
+        for (k = 0; k < t->K; k++)
+            codes[r * t->K + k] =
+                (uint8_t)qlr_field(t->qweight, (uint64_t)(n0 + r), N, W, b, (uint64_t)k);
+}
+
+static void gptq_params_rows(const qlr_tensor *t, int64_t n0, int64_t nr, float *scales,
+                             int32_t *zeros)
+{
+    const uint32_t mask = (1u << t->bits) - 1;
+    const uint64_t zcols = t->qzeros ? (uint64_t)t->qzeros->dims[1] : 0;
+    int64_t r;
+    uint32_t g;
+    for (r = 0; r < nr; r++) {
+        uint64_t n = (uint64_t)(n0 + r);
+        for (g = 0; g < t->G; g++) {
+            scales[r * t->G + g] = qlr_float_at(t->scales, (uint64_t)g * (uint64_t)t->N + n);
+            if (t->qzeros) {
+                uint32_t raw = qlr_field(t->qzeros, (uint64_t)g * zcols, 1,
+                                         qlr_word_bits(t->qzeros->dtype), t->bits, n);
+                zeros[r * t->G + g] = (int32_t)((raw + (uint32_t)t->zero_add) & mask);
+            } else {
+                zeros[r * t->G + g] = t->implicit_zero;
+            }
+        }
+    }
+}
+
+const qlr_decoder gptq_decoder = {gptq_codes, gptq_params_rows};
+
+void gptq_stored_zero_uniform(const qlr_tensor *t, int *all_lo, int *all_hi)
+{
+    const uint32_t lo = (1u << (t->bits - 1)) - 1, hi = 1u << (t->bits - 1);
+    const uint64_t zcols = (uint64_t)t->qzeros->dims[1];
+    const uint32_t W = qlr_word_bits(t->qzeros->dtype);
+    uint32_t g;
+    int64_t n;
+    *all_lo = *all_hi = 1;
+    for (g = 0; g < t->G && (*all_lo || *all_hi); g++)
+        for (n = 0; n < t->N; n++) {
+            uint32_t raw = qlr_field(t->qzeros, (uint64_t)g * zcols, 1, W, t->bits, (uint64_t)n);
+            if (raw != lo)
+                *all_lo = 0;
+            if (raw != hi)
+                *all_hi = 0;
+            if (!*all_lo && !*all_hi)
+                break;
+        }
+}
