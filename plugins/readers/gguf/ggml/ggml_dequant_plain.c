@@ -2,8 +2,8 @@
  * Plain (non-block) ggml types: F32, F16, BF16, I8..I64, F64.
  *
  * ggml's to_float for F16 is ggml_fp16_to_fp32_row and for BF16
- * ggml_bf16_to_fp32_row (ggml.c); both are exact widenings, as are
- * qb_f16_to_f32 / qb_bf16_to_f32. The integer and F64 types have no ggml
+ * ggml_bf16_to_fp32_row (ggml.c); both are exact widenings (F16 also quiets
+ * a signaling NaN, see ggml_f16_to_f32). The integer and F64 types have no ggml
  * to_float; they are converted with a plain C cast (rounding to nearest).
  */
 #include "ggml_dequant_impl.h"
@@ -21,7 +21,7 @@ void ggml_deq_f32(const uint8_t *src, float *dst, int64_t n)
 void ggml_deq_f16(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        dst[i] = qb_f16_to_f32(ggml_rd_u16(src + 2 * i));
+        dst[i] = ggml_rd_f16(src + 2 * i);
 }
 
 void ggml_deq_bf16(const uint8_t *src, float *dst, int64_t n)
