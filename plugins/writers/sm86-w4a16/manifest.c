@@ -1,0 +1,143 @@
+/*
+ * sm86-w4a16 — manifest.json (w4a16-format.md, "manifest.json") and the
+ * record of every file written, which the manifest lists with its size and
+ * SHA-256 as the sink computed them while writing.
+ */
+#include "w4w.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+qb_status w4w_written_add(const qb_host *h, w4w_written_list *list, const char *name,
+                          uint64_t bytes, const uint8_t sha256[32])
+{
+    w4w_written *e;
+    if (list->n == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 32;
+        w4w_written *nv = realloc(list->v, cap * sizeof *nv);
+        if (!nv)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", name);
+        list->v = nv;
+        list->cap = cap;
+    }
+    e = &list->v[list->n++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->bytes = bytes;
+    memcpy(e->sha256, sha256, 32);
+    return QB_OK;
+}
+
+qb_status w4w_write_whole(const qb_host *h, const qb_sink *sink, const char *name,
+                          const void *data, size_t len, w4w_written_list *list)
+{
+    qb_sink_file *f = NULL;
+    uint64_t bytes = 0;
+    uint8_t sha[32];
+    qb_status rc = sink->create(sink->handle, name, &f);
+    if (rc != QB_OK)
+        return rc;
+    rc = sink->write(f, data, len);
+    if (rc != QB_OK) {
+        sink->close(f, NULL, NULL);
+        return rc;
+    }
+    rc = sink->close(f, &bytes, sha);
+    if (rc != QB_OK)
+        return rc;
+    if (list)
+        rc = w4w_written_add(h, list, name, bytes, sha);
+    return rc;
+}
+
+static const char *basename_of(const char *p)
+{
+    const char *s, *last;
+    size_t n;
+    static const char dot[] = ".";
+    if (!p || !*p)
+        return dot;
+    n = strlen(p);
+    /* "dir/" names dir: skip trailing slashes */
+    while (n > 1 && p[n - 1] == '/')
+        n--;
+    last = p;
+    for (s = p; s < p + n; s++)
+        if (*s == '/' && s + 1 < p + n)
+            last = s + 1;
+    return last;
+}
+
+qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
+                             const w4w_plan *plan, const w4w_written_list *list)
+{
+    cJSON *m = cJSON_CreateObject(), *a, *o;
+    char *text = NULL, hex[65], base[1024];
+    const char *bn;
+    qb_status rc = QB_OK;
+    size_t i, k, bl;
+    int ok = m != NULL;
+
+#define ADD(x) ok = ok && (x) != NULL
+    ADD(cJSON_AddStringToObject(m, "format", W4W_PLUGIN_NAME));
+    ADD(cJSON_AddNumberToObject(m, "format_version", W4W_FORMAT_VERSION));
+    ADD(cJSON_AddNumberToObject(m, "bits", 4));
+    ADD(cJSON_AddBoolToObject(m, "symmetric", 1));
+    ADD(cJSON_AddNumberToObject(m, "code_offset", 8));
+    ADD(cJSON_AddStringToObject(m, "nibble_order", "low-even"));
+    ADD(cJSON_AddNumberToObject(m, "group_size", (double)plan->opt.group_size));
+    ADD(cJSON_AddStringToObject(m, "architecture", plan->arch->model_type));
+    ADD(cJSON_AddNumberToObject(m, "num_layers", (double)plan->n_layers));
+    ADD(cJSON_AddBoolToObject(m, "tie_word_embeddings", plan->tied));
+    ADD(cJSON_AddStringToObject(m, "lm_head", plan->opt.quantized_head ? "quantized" : "f16"));
+    ADD(a = cJSON_AddArrayToObject(m, "features"));
+    if (ok && plan->opt.quantized_head)
+        ok = cJSON_AddItemToArray(a, cJSON_CreateString("quantized_lm_head"));
+    ADD(a = cJSON_AddArrayToObject(m, "files"));
+    for (i = 0; ok && i < list->n; i++) {
+        for (k = 0; k < 32; k++)
+            snprintf(hex + 2 * k, 3, "%02x", list->v[i].sha256[k]);
+        o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(a, o);
+        ADD(cJSON_AddStringToObject(o, "name", list->v[i].name));
+        ADD(cJSON_AddNumberToObject(o, "bytes", (double)list->v[i].bytes));
+        ADD(cJSON_AddStringToObject(o, "sha256", hex));
+    }
+    bn = basename_of(src->source_path);
+    bl = strcspn(bn, "/");
+    if (bl >= sizeof base)
+        bl = sizeof base - 1;
+    memcpy(base, bn, bl);
+    base[bl] = '\0';
+    ADD(o = cJSON_AddObjectToObject(m, "source"));
+    ADD(cJSON_AddStringToObject(o, "format", src->info->source_format ? src->info->source_format : ""));
+    ADD(cJSON_AddStringToObject(o, "path", base));
+    ADD(cJSON_AddStringToObject(o, "reader", src->reader_name ? src->reader_name : ""));
+    ADD(cJSON_AddStringToObject(o, "reader_version", src->reader_version ? src->reader_version : ""));
+    ADD(o = cJSON_AddObjectToObject(m, "converter"));
+    ADD(cJSON_AddStringToObject(o, "name", "quantbridge"));
+    ADD(cJSON_AddStringToObject(o, "version", src->host_version ? src->host_version : ""));
+    ADD(cJSON_AddStringToObject(o, "writer", W4W_PLUGIN_NAME));
+    ADD(cJSON_AddStringToObject(o, "writer_version", W4W_PLUGIN_VERSION));
+    ADD(a = cJSON_AddObjectToObject(m, "tensors"));
+    for (i = 0; ok && i < plan->n_items; i++) {
+        const w4w_item *it = &plan->items[i];
+        if (it->kind != W4W_ITEM_LINEAR)
+            continue;
+        ADD(o = cJSON_AddObjectToObject(a, it->key));
+        ADD(cJSON_AddStringToObject(o, "source_encoding", it->source_encoding));
+        ADD(cJSON_AddBoolToObject(o, "exact", it->exact));
+        ADD(cJSON_AddNumberToObject(o, "rel_rmse", it->rel_rmse));
+    }
+#undef ADD
+    if (!ok || !(text = cJSON_Print(m))) {
+        rc = h->set_error(h, QB_E_NOMEM, "manifest.json: out of memory");
+        goto out;
+    }
+    rc = w4w_write_whole(h, sink, "manifest.json", text, strlen(text), NULL);
+out:
+    cJSON_free(text);
+    cJSON_Delete(m);
+    return rc;
+}

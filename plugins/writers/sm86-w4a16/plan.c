@@ -1,0 +1,487 @@
+/*
+ * sm86-w4a16 — planning the output before any byte is written.
+ *
+ * Every source tensor is classified by its canonical Hugging Face name
+ * (qb_tensor.h) against the architecture's role table (arch.c):
+ *   model.embed_tokens.weight          -> embed.safetensors  embed_tokens.weight F16
+ *   model.norm.weight                  -> norm.safetensors   norm.weight F16
+ *   lm_head.weight                     -> lm_head.safetensors (F16 or packed), or,
+ *                                         when tied, checked equal to the embeddings
+ *   model.layers.N.<linear>.weight     -> layer_NN.safetensors <linear>.packed/.scales
+ *   model.layers.N.<linear>.bias       -> <linear>.bias F16
+ *   model.layers.N.<norm>.weight       -> <norm>.weight F16
+ * Anything else is an error naming the tensor; so is a missing role. All
+ * shapes are checked against each other and against config.json, and each
+ * file's tensor list and byte sizes are fixed here, so every safetensors
+ * header can be written before its data is streamed.
+ */
+#include "w4w.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE ((size_t)-1)
+
+typedef struct builder {
+    const qb_host *h;
+    const qb_model_src *src;
+    const char *sp; /* source path for messages */
+    w4w_plan *p;
+    size_t cap_files, cap_outs;
+} builder;
+
+static const qb_tensor_info *tinfo(const builder *b, size_t i)
+{
+    const qb_tensor_info *ti = NULL;
+    if (b->src->tensor_info(b->src->handle, i, &ti) != QB_OK)
+        return NULL;
+    return ti;
+}
+
+static qb_status add_file(builder *b, const char *name)
+{
+    w4w_plan *p = b->p;
+    if (p->n_files == b->cap_files) {
+        size_t cap = b->cap_files ? b->cap_files * 2 : 16;
+        w4w_file *nf = realloc(p->files, cap * sizeof *nf);
+        if (!nf)
+            return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory planning files", b->sp);
+        p->files = nf;
+        b->cap_files = cap;
+    }
+    memset(&p->files[p->n_files], 0, sizeof p->files[0]);
+    snprintf(p->files[p->n_files].name, sizeof p->files[0].name, "%s", name);
+    p->files[p->n_files].first_out = p->n_outs;
+    p->n_files++;
+    return QB_OK;
+}
+
+/* Appends an output tensor to the last file. */
+static qb_status add_out(builder *b, const char *name, const char *dtype, uint32_t n_dims,
+                         const int64_t *dims, uint64_t elem_bytes)
+{
+    w4w_plan *p = b->p;
+    w4w_st_tensor *t;
+    uint64_t n = elem_bytes;
+    uint32_t d;
+    if (p->n_outs == b->cap_outs) {
+        size_t cap = b->cap_outs ? b->cap_outs * 2 : 64;
+        w4w_st_tensor *no = realloc(p->outs, cap * sizeof *no);
+        if (!no)
+            return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory planning tensors", b->sp);
+        p->outs = no;
+        b->cap_outs = cap;
+    }
+    t = &p->outs[p->n_outs];
+    memset(t, 0, sizeof *t);
+    t->name = strdup(name);
+    if (!t->name)
+        return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory planning tensors", b->sp);
+    t->dtype = dtype;
+    t->n_dims = n_dims;
+    for (d = 0; d < n_dims; d++) {
+        t->dims[d] = dims[d];
+        n *= (uint64_t)dims[d];
+    }
+    t->n_bytes = n;
+    p->n_outs++;
+    p->files[p->n_files - 1].n_out++;
+    return QB_OK;
+}
+
+static w4w_item *add_item(builder *b, size_t src, w4w_item_kind kind)
+{
+    w4w_plan *p = b->p;
+    const qb_tensor_info *ti = tinfo(b, src);
+    w4w_item *it = &p->items[p->n_items++];
+    memset(it, 0, sizeof *it);
+    it->src = src;
+    it->kind = kind;
+    it->file = kind == W4W_ITEM_TIED ? -1 : (int32_t)(p->n_files - 1);
+    it->out = p->n_outs;
+    it->name = ti->name;
+    it->source_encoding = ti->source_encoding ? ti->source_encoding : "";
+    it->rows = qb_tensor_rows(ti);
+    it->cols = qb_tensor_cols(ti);
+    p->item_of_src[src] = p->n_items - 1;
+    return it;
+}
+
+static qb_status plan_f16(builder *b, size_t src, const char *out_name)
+{
+    const qb_tensor_info *ti = tinfo(b, src);
+    add_item(b, src, W4W_ITEM_F16);
+    return add_out(b, out_name, "F16", ti->n_dims, ti->dims, 2);
+}
+
+/* A linear: <base>.packed U8 [rows, ceil(cols/2)], <base>.scales F16
+ * [rows, ceil(cols/group_size)]; manifest key "<file>:<base>". */
+static qb_status plan_linear(builder *b, size_t src, const char *base)
+{
+    w4w_plan *p = b->p;
+    const w4w_file *f = &p->files[p->n_files - 1];
+    w4w_item *it = add_item(b, src, W4W_ITEM_LINEAR);
+    char name[512];
+    int64_t dims[2];
+    qb_status rc;
+    size_t kl = strlen(f->name) + strlen(base) + 2;
+
+    it->key = malloc(kl);
+    if (!it->key)
+        return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", b->sp);
+    snprintf(it->key, kl, "%s:%s", f->name, base);
+    dims[0] = it->rows;
+    dims[1] = w4w_packed_cols(it->cols);
+    snprintf(name, sizeof name, "%s.packed", base);
+    rc = add_out(b, name, "U8", 2, dims, 1);
+    if (rc != QB_OK)
+        return rc;
+    dims[1] = w4w_n_groups(it->cols, p->opt.group_size);
+    snprintf(name, sizeof name, "%s.scales", base);
+    return add_out(b, name, "F16", 2, dims, 2);
+}
+
+/* Parses "model.layers.<N>.<rest>" with N decimal without leading zeros.
+ * Returns 1 and sets layer and rest on a match, 0 otherwise. */
+static int parse_layer_name(const char *name, int64_t *layer, const char **rest)
+{
+    static const char pre[] = "model.layers.";
+    const char *s = name + sizeof pre - 1;
+    int64_t v = 0;
+    int nd = 0;
+    if (strncmp(name, pre, sizeof pre - 1) != 0)
+        return 0;
+    if (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+        return 0;
+    while (*s >= '0' && *s <= '9') {
+        if (v > (INT64_MAX - 9) / 10)
+            return 0;
+        v = v * 10 + (*s - '0');
+        s++;
+        nd++;
+    }
+    if (nd == 0 || *s != '.')
+        return 0;
+    *layer = v;
+    *rest = s + 1;
+    return 1;
+}
+
+/* Finds the role whose path is rest minus ".weight"/".bias". */
+static int match_role(const w4w_arch *a, const char *rest, int *is_bias)
+{
+    size_t len = strlen(rest), i;
+    size_t plen;
+    if (len > 7 && strcmp(rest + len - 7, ".weight") == 0) {
+        plen = len - 7;
+        *is_bias = 0;
+    } else if (len > 5 && strcmp(rest + len - 5, ".bias") == 0) {
+        plen = len - 5;
+        *is_bias = 1;
+    } else {
+        return -1;
+    }
+    for (i = 0; i < a->n_roles; i++) {
+        const w4w_role *r = &a->roles[i];
+        if (strlen(r->path) == plen && strncmp(r->path, rest, plen) == 0) {
+            if (*is_bias && (r->kind != W4W_ROLE_LINEAR || r->bias == W4W_BIAS_NONE))
+                return -1;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Integer member of the config, or `def` when absent. -2 when present but
+ * not a non-negative integer. */
+static int64_t cfg_int(const cJSON *cfg, const char *key, int64_t def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!v || cJSON_IsNull(v))
+        return def;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(int64_t)v->valuedouble)
+        return -2;
+    return (int64_t)v->valuedouble;
+}
+
+qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_options *opt,
+                         w4w_plan **out)
+{
+    const qb_model_info *mi = src->info;
+    builder b = { 0 };
+    w4w_plan *p = NULL;
+    cJSON *cfg = NULL;
+    const cJSON *tie;
+    size_t *slot_w = NULL, *slot_b = NULL; /* [layer * n_roles + role] */
+    size_t embed = NONE, fnorm = NONE, head = NONE, i, nt = mi->n_tensors;
+    int64_t hidden = -1, vocab = -1, L, l, m;
+    const w4w_arch *a;
+    qb_status rc = QB_OK;
+    char name[512];
+    int digits;
+
+    *out = NULL;
+    b.h = h;
+    b.src = src;
+    b.sp = src->source_path ? src->source_path : "source";
+    a = w4w_arch_find(mi->architecture);
+    if (!a) {
+        rc = h->set_error(h, QB_E_UNSUPPORTED, "%s: architecture '%s' is not supported by %s", b.sp,
+                          mi->architecture ? mi->architecture : "(none)", W4W_PLUGIN_NAME);
+        goto out;
+    }
+    if (!mi->config_json || !(cfg = cJSON_Parse(mi->config_json)) || !cJSON_IsObject(cfg)) {
+        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: missing or not a JSON object", b.sp);
+        goto out;
+    }
+    L = cfg_int(cfg, "num_hidden_layers", -1);
+    if (L < 1 || L > 100000) {
+        rc = h->set_error(h, QB_E_FORMAT,
+                          "%s: config.json: num_hidden_layers missing or not a positive integer",
+                          b.sp);
+        goto out;
+    }
+    hidden = cfg_int(cfg, "hidden_size", -1);
+    vocab = cfg_int(cfg, "vocab_size", -1);
+    if (hidden == -2 || vocab == -2) {
+        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: hidden_size/vocab_size not an integer",
+                          b.sp);
+        goto out;
+    }
+    tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
+    if (tie && !cJSON_IsBool(tie)) {
+        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: tie_word_embeddings is not a boolean",
+                          b.sp);
+        goto out;
+    }
+
+    p = calloc(1, sizeof *p);
+    if (p)
+        p->items = calloc(nt ? nt : 1, sizeof *p->items);
+    if (p)
+        p->item_of_src = malloc((nt ? nt : 1) * sizeof *p->item_of_src);
+    slot_w = malloc((size_t)L * a->n_roles * sizeof *slot_w);
+    slot_b = malloc((size_t)L * a->n_roles * sizeof *slot_b);
+    if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory planning", b.sp);
+        goto out;
+    }
+    b.p = p;
+    p->arch = a;
+    p->n_layers = L;
+    p->tied = tie ? cJSON_IsTrue(tie) : a->tie_default;
+    p->opt = *opt;
+    for (i = 0; i < (size_t)L * a->n_roles; i++)
+        slot_w[i] = slot_b[i] = NONE;
+    for (i = 0; i < nt; i++)
+        p->item_of_src[i] = NONE;
+
+    /* 1. classify */
+    for (i = 0; i < nt; i++) {
+        const qb_tensor_info *ti = tinfo(&b, i);
+        const char *rest;
+        size_t *slot = NULL;
+        int role, is_bias;
+        if (!ti || !ti->name) {
+            rc = h->set_error(h, QB_E_INTERNAL, "%s: tensor %zu has no description", b.sp, i);
+            goto out;
+        }
+        if (strcmp(ti->name, "model.embed_tokens.weight") == 0) {
+            slot = &embed;
+        } else if (strcmp(ti->name, "model.norm.weight") == 0) {
+            slot = &fnorm;
+        } else if (strcmp(ti->name, "lm_head.weight") == 0) {
+            slot = &head;
+        } else if (parse_layer_name(ti->name, &l, &rest) &&
+                   (role = match_role(a, rest, &is_bias)) >= 0) {
+            if (l >= L) {
+                rc = h->set_error(h, QB_E_FORMAT,
+                                  "%s: %s: layer %lld outside num_hidden_layers = %lld", b.sp,
+                                  ti->name, (long long)l, (long long)L);
+                goto out;
+            }
+            slot = is_bias ? &slot_b[l * (int64_t)a->n_roles + role]
+                           : &slot_w[l * (int64_t)a->n_roles + role];
+        }
+        if (!slot) {
+            rc = h->set_error(h, QB_E_FORMAT,
+                              "%s: %s: unknown tensor: not an embedding, head, norm, linear or "
+                              "bias of architecture %s",
+                              b.sp, ti->name, a->model_type);
+            goto out;
+        }
+        if (*slot != NONE) {
+            rc = h->set_error(h, QB_E_FORMAT, "%s: %s: tensor appears twice", b.sp, ti->name);
+            goto out;
+        }
+        *slot = i;
+    }
+
+    /* 2. presence and shapes */
+    if (embed == NONE || fnorm == NONE) {
+        rc = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: required tensor missing", b.sp,
+                          embed == NONE ? "model.embed_tokens.weight" : "model.norm.weight");
+        goto out;
+    }
+    {
+        const qb_tensor_info *e = tinfo(&b, embed);
+        if (e->n_dims != 2) {
+            rc = h->set_error(h, QB_E_FORMAT, "%s: %s: expected 2 dimensions, got %u", b.sp,
+                              e->name, e->n_dims);
+            goto out;
+        }
+        if ((hidden >= 0 && e->dims[1] != hidden) || (vocab >= 0 && e->dims[0] != vocab)) {
+            rc = h->set_error(h, QB_E_MISMATCH,
+                              "%s: %s: shape [%lld, %lld] disagrees with config vocab_size %lld, "
+                              "hidden_size %lld",
+                              b.sp, e->name, (long long)e->dims[0], (long long)e->dims[1],
+                              (long long)vocab, (long long)hidden);
+            goto out;
+        }
+        hidden = e->dims[1];
+        vocab = e->dims[0];
+    }
+    if (head == NONE && !p->tied) {
+        rc = h->set_error(h, QB_E_NOT_FOUND,
+                          "%s: lm_head.weight: missing while tie_word_embeddings is false", b.sp);
+        goto out;
+    }
+    if (head != NONE) {
+        const qb_tensor_info *t = tinfo(&b, head);
+        if (t->n_dims != 2 || t->dims[0] != vocab || t->dims[1] != hidden) {
+            rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld] (vocab, hidden)",
+                              b.sp, t->name, (long long)vocab, (long long)hidden);
+            goto out;
+        }
+    }
+    if (p->tied && opt->quantized_head) {
+        rc = h->set_error(h, QB_E_INVALID,
+                          "%s: lm_head=quantized needs an untied head, but tie_word_embeddings is "
+                          "true",
+                          b.sp);
+        goto out;
+    }
+    {
+        const qb_tensor_info *t = tinfo(&b, fnorm);
+        if (t->n_dims != 1 || t->dims[0] != hidden) {
+            rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (hidden)", b.sp,
+                              t->name, (long long)hidden);
+            goto out;
+        }
+    }
+    for (l = 0; l < L; l++) {
+        size_t r;
+        for (r = 0; r < a->n_roles; r++) {
+            const w4w_role *role = &a->roles[r];
+            size_t wi = slot_w[l * (int64_t)a->n_roles + r], bi = slot_b[l * (int64_t)a->n_roles + r];
+            const qb_tensor_info *t;
+            if (wi == NONE) {
+                rc = h->set_error(h, QB_E_NOT_FOUND,
+                                  "%s: model.layers.%lld.%s.weight: required tensor missing", b.sp,
+                                  (long long)l, role->path);
+                goto out;
+            }
+            t = tinfo(&b, wi);
+            if (role->kind == W4W_ROLE_LINEAR) {
+                if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1) {
+                    rc = h->set_error(h, QB_E_FORMAT, "%s: %s: a linear weight must be 2-D", b.sp,
+                                      t->name);
+                    goto out;
+                }
+                if (bi == NONE && role->bias == W4W_BIAS_REQUIRED) {
+                    rc = h->set_error(h, QB_E_NOT_FOUND,
+                                      "%s: model.layers.%lld.%s.bias: required tensor missing",
+                                      b.sp, (long long)l, role->path);
+                    goto out;
+                }
+                if (bi != NONE) {
+                    const qb_tensor_info *bt = tinfo(&b, bi);
+                    if (bt->n_dims != 1 || bt->dims[0] != t->dims[0]) {
+                        rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld]", b.sp,
+                                          bt->name, (long long)t->dims[0]);
+                        goto out;
+                    }
+                }
+            } else if (t->n_dims != 1 || (role->hidden_sized && t->dims[0] != hidden)) {
+                rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: a norm weight must be 1-D%s", b.sp,
+                                  t->name, role->hidden_sized ? " of hidden_size" : "");
+                goto out;
+            }
+        }
+    }
+
+    /* 3. files, output tensors and write order */
+    if ((rc = add_file(&b, "embed.safetensors")) != QB_OK ||
+        (rc = plan_f16(&b, embed, "embed_tokens.weight")) != QB_OK)
+        goto out;
+    /* at least two digits, three from 101 layers on (w4a16-format.md) */
+    digits = 2;
+    for (m = 100; L - 1 >= m; m *= 10)
+        digits++;
+    for (l = 0; l < L; l++) {
+        size_t r;
+        snprintf(name, sizeof name, "layer_%0*d.safetensors", digits & 7, (int)l);
+        if ((rc = add_file(&b, name)) != QB_OK)
+            goto out;
+        for (r = 0; r < a->n_roles; r++) {
+            const w4w_role *role = &a->roles[r];
+            size_t wi = slot_w[l * (int64_t)a->n_roles + r], bi = slot_b[l * (int64_t)a->n_roles + r];
+            if (role->kind == W4W_ROLE_LINEAR) {
+                rc = plan_linear(&b, wi, role->path);
+                if (rc == QB_OK && bi != NONE) {
+                    snprintf(name, sizeof name, "%s.bias", role->path);
+                    rc = plan_f16(&b, bi, name);
+                }
+            } else {
+                snprintf(name, sizeof name, "%s.weight", role->path);
+                rc = plan_f16(&b, wi, name);
+            }
+            if (rc != QB_OK)
+                goto out;
+        }
+    }
+    if ((rc = add_file(&b, "norm.safetensors")) != QB_OK ||
+        (rc = plan_f16(&b, fnorm, "norm.weight")) != QB_OK)
+        goto out;
+    if (head != NONE && !p->tied) {
+        if ((rc = add_file(&b, "lm_head.safetensors")) != QB_OK)
+            goto out;
+        rc = opt->quantized_head ? plan_linear(&b, head, "lm_head")
+                                 : plan_f16(&b, head, "lm_head.weight");
+        if (rc != QB_OK)
+            goto out;
+    } else if (head != NONE) {
+        w4w_item *it = add_item(&b, head, W4W_ITEM_TIED);
+        it->peer = embed;
+    }
+    if (p->n_items != nt) {
+        rc = h->set_error(h, QB_E_INTERNAL, "%s: planned %zu of %zu tensors", b.sp, p->n_items, nt);
+        goto out;
+    }
+    *out = p;
+    p = NULL;
+out:
+    w4w_plan_free(p);
+    free(slot_w);
+    free(slot_b);
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+void w4w_plan_free(w4w_plan *p)
+{
+    size_t i;
+    if (!p)
+        return;
+    for (i = 0; i < p->n_outs; i++)
+        free(p->outs[i].name);
+    for (i = 0; i < p->n_items; i++)
+        free(p->items[i].key);
+    free(p->outs);
+    free(p->files);
+    free(p->items);
+    free(p->item_of_src);
+    free(p);
+}

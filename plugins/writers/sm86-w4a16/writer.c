@@ -1,0 +1,617 @@
+/*
+ * sm86-w4a16 — the writer: begin plans, write_tensor streams row blocks,
+ * finish writes configs and the manifest.
+ *
+ * Memory: a tensor is processed in blocks of at most W4W_BLOCK_ELEMS
+ * elements (and at most 256 rows), thread_count blocks at a time through
+ * host->parallel_for, written in row order. A linear's packed data streams
+ * straight to the file; its fp16 scales (1/32 of the packed bytes at
+ * group size 128) are held until the packed tensor is complete, because the
+ * file stores the two tensors one after the other.
+ *
+ * Exact repack: when the reader's integer grid is 4-bit, symmetric with
+ * zero 8, in contiguous groups such that every target group lies inside one
+ * source group, a block's codes are copied and its scales converted to fp16
+ * — if every scale survives float->fp16->float and the decoded block equals
+ * read_rows bit for bit (the promise of qb_tensor.h). A block failing that
+ * is requantized from its dense rows, with a WARN naming the tensor.
+ */
+#include "w4w.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W4W_BLOCK_ELEMS 262144
+#define W4W_BLOCK_MAX_ROWS 256
+
+typedef struct w4w_writer {
+    const qb_host *h;
+    const qb_sink *sink;
+    const qb_model_src *src;
+    w4w_plan *plan;
+    size_t next;          /* position in plan->items of the next write */
+    int32_t cur_file;     /* file being written, -1 none */
+    w4w_st_file *cur;
+    w4w_written_list written;
+} w4w_writer;
+
+/* One row block handled by one parallel_for item. */
+typedef struct w4w_slot {
+    int64_t row0, n;
+    float *w;          /* [n * cols] dense source rows */
+    void *out;         /* LINEAR: packed [n * pcols]; F16: [n * cols] fp16 */
+    int8_t *q;         /* [cols] codes of one row */
+    uint8_t *codes;    /* grid view, when exact repack is tried */
+    float *gscales;
+    int32_t *gzeros;
+    double err2, ref2;
+    int exact;
+    char why[200];     /* why an exact repack was refused */
+} w4w_slot;
+
+typedef struct w4w_job {
+    w4w_writer *w;
+    const w4w_item *it;
+    w4w_slot *slots;
+    int64_t pcols, ng, gs;
+    uint16_t *scales;  /* LINEAR: [rows * ng] for the whole tensor */
+    int grid;          /* exact repack is structurally possible */
+    int64_t src_gs;    /* source group width (contiguous) */
+    uint32_t src_ng;
+} w4w_job;
+
+static const char *src_path(const w4w_writer *w)
+{
+    return w->src->source_path ? w->src->source_path : "source";
+}
+
+/* ---- exact repack -------------------------------------------------------- */
+
+/* Decides whether the grid can be repacked without loss structurally; on
+ * no, writes the reason into why. */
+static int grid_usable(w4w_job *j, const qb_grid_info *gi, char *why, size_t why_len)
+{
+    const w4w_item *it = j->it;
+    int64_t sgs, c, tg;
+    if (gi->bits != 4 || !gi->symmetric) {
+        snprintf(why, why_len, "grid is %u-bit %s", gi->bits, gi->symmetric ? "symmetric" : "asymmetric");
+        return 0;
+    }
+    if (gi->col_group) {
+        /* act-order g_idx: usable only when it is the trivial map c / gs */
+        for (sgs = 0; sgs < it->cols && gi->col_group[sgs] == 0; sgs++)
+            ;
+        for (c = 0; c < it->cols; c++)
+            if (sgs < 1 || gi->col_group[c] != (int32_t)(c / sgs)) {
+                snprintf(why, why_len, "act-order column-to-group map (not contiguous groups)");
+                return 0;
+            }
+    } else {
+        sgs = gi->group_size;
+    }
+    if (sgs < 1 || gi->n_groups != (uint32_t)w4w_n_groups(it->cols, sgs)) {
+        snprintf(why, why_len, "grid group size %lld with %u groups does not match %lld columns",
+                 (long long)sgs, gi->n_groups, (long long)it->cols);
+        return 0;
+    }
+    for (tg = 0; tg < j->ng; tg++) {
+        int64_t c0 = tg * j->gs, c1 = (c0 + j->gs < it->cols ? c0 + j->gs : it->cols) - 1;
+        if (c0 / sgs != c1 / sgs) {
+            snprintf(why, why_len, "source group size %lld is not a multiple of group_size %lld",
+                     (long long)sgs, (long long)j->gs);
+            return 0;
+        }
+    }
+    j->src_gs = sgs;
+    j->src_ng = gi->n_groups;
+    return 1;
+}
+
+/* Tries the exact repack of slot s; returns 1 on success (packed and scales
+ * written), 0 when the block must be requantized (s->why says why), or a
+ * negative status on a read failure. */
+static int repack_block(w4w_job *j, w4w_slot *s)
+{
+    w4w_writer *w = j->w;
+    const w4w_item *it = j->it;
+    qb_grid_rows gr;
+    int64_t r, c, g, cols = it->cols;
+    qb_status rc;
+
+    memset(&gr, 0, sizeof gr);
+    gr.struct_size = sizeof gr;
+    gr.codes = s->codes;
+    gr.scales = s->gscales;
+    gr.zeros = s->gzeros;
+    rc = w->src->read_grid(w->src->handle, it->src, s->row0, s->n, &gr);
+    if (rc != QB_OK)
+        return rc;
+    for (r = 0; r < s->n; r++) {
+        const float *gs_row = s->gscales + r * j->src_ng;
+        const int32_t *z_row = s->gzeros + r * j->src_ng;
+        uint16_t *sc = j->scales + (s->row0 + r) * j->ng;
+        for (g = 0; g < (int64_t)j->src_ng; g++) {
+            uint16_t h16 = qb_f32_to_f16(gs_row[g]);
+            if (z_row[g] != 8) {
+                snprintf(s->why, sizeof s->why, "row %lld group %lld: zero point %d, not 8",
+                         (long long)(s->row0 + r), (long long)g, (int)z_row[g]);
+                return 0;
+            }
+            if (!isfinite(gs_row[g]) || qb_f32_bits(qb_f16_to_f32(h16)) != qb_f32_bits(gs_row[g])) {
+                snprintf(s->why, sizeof s->why, "row %lld group %lld: scale %.9g is not exact in fp16",
+                         (long long)(s->row0 + r), (long long)g, (double)gs_row[g]);
+                return 0;
+            }
+        }
+        for (g = 0; g < j->ng; g++)
+            sc[g] = qb_f32_to_f16(gs_row[(g * j->gs) / j->src_gs]);
+        for (c = 0; c < cols; c++) {
+            uint8_t code = s->codes[r * cols + c];
+            float dec, ref = s->w[r * cols + c];
+            if (code > 15) {
+                snprintf(s->why, sizeof s->why, "row %lld col %lld: code %u outside 4 bits",
+                         (long long)(s->row0 + r), (long long)c, code);
+                return 0;
+            }
+            s->q[c] = (int8_t)((int)code - 8);
+            dec = (float)s->q[c] * qb_f16_to_f32(sc[c / j->gs]);
+            if (qb_f32_bits(dec) != qb_f32_bits(ref)) {
+                snprintf(s->why, sizeof s->why,
+                         "row %lld col %lld: decoded %.9g differs from read_rows %.9g",
+                         (long long)(s->row0 + r), (long long)c, (double)dec, (double)ref);
+                return 0;
+            }
+            s->ref2 += (double)ref * (double)ref;
+        }
+        w4w_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
+    }
+    return 1;
+}
+
+/* ---- per-block work ------------------------------------------------------ */
+
+static qb_status requant_block(w4w_job *j, w4w_slot *s)
+{
+    w4w_writer *w = j->w;
+    const w4w_item *it = j->it;
+    int64_t r, c, g, cols = it->cols;
+    s->err2 = s->ref2 = 0.0;
+    for (r = 0; r < s->n; r++) {
+        const float *row = s->w + r * cols;
+        uint16_t *sc = j->scales + (s->row0 + r) * j->ng;
+        for (g = 0; g < j->ng; g++) {
+            int64_t c0 = g * j->gs, n = (c0 + j->gs < cols ? j->gs : cols - c0);
+            double e;
+            int qr = w4w_quant_group(row + c0, (size_t)n, w->plan->opt.rule, s->q + c0, &sc[g], &e);
+            if (qr == W4W_EQUANT_NONFINITE)
+                return w->h->set_error(w->h, QB_E_FORMAT, "%s: %s: row %lld: NaN or infinity",
+                                       src_path(w), it->name, (long long)(s->row0 + r));
+            if (qr != 0)
+                return w->h->set_error(w->h, QB_E_RANGE,
+                                       "%s: %s: row %lld group %lld: magnitude too large for an "
+                                       "fp16 scale",
+                                       src_path(w), it->name, (long long)(s->row0 + r),
+                                       (long long)g);
+            s->err2 += e;
+        }
+        for (c = 0; c < cols; c++)
+            s->ref2 += (double)row[c] * (double)row[c];
+        w4w_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
+    }
+    return QB_OK;
+}
+
+static qb_status f16_block(w4w_job *j, w4w_slot *s)
+{
+    w4w_writer *w = j->w;
+    const w4w_item *it = j->it;
+    uint16_t *o = s->out;
+    int64_t i, n = s->n * it->cols;
+    for (i = 0; i < n; i++) {
+        float v = s->w[i];
+        uint16_t hv = qb_f32_to_f16(v);
+        if (!isfinite(v) || (hv & 0x7c00u) == 0x7c00u)
+            return w->h->set_error(w->h, isfinite(v) ? QB_E_RANGE : QB_E_FORMAT,
+                                   "%s: %s: row %lld: value %g %s", src_path(w), it->name,
+                                   (long long)(s->row0 + i / it->cols), (double)v,
+                                   isfinite(v) ? "overflows fp16" : "is not finite");
+        o[i] = hv;
+    }
+    return QB_OK;
+}
+
+static qb_status block_worker(void *arg, size_t i)
+{
+    w4w_job *j = arg;
+    w4w_slot *s = &j->slots[i];
+    const w4w_item *it = j->it;
+    qb_status rc;
+    int ok;
+
+    s->err2 = s->ref2 = 0.0;
+    s->exact = 0;
+    s->why[0] = '\0';
+    if (s->n == 0)
+        return QB_OK;
+    rc = j->w->src->read_rows(j->w->src->handle, it->src, s->row0, s->n, s->w);
+    if (rc != QB_OK)
+        return rc;
+    if (it->kind == W4W_ITEM_F16)
+        return f16_block(j, s);
+    if (j->grid) {
+        ok = repack_block(j, s);
+        if (ok < 0)
+            return ok;
+        if (ok) {
+            s->exact = 1;
+            return QB_OK;
+        }
+        s->ref2 = 0.0;
+    }
+    return requant_block(j, s);
+}
+
+/* ---- items --------------------------------------------------------------- */
+
+static void free_slots(w4w_slot *slots, size_t n)
+{
+    size_t i;
+    if (!slots)
+        return;
+    for (i = 0; i < n; i++) {
+        free(slots[i].w);
+        free(slots[i].out);
+        free(slots[i].q);
+        free(slots[i].codes);
+        free(slots[i].gscales);
+        free(slots[i].gzeros);
+    }
+    free(slots);
+}
+
+static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
+{
+    const qb_host *h = w->h;
+    w4w_job j;
+    w4w_slot *slots = NULL;
+    qb_grid_info gi;
+    int64_t br, nblocks, b0, rows = it->rows, cols = it->cols;
+    size_t nslot, i;
+    double err2 = 0.0, ref2 = 0.0;
+    int warned = 0, lin = it->kind == W4W_ITEM_LINEAR;
+    qb_status rc = QB_OK;
+
+    memset(&j, 0, sizeof j);
+    j.w = w;
+    j.it = it;
+    j.gs = w->plan->opt.group_size;
+    j.pcols = w4w_packed_cols(cols);
+    j.ng = w4w_n_groups(cols, j.gs);
+    br = W4W_BLOCK_ELEMS / cols;
+    br = br < 1 ? 1 : br > W4W_BLOCK_MAX_ROWS ? W4W_BLOCK_MAX_ROWS : br;
+    nblocks = (rows + br - 1) / br;
+    nslot = h->thread_count(h);
+    if (nslot < 1)
+        nslot = 1;
+    if ((int64_t)nslot > nblocks)
+        nslot = (size_t)nblocks;
+
+    if (lin) {
+        const qb_tensor_info *ti = NULL;
+        rc = w->src->tensor_info(w->src->handle, it->src, &ti);
+        if (rc != QB_OK)
+            goto out;
+        if (ti->has_grid) {
+            char why[200];
+            memset(&gi, 0, sizeof gi);
+            gi.struct_size = sizeof gi;
+            rc = w->src->get_grid_info(w->src->handle, it->src, &gi);
+            if (rc == QB_E_UNSUPPORTED) {
+                rc = QB_OK;
+            } else if (rc != QB_OK) {
+                goto out;
+            } else if (grid_usable(&j, &gi, why, sizeof why)) {
+                j.grid = 1;
+            } else {
+                h->log(h, QB_LOG_INFO, "%s: requantizing (%s)", it->name, why);
+            }
+        }
+        j.scales = malloc((size_t)(rows * j.ng) * sizeof *j.scales);
+        if (!j.scales) {
+            rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for scales", src_path(w), it->name);
+            goto out;
+        }
+    }
+    slots = calloc(nslot, sizeof *slots);
+    if (!slots) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+        goto out;
+    }
+    for (i = 0; i < nslot; i++) {
+        w4w_slot *s = &slots[i];
+        s->w = malloc((size_t)(br * cols) * sizeof *s->w);
+        s->out = malloc(lin ? (size_t)(br * j.pcols) : (size_t)(br * cols) * 2);
+        s->q = malloc((size_t)cols);
+        if (!s->w || !s->out || !s->q) {
+            rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+            goto out;
+        }
+        if (j.grid) {
+            s->codes = malloc((size_t)(br * cols));
+            s->gscales = malloc((size_t)br * j.src_ng * sizeof *s->gscales);
+            s->gzeros = malloc((size_t)br * j.src_ng * sizeof *s->gzeros);
+            if (!s->codes || !s->gscales || !s->gzeros) {
+                rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+                goto out;
+            }
+        }
+    }
+    j.slots = slots;
+
+    for (b0 = 0; b0 < nblocks; b0 += (int64_t)nslot) {
+        size_t nb = 0;
+        if (h->cancelled(h)) {
+            rc = h->set_error(h, QB_E_CANCELLED, "%s: cancelled", it->name);
+            goto out;
+        }
+        for (i = 0; i < nslot; i++) {
+            int64_t r0 = (b0 + (int64_t)i) * br;
+            slots[i].row0 = r0;
+            slots[i].n = r0 >= rows ? 0 : (r0 + br <= rows ? br : rows - r0);
+            if (slots[i].n)
+                nb = i + 1;
+        }
+        rc = h->parallel_for(h, nb, block_worker, &j);
+        if (rc != QB_OK)
+            goto out;
+        for (i = 0; i < nb; i++) {
+            w4w_slot *s = &slots[i];
+            size_t len = lin ? (size_t)(s->n * j.pcols) : (size_t)(s->n * cols) * 2;
+            rc = w4w_st_write(w->cur, s->out, len);
+            if (rc != QB_OK)
+                goto out;
+            err2 += s->err2;
+            ref2 += s->ref2;
+            if (j.grid && !s->exact && !warned) {
+                h->log(h, QB_LOG_WARN,
+                       "%s: %s: integer grid not repacked exactly (%s); requantizing such blocks",
+                       src_path(w), it->name, s->why);
+                warned = 1;
+            }
+        }
+    }
+    if (lin) {
+        rc = w4w_st_write(w->cur, j.scales, (size_t)(rows * j.ng) * sizeof *j.scales);
+        if (rc != QB_OK)
+            goto out;
+        /* exact means decoded == source for every element: the grid path
+         * checked bits; a requantized tensor with zero error is equal too */
+        it->exact = err2 == 0.0;
+        it->rel_rmse = ref2 > 0.0 ? sqrt(err2 / ref2) : 0.0;
+    }
+out:
+    free_slots(slots, nslot);
+    free(j.scales);
+    return rc;
+}
+
+/* A tied model whose source still has lm_head.weight: it must equal the
+ * embeddings bit for bit, since the output keeps only the embeddings. */
+static qb_status check_tied(w4w_writer *w, const w4w_item *it)
+{
+    const qb_host *h = w->h;
+    int64_t br = W4W_BLOCK_ELEMS / it->cols, r0, i;
+    float *a = NULL, *b = NULL;
+    qb_status rc = QB_OK;
+    if (br < 1)
+        br = 1;
+    a = malloc((size_t)(br * it->cols) * sizeof *a);
+    b = malloc((size_t)(br * it->cols) * sizeof *b);
+    if (!a || !b) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+        goto out;
+    }
+    for (r0 = 0; r0 < it->rows; r0 += br) {
+        int64_t n = r0 + br <= it->rows ? br : it->rows - r0;
+        if ((rc = w->src->read_rows(w->src->handle, it->src, r0, n, a)) != QB_OK ||
+            (rc = w->src->read_rows(w->src->handle, it->peer, r0, n, b)) != QB_OK)
+            goto out;
+        for (i = 0; i < n * it->cols; i++)
+            if (qb_f32_bits(a[i]) != qb_f32_bits(b[i])) {
+                rc = h->set_error(h, QB_E_MISMATCH,
+                                  "%s: %s: row %lld differs from model.embed_tokens.weight although "
+                                  "tie_word_embeddings is true",
+                                  src_path(w), it->name, (long long)(r0 + i / it->cols));
+                goto out;
+            }
+    }
+out:
+    free(a);
+    free(b);
+    return rc;
+}
+
+/* Closes the current file if it is complete and records it. */
+static qb_status close_current(w4w_writer *w)
+{
+    w4w_file *f;
+    qb_status rc;
+    if (!w->cur)
+        return QB_OK;
+    f = &w->plan->files[w->cur_file];
+    rc = w4w_st_close(w->cur, &f->bytes, f->sha256);
+    w->cur = NULL;
+    if (rc != QB_OK)
+        return rc;
+    f->closed = 1;
+    return w4w_written_add(w->h, &w->written, f->name, f->bytes, f->sha256);
+}
+
+/* ---- vtable -------------------------------------------------------------- */
+
+static int w4w_supports(void *ctx, const qb_model_info *mi)
+{
+    (void)ctx;
+    return mi && w4w_arch_find(mi->architecture) ? 90 : 0;
+}
+
+static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_options *o)
+{
+    const qb_param *p;
+    memset(o, 0, sizeof *o);
+    o->group_size = 128;
+    o->rule = W4W_RULE_AUTO;
+    if ((p = qb_param_find(params, "group_size")) && p->is_set) {
+        if (p->type != QB_PARAM_INT || p->v.i < 1 || p->v.i > (1 << 20))
+            return h->set_error(h, QB_E_INVALID, "%s: option group_size must be 1..%d",
+                                W4W_PLUGIN_NAME, 1 << 20);
+        o->group_size = p->v.i;
+    }
+    if ((p = qb_param_find(params, "quant_rule")) && p->is_set) {
+        const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;
+        if (v && strcmp(v, "auto") == 0)
+            o->rule = W4W_RULE_AUTO;
+        else if (v && strcmp(v, "absmax") == 0)
+            o->rule = W4W_RULE_ABSMAX;
+        else if (v && strcmp(v, "search") == 0)
+            o->rule = W4W_RULE_SEARCH;
+        else
+            return h->set_error(h, QB_E_INVALID, "%s: option quant_rule must be auto|absmax|search",
+                                W4W_PLUGIN_NAME);
+    }
+    if ((p = qb_param_find(params, "act_order")) && p->is_set) {
+        const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;
+        if (v && strcmp(v, "permute") == 0)
+            o->act_order_permute = 1;
+        else if (!v || strcmp(v, "requant") != 0)
+            return h->set_error(h, QB_E_INVALID, "%s: option act_order must be requant|permute",
+                                W4W_PLUGIN_NAME);
+    }
+    if ((p = qb_param_find(params, "lm_head")) && p->is_set) {
+        const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;
+        if (v && strcmp(v, "quantized") == 0)
+            o->quantized_head = 1;
+        else if (!v || strcmp(v, "f16") != 0)
+            return h->set_error(h, QB_E_INVALID, "%s: option lm_head must be f16|quantized",
+                                W4W_PLUGIN_NAME);
+    }
+    if (o->act_order_permute)
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: act_order=permute (the input_permutation feature) is not "
+                            "implemented yet; use act_order=requant",
+                            W4W_PLUGIN_NAME);
+    return QB_OK;
+}
+
+static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *src,
+                           const qb_param *params, size_t *order, qb_writer_handle *out)
+{
+    const qb_host *h = ((const w4w_ctx *)ctx)->host;
+    const uint16_t one = 1;
+    w4w_writer *w = NULL;
+    w4w_options opt;
+    qb_status rc;
+    size_t i;
+
+    *out = NULL;
+    /* the fp16/U8 arrays are written as they lie in memory; safetensors is
+     * little-endian */
+    if (*(const uint8_t *)&one != 1)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: big-endian hosts are not supported",
+                            W4W_PLUGIN_NAME);
+    if (!sink || !src || !src->info || !order)
+        return h->set_error(h, QB_E_INVALID, "%s: begin: missing sink, source or order",
+                            W4W_PLUGIN_NAME);
+    rc = parse_options(h, params, &opt);
+    if (rc != QB_OK)
+        return rc;
+    w = calloc(1, sizeof *w);
+    if (!w)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", W4W_PLUGIN_NAME);
+    w->h = h;
+    w->sink = sink;
+    w->src = src;
+    w->cur_file = -1;
+    rc = w4w_plan_build(h, src, &opt, &w->plan);
+    if (rc != QB_OK) {
+        free(w);
+        return rc;
+    }
+    for (i = 0; i < w->plan->n_items; i++)
+        order[i] = w->plan->items[i].src;
+    *out = w;
+    return QB_OK;
+}
+
+static qb_status w4w_write_tensor(qb_writer_handle hw, size_t index)
+{
+    w4w_writer *w = hw;
+    w4w_plan *p = w->plan;
+    w4w_item *it;
+    qb_status rc;
+
+    if (index >= w->src->info->n_tensors || p->item_of_src[index] != w->next)
+        return w->h->set_error(w->h, QB_E_INVALID,
+                               "%s: write_tensor(%zu) called out of the planned order",
+                               W4W_PLUGIN_NAME, index);
+    it = &p->items[w->next];
+    if (it->kind != W4W_ITEM_TIED && it->file != w->cur_file) {
+        const w4w_file *f = &p->files[it->file];
+        rc = close_current(w);
+        if (rc != QB_OK)
+            return rc;
+        rc = w4w_st_open(w->h, w->sink, f->name, p->outs + f->first_out, f->n_out, &w->cur);
+        if (rc != QB_OK)
+            return rc;
+        w->cur_file = it->file;
+    }
+    rc = it->kind == W4W_ITEM_TIED ? check_tied(w, it) : write_dense_item(w, it);
+    if (rc != QB_OK)
+        return rc;
+    it->written = 1;
+    w->next++;
+    if (w->cur && w4w_st_remaining(w->cur) == 0)
+        rc = close_current(w);
+    return rc;
+}
+
+static void writer_free(w4w_writer *w)
+{
+    if (!w)
+        return;
+    if (w->cur)
+        (void)w4w_st_close(w->cur, NULL, NULL);
+    w4w_plan_free(w->plan);
+    free(w->written.v);
+    free(w);
+}
+
+static qb_status w4w_finish(qb_writer_handle hw)
+{
+    w4w_writer *w = hw;
+    qb_status rc = QB_OK;
+    if (w->next != w->plan->n_items) {
+        rc = w->h->set_error(w->h, QB_E_INVALID, "%s: finish after %zu of %zu tensors",
+                             W4W_PLUGIN_NAME, w->next, w->plan->n_items);
+        goto out;
+    }
+    if ((rc = close_current(w)) != QB_OK)
+        goto out;
+    if ((rc = w4w_config_write(w->h, w->sink, w->src, w->plan, &w->written)) != QB_OK)
+        goto out;
+    rc = w4w_manifest_write(w->h, w->sink, w->src, w->plan, &w->written);
+out:
+    writer_free(w);
+    return rc;
+}
+
+static void w4w_abort(qb_writer_handle hw)
+{
+    writer_free(hw);
+}
+
+const qb_writer_vtable w4w_writer_vtable = {
+    sizeof(qb_writer_vtable), w4w_supports, w4w_begin, w4w_write_tensor, w4w_finish, w4w_abort,
+};
