@@ -1,0 +1,50 @@
+/*
+ * hf-dense plugin internals: plain Hugging Face checkpoints (config.json +
+ * safetensors with F32/F16/BF16 tensors, no quantization). reader.c is the
+ * reading side; a writer.c can sit next to it and share this header.
+ * Every symbol here is hidden (the plugin exports only its entry).
+ */
+#ifndef HFD_H
+#define HFD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <quantbridge/quantbridge.h>
+
+/* The host table given at entry; set once before any other call. */
+extern const qb_host *hfd_host;
+
+/* The reader function table (reader.c). */
+extern const qb_reader_vtable hfd_reader_vtable;
+
+/* Why config.json text does not describe a dense checkpoint. */
+typedef enum hfd_config_kind {
+    HFD_CONFIG_DENSE = 0,      /* no quantization_config: ours */
+    HFD_CONFIG_QUANTIZED = 1,  /* quantization_config / compression_config present */
+    HFD_CONFIG_INVALID = 2     /* not JSON, not an object, or no model_type */
+} hfd_config_kind;
+
+/* Classifies config.json text without reporting anything (for probe).
+ * Pure, thread-safe. */
+hfd_config_kind hfd_config_classify(const char *text);
+
+/* Checks config.json text of `path` for open: a JSON object with a string
+ * model_type and no quantization settings (quantization_config,
+ * compression_config). On success *model_type is a malloc'd copy owned by
+ * the caller. Errors (message names `path`): QB_E_FORMAT (not JSON, no
+ * model_type), QB_E_UNSUPPORTED (quantized: names the quant_method),
+ * QB_E_NOMEM. Thread-safe. */
+qb_status hfd_config_check(const qb_host *h, const char *path, const char *text, char **model_type);
+
+/* Encoding text of a dense float dtype ("f32", "f16", "bf16"), or NULL for
+ * any other dtype. Pure. */
+const char *hfd_dtype_encoding(qb_dtype dt);
+
+/* Converts n elements of dtype `dt` (F32, F16 or BF16; little-endian,
+ * possibly unaligned) starting at `src` to float32 in dst. Exact: every
+ * F16/BF16 value is representable in float32 (qb_half.h). Returns 0, or -1
+ * for another dtype (dst untouched). Pure, thread-safe. */
+int hfd_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst);
+
+#endif /* HFD_H */

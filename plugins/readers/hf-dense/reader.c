@@ -1,0 +1,402 @@
+/*
+ * hf-dense reader: a Hugging Face directory with config.json (no
+ * quantization) and safetensors weights in F32/F16/BF16, served tensor by
+ * tensor under the Hugging Face names, rows converted from the mapped bytes.
+ *
+ * Memory: the files stay mapped by the host's safetensors service; a
+ * read_rows call touches only the bytes of its rows.
+ */
+#define _XOPEN_SOURCE 700 /* strdup */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hfd.h"
+
+/* Largest config.json / generation_config.json accepted (as probe's 4 MiB
+ * config_json, with room for long chat templates in generation configs). */
+#define HFD_MAX_JSON (16u * 1024u * 1024u)
+
+typedef struct hfd_tensor {
+    const qb_st_tensor *st;
+    const char *encoding;
+    uint32_t n_dims;
+    int64_t dims[QB_MAX_DIMS];
+    int64_t rows, cols;
+    size_t esize;
+} hfd_tensor;
+
+typedef struct hfd_reader {
+    char *dir;
+    char *config_text;
+    char *gen_text;
+    char *model_type;
+    int has_tokenizer;
+    qb_st_set *set;
+    hfd_tensor *t;
+    size_t n;
+    char summary[160];
+} hfd_reader;
+
+static int hfd_has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int hfd_list_has(const char *const *names, const char *name)
+{
+    size_t i;
+    for (i = 0; names && names[i]; i++)
+        if (strcmp(names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Side files that mark a quantized checkpoint even without
+ * config.json:quantization_config: AutoGPTQ/GPTQModel quantize_config.json,
+ * AutoAWQ before 2023-10 quant_config.json (formats.md §9.2). */
+static const char *const hfd_quant_sidecars[] = {"quantize_config.json", "quant_config.json", NULL};
+
+static int hfd_probe(void *ctx, const qb_probe_input *in)
+{
+    const qb_st_api *api = hfd_host->safetensors;
+    qb_st_set *set = NULL;
+    const char *const *sib;
+    size_t i;
+    int score;
+
+    (void)ctx;
+    if (!in || !in->path)
+        return QB_PROBE_NONE;
+    sib = in->siblings;
+    if (!in->is_dir && !hfd_has_suffix(in->path, ".safetensors"))
+        return QB_PROBE_NONE;
+    for (i = 0; hfd_quant_sidecars[i]; i++)
+        if (hfd_list_has(sib, hfd_quant_sidecars[i]))
+            return QB_PROBE_NONE;
+    if (!in->config_json)
+        /* A lone .safetensors file: maybe ours, but nothing says which model. */
+        return in->is_dir ? QB_PROBE_NONE : QB_PROBE_WEAK;
+    switch (hfd_config_classify(in->config_json)) {
+    case HFD_CONFIG_QUANTIZED:
+        return QB_PROBE_NONE;
+    case HFD_CONFIG_INVALID:
+        return QB_PROBE_WEAK;
+    case HFD_CONFIG_DENSE:
+        break;
+    }
+    if (in->is_dir) {
+        int any = 0;
+        for (i = 0; sib && sib[i]; i++)
+            if (hfd_has_suffix(sib[i], ".safetensors") ||
+                strcmp(sib[i], "model.safetensors.index.json") == 0)
+                any = 1;
+        if (!any)
+            return QB_PROBE_NONE;
+    }
+
+    /* Dense by config; the dtypes decide how sure. A broken file still
+     * scores POSSIBLE so that open() reports the parser's precise error. */
+    if (in->is_dir) {
+        if (api->open_dir(hfd_host, in->path, &set) != QB_OK)
+            return QB_PROBE_POSSIBLE;
+    } else {
+        if (api->open_file(hfd_host, in->path, &set) != QB_OK)
+            return QB_PROBE_POSSIBLE;
+    }
+    score = QB_PROBE_LIKELY;
+    for (i = 0; i < api->count(set); i++)
+        if (!hfd_dtype_encoding(api->tensor(set, i)->dtype))
+            score = QB_PROBE_WEAK;
+    if (api->count(set) == 0)
+        score = QB_PROBE_WEAK;
+    api->close(set);
+    return score;
+}
+
+static void hfd_reader_free(hfd_reader *r)
+{
+    if (!r)
+        return;
+    if (r->set)
+        hfd_host->safetensors->close(r->set);
+    free(r->t);
+    free(r->dir);
+    free(r->config_text);
+    free(r->gen_text);
+    free(r->model_type);
+    free(r);
+}
+
+/* Joins dir and name into a malloc'd path. */
+static char *hfd_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p) {
+        memcpy(p, dir, a);
+        p[a] = '/';
+        memcpy(p + a + 1, name, b + 1);
+    }
+    return p;
+}
+
+/* Reads dir/name as text into *out (malloc'd). QB_E_NOT_FOUND passes
+ * through when `optional` so the caller can skip the file. */
+static qb_status hfd_read_json(const char *dir, const char *name, int optional, char **out)
+{
+    const qb_host *h = hfd_host;
+    char *path = hfd_join(dir, name);
+    void *data = NULL;
+    size_t len = 0;
+    qb_status st;
+
+    *out = NULL;
+    if (!path)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+    st = h->read_small_file(h, path, HFD_MAX_JSON, &data, &len);
+    if (st == QB_OK) {
+        *out = strdup(data);
+        if (!*out)
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        else if (strlen(*out) != len)
+            st = h->set_error(h, QB_E_FORMAT, "%s: contains a NUL byte", path);
+    } else if (st == QB_E_NOT_FOUND && !optional) {
+        st = h->set_error(h, QB_E_NOT_FOUND, "%s: missing (a Hugging Face checkpoint needs it)",
+                          path);
+    }
+    h->free(h, data);
+    free(path);
+    if (st != QB_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static int hfd_file_exists(const char *dir, const char *name)
+{
+    char *p = hfd_join(dir, name);
+    struct stat sb;
+    int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(p);
+    return ok;
+}
+
+/* Validates every tensor up front: dense float dtype, at least one
+ * element, matrix view sizes that fit the byte count. */
+static qb_status hfd_describe(hfd_reader *r)
+{
+    const qb_host *h = hfd_host;
+    const qb_st_api *api = h->safetensors;
+    size_t i, n = api->count(r->set);
+    uint32_t d;
+
+    if (n == 0)
+        return h->set_error(h, QB_E_FORMAT, "%s: the checkpoint has no tensors", r->dir);
+    r->t = calloc(n, sizeof(*r->t));
+    if (!r->t)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+    for (i = 0; i < n; i++) {
+        const qb_st_tensor *st = api->tensor(r->set, i);
+        hfd_tensor *t = &r->t[i];
+        t->st = st;
+        t->encoding = hfd_dtype_encoding(st->dtype);
+        if (!t->encoding)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: tensor '%s': dtype %s is not a dense float type (hf-dense "
+                                "reads F32, F16 and BF16)",
+                                st->file, st->name, st->dtype_name);
+        t->esize = st->dtype == QB_DT_F32 ? 4 : 2;
+        /* a scalar is served as a 1-element vector (qb_tensor_info needs n_dims >= 1) */
+        t->n_dims = st->n_dims ? st->n_dims : 1;
+        t->dims[0] = 1;
+        for (d = 0; d < st->n_dims; d++) {
+            if (st->dims[d] < 1)
+                return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': dimension %u is 0 (empty tensor)",
+                                    st->file, st->name, d);
+            t->dims[d] = st->dims[d];
+        }
+        t->cols = t->dims[t->n_dims - 1];
+        t->rows = 1;
+        for (d = 0; d + 1 < t->n_dims; d++)
+            t->rows *= t->dims[d]; /* cannot overflow: the parser bounded the product */
+        if ((uint64_t)t->rows * (uint64_t)t->cols * t->esize != st->n_bytes)
+            return h->set_error(h, QB_E_INTERNAL, "%s: tensor '%s': size disagrees with its shape",
+                                st->file, st->name);
+    }
+    r->n = n;
+    return QB_OK;
+}
+
+static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
+{
+    const qb_host *h = hfd_host;
+    const qb_st_api *api = h->safetensors;
+    hfd_reader *r = NULL;
+    struct stat sb;
+    char *cfg_path = NULL;
+    qb_status st = QB_OK;
+    size_t i;
+    int is_dir;
+
+    (void)ctx;
+    (void)params;
+    *out = NULL;
+    if (stat(path, &sb) != 0)
+        return h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", path,
+                            strerror(errno));
+    is_dir = S_ISDIR(sb.st_mode);
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+    if (is_dir) {
+        r->dir = strdup(path);
+    } else {
+        const char *slash = strrchr(path, '/');
+        r->dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    }
+    if (!r->dir) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
+
+    /* The data first, so a broken file reports the parser's exact error.
+     * A named shard of an indexed checkpoint stands for the checkpoint. */
+    if (is_dir || hfd_file_exists(r->dir, "model.safetensors.index.json"))
+        st = api->open_dir(h, r->dir, &r->set);
+    else
+        st = api->open_file(h, path, &r->set);
+    if (st != QB_OK)
+        goto out;
+
+    for (i = 0; hfd_quant_sidecars[i]; i++) {
+        if (hfd_file_exists(r->dir, hfd_quant_sidecars[i])) {
+            st = h->set_error(h, QB_E_UNSUPPORTED,
+                              "%s/%s: a quantized checkpoint, which hf-dense does not read", r->dir,
+                              hfd_quant_sidecars[i]);
+            goto out;
+        }
+    }
+    st = hfd_read_json(r->dir, "config.json", 0, &r->config_text);
+    if (st != QB_OK)
+        goto out;
+    cfg_path = hfd_join(r->dir, "config.json");
+    if (!cfg_path) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    st = hfd_config_check(h, cfg_path, r->config_text, &r->model_type);
+    if (st != QB_OK)
+        goto out;
+    st = hfd_read_json(r->dir, "generation_config.json", 1, &r->gen_text);
+    if (st == QB_E_NOT_FOUND)
+        st = QB_OK;
+    if (st != QB_OK)
+        goto out;
+    r->has_tokenizer = hfd_file_exists(r->dir, "tokenizer.json") ||
+                       hfd_file_exists(r->dir, "tokenizer.model") ||
+                       hfd_file_exists(r->dir, "tokenizer_config.json");
+    st = hfd_describe(r);
+    if (st != QB_OK)
+        goto out;
+    snprintf(r->summary, sizeof(r->summary), "Hugging Face dense safetensors, %zu tensors (%s first)",
+             r->n, r->t[0].encoding);
+out:
+    free(cfg_path);
+    if (st != QB_OK) {
+        hfd_reader_free(r);
+        return st;
+    }
+    *out = r;
+    return QB_OK;
+}
+
+static void hfd_close(qb_reader_handle h)
+{
+    hfd_reader_free(h);
+}
+
+static qb_status hfd_get_model_info(qb_reader_handle handle, qb_model_info *out)
+{
+    hfd_reader *r = handle;
+    out->architecture = r->model_type;
+    out->config_json = r->config_text;
+    out->generation_config_json = r->gen_text;
+    out->n_tensors = r->n;
+    out->source_format = "hf-dense";
+    out->source_summary = r->summary;
+    out->tokenizer_dir = r->has_tokenizer ? r->dir : NULL;
+    if (QB_HAS_FIELD(out, qb_model_info, chat_template))
+        out->chat_template = NULL;
+    return QB_OK;
+}
+
+static qb_status hfd_get_tensor_info(qb_reader_handle handle, size_t index, qb_tensor_info *out)
+{
+    hfd_reader *r = handle;
+    const hfd_tensor *t;
+    uint32_t d;
+
+    if (index >= r->n)
+        return hfd_host->set_error(hfd_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
+                                   r->dir, index, r->n);
+    t = &r->t[index];
+    out->name = t->st->name;
+    out->n_dims = t->n_dims;
+    for (d = 0; d < QB_MAX_DIMS; d++)
+        out->dims[d] = d < t->n_dims ? t->dims[d] : 0;
+    out->source_dtype = t->st->dtype;
+    out->source_encoding = t->encoding;
+    out->has_grid = 0;
+    return QB_OK;
+}
+
+static qb_status hfd_read_rows(qb_reader_handle handle, size_t index, int64_t row0, int64_t n_rows,
+                               float *dst)
+{
+    hfd_reader *r = handle;
+    const hfd_tensor *t;
+    size_t row_bytes;
+
+    if (index >= r->n)
+        return hfd_host->set_error(hfd_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
+                                   r->dir, index, r->n);
+    t = &r->t[index];
+    if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
+        return hfd_host->set_error(hfd_host, QB_E_RANGE,
+                                   "%s: tensor '%s': rows [%lld, +%lld) outside its %lld rows",
+                                   t->st->file, t->st->name, (long long)row0, (long long)n_rows,
+                                   (long long)t->rows);
+    if (n_rows == 0)
+        return QB_OK;
+    row_bytes = (size_t)t->cols * t->esize;
+    if (hfd_to_f32(t->st->dtype, t->st->data + (size_t)row0 * row_bytes,
+                   (size_t)n_rows * (size_t)t->cols, dst) != 0)
+        return hfd_host->set_error(hfd_host, QB_E_INTERNAL, "%s: tensor '%s': dtype %s", t->st->file,
+                                   t->st->name, t->st->dtype_name);
+    return QB_OK;
+}
+
+static qb_status hfd_get_grid_info(qb_reader_handle handle, size_t index, qb_grid_info *out)
+{
+    hfd_reader *r = handle;
+    (void)out;
+    return hfd_host->set_error(hfd_host, QB_E_UNSUPPORTED, "%s: tensor '%s': dense, no integer grid",
+                               r->dir, index < r->n ? r->t[index].st->name : "?");
+}
+
+const qb_reader_vtable hfd_reader_vtable = {
+    sizeof(qb_reader_vtable),
+    hfd_probe,
+    hfd_open,
+    hfd_close,
+    hfd_get_model_info,
+    hfd_get_tensor_info,
+    hfd_read_rows,
+    hfd_get_grid_info,
+    NULL,
+};
