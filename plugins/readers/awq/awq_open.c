@@ -1,0 +1,386 @@
+/* AWQ reader — open(). See awq_open.h. */
+#include "awq_open.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#include "awq_layout.h"
+
+enum { AWQ_GEMM = 1, AWQ_GEMV = 2 };
+
+typedef struct awq_config {
+    int bits;
+    int64_t group_size;
+    int zero_point;
+    int version;
+    char *source;
+    char **skip; /* modules_to_not_convert substrings */
+    size_t n_skip;
+} awq_config;
+
+static void awq_config_free(awq_config *c)
+{
+    size_t i;
+    for (i = 0; i < c->n_skip; i++)
+        free(c->skip[i]);
+    free(c->skip);
+    free(c->source);
+    memset(c, 0, sizeof(*c));
+}
+
+static const cJSON *awq_get2(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, a);
+    return v ? v : cJSON_GetObjectItemCaseSensitive(o, b);
+}
+
+/* Parses one AWQ config object (names per AutoAWQ AwqConfig: bits/w_bit,
+ * group_size/q_group_size, zero_point, version, modules_to_not_convert). */
+static qb_status awq_parse(const qb_host *h, const cJSON *o, awq_config *c)
+{
+    const cJSON *v;
+    const char *src = c->source;
+    if (!cJSON_IsObject(o))
+        return h->set_error(h, QB_E_FORMAT, "%s: AWQ config is not an object", src);
+    if ((v = awq_get2(o, "quant_method", "method")) && cJSON_IsString(v) &&
+        strcasecmp(v->valuestring, "awq") != 0)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: quant_method \"%s\" is not AWQ", src, v->valuestring);
+    v = awq_get2(o, "bits", "w_bit");
+    if (!cJSON_IsNumber(v))
+        return h->set_error(h, QB_E_FORMAT, "%s: bits missing", src);
+    if (v->valuedouble != 4)
+        /* WQLinear_GEMM/GEMV.__init__: "Only 4-bit are supported for now." */
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: AWQ bits %g not supported (4 only)", src,
+                            v->valuedouble);
+    c->bits = 4;
+    v = awq_get2(o, "group_size", "q_group_size");
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
+        (v->valuedouble < 1 && v->valuedouble != -1))
+        return h->set_error(h, QB_E_FORMAT, "%s: group_size missing or not > 0 / -1", src);
+    c->group_size = (int64_t)v->valuedouble;
+    v = cJSON_GetObjectItemCaseSensitive(o, "zero_point");
+    if (v && !cJSON_IsBool(v))
+        return h->set_error(h, QB_E_FORMAT, "%s: zero_point is not a boolean", src);
+    c->zero_point = v ? cJSON_IsTrue(v) : 1;
+    v = cJSON_GetObjectItemCaseSensitive(o, "backend");
+    if (cJSON_IsString(v) && strcasecmp(v->valuestring, "autoawq") != 0)
+        /* transformers AwqBackendPackingMethod: llm-awq packs as gemv_fast */
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: AWQ backend \"%s\" is not supported (its packing is the gemv_fast "
+                            "layout)",
+                            src, v->valuestring);
+    v = awq_get2(o, "version", "format");
+    if (v && !cJSON_IsString(v))
+        return h->set_error(h, QB_E_FORMAT, "%s: version is not a string", src);
+    if (!v || strcasecmp(v->valuestring, "gemm") == 0) {
+        c->version = AWQ_GEMM; /* AwqConfig default */
+    } else if (strcasecmp(v->valuestring, "gemv") == 0) {
+        c->version = AWQ_GEMV;
+    } else if (strcasecmp(v->valuestring, "gemv_fast") == 0 || strcasecmp(v->valuestring, "marlin") == 0 ||
+               strcasecmp(v->valuestring, "exllama") == 0 || strcasecmp(v->valuestring, "ipex") == 0) {
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: AWQ version \"%s\" is not supported by the awq reader (gemm, gemv)", src,
+                            v->valuestring);
+    } else {
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: unknown AWQ version \"%s\" (gemm, gemv)", src,
+                            v->valuestring);
+    }
+    v = cJSON_GetObjectItemCaseSensitive(o, "modules_to_not_convert");
+    if (v && !cJSON_IsNull(v)) {
+        const cJSON *e;
+        size_t n = (size_t)cJSON_GetArraySize(v);
+        if (!cJSON_IsArray(v))
+            return h->set_error(h, QB_E_FORMAT, "%s: modules_to_not_convert is not a list", src);
+        c->skip = calloc(n ? n : 1, sizeof(char *));
+        if (!c->skip)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
+        cJSON_ArrayForEach(e, v)
+        {
+            if (!cJSON_IsString(e))
+                return h->set_error(h, QB_E_FORMAT, "%s: modules_to_not_convert entry is not a string",
+                                    src);
+            if (!(c->skip[c->n_skip] = strdup(e->valuestring)))
+                return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
+            c->n_skip++;
+        }
+    }
+    return QB_OK;
+}
+
+static qb_status awq_config_load(const qb_host *h, const char *dir, const char *config_json,
+                                 awq_config *c)
+{
+    cJSON *main_cfg = config_json ? cJSON_Parse(config_json) : NULL, *side = NULL;
+    const cJSON *qc = main_cfg ? cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config") : NULL;
+    char *text = NULL;
+    qb_status st;
+    if (qc) {
+        c->source = qlr_strdupf("%s/config.json", dir);
+        if (!c->source) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+            goto out;
+        }
+        st = awq_parse(h, qc, c);
+        goto out;
+    }
+    /* AutoAWQ before 2023-10-31 wrote quant_config.json (formats.md §9) */
+    if ((st = qlr_read_text(h, dir, "quant_config.json", &text)) != QB_OK)
+        goto out;
+    if (!text) {
+        st = h->set_error(h, QB_E_NOT_FOUND,
+                          "%s: no AWQ config (config.json:quantization_config or quant_config.json)", dir);
+        goto out;
+    }
+    c->source = qlr_strdupf("%s/quant_config.json", dir);
+    side = cJSON_Parse(text);
+    if (!c->source || !side) {
+        st = h->set_error(h, c->source ? QB_E_FORMAT : QB_E_NOMEM, "%s/quant_config.json: %s", dir,
+                          c->source ? "invalid JSON" : "out of memory");
+        goto out;
+    }
+    st = awq_parse(h, side, c);
+out:
+    h->free(h, text);
+    cJSON_Delete(side);
+    cJSON_Delete(main_cfg);
+    return st;
+}
+
+static const qb_st_tensor *awq_find(const qb_host *h, const qb_st_set *set, const char *module,
+                                    const char *suffix)
+{
+    char name[1024];
+    if ((size_t)snprintf(name, sizeof(name), "%s%s", module, suffix) >= sizeof(name))
+        return NULL;
+    return h->safetensors->find(set, name);
+}
+
+static qb_status awq_add_linear(qlr_model *m, const awq_config *c, const char *module)
+{
+    const qb_host *h = m->host;
+    const qb_st_tensor *qw = awq_find(h, m->set, module, ".qweight");
+    const qb_st_tensor *qz = awq_find(h, m->set, module, ".qzeros");
+    const qb_st_tensor *sc = awq_find(h, m->set, module, ".scales");
+    const char *ver = c->version == AWQ_GEMM ? "gemm" : "gemv";
+    int64_t K, N, gs, G, zr, zc, sr, scl;
+    qlr_tensor *t;
+    size_t i;
+    char *w;
+    qb_status st;
+
+    for (i = 0; i < c->n_skip; i++)
+        if (strstr(module, c->skip[i]))
+            return h->set_error(h, QB_E_MISMATCH,
+                                "%s: %s.qweight: modules_to_not_convert lists \"%s\" but the module is "
+                                "quantized",
+                                qw->file, module, c->skip[i]);
+    if (!sc)
+        return h->set_error(h, QB_E_NOT_FOUND, "%s: %s.qweight has no partner %s.scales in any shard",
+                            qw->file, module, module);
+    if (!qz && c->zero_point)
+        return h->set_error(h, QB_E_NOT_FOUND, "%s: %s.qweight has no partner %s.qzeros in any shard",
+                            qw->file, module, module);
+    if (awq_find(h, m->set, module, ".g_idx"))
+        return h->set_error(h, QB_E_FORMAT, "%s: %s.g_idx: AWQ checkpoints have no g_idx (GPTQ?)", qw->file,
+                            module);
+    if (awq_find(h, m->set, module, ".weight"))
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s has both .weight and .qweight", qw->file, module);
+    if ((qw->dtype != QB_DT_I32 && qw->dtype != QB_DT_U32) || qw->n_dims != 2)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s.qweight: expected 2-D I32, got %s/%u-D", qw->file, module,
+                            qw->dtype_name, qw->n_dims);
+    if (qz && ((qz->dtype != QB_DT_I32 && qz->dtype != QB_DT_U32) || qz->n_dims != 2))
+        return h->set_error(h, QB_E_FORMAT, "%s: %s.qzeros: expected 2-D I32, got %s/%u-D", qz->file, module,
+                            qz->dtype_name, qz->n_dims);
+    if ((sc->dtype != QB_DT_F16 && sc->dtype != QB_DT_BF16 && sc->dtype != QB_DT_F32) || sc->n_dims != 2)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s.scales: expected a 2-D float tensor, got %s/%u-D",
+                            sc->file, module, sc->dtype_name, sc->n_dims);
+    if (c->version == AWQ_GEMM) {
+        K = qw->dims[0];
+        N = qw->dims[1] * 8;
+    } else {
+        N = qw->dims[0];
+        K = qw->dims[1] * 8;
+    }
+    gs = c->group_size == -1 ? K : c->group_size;
+    if (K % gs != 0)
+        /* WQLinear_GEMM/GEMV.__init__ assert in_features % group_size == 0 */
+        return h->set_error(h, QB_E_FORMAT, "%s: %s.qweight: %lld inputs not a multiple of group size %lld",
+                            qw->file, module, (long long)K, (long long)gs);
+    G = K / gs;
+    if (c->version == AWQ_GEMM) {
+        zr = G;
+        zc = N / 8;
+        sr = G;
+        scl = N;
+    } else {
+        int64_t wz = awq_gemv_zeros_width(K, gs);
+        if (wz < 0)
+            return h->set_error(h, QB_E_UNSUPPORTED,
+                                "%s: %s: AWQ gemv has no layout for group size %lld (32, 64, >= 128)",
+                                qw->file, module, (long long)gs);
+        zr = N;
+        zc = wz;
+        sr = N;
+        scl = wz * 8;
+    }
+    if (sc->dims[0] != sr || sc->dims[1] != scl)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: %s.scales: shape [%lld, %lld], AWQ %s expects [%lld, %lld] for "
+                            "qweight [%lld, %lld] at group size %lld",
+                            sc->file, module, (long long)sc->dims[0], (long long)sc->dims[1], ver,
+                            (long long)sr, (long long)scl, (long long)qw->dims[0], (long long)qw->dims[1],
+                            (long long)c->group_size);
+    if (qz && (qz->dims[0] != zr || qz->dims[1] != zc))
+        return h->set_error(h, QB_E_FORMAT, "%s: %s.qzeros: shape [%lld, %lld], AWQ %s expects [%lld, %lld]",
+                            qz->file, module, (long long)qz->dims[0], (long long)qz->dims[1], ver,
+                            (long long)zr, (long long)zc);
+    if (!(w = qlr_strdupf("%s.weight", module)))
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
+    t = qlr_model_append(m, w);
+    free(w);
+    if (!t)
+        return QB_E_NOMEM;
+    t->kind = QLR_QUANT;
+    t->n_dims = 2;
+    t->dims[0] = t->N = N;
+    t->dims[1] = t->K = K;
+    t->source_dtype = QB_DT_QUANTIZED;
+    t->bits = 4;
+    t->G = (uint32_t)G;
+    t->gs = gs;
+    t->scale_dtype = sc->dtype;
+    t->qweight = qw;
+    t->qzeros = qz;
+    t->scales = sc;
+    t->word_bits = 32;
+    t->implicit_zero = 8;
+    t->dec = c->version == AWQ_GEMM ? &awq_gemm_decoder : &awq_gemv_decoder;
+    if ((st = qlr_compute_symmetric(h, t)) != QB_OK)
+        return st;
+    if (!c->zero_point && !t->symmetric)
+        return h->set_error(h, QB_E_MISMATCH,
+                            "%s: %s.qzeros: config says zero_point false (symmetric, zero 8) but the "
+                            "stored zero points are not all 8",
+                            qz->file, module);
+    t->encoding = gs == K && G == 1 ? qlr_strdupf("awq int4 per-channel %s %s", t->symmetric ? "sym" : "asym", ver)
+                                    : qlr_strdupf("awq int4 g%lld %s %s", (long long)gs,
+                                                  t->symmetric ? "sym" : "asym", ver);
+    if (!t->encoding)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
+    return QB_OK;
+}
+
+qb_status awq_open_model(const qb_host *h, const char *path, qlr_model **out)
+{
+    qlr_model *m = NULL;
+    awq_config c;
+    qb_status st;
+    char *dir = NULL, *module = NULL;
+    size_t i, n, nq = 0;
+    int is_file = qlr_ends_with(path, ".safetensors");
+
+    memset(&c, 0, sizeof(c));
+    *out = NULL;
+    if (is_file) {
+        const char *slash = strrchr(path, '/');
+        dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    } else {
+        dir = strdup(path);
+    }
+    if (!dir) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    if (!(m = qlr_model_new(h, dir))) {
+        st = QB_E_NOMEM;
+        goto out;
+    }
+    if ((st = qlr_model_load_side_files(m)) != QB_OK)
+        goto out;
+    if ((st = awq_config_load(h, dir, m->config_json, &c)) != QB_OK)
+        goto out;
+    st = is_file ? h->safetensors->open_file(h, path, &m->set) : h->safetensors->open_dir(h, dir, &m->set);
+    if (st != QB_OK)
+        goto out;
+    n = h->safetensors->count(m->set);
+    for (i = 0; i < n; i++) {
+        const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
+        const char *suf = qlr_ends_with(tt->name, ".qweight") ? ".qweight"
+                          : qlr_ends_with(tt->name, ".qzeros") ? ".qzeros"
+                          : qlr_ends_with(tt->name, ".scales") ? ".scales"
+                                                               : NULL;
+        free(module);
+        module = NULL;
+        if (!suf) {
+            if ((st = qlr_model_add_dense(m, tt)) != QB_OK)
+                goto out;
+            continue;
+        }
+        if (!(module = strndup(tt->name, strlen(tt->name) - strlen(suf)))) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", tt->name);
+            goto out;
+        }
+        if (strcmp(suf, ".qweight") != 0) {
+            if (awq_find(h, m->set, module, ".qweight"))
+                continue; /* consumed by its qweight */
+            if (qlr_ends_with(tt->name, ".act.scales"))
+                /* AutoAWQ ScaledActivation (awq/modules/act.py): the activation
+                 * output is divided by it; folding it is not implemented */
+                st = h->set_error(h, QB_E_UNSUPPORTED,
+                                  "%s: %s: AWQ ScaledActivation scales are not supported", tt->file,
+                                  tt->name);
+            else
+                st = h->set_error(h, QB_E_FORMAT, "%s: %s: quantized part without %s.qweight in any shard",
+                                  tt->file, tt->name, module);
+            goto out;
+        }
+        if ((st = awq_add_linear(m, &c, module)) != QB_OK)
+            goto out;
+        nq++;
+    }
+    m->source_format = "awq";
+    {
+        char gtxt[32] = "per-channel";
+        if (c.group_size != -1)
+            snprintf(gtxt, sizeof(gtxt), "g%lld", (long long)c.group_size);
+        m->summary = qlr_strdupf("AWQ 4-bit %s %s %s (%zu quantized linears)", gtxt,
+                                 c.zero_point ? "asym (zero_point)" : "sym (zero_point false)",
+                                 c.version == AWQ_GEMM ? "gemm" : "gemv", nq);
+    }
+    if (!m->summary) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+        goto out;
+    }
+    *out = m;
+    m = NULL;
+    st = QB_OK;
+out:
+    free(module);
+    free(dir);
+    awq_config_free(&c);
+    qlr_model_free(m);
+    return st;
+}
+
+int awq_probe_config(const char *config_json, int has_quant_config)
+{
+    int score = has_quant_config ? 40 : 0;
+    cJSON *c;
+    const cJSON *qc, *m;
+    if (!config_json)
+        return score;
+    if (!(c = cJSON_Parse(config_json)))
+        return score;
+    qc = cJSON_GetObjectItemCaseSensitive(c, "quantization_config");
+    if (cJSON_IsObject(qc)) {
+        m = awq_get2(qc, "quant_method", "method");
+        if (cJSON_IsString(m))
+            score = strcasecmp(m->valuestring, "awq") == 0 ? 90 : 0;
+    }
+    cJSON_Delete(c);
+    return score;
+}
