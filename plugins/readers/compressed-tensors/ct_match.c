@@ -1,0 +1,186 @@
+/* compressed-tensors reader — target / ignore patterns. See ct_match.h. */
+#include "ct_match.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends s to the growing buffer; -1 when it would not fit. */
+static int ct_put(char *out, size_t cap, size_t *n, const char *s)
+{
+    size_t l = strlen(s);
+    if (*n + l + 1 > cap)
+        return -1;
+    memcpy(out + *n, s, l + 1);
+    *n += l;
+    return 0;
+}
+
+/* Python re -> POSIX ERE for the one-to-one subset (see ct_match.h). */
+static int ct_py_to_ere(const char *py, char *out, size_t cap, char *why, size_t why_len)
+{
+    size_t n = 0;
+    int in_class = 0;
+    const char *s;
+    char one[3];
+
+    out[0] = '\0';
+    if (ct_put(out, cap, &n, "^(") != 0)
+        goto too_long;
+    for (s = py; *s; s++) {
+        if (in_class) {
+            if (*s == '\\') {
+                snprintf(why, why_len, "escape inside [...] is not supported");
+                return -1;
+            }
+            if (*s == ']')
+                in_class = 0;
+            one[0] = *s;
+            one[1] = '\0';
+            if (ct_put(out, cap, &n, one) != 0)
+                goto too_long;
+            continue;
+        }
+        switch (*s) {
+        case '[':
+            in_class = 1;
+            one[0] = '[';
+            one[1] = '\0';
+            if (s[1] == '^') {
+                one[1] = '^';
+                one[2] = '\0';
+                s++;
+            }
+            if (ct_put(out, cap, &n, one) != 0)
+                goto too_long;
+            if (s[1] == ']') { /* a leading ']' is a literal in both */
+                s++;
+                if (ct_put(out, cap, &n, "]") != 0)
+                    goto too_long;
+            }
+            break;
+        case '(':
+            if (s[1] == '?') {
+                snprintf(why, why_len, "\"(?\" groups are not supported");
+                return -1;
+            }
+            if (ct_put(out, cap, &n, "(") != 0)
+                goto too_long;
+            break;
+        case '*':
+        case '+':
+        case '?':
+            one[0] = *s;
+            one[1] = '\0';
+            if (ct_put(out, cap, &n, one) != 0)
+                goto too_long;
+            if (s[1] == '?') /* lazy: same match/no-match answer */
+                s++;
+            break;
+        case '\\':
+            s++;
+            switch (*s) {
+            case 'd': if (ct_put(out, cap, &n, "[0-9]") != 0) goto too_long; break;
+            case 'D': if (ct_put(out, cap, &n, "[^0-9]") != 0) goto too_long; break;
+            case 'w': if (ct_put(out, cap, &n, "[A-Za-z0-9_]") != 0) goto too_long; break;
+            case 'W': if (ct_put(out, cap, &n, "[^A-Za-z0-9_]") != 0) goto too_long; break;
+            case 's': if (ct_put(out, cap, &n, "[[:space:]]") != 0) goto too_long; break;
+            case 'S': if (ct_put(out, cap, &n, "[^[:space:]]") != 0) goto too_long; break;
+            case '\0':
+                snprintf(why, why_len, "trailing backslash");
+                return -1;
+            default:
+                if (isalnum((unsigned char)*s)) {
+                    snprintf(why, why_len, "escape \\%c is not supported", *s);
+                    return -1;
+                }
+                one[0] = '\\';
+                one[1] = *s;
+                one[2] = '\0';
+                if (ct_put(out, cap, &n, one) != 0)
+                    goto too_long;
+            }
+            break;
+        default:
+            one[0] = *s;
+            one[1] = '\0';
+            if (ct_put(out, cap, &n, one) != 0)
+                goto too_long;
+        }
+    }
+    if (in_class) {
+        snprintf(why, why_len, "unterminated [...]");
+        return -1;
+    }
+    if (ct_put(out, cap, &n, ")") != 0)
+        goto too_long;
+    return 0;
+too_long:
+    snprintf(why, why_len, "pattern too long");
+    return -1;
+}
+
+int ct_pattern_init(ct_pattern *p, const char *text, char *why, size_t why_len)
+{
+    char *ere = NULL;
+    size_t cap;
+    int rc = -1;
+
+    memset(p, 0, sizeof(*p));
+    p->text = strdup(text);
+    if (!p->text) {
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    if (!strncmp(text, "re:", 3)) {
+        p->kind = CT_PAT_REGEX;
+        cap = 16 * strlen(text) + 16;
+        ere = malloc(cap);
+        if (!ere) {
+            snprintf(why, why_len, "out of memory");
+            goto out;
+        }
+        if (ct_py_to_ere(text + 3, ere, cap, why, why_len) != 0)
+            goto out;
+        if (regcomp(&p->re, ere, REG_EXTENDED | REG_NOSUB) != 0) {
+            snprintf(why, why_len, "not a valid regular expression");
+            goto out;
+        }
+        p->compiled = 1;
+    } else if (!strcmp(text, "Linear")) {
+        p->kind = CT_PAT_LINEAR;
+    } else if (!strchr(text, '.') && isupper((unsigned char)text[0])) {
+        /* a class name other than Linear (Embedding, LlamaAttention, ...):
+         * the checkpoint alone cannot tell which modules are of it */
+        snprintf(why, why_len, "class target \"%s\" is not supported (only \"Linear\")", text);
+        goto out;
+    } else {
+        p->kind = CT_PAT_EXACT;
+    }
+    rc = 0;
+out:
+    free(ere);
+    return rc;
+}
+
+void ct_pattern_free(ct_pattern *p)
+{
+    if (p->compiled)
+        regfree(&p->re);
+    free(p->text);
+    memset(p, 0, sizeof(*p));
+}
+
+int ct_pattern_match(const ct_pattern *p, const char *module, int is_linear)
+{
+    switch (p->kind) {
+    case CT_PAT_EXACT:
+        return strcmp(p->text, module) == 0;
+    case CT_PAT_REGEX:
+        return regexec(&p->re, module, 0, NULL, 0) == 0;
+    case CT_PAT_LINEAR:
+        return is_linear;
+    }
+    return 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * compressed-tensors reader — plugin entry and reader vtable.
+ *
+ * Reads llm-compressor / compressed-tensors checkpoints (pack-quantized
+ * int4/int8, naive/int-quantized int8, float-quantized FP8; group,
+ * channel, tensor and (unpacked) block strategies; symmetric and
+ * asymmetric; act-order g_idx; several config_groups and ignore lists)
+ * from a Hugging Face directory. Every quantized linear becomes one dense
+ * float32 `<m>.weight` [out, in]; integer schemes (except block) also offer
+ * the integer grid view so a writer can repack without loss.
+ */
+#include <stdlib.h>
+
+#include <quantbridge/quantbridge.h>
+
+#include "ct_model.h"
+
+static const qb_host *ct_host;
+
+static int ct_probe(void *ctx, const qb_probe_input *in)
+{
+    (void)ctx;
+    if (!in || !in->config_json)
+        return QB_PROBE_NONE;
+    return ct_config_probe(in->config_json);
+}
+
+static qb_status ct_open(void *ctx, const char *path, const qb_param *params,
+                         qb_reader_handle *out)
+{
+    ct_model *m = NULL;
+    qb_status st;
+    (void)ctx;
+    (void)params;
+    *out = NULL;
+    st = ct_model_open(ct_host, path, &m);
+    if (st == QB_OK)
+        *out = m;
+    return st;
+}
+
+static void ct_close(qb_reader_handle r)
+{
+    ct_model_close(ct_host, r);
+}
+
+static qb_status ct_get_model_info(qb_reader_handle r, qb_model_info *out)
+{
+    ct_model *m = r;
+    out->architecture = m->d->model_type;
+    out->config_json = m->d->config_text;
+    out->generation_config_json = m->d->gen_text;
+    out->n_tensors = m->n;
+    out->source_format = "compressed-tensors";
+    out->source_summary = m->summary;
+    out->tokenizer_dir = m->d->has_tokenizer ? m->d->dir : NULL;
+    if (QB_HAS_FIELD(out, qb_model_info, chat_template))
+        out->chat_template = NULL;
+    return QB_OK;
+}
+
+static const ct_tensor *ct_at(ct_model *m, size_t index)
+{
+    if (index >= m->n) {
+        ct_host->set_error(ct_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
+                           m->d->dir, index, m->n);
+        return NULL;
+    }
+    return &m->t[index];
+}
+
+static qb_status ct_get_tensor_info(qb_reader_handle r, size_t index, qb_tensor_info *out)
+{
+    const ct_tensor *t = ct_at(r, index);
+    uint32_t i;
+
+    if (!t)
+        return QB_E_RANGE;
+    out->name = t->name;
+    for (i = 0; i < QB_MAX_DIMS; i++)
+        out->dims[i] = 0;
+    if (t->kind == CT_K_DENSE) {
+        out->n_dims = t->w->n_dims ? t->w->n_dims : 1;
+        out->dims[0] = 1;
+        for (i = 0; i < t->w->n_dims; i++)
+            out->dims[i] = t->w->dims[i];
+        out->source_dtype = t->w->dtype;
+    } else {
+        out->n_dims = 2;
+        out->dims[0] = t->rows;
+        out->dims[1] = t->cols;
+        out->source_dtype = t->kind == CT_K_FLOAT ? QB_DT_F8_E4M3 : QB_DT_QUANTIZED;
+    }
+    out->source_encoding = t->encoding;
+    out->has_grid = t->has_grid;
+    return QB_OK;
+}
+
+static qb_status ct_read_rows(qb_reader_handle r, size_t index, int64_t row0, int64_t n_rows,
+                              float *dst)
+{
+    const ct_tensor *t = ct_at(r, index);
+    if (!t)
+        return QB_E_RANGE;
+    return ct_tensor_read_rows(ct_host, t, row0, n_rows, dst);
+}
+
+static qb_status ct_get_grid_info(qb_reader_handle r, size_t index, qb_grid_info *out)
+{
+    const ct_tensor *t = ct_at(r, index);
+    if (!t)
+        return QB_E_RANGE;
+    if (!t->has_grid)
+        return ct_host->set_error(ct_host, QB_E_UNSUPPORTED, "%s: %s: %s has no integer grid",
+                                  t->w->file, t->name, t->encoding);
+    out->bits = (uint32_t)t->bits;
+    out->n_groups = (uint32_t)t->n_groups;
+    out->group_size = t->g_idx ? 0 : t->gs;
+    out->col_group = t->g_idx;
+    out->symmetric = t->grid_symmetric;
+    out->scale_dtype = t->scale->dtype;
+    return QB_OK;
+}
+
+static qb_status ct_read_grid(qb_reader_handle r, size_t index, int64_t row0, int64_t n_rows,
+                              qb_grid_rows *out)
+{
+    const ct_tensor *t = ct_at(r, index);
+    if (!t)
+        return QB_E_RANGE;
+    if (!out || !out->codes || !out->scales || !out->zeros)
+        return ct_host->set_error(ct_host, QB_E_INVALID, "%s: read_grid without buffers", t->name);
+    return ct_tensor_read_grid(ct_host, t, row0, n_rows, out->codes, out->scales, out->zeros);
+}
+
+static const qb_reader_vtable ct_reader = {
+    sizeof(qb_reader_vtable),
+    ct_probe,
+    ct_open,
+    ct_close,
+    ct_get_model_info,
+    ct_get_tensor_info,
+    ct_read_rows,
+    ct_get_grid_info,
+    ct_read_grid,
+};
+
+static const qb_plugin ct_plugin = {
+    sizeof(qb_plugin),
+    QB_ABI_CURRENT,
+    "compressed-tensors",
+    "0.1.0",
+    "compressed-tensors reader (pack-quantized int4/int8, naive/int/float-quantized)",
+    "quantbridge",
+    NULL,
+    QB_PLUGIN_CONCURRENT_READS,
+    NULL,
+    NULL,
+    &ct_reader,
+    NULL,
+    NULL,
+    NULL,
+};
+
+/* Plugin entry (qb_plugin.h): negotiates ABI major 1, keeps the host
+ * table (valid for the process lifetime) and returns the static
+ * descriptor. Called once, on the host's main thread. */
+QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
+                                       const qb_plugin **out)
+{
+    if (!neg || !host || !out)
+        return QB_E_INVALID;
+    /* speak min(our ABI, host's newest); refuse when that is older than
+     * the host's oldest or not major 1 */
+    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    if (neg->plugin_abi < neg->host_abi_min || QB_ABI_GET_MAJOR(neg->plugin_abi) != QB_ABI_MAJOR)
+        return QB_E_ABI;
+    ct_host = host;
+    *out = &ct_plugin;
+    return QB_OK;
+}
