@@ -1,0 +1,495 @@
+/*
+ * Test fixtures: qb-gen-hf-dense, a tiny Hugging Face dense checkpoint
+ * from known weights (see gen_hf_dense.h). Built twice: as the
+ * qb-gen-hf-dense tool (with main) and, with QBT_GEN_NO_MAIN, as a library
+ * that tests use to recompute the expected values.
+ *
+ * Tensor names and config fields follow transformers' modeling/config files
+ * of each architecture (LlamaConfig, MistralConfig, Qwen2Config,
+ * Qwen3Config, Gemma2Config at transformers v4.44–4.51).
+ */
+#define _XOPEN_SOURCE 700
+#include "gen_hf_dense.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <quantbridge/qb_half.h>
+
+#include "qbt_st_writer.h"
+
+/* Per-architecture facts for config.json (values of the public base
+ * configs of each family, shrunk where they depend on size). */
+typedef struct hfd_arch {
+    const char *name, *hf_class, *act_key, *act;
+    double rms_eps, rope_theta;
+    int qkv_bias, qk_norm, sandwich_norms;
+    int bos, eos;
+} hfd_arch;
+
+static const hfd_arch hfd_archs[] = {
+    {"llama", "LlamaForCausalLM", "hidden_act", "silu", 1e-5, 500000.0, 0, 0, 0, 1, 2},
+    {"mistral", "MistralForCausalLM", "hidden_act", "silu", 1e-5, 1000000.0, 0, 0, 0, 1, 2},
+    {"qwen2", "Qwen2ForCausalLM", "hidden_act", "silu", 1e-6, 1000000.0, 1, 0, 0, 1, 2},
+    {"qwen3", "Qwen3ForCausalLM", "hidden_act", "silu", 1e-6, 1000000.0, 0, 1, 0, 1, 2},
+    /* gemma: pad 0, eos 1, bos 2 (google/gemma-2-2b config.json) */
+    {"gemma2", "Gemma2ForCausalLM", "hidden_activation", "gelu_pytorch_tanh", 1e-6, 10000.0, 0, 0, 1,
+     2, 1},
+};
+
+static const hfd_arch *hfd_arch_find(const char *name)
+{
+    size_t i;
+    for (i = 0; name && i < sizeof(hfd_archs) / sizeof(hfd_archs[0]); i++)
+        if (strcmp(hfd_archs[i].name, name) == 0)
+            return &hfd_archs[i];
+    return NULL;
+}
+
+int qbt_hfd_spec_check(qbt_hfd_spec *s)
+{
+    if (!hfd_arch_find(s->arch)) {
+        fprintf(stderr, "qb-gen-hf-dense: unknown --arch '%s' (llama|mistral|qwen2|qwen3|gemma2)\n",
+                s->arch ? s->arch : "");
+        return -1;
+    }
+    if (!s->dtype || (strcmp(s->dtype, "bf16") && strcmp(s->dtype, "f16") && strcmp(s->dtype, "f32"))) {
+        fprintf(stderr, "qb-gen-hf-dense: --dtype must be bf16, f16 or f32\n");
+        return -1;
+    }
+    if (s->layers < 1 || s->hidden < 1 || s->intermediate < 1 || s->vocab < 3 || s->shards < 1 ||
+        s->heads < 0 || s->kv_heads < 0 || s->head_dim < 0) {
+        fprintf(stderr, "qb-gen-hf-dense: sizes must be positive (vocab >= 3)\n");
+        return -1;
+    }
+    if (!s->heads)
+        s->heads = s->hidden >= 64 ? s->hidden / 64 : 1;
+    if (!s->kv_heads)
+        s->kv_heads = s->heads % 2 == 0 ? s->heads / 2 : s->heads;
+    if (!s->head_dim)
+        s->head_dim = s->hidden / s->heads;
+    if (s->head_dim < 1 || s->heads % s->kv_heads != 0) {
+        fprintf(stderr, "qb-gen-hf-dense: heads %d / kv_heads %d / head_dim %d inconsistent\n",
+                s->heads, s->kv_heads, s->head_dim);
+        return -1;
+    }
+    return 0;
+}
+
+static int hfd_add(qbt_hfd_tensor **v, size_t *n, size_t *cap, qbt_hfd_kind kind, int64_t d0,
+                   int64_t d1, const char *fmt, int layer)
+{
+    qbt_hfd_tensor *t;
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 64;
+        qbt_hfd_tensor *nv = realloc(*v, nc * sizeof(*nv));
+        if (!nv)
+            return -1;
+        *v = nv;
+        *cap = nc;
+    }
+    t = &(*v)[(*n)++];
+    memset(t, 0, sizeof(*t));
+    snprintf(t->name, sizeof(t->name), fmt, layer);
+    t->kind = kind;
+    t->n_dims = d1 ? 2 : 1;
+    t->dims[0] = d0;
+    t->dims[1] = d1;
+    return 0;
+}
+
+int qbt_hfd_tensors(const qbt_hfd_spec *s, qbt_hfd_tensor **out, size_t *n)
+{
+    const hfd_arch *a = hfd_arch_find(s->arch);
+    qbt_hfd_tensor *v = NULL;
+    size_t cap = 0;
+    int64_t H = s->hidden, I = s->intermediate, V = s->vocab;
+    int64_t q = (int64_t)s->heads * s->head_dim, kv = (int64_t)s->kv_heads * s->head_dim;
+    int L, r = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (!a)
+        return -1;
+    r |= hfd_add(&v, n, &cap, QBT_HFD_EMBED, V, H, "model.embed_tokens.weight", 0);
+    for (L = 0; L < s->layers && !r; L++) {
+        const char *p = "model.layers.%d.";
+        char f[96];
+#define ADD(kind, d0, d1, suffix)                        \
+    do {                                                 \
+        snprintf(f, sizeof(f), "%s%s", p, suffix);       \
+        r |= hfd_add(&v, n, &cap, kind, d0, d1, f, L);   \
+    } while (0)
+        ADD(QBT_HFD_NORM, H, 0, "input_layernorm.weight");
+        ADD(QBT_HFD_LINEAR, q, H, "self_attn.q_proj.weight");
+        ADD(QBT_HFD_LINEAR, kv, H, "self_attn.k_proj.weight");
+        ADD(QBT_HFD_LINEAR, kv, H, "self_attn.v_proj.weight");
+        if (a->qkv_bias) {
+            ADD(QBT_HFD_BIAS, q, 0, "self_attn.q_proj.bias");
+            ADD(QBT_HFD_BIAS, kv, 0, "self_attn.k_proj.bias");
+            ADD(QBT_HFD_BIAS, kv, 0, "self_attn.v_proj.bias");
+        }
+        if (a->qk_norm) {
+            ADD(QBT_HFD_NORM, s->head_dim, 0, "self_attn.q_norm.weight");
+            ADD(QBT_HFD_NORM, s->head_dim, 0, "self_attn.k_norm.weight");
+        }
+        ADD(QBT_HFD_LINEAR, H, q, "self_attn.o_proj.weight");
+        ADD(QBT_HFD_NORM, H, 0, "post_attention_layernorm.weight");
+        if (a->sandwich_norms) {
+            ADD(QBT_HFD_NORM, H, 0, "pre_feedforward_layernorm.weight");
+            ADD(QBT_HFD_NORM, H, 0, "post_feedforward_layernorm.weight");
+        }
+        ADD(QBT_HFD_LINEAR, I, H, "mlp.gate_proj.weight");
+        ADD(QBT_HFD_LINEAR, I, H, "mlp.up_proj.weight");
+        ADD(QBT_HFD_LINEAR, H, I, "mlp.down_proj.weight");
+#undef ADD
+    }
+    r |= hfd_add(&v, n, &cap, QBT_HFD_NORM, H, 0, "model.norm.weight", 0);
+    if (!s->tied)
+        r |= hfd_add(&v, n, &cap, QBT_HFD_LINEAR, V, H, "lm_head.weight", 0);
+    if (r) {
+        free(v);
+        *n = 0;
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+size_t qbt_hfd_numel(const qbt_hfd_tensor *t)
+{
+    return (size_t)t->dims[0] * (t->n_dims == 2 ? (size_t)t->dims[1] : 1);
+}
+
+/* FNV-1a 64 (Fowler/Noll/Vo reference constants). */
+static uint64_t hfd_hash(const char *s)
+{
+    uint64_t x = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        x ^= (uint8_t)*s;
+        x *= 0x100000001b3ull;
+    }
+    return x;
+}
+
+void qbt_hfd_fill(const qbt_hfd_spec *s, const qbt_hfd_tensor *t, float *out)
+{
+    qbt_rng rng = {s->seed * 0x9e3779b97f4a7c15ull ^ hfd_hash(t->name)};
+    size_t n = qbt_hfd_numel(t), i;
+    size_t cols = t->n_dims == 2 ? (size_t)t->dims[1] : n;
+    int gemma = strcmp(s->arch, "gemma2") == 0;
+    uint64_t pick = hfd_hash(t->name) ^ s->seed;
+
+    for (i = 0; i < n; i++) {
+        double z = qbt_rng_normal(&rng);
+        switch (t->kind) {
+        case QBT_HFD_NORM:
+            /* Gemma RMSNorm scales by (1 + w) (modeling_gemma2.py), so its
+             * stored weights sit around 0, the others around 1. */
+            out[i] = (float)((gemma ? 0.0 : 1.0) + 0.1 * z);
+            break;
+        case QBT_HFD_BIAS:
+            out[i] = (float)(0.02 * z);
+            break;
+        case QBT_HFD_LINEAR:
+        case QBT_HFD_EMBED: {
+            /* About 1 column in 64 (and at least one) is an outlier
+             * channel x10, as in real LLM weights, so 4-bit group error
+             * is realistic rather than best-case. */
+            size_t c = i % cols;
+            int outlier = ((hfd_hash(t->name) + c * 0x9e3779b97f4a7c15ull) >> 58) == 0 ||
+                          c == (size_t)(pick % cols);
+            out[i] = (float)(0.02 * z * (outlier ? 10.0 : 1.0));
+            break;
+        }
+        }
+    }
+}
+
+float qbt_hfd_round(const char *dtype, float v)
+{
+    if (strcmp(dtype, "bf16") == 0)
+        return qb_bf16_to_f32(qb_f32_to_bf16(v));
+    if (strcmp(dtype, "f16") == 0)
+        return qb_f16_to_f32(qb_f32_to_f16(v));
+    return v;
+}
+
+static const char *hfd_st_dtype(const char *d)
+{
+    return strcmp(d, "bf16") == 0 ? "BF16" : strcmp(d, "f16") == 0 ? "F16" : "F32";
+}
+
+static const char *hfd_torch_dtype(const char *d)
+{
+    return strcmp(d, "bf16") == 0 ? "bfloat16" : strcmp(d, "f16") == 0 ? "float16" : "float32";
+}
+
+/* Adds tensor t, stored as s->dtype, to writer w. */
+static int hfd_add_tensor(const qbt_hfd_spec *s, const qbt_hfd_tensor *t, qbt_st_writer *w)
+{
+    size_t n = qbt_hfd_numel(t), i, esize = strcmp(s->dtype, "f32") == 0 ? 4 : 2;
+    float *f = malloc(n * sizeof(float));
+    uint8_t *b = malloc(n * esize);
+    int rc = -1;
+
+    if (!f || !b)
+        goto out;
+    qbt_hfd_fill(s, t, f);
+    for (i = 0; i < n; i++) {
+        if (esize == 4) {
+            memcpy(b + 4 * i, &f[i], 4);
+        } else {
+            uint16_t h = strcmp(s->dtype, "bf16") == 0 ? qb_f32_to_bf16(f[i]) : qb_f32_to_f16(f[i]);
+            memcpy(b + 2 * i, &h, 2);
+        }
+    }
+    rc = qbt_st_writer_add(w, t->name, hfd_st_dtype(s->dtype), t->n_dims, t->dims, b, n * esize);
+out:
+    free(f);
+    free(b);
+    return rc;
+}
+
+static int hfd_write_config(const qbt_hfd_spec *s, const char *dir)
+{
+    const hfd_arch *a = hfd_arch_find(s->arch);
+    char path[4096], extra[512] = "", text[4096];
+
+    if (strcmp(a->name, "qwen2") == 0)
+        snprintf(extra, sizeof(extra),
+                 "  \"use_sliding_window\": false,\n  \"sliding_window\": 4096,\n"
+                 "  \"max_window_layers\": %d,\n",
+                 s->layers);
+    else if (strcmp(a->name, "qwen3") == 0)
+        snprintf(extra, sizeof(extra),
+                 "  \"attention_bias\": false,\n  \"use_sliding_window\": false,\n"
+                 "  \"sliding_window\": null,\n  \"max_window_layers\": %d,\n",
+                 s->layers);
+    else if (strcmp(a->name, "mistral") == 0)
+        snprintf(extra, sizeof(extra), "  \"sliding_window\": null,\n");
+    else if (strcmp(a->name, "gemma2") == 0)
+        snprintf(extra, sizeof(extra),
+                 "  \"query_pre_attn_scalar\": %d,\n  \"attn_logit_softcapping\": 50.0,\n"
+                 "  \"final_logit_softcapping\": 30.0,\n  \"sliding_window\": 4096,\n"
+                 "  \"pad_token_id\": 0,\n  \"attention_bias\": false,\n",
+                 s->head_dim);
+    else
+        snprintf(extra, sizeof(extra),
+                 "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"rope_scaling\": null,\n");
+    snprintf(text, sizeof(text),
+             "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
+             "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n"
+             "  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n"
+             "  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
+             "  \"%s\": \"%s\",\n  \"rms_norm_eps\": %g,\n  \"rope_theta\": %.1f,\n"
+             "  \"max_position_embeddings\": 2048,\n  \"vocab_size\": %d,\n"
+             "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
+             "  \"initializer_range\": 0.02,\n  \"attention_dropout\": 0.0,\n  \"use_cache\": true,\n"
+             "%s  \"torch_dtype\": \"%s\",\n  \"transformers_version\": \"4.51.0\"\n}\n",
+             a->hf_class, a->name, s->hidden, s->intermediate, s->layers, s->heads, s->kv_heads,
+             s->head_dim, a->act_key, a->act, a->rms_eps, a->rope_theta, s->vocab,
+             s->tied ? "true" : "false", a->bos, a->eos, extra, hfd_torch_dtype(s->dtype));
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    if (qbt_write_text(path, text))
+        return -1;
+    snprintf(text, sizeof(text),
+             "{\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n  \"do_sample\": false,\n"
+             "  \"transformers_version\": \"4.51.0\"\n}\n",
+             a->bos, a->eos);
+    snprintf(path, sizeof(path), "%s/generation_config.json", dir);
+    if (qbt_write_text(path, text))
+        return -1;
+    snprintf(text, sizeof(text),
+             "{\n  \"add_bos_token\": true,\n  \"add_eos_token\": false,\n"
+             "  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n  \"unk_token\": \"<unk>\",\n"
+             "  \"model_max_length\": 2048,\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\"\n}\n");
+    snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
+    return qbt_write_text(path, text);
+}
+
+/* Appends printf text to a malloc'd, growing string. */
+static int hfd_cat(char **buf, size_t *len, const char *fmt, const char *a, const char *b)
+{
+    size_t need = strlen(fmt) + strlen(a) + strlen(b) + 1;
+    char *nb = realloc(*buf, *len + need);
+    if (!nb)
+        return -1;
+    *buf = nb;
+    *len += (size_t)snprintf(nb + *len, need, fmt, a, b);
+    return 0;
+}
+
+int qbt_hfd_write(const qbt_hfd_spec *s, const char *dir)
+{
+    qbt_hfd_tensor *t = NULL;
+    size_t n = 0, i, total = 0, per, acc = 0, esize = strcmp(s->dtype, "f32") == 0 ? 4 : 2;
+    qbt_st_writer *w = NULL;
+    char path[4096], shard[64];
+    char *index = NULL;
+    size_t ilen = 0;
+    int k = 0, rc = -1;
+
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        perror(dir);
+        return -1;
+    }
+    if (qbt_hfd_tensors(s, &t, &n) || hfd_write_config(s, dir))
+        goto out;
+    for (i = 0; i < n; i++)
+        total += qbt_hfd_numel(&t[i]) * esize;
+    /* Shards: consecutive tensors, cut when a shard reaches total/shards
+     * (huggingface_hub cuts by max_shard_size the same greedy way). */
+    per = (total + (size_t)s->shards - 1) / (size_t)s->shards;
+    for (i = 0; i < n; i++) {
+        size_t nb = qbt_hfd_numel(&t[i]) * esize;
+        if (!w && !(w = qbt_st_writer_new()))
+            goto out;
+        if (s->shards == 1)
+            snprintf(shard, sizeof(shard), "model.safetensors");
+        else
+            snprintf(shard, sizeof(shard), "model-%05d-of-%05d.safetensors", k + 1, s->shards);
+        if (hfd_add_tensor(s, &t[i], w))
+            goto out;
+        if (s->shards > 1 &&
+            hfd_cat(&index, &ilen, "    \"%s\": \"%s\",\n", t[i].name, shard))
+            goto out;
+        acc += nb;
+        /* close the shard when full (leaving enough tensors for the rest), or at the end */
+        if (i + 1 == n || (acc >= per * (size_t)(k + 1) && k + 1 < s->shards &&
+                           n - i - 1 >= (size_t)(s->shards - k - 1))) {
+            if (qbt_st_writer_add_meta(w, "format", "pt"))
+                goto out;
+            snprintf(path, sizeof(path), "%s/%s", dir, shard);
+            if (qbt_st_writer_save(w, path))
+                goto out;
+            qbt_st_writer_free(w);
+            w = NULL;
+            k++;
+        }
+    }
+    if (s->shards > 1) {
+        if (k != s->shards) {
+            fprintf(stderr, "qb-gen-hf-dense: %d tensors cannot fill %d shards\n", (int)n, s->shards);
+            goto out;
+        }
+        /* weight_map entries without the last ",\n", wrapped in the index */
+        index[ilen - 2] = '\0';
+        {
+            size_t fl = ilen + 128;
+            char *full = malloc(fl);
+            if (!full)
+                goto out;
+            snprintf(full, fl,
+                     "{\n  \"metadata\": {\"total_size\": %zu},\n  \"weight_map\": {\n%s\n  }\n}\n",
+                     total, index);
+            snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+            rc = qbt_write_text(path, full);
+            free(full);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    qbt_st_writer_free(w);
+    free(index);
+    free(t);
+    return rc;
+}
+
+#ifndef QBT_GEN_NO_MAIN
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: qb-gen-hf-dense --out DIR [--arch llama|mistral|qwen2|qwen3|gemma2]\n"
+            "         [--dtype bf16|f16|f32] [--layers N] [--hidden H] [--intermediate I]\n"
+            "         [--vocab V] [--heads N] [--kv-heads N] [--head-dim D] [--tied 0|1]\n"
+            "         [--shards N] [--seed S]\n");
+}
+
+static int parse_int(const char *v, int *out)
+{
+    char *end;
+    long x;
+    errno = 0;
+    x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x < 0 || x > 1 << 30)
+        return -1;
+    *out = (int)x;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    qbt_hfd_spec s = {"llama", "bf16", 2, 256, 688, 512, 0, 0, 0, 0, 1, 1};
+    const char *out = NULL;
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (strcmp(k, "--help") == 0 || strcmp(k, "-h") == 0) {
+            usage();
+            return 0;
+        }
+        if (!v) {
+            usage();
+            return 2;
+        }
+        if (strcmp(k, "--out") == 0)
+            out = v;
+        else if (strcmp(k, "--arch") == 0)
+            s.arch = v;
+        else if (strcmp(k, "--dtype") == 0)
+            s.dtype = v;
+        else if (strcmp(k, "--layers") == 0)
+            bad = parse_int(v, &s.layers);
+        else if (strcmp(k, "--hidden") == 0)
+            bad = parse_int(v, &s.hidden);
+        else if (strcmp(k, "--intermediate") == 0)
+            bad = parse_int(v, &s.intermediate);
+        else if (strcmp(k, "--vocab") == 0)
+            bad = parse_int(v, &s.vocab);
+        else if (strcmp(k, "--heads") == 0)
+            bad = parse_int(v, &s.heads);
+        else if (strcmp(k, "--kv-heads") == 0)
+            bad = parse_int(v, &s.kv_heads);
+        else if (strcmp(k, "--head-dim") == 0)
+            bad = parse_int(v, &s.head_dim);
+        else if (strcmp(k, "--tied") == 0)
+            bad = parse_int(v, &s.tied) || s.tied > 1;
+        else if (strcmp(k, "--shards") == 0)
+            bad = parse_int(v, &s.shards);
+        else if (strcmp(k, "--seed") == 0) {
+            char *end;
+            errno = 0;
+            s.seed = strtoull(v, &end, 10);
+            bad = errno || *end || end == v;
+        } else {
+            fprintf(stderr, "qb-gen-hf-dense: unknown option %s\n", k);
+            usage();
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "qb-gen-hf-dense: bad value '%s' for %s\n", v, k);
+            return 2;
+        }
+        i++;
+    }
+    if (!out) {
+        usage();
+        return 2;
+    }
+    if (qbt_hfd_spec_check(&s))
+        return 2;
+    if (qbt_hfd_write(&s, out)) {
+        fprintf(stderr, "qb-gen-hf-dense: writing %s failed\n", out);
+        return 1;
+    }
+    return 0;
+}
+#endif
