@@ -1,0 +1,133 @@
+/*
+ * quantbridge host — the command-line dispatcher: global options, the
+ * command table, and the set-up every command shares.
+ *
+ * Exit status: 0 success, 1 failure, 2 usage error. Errors print one line,
+ * "quantbridge: error: <message>", on stderr.
+ */
+#include "qbh.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void qbh_cli_report(void)
+{
+    const char *m = qbh_error_message();
+    qbh_progress_done();
+    fprintf(stderr, "quantbridge: error: %s\n", m[0] ? m : qbh_status_name(qbh_error_code()));
+}
+
+qb_status qbh_parse_threads(const char *s, uint32_t *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < 1 || v > 1024)
+        return qbh_error_set(QB_E_INVALID, "--threads %s: expected an integer in [1, 1024]", s);
+    *out = (uint32_t)v;
+    return QB_OK;
+}
+
+qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg)
+{
+    qb_status rc;
+    qbh_rt.verbose = co->verbose;
+    qbh_rt.progress_tty = isatty(STDERR_FILENO);
+    rc = qbh_pool_start(co->threads);
+    if (rc)
+        return rc;
+    qbh_rt.threads = qbh_pool_threads();
+    return qbh_registry_open(co->config, reg);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: quantbridge [--config FILE] [--verbose] <command> [options]\n"
+            "\n"
+            "Converts quantized LLM checkpoints into the native W4A16 format.\n"
+            "\n"
+            "commands:\n"
+            "  plugins [--json]            list configured plugins and their load status\n"
+            "  inspect PATH [--json]       probe a source and list its tensors\n"
+            "  convert --source PATH --output DIR [options]\n"
+            "                              convert a checkpoint\n"
+            "\n"
+            "global options:\n"
+            "  --config FILE   configuration file (else $QUANTBRIDGE_CONFIG, the user's\n"
+            "                  ~/.config/quantbridge/quantbridge.conf, the installed one)\n"
+            "  -v, --verbose   more output (repeat for debug)\n"
+            "  --version       print the version and ABI\n"
+            "  -h, --help      this help; `quantbridge <command> --help` for a command\n"
+            "\n"
+            "exit status: 0 success, 1 failure, 2 usage error\n");
+}
+
+int qbh_cli_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'C'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"threads", required_argument, NULL, 'T'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    qbh_common co;
+    const char *cmd;
+    int c, rc;
+
+    memset(&co, 0, sizeof co);
+    opterr = 0;
+    optind = 1;
+    /* '+': stop at the command name; its own options follow it. */
+    while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'C': co.config = optarg; break;
+        case 'v': co.verbose++; break;
+        case 'T':
+            if (qbh_parse_threads(optarg, &co.threads)) {
+                qbh_cli_report();
+                return QBH_EXIT_USAGE;
+            }
+            break;
+        case 'V':
+            printf("quantbridge %s (plugin ABI %u.%u)\n", QBH_VERSION_STRING, QB_ABI_MAJOR,
+                   QB_ABI_MINOR);
+            return QBH_EXIT_OK;
+        case 'h': usage(stdout); return QBH_EXIT_OK;
+        default:
+            fprintf(stderr, "quantbridge: error: unknown option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return QBH_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return QBH_EXIT_USAGE;
+    }
+    cmd = argv[optind];
+    argc -= optind;
+    argv += optind;
+    qbh_signals_install();
+    if (strcmp(cmd, "plugins") == 0)
+        rc = qbh_cmd_plugins(argc, argv, &co);
+    else if (strcmp(cmd, "inspect") == 0)
+        rc = qbh_cmd_inspect(argc, argv, &co);
+    else if (strcmp(cmd, "convert") == 0)
+        rc = qbh_cmd_convert(argc, argv, &co);
+    else if (strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        rc = QBH_EXIT_OK;
+    } else {
+        fprintf(stderr, "quantbridge: error: unknown command '%s'\n", cmd);
+        usage(stderr);
+        rc = QBH_EXIT_USAGE;
+    }
+    qbh_pool_stop();
+    return rc;
+}

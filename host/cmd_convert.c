@@ -1,0 +1,345 @@
+/*
+ * quantbridge host — `quantbridge convert`: the pipeline.
+ *
+ *   reader (--format or probe) -> options checked -> output path checked ->
+ *   open + model info -> writer supports -> temp dir + sink -> begin ->
+ *   write_tensor in begin's order -> finish -> rename into place -> summary
+ *
+ * Any failure: writer abort, temp dir removed, final path untouched, one
+ * "quantbridge: error:" line, exit 1 (2 for usage errors). A signal
+ * (SIGINT/SIGTERM) cancels the same way and also exits 1.
+ */
+#include "qbh.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define QBH_DEFAULT_WRITER "sm86-w4a16"
+
+typedef struct convert_args {
+    const char *source, *output, *format, *writer, *tokenizer;
+    int overwrite;
+    qbh_opt *cli;
+    size_t n_cli;
+} convert_args;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: quantbridge convert --source PATH --output DIR [options]\n"
+            "\n"
+            "  --source PATH         checkpoint file or directory\n"
+            "  --output DIR          new output directory (written via a temporary\n"
+            "                        directory beside it, renamed into place at the end)\n"
+            "  --format auto|NAME    reader to use (default auto: probe every reader)\n"
+            "  --writer NAME         writer to use (default " QBH_DEFAULT_WRITER ")\n"
+            "  --group-size N        same as --option group_size=N\n"
+            "  --option KEY=VALUE    plugin option, routed to the reader/writer declaring it\n"
+            "  --tokenizer DIR       tokenizer files to copy (overrides the source's)\n"
+            "  --overwrite           replace an existing non-empty output at the end\n"
+            "  --threads N           worker threads (default: number of CPUs)\n"
+            "  --config FILE         configuration file\n"
+            "  -v, --verbose         progress and details even when not on a terminal\n"
+            "\n"
+            "exit status: 0 success, 1 failure (also on SIGINT/SIGTERM), 2 usage error\n");
+}
+
+/* Fails with a message of its own when the plugin set none. */
+static qb_status ensure_msg(qb_status rc, const char *fmt, const char *a, const char *b)
+{
+    if (rc != QB_OK && !qbh_error_message()[0])
+        qbh_error_set(rc, fmt, a, b, qbh_status_name(rc));
+    return rc;
+}
+
+static qbh_plugin *pick_writer(const qbh_registry *reg, const char *name, int *usage_err)
+{
+    qbh_plugin *p = qbh_registry_find(reg, name);
+    if (!p || (p->state == QBH_LOAD_OK && !p->desc->writer)) {
+        *usage_err = 1;
+        qbh_error_set(QB_E_NOT_FOUND, "--writer %s: no writer plugin of that name (see "
+                      "`quantbridge plugins`)", name);
+        return NULL;
+    }
+    if (p->state != QBH_LOAD_OK) {
+        qbh_error_set(QB_E_UNSUPPORTED, "writer %s is %s: %s", name,
+                      p->state == QBH_LOAD_DISABLED ? "disabled" : "not loaded",
+                      p->error ? p->error : "enabled=false in its config");
+        return NULL;
+    }
+    return p;
+}
+
+static qb_status check_order(const size_t *order, size_t n, const char *writer)
+{
+    unsigned char *seen = qbh_calloc(n ? n : 1, 1);
+    qb_status rc = QB_OK;
+    size_t i;
+    if (!seen)
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
+    for (i = 0; i < n; i++) {
+        if (order[i] >= n || seen[order[i]]) {
+            rc = qbh_error_set(QB_E_INTERNAL, "writer %s: begin returned an order that is not "
+                               "a permutation of the %zu tensors", writer, n);
+            break;
+        }
+        seen[order[i]] = 1;
+    }
+    qbh_free(seen);
+    return rc;
+}
+
+static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
+{
+    qbh_plugin *reader = NULL, *writer = NULL;
+    qbh_probe_score *scores = NULL;
+    size_t n_scores = 0, *order = NULL, i;
+    qbh_params rp, wp;
+    qbh_source src;
+    qbh_outdir od;
+    qbh_sink *sink = NULL;
+    qb_writer_handle wh = NULL;
+    const qb_writer_vtable *wv = NULL;
+    qb_status rc;
+    int score;
+
+    memset(&rp, 0, sizeof rp);
+    memset(&wp, 0, sizeof wp);
+    memset(&src, 0, sizeof src);
+    memset(&od, 0, sizeof od);
+
+    rc = qbh_select_reader(reg, a->source, a->format, &reader, &scores, &n_scores, usage_err);
+    if (rc) {
+        for (i = 0; i < n_scores; i++)
+            qbh_log(QB_LOG_INFO, NULL, "probe %s: %d", scores[i].plugin->name, scores[i].score);
+        goto out;
+    }
+    writer = pick_writer(reg, a->writer ? a->writer : QBH_DEFAULT_WRITER, usage_err);
+    if (!writer) {
+        rc = qbh_error_code();
+        goto out;
+    }
+    /* Every option is validated before anything is opened or written. */
+    rc = qbh_params_route(reader, writer, a->cli, a->n_cli, &rp, &wp, usage_err);
+    if (rc)
+        goto out;
+    rc = qbh_outdir_check(a->source, a->output, a->overwrite);
+    if (rc)
+        goto out;
+    if (a->tokenizer) {
+        struct stat st;
+        if (stat(a->tokenizer, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            rc = qbh_error_set(QB_E_NOT_FOUND, "--tokenizer %s: not a directory", a->tokenizer);
+            goto out;
+        }
+    }
+    qbh_log(QB_LOG_INFO, NULL, "reader %s, writer %s", reader->name, writer->name);
+
+    rc = qbh_source_open(reader, a->source, rp.items, &src);
+    if (rc)
+        goto out;
+    if (a->tokenizer)
+        src.info.tokenizer_dir = a->tokenizer;
+
+    wv = writer->desc->writer;
+    qbh_error_clear();
+    score = wv->supports(writer->desc->ctx, &src.info);
+    if (score <= 0) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", qbh_error_message()[0] ? qbh_error_message()
+                                                               : "no reason given");
+        rc = qbh_error_set(QB_E_UNSUPPORTED, "%s: writer %s cannot write this %s model: %s",
+                           a->source, writer->name, src.info.architecture, why);
+        goto out;
+    }
+    if (qbh_cancel_requested()) {
+        rc = qbh_error_set(QB_E_CANCELLED, "cancelled");
+        goto out;
+    }
+
+    rc = qbh_outdir_begin(a->output, a->overwrite, &od);
+    if (rc)
+        goto out;
+    rc = qbh_sink_open(od.tmp_path, &sink);
+    if (rc)
+        goto out;
+    order = qbh_calloc(src.info.n_tensors ? src.info.n_tensors : 1, sizeof *order);
+    if (!order) {
+        rc = qbh_error_set(QB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    qbh_error_clear();
+    rc = wv->begin(writer->desc->ctx, qbh_sink_table(sink), &src.src, wp.items, order, &wh);
+    if (rc) {
+        wh = NULL;
+        ensure_msg(rc, "%s: writer %s: begin failed (%s)", a->source, writer->name);
+        goto out;
+    }
+    rc = check_order(order, src.info.n_tensors, writer->name);
+    if (rc)
+        goto out;
+    for (i = 0; i < src.info.n_tensors; i++) {
+        const char *name = src.tensors[order[i]].name;
+        if (qbh_cancel_requested()) {
+            rc = qbh_error_set(QB_E_CANCELLED, "cancelled by signal before tensor %s", name);
+            goto out;
+        }
+        qbh_error_clear();
+        rc = wv->write_tensor(wh, order[i]);
+        if (rc) {
+            ensure_msg(rc, "%s: writer %s: write_tensor failed (%s)", name, writer->name);
+            goto out;
+        }
+        qbh_progress_tensor(i + 1, src.info.n_tensors, name, qbh_sink_bytes(sink));
+    }
+    qbh_error_clear();
+    rc = wv->finish(wh);
+    wh = NULL; /* finish frees the handle, success or not */
+    if (rc) {
+        ensure_msg(rc, "%s: writer %s: finish failed (%s)", a->output, writer->name);
+        goto out;
+    }
+    if (qbh_sink_open_files(sink)) {
+        rc = qbh_error_set(QB_E_INTERNAL, "writer %s finished with %zu output file(s) still "
+                           "open", writer->name, qbh_sink_open_files(sink));
+        goto out;
+    }
+    if (qbh_cancel_requested()) {
+        rc = qbh_error_set(QB_E_CANCELLED, "cancelled");
+        goto out;
+    }
+    rc = qbh_sink_sync(sink);
+    if (rc)
+        goto out;
+    rc = qbh_outdir_commit(&od);
+    if (rc)
+        goto out;
+    qbh_progress_done();
+    printf("quantbridge: wrote %s: %zu tensors, %zu files, %llu bytes (%s via %s -> %s)\n",
+           a->output, src.info.n_tensors, qbh_sink_closed_files(sink),
+           (unsigned long long)qbh_sink_bytes(sink), src.info.source_format, reader->name,
+           writer->name);
+out:
+    if (wh) {
+        /* abort may call host services that overwrite this thread's
+         * message; keep the one that explains the failure. */
+        char keep[2048];
+        qb_status code = qbh_error_code();
+        snprintf(keep, sizeof keep, "%s", qbh_error_message());
+        wv->abort(wh);
+        qbh_error_set(code, "%s", keep);
+    }
+    if (sink)
+        qbh_sink_free(sink);
+    qbh_outdir_abort(&od);
+    qbh_source_close(&src);
+    qbh_params_free(&rp);
+    qbh_params_free(&wp);
+    qbh_free(order);
+    qbh_free(scores);
+    return rc;
+}
+
+int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
+{
+    static const struct option opts[] = {
+        {"source", required_argument, NULL, 's'},
+        {"output", required_argument, NULL, 'O'},
+        {"format", required_argument, NULL, 'f'},
+        {"writer", required_argument, NULL, 'w'},
+        {"group-size", required_argument, NULL, 'g'},
+        {"option", required_argument, NULL, 'o'},
+        {"tokenizer", required_argument, NULL, 'k'},
+        {"overwrite", no_argument, NULL, 'W'},
+        {"config", required_argument, NULL, 'C'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"threads", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    convert_args a;
+    qbh_registry reg;
+    int c, usage_err = 0, rc = QBH_EXIT_FAIL;
+
+    memset(&a, 0, sizeof a);
+    a.cli = qbh_calloc((size_t)argc + 1, sizeof *a.cli);
+    if (!a.cli) {
+        qbh_error_set(QB_E_NOMEM, "out of memory");
+        qbh_cli_report();
+        return QBH_EXIT_FAIL;
+    }
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': a.source = optarg; break;
+        case 'O': a.output = optarg; break;
+        case 'f': a.format = optarg; break;
+        case 'w': a.writer = optarg; break;
+        case 'k': a.tokenizer = optarg; break;
+        case 'W': a.overwrite = 1; break;
+        case 'g':
+            a.cli[a.n_cli].key = "group_size";
+            a.cli[a.n_cli].value = optarg;
+            a.cli[a.n_cli].origin = "--group-size";
+            a.n_cli++;
+            break;
+        case 'o': {
+            char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg) {
+                fprintf(stderr, "quantbridge: error: --option %s: expected KEY=VALUE\n", optarg);
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            *eq = '\0';
+            a.cli[a.n_cli].key = optarg;
+            a.cli[a.n_cli].value = eq + 1;
+            a.cli[a.n_cli].origin = "--option";
+            a.n_cli++;
+            break;
+        }
+        case 'C': co->config = optarg; break;
+        case 'v': co->verbose++; break;
+        case 'T':
+            if (qbh_parse_threads(optarg, &co->threads)) {
+                qbh_cli_report();
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            break;
+        case 'h': usage(stdout); rc = QBH_EXIT_OK; goto done;
+        default:
+            fprintf(stderr, "quantbridge: error: convert: unknown or incomplete option '%s'\n",
+                    argv[optind - 1]);
+            usage(stderr);
+            rc = QBH_EXIT_USAGE;
+            goto done;
+        }
+    }
+    if (optind < argc || !a.source || !a.output) {
+        if (optind < argc)
+            fprintf(stderr, "quantbridge: error: convert: unexpected argument '%s'\n",
+                    argv[optind]);
+        else
+            fprintf(stderr, "quantbridge: error: convert: --source and --output are required\n");
+        usage(stderr);
+        rc = QBH_EXIT_USAGE;
+        goto done;
+    }
+    if (qbh_cli_setup(co, &reg)) {
+        qbh_cli_report();
+        goto done;
+    }
+    if (run(&a, &reg, &usage_err) != QB_OK) {
+        qbh_cli_report();
+        rc = usage_err ? QBH_EXIT_USAGE : QBH_EXIT_FAIL;
+    } else {
+        rc = QBH_EXIT_OK;
+    }
+    qbh_registry_free(&reg);
+done:
+    qbh_free(a.cli);
+    return rc;
+}

@@ -1,0 +1,230 @@
+/*
+ * quantbridge host — the qb_model_src a writer sees: the opened reader,
+ * with its description validated once, name lookup, bounds checks, error
+ * context, and data calls serialised unless the reader declares
+ * QB_PLUGIN_CONCURRENT_READS (qb_reader.h THREADING).
+ */
+#include "qbh.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+static qbh_source *S(void *h)
+{
+    return h;
+}
+
+static qb_status src_tensor_info(void *h, size_t index, const qb_tensor_info **out)
+{
+    qbh_source *s = S(h);
+    *out = NULL;
+    if (index >= s->info.n_tensors)
+        return qbh_error_set(QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", s->path, index,
+                             s->info.n_tensors);
+    *out = &s->tensors[index];
+    return QB_OK;
+}
+
+static qb_status src_find(void *h, const char *name, size_t *index)
+{
+    qbh_source *s = S(h);
+    gpointer v = name ? g_hash_table_lookup(s->by_name, name) : NULL;
+    if (!v)
+        return qbh_error_set(QB_E_NOT_FOUND, "%s: no tensor named %s", s->path,
+                             name ? name : "(null)");
+    *index = (size_t)GPOINTER_TO_SIZE(v) - 1;
+    return QB_OK;
+}
+
+/* Checks index and row range; a reader gets only in-contract requests. */
+static qb_status check_rows(qbh_source *s, size_t index, int64_t row0, int64_t n_rows)
+{
+    int64_t rows;
+    if (index >= s->info.n_tensors)
+        return qbh_error_set(QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", s->path, index,
+                             s->info.n_tensors);
+    rows = qb_tensor_rows(&s->tensors[index]);
+    if (row0 < 0 || n_rows < 0 || row0 > rows || n_rows > rows - row0)
+        return qbh_error_set(QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", s->path,
+                             s->tensors[index].name, (long long)row0, (long long)n_rows,
+                             (long long)rows);
+    return QB_OK;
+}
+
+/* Gives a failing reader call a message when the plugin set none. */
+static qb_status context(qbh_source *s, size_t index, const char *call, qb_status rc)
+{
+    if (rc == QB_OK)
+        return rc;
+    if (!qbh_error_message()[0])
+        qbh_error_set(rc, "%s: %s: reader %s: %s failed (%s)", s->path, s->tensors[index].name,
+                      s->reader->name, call, qbh_status_name(rc));
+    return rc;
+}
+
+static qb_status src_read_rows(void *h, size_t index, int64_t row0, int64_t n_rows, float *dst)
+{
+    qbh_source *s = S(h);
+    qb_status rc = check_rows(s, index, row0, n_rows);
+    if (rc)
+        return rc;
+    if (qbh_cancel_requested())
+        return qbh_error_set(QB_E_CANCELLED, "cancelled");
+    qbh_error_clear();
+    if (s->serialise)
+        pthread_mutex_lock(&s->reader->read_lock);
+    rc = s->reader->desc->reader->read_rows(s->handle, index, row0, n_rows, dst);
+    if (s->serialise)
+        pthread_mutex_unlock(&s->reader->read_lock);
+    return context(s, index, "read_rows", rc);
+}
+
+static qb_status src_get_grid_info(void *h, size_t index, qb_grid_info *out)
+{
+    qbh_source *s = S(h);
+    const qb_reader_vtable *r = s->reader->desc->reader;
+    qb_status rc;
+    if (index >= s->info.n_tensors)
+        return qbh_error_set(QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", s->path, index,
+                             s->info.n_tensors);
+    if (!r->get_grid_info || !s->tensors[index].has_grid)
+        return qbh_error_set(QB_E_UNSUPPORTED, "%s: %s: no integer grid", s->path,
+                             s->tensors[index].name);
+    qbh_error_clear();
+    rc = r->get_grid_info(s->handle, index, out);
+    return context(s, index, "get_grid_info", rc);
+}
+
+static qb_status src_read_grid(void *h, size_t index, int64_t row0, int64_t n_rows,
+                               qb_grid_rows *out)
+{
+    qbh_source *s = S(h);
+    const qb_reader_vtable *r = s->reader->desc->reader;
+    qb_status rc = check_rows(s, index, row0, n_rows);
+    if (rc)
+        return rc;
+    if (!r->read_grid || !s->tensors[index].has_grid)
+        return qbh_error_set(QB_E_UNSUPPORTED, "%s: %s: no integer grid", s->path,
+                             s->tensors[index].name);
+    if (qbh_cancel_requested())
+        return qbh_error_set(QB_E_CANCELLED, "cancelled");
+    qbh_error_clear();
+    if (s->serialise)
+        pthread_mutex_lock(&s->reader->read_lock);
+    rc = r->read_grid(s->handle, index, row0, n_rows, out);
+    if (s->serialise)
+        pthread_mutex_unlock(&s->reader->read_lock);
+    return context(s, index, "read_grid", rc);
+}
+
+static qb_status validate_tensor(qbh_source *s, size_t i)
+{
+    const qb_tensor_info *t = &s->tensors[i];
+    uint32_t d;
+    if (!t->name || !*t->name)
+        return qbh_error_set(QB_E_FORMAT, "%s: reader %s: tensor %zu has no name", s->path,
+                             s->reader->name, i);
+    if (t->n_dims < 1 || t->n_dims > QB_MAX_DIMS)
+        return qbh_error_set(QB_E_FORMAT, "%s: %s: reader %s reports %u dims", s->path, t->name,
+                             s->reader->name, t->n_dims);
+    for (d = 0; d < t->n_dims; d++)
+        if (t->dims[d] < 1)
+            return qbh_error_set(QB_E_FORMAT, "%s: %s: reader %s reports dim %u = %lld", s->path,
+                                 t->name, s->reader->name, d, (long long)t->dims[d]);
+    if (!t->source_encoding)
+        return qbh_error_set(QB_E_FORMAT, "%s: %s: reader %s gives no source encoding", s->path,
+                             t->name, s->reader->name);
+    if (g_hash_table_contains(s->by_name, t->name))
+        return qbh_error_set(QB_E_FORMAT, "%s: reader %s lists tensor %s twice", s->path,
+                             s->reader->name, t->name);
+    g_hash_table_insert(s->by_name, (gpointer)t->name, GSIZE_TO_POINTER(i + 1));
+    return QB_OK;
+}
+
+qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *params,
+                          qbh_source *s)
+{
+    const qb_reader_vtable *r = p->desc->reader;
+    qb_status rc;
+    size_t i;
+
+    memset(s, 0, sizeof *s);
+    s->reader = p;
+    s->serialise = !(p->desc->flags & QB_PLUGIN_CONCURRENT_READS);
+    s->path = qbh_strdup(path);
+    s->by_name = g_hash_table_new(g_str_hash, g_str_equal);
+    if (!s->path)
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
+    qbh_error_clear();
+    rc = r->open(p->desc->ctx, path, params, &s->handle);
+    if (rc) {
+        if (!qbh_error_message()[0])
+            qbh_error_set(rc, "%s: reader %s could not open it (%s)", path, p->name,
+                          qbh_status_name(rc));
+        s->handle = NULL;
+        goto out;
+    }
+    s->info.struct_size = sizeof s->info;
+    rc = r->get_model_info(s->handle, &s->info);
+    if (rc) {
+        if (!qbh_error_message()[0])
+            qbh_error_set(rc, "%s: reader %s: get_model_info failed (%s)", path, p->name,
+                          qbh_status_name(rc));
+        goto out;
+    }
+    if (!s->info.architecture || !s->info.source_format) {
+        rc = qbh_error_set(QB_E_FORMAT, "%s: reader %s gives no %s", path, p->name,
+                           !s->info.architecture ? "architecture" : "source format");
+        goto out;
+    }
+    s->tensors = qbh_calloc(s->info.n_tensors ? s->info.n_tensors : 1, sizeof *s->tensors);
+    if (!s->tensors) {
+        rc = qbh_error_set(QB_E_NOMEM, "%s: out of memory for %zu tensor infos", path,
+                           s->info.n_tensors);
+        goto out;
+    }
+    for (i = 0; i < s->info.n_tensors; i++) {
+        s->tensors[i].struct_size = sizeof s->tensors[i];
+        rc = r->get_tensor_info(s->handle, i, &s->tensors[i]);
+        if (rc) {
+            if (!qbh_error_message()[0])
+                qbh_error_set(rc, "%s: reader %s: get_tensor_info(%zu) failed (%s)", path,
+                              p->name, i, qbh_status_name(rc));
+            goto out;
+        }
+        rc = validate_tensor(s, i);
+        if (rc)
+            goto out;
+    }
+    s->src.struct_size = sizeof s->src;
+    s->src.handle = s;
+    s->src.info = &s->info;
+    s->src.source_path = s->path;
+    s->src.reader_name = p->desc->name;
+    s->src.reader_version = p->desc->version;
+    s->src.host_version = QBH_VERSION_STRING;
+    s->src.tensor_info = src_tensor_info;
+    s->src.find = src_find;
+    s->src.read_rows = src_read_rows;
+    s->src.get_grid_info = src_get_grid_info;
+    s->src.read_grid = src_read_grid;
+out:
+    if (rc)
+        qbh_source_close(s);
+    return rc;
+}
+
+void qbh_source_close(qbh_source *s)
+{
+    if (!s)
+        return;
+    if (s->handle)
+        s->reader->desc->reader->close(s->handle);
+    if (s->by_name)
+        g_hash_table_destroy(s->by_name);
+    qbh_free(s->tensors);
+    qbh_free(s->path);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,457 @@
+/*
+ * quantbridge host — the single internal header (the role sqliteInt.h plays
+ * in SQLite). Every host source includes it; nothing here crosses the SDK
+ * boundary: plugins see only the SDK headers (sdk/include/quantbridge).
+ *
+ * Layout (one concept per file):
+ *   error.c       per-thread error slot (qb_host.set_error)
+ *   alloc.c       the one allocator, with a fault-injection countdown
+ *   config.c      config file lookup and GKeyFile merge
+ *   plugin_load.c dlopen, entry, negotiation, descriptor validation
+ *   registry.c    the set of configured plugins and lookups
+ *   services.c    the qb_host table served to each plugin
+ *   threadpool.c  the fixed pthread pool behind parallel_for
+ *   options.c     typed option parsing/validation, qb_param arrays
+ *   probe.c       probe input and reader arbitration
+ *   model_src.c   qb_model_src forwarding to a reader
+ *   sink.c        qb_sink over a directory; sha256.c FIPS 180-4
+ *   outdir.c      output-path safety, temp dir, rename, cleanup
+ *   signals.c     SIGINT/SIGTERM -> cancel flag
+ *   progress.c    progress display
+ *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
+ *
+ * Conventions: functions return qb_status (0 or a negative QB_E_*) and set
+ * the calling thread's error message with qbh_error_set() on failure.
+ */
+#ifndef QBH_H
+#define QBH_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <quantbridge/quantbridge.h>
+
+#define QBH_VERSION_STRING "0.1.0"
+
+/* CLI exit codes. */
+#define QBH_EXIT_OK 0
+#define QBH_EXIT_FAIL 1
+#define QBH_EXIT_USAGE 2
+
+/* ---- error.c -------------------------------------------------------------- */
+
+/* Records `code` and a formatted message in the calling thread's error slot
+ * (replacing what was there) and returns `code`. Never fails: long messages
+ * are truncated. Thread-safe (the slot is thread-local). */
+qb_status qbh_error_set(qb_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+qb_status qbh_error_setv(qb_status code, const char *fmt, va_list ap);
+/* The calling thread's last message ("" when none) and code. The pointer is
+ * valid until the next qbh_error_* call on this thread. */
+const char *qbh_error_message(void);
+qb_status qbh_error_code(void);
+/* Clears the calling thread's slot. */
+void qbh_error_clear(void);
+/* Short name of a status code ("QB_E_FORMAT"); "QB_E_UNKNOWN" otherwise. */
+const char *qbh_status_name(qb_status code);
+
+/* ---- alloc.c -------------------------------------------------------------- */
+
+/* malloc/free routed through one place so tests can inject failures.
+ * qbh_alloc returns NULL on failure, including an injected one; it never
+ * sets an error message (callers do). Thread-safe. */
+void *qbh_alloc(size_t n);
+void *qbh_calloc(size_t n, size_t size);
+void qbh_free(void *p);
+char *qbh_strdup(const char *s);
+/* After `n` more successful allocations the next one fails (and every one
+ * after it, until reset); n < 0 disables injection. For tests. */
+void qbh_alloc_fail_after(long n);
+
+/* ---- config.c ------------------------------------------------------------- */
+
+typedef struct qbh_kv {
+    char *key;
+    char *value;
+} qbh_kv;
+
+/* One [plugin:NAME] section after merging every file. */
+typedef struct qbh_plugin_conf {
+    char *name;       /* NAME of the section */
+    char *library;    /* as written; NULL when the section lacks it */
+    char *lib_base;   /* directory of the file that set `library` */
+    char *source;     /* file that set `library` (for messages) */
+    int enabled;      /* default 1 */
+    int priority;     /* default 50 */
+    int trusted;      /* default 0 */
+    qbh_kv *options;  /* option.KEY values, KEY without the prefix */
+    size_t n_options;
+} qbh_plugin_conf;
+
+typedef struct qbh_config {
+    char *path;          /* main file, or NULL when none was found */
+    int min_probe_score; /* [general] min-probe-score, default 50 */
+    qbh_plugin_conf *plugins; /* sorted by name */
+    size_t n_plugins;
+} qbh_config;
+
+/* Finds the main config file: `cli_path` (if non-NULL), $QUANTBRIDGE_CONFIG,
+ * $XDG_CONFIG_HOME/quantbridge/quantbridge.conf (or ~/.config/...),
+ * <exe>/../etc/quantbridge/quantbridge.conf, the compiled-in sysconfdir;
+ * first found wins. An explicitly named file (argument or variable) that
+ * does not exist is QB_E_NOT_FOUND. *out is NULL with QB_OK when nothing
+ * was found. Environment is read with secure_getenv. Caller frees *out
+ * with qbh_free. */
+qb_status qbh_config_locate(const char *cli_path, char **out);
+
+/* Loads `path` (may be NULL: empty config) plus every plugins.d/ *.conf beside
+ * it, sorted by file name. Merge rule: the plugins.d files are read first,
+ * the main file last; a later value of the same key replaces an earlier
+ * one. Errors (QB_E_FORMAT, QB_E_IO) name the file and key. On failure
+ * *cfg is left empty. Free with qbh_config_free. */
+qb_status qbh_config_load(const char *path, qbh_config *cfg);
+void qbh_config_free(qbh_config *cfg);
+const qbh_plugin_conf *qbh_config_find_plugin(const qbh_config *cfg, const char *name);
+
+/* Directory of the running executable (via /proc/self/exe), or NULL.
+ * Caller frees with qbh_free. */
+char *qbh_exe_dir(void);
+
+/* ---- registry.c / plugin_load.c ------------------------------------------ */
+
+typedef enum qbh_load_state {
+    QBH_LOAD_OK = 0,
+    QBH_LOAD_DISABLED,
+    QBH_LOAD_NO_LIBRARY,          /* section without library= */
+    QBH_LOAD_FILE_MISSING,
+    QBH_LOAD_NOT_SHARED_OBJECT,
+    QBH_LOAD_DLOPEN_FAILED,
+    QBH_LOAD_ENTRY_MISSING,
+    QBH_LOAD_ABI_REFUSED,
+    QBH_LOAD_INIT_FAILED,
+    QBH_LOAD_DESCRIPTOR_INVALID,
+    QBH_LOAD_DUPLICATE_NAME
+} qbh_load_state;
+
+struct qbh_registry;
+
+typedef struct qbh_plugin {
+    char *name;                 /* config section name */
+    char *library;              /* resolved path (or the raw name when unresolved) */
+    const qbh_plugin_conf *conf;
+    qbh_load_state state;
+    char *error;                /* load failure text, or NULL */
+    const qb_plugin *desc;      /* valid when state == QBH_LOAD_OK */
+    uint32_t abi;               /* negotiated */
+    qb_host host;               /* this plugin's services table */
+    pthread_mutex_t read_lock;  /* serialises data calls without CONCURRENT_READS */
+    struct qbh_registry *reg;
+} qbh_plugin;
+
+typedef struct qbh_registry {
+    qbh_config cfg;
+    qbh_plugin **plugins;       /* one per config section, sorted by name */
+    size_t n_plugins;
+} qbh_registry;
+
+/* Short category name of a load state ("ENTRY_MISSING"). */
+const char *qbh_load_state_name(qbh_load_state s);
+
+/* Resolves the `library` value of `pc`: bare names are searched in
+ * $QUANTBRIDGE_PLUGIN_PATH (colon list) then <exe>/../lib/quantbridge/
+ * plugins; a name with '/' is relative to the directory of the config
+ * file that set it (or absolute). Returns a new string (qbh_free) that is
+ * the first existing candidate, or, when none exists, the last candidate
+ * tried (so the FILE_MISSING message names it); NULL on OOM. */
+char *qbh_plugin_resolve(const qbh_plugin_conf *pc);
+
+/* Loads one plugin into `p` (already holding name/conf/reg): resolve,
+ * dlopen(RTLD_NOW|RTLD_LOCAL|RTLD_NODELETE), entry, negotiation, descriptor
+ * validation, duplicate check against reg's already-loaded plugins. Never
+ * dlcloses. Sets p->state and p->error; returns QB_OK or QB_E_ABI/... with
+ * the same message in the thread's error slot. Main thread only. */
+qb_status qbh_plugin_load(qbh_plugin *p);
+
+/* Validates a descriptor returned by an entry function (exposed for unit
+ * tests). `section` is the config name it must carry. Returns QB_OK or
+ * QB_E_INVALID with a message. */
+qb_status qbh_plugin_validate(const qb_plugin *d, uint32_t negotiated_abi, const char *section,
+                              const char *file);
+
+/* Loads the config (see qbh_config_locate/load) and then every section's
+ * plugin, in name order. A plugin that fails is kept with its state and
+ * error; the registry still works. Returns QB_OK, or an error only when the
+ * config itself cannot be read. Main thread only. Free with
+ * qbh_registry_free (calls each loaded plugin's teardown). */
+qb_status qbh_registry_open(const char *config_path, qbh_registry *reg);
+/* Same, from an already-loaded config (takes ownership of *cfg). */
+qb_status qbh_registry_open_config(qbh_config *cfg, qbh_registry *reg);
+void qbh_registry_free(qbh_registry *reg);
+/* Plugin by name (any state), or NULL. */
+qbh_plugin *qbh_registry_find(const qbh_registry *reg, const char *name);
+/* Loaded plugins that provide a reader (want_reader) or a writer, sorted by
+ * priority (descending) then name. Returns a qbh_alloc'd NULL-terminated
+ * array (qbh_free), or NULL on OOM. */
+qbh_plugin **qbh_registry_list(const qbh_registry *reg, int want_reader);
+
+/* ---- services.c ----------------------------------------------------------- */
+
+/* Process-wide runtime settings read by the services. */
+typedef struct qbh_runtime {
+    int verbose;         /* 0 quiet, 1 info, 2 debug */
+    int progress_tty;    /* stderr is a terminal */
+    uint32_t threads;    /* pool size including the calling thread */
+} qbh_runtime;
+
+extern qbh_runtime qbh_rt;
+
+/* Fills p->host, the services table of plugin `p`. host_private = p. */
+void qbh_services_init(qbh_plugin *p);
+/* A services table not tied to a plugin (tests, the host itself). Static,
+ * valid for the process lifetime. get_config always answers NULL. */
+const qb_host *qbh_services_anonymous(void);
+/* Host-side log with the same filtering as qb_host.log. */
+void qbh_log(qb_log_level level, const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The services as plain functions, for host code (same contracts as qb_host). */
+qb_status qbh_read_small_file(const char *path, size_t max_len, void **data, size_t *len);
+qb_status qbh_list_dir(const char *dir, char ***names);
+void qbh_free_list(char **names);
+
+/* ---- threadpool.c --------------------------------------------------------- */
+
+/* Starts the process-wide pool with n_threads - 1 workers (the caller is the
+ * n-th). n_threads 0 means the number of online CPUs. Idempotent: a second
+ * call keeps the first pool. Returns QB_OK or QB_E_NOMEM/QB_E_INTERNAL. */
+qb_status qbh_pool_start(uint32_t n_threads);
+/* Joins the workers. Safe without a pool. */
+void qbh_pool_stop(void);
+/* Threads parallel_for may use (>= 1). */
+uint32_t qbh_pool_threads(void);
+/* qb_host.parallel_for semantics: runs fn(arg, i) for i in [0, n) on the
+ * pool and the calling thread; after the first failure no new item starts;
+ * returns that failure with its message moved to the caller's thread.
+ * Calls from inside a worker item run serially. Without a pool, serial.
+ * Concurrent top-level calls from different threads take turns. */
+qb_status qbh_parallel_for(size_t n, qb_parallel_fn fn, void *arg);
+
+/* ---- options.c ------------------------------------------------------------ */
+
+/* A KEY=VALUE given by the user. */
+typedef struct qbh_opt {
+    const char *key;
+    const char *value;
+    const char *origin;  /* "--option", "--group-size", or a config file */
+    int used;            /* set when some plugin declared it */
+} qbh_opt;
+
+/* Parses `text` as option `d`'s type and checks range/choices. On success
+ * fills *out (key/type/is_set/value; STRING values point into `text`).
+ * QB_E_INVALID with a message naming `origin` and the option. */
+qb_status qbh_option_parse(const qb_option_decl *d, const char *text, const char *origin,
+                           qb_param *out);
+
+/* Parses a SIZE text ("4096", "5GB", "500MiB") into bytes. QB_E_INVALID on
+ * junk or overflow. */
+qb_status qbh_parse_size(const char *text, int64_t *out);
+
+/* Owned qb_param array for one plugin call. */
+typedef struct qbh_params {
+    qb_param *items;   /* n + 1 entries, last has type QB_PARAM_END */
+    size_t n;
+    char **strings;    /* copies the STRING values point into */
+} qbh_params;
+
+/* Builds the complete parameter array of plugin descriptor `d`: every
+ * declared option, filled from (lowest to highest precedence) its default,
+ * `conf` values (the plugin's option.* keys) and `cli` entries whose key it
+ * declares (those get used = 1). A config key the plugin does not declare
+ * is logged as a warning. Invalid values are QB_E_INVALID naming the origin.
+ * On failure *out is empty. Free with qbh_params_free. */
+qb_status qbh_params_build(const qb_plugin *d, const qbh_plugin_conf *conf, qbh_opt *cli,
+                           size_t n_cli, qbh_params *out);
+void qbh_params_free(qbh_params *p);
+/* Builds the parameter arrays of `reader` and `writer` (either may be
+ * NULL; the same plugin may be both) from their config and `cli`. Each cli
+ * key goes to every one of them that declares it; a key neither declares
+ * is QB_E_NOT_FOUND with *usage = 1 and a message listing the valid keys.
+ * A bad value is QB_E_INVALID (*usage = 1 when it came from the command
+ * line). On failure both outputs are empty. */
+qb_status qbh_params_route(qbh_plugin *reader, qbh_plugin *writer, qbh_opt *cli, size_t n_cli,
+                           qbh_params *rp, qbh_params *wp, int *usage);
+/* Name of a parameter type ("int"). */
+const char *qbh_param_type_name(qb_param_type t);
+
+/* ---- probe.c -------------------------------------------------------------- */
+
+typedef struct qbh_probe_in {
+    qb_probe_input in;
+    uint8_t *head_buf;
+    char **siblings;
+    char *config_json;
+    char *main_file;
+} qbh_probe_in;
+
+/* Builds the probe input for `path` (file or directory): head = the first
+ * 64 KiB of the file + QB_PROBE_PADDING zero bytes, siblings = sorted
+ * directory listing, config_json = config.json of that directory when it
+ * exists (> 4 MiB is QB_E_RANGE). Errors name the path. Free with
+ * qbh_probe_in_free. */
+qb_status qbh_probe_in_build(const char *path, qbh_probe_in *pi);
+void qbh_probe_in_free(qbh_probe_in *pi);
+
+typedef struct qbh_probe_score {
+    qbh_plugin *plugin;
+    int score;
+} qbh_probe_score;
+
+/* Calls every reader's probe (readers: NULL-terminated, as from
+ * qbh_registry_list) and fills scores[] (same order, caller-sized). */
+void qbh_probe_run(qbh_plugin *const *readers, const qb_probe_input *in, qbh_probe_score *scores);
+
+/* Picks the winner among n scores: highest score; a tie at the top is
+ * broken by config priority; a remaining tie is QB_E_MISMATCH listing the
+ * candidates; a winner below min_score (or 0) is QB_E_NOT_FOUND suggesting
+ * --format. Pure. */
+qb_status qbh_probe_choose(const qbh_probe_score *scores, size_t n, int min_score,
+                           const char *path, qbh_plugin **winner);
+
+/* Chooses the reader of `path`. `format` non-NULL and not "auto": that
+ * plugin (unknown name or not a reader: QB_E_NOT_FOUND with *usage = 1;
+ * known but not loaded: QB_E_UNSUPPORTED with its load error). Otherwise
+ * probes every loaded reader and arbitrates with the config's
+ * min-probe-score; *scores (qbh_free) and *n_scores report what each said
+ * (also on an arbitration failure). */
+qb_status qbh_select_reader(const qbh_registry *reg, const char *path, const char *format,
+                            qbh_plugin **out, qbh_probe_score **scores, size_t *n_scores,
+                            int *usage);
+
+/* ---- model_src.c ---------------------------------------------------------- */
+
+typedef struct qbh_source {
+    qb_model_src src;          /* what the writer sees */
+    qbh_plugin *reader;
+    qb_reader_handle handle;
+    qb_model_info info;
+    qb_tensor_info *tensors;   /* n_tensors copies (pointers owned by the reader) */
+    void *by_name;             /* GHashTable name -> index+1 */
+    int serialise;
+    char *path;
+} qbh_source;
+
+/* Opens `path` with reader `p` and params, reads and validates the model
+ * description (every tensor info well formed, names unique), and fills
+ * *s->src. Errors name the reader, file and tensor. Free with
+ * qbh_source_close (closes the reader). */
+qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *params,
+                          qbh_source *s);
+void qbh_source_close(qbh_source *s);
+
+/* ---- sha256.c ------------------------------------------------------------- */
+
+typedef struct qbh_sha256 {
+    uint32_t h[8];
+    uint64_t n_bytes;
+    uint8_t buf[64];
+    size_t buf_len;
+} qbh_sha256;
+
+void qbh_sha256_init(qbh_sha256 *c);
+void qbh_sha256_update(qbh_sha256 *c, const void *data, size_t len);
+void qbh_sha256_final(qbh_sha256 *c, uint8_t out[32]);
+/* Lowercase hex of a digest into out[65]. */
+void qbh_sha256_hex(const uint8_t d[32], char out[65]);
+
+/* ---- sink.c --------------------------------------------------------------- */
+
+typedef struct qbh_sink qbh_sink;
+
+/* Opens a sink over the existing empty directory `dir` (ownership of the
+ * directory stays with the caller). The sink's qb_sink table is at
+ * qbh_sink_table(). Returns QB_E_NOMEM/QB_E_IO. */
+qb_status qbh_sink_open(const char *dir, qbh_sink **out);
+const qb_sink *qbh_sink_table(qbh_sink *s);
+/* Number of files created and still open; files closed; bytes closed. */
+size_t qbh_sink_open_files(qbh_sink *s);
+size_t qbh_sink_closed_files(qbh_sink *s);
+uint64_t qbh_sink_bytes(qbh_sink *s);
+/* fsyncs the directory. QB_E_IO on failure. */
+qb_status qbh_sink_sync(qbh_sink *s);
+/* Frees the sink (files still open are closed and their data discarded). */
+void qbh_sink_free(qbh_sink *s);
+
+/* ---- outdir.c ------------------------------------------------------------- */
+
+/* Checks that `output` may receive a conversion of `source`: not the same
+ * path, not inside it, not an ancestor (compared by realpath; a missing
+ * output is resolved through its parent, which must exist), and not an
+ * existing non-empty directory unless `overwrite`; an existing non-directory
+ * is refused. QB_E_INVALID with a message. */
+qb_status qbh_outdir_check(const char *source, const char *output, int overwrite);
+
+typedef struct qbh_outdir {
+    char *final_path;   /* as given */
+    char *tmp_path;     /* .<name>.qbtmp-<pid>-<rand> beside it */
+    int overwrite;
+} qbh_outdir;
+
+/* Creates the temporary directory beside `output` with its marker file.
+ * QB_E_IO naming the path. */
+qb_status qbh_outdir_begin(const char *output, int overwrite, qbh_outdir *od);
+/* Removes the marker, syncs, and renames the temp dir into place (moving an
+ * old output aside first when overwriting, deleting it after). On failure
+ * the final path holds what it held before, and the temp dir remains for
+ * qbh_outdir_abort. */
+qb_status qbh_outdir_commit(qbh_outdir *od);
+/* Removes the temp dir (if still there) and frees od. Never fails. */
+void qbh_outdir_abort(qbh_outdir *od);
+/* Recursively removes `path` without following symlinks. QB_E_IO. */
+qb_status qbh_rmtree(const char *path);
+
+/* ---- signals.c / progress.c ---------------------------------------------- */
+
+/* Installs SIGINT/SIGTERM handlers that set the cancel flag; a second
+ * signal restores the default action and re-raises. */
+void qbh_signals_install(void);
+/* Nonzero once cancellation was requested. Async-signal-safe read. */
+int qbh_cancel_requested(void);
+/* Requests cancellation (tests, internal). */
+void qbh_cancel_request(void);
+/* Signal number that caused cancellation, or 0. */
+int qbh_cancel_signal(void);
+
+/* Reports pipeline progress: tensor `i` of `n` named `name`, `bytes` done.
+ * Shown on a terminal (overwriting one line) or, with --verbose, one line
+ * per call. Thread-safe. */
+void qbh_progress_tensor(size_t i, size_t n, const char *name, uint64_t bytes);
+/* Plugin-reported progress (qb_host.progress). */
+void qbh_progress_stage(const char *who, uint64_t done, uint64_t total, const char *stage);
+/* Ends a progress line on a terminal. */
+void qbh_progress_done(void);
+
+/* ---- commands ------------------------------------------------------------- */
+
+/* Options every command accepts. */
+typedef struct qbh_common {
+    const char *config;
+    int verbose;
+    uint32_t threads;
+} qbh_common;
+
+int qbh_cmd_plugins(int argc, char **argv, qbh_common *co);
+int qbh_cmd_inspect(int argc, char **argv, qbh_common *co);
+int qbh_cmd_convert(int argc, char **argv, qbh_common *co);
+/* The CLI: dispatches to a command; returns the exit code. */
+int qbh_cli_main(int argc, char **argv);
+/* Prints "quantbridge: error: <msg>" for the thread's current error. */
+void qbh_cli_report(void);
+/* Applies co (verbosity, threads, tty detection), starts the pool and
+ * opens the registry from co->config. Returns QB_OK or an error (message
+ * set). Main thread only. */
+qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg);
+/* Parses a --threads value; QB_E_INVALID when not in [1, 1024]. */
+qb_status qbh_parse_threads(const char *s, uint32_t *out);
+
+#endif /* QBH_H */

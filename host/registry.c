@@ -1,0 +1,119 @@
+/*
+ * quantbridge host — the registry: one entry per configured plugin, loaded
+ * or not, in name order, and the sorted reader/writer lists the commands
+ * use.
+ */
+#include "qbh.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+qb_status qbh_registry_open_config(qbh_config *cfg, qbh_registry *reg)
+{
+    size_t i;
+
+    memset(reg, 0, sizeof *reg);
+    reg->cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg);
+    reg->plugins = qbh_calloc(reg->cfg.n_plugins + 1, sizeof *reg->plugins);
+    if (!reg->plugins)
+        goto oom;
+    for (i = 0; i < reg->cfg.n_plugins; i++) {
+        qbh_plugin *p = qbh_calloc(1, sizeof *p);
+        if (!p)
+            goto oom;
+        pthread_mutex_init(&p->read_lock, NULL);
+        p->reg = reg;
+        p->conf = &reg->cfg.plugins[i];
+        p->name = qbh_strdup(p->conf->name);
+        reg->plugins[reg->n_plugins++] = p;
+        if (!p->name)
+            goto oom;
+        if (!p->conf->enabled) {
+            p->state = QBH_LOAD_DISABLED;
+            p->library = qbh_strdup(p->conf->library ? p->conf->library : "");
+            continue;
+        }
+        if (qbh_plugin_load(p) != QB_OK)
+            qbh_log(QB_LOG_INFO, NULL, "%s", p->error);
+    }
+    qbh_error_clear();
+    return QB_OK;
+oom:
+    qbh_registry_free(reg);
+    return qbh_error_set(QB_E_NOMEM, "out of memory loading plugins");
+}
+
+qb_status qbh_registry_open(const char *config_path, qbh_registry *reg)
+{
+    qbh_config cfg;
+    char *path = NULL;
+    qb_status rc;
+
+    memset(reg, 0, sizeof *reg);
+    rc = qbh_config_locate(config_path, &path);
+    if (rc)
+        return rc;
+    if (!path)
+        qbh_log(QB_LOG_WARN, NULL, "no configuration file found; no plugins loaded");
+    rc = qbh_config_load(path, &cfg);
+    qbh_free(path);
+    if (rc)
+        return rc;
+    return qbh_registry_open_config(&cfg, reg);
+}
+
+void qbh_registry_free(qbh_registry *reg)
+{
+    size_t i;
+    if (!reg)
+        return;
+    for (i = 0; i < reg->n_plugins; i++) {
+        qbh_plugin *p = reg->plugins[i];
+        if (p->state == QBH_LOAD_OK && p->desc->teardown)
+            p->desc->teardown(p->desc->ctx);
+        pthread_mutex_destroy(&p->read_lock);
+        qbh_free(p->name);
+        qbh_free(p->library);
+        qbh_free(p->error);
+        qbh_free(p);
+    }
+    qbh_free(reg->plugins);
+    qbh_config_free(&reg->cfg);
+    memset(reg, 0, sizeof *reg);
+}
+
+qbh_plugin *qbh_registry_find(const qbh_registry *reg, const char *name)
+{
+    size_t i;
+    for (i = 0; i < reg->n_plugins; i++)
+        if (strcmp(reg->plugins[i]->name, name) == 0)
+            return reg->plugins[i];
+    return NULL;
+}
+
+static int prio_cmp(const void *a, const void *b)
+{
+    const qbh_plugin *x = *(qbh_plugin *const *)a, *y = *(qbh_plugin *const *)b;
+    if (x->conf->priority != y->conf->priority)
+        return x->conf->priority > y->conf->priority ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+qbh_plugin **qbh_registry_list(const qbh_registry *reg, int want_reader)
+{
+    qbh_plugin **v = qbh_calloc(reg->n_plugins + 1, sizeof *v);
+    size_t i, n = 0;
+    if (!v)
+        return NULL;
+    for (i = 0; i < reg->n_plugins; i++) {
+        qbh_plugin *p = reg->plugins[i];
+        if (p->state != QBH_LOAD_OK)
+            continue;
+        if (want_reader ? p->desc->reader != NULL : p->desc->writer != NULL)
+            v[n++] = p;
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, prio_cmp);
+    return v;
+}

@@ -1,0 +1,302 @@
+/*
+ * quantbridge host — the output sink (qb_sink) over the temporary output
+ * directory. Writers never see paths: they create plain file names here.
+ * Writes are buffered (1 MiB per file), hashed with SHA-256 as they pass
+ * (no re-read), and every file is fsynced on close, the directory before
+ * the host renames it into place.
+ */
+#include "qbh.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#define QBH_SINK_BUF (1u << 20)
+#define QBH_SINK_NAME_MAX 255
+
+struct qb_sink_file {
+    qbh_sink *s;
+    char *name;
+    int fd;
+    int failed;
+    qb_status err;  /* status of the first failure */
+    uint8_t *buf;
+    size_t used;
+    uint64_t bytes;
+    qbh_sha256 sha;
+    qb_sink_file *prev, *next;
+};
+
+struct qbh_sink {
+    qb_sink table;
+    char *dir;
+    int dirfd;
+    pthread_mutex_t mu;
+    GHashTable *names;      /* every name created */
+    qb_sink_file *open;     /* files not yet closed */
+    size_t n_open, n_closed;
+    uint64_t bytes;
+};
+
+static qb_status io_error(qb_sink_file *f, int err, const char *what)
+{
+    f->failed = 1;
+    f->err = (err == ENOSPC || err == EFBIG || err == EDQUOT) ? QB_E_NOSPACE : QB_E_IO;
+    if (f->err == QB_E_NOSPACE)
+        return qbh_error_set(QB_E_NOSPACE, "%s/%s: %s: %s (output device full or file size "
+                             "limit reached)", f->s->dir, f->name, what, strerror(err));
+    return qbh_error_set(QB_E_IO, "%s/%s: %s: %s", f->s->dir, f->name, what, strerror(err));
+}
+
+static qb_status write_all(qb_sink_file *f, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(f->fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return io_error(f, errno, "write");
+        if (w == 0)
+            return io_error(f, ENOSPC, "write");
+        p += w;
+        n -= (size_t)w;
+    }
+    return QB_OK;
+}
+
+static qb_status flush(qb_sink_file *f)
+{
+    qb_status rc;
+    if (!f->used)
+        return QB_OK;
+    rc = write_all(f, f->buf, f->used);
+    f->used = 0;
+    return rc;
+}
+
+static int name_ok(const char *n)
+{
+    size_t len;
+    if (!n || !*n || n[0] == '.')
+        return 0;
+    len = strlen(n);
+    if (len > QBH_SINK_NAME_MAX || strchr(n, '/'))
+        return 0;
+    return 1;
+}
+
+static qb_status sink_create(void *handle, const char *name, qb_sink_file **out)
+{
+    qbh_sink *s = handle;
+    qb_sink_file *f = NULL;
+    qb_status rc = QB_OK;
+
+    *out = NULL;
+    if (!name_ok(name))
+        return qbh_error_set(QB_E_INVALID, "%s: output file name '%s' is not a plain name "
+                             "(no '/', not starting with '.')", s->dir, name ? name : "(null)");
+    if (qbh_cancel_requested())
+        return qbh_error_set(QB_E_CANCELLED, "cancelled");
+    pthread_mutex_lock(&s->mu);
+    if (g_hash_table_contains(s->names, name)) {
+        rc = qbh_error_set(QB_E_INVALID, "%s: output file %s created twice", s->dir, name);
+        goto out;
+    }
+    f = qbh_calloc(1, sizeof *f);
+    if (f) {
+        f->name = qbh_strdup(name);
+        f->buf = qbh_alloc(QBH_SINK_BUF);
+    }
+    if (!f || !f->name || !f->buf) {
+        rc = qbh_error_set(QB_E_NOMEM, "%s/%s: out of memory", s->dir, name);
+        goto out;
+    }
+    f->s = s;
+    f->fd = openat(s->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (f->fd < 0) {
+        rc = qbh_error_set(QB_E_IO, "%s/%s: %s", s->dir, name, strerror(errno));
+        goto out;
+    }
+    qbh_sha256_init(&f->sha);
+    g_hash_table_add(s->names, g_strdup(name));
+    f->next = s->open;
+    if (s->open)
+        s->open->prev = f;
+    s->open = f;
+    s->n_open++;
+    *out = f;
+    f = NULL;
+out:
+    pthread_mutex_unlock(&s->mu);
+    if (f) {
+        qbh_free(f->name);
+        qbh_free(f->buf);
+        qbh_free(f);
+    }
+    return rc;
+}
+
+static qb_status sink_write(qb_sink_file *f, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    qb_status rc;
+    if (!f)
+        return qbh_error_set(QB_E_INVALID, "sink write on a NULL file");
+    if (f->failed)
+        return qbh_error_set(QB_E_IO, "%s/%s: write after an earlier error", f->s->dir, f->name);
+    if (qbh_cancel_requested()) {
+        f->failed = 1;
+        f->err = QB_E_CANCELLED;
+        return qbh_error_set(QB_E_CANCELLED, "cancelled");
+    }
+    qbh_sha256_update(&f->sha, p, len);
+    f->bytes += len;
+    if (len >= QBH_SINK_BUF) {
+        rc = flush(f);
+        return rc ? rc : write_all(f, p, len);
+    }
+    if (f->used + len > QBH_SINK_BUF) {
+        rc = flush(f);
+        if (rc)
+            return rc;
+    }
+    memcpy(f->buf + f->used, p, len);
+    f->used += len;
+    return QB_OK;
+}
+
+static void unlink_open(qb_sink_file *f)
+{
+    qbh_sink *s = f->s;
+    pthread_mutex_lock(&s->mu);
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        s->open = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    s->n_open--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void release(qb_sink_file *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    qbh_free(f->name);
+    qbh_free(f->buf);
+    qbh_free(f);
+}
+
+static qb_status sink_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32])
+{
+    qb_status rc = QB_OK;
+    if (!f)
+        return qbh_error_set(QB_E_INVALID, "sink close on a NULL file");
+    unlink_open(f);
+    /* After a failed write the writer usually closes and then returns the
+     * write's status: keep that message, return the same status. */
+    if (f->failed)
+        rc = f->err ? f->err : QB_E_IO;
+    if (rc == QB_OK)
+        rc = flush(f);
+    if (rc == QB_OK && fsync(f->fd) != 0)
+        rc = io_error(f, errno, "fsync");
+    if (rc == QB_OK) {
+        int fd = f->fd;
+        f->fd = -1;
+        if (close(fd) != 0)
+            rc = io_error(f, errno, "close");
+    }
+    if (rc == QB_OK) {
+        uint8_t d[32];
+        qbh_sha256_final(&f->sha, d);
+        if (sha256)
+            memcpy(sha256, d, 32);
+        if (bytes)
+            *bytes = f->bytes;
+        pthread_mutex_lock(&f->s->mu);
+        f->s->n_closed++;
+        f->s->bytes += f->bytes;
+        pthread_mutex_unlock(&f->s->mu);
+    }
+    release(f);
+    return rc;
+}
+
+qb_status qbh_sink_open(const char *dir, qbh_sink **out)
+{
+    qbh_sink *s;
+    *out = NULL;
+    s = qbh_calloc(1, sizeof *s);
+    if (!s)
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
+    s->dir = qbh_strdup(dir);
+    s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!s->dir || s->dirfd < 0) {
+        qb_status rc = s->dir ? qbh_error_set(QB_E_IO, "%s: %s", dir, strerror(errno))
+                              : qbh_error_set(QB_E_NOMEM, "out of memory");
+        if (s->dirfd >= 0)
+            close(s->dirfd);
+        qbh_free(s->dir);
+        qbh_free(s);
+        return rc;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    s->table.struct_size = sizeof s->table;
+    s->table.handle = s;
+    s->table.create = sink_create;
+    s->table.write = sink_write;
+    s->table.close = sink_close;
+    *out = s;
+    return QB_OK;
+}
+
+const qb_sink *qbh_sink_table(qbh_sink *s)
+{
+    return &s->table;
+}
+
+size_t qbh_sink_open_files(qbh_sink *s)
+{
+    return s->n_open;
+}
+
+size_t qbh_sink_closed_files(qbh_sink *s)
+{
+    return s->n_closed;
+}
+
+uint64_t qbh_sink_bytes(qbh_sink *s)
+{
+    return s->bytes;
+}
+
+qb_status qbh_sink_sync(qbh_sink *s)
+{
+    if (fsync(s->dirfd) != 0)
+        return qbh_error_set(QB_E_IO, "%s: fsync: %s", s->dir, strerror(errno));
+    return QB_OK;
+}
+
+void qbh_sink_free(qbh_sink *s)
+{
+    if (!s)
+        return;
+    while (s->open) {
+        qb_sink_file *f = s->open;
+        s->open = f->next;
+        release(f);
+    }
+    g_hash_table_destroy(s->names);
+    pthread_mutex_destroy(&s->mu);
+    close(s->dirfd);
+    qbh_free(s->dir);
+    qbh_free(s);
+}
