@@ -1,0 +1,105 @@
+/*
+ * AVX2+FMA row kernel of qb_w4a16_gemm_cpu, compiled with target
+ * attributes so the library builds (and runs, on the plain path) without
+ * -mavx2; qb_w4a16_gemm_cpu dispatches here at run time only when the CPU
+ * reports avx2 and fma. Same numerics as the plain kernel except the fp32
+ * summation order inside a group (8 partial sums) and FMA contraction.
+ */
+#include "w4a16_cpu_internal.h"
+
+#include <quantbridge/qb_half.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+int w4a16_cpu_avx2_usable(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* 32 packed bytes -> 64 codes. Nibble order per the format: the low nibble
+ * of byte i is column 2i, so interleaving (lo, hi) bytes restores column
+ * order; unpack works per 128-bit lane, hence the cross-lane permute. */
+__attribute__((target("avx2,fma"))) static void decode_row(const uint8_t *prow, int64_t K,
+                                                            int8_t *codes)
+{
+    const __m256i mask = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
+    int64_t c = 0;
+    for (; c + 64 <= K; c += 64) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(prow + (c >> 1)));
+        __m256i lo = _mm256_and_si256(b, mask);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
+        __m256i u0 = _mm256_unpacklo_epi8(lo, hi), u1 = _mm256_unpackhi_epi8(lo, hi);
+        __m256i c0 = _mm256_permute2x128_si256(u0, u1, 0x20);
+        __m256i c1 = _mm256_permute2x128_si256(u0, u1, 0x31);
+        _mm256_storeu_si256((__m256i *)(codes + c), _mm256_sub_epi8(c0, eight));
+        _mm256_storeu_si256((__m256i *)(codes + c + 32), _mm256_sub_epi8(c1, eight));
+    }
+    for (; c + 1 < K; c += 2) {
+        uint8_t v = prow[c >> 1];
+        codes[c] = (int8_t)((v & 0x0f) - 8);
+        codes[c + 1] = (int8_t)((v >> 4) - 8);
+    }
+    if (c < K)
+        codes[c] = (int8_t)((prow[c >> 1] & 0x0f) - 8);
+}
+
+__attribute__((target("avx2,fma"))) static float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0,
+                                                          int64_t n1, int8_t *codes)
+{
+    const int64_t K = job->K, g = job->g;
+    const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
+    for (int64_t n = n0; n < n1; n++) {
+        const uint16_t *srow = job->scales + n * scols;
+        decode_row(job->packed + n * pcols, K, codes);
+        for (int64_t m = 0; m < job->M; m++) {
+            const float *xm = job->xf + m * K;
+            float acc = 0.0f;
+            for (int64_t grp = 0; grp < scols; grp++) {
+                int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K, c = k0;
+                __m256 v0 = _mm256_setzero_ps(), v1 = _mm256_setzero_ps();
+                float sum;
+                for (; c + 16 <= k1; c += 16) {
+                    __m128i q = _mm_loadu_si128((const __m128i *)(codes + c));
+                    __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+                    __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
+                    v0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(xm + c), v0);
+                    v1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(xm + c + 8), v1);
+                }
+                for (; c + 8 <= k1; c += 8) {
+                    __m128i q = _mm_loadl_epi64((const __m128i *)(codes + c));
+                    __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+                    v0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(xm + c), v0);
+                }
+                sum = hsum(_mm256_add_ps(v0, v1));
+                for (; c < k1; c++)
+                    sum += (float)codes[c] * xm[c];
+                acc += qb_f16_to_f32(srow[grp]) * sum;
+            }
+            job->y[m * job->N + n] = qb_f32_to_f16(acc);
+        }
+    }
+}
+
+#else /* not x86: the plain kernel is the only one */
+
+int w4a16_cpu_avx2_usable(void)
+{
+    return 0;
+}
+
+void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0, int64_t n1, int8_t *codes)
+{
+    w4a16_rows_plain(job, n0, n1, codes);
+}
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * Portable C row kernel of qb_w4a16_gemm_cpu. Decodes a packed row into
+ * int8 codes once, then for every activation row sums q*x per group in
+ * fp32 and adds scale * group_sum to an fp32 accumulator.
+ */
+#include "w4a16_cpu_internal.h"
+
+#include <quantbridge/qb_half.h>
+
+/* Format fact (w4a16-format.md): column c lives in byte c/2, low nibble
+ * when c is even; a nibble stores q + 8. */
+static void decode_row(const uint8_t *prow, int64_t K, int8_t *codes)
+{
+    int64_t c;
+    for (c = 0; c + 1 < K; c += 2) {
+        uint8_t b = prow[c >> 1];
+        codes[c] = (int8_t)((b & 0x0f) - 8);
+        codes[c + 1] = (int8_t)((b >> 4) - 8);
+    }
+    if (c < K)
+        codes[c] = (int8_t)((prow[c >> 1] & 0x0f) - 8);
+}
+
+void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, int8_t *codes)
+{
+    const int64_t K = job->K, g = job->g;
+    const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
+    for (int64_t n = n0; n < n1; n++) {
+        const uint16_t *srow = job->scales + n * scols;
+        decode_row(job->packed + n * pcols, K, codes);
+        for (int64_t m = 0; m < job->M; m++) {
+            const float *xm = job->xf + m * K;
+            float acc = 0.0f;
+            for (int64_t grp = 0; grp < scols; grp++) {
+                int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K;
+                float sum = 0.0f;
+                for (int64_t c = k0; c < k1; c++)
+                    sum += (float)codes[c] * xm[c];
+                acc += qb_f16_to_f32(srow[grp]) * sum;
+            }
+            job->y[m * job->N + n] = qb_f32_to_f16(acc);
+        }
+    }
+}
