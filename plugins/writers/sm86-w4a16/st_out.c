@@ -182,3 +182,11 @@ qb_status w4w_st_close(w4w_st_file *f, uint64_t *bytes, uint8_t sha256[32])
     free(f);
     return rc;
 }
+
+void w4w_st_discard(w4w_st_file *f)
+{
+    if (!f)
+        return;
+    (void)f->sink->close(f->sf, NULL, NULL);
+    free(f);
+}

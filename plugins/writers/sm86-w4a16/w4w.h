@@ -151,6 +151,10 @@ uint64_t w4w_st_remaining(const w4w_st_file *f);
  * qb_sink.close. f may be NULL (no-op, QB_OK). */
 qb_status w4w_st_close(w4w_st_file *f, uint64_t *bytes, uint8_t sha256[32]);
 
+/* Closes and frees f after a failure, setting no message (the first
+ * failure's message must survive). NULL is a no-op. */
+void w4w_st_discard(w4w_st_file *f);
+
 /* ---- plan (plan.c) ------------------------------------------------------- */
 
 typedef enum w4w_item_kind {

@@ -581,8 +581,7 @@ static void writer_free(w4w_writer *w)
 {
     if (!w)
         return;
-    if (w->cur)
-        (void)w4w_st_close(w->cur, NULL, NULL);
+    w4w_st_discard(w->cur);
     w4w_plan_free(w->plan);
     free(w->written.v);
     free(w);
