@@ -1,0 +1,168 @@
+/*
+ * Per-architecture rules and hyper-parameters (see gguf_arch.h).
+ */
+#include "gguf_arch.h"
+
+#include "gguf_kv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* permute_qk: only arch "llama" among these is written by LlamaModel with
+ * undo_permute (NORM rope); qwen*, gemma*, phi3 use NEOX rope and are not
+ * permuted (llama_model_rope_type; formats.md §7.2, §10 trap 13).
+ * norm_plus_one: GemmaModel/Gemma2Model modify_tensors and
+ * Gemma3Model.norm_shift add 1 to every tensor ending in "norm.weight". */
+static const gguf_arch arch_table[] = {
+    {"llama", GGUF_A_LLAMA, 1, 0},
+    {"qwen2", GGUF_A_QWEN2, 0, 0},
+    {"qwen3", GGUF_A_QWEN3, 0, 0},
+    {"qwen2moe", GGUF_A_QWEN2MOE, 0, 0},
+    {"qwen3moe", GGUF_A_QWEN3MOE, 0, 0},
+    {"gemma", GGUF_A_GEMMA, 0, 1},
+    {"gemma2", GGUF_A_GEMMA2, 0, 1},
+    {"gemma3", GGUF_A_GEMMA3, 0, 1},
+    {"phi3", GGUF_A_PHI3, 0, 0},
+};
+
+const gguf_arch *gguf_arch_find(const char *name)
+{
+    size_t i;
+    for (i = 0; i < sizeof(arch_table) / sizeof(arch_table[0]); i++)
+        if (strcmp(arch_table[i].gguf_name, name) == 0)
+            return &arch_table[i];
+    return NULL;
+}
+
+void gguf_arch_key(const gguf_hparams *hp, const char *suffix, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s.%s", hp->arch->gguf_name, suffix);
+}
+
+/* Reads {arch}.<suffix>; absent leaves *v = -1 unless `required`. */
+static qb_status get(const qb_host *h, const gguf_file *f, const gguf_hparams *hp, const char *suffix, int required,
+                     int64_t *v)
+{
+    char key[128];
+    qb_status st;
+    gguf_arch_key(hp, suffix, key, sizeof(key));
+    *v = -1;
+    st = gguf_kv_int_uniform(h, f, key, v);
+    if (st == QB_E_NOT_FOUND) {
+        *v = -1;
+        if (required)
+            return h->set_error(h, QB_E_FORMAT, "%s: required metadata '%s' is missing", f->path, key);
+        return QB_OK;
+    }
+    if (st == QB_OK && *v < 0)
+        return h->set_error(h, QB_E_FORMAT, "%s: metadata '%s' is negative (%lld)", f->path, key, (long long)*v);
+    return st;
+}
+
+qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams *hp)
+{
+    const gguf_file *f = gguf_model_meta(m);
+    char *name = NULL;
+    qb_status st;
+    unsigned b;
+
+    memset(hp, 0, sizeof(*hp));
+    st = gguf_kv_string(h, f, "general.architecture", &name);
+    if (st == QB_E_NOT_FOUND)
+        return h->set_error(h, QB_E_FORMAT, "%s: metadata 'general.architecture' is missing", f->path);
+    if (st)
+        return st;
+    hp->arch = gguf_arch_find(name);
+    if (!hp->arch) {
+        st = h->set_error(h, QB_E_UNSUPPORTED, "%s: unknown GGUF architecture '%s'", f->path, name);
+        free(name);
+        return st;
+    }
+    free(name);
+    b = hp->arch->bit;
+    if ((st = get(h, f, hp, "block_count", 1, &hp->n_layer)) ||
+        (st = get(h, f, hp, "embedding_length", 1, &hp->n_embd)) ||
+        (st = get(h, f, hp, "feed_forward_length", !(b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE)), &hp->n_ff)) ||
+        (st = get(h, f, hp, "attention.head_count", 1, &hp->n_head)) ||
+        (st = get(h, f, hp, "attention.head_count_kv", 0, &hp->n_head_kv)) ||
+        (st = get(h, f, hp, "attention.key_length", 0, &hp->head_dim)) ||
+        (st = get(h, f, hp, "attention.value_length", 0, &hp->value_dim)) ||
+        (st = get(h, f, hp, "expert_count", 0, &hp->n_expert)) ||
+        (st = get(h, f, hp, "expert_used_count", 0, &hp->n_expert_used)) ||
+        (st = get(h, f, hp, "expert_feed_forward_length", 0, &hp->n_ff_exp)) ||
+        (st = get(h, f, hp, "expert_shared_feed_forward_length", 0, &hp->n_ff_shexp)) ||
+        (st = get(h, f, hp, "context_length", 0, &hp->n_ctx)) ||
+        (st = get(h, f, hp, "attention.sliding_window", 0, &hp->sliding_window)) ||
+        (st = get(h, f, hp, "rope.dimension_count", 0, &hp->rope_dim)))
+        return st;
+    if (hp->n_layer < 1 || hp->n_embd < 1 || hp->n_head < 1)
+        return h->set_error(h, QB_E_FORMAT, "%s: block_count, embedding_length and head_count must be positive", f->path);
+    if (hp->n_head_kv < 0)
+        hp->n_head_kv = hp->n_head; /* llama.cpp load_hparams default */
+    if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv != 0)
+        return h->set_error(h, QB_E_FORMAT, "%s: head_count %lld is not a multiple of head_count_kv %lld", f->path,
+                            (long long)hp->n_head, (long long)hp->n_head_kv);
+    if (hp->head_dim < 0) {
+        /* llama.cpp load_hparams: n_embd_head_k defaults to n_embd / n_head. */
+        if (hp->n_embd % hp->n_head != 0)
+            return h->set_error(h, QB_E_FORMAT, "%s: no attention.key_length and embedding_length %lld is not a multiple of head_count %lld",
+                                f->path, (long long)hp->n_embd, (long long)hp->n_head);
+        hp->head_dim = hp->n_embd / hp->n_head;
+    }
+    if (hp->value_dim >= 0 && hp->value_dim != hp->head_dim)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: attention.value_length %lld differs from key_length %lld",
+                            f->path, (long long)hp->value_dim, (long long)hp->head_dim);
+
+    switch (b) {
+    case GGUF_A_LLAMA:
+        /* Mistral and Mixtral are written as "llama" (formats.md §7.1, §8). */
+        if (hp->n_expert > 0) {
+            hp->model_type = "mixtral";
+            hp->hf_class = "MixtralForCausalLM";
+        } else if (hp->sliding_window > 0) {
+            hp->model_type = "mistral";
+            hp->hf_class = "MistralForCausalLM";
+        } else {
+            hp->model_type = "llama";
+            hp->hf_class = "LlamaForCausalLM";
+        }
+        break;
+    case GGUF_A_QWEN2:
+        hp->model_type = "qwen2";
+        hp->hf_class = "Qwen2ForCausalLM";
+        break;
+    case GGUF_A_QWEN3:
+        hp->model_type = "qwen3";
+        hp->hf_class = "Qwen3ForCausalLM";
+        break;
+    case GGUF_A_QWEN2MOE:
+        hp->model_type = "qwen2_moe";
+        hp->hf_class = "Qwen2MoeForCausalLM";
+        break;
+    case GGUF_A_QWEN3MOE:
+        hp->model_type = "qwen3_moe";
+        hp->hf_class = "Qwen3MoeForCausalLM";
+        break;
+    case GGUF_A_GEMMA:
+        hp->model_type = "gemma";
+        hp->hf_class = "GemmaForCausalLM";
+        break;
+    case GGUF_A_GEMMA2:
+        hp->model_type = "gemma2";
+        hp->hf_class = "Gemma2ForCausalLM";
+        break;
+    case GGUF_A_GEMMA3:
+        hp->model_type = "gemma3_text";
+        hp->hf_class = "Gemma3ForCausalLM";
+        break;
+    default:
+        hp->model_type = "phi3";
+        hp->hf_class = "Phi3ForCausalLM";
+        break;
+    }
+    if ((b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE)) && hp->n_expert < 1)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s model without %s.expert_count", f->path, hp->arch->gguf_name,
+                            hp->arch->gguf_name);
+    return QB_OK;
+}

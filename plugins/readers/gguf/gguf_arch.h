@@ -1,0 +1,60 @@
+/*
+ * GGUF reader — per-architecture rules: which llama.cpp architectures are
+ * known, their Hugging Face model_type, and what llama.cpp's converter did
+ * to their tensors (Q/K row permutation, Gemma's +1 on norms, phi3's fused
+ * tensors, MoE naming). Also the hyper-parameters the tensor mapping needs.
+ *
+ * Facts: llama.cpp convert_hf_to_gguf.py (LlamaModel.permute/undo_permute,
+ * GemmaModel/Gemma2Model/Gemma3Model norm shift, Phi3MiniModel,
+ * Qwen2MoeModel), src/llama-model.cpp llama_model_rope_type; docs
+ * formats.md §7, §8. Internal to the gguf plugin.
+ */
+#ifndef GGUF_ARCH_H
+#define GGUF_ARCH_H
+
+#include "gguf_split.h"
+
+enum {
+    GGUF_A_LLAMA = 1u << 0,
+    GGUF_A_QWEN2 = 1u << 1,
+    GGUF_A_QWEN3 = 1u << 2,
+    GGUF_A_QWEN2MOE = 1u << 3,
+    GGUF_A_QWEN3MOE = 1u << 4,
+    GGUF_A_GEMMA = 1u << 5,
+    GGUF_A_GEMMA2 = 1u << 6,
+    GGUF_A_GEMMA3 = 1u << 7,
+    GGUF_A_PHI3 = 1u << 8
+};
+
+typedef struct gguf_arch {
+    const char *gguf_name;  /* general.architecture */
+    unsigned bit;           /* GGUF_A_* */
+    int permute_qk;         /* LlamaModel.permute applied to q/k (NORM rope) */
+    int norm_plus_one;      /* every HF "*norm.weight" stored as w + 1 */
+} gguf_arch;
+
+/* Hyper-parameters read from metadata ({arch}.* keys). -1 = absent. */
+typedef struct gguf_hparams {
+    const gguf_arch *arch;
+    const char *model_type;    /* HF model_type after refinement (mistral, mixtral, ...) */
+    const char *hf_class;      /* HF architectures[0] */
+    int64_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, value_dim;
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    int64_t n_ctx, sliding_window, rope_dim;
+} gguf_hparams;
+
+/* The rules for a general.architecture value, or NULL when unknown. */
+const gguf_arch *gguf_arch_find(const char *name);
+
+/* Reads general.architecture and the hyper-parameters from the metadata
+ * shard, refines llama into mistral (attention.sliding_window present) or
+ * mixtral (expert_count > 0), and checks what the mapping relies on
+ * (heads divide the embedding, ...). Failure: QB_E_UNSUPPORTED for an
+ * unknown architecture (named), QB_E_FORMAT for missing/invalid keys; the
+ * message names the file and key. Pure; no allocation kept. */
+qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams *hp);
+
+/* Writes "{arch}.<suffix>" into buf (size n). */
+void gguf_arch_key(const gguf_hparams *hp, const char *suffix, char *buf, size_t n);
+
+#endif /* GGUF_ARCH_H */

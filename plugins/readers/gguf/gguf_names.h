@@ -1,0 +1,55 @@
+/*
+ * GGUF reader — llama.cpp tensor names to Hugging Face tensors. Each
+ * canonical tensor is a row range of one GGUF tensor (whole tensor, one
+ * part of a fused phi3 tensor, one expert of a 3-D MoE tensor), possibly
+ * with the Q/K rope permutation and Gemma's +1 to undo.
+ *
+ * Facts: llama.cpp gguf-py/gguf/constants.py (TENSOR_NAMES),
+ * tensor_mapping.py, convert_hf_to_gguf.py; docs formats.md §7.
+ * Internal to the gguf plugin.
+ */
+#ifndef GGUF_NAMES_H
+#define GGUF_NAMES_H
+
+#include "gguf_arch.h"
+
+typedef struct gguf_ctensor {
+    char *name;              /* HF name, owned */
+    uint32_t n_dims;         /* 1..2 */
+    int64_t dims[2];         /* HF order */
+    const gguf_tinfo *src;
+    int64_t row0;            /* first ggml row of src (rows over ne[1..3]) */
+    int64_t n_rows;          /* HF rows (1 for a 1-D tensor) */
+    int64_t cols;            /* elements per row (= src->ne[0]) */
+    uint32_t perm_heads;     /* 0, or H: undo LlamaModel.permute with H heads
+                                over rows (2-D) or elements (1-D) */
+    int minus_one;           /* subtract 1 (Gemma norm) */
+    int has_grid;            /* Q4_0 integer grid offered */
+    char encoding[32];       /* "gguf Q4_0" */
+} gguf_ctensor;
+
+/* Tensors consumed into config.json instead of emitted (formats.md §8). */
+typedef struct gguf_special {
+    const gguf_tinfo *rope_freqs;        /* llama3 rope factors */
+    const gguf_tinfo *rope_long, *rope_short; /* phi3 longrope factors */
+    int tied;                            /* no output.weight */
+} gguf_special;
+
+/* Maps every tensor of the model to canonical HF tensors (array *out of
+ * *n_out, owned by the caller; free with gguf_names_free). Checks every
+ * shape against the hyper-parameters, and that each ggml type has a
+ * decoder. Failure: QB_E_UNSUPPORTED for a tensor with no mapping in this
+ * architecture or an undecodable type, QB_E_FORMAT for a shape that does not
+ * fit; the message names the file and tensor; nothing is returned. */
+qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, gguf_ctensor **out,
+                         size_t *n_out, gguf_special *sp);
+
+void gguf_names_free(gguf_ctensor *t, size_t n);
+
+/* GGUF row index of HF row r (0 <= r < rows) under LlamaModel.permute
+ * with `heads` heads: the inverse of
+ * GGUF_row[h*D + 2i + j] = HF_row[h*D + j*(D/2) + i] (formats.md §7.3).
+ * rows must be a multiple of 2*heads (checked by the mapper). */
+int64_t gguf_unpermute_row(int64_t r, int64_t rows, uint32_t heads);
+
+#endif /* GGUF_NAMES_H */

@@ -1,0 +1,340 @@
+/*
+ * config.json / generation_config.json from GGUF metadata (see
+ * gguf_hfconfig.h).
+ */
+#include "gguf_hfconfig.h"
+
+#include "ggml_types.h"
+#include "gguf_kv.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cfg {
+    const qb_host *h;
+    const gguf_file *f;
+    const gguf_hparams *hp;
+    cJSON *root;
+    int oom;
+} cfg;
+
+static void put_num(cfg *c, cJSON *obj, const char *field, double v)
+{
+    if (!cJSON_AddNumberToObject(obj, field, v))
+        c->oom = 1;
+}
+
+/* Copies an {arch}.<suffix> float when present. */
+static qb_status copy_float(cfg *c, cJSON *obj, const char *suffix, const char *field, double *got)
+{
+    char key[128];
+    double v;
+    qb_status st;
+    gguf_arch_key(c->hp, suffix, key, sizeof(key));
+    st = gguf_kv_float(c->h, c->f, key, &v);
+    if (st == QB_E_NOT_FOUND)
+        return QB_OK;
+    if (st)
+        return st;
+    if (field)
+        put_num(c, obj, field, v);
+    if (got)
+        *got = v;
+    return QB_OK;
+}
+
+static qb_status copy_token_id(cfg *c, cJSON *a, cJSON *b, const char *key, const char *field)
+{
+    int64_t v;
+    qb_status st = gguf_kv_int(c->h, c->f, key, &v);
+    if (st == QB_E_NOT_FOUND)
+        return QB_OK;
+    if (st)
+        return st;
+    put_num(c, a, field, (double)v);
+    if (b)
+        put_num(c, b, field, (double)v);
+    return QB_OK;
+}
+
+qb_status gguf_hfconfig_vocab_size(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, int64_t *out)
+{
+    const gguf_file *f = gguf_model_meta(m);
+    char key[128];
+    uint64_t n;
+    const gguf_tinfo *e;
+    qb_status st;
+    gguf_arch_key(hp, "vocab_size", key, sizeof(key));
+    st = gguf_kv_int(h, f, key, out);
+    if (st != QB_E_NOT_FOUND)
+        return st;
+    st = gguf_kv_array_len(h, f, "tokenizer.ggml.tokens", &n);
+    if (st == QB_OK) {
+        *out = (int64_t)n;
+        return QB_OK;
+    }
+    if (st != QB_E_NOT_FOUND)
+        return st;
+    e = gguf_model_find(m, "token_embd.weight");
+    if (!e)
+        return h->set_error(h, QB_E_FORMAT, "%s: no vocab_size, token list or token_embd.weight", f->path);
+    *out = e->ne[1];
+    return QB_OK;
+}
+
+/* Reads a small F32-decodable vector tensor into a JSON array. */
+static qb_status vector_json(cfg *c, const gguf_tinfo *t, cJSON **arr, float **vals)
+{
+    float *v;
+    int64_t i;
+    if (t->n_dims != 1 || t->ne[0] > 65536)
+        return c->h->set_error(c->h, QB_E_FORMAT, "%s: tensor '%s': expected a short vector", t->file->path, t->name);
+    v = malloc((size_t)t->ne[0] * sizeof(float));
+    *arr = cJSON_CreateArray();
+    if (!v || !*arr) {
+        free(v);
+        cJSON_Delete(*arr);
+        return c->h->set_error(c->h, QB_E_NOMEM, "%s: out of memory", t->file->path);
+    }
+    gguf_ggml_dequantize_row(t->type, t->data, v, t->ne[0]);
+    for (i = 0; i < t->ne[0]; i++) {
+        cJSON *n = cJSON_CreateNumber(v[i]);
+        if (!n || !cJSON_AddItemToArray(*arr, n))
+            c->oom = 1;
+    }
+    if (vals)
+        *vals = v;
+    else
+        free(v);
+    return QB_OK;
+}
+
+/* llama3 rope scaling is stored only as rope_freqs.weight (formats.md §10
+ * trap 19). Its parameters are not stored; rather than guess, recompute the
+ * factors of each published Llama 3.x parameter set exactly as
+ * LlamaModel.generate_extra_tensors does and accept the one that matches. */
+static qb_status llama3_rope(cfg *c, const gguf_tinfo *t, double theta)
+{
+    static const double sets[][4] = {
+        /* factor, low_freq_factor, high_freq_factor, original ctx */
+        {8.0, 1.0, 4.0, 8192.0},  /* Llama 3.1 */
+        {32.0, 1.0, 4.0, 8192.0}, /* Llama 3.2 1B/3B */
+    };
+    const int64_t dim = c->hp->rope_dim > 0 ? c->hp->rope_dim : c->hp->head_dim;
+    float *v = NULL;
+    cJSON *arr = NULL, *rs;
+    size_t s;
+    int64_t i;
+    qb_status st;
+
+    if (t->n_dims != 1 || t->ne[0] * 2 != dim)
+        return c->h->set_error(c->h, QB_E_FORMAT, "%s: tensor 'rope_freqs.weight' has %lld factors, expected %lld",
+                               t->file->path, (long long)t->ne[0], (long long)dim / 2);
+    if ((st = vector_json(c, t, &arr, &v)))
+        return st;
+    cJSON_Delete(arr);
+    for (s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
+        const double factor = sets[s][0], lo = sets[s][1], hi = sets[s][2], old = sets[s][3];
+        int ok = 1;
+        for (i = 0; i < t->ne[0] && ok; i++) {
+            double freq = 1.0 / pow(theta, (double)(2 * i) / (double)dim);
+            double wavelen = 2.0 * M_PI / freq, want;
+            if (wavelen < old / hi)
+                want = 1.0;
+            else if (wavelen > old / lo)
+                want = factor;
+            else {
+                double smooth = (old / wavelen - lo) / (hi - lo);
+                want = 1.0 / ((1.0 - smooth) / factor + smooth);
+            }
+            ok = fabs((double)v[i] - want) <= 1e-4 * want;
+        }
+        if (ok) {
+            rs = cJSON_AddObjectToObject(c->root, "rope_scaling");
+            if (!rs)
+                c->oom = 1;
+            else {
+                if (!cJSON_AddStringToObject(rs, "rope_type", "llama3"))
+                    c->oom = 1;
+                put_num(c, rs, "factor", factor);
+                put_num(c, rs, "low_freq_factor", lo);
+                put_num(c, rs, "high_freq_factor", hi);
+                put_num(c, rs, "original_max_position_embeddings", old);
+            }
+            free(v);
+            return QB_OK;
+        }
+    }
+    free(v);
+    return c->h->set_error(c->h, QB_E_UNSUPPORTED,
+                           "%s: tensor 'rope_freqs.weight': llama3 rope factors match no known parameter set; refusing to guess rope_scaling",
+                           t->file->path);
+}
+
+static qb_status rope_scaling(cfg *c, const gguf_special *sp, double theta)
+{
+    char key[128];
+    char *type = NULL;
+    qb_status st;
+    double factor = -1, orig = -1;
+    cJSON *rs;
+
+    if (sp->rope_freqs)
+        return llama3_rope(c, sp->rope_freqs, theta);
+    gguf_arch_key(c->hp, "rope.scaling.type", key, sizeof(key));
+    st = gguf_kv_string(c->h, c->f, key, &type);
+    if (st == QB_E_NOT_FOUND && !sp->rope_long && !sp->rope_short)
+        return QB_OK;
+    if (st && st != QB_E_NOT_FOUND)
+        return st;
+    if (type && strcmp(type, "none") == 0) {
+        free(type);
+        return QB_OK;
+    }
+    rs = cJSON_AddObjectToObject(c->root, "rope_scaling");
+    if (!rs) {
+        free(type);
+        return c->h->set_error(c->h, QB_E_NOMEM, "%s: out of memory", c->f->path);
+    }
+    if ((sp->rope_long || sp->rope_short) && (!type || strcmp(type, "longrope") == 0)) {
+        cJSON *arr;
+        if (!sp->rope_long || !sp->rope_short) {
+            free(type);
+            return c->h->set_error(c->h, QB_E_FORMAT, "%s: only one of rope_factors_long/short is present", c->f->path);
+        }
+        if (!cJSON_AddStringToObject(rs, "type", "longrope"))
+            c->oom = 1;
+        if ((st = vector_json(c, sp->rope_long, &arr, NULL)))
+            goto out;
+        cJSON_AddItemToObject(rs, "long_factor", arr);
+        if ((st = vector_json(c, sp->rope_short, &arr, NULL)))
+            goto out;
+        cJSON_AddItemToObject(rs, "short_factor", arr);
+    } else if (type && (strcmp(type, "linear") == 0 || strcmp(type, "yarn") == 0)) {
+        if (!cJSON_AddStringToObject(rs, "rope_type", type))
+            c->oom = 1;
+        if ((st = copy_float(c, rs, "rope.scaling.factor", "factor", &factor)))
+            goto out;
+        if (factor <= 0) {
+            st = c->h->set_error(c->h, QB_E_FORMAT, "%s: rope scaling '%s' without rope.scaling.factor", c->f->path, type);
+            goto out;
+        }
+        if ((st = copy_float(c, rs, "rope.scaling.original_context_length", "original_max_position_embeddings",
+                             &orig)) ||
+            (st = copy_float(c, rs, "rope.scaling.yarn_beta_fast", "beta_fast", NULL)) ||
+            (st = copy_float(c, rs, "rope.scaling.yarn_beta_slow", "beta_slow", NULL)))
+            goto out;
+    } else {
+        st = c->h->set_error(c->h, QB_E_UNSUPPORTED, "%s: rope scaling type '%s' is not supported", c->f->path,
+                             type ? type : "(longrope factors without longrope type)");
+        goto out;
+    }
+    if (sp->rope_long && (st = copy_float(c, c->root, "rope.scaling.original_context_length",
+                                          "original_max_position_embeddings", NULL)))
+        goto out;
+out:
+    free(type);
+    return st;
+}
+
+qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, const gguf_special *sp,
+                              char **config_json, char **gen_json)
+{
+    cfg c = {h, gguf_model_meta(m), hp, NULL, 0};
+    cJSON *gen = NULL, *arr;
+    const gguf_hparams *p = hp;
+    unsigned b = hp->arch->bit;
+    double theta = 10000.0; /* llama.cpp load_hparams default rope_freq_base */
+    int64_t vocab;
+    qb_status st = QB_OK;
+
+    *config_json = *gen_json = NULL;
+    c.root = cJSON_CreateObject();
+    gen = cJSON_CreateObject();
+    if (!c.root || !gen) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", c.f->path);
+        goto out;
+    }
+    arr = cJSON_AddArrayToObject(c.root, "architectures");
+    if (!arr || !cJSON_AddItemToArray(arr, cJSON_CreateString(p->hf_class)) ||
+        !cJSON_AddStringToObject(c.root, "model_type", p->model_type))
+        c.oom = 1;
+    if ((st = gguf_hfconfig_vocab_size(h, m, hp, &vocab)))
+        goto out;
+    put_num(&c, c.root, "vocab_size", (double)vocab);
+    put_num(&c, c.root, "hidden_size", (double)p->n_embd);
+    put_num(&c, c.root, "num_hidden_layers", (double)p->n_layer);
+    if (p->n_ff >= 0)
+        put_num(&c, c.root, "intermediate_size", (double)p->n_ff);
+    put_num(&c, c.root, "num_attention_heads", (double)p->n_head);
+    put_num(&c, c.root, "num_key_value_heads", (double)p->n_head_kv);
+    put_num(&c, c.root, "head_dim", (double)p->head_dim);
+    if (p->n_ctx > 0)
+        put_num(&c, c.root, "max_position_embeddings", (double)p->n_ctx);
+    if ((st = copy_float(&c, c.root, "attention.layer_norm_rms_epsilon", "rms_norm_eps", NULL)) ||
+        (st = copy_float(&c, c.root, "rope.freq_base", "rope_theta", &theta)))
+        goto out;
+    if (!cJSON_GetObjectItem(c.root, "rope_theta"))
+        put_num(&c, c.root, "rope_theta", theta);
+    if (p->rope_dim > 0 && p->rope_dim != p->head_dim)
+        put_num(&c, c.root, "partial_rotary_factor", (double)p->rope_dim / (double)p->head_dim);
+    if (!cJSON_AddBoolToObject(c.root, "tie_word_embeddings", sp->tied))
+        c.oom = 1;
+    if (b & (GGUF_A_GEMMA | GGUF_A_GEMMA2 | GGUF_A_GEMMA3)) {
+        /* HF Gemma configs: hidden_activation gelu_pytorch_tanh. */
+        if (!cJSON_AddStringToObject(c.root, "hidden_activation", "gelu_pytorch_tanh"))
+            c.oom = 1;
+    } else if (!cJSON_AddStringToObject(c.root, "hidden_act", "silu")) {
+        c.oom = 1;
+    }
+    if (p->sliding_window > 0)
+        put_num(&c, c.root, "sliding_window", (double)p->sliding_window);
+    if (b & (GGUF_A_GEMMA2 | GGUF_A_GEMMA3)) {
+        /* llama.cpp build_gemma2/3: queries scale by 1/sqrt(n_embd/n_head)
+         * for the 27B models (46 resp. 62 blocks), else 1/sqrt(head_dim);
+         * GGUF has no key for HF's query_pre_attn_scalar. */
+        int big = (b == GGUF_A_GEMMA2 && p->n_layer == 46) || (b == GGUF_A_GEMMA3 && p->n_layer == 62);
+        put_num(&c, c.root, "query_pre_attn_scalar", big ? (double)(p->n_embd / p->n_head) : (double)p->head_dim);
+        if ((st = copy_float(&c, c.root, "attn_logit_softcapping", "attn_logit_softcapping", NULL)) ||
+            (st = copy_float(&c, c.root, "final_logit_softcapping", "final_logit_softcapping", NULL)) ||
+            (st = copy_float(&c, c.root, "rope.freq_base_swa", "rope_local_base_freq", NULL)))
+            goto out;
+    }
+    if (p->n_expert > 0) {
+        put_num(&c, c.root, b == GGUF_A_LLAMA ? "num_local_experts" : "num_experts", (double)p->n_expert);
+        if (p->n_expert_used > 0)
+            put_num(&c, c.root, "num_experts_per_tok", (double)p->n_expert_used);
+        if (p->n_ff_exp > 0)
+            put_num(&c, c.root, "moe_intermediate_size", (double)p->n_ff_exp);
+        if (p->n_ff_shexp > 0)
+            put_num(&c, c.root, "shared_expert_intermediate_size", (double)p->n_ff_shexp);
+        if (b != GGUF_A_LLAMA)
+            put_num(&c, c.root, "decoder_sparse_step", 1);
+    }
+    if ((st = rope_scaling(&c, sp, theta)))
+        goto out;
+    if ((st = copy_token_id(&c, c.root, gen, "tokenizer.ggml.bos_token_id", "bos_token_id")) ||
+        (st = copy_token_id(&c, c.root, gen, "tokenizer.ggml.eos_token_id", "eos_token_id")) ||
+        (st = copy_token_id(&c, c.root, gen, "tokenizer.ggml.padding_token_id", "pad_token_id")))
+        goto out;
+    if (c.oom) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", c.f->path);
+        goto out;
+    }
+    *config_json = cJSON_Print(c.root);
+    if (cJSON_GetArraySize(gen) > 0)
+        *gen_json = cJSON_Print(gen);
+    if (!*config_json || (cJSON_GetArraySize(gen) > 0 && !*gen_json)) {
+        free(*config_json);
+        free(*gen_json);
+        *config_json = *gen_json = NULL;
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", c.f->path);
+    }
+out:
+    cJSON_Delete(c.root);
+    cJSON_Delete(gen);
+    return st;
+}

@@ -1,0 +1,298 @@
+/*
+ * llama.cpp → Hugging Face tensor mapping (see gguf_names.h).
+ */
+#include "gguf_names.h"
+
+#include "ggml_types.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OP_PLAIN,
+    OP_Q,       /* attn_q: permuted with n_head when the arch permutes */
+    OP_K,       /* attn_k: permuted with n_head_kv */
+    OP_QKV,     /* phi3 attn_qkv = [Q; K; V] rows */
+    OP_GATE_UP, /* phi3 ffn_up = [gate; up] rows */
+    OP_EXPERTS, /* 3-D stacked experts, ne = {K, N, E} */
+    OP_ROW      /* HF [1, n] from a 1-D (or {n,1}) GGUF tensor */
+};
+
+#define ALL 0x1ffu
+#define MOE (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE)
+#define GEMMA23 (GGUF_A_GEMMA2 | GGUF_A_GEMMA3)
+
+/* Per-block names: gguf-py constants.py MODEL_TENSOR names → HF names from
+ * tensor_mapping.py block_mappings_cfg for each architecture. An entry
+ * applies when the architecture bit is in `archs`. */
+static const struct blk_map {
+    const char *gguf;
+    const char *hf; /* under "model.layers.N."; %d = expert for OP_EXPERTS */
+    int op;
+    unsigned archs;
+} blk_maps[] = {
+    {"attn_norm", "input_layernorm", OP_PLAIN, ALL},
+    {"attn_q", "self_attn.q_proj", OP_Q, ALL & ~GGUF_A_PHI3},
+    {"attn_k", "self_attn.k_proj", OP_K, ALL & ~GGUF_A_PHI3},
+    {"attn_v", "self_attn.v_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3},
+    {"attn_qkv", NULL, OP_QKV, GGUF_A_PHI3},
+    {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL},
+    {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3},
+    {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3},
+    /* FFN_NORM is post_attention_layernorm except in gemma2/3, where HF's
+     * pre_feedforward_layernorm maps to it and post_attention_layernorm
+     * maps to ATTN_POST_NORM (tensor_mapping.py). */
+    {"ffn_norm", "post_attention_layernorm", OP_PLAIN, ALL & ~GEMMA23},
+    {"ffn_norm", "pre_feedforward_layernorm", OP_PLAIN, GEMMA23},
+    {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, GEMMA23},
+    {"post_ffw_norm", "post_feedforward_layernorm", OP_PLAIN, GEMMA23},
+    {"ffn_gate", "mlp.gate_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3},
+    {"ffn_up", "mlp.up_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3},
+    {"ffn_up", NULL, OP_GATE_UP, GGUF_A_PHI3},
+    {"ffn_down", "mlp.down_proj", OP_PLAIN, ALL},
+    /* Mixtral (LlamaModel.modify_tensors stacks w1/w2/w3 per layer). */
+    {"ffn_gate_inp", "block_sparse_moe.gate", OP_PLAIN, GGUF_A_LLAMA},
+    {"ffn_gate_exps", "block_sparse_moe.experts.%d.w1", OP_EXPERTS, GGUF_A_LLAMA},
+    {"ffn_down_exps", "block_sparse_moe.experts.%d.w2", OP_EXPERTS, GGUF_A_LLAMA},
+    {"ffn_up_exps", "block_sparse_moe.experts.%d.w3", OP_EXPERTS, GGUF_A_LLAMA},
+    /* Qwen2/3-MoE (Qwen2MoeModel.modify_tensors). */
+    {"ffn_gate_inp", "mlp.gate", OP_PLAIN, MOE},
+    {"ffn_gate_exps", "mlp.experts.%d.gate_proj", OP_EXPERTS, MOE},
+    {"ffn_up_exps", "mlp.experts.%d.up_proj", OP_EXPERTS, MOE},
+    {"ffn_down_exps", "mlp.experts.%d.down_proj", OP_EXPERTS, MOE},
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate", OP_ROW, GGUF_A_QWEN2MOE},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj", OP_PLAIN, GGUF_A_QWEN2MOE},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj", OP_PLAIN, GGUF_A_QWEN2MOE},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj", OP_PLAIN, GGUF_A_QWEN2MOE},
+};
+
+static const struct {
+    const char *gguf, *hf;
+} top_maps[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+
+int64_t gguf_unpermute_row(int64_t r, int64_t rows, uint32_t heads)
+{
+    /* HF row h*D + j*(D/2) + i comes from GGUF row h*D + 2i + j. */
+    int64_t d = rows / heads, half = d / 2;
+    int64_t hh = r / d, rem = r % d;
+    int64_t j = rem / half, i = rem % half;
+    return hh * d + 2 * i + j;
+}
+
+void gguf_names_free(gguf_ctensor *t, size_t n)
+{
+    size_t i;
+    if (!t)
+        return;
+    for (i = 0; i < n; i++)
+        free(t[i].name);
+    free(t);
+}
+
+typedef struct builder {
+    const qb_host *h;
+    const gguf_hparams *hp;
+    gguf_ctensor *t;
+    size_t n, cap;
+} builder;
+
+/* Appends one canonical tensor: rows [row0, row0 + n_rows) of src. */
+static qb_status add(builder *b, const gguf_tinfo *src, const char *name, int64_t row0, int64_t n_rows,
+                     int one_d, uint32_t perm_heads)
+{
+    gguf_ctensor *c;
+    size_t nl = strlen(name);
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? 2 * b->cap : 64;
+        gguf_ctensor *nt = realloc(b->t, nc * sizeof(*nt));
+        if (!nt)
+            return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", src->file->path);
+        b->t = nt;
+        b->cap = nc;
+    }
+    c = &b->t[b->n];
+    memset(c, 0, sizeof(*c));
+    if (!(c->name = malloc(nl + 1)))
+        return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", src->file->path);
+    memcpy(c->name, name, nl + 1);
+    b->n++;
+    c->src = src;
+    c->row0 = row0;
+    c->n_rows = n_rows;
+    c->cols = src->ne[0];
+    c->perm_heads = perm_heads;
+    if (one_d) {
+        c->n_dims = 1;
+        c->dims[0] = src->ne[0];
+    } else {
+        c->n_dims = 2;
+        c->dims[0] = n_rows;
+        c->dims[1] = src->ne[0];
+    }
+    /* GemmaModel / Gemma2Model modify_tensors, Gemma3Model.norm_shift: every
+     * HF tensor whose name ends in "norm.weight" was stored as w + 1. */
+    c->minus_one = b->hp->arch->norm_plus_one && nl >= 11 && strcmp(name + nl - 11, "norm.weight") == 0;
+    snprintf(c->encoding, sizeof(c->encoding), "gguf %s", gguf_ggml_type_name(src->type));
+    c->has_grid = src->type == GGUF_GGML_TYPE_Q4_0 && !c->minus_one && !(one_d && perm_heads);
+    return QB_OK;
+}
+
+static qb_status bad_shape(builder *b, const gguf_tinfo *t, const char *why)
+{
+    return b->h->set_error(b->h, QB_E_FORMAT, "%s: tensor '%s' [ne %lld, %lld, %lld]: %s", t->file->path, t->name,
+                           (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], why);
+}
+
+static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const char *base, const char *suffix)
+{
+    const gguf_hparams *hp = b->hp;
+    const struct blk_map *mp = NULL;
+    char name[256], part[160];
+    size_t i;
+    int is_bias = strcmp(suffix, "bias") == 0;
+    int one_d = t->n_dims == 1;
+    qb_status st;
+
+    for (i = 0; i < sizeof(blk_maps) / sizeof(blk_maps[0]); i++)
+        if ((blk_maps[i].archs & hp->arch->bit) && strcmp(blk_maps[i].gguf, base) == 0) {
+            mp = &blk_maps[i];
+            break;
+        }
+    if (!mp)
+        return b->h->set_error(b->h, QB_E_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face mapping for architecture '%s'",
+                               t->file->path, t->name, hp->arch->gguf_name);
+    if (t->n_dims > 2 && mp->op != OP_EXPERTS)
+        return bad_shape(b, t, "unexpected 3-D tensor");
+    switch (mp->op) {
+    case OP_PLAIN:
+    case OP_Q:
+    case OP_K: {
+        uint32_t heads = 0;
+        if (mp->op != OP_PLAIN && hp->arch->permute_qk) {
+            int64_t rows = one_d ? t->ne[0] : t->ne[1];
+            heads = (uint32_t)(mp->op == OP_Q ? hp->n_head : hp->n_head_kv);
+            if (rows % (2 * (int64_t)heads) != 0)
+                return bad_shape(b, t, "rows are not a multiple of 2 x heads, cannot undo the rope permutation");
+        }
+        snprintf(name, sizeof(name), "model.layers.%d.%s.%s", layer, mp->hf, suffix);
+        return add(b, t, name, 0, one_d ? 1 : t->ne[1], one_d, heads);
+    }
+    case OP_ROW:
+        if (!(t->n_dims == 1 || (t->n_dims == 2 && t->ne[1] == 1)))
+            return bad_shape(b, t, "expected a vector");
+        snprintf(name, sizeof(name), "model.layers.%d.%s.%s", layer, mp->hf, suffix);
+        return add(b, t, name, 0, 1, 0, 0);
+    case OP_QKV: {
+        /* Phi3Attention: rows [0, Hq*d) = Q, then Hkv*d K, then Hkv*d V. */
+        int64_t q = hp->n_head * hp->head_dim, kv = hp->n_head_kv * hp->head_dim;
+        static const char *const nm[3] = {"q_proj", "k_proj", "v_proj"};
+        int64_t r0[3] = {0, q, q + kv}, nr[3] = {q, kv, kv};
+        if (one_d || t->ne[1] != q + 2 * kv)
+            return bad_shape(b, t, "fused qkv rows do not equal (head_count + 2 x head_count_kv) x head_dim");
+        for (i = 0; i < 3; i++) {
+            snprintf(name, sizeof(name), "model.layers.%d.self_attn.%s.%s", layer, nm[i], suffix);
+            if ((st = add(b, t, name, r0[i], nr[i], 0, 0)))
+                return st;
+        }
+        return QB_OK;
+    }
+    case OP_GATE_UP:
+        /* Phi3MLP: gate_up_proj.chunk(2) — gate rows first. */
+        if (one_d || hp->n_ff < 1 || t->ne[1] != 2 * hp->n_ff)
+            return bad_shape(b, t, "fused gate/up rows do not equal 2 x feed_forward_length");
+        snprintf(name, sizeof(name), "model.layers.%d.mlp.gate_proj.%s", layer, suffix);
+        if ((st = add(b, t, name, 0, hp->n_ff, 0, 0)))
+            return st;
+        snprintf(name, sizeof(name), "model.layers.%d.mlp.up_proj.%s", layer, suffix);
+        return add(b, t, name, hp->n_ff, hp->n_ff, 0, 0);
+    default: { /* OP_EXPERTS: HF [E, N, K] stored as ne {K, N, E}. */
+        int64_t e;
+        if (t->n_dims != 3 || is_bias)
+            return bad_shape(b, t, "expected a 3-D stacked expert weight");
+        if (hp->n_expert > 0 && t->ne[2] != hp->n_expert)
+            return bad_shape(b, t, "expert dimension differs from expert_count");
+        for (e = 0; e < t->ne[2]; e++) {
+            snprintf(part, sizeof(part), mp->hf, (int)e);
+            snprintf(name, sizeof(name), "model.layers.%d.%s.%s", layer, part, suffix);
+            if ((st = add(b, t, name, e * t->ne[1], t->ne[1], 0, 0)))
+                return st;
+        }
+        return QB_OK;
+    }
+    }
+}
+
+static qb_status map_one(builder *b, const gguf_tinfo *t, gguf_special *sp)
+{
+    const gguf_hparams *hp = b->hp;
+    size_t i;
+    int layer, used = 0;
+    char base[GGUF_MAX_NAME], suffix[8];
+    const char *dot;
+
+    if (!gguf_ggml_type_supported(t->type))
+        return b->h->set_error(b->h, QB_E_UNSUPPORTED, "%s: tensor '%s': ggml type %s (id %u) has no decoder",
+                               t->file->path, t->name, gguf_ggml_type_name(t->type), t->type);
+    for (i = 0; i < sizeof(top_maps) / sizeof(top_maps[0]); i++)
+        if (strcmp(t->name, top_maps[i].gguf) == 0) {
+            if (t->n_dims != (i == 1 ? 1u : 2u))
+                return bad_shape(b, t, "unexpected number of dimensions");
+            return add(b, t, top_maps[i].hf, 0, i == 1 ? 1 : t->ne[1], i == 1, 0);
+        }
+    /* Rope factor tensors are config, not weights (formats.md §8). */
+    if ((hp->arch->bit & GGUF_A_LLAMA) && strcmp(t->name, "rope_freqs.weight") == 0) {
+        sp->rope_freqs = t;
+        return QB_OK;
+    }
+    if ((hp->arch->bit & GGUF_A_PHI3) && strcmp(t->name, "rope_factors_long.weight") == 0) {
+        sp->rope_long = t;
+        return QB_OK;
+    }
+    if ((hp->arch->bit & GGUF_A_PHI3) && strcmp(t->name, "rope_factors_short.weight") == 0) {
+        sp->rope_short = t;
+        return QB_OK;
+    }
+    dot = strrchr(t->name, '.');
+    if (sscanf(t->name, "blk.%d.%n", &layer, &used) == 1 && used > 0 && dot && dot > t->name + used &&
+        layer >= 0 && layer < hp->n_layer && (strcmp(dot, ".weight") == 0 || strcmp(dot, ".bias") == 0)) {
+        size_t bl = (size_t)(dot - (t->name + used));
+        memcpy(base, t->name + used, bl);
+        base[bl] = '\0';
+        snprintf(suffix, sizeof(suffix), "%s", dot + 1);
+        return map_block(b, t, layer, base, suffix);
+    }
+    return b->h->set_error(b->h, QB_E_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face mapping for architecture '%s'",
+                           t->file->path, t->name, hp->arch->gguf_name);
+}
+
+qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, gguf_ctensor **out,
+                         size_t *n_out, gguf_special *sp)
+{
+    builder b = {h, hp, NULL, 0, 0};
+    size_t fi;
+    uint64_t ti;
+    qb_status st = QB_OK;
+
+    *out = NULL;
+    *n_out = 0;
+    memset(sp, 0, sizeof(*sp));
+    /* Source order (shard by shard) keeps the output deterministic. */
+    for (fi = 0; fi < m->n_files && !st; fi++)
+        for (ti = 0; ti < m->files[fi]->n_tensors && !st; ti++)
+            st = map_one(&b, &m->files[fi]->t[ti], sp);
+    if (!st && !gguf_model_find(m, "token_embd.weight"))
+        st = h->set_error(h, QB_E_FORMAT, "%s: tensor 'token_embd.weight' is missing", gguf_model_meta(m)->path);
+    if (st) {
+        gguf_names_free(b.t, b.n);
+        return st;
+    }
+    sp->tied = gguf_model_find(m, "output.weight") == NULL;
+    *out = b.t;
+    *n_out = b.n;
+    return QB_OK;
+}

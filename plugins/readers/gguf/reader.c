@@ -1,0 +1,346 @@
+/*
+ * The gguf reader plugin: probe, open (container + split set + name
+ * mapping + config), and row/grid reads over the canonical Hugging Face
+ * view. Exports only qb_plugin_entry_v1.
+ *
+ * Reads are stateless over the read-only maps, so read_rows/read_grid run
+ * concurrently on one handle (QB_PLUGIN_CONCURRENT_READS).
+ */
+#include "gguf_hfconfig.h"
+#include "gguf_kv.h"
+#include "gguf_reader.h"
+
+#include "ggml_types.h"
+
+#include <quantbridge/qb_half.h>
+#include <quantbridge/qb_plugin.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const qb_host *g_host;
+
+struct gguf_reader {
+    const qb_host *h;
+    gguf_model *m;
+    gguf_hparams hp;
+    gguf_special sp;
+    gguf_ctensor *t;
+    size_t n;
+    char *config_json, *gen_json, *chat_template;
+    char summary[256];
+};
+
+void gguf_reader_set_host(const qb_host *h)
+{
+    g_host = h;
+}
+
+static int reader_probe(void *ctx, const qb_probe_input *in)
+{
+    (void)ctx;
+    if (!in || in->is_dir || !in->head)
+        return QB_PROBE_NONE;
+    /* QB_PROBE_PADDING guarantees 8 readable bytes. */
+    if (memcmp(in->head, "GGUF", 4) != 0)
+        return QB_PROBE_NONE;
+    return in->head_len >= 8 ? QB_PROBE_CERTAIN : QB_PROBE_LIKELY;
+}
+
+void gguf_reader_close(gguf_reader *r)
+{
+    if (!r)
+        return;
+    gguf_names_free(r->t, r->n);
+    gguf_model_close(r->m);
+    free(r->config_json);
+    free(r->gen_json);
+    free(r->chat_template);
+    free(r);
+}
+
+/* "GGUF v3 llama 2 shard(s): Q4_0 x 7, F32 x 5" */
+static void make_summary(gguf_reader *r)
+{
+    size_t counts[GGUF_GGML_TYPE_ID_END] = {0};
+    size_t fi, len;
+    uint64_t ti;
+    unsigned t;
+    for (fi = 0; fi < r->m->n_files; fi++)
+        for (ti = 0; ti < r->m->files[fi]->n_tensors; ti++)
+            counts[r->m->files[fi]->t[ti].type]++;
+    len = (size_t)snprintf(r->summary, sizeof(r->summary), "GGUF v%u %s, %zu file(s):",
+                           gguf_model_meta(r->m)->version, r->hp.arch->gguf_name, r->m->n_files);
+    for (t = 0; t < GGUF_GGML_TYPE_ID_END && len < sizeof(r->summary); t++)
+        if (counts[t])
+            len += (size_t)snprintf(r->summary + len, sizeof(r->summary) - len, " %s x%zu", gguf_ggml_type_name(t),
+                                    counts[t]);
+}
+
+qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out)
+{
+    gguf_reader *r;
+    qb_status st;
+
+    *out = NULL;
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+    r->h = h;
+    if ((st = gguf_model_open(h, path, &r->m)) || (st = gguf_arch_hparams(h, r->m, &r->hp)) ||
+        (st = gguf_names_map(h, r->m, &r->hp, &r->t, &r->n, &r->sp)) ||
+        (st = gguf_hfconfig_build(h, r->m, &r->hp, &r->sp, &r->config_json, &r->gen_json)))
+        goto out;
+    st = gguf_kv_string(h, gguf_model_meta(r->m), "tokenizer.chat_template", &r->chat_template);
+    if (st == QB_E_NOT_FOUND)
+        st = QB_OK;
+    if (st)
+        goto out;
+    make_summary(r);
+out:
+    if (st) {
+        gguf_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return QB_OK;
+}
+
+size_t gguf_reader_count(const gguf_reader *r)
+{
+    return r->n;
+}
+
+const gguf_ctensor *gguf_reader_tensor(const gguf_reader *r, size_t i)
+{
+    return i < r->n ? &r->t[i] : NULL;
+}
+
+const char *gguf_reader_config_json(const gguf_reader *r)
+{
+    return r->config_json;
+}
+
+static qb_status check_range(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows)
+{
+    const gguf_ctensor *c;
+    if (index >= r->n)
+        return r->h->set_error(r->h, QB_E_RANGE, "%s: tensor index %zu out of range (%zu tensors)",
+                               gguf_model_meta(r->m)->path, index, r->n);
+    c = &r->t[index];
+    if (row0 < 0 || n_rows < 0 || row0 > c->n_rows || n_rows > c->n_rows - row0)
+        return r->h->set_error(r->h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside the %lld rows",
+                               c->src->file->path, c->name, (long long)row0, (long long)n_rows, (long long)c->n_rows);
+    return QB_OK;
+}
+
+/* GGUF row of HF row r of canonical tensor c (2-D). */
+static const uint8_t *src_row(const gguf_ctensor *c, int64_t r)
+{
+    int64_t g = c->perm_heads ? gguf_unpermute_row(r, c->n_rows, c->perm_heads) : r;
+    return c->src->data + (uint64_t)(c->row0 + g) * c->src->row_bytes;
+}
+
+qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows, float *dst)
+{
+    const gguf_ctensor *c;
+    int64_t i, j;
+    qb_status st = check_range(r, index, row0, n_rows);
+    if (st)
+        return st;
+    c = &r->t[index];
+    if (c->n_dims == 1 && c->perm_heads && n_rows == 1) {
+        /* A permuted bias: its elements are what LlamaModel.permute moved. */
+        float *tmp = malloc((size_t)c->cols * sizeof(float));
+        if (!tmp)
+            return r->h->set_error(r->h, QB_E_NOMEM, "%s: %s: out of memory", c->src->file->path, c->name);
+        gguf_ggml_dequantize_row(c->src->type, c->src->data, tmp, c->cols);
+        for (j = 0; j < c->cols; j++)
+            dst[j] = tmp[gguf_unpermute_row(j, c->cols, c->perm_heads)];
+        free(tmp);
+        return QB_OK;
+    }
+    for (i = 0; i < n_rows; i++) {
+        float *d = dst + i * c->cols;
+        gguf_ggml_dequantize_row(c->src->type, src_row(c, row0 + i), d, c->cols);
+        if (c->minus_one)
+            for (j = 0; j < c->cols; j++)
+                d[j] -= 1.0f;
+    }
+    return QB_OK;
+}
+
+qb_status gguf_reader_get_grid_info(const gguf_reader *r, size_t index, qb_grid_info *out)
+{
+    const gguf_ctensor *c;
+    qb_status st = check_range(r, index, 0, 0);
+    if (st)
+        return st;
+    c = &r->t[index];
+    if (!c->has_grid)
+        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s: %s has no integer grid", c->src->file->path, c->name,
+                               c->encoding);
+    /* Q4_0 (ggml-common.h block_q4_0, dequantize_row_q4_0): 32 elements per
+     * block, fp16 d, y = (nibble - 8) * d — symmetric, zero point 8. */
+    out->bits = 4;
+    out->n_groups = (uint32_t)(c->cols / 32);
+    out->group_size = 32;
+    out->col_group = NULL;
+    out->symmetric = 1;
+    out->scale_dtype = QB_DT_F16;
+    return QB_OK;
+}
+
+qb_status gguf_reader_read_grid(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows, qb_grid_rows *out)
+{
+    const gguf_ctensor *c;
+    int64_t i, b, nb;
+    qb_status st = check_range(r, index, row0, n_rows);
+    if (st)
+        return st;
+    c = &r->t[index];
+    if (!c->has_grid)
+        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s: %s has no integer grid", c->src->file->path, c->name,
+                               c->encoding);
+    nb = c->cols / 32;
+    for (i = 0; i < n_rows; i++) {
+        const uint8_t *blk = src_row(c, row0 + i);
+        uint8_t *codes = out->codes + i * c->cols;
+        for (b = 0; b < nb; b++, blk += 18) {
+            uint16_t d;
+            int j;
+            memcpy(&d, blk, 2);
+            out->scales[i * nb + b] = qb_f16_to_f32(d);
+            out->zeros[i * nb + b] = 8;
+            /* Split halves: byte j holds element j (low nibble) and j + 16
+             * (high nibble) (formats.md §10 trap 5). */
+            for (j = 0; j < 16; j++) {
+                codes[b * 32 + j] = blk[2 + j] & 0x0f;
+                codes[b * 32 + j + 16] = blk[2 + j] >> 4;
+            }
+        }
+    }
+    return QB_OK;
+}
+
+/* ---- vtable glue ---- */
+
+static qb_status vt_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
+{
+    gguf_reader *r = NULL;
+    qb_status st;
+    (void)ctx;
+    (void)params;
+    st = gguf_reader_open(g_host, path, &r);
+    *out = r;
+    return st;
+}
+
+static void vt_close(qb_reader_handle h)
+{
+    gguf_reader_close(h);
+}
+
+static qb_status vt_model_info(qb_reader_handle h, qb_model_info *out)
+{
+    gguf_reader *r = h;
+    const uint32_t sz = out->struct_size;
+    memset(out, 0, sizeof(*out) < sz ? sizeof(*out) : sz);
+    out->struct_size = sz;
+    out->architecture = r->hp.model_type;
+    out->config_json = r->config_json;
+    out->generation_config_json = r->gen_json;
+    out->n_tensors = r->n;
+    out->source_format = "gguf";
+    out->source_summary = r->summary;
+    out->tokenizer_dir = NULL;
+    if (QB_HAS_FIELD(out, qb_model_info, chat_template))
+        out->chat_template = r->chat_template;
+    return QB_OK;
+}
+
+static qb_status vt_tensor_info(qb_reader_handle h, size_t index, qb_tensor_info *out)
+{
+    gguf_reader *r = h;
+    const gguf_ctensor *c;
+    uint32_t i;
+    qb_status st = check_range(r, index, 0, 0);
+    if (st)
+        return st;
+    c = &r->t[index];
+    out->name = c->name;
+    out->n_dims = c->n_dims;
+    for (i = 0; i < QB_MAX_DIMS; i++)
+        out->dims[i] = i < c->n_dims ? c->dims[i] : 0;
+    switch (c->src->type) {
+    case GGUF_GGML_TYPE_F32:
+        out->source_dtype = QB_DT_F32;
+        break;
+    case GGUF_GGML_TYPE_F16:
+        out->source_dtype = QB_DT_F16;
+        break;
+    case GGUF_GGML_TYPE_BF16:
+        out->source_dtype = QB_DT_BF16;
+        break;
+    default:
+        out->source_dtype = QB_DT_QUANTIZED;
+        break;
+    }
+    out->source_encoding = c->encoding;
+    out->has_grid = c->has_grid;
+    return QB_OK;
+}
+
+static qb_status vt_read_rows(qb_reader_handle h, size_t index, int64_t row0, int64_t n_rows, float *dst)
+{
+    return gguf_reader_read_rows(h, index, row0, n_rows, dst);
+}
+
+static qb_status vt_grid_info(qb_reader_handle h, size_t index, qb_grid_info *out)
+{
+    return gguf_reader_get_grid_info(h, index, out);
+}
+
+static qb_status vt_read_grid(qb_reader_handle h, size_t index, int64_t row0, int64_t n_rows, qb_grid_rows *out)
+{
+    return gguf_reader_read_grid(h, index, row0, n_rows, out);
+}
+
+static const qb_reader_vtable reader_vtable = {
+    sizeof(qb_reader_vtable), reader_probe, vt_open, vt_close, vt_model_info, vt_tensor_info, vt_read_rows,
+    vt_grid_info, vt_read_grid,
+};
+
+static const qb_plugin plugin = {
+    sizeof(qb_plugin),
+    QB_ABI_CURRENT,
+    "gguf",
+    "0.1.0",
+    "GGUF (llama.cpp) reader: every ggml type, split files, llama.cpp names to Hugging Face",
+    "quantbridge",
+    "MIT",
+    QB_PLUGIN_CONCURRENT_READS,
+    NULL,
+    NULL,
+    &reader_vtable,
+    NULL,
+    NULL,
+    NULL,
+};
+
+const qb_reader_vtable *gguf_reader_vtable(void)
+{
+    return &reader_vtable;
+}
+
+QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host, const qb_plugin **out)
+{
+    if (QB_ABI_GET_MAJOR(neg->host_abi_max) != QB_ABI_MAJOR ||
+        QB_ABI_GET_MAJOR(neg->host_abi_min) > QB_ABI_MAJOR)
+        return QB_E_ABI;
+    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    g_host = host;
+    *out = &plugin;
+    return QB_OK;
+}

@@ -1,0 +1,495 @@
+/*
+ * GGUF reader: every architecture written from known HF weights by the
+ * fixture generator (with llama.cpp's forward transforms) must come back
+ * under the HF names, shapes and values: exact for F32/F16/BF16/Q8_0/Q4_0
+ * built from codes, and the Q4_0 integer grid equal to the codes/scales.
+ */
+#include "fake_host.h"
+#include "gen_gguf.h"
+#include "gguf_reader.h"
+
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static qbt_gguf_spec base_spec(const char *arch, uint32_t wtype)
+{
+    qbt_gguf_spec s;
+    memset(&s, 0, sizeof(s));
+    s.arch = arch;
+    s.n_layer = 2;
+    s.n_embd = 64;
+    s.n_ff = 96;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_vocab = 80;
+    s.wtype = wtype;
+    s.seed = 7;
+    return s;
+}
+
+/* Compares every reader tensor with the reference, reading in odd row
+ * chunks so row ranges are exercised. Returns the reader (caller closes). */
+static gguf_reader *check_model(const qbt_gguf_spec *s, const char *path, qbt_hf_model *ref)
+{
+    const qb_host *h = fake_host();
+    gguf_reader *r = NULL;
+    size_t i;
+    qb_status st = gguf_reader_open(h, path, &r);
+    ck_assert_msg(st == QB_OK, "%s: open failed: %s", s->arch, fake_last_error());
+    ck_assert_uint_eq(gguf_reader_count(r), ref->n);
+    for (i = 0; i < gguf_reader_count(r); i++) {
+        const gguf_ctensor *c = gguf_reader_tensor(r, i);
+        const qbt_hf_tensor *t = qbt_hf_model_find(ref, c->name);
+        int64_t rows, cols, r0;
+        float *buf;
+        ck_assert_msg(t != NULL, "%s: reader emitted unexpected tensor %s", s->arch, c->name);
+        ck_assert_int_eq((int)c->n_dims, t->n_dims);
+        ck_assert_int_eq(c->dims[0], t->dims[0]);
+        if (t->n_dims == 2)
+            ck_assert_int_eq(c->dims[1], t->dims[1]);
+        rows = t->n_dims == 2 ? t->dims[0] : 1;
+        cols = t->dims[1];
+        buf = malloc((size_t)(rows * cols) * sizeof(float));
+        for (r0 = 0; r0 < rows; r0 += 3) {
+            int64_t n = rows - r0 < 3 ? rows - r0 : 3;
+            ck_assert_int_eq(gguf_reader_read_rows(r, i, r0, n, buf + r0 * cols), QB_OK);
+        }
+        ck_assert_msg(memcmp(buf, t->vals, (size_t)(rows * cols) * sizeof(float)) == 0, "%s: %s values differ",
+                      s->arch, c->name);
+        if (t->codes) {
+            qb_grid_info gi = {.struct_size = sizeof(gi)};
+            uint8_t *codes = malloc((size_t)(rows * cols));
+            float *scales = malloc((size_t)(rows * cols / 32) * sizeof(float));
+            int32_t *zeros = malloc((size_t)(rows * cols / 32) * sizeof(int32_t));
+            qb_grid_rows gr = {sizeof(gr), codes, scales, zeros};
+            int64_t k;
+            ck_assert_int_eq(c->has_grid, 1);
+            ck_assert_int_eq(gguf_reader_get_grid_info(r, i, &gi), QB_OK);
+            ck_assert_int_eq(gi.bits, 4);
+            ck_assert_int_eq(gi.group_size, 32);
+            ck_assert_int_eq(gi.symmetric, 1);
+            ck_assert_int_eq(gguf_reader_read_grid(r, i, 0, rows, &gr), QB_OK);
+            ck_assert_msg(memcmp(codes, t->codes, (size_t)(rows * cols)) == 0, "%s: %s codes differ", s->arch, c->name);
+            ck_assert(memcmp(scales, t->scales, (size_t)(rows * cols / 32) * sizeof(float)) == 0);
+            for (k = 0; k < rows * cols / 32; k++)
+                ck_assert_int_eq(zeros[k], 8);
+            /* The grid promise: dense == (code - zero) * scale in float. */
+            for (k = 0; k < rows * cols; k++)
+                ck_assert(buf[k] == (float)((int32_t)codes[k] - 8) * scales[k / 32]);
+            free(codes);
+            free(scales);
+            free(zeros);
+        } else {
+            ck_assert_int_eq(gguf_reader_get_grid_info(r, i, &(qb_grid_info){.struct_size = sizeof(qb_grid_info)}),
+                             QB_E_UNSUPPORTED);
+        }
+        free(buf);
+    }
+    /* Out-of-range reads are refused. */
+    ck_assert_int_eq(gguf_reader_read_rows(r, ref->n, 0, 1, NULL), QB_E_RANGE);
+    ck_assert_int_eq(gguf_reader_read_rows(r, 0, gguf_reader_tensor(r, 0)->n_rows, 1, NULL), QB_E_RANGE);
+    return r;
+}
+
+static cJSON *config_of(gguf_reader *r)
+{
+    cJSON *c = cJSON_Parse(gguf_reader_config_json(r));
+    ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+static double num(cJSON *c, const char *k)
+{
+    cJSON *v = cJSON_GetObjectItem(c, k);
+    ck_assert_msg(cJSON_IsNumber(v), "config lacks %s", k);
+    return v->valuedouble;
+}
+
+static const char *str(cJSON *c, const char *k)
+{
+    cJSON *v = cJSON_GetObjectItem(c, k);
+    ck_assert_msg(cJSON_IsString(v), "config lacks %s", k);
+    return v->valuestring;
+}
+
+static gguf_reader *roundtrip(const qbt_gguf_spec *s, qbt_hf_model *ref, const char *tag)
+{
+    qbt_gguf *g;
+    char path[1200];
+    const char *dir = fake_tmpdir(tag);
+    ck_assert_ptr_nonnull(dir);
+    ck_assert_int_eq(qbt_gguf_build_model(s, &g, ref), 0);
+    snprintf(path, sizeof(path), "%s/model.gguf", dir);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    return check_model(s, path, ref);
+}
+
+START_TEST(llama_f32_gqa_permuted)
+{
+    qbt_gguf_spec s = base_spec("llama", 0);
+    qbt_hf_model ref;
+    gguf_reader *r = roundtrip(&s, &ref, "llama");
+    cJSON *c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "llama");
+    ck_assert_int_eq((int)num(c, "num_key_value_heads"), 2);
+    ck_assert_int_eq((int)num(c, "num_attention_heads"), 4);
+    ck_assert_int_eq((int)num(c, "head_dim"), 16);
+    ck_assert_int_eq((int)num(c, "vocab_size"), 80);
+    ck_assert_int_eq((int)num(c, "intermediate_size"), 96);
+    ck_assert_int_eq((int)num(c, "bos_token_id"), 1);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(c, "tie_word_embeddings")));
+    ck_assert(num(c, "rope_theta") == 500000.0);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(llama_q4_0_grid_permuted)
+{
+    qbt_gguf_spec s = base_spec("llama", 2);
+    qbt_hf_model ref;
+    gguf_reader *r = roundtrip(&s, &ref, "llamaq4");
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(mistral_sliding_window)
+{
+    qbt_gguf_spec s = base_spec("llama", 1);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.sliding_window = 4096;
+    r = roundtrip(&s, &ref, "mistral");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "mistral");
+    ck_assert_int_eq((int)num(c, "sliding_window"), 4096);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(mixtral_experts)
+{
+    qbt_gguf_spec s = base_spec("llama", 8);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.n_expert = 4;
+    s.n_expert_used = 2;
+    r = roundtrip(&s, &ref, "mixtral");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "mixtral");
+    ck_assert_int_eq((int)num(c, "num_local_experts"), 4);
+    ck_assert_int_eq((int)num(c, "num_experts_per_tok"), 2);
+    ck_assert_ptr_nonnull(qbt_hf_model_find(&ref, "model.layers.1.block_sparse_moe.experts.3.w2.weight"));
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(qwen2_f16_bias)
+{
+    qbt_gguf_spec s = base_spec("qwen2", 1);
+    qbt_hf_model ref;
+    gguf_reader *r = roundtrip(&s, &ref, "qwen2");
+    cJSON *c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "qwen2");
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(qwen3_bf16_head_dim)
+{
+    qbt_gguf_spec s = base_spec("qwen3", 30);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.head_dim = 32;
+    r = roundtrip(&s, &ref, "qwen3");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "qwen3");
+    ck_assert_int_eq((int)num(c, "head_dim"), 32);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(qwen2moe_shared_expert_q4_0)
+{
+    qbt_gguf_spec s = base_spec("qwen2moe", 2);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.n_ff = 0;
+    s.n_expert = 4;
+    s.n_expert_used = 2;
+    s.n_ff_exp = 32;
+    s.n_ff_shexp = 64;
+    r = roundtrip(&s, &ref, "qwen2moe");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "qwen2_moe");
+    ck_assert_int_eq((int)num(c, "num_experts"), 4);
+    ck_assert_int_eq((int)num(c, "moe_intermediate_size"), 32);
+    ck_assert_int_eq((int)num(c, "shared_expert_intermediate_size"), 64);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(qwen3moe_f32)
+{
+    qbt_gguf_spec s = base_spec("qwen3moe", 0);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.n_ff = 0;
+    s.n_expert = 3;
+    s.n_expert_used = 2;
+    s.n_ff_exp = 32;
+    s.head_dim = 32;
+    r = roundtrip(&s, &ref, "qwen3moe");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "qwen3_moe");
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(gemma_tied_norm_minus_one)
+{
+    qbt_gguf_spec s = base_spec("gemma", 0);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.tied = 1;
+    s.head_dim = 32;
+    r = roundtrip(&s, &ref, "gemma");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "gemma");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(c, "tie_word_embeddings")));
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(gemma2_q4_0)
+{
+    qbt_gguf_spec s = base_spec("gemma2", 2);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    s.tied = 1;
+    s.head_dim = 32;
+    s.sliding_window = 4096;
+    r = roundtrip(&s, &ref, "gemma2");
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(gemma3_f16_qk_norm)
+{
+    qbt_gguf_spec s = base_spec("gemma3", 1);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.head_dim = 32;
+    r = roundtrip(&s, &ref, "gemma3");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "gemma3_text");
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(phi3_fused_split_q4_0)
+{
+    qbt_gguf_spec s = base_spec("phi3", 2);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c;
+    s.n_head_kv = 4;
+    r = roundtrip(&s, &ref, "phi3");
+    c = config_of(r);
+    ck_assert_str_eq(str(c, "model_type"), "phi3");
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+/* ---- split sets ---- */
+
+static void write_split(const char *dir, int shards, qbt_hf_model *ref)
+{
+    qbt_gguf_spec s = base_spec("llama", 2);
+    qbt_gguf *g;
+    char prefix[1200];
+    ck_assert_int_eq(qbt_gguf_build_model(&s, &g, ref), 0);
+    snprintf(prefix, sizeof(prefix), "%s/m", dir);
+    ck_assert_int_eq(qbt_gguf_save_split(g, prefix, shards), 0);
+    qbt_gguf_free(g);
+}
+
+START_TEST(split_any_shard_and_dir)
+{
+    qbt_gguf_spec s = base_spec("llama", 2);
+    qbt_hf_model ref;
+    const char *dir = fake_tmpdir("split");
+    char path[1300];
+    gguf_reader *r;
+    write_split(dir, 3, &ref);
+    snprintf(path, sizeof(path), "%s/m-00002-of-00003.gguf", dir);
+    r = check_model(&s, path, &ref);
+    gguf_reader_close(r);
+    snprintf(path, sizeof(path), "%s/m-00001-of-00003.gguf", dir);
+    r = check_model(&s, path, &ref);
+    gguf_reader_close(r);
+    r = check_model(&s, dir, &ref);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(split_missing_shard)
+{
+    qbt_hf_model ref;
+    const char *dir = fake_tmpdir("splitmiss");
+    char path[1300];
+    gguf_reader *r = NULL;
+    write_split(dir, 3, &ref);
+    snprintf(path, sizeof(path), "%s/m-00003-of-00003.gguf", dir);
+    ck_assert_int_eq(remove(path), 0);
+    snprintf(path, sizeof(path), "%s/m-00001-of-00003.gguf", dir);
+    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_NOT_FOUND);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_nonnull(strstr(fake_last_error(), "m-00003-of-00003.gguf"));
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(split_inconsistent_shard)
+{
+    qbt_hf_model ref;
+    const char *dir = fake_tmpdir("splitbad");
+    char a[1300], b[2800];
+    gguf_reader *r = NULL;
+    write_split(dir, 3, &ref);
+    /* Shard 3 replaced by shard 2 under its name: split.no disagrees. */
+    snprintf(a, sizeof(a), "%s/m-00002-of-00003.gguf", dir);
+    snprintf(b, sizeof(b), "cp '%s' '%s/m-00003-of-00003.gguf'", a, dir);
+    ck_assert_int_eq(system(b), 0);
+    ck_assert_int_eq(gguf_reader_open(fake_host(), a, &r), QB_E_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(fake_last_error(), "split.no"));
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+/* ---- mapping errors ---- */
+
+START_TEST(unknown_arch_and_tensor)
+{
+    qbt_gguf *g = qbt_gguf_new();
+    const char *dir = fake_tmpdir("unk");
+    char path[1200];
+    float v[32] = {0};
+    int64_t ne[2] = {32, 1};
+    gguf_reader *r = NULL;
+    snprintf(path, sizeof(path), "%s/x.gguf", dir);
+    qbt_gguf_kv_str(g, "general.architecture", "bloomish");
+    qbt_gguf_add_tensor(g, "token_embd.weight", 2, ne, 0, v, sizeof(v));
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fake_last_error(), "bloomish"));
+
+    {
+        qbt_gguf_spec s = base_spec("llama", 0);
+        qbt_hf_model ref;
+        ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
+        qbt_gguf_add_tensor(g, "blk.0.attn_mystery.weight", 2, ne, 0, v, sizeof(v));
+        ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+        qbt_gguf_free(g);
+        qbt_hf_model_free(&ref);
+        ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(fake_last_error(), "blk.0.attn_mystery.weight"));
+        ck_assert_ptr_nonnull(strstr(fake_last_error(), path));
+    }
+}
+END_TEST
+
+START_TEST(unpermute_is_inverse_of_permute)
+{
+    /* LlamaModel.permute: GGUF_row[h*D + 2i + j] = HF_row[h*D + j*(D/2) + i]. */
+    const int64_t rows = 48;
+    const uint32_t heads = 3;
+    int64_t d = rows / heads, h, i, j;
+    for (h = 0; h < heads; h++)
+        for (i = 0; i < d / 2; i++)
+            for (j = 0; j < 2; j++)
+                ck_assert_int_eq(gguf_unpermute_row(h * d + j * (d / 2) + i, rows, heads), h * d + 2 * i + j);
+}
+END_TEST
+
+START_TEST(probe_magic)
+{
+    const qb_reader_vtable *vt = gguf_reader_vtable();
+    uint8_t head[8 + 64] = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
+    uint8_t other[8 + 64] = {'{', '"'};
+    qb_probe_input in = {sizeof(in), "x.gguf", 0, "x.gguf", head, 8, NULL, NULL};
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_CERTAIN);
+    in.head = other;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_NONE);
+    in.head = NULL;
+    in.is_dir = 1;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_NONE);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gguf_models");
+    TCase *tc = tcase_create("all");
+    SRunner *sr;
+    int failed;
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, llama_f32_gqa_permuted);
+    tcase_add_test(tc, llama_q4_0_grid_permuted);
+    tcase_add_test(tc, mistral_sliding_window);
+    tcase_add_test(tc, mixtral_experts);
+    tcase_add_test(tc, qwen2_f16_bias);
+    tcase_add_test(tc, qwen3_bf16_head_dim);
+    tcase_add_test(tc, qwen2moe_shared_expert_q4_0);
+    tcase_add_test(tc, qwen3moe_f32);
+    tcase_add_test(tc, gemma_tied_norm_minus_one);
+    tcase_add_test(tc, gemma2_q4_0);
+    tcase_add_test(tc, gemma3_f16_qk_norm);
+    tcase_add_test(tc, phi3_fused_split_q4_0);
+    tcase_add_test(tc, split_any_shard_and_dir);
+    tcase_add_test(tc, split_missing_shard);
+    tcase_add_test(tc, split_inconsistent_shard);
+    tcase_add_test(tc, unknown_arch_and_tensor);
+    tcase_add_test(tc, unpermute_is_inverse_of_permute);
+    tcase_add_test(tc, probe_magic);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
