@@ -56,7 +56,9 @@ void gguf_ggml_dequantize_row(uint32_t type, const void *src, float *dst, int64_
     ggml_deq_fn fn = ggml_deq_lookup(type);
     assert(t != NULL && t->supported && fn != NULL);
     assert(n >= 0 && n % t->blck == 0);
-    if (fn == NULL || n <= 0)
+    /* without asserts (NDEBUG) a bad call decodes nothing rather than
+     * reading out of bounds */
+    if (t == NULL || fn == NULL || n <= 0 || n % t->blck != 0)
         return;
     fn((const uint8_t *)src, dst, n);
 }
