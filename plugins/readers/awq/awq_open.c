@@ -252,6 +252,7 @@ static qb_status awq_add_linear(qlr_model *m, const awq_config *c, const char *m
     t->bits = 4;
     t->G = (uint32_t)G;
     t->gs = gs;
+    t->per_channel = c->group_size == -1;
     t->scale_dtype = sc->dtype;
     t->qweight = qw;
     t->qzeros = qz;
@@ -266,7 +267,7 @@ static qb_status awq_add_linear(qlr_model *m, const awq_config *c, const char *m
                             "%s: %s.qzeros: config says zero_point false (symmetric, zero 8) but the "
                             "stored zero points are not all 8",
                             qz->file, module);
-    t->encoding = gs == K && G == 1 ? qlr_strdupf("awq int4 per-channel %s %s", t->symmetric ? "sym" : "asym", ver)
+    t->encoding = t->per_channel ? qlr_strdupf("awq int4 per-channel %s %s", t->symmetric ? "sym" : "asym", ver)
                                     : qlr_strdupf("awq int4 g%lld %s %s", (long long)gs,
                                                   t->symmetric ? "sym" : "asym", ver);
     if (!t->encoding)

@@ -146,6 +146,7 @@ static qb_status gptq_add_linear(qlr_model *m, const char *module, const gptq_pa
     t->bits = (uint32_t)p->bits;
     t->G = (uint32_t)G;
     t->gs = gs;
+    t->per_channel = p->group_size == -1;
     t->scale_dtype = sc->dtype;
     t->qweight = qw;
     t->qzeros = qz;
@@ -250,7 +251,7 @@ static qb_status gptq_finish(qlr_model *m, const gptq_config *cfg, int conv, con
         t->zero_add = conv == GPTQ_CONV_V1 ? 1 : 0;
         if ((st = qlr_compute_symmetric(m->host, t)) != QB_OK)
             return st;
-        if (t->gs == t->K && t->G == 1)
+        if (t->per_channel)
             snprintf(gtxt, sizeof(gtxt), "per-channel");
         else
             snprintf(gtxt, sizeof(gtxt), "g%lld", (long long)t->gs);
@@ -268,13 +269,12 @@ static qb_status gptq_finish(qlr_model *m, const gptq_config *cfg, int conv, con
     }
     m->source_format = "gptq";
     {
-        char gtxt[32] = "none";
-        if (first)
-            snprintf(gtxt, sizeof(gtxt), first->gs == first->K ? "per-channel" : "g%lld",
-                     (long long)cfg->base.group_size);
+        char gtxt[32] = "per-channel";
+        if (cfg->base.group_size != -1)
+            snprintf(gtxt, sizeof(gtxt), "g%lld", (long long)cfg->base.group_size);
         m->summary = qlr_strdupf(
             "GPTQ %d-bit %s %s %s%s (zero convention %s: %s; %zu quantized linears%s%s%s)",
-            cfg->base.bits, cfg->base.group_size == -1 ? "per-channel" : gtxt,
+            cfg->base.bits, gtxt,
             asym ? "asym" : "sym", conv == GPTQ_CONV_V1 ? "v1" : "v2", nact ? " act-order" : "",
             conv == GPTQ_CONV_V1 ? "v1" : "v2", why, nq, mixed ? ", per-module bits/group size" : "",
             n_excluded ? ", dynamic exclusions" : "", cfg->n_rules ? ", dynamic rules" : "");

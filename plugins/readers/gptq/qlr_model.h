@@ -54,6 +54,7 @@ struct qlr_tensor {
     uint32_t bits;
     uint32_t G;            /* groups per row */
     int64_t gs;            /* contiguous group size (K for per-channel) */
+    int per_channel;       /* config said group_size -1 */
     int32_t *g_idx;        /* [K] group of each input column, owned; NULL = k / gs */
     int symmetric;         /* every real zero equals 2^(bits-1) */
     qb_dtype scale_dtype;
