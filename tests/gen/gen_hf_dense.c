@@ -197,13 +197,14 @@ void qbt_hfd_fill(const qbt_hfd_spec *s, const qbt_hfd_tensor *t, float *out)
             break;
         case QBT_HFD_LINEAR:
         case QBT_HFD_EMBED: {
-            /* About 1 column in 64 (and at least one) is an outlier
-             * channel x10, as in real LLM weights, so 4-bit group error
-             * is realistic rather than best-case. */
+            /* About 1 column in 256 (and at least one per tensor) is an
+             * outlier channel x5, as in real LLM weights: 4-bit group error
+             * then lands near what real checkpoints show (rel. RMSE ~0.1-0.2)
+             * rather than the best case of pure Gaussians. */
             size_t c = i % cols;
-            int outlier = ((hfd_hash(t->name) + c * 0x9e3779b97f4a7c15ull) >> 58) == 0 ||
+            int outlier = ((hfd_hash(t->name) + c * 0x9e3779b97f4a7c15ull) >> 56) == 0 ||
                           c == (size_t)(pick % cols);
-            out[i] = (float)(0.02 * z * (outlier ? 10.0 : 1.0));
+            out[i] = (float)(0.02 * z * (outlier ? 5.0 : 1.0));
             break;
         }
         }

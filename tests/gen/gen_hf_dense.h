@@ -24,8 +24,8 @@ typedef struct qbt_hfd_spec {
 } qbt_hfd_spec;
 
 typedef enum qbt_hfd_kind {
-    QBT_HFD_LINEAR = 0, /* [out, in] projection: normal * 0.02, outlier columns x10 */
-    QBT_HFD_EMBED = 1,  /* [vocab, hidden]: normal * 0.02, outlier columns x10 */
+    QBT_HFD_LINEAR = 0, /* [out, in] projection: normal * 0.02, outlier columns x5 */
+    QBT_HFD_EMBED = 1,  /* [vocab, hidden]: normal * 0.02, outlier columns x5 */
     QBT_HFD_NORM = 2,   /* [n]: 1 + 0.1 * normal (gemma2: 0.1 * normal, used as 1 + w) */
     QBT_HFD_BIAS = 3    /* [n]: 0.02 * normal */
 } qbt_hfd_kind;

@@ -34,6 +34,9 @@ static void setup(void)
     ck_assert_str_eq(plugin->name, "hf-dense");
     rd = plugin->reader;
     ck_assert_ptr_nonnull(rd);
+    /* the host requires both grid functions or neither; dense has none */
+    ck_assert_ptr_null(rd->get_grid_info);
+    ck_assert_ptr_null(rd->read_grid);
     qbt_fake_clear_error();
 }
 

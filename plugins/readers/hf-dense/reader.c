@@ -381,14 +381,6 @@ static qb_status hfd_read_rows(qb_reader_handle handle, size_t index, int64_t ro
     return QB_OK;
 }
 
-static qb_status hfd_get_grid_info(qb_reader_handle handle, size_t index, qb_grid_info *out)
-{
-    hfd_reader *r = handle;
-    (void)out;
-    return hfd_host->set_error(hfd_host, QB_E_UNSUPPORTED, "%s: tensor '%s': dense, no integer grid",
-                               r->dir, index < r->n ? r->t[index].st->name : "?");
-}
-
 const qb_reader_vtable hfd_reader_vtable = {
     sizeof(qb_reader_vtable),
     hfd_probe,
@@ -397,6 +389,6 @@ const qb_reader_vtable hfd_reader_vtable = {
     hfd_get_model_info,
     hfd_get_tensor_info,
     hfd_read_rows,
-    hfd_get_grid_info,
+    NULL, /* dense tensors never have an integer grid */
     NULL,
 };

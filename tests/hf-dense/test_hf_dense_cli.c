@@ -1,0 +1,148 @@
+/*
+ * CLI-level tests of the hf-dense reader through the built `quantbridge`
+ * ($QB_TEST_BIN, in-tree config and plugins): inspect on generated
+ * checkpoints, and clear failures (exit 1, one `quantbridge: error:` line
+ * naming the file, no output left) for malformed or quantized sources.
+ */
+#define _XOPEN_SOURCE 700
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "gen_hf_dense.h"
+#include "qbt_fake_host.h"
+#include "qbt_st_writer.h"
+
+static char *tmp;
+
+static void setup(void)
+{
+    tmp = qbt_tmpdir("hfd-cli");
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_ptr_nonnull(getenv("QB_TEST_BIN"));
+}
+
+static void teardown(void)
+{
+    qbt_rmtree(tmp);
+    free(tmp);
+}
+
+/* Runs `quantbridge ARGS` with stdout+stderr captured into *out (malloc'd).
+ * Returns the exit status. */
+static int run(const char *args, char **out)
+{
+    char cmd[8192];
+    FILE *p;
+    size_t len = 0, cap = 1 << 16;
+    int st;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("QB_TEST_BIN"), args);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    for (;;) {
+        size_t r = fread(buf + len, 1, cap - len - 1, p);
+        len += r;
+        if (r == 0)
+            break;
+        if (len + 1 == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    buf[len] = '\0';
+    st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *sub(const char *name)
+{
+    static char b[4][1024];
+    static int k;
+    char *p = b[k++ & 3];
+    snprintf(p, 1024, "%s/%s", tmp, name);
+    return p;
+}
+
+START_TEST(inspect_generated_sharded)
+{
+    qbt_hfd_spec s = {"qwen3", "f16", 2, 64, 96, 40, 0, 0, 0, 0, 3, 5};
+    char args[2048], *out;
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("m")), 0);
+    snprintf(args, sizeof(args), "inspect '%s'", sub("m"));
+    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_msg(strstr(out, "hf-dense") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "qwen3"));
+    ck_assert_ptr_nonnull(strstr(out, "model.layers.1.self_attn.k_norm.weight"));
+    ck_assert_ptr_nonnull(strstr(out, "lm_head.weight"));
+    ck_assert_ptr_nonnull(strstr(out, "f16"));
+    free(out);
+}
+END_TEST
+
+START_TEST(convert_malformed_fails_cleanly)
+{
+    static const unsigned char bad[24] = {100, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
+    char args[4096], *out;
+    struct stat sb;
+    FILE *f;
+    ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
+    ck_assert_int_eq(qbt_write_text(sub("src/config.json"), "{\"model_type\": \"llama\"}"), 0);
+    f = fopen(sub("src/model.safetensors"), "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bad, 1, sizeof(bad), f), sizeof(bad));
+    fclose(f);
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s'", sub("src"), sub("out"));
+    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "model.safetensors") != NULL, "%s", out);
+    ck_assert_int_ne(stat(sub("out"), &sb), 0);
+    free(out);
+}
+END_TEST
+
+START_TEST(quantized_config_refused_by_name)
+{
+    qbt_hfd_spec s = {"llama", "bf16", 1, 64, 96, 40, 0, 0, 0, 0, 1, 5};
+    char args[4096], *out;
+    struct stat sb;
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("q")), 0);
+    ck_assert_int_eq(qbt_write_text(sub("q/config.json"),
+                                    "{\"model_type\": \"llama\", \"quantization_config\": "
+                                    "{\"quant_method\": \"bitsandbytes\"}}"),
+                     0);
+    snprintf(args, sizeof(args), "convert --format hf-dense --source '%s' --output '%s'", sub("q"),
+             sub("out"));
+    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "bitsandbytes") != NULL, "%s", out);
+    ck_assert_int_ne(stat(sub("out"), &sb), 0);
+    free(out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("hf-dense-cli");
+    TCase *c = tcase_create("cli");
+    SRunner *sr;
+    int failed;
+    tcase_add_checked_fixture(c, setup, teardown);
+    tcase_add_test(c, inspect_generated_sharded);
+    tcase_add_test(c, convert_malformed_fails_cleanly);
+    tcase_add_test(c, quantized_config_refused_by_name);
+    suite_add_tcase(s, c);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
