@@ -748,10 +748,14 @@ out:
 int main(int argc, char **argv)
 {
     static const struct { const char *name; qbt_ct_spec s; } v[] = {
-        {"ct-w4a16-g32-sym", {"pack-quantized", 0, 4, 1, QBT_CQ_GROUP, 32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1}},
-        {"ct-w4a16-g32-asym", {"pack-quantized", 0, 4, 0, QBT_CQ_GROUP, 32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2}},
-        {"ct-w8a16-channel", {"pack-quantized", 0, 8, 1, QBT_CQ_CHANNEL, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 3}},
-        {"ct-fp8-dynamic", {"float-quantized", 1, 8, 1, QBT_CQ_CHANNEL, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 4}},
+        {"ct-w4a16-g32-sym", {.format = "pack-quantized", .bits = 4, .sym = 1,
+                              .strategy = QBT_CQ_GROUP, .gs = 32, .shards = 1, .seed = 1}},
+        {"ct-w4a16-g32-asym", {.format = "pack-quantized", .bits = 4, .sym = 0,
+                               .strategy = QBT_CQ_GROUP, .gs = 32, .shards = 1, .seed = 2}},
+        {"ct-w8a16-channel", {.format = "pack-quantized", .bits = 8, .sym = 1,
+                              .strategy = QBT_CQ_CHANNEL, .shards = 1, .seed = 3}},
+        {"ct-fp8-dynamic", {.format = "float-quantized", .fp8 = 1, .bits = 8, .sym = 1,
+                            .strategy = QBT_CQ_CHANNEL, .act_quant = 1, .shards = 1, .seed = 4}},
     };
     char path[1024];
     size_t i;

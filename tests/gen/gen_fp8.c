@@ -134,10 +134,10 @@ out:
 int main(int argc, char **argv)
 {
     static const struct { const char *name; qbt_fp8_spec s; } v[] = {
-        {"fp8-block128", {QBT_CQ_BLOCK, 128, 128, 0, 0, 1, 0, 1}},
-        {"fp8-block48x40", {QBT_CQ_BLOCK, 48, 40, 0, 0, 2, 0, 2}},
-        {"fp8-tensor", {QBT_CQ_TENSOR, 0, 0, 0, 1, 1, 0, 3}},
-        {"fp8-channel", {QBT_CQ_CHANNEL, 0, 0, 0, 0, 1, 0, 4}},
+        {"fp8-block128", {.strategy = QBT_CQ_BLOCK, .bh = 128, .bw = 128, .shards = 1, .seed = 1}},
+        {"fp8-block48x40", {.strategy = QBT_CQ_BLOCK, .bh = 48, .bw = 40, .shards = 2, .seed = 2}},
+        {"fp8-tensor", {.strategy = QBT_CQ_TENSOR, .input_scale = 1, .shards = 1, .seed = 3}},
+        {"fp8-channel", {.strategy = QBT_CQ_CHANNEL, .shards = 1, .seed = 4}},
     };
     char path[1024];
     size_t i;
