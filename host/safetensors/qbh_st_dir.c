@@ -57,7 +57,7 @@ static qb_status st_check_inside(const qb_host *h, const char *realdir, const ch
 
     if (!rp)
         return h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", path,
-                            errno == ENOENT ? "shard file does not exist" : strerror(errno));
+                            errno == ENOENT ? "file does not exist" : strerror(errno));
     if (strncmp(rp, realdir, n) != 0 || (n > 1 && rp[n] != '/') || rp[n] == '\0')
         st = h->set_error(h, QB_E_MISMATCH, "%s: resolves to %s, outside the model directory %s",
                           path, rp, realdir);
@@ -319,7 +319,11 @@ qb_status qbh_st_open_dir(const qb_host *h, const char *dir, qb_st_set **out)
         goto out;
     }
     if (lstat(idx, &sb) == 0) {
-        st = st_open_index(h, dir, realdir, idx, set);
+        /* the index decides which files are read: it must not come from
+         * outside either */
+        st = st_check_inside(h, realdir, idx);
+        if (st == QB_OK)
+            st = st_open_index(h, dir, realdir, idx, set);
         goto out;
     }
     if (errno != ENOENT) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <quantbridge/qb_half.h>
@@ -217,9 +218,12 @@ static void write_shard(const char *name, int k, int n)
 
 static void write_index(const char *body)
 {
-    char text[4096];
-    snprintf(text, sizeof(text), "{\"metadata\":{\"total_size\":40},\"weight_map\":{%s}}", body);
+    size_t n = strlen(body) + 128;
+    char *text = malloc(n);
+    ck_assert_ptr_nonnull(text);
+    snprintf(text, n, "{\"metadata\":{\"total_size\":40},\"weight_map\":{%s}}", body);
     ck_assert_int_eq(qbt_write_text(path_in("model.safetensors.index.json"), text), 0);
+    free(text);
 }
 
 #define SH1 "model-00001-of-00002.safetensors"
@@ -666,6 +670,20 @@ START_TEST(bad_symlink_escaping_dir)
 }
 END_TEST
 
+START_TEST(bad_index_symlink_escaping_dir)
+{
+    char *outside = qbt_tmpdir("st-outside");
+    char target[1024];
+    ck_assert_ptr_nonnull(outside);
+    snprintf(target, sizeof(target), "%s/model.safetensors.index.json", outside);
+    ck_assert_int_eq(qbt_write_text(target, "{\"weight_map\":{}}"), 0);
+    ck_assert_int_eq(symlink(target, path_in("model.safetensors.index.json")), 0);
+    expect_dir_error(tmp, QB_E_MISMATCH, "model.safetensors.index.json");
+    qbt_rmtree(outside);
+    free(outside);
+}
+END_TEST
+
 START_TEST(good_symlink_inside_dir)
 {
     qb_st_set *set = NULL;
@@ -674,6 +692,43 @@ START_TEST(good_symlink_inside_dir)
     ck_assert_int_eq(api->open_dir(host, tmp, &set), QB_OK);
     ck_assert_uint_eq(api->count(set), 1);
     api->close(set);
+}
+END_TEST
+
+START_TEST(many_shards_few_descriptors)
+{
+    /* File descriptors are closed once a shard is mapped, so a checkpoint
+     * with more shards than the process may open files still opens
+     * (a sharded 70B has ~30 shards, large MoE models several hundred). */
+    struct rlimit rl = {32, 32};
+    char *map = malloc(200 * 64), name[64];
+    size_t len = 0;
+    int k;
+    qb_st_set *set = NULL;
+    ck_assert_ptr_nonnull(map);
+    map[0] = '\0';
+    for (k = 0; k < 200; k++) {
+        snprintf(name, sizeof(name), "model-%05d-of-00200.safetensors", k + 1);
+        write_shard(name, k, 1);
+        len += (size_t)snprintf(map + len, 200 * 64 - len, "%s\"t%d_0\":\"%s\"", k ? "," : "", k,
+                                name);
+    }
+    write_index(map);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    ck_assert_msg(api->open_dir(host, tmp, &set) == QB_OK, "%s", qbt_fake_last_error());
+    ck_assert_uint_eq(api->count(set), 200);
+    for (k = 0; k < 200; k++) {
+        char tn[32];
+        float v[2];
+        const qb_st_tensor *t;
+        snprintf(tn, sizeof(tn), "t%d_0", k);
+        t = api->find(set, tn);
+        ck_assert_ptr_nonnull(t);
+        memcpy(v, t->data, sizeof(v));
+        ck_assert(v[0] == (float)k && v[1] == 0.0f);
+    }
+    api->close(set);
+    free(map);
 }
 END_TEST
 
@@ -731,6 +786,8 @@ static Suite *st_suite(void)
     tcase_add_test(d, bad_index_duplicate_key);
     tcase_add_test(d, bad_index_not_json);
     tcase_add_test(d, bad_symlink_escaping_dir);
+    tcase_add_test(d, many_shards_few_descriptors);
+    tcase_add_test(d, bad_index_symlink_escaping_dir);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
     suite_add_tcase(s, d);
