@@ -819,7 +819,8 @@ const qbt_hf_tensor *qbt_hf_model_find(const qbt_hf_model *m, const char *name)
 
 #ifdef QBT_GEN_GGUF_MAIN
 /* qb-gen-gguf ARCH WTYPE OUT.gguf [SHARDS]: writes one synthetic model
- * (for CLI tests). WTYPE: f32, f16, bf16, q4_0, q8_0. */
+ * (for CLI tests). ARCH: a GGUF architecture or "mistral"; WTYPE: f32,
+ * f16, bf16, q4_0, q8_0. With SHARDS, OUT is the split-file prefix. */
 int main(int argc, char **argv)
 {
     qbt_gguf_spec s;
@@ -852,6 +853,10 @@ int main(int argc, char **argv)
         s.n_ff = 0;
         if (strcmp(s.arch, "qwen2moe") == 0)
             s.n_ff_shexp = 128;
+    }
+    if (strcmp(s.arch, "mistral") == 0) { /* Mistral GGUFs say "llama" plus a sliding window */
+        s.arch = "llama";
+        s.sliding_window = 4096;
     }
     if (qbt_gguf_build_model(&s, &g, &ref))
         return 1;

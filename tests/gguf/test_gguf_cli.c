@@ -1,0 +1,187 @@
+/*
+ * GGUF through the quantbridge program: inspect shows the architecture,
+ * type mix and mapped names; convert to sm86-w4a16 works for the
+ * architectures the writer supports, Q4_0 at --group-size 32 is exact; a
+ * split set converts from any shard; malformed files exit 1 with a message
+ * naming the file.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmp[1024];
+
+/* Runs cmd, captures stdout+stderr into out (up to n), returns exit code. */
+static int run(const char *cmd, char *out, size_t n)
+{
+    char full[8192];
+    FILE *p;
+    size_t got = 0;
+    int st;
+    snprintf(full, sizeof(full), "%s 2>&1", cmd);
+    p = popen(full, "r");
+    ck_assert_ptr_nonnull(p);
+    if (out && n) {
+        got = fread(out, 1, n - 1, p);
+        out[got] = '\0';
+    } else {
+        char sink[4096];
+        while (fread(sink, 1, sizeof(sink), p) > 0)
+            ;
+    }
+    st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *bin(void)
+{
+    const char *b = getenv("QB_TEST_BIN");
+    ck_assert_ptr_nonnull(b);
+    return b;
+}
+
+static void gen(const char *arch, const char *type, const char *out, int shards)
+{
+    char cmd[4096];
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    ck_assert_ptr_nonnull(bd);
+    if (shards)
+        snprintf(cmd, sizeof(cmd), "'%s/tests/bin/qb-gen-gguf' %s %s '%s' %d", bd, arch, type, out, shards);
+    else
+        snprintf(cmd, sizeof(cmd), "'%s/tests/bin/qb-gen-gguf' %s %s '%s'", bd, arch, type, out);
+    ck_assert_int_eq(run(cmd, NULL, 0), 0);
+}
+
+static void setup(void)
+{
+    const char *base = getenv("QB_TEST_TMPDIR");
+    char cmd[2048];
+    snprintf(tmp, sizeof(tmp), "%s/gguf-cli-%d", base ? base : "/tmp", (int)getpid());
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", tmp);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *b;
+    long n;
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b = malloc((size_t)n + 1);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (; (hay = strstr(hay, needle)); hay++)
+        n++;
+    return n;
+}
+
+START_TEST(inspect_shows_arch_types_names)
+{
+    char src[1200], cmd[4096], out[65536];
+    snprintf(src, sizeof(src), "%s/m.gguf", tmp);
+    gen("mistral", "q4_0", src, 0);
+    snprintf(cmd, sizeof(cmd), "'%s' inspect '%s'", bin(), src);
+    ck_assert_int_eq(run(cmd, out, sizeof(out)), 0);
+    ck_assert_ptr_nonnull(strstr(out, "mistral"));
+    ck_assert_ptr_nonnull(strstr(out, "Q4_0"));
+    ck_assert_ptr_nonnull(strstr(out, "model.layers.1.self_attn.k_proj.weight"));
+    ck_assert_ptr_nonnull(strstr(out, "lm_head.weight"));
+}
+END_TEST
+
+/* Q4_0 at group 32 repacks exactly for every architecture the writer takes. */
+START_TEST(convert_q4_0_exact)
+{
+    static const char *const archs[] = {"llama", "mistral", "qwen2", "qwen3", "gemma2"};
+    size_t i;
+    for (i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
+        char src[1200], dst[1200], cmd[4096], out[8192], mpath[1300];
+        char *man;
+        snprintf(src, sizeof(src), "%s/%s.gguf", tmp, archs[i]);
+        snprintf(dst, sizeof(dst), "%s/out-%s", tmp, archs[i]);
+        gen(archs[i], "q4_0", src, 0);
+        snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s' --group-size 32", bin(), src, dst);
+        ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s: %s", archs[i], out);
+        snprintf(mpath, sizeof(mpath), "%s/manifest.json", dst);
+        man = slurp(mpath);
+        ck_assert_msg(count(man, "\"exact\":\ttrue") == 14 && count(man, "\"exact\":\tfalse") == 0,
+                      "%s: not all 14 linear layers exact", archs[i]);
+        free(man);
+    }
+}
+END_TEST
+
+START_TEST(convert_f16_and_split)
+{
+    char src[1200], dst[1200], cmd[4096], out[8192];
+    snprintf(src, sizeof(src), "%s/f16.gguf", tmp);
+    snprintf(dst, sizeof(dst), "%s/out-f16", tmp);
+    gen("qwen2", "f16", src, 0);
+    snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s'", bin(), src, dst);
+    ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+
+    snprintf(src, sizeof(src), "%s/split", tmp);
+    gen("llama", "q4_0", src, 3);
+    snprintf(src, sizeof(src), "%s/split-00003-of-00003.gguf", tmp);
+    snprintf(dst, sizeof(dst), "%s/out-split", tmp);
+    snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s' --group-size 32", bin(), src, dst);
+    ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+}
+END_TEST
+
+START_TEST(malformed_exit_1)
+{
+    char src[1200], bad[1200], dst[1200], cmd[4096], out[8192];
+    struct stat sb;
+    snprintf(src, sizeof(src), "%s/ok.gguf", tmp);
+    snprintf(bad, sizeof(bad), "%s/trunc.gguf", tmp);
+    snprintf(dst, sizeof(dst), "%s/out-bad", tmp);
+    gen("llama", "q4_0", src, 0);
+    ck_assert_int_eq(stat(src, &sb), 0);
+    snprintf(cmd, sizeof(cmd), "head -c %lld '%s' > '%s'", (long long)sb.st_size - 100, src, bad);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s'", bin(), bad, dst);
+    ck_assert_int_eq(run(cmd, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "trunc.gguf") && strstr(out, "past the end"), "%s", out);
+    ck_assert_int_ne(stat(dst, &sb), 0); /* nothing left behind */
+    snprintf(cmd, sizeof(cmd), "printf 'GGUF\\143\\0\\0\\0' > '%s'", bad); /* version 99 */
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "'%s' inspect '%s'", bin(), bad);
+    ck_assert_int_eq(run(cmd, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "version 99"), "%s", out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gguf_cli");
+    TCase *tc = tcase_create("all");
+    SRunner *sr;
+    int failed;
+    tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_add_test(tc, inspect_shows_arch_types_names);
+    tcase_add_test(tc, convert_q4_0_exact);
+    tcase_add_test(tc, convert_f16_and_split);
+    tcase_add_test(tc, malformed_exit_1);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
