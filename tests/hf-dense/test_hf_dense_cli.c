@@ -108,6 +108,26 @@ START_TEST(convert_malformed_fails_cleanly)
 }
 END_TEST
 
+START_TEST(inspect_malformed_fails_cleanly)
+{
+    static const unsigned char bad[16] = {8, 0, 0, 0, 0, 0, 0, 0, '[', ']', ' ', ' ', ' ', ' ', ' ', ' '};
+    char args[4096], *out;
+    FILE *f;
+    ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
+    ck_assert_int_eq(qbt_write_text(sub("src/config.json"), "{\"model_type\": \"llama\"}"), 0);
+    f = fopen(sub("src/model.safetensors"), "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bad, 1, sizeof(bad), f), sizeof(bad));
+    fclose(f);
+    snprintf(args, sizeof(args), "inspect '%s'", sub("src"));
+    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, sub("src/model.safetensors")) != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "not a JSON object") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(quantized_config_refused_by_name)
 {
     qbt_hfd_spec s = {"llama", "bf16", 1, 64, 96, 40, 0, 0, 0, 0, 1, 5};
@@ -138,6 +158,7 @@ int main(void)
     tcase_add_checked_fixture(c, setup, teardown);
     tcase_add_test(c, inspect_generated_sharded);
     tcase_add_test(c, convert_malformed_fails_cleanly);
+    tcase_add_test(c, inspect_malformed_fails_cleanly);
     tcase_add_test(c, quantized_config_refused_by_name);
     suite_add_tcase(s, c);
     sr = srunner_create(s);
