@@ -318,7 +318,7 @@ static void quant_iq4_nl(const float *x, uint8_t *out)
     /* the largest magnitude maps onto kvalues[0] = -127 */
     const float d = f16_round(signed_absmax(x, 32) / -127.0f, &db);
     for (int e = 0; e < 32; e++)
-        idx[e] = (uint8_t)(d != 0 ? nearest_index(ggml_kvalues_iq4nl, x[e] / d) : 8);
+        idx[e] = (uint8_t)(d != 0 ? nearest_index(gguf_ggml_kvalues_iq4nl, x[e] / d) : 8);
     qbt_ggml_iq4_nl_from_codes(idx, db, out);
 }
 
@@ -340,7 +340,7 @@ static void quant_iq4_xs(const float *x, uint8_t *out)
         const float dl = d * (float)(ls - 32);
         uint8_t idx[32];
         for (int e = 0; e < 32; e++)
-            idx[e] = (uint8_t)(dl != 0 ? nearest_index(ggml_kvalues_iq4nl, x[32 * ib + e] / dl) : 8);
+            idx[e] = (uint8_t)(dl != 0 ? nearest_index(gguf_ggml_kvalues_iq4nl, x[32 * ib + e] / dl) : 8);
         pack_nibbles32(idx, out + 8 + 16 * ib);
     }
     put_u16(out, db);
@@ -406,7 +406,7 @@ static void quant_mxfp4(const float *x, uint8_t *out)
     const float d = ldexpf(1.0f, e - 128);
     out[0] = (uint8_t)e;
     for (int i = 0; i < 32; i++)
-        idx[i] = (uint8_t)nearest_index(ggml_kvalues_mxfp4, x[i] / d);
+        idx[i] = (uint8_t)nearest_index(gguf_ggml_kvalues_mxfp4, x[i] / d);
     pack_nibbles32(idx, out + 1);
 }
 

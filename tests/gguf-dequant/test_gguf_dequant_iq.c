@@ -82,24 +82,24 @@ START_TEST(test_grid_tables)
     static const int iq3xxs[8] = {4, 12, 20, 28, 36, 44, 52, 62};
     static const int iq3s[8] = {1, 3, 5, 7, 9, 11, 13, 15};
     static const int iq1[3] = {-1, 0, 1};
-    check_grid("iq2xxs_grid", ggml_iq2xxs_grid, NULL, 256, 8, iq2, 3, 2);
-    check_grid("iq2xs_grid", ggml_iq2xs_grid, NULL, 512, 8, iq2, 3, 2);
-    check_grid("iq2s_grid", ggml_iq2s_grid, NULL, 1024, 8, iq2, 3, 2);
-    check_grid("iq3xxs_grid", NULL, ggml_iq3xxs_grid, 256, 4, iq3xxs, 8, 3);
-    check_grid("iq3s_grid", NULL, ggml_iq3s_grid, 512, 4, iq3s, 8, 3);
-    check_grid("iq1s_grid", ggml_iq1s_grid, NULL, 2048, 8, iq1, 3, 2);
+    check_grid("iq2xxs_grid", gguf_ggml_iq2xxs_grid, NULL, 256, 8, iq2, 3, 2);
+    check_grid("iq2xs_grid", gguf_ggml_iq2xs_grid, NULL, 512, 8, iq2, 3, 2);
+    check_grid("iq2s_grid", gguf_ggml_iq2s_grid, NULL, 1024, 8, iq2, 3, 2);
+    check_grid("iq3xxs_grid", NULL, gguf_ggml_iq3xxs_grid, 256, 4, iq3xxs, 8, 3);
+    check_grid("iq3s_grid", NULL, gguf_ggml_iq3s_grid, 512, 4, iq3s, 8, 3);
+    check_grid("iq1s_grid", gguf_ggml_iq1s_grid, NULL, 2048, 8, iq1, 3, 2);
     for (int i = 0; i < 128; i++)
-        ck_assert_int_eq(ggml_ksigns_iq2xs[i], sign_pattern(i));
+        ck_assert_int_eq(gguf_ggml_ksigns_iq2xs[i], sign_pattern(i));
     for (int j = 0; j < 8; j++)
-        ck_assert_int_eq(ggml_kmask_iq2xs[j], 1 << j);
+        ck_assert_int_eq(gguf_ggml_kmask_iq2xs[j], 1 << j);
     /* entries as read in ggml-org/llama.cpp ggml/src/ggml-common.h */
-    ck_assert_uint_eq(ggml_iq2xxs_grid[0], 0x0808080808080808ULL);
-    ck_assert_uint_eq(ggml_iq2xxs_grid[1], 0x080808080808082bULL);
-    ck_assert_uint_eq(ggml_iq2xxs_grid[255], 0x2b2b2b1908081908ULL);
-    ck_assert_uint_eq(ggml_iq2xs_grid[3], 0x0808080808082b08ULL);
-    ck_assert_uint_eq(ggml_iq3xxs_grid[5], 0x04040c3eU);
-    ck_assert_uint_eq(ggml_iq3s_grid[511], 0x0f0f0101U);
-    ck_assert_uint_eq(ggml_iq1s_grid[1], 0xffffffffffffff01ULL);
+    ck_assert_uint_eq(gguf_ggml_iq2xxs_grid[0], 0x0808080808080808ULL);
+    ck_assert_uint_eq(gguf_ggml_iq2xxs_grid[1], 0x080808080808082bULL);
+    ck_assert_uint_eq(gguf_ggml_iq2xxs_grid[255], 0x2b2b2b1908081908ULL);
+    ck_assert_uint_eq(gguf_ggml_iq2xs_grid[3], 0x0808080808082b08ULL);
+    ck_assert_uint_eq(gguf_ggml_iq3xxs_grid[5], 0x04040c3eU);
+    ck_assert_uint_eq(gguf_ggml_iq3s_grid[511], 0x0f0f0101U);
+    ck_assert_uint_eq(gguf_ggml_iq1s_grid[1], 0xffffffffffffff01ULL);
 }
 END_TEST
 
@@ -128,7 +128,7 @@ START_TEST(test_iq2_xxs)
                 aux |= (uint32_t)s7 << (7 * l);
                 for (int j = 0; j < 8; j++)
                     want[256 * b + 32 * ib + 8 * l + j] =
-                        signed_mag(db, gb(ggml_iq2xxs_grid[idx], j), (sp >> j) & 1);
+                        signed_mag(db, gb(gguf_ggml_iq2xxs_grid[idx], j), (sp >> j) & 1);
             }
             wr32(blk + 2 + 8 * ib + 4, aux);
         }
@@ -158,7 +158,7 @@ START_TEST(test_iq2_xs)
                 wr16(blk + 2 + 2 * (4 * ib + l), (uint16_t)(idx | s7 << 9));
                 for (int j = 0; j < 8; j++)
                     want[256 * b + 32 * ib + 8 * l + j] =
-                        signed_mag(db, gb(ggml_iq2xs_grid[idx], j), (sp >> j) & 1);
+                        signed_mag(db, gb(gguf_ggml_iq2xs_grid[idx], j), (sp >> j) & 1);
             }
         }
     }
@@ -192,7 +192,7 @@ START_TEST(test_iq2_s)
                 blk[2 + 32 + 4 * ib + l] = (uint8_t)signs;
                 for (int j = 0; j < 8; j++)
                     want[256 * b + 32 * ib + 8 * l + j] =
-                        signed_mag(db, gb(ggml_iq2s_grid[idx], j), (signs >> j) & 1);
+                        signed_mag(db, gb(gguf_ggml_iq2s_grid[idx], j), (signs >> j) & 1);
             }
         }
     }
@@ -225,7 +225,7 @@ START_TEST(test_iq3_xxs)
                     blk[2 + 8 * ib + 2 * l + half] = (uint8_t)idx;
                     for (int j = 0; j < 4; j++)
                         want[256 * b + 32 * ib + 8 * l + 4 * half + j] = signed_mag(
-                            db, gb(ggml_iq3xxs_grid[idx], j), (sp >> (4 * half + j)) & 1);
+                            db, gb(gguf_ggml_iq3xxs_grid[idx], j), (sp >> (4 * half + j)) & 1);
                 }
             }
             wr32(blk + 2 + 64 + 4 * ib, aux);
@@ -262,7 +262,7 @@ START_TEST(test_iq3_s)
                     blk[66 + ib] |= (uint8_t)((idx >> 8) << k);
                     for (int j = 0; j < 4; j++)
                         want[256 * b + 32 * ib + 8 * l + 4 * half + j] = signed_mag(
-                            db, gb(ggml_iq3s_grid[idx], j), (signs >> (4 * half + j)) & 1);
+                            db, gb(gguf_ggml_iq3s_grid[idx], j), (signs >> (4 * half + j)) & 1);
                 }
             }
         }
@@ -300,7 +300,7 @@ START_TEST(test_iq1_s)
                 blk[2 + 4 * ib + l] = (uint8_t)idx;
                 qh |= (uint16_t)((idx >> 8) << (3 * l));
                 for (int j = 0; j < 8; j++)
-                    want[256 * b + 32 * ib + 8 * l + j] = iq1_val(dl, ggml_iq1s_grid[idx], j, neg);
+                    want[256 * b + 32 * ib + 8 * l + j] = iq1_val(dl, gguf_ggml_iq1s_grid[idx], j, neg);
             }
             wr16(blk + 34 + 2 * ib, qh);
         }
@@ -335,7 +335,7 @@ START_TEST(test_iq1_m)
                 blk[4 * ib + l] = (uint8_t)idx;
                 blk[32 + 2 * ib + l / 2] |= (uint8_t)(((idx >> 8) | neg << 3) << (4 * (l % 2)));
                 for (int j = 0; j < 8; j++)
-                    want[256 * b + 32 * ib + 8 * l + j] = iq1_val(dl, ggml_iq1s_grid[idx], j, neg);
+                    want[256 * b + 32 * ib + 8 * l + j] = iq1_val(dl, gguf_ggml_iq1s_grid[idx], j, neg);
             }
         }
         for (int i = 0; i < 4; i++)

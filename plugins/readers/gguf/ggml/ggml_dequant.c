@@ -8,44 +8,44 @@
 #include <assert.h>
 #include <stddef.h>
 
-static ggml_deq_fn ggml_deq_lookup(uint32_t type)
+static gguf_ggml_deq_fn gguf_ggml_deq_lookup(uint32_t type)
 {
     switch (type) {
-    case GGUF_GGML_TYPE_F32: return ggml_deq_f32;
-    case GGUF_GGML_TYPE_F16: return ggml_deq_f16;
-    case GGUF_GGML_TYPE_BF16: return ggml_deq_bf16;
-    case GGUF_GGML_TYPE_I8: return ggml_deq_i8;
-    case GGUF_GGML_TYPE_I16: return ggml_deq_i16;
-    case GGUF_GGML_TYPE_I32: return ggml_deq_i32;
-    case GGUF_GGML_TYPE_I64: return ggml_deq_i64;
-    case GGUF_GGML_TYPE_F64: return ggml_deq_f64;
-    case GGUF_GGML_TYPE_Q4_0: return ggml_deq_q4_0;
-    case GGUF_GGML_TYPE_Q4_1: return ggml_deq_q4_1;
-    case GGUF_GGML_TYPE_Q5_0: return ggml_deq_q5_0;
-    case GGUF_GGML_TYPE_Q5_1: return ggml_deq_q5_1;
-    case GGUF_GGML_TYPE_Q8_0: return ggml_deq_q8_0;
-    case GGUF_GGML_TYPE_Q8_1: return ggml_deq_q8_1;
-    case GGUF_GGML_TYPE_Q1_0: return ggml_deq_q1_0;
-    case GGUF_GGML_TYPE_Q2_0: return ggml_deq_q2_0;
-    case GGUF_GGML_TYPE_Q2_K: return ggml_deq_q2_k;
-    case GGUF_GGML_TYPE_Q3_K: return ggml_deq_q3_k;
-    case GGUF_GGML_TYPE_Q4_K: return ggml_deq_q4_k;
-    case GGUF_GGML_TYPE_Q5_K: return ggml_deq_q5_k;
-    case GGUF_GGML_TYPE_Q6_K: return ggml_deq_q6_k;
-    case GGUF_GGML_TYPE_Q8_K: return ggml_deq_q8_k;
-    case GGUF_GGML_TYPE_TQ1_0: return ggml_deq_tq1_0;
-    case GGUF_GGML_TYPE_TQ2_0: return ggml_deq_tq2_0;
-    case GGUF_GGML_TYPE_IQ4_NL: return ggml_deq_iq4_nl;
-    case GGUF_GGML_TYPE_IQ4_XS: return ggml_deq_iq4_xs;
-    case GGUF_GGML_TYPE_MXFP4: return ggml_deq_mxfp4;
-    case GGUF_GGML_TYPE_NVFP4: return ggml_deq_nvfp4;
-    case GGUF_GGML_TYPE_IQ2_XXS: return ggml_deq_iq2_xxs;
-    case GGUF_GGML_TYPE_IQ2_XS: return ggml_deq_iq2_xs;
-    case GGUF_GGML_TYPE_IQ2_S: return ggml_deq_iq2_s;
-    case GGUF_GGML_TYPE_IQ3_XXS: return ggml_deq_iq3_xxs;
-    case GGUF_GGML_TYPE_IQ3_S: return ggml_deq_iq3_s;
-    case GGUF_GGML_TYPE_IQ1_S: return ggml_deq_iq1_s;
-    case GGUF_GGML_TYPE_IQ1_M: return ggml_deq_iq1_m;
+    case GGUF_GGML_TYPE_F32: return gguf_ggml_deq_f32;
+    case GGUF_GGML_TYPE_F16: return gguf_ggml_deq_f16;
+    case GGUF_GGML_TYPE_BF16: return gguf_ggml_deq_bf16;
+    case GGUF_GGML_TYPE_I8: return gguf_ggml_deq_i8;
+    case GGUF_GGML_TYPE_I16: return gguf_ggml_deq_i16;
+    case GGUF_GGML_TYPE_I32: return gguf_ggml_deq_i32;
+    case GGUF_GGML_TYPE_I64: return gguf_ggml_deq_i64;
+    case GGUF_GGML_TYPE_F64: return gguf_ggml_deq_f64;
+    case GGUF_GGML_TYPE_Q4_0: return gguf_ggml_deq_q4_0;
+    case GGUF_GGML_TYPE_Q4_1: return gguf_ggml_deq_q4_1;
+    case GGUF_GGML_TYPE_Q5_0: return gguf_ggml_deq_q5_0;
+    case GGUF_GGML_TYPE_Q5_1: return gguf_ggml_deq_q5_1;
+    case GGUF_GGML_TYPE_Q8_0: return gguf_ggml_deq_q8_0;
+    case GGUF_GGML_TYPE_Q8_1: return gguf_ggml_deq_q8_1;
+    case GGUF_GGML_TYPE_Q1_0: return gguf_ggml_deq_q1_0;
+    case GGUF_GGML_TYPE_Q2_0: return gguf_ggml_deq_q2_0;
+    case GGUF_GGML_TYPE_Q2_K: return gguf_ggml_deq_q2_k;
+    case GGUF_GGML_TYPE_Q3_K: return gguf_ggml_deq_q3_k;
+    case GGUF_GGML_TYPE_Q4_K: return gguf_ggml_deq_q4_k;
+    case GGUF_GGML_TYPE_Q5_K: return gguf_ggml_deq_q5_k;
+    case GGUF_GGML_TYPE_Q6_K: return gguf_ggml_deq_q6_k;
+    case GGUF_GGML_TYPE_Q8_K: return gguf_ggml_deq_q8_k;
+    case GGUF_GGML_TYPE_TQ1_0: return gguf_ggml_deq_tq1_0;
+    case GGUF_GGML_TYPE_TQ2_0: return gguf_ggml_deq_tq2_0;
+    case GGUF_GGML_TYPE_IQ4_NL: return gguf_ggml_deq_iq4_nl;
+    case GGUF_GGML_TYPE_IQ4_XS: return gguf_ggml_deq_iq4_xs;
+    case GGUF_GGML_TYPE_MXFP4: return gguf_ggml_deq_mxfp4;
+    case GGUF_GGML_TYPE_NVFP4: return gguf_ggml_deq_nvfp4;
+    case GGUF_GGML_TYPE_IQ2_XXS: return gguf_ggml_deq_iq2_xxs;
+    case GGUF_GGML_TYPE_IQ2_XS: return gguf_ggml_deq_iq2_xs;
+    case GGUF_GGML_TYPE_IQ2_S: return gguf_ggml_deq_iq2_s;
+    case GGUF_GGML_TYPE_IQ3_XXS: return gguf_ggml_deq_iq3_xxs;
+    case GGUF_GGML_TYPE_IQ3_S: return gguf_ggml_deq_iq3_s;
+    case GGUF_GGML_TYPE_IQ1_S: return gguf_ggml_deq_iq1_s;
+    case GGUF_GGML_TYPE_IQ1_M: return gguf_ggml_deq_iq1_m;
     default: return NULL;
     }
 }
@@ -53,7 +53,7 @@ static ggml_deq_fn ggml_deq_lookup(uint32_t type)
 void gguf_ggml_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n)
 {
     const gguf_ggml_type_info *t = gguf_ggml_type_get(type);
-    ggml_deq_fn fn = ggml_deq_lookup(type);
+    gguf_ggml_deq_fn fn = gguf_ggml_deq_lookup(type);
     assert(t != NULL && t->supported && fn != NULL);
     assert(n >= 0 && n % t->blck == 0);
     /* without asserts (NDEBUG) a bad call decodes nothing rather than

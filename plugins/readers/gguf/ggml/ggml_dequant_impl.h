@@ -1,6 +1,6 @@
 /*
  * Internal to gguf_ggml: little-endian field readers and the per-type row
- * decoders that gguf_ggml_dequantize_row dispatches to. Each ggml_deq_<t>
+ * decoders that gguf_ggml_dequantize_row dispatches to. Each gguf_ggml_deq_<t>
  * decodes n elements (a whole number of blocks, checked by the caller) from
  * src into dst and has the same float semantics as ggml's
  * dequantize_row_<t> (ggml-org/ggml src/ggml-quants.c). Pure, reentrant.
@@ -50,54 +50,54 @@ static inline float ggml_rd_f16(const uint8_t *p)
     return ggml_f16_to_f32(ggml_rd_u16(p));
 }
 
-typedef void (*ggml_deq_fn)(const uint8_t *src, float *dst, int64_t n);
+typedef void (*gguf_ggml_deq_fn)(const uint8_t *src, float *dst, int64_t n);
 
 /* plain types: ggml_dequant_plain.c */
-void ggml_deq_f32(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_f16(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_bf16(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_i8(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_i16(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_i32(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_i64(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_f64(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_f32(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_f16(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_bf16(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_i8(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_i16(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_i32(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_i64(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_f64(const uint8_t *src, float *dst, int64_t n);
 
 
 /* legacy blocks: ggml_dequant_legacy.c */
-void ggml_deq_q4_0(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q4_1(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q5_0(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q5_1(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q8_0(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q8_1(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q1_0(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q2_0(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q4_0(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q4_1(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q5_0(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q5_1(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q8_0(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q8_1(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q1_0(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q2_0(const uint8_t *src, float *dst, int64_t n);
 
 /* K-quants: ggml_dequant_kquants.c */
-void ggml_deq_q2_k(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q3_k(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q4_k(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q5_k(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q6_k(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_q8_k(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q2_k(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q3_k(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q4_k(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q5_k(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q6_k(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_q8_k(const uint8_t *src, float *dst, int64_t n);
 
 /* ternary: ggml_dequant_ternary.c */
-void ggml_deq_tq1_0(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_tq2_0(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_tq1_0(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_tq2_0(const uint8_t *src, float *dst, int64_t n);
 
 /* 4-bit codebooks: ggml_dequant_nl4.c */
-void ggml_deq_iq4_nl(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_iq4_xs(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_mxfp4(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_nvfp4(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq4_nl(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq4_xs(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_mxfp4(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_nvfp4(const uint8_t *src, float *dst, int64_t n);
 
 /* grid i-quants: ggml_dequant_iquants.c */
-void ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_iq2_xs(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_iq2_s(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_iq3_xxs(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_iq3_s(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_iq1_s(const uint8_t *src, float *dst, int64_t n);
-void ggml_deq_iq1_m(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq2_xs(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq2_s(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq3_xxs(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq3_s(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq1_s(const uint8_t *src, float *dst, int64_t n);
+void gguf_ggml_deq_iq1_m(const uint8_t *src, float *dst, int64_t n);
 
 #endif

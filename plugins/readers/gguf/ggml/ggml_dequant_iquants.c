@@ -26,7 +26,7 @@ static inline float ggml_sign(uint8_t signs, int j)
     return ((signs >> j) & 1) ? -1.f : 1.f;
 }
 
-void ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq2_xxs { f16 d; u16 qs[32]; } = 66. Per sub-block: 8 bytes =
      * u32 with 4 grid indices, u32 with 4x7 sign-index bits and a 4-bit
@@ -38,8 +38,8 @@ void ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n)
             const uint32_t aux = ggml_rd_u32(q + 4);
             const float db = d * (0.5f + (float)(aux >> 28)) * 0.25f;
             for (int l = 0; l < 4; l++, dst += 8) {
-                const uint64_t g = ggml_iq2xxs_grid[q[l]];
-                const uint8_t signs = ggml_ksigns_iq2xs[(aux >> (7 * l)) & 127];
+                const uint64_t g = gguf_ggml_iq2xxs_grid[q[l]];
+                const uint8_t signs = gguf_ggml_ksigns_iq2xs[(aux >> (7 * l)) & 127];
                 for (int j = 0; j < 8; j++)
                     dst[j] = db * (float)ggml_grid_u8(g, j) * ggml_sign(signs, j);
             }
@@ -47,7 +47,7 @@ void ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_iq2_xs(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq2_xs(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq2_xs { f16 d; u16 qs[32]; u8 scales[8]; } = 74. qs: 9-bit
      * grid index + 7-bit sign index; two 4-bit scales per sub-block. */
@@ -60,8 +60,8 @@ void ggml_deq_iq2_xs(const uint8_t *src, float *dst, int64_t n)
             db[1] = d * (0.5f + (float)(scales[ib] >> 4)) * 0.25f;
             for (int l = 0; l < 4; l++, dst += 8) {
                 const uint16_t v = ggml_rd_u16(src + 2 + 2 * (4 * ib + l));
-                const uint64_t g = ggml_iq2xs_grid[v & 511];
-                const uint8_t signs = ggml_ksigns_iq2xs[v >> 9];
+                const uint64_t g = gguf_ggml_iq2xs_grid[v & 511];
+                const uint8_t signs = gguf_ggml_ksigns_iq2xs[v >> 9];
                 for (int j = 0; j < 8; j++)
                     dst[j] = db[l / 2] * (float)ggml_grid_u8(g, j) * ggml_sign(signs, j);
             }
@@ -69,7 +69,7 @@ void ggml_deq_iq2_xs(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_iq2_s(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq2_s(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq2_s { f16 d; u8 qs[64]; u8 qh[8]; u8 scales[8]; } = 82. qs[0..31]
      * low 8 index bits, qs[32..63] explicit sign bytes, qh 2 high index
@@ -86,7 +86,7 @@ void ggml_deq_iq2_s(const uint8_t *src, float *dst, int64_t n)
             db[1] = d * (0.5f + (float)(scales[ib] >> 4)) * 0.25f;
             for (int l = 0; l < 4; l++, dst += 8) {
                 const int idx = qs[l] | (((int)qh[ib] << (8 - 2 * l)) & 0x300);
-                const uint64_t g = ggml_iq2s_grid[idx];
+                const uint64_t g = gguf_ggml_iq2s_grid[idx];
                 for (int j = 0; j < 8; j++)
                     dst[j] = db[l / 2] * (float)ggml_grid_u8(g, j) * ggml_sign(signs[l], j);
             }
@@ -94,7 +94,7 @@ void ggml_deq_iq2_s(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_iq3_xxs(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq3_xxs(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq3_xxs { f16 d; u8 qs[96]; } = 98. qs[0..63] grid indices (8
      * per sub-block, 4 magnitudes each), qs[64..95] one u32 per sub-block:
@@ -107,9 +107,9 @@ void ggml_deq_iq3_xxs(const uint8_t *src, float *dst, int64_t n)
             const uint32_t aux = ggml_rd_u32(scales_and_signs + 4 * ib);
             const float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
             for (int l = 0; l < 4; l++, dst += 8) {
-                const uint8_t signs = ggml_ksigns_iq2xs[(aux >> (7 * l)) & 127];
-                const uint32_t g1 = ggml_iq3xxs_grid[qs[2 * l]];
-                const uint32_t g2 = ggml_iq3xxs_grid[qs[2 * l + 1]];
+                const uint8_t signs = gguf_ggml_ksigns_iq2xs[(aux >> (7 * l)) & 127];
+                const uint32_t g1 = gguf_ggml_iq3xxs_grid[qs[2 * l]];
+                const uint32_t g2 = gguf_ggml_iq3xxs_grid[qs[2 * l + 1]];
                 for (int j = 0; j < 4; j++) {
                     dst[j] = db * (float)ggml_grid_u8(g1, j) * ggml_sign(signs, j);
                     dst[j + 4] = db * (float)ggml_grid_u8(g2, j) * ggml_sign(signs, j + 4);
@@ -119,7 +119,7 @@ void ggml_deq_iq3_xxs(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_iq3_s(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq3_s(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq3_s { f16 d; u8 qs[64]; u8 qh[8]; u8 signs[32]; u8 scales[4]; }
      * = 110. 9-bit indices (8 low bits in qs, the 9th in qh), explicit
@@ -136,8 +136,8 @@ void ggml_deq_iq3_s(const uint8_t *src, float *dst, int64_t n)
             for (int l = 0; l < 4; l++, dst += 8) {
                 const int i1 = qs[2 * l] | (((int)qh[ib] << (8 - 2 * l)) & 256);
                 const int i2 = qs[2 * l + 1] | (((int)qh[ib] << (7 - 2 * l)) & 256);
-                const uint32_t g1 = ggml_iq3s_grid[i1];
-                const uint32_t g2 = ggml_iq3s_grid[i2];
+                const uint32_t g1 = gguf_ggml_iq3s_grid[i1];
+                const uint32_t g2 = gguf_ggml_iq3s_grid[i2];
                 for (int j = 0; j < 4; j++) {
                     dst[j] = db * (float)ggml_grid_u8(g1, j) * ggml_sign(signs[l], j);
                     dst[j + 4] = db * (float)ggml_grid_u8(g2, j) * ggml_sign(signs[l], j + 4);
@@ -150,7 +150,7 @@ void ggml_deq_iq3_s(const uint8_t *src, float *dst, int64_t n)
 /* IQ1S_DELTA / IQ1M_DELTA of ggml-common.h. */
 #define GGML_IQ1_DELTA 0.125f
 
-void ggml_deq_iq1_s(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq1_s(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq1_s { f16 d; u8 qs[32]; u16 qh[8]; } = 50. qh[ib]: 3 high
      * index bits per group (bits 3l..3l+2), 3-bit scale (12..14), delta
@@ -163,7 +163,7 @@ void ggml_deq_iq1_s(const uint8_t *src, float *dst, int64_t n)
             const float dl = d * (float)(2 * ((qh >> 12) & 7) + 1);
             const float delta = (qh & 0x8000) ? -GGML_IQ1_DELTA : GGML_IQ1_DELTA;
             for (int l = 0; l < 4; l++, dst += 8) {
-                const uint64_t g = ggml_iq1s_grid[qs[l] | (((qh >> (3 * l)) & 7) << 8)];
+                const uint64_t g = gguf_ggml_iq1s_grid[qs[l] | (((qh >> (3 * l)) & 7) << 8)];
                 for (int j = 0; j < 8; j++)
                     dst[j] = dl * ((float)(int8_t)ggml_grid_u8(g, j) + delta);
             }
@@ -171,7 +171,7 @@ void ggml_deq_iq1_s(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_iq1_m(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq1_m(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq1_m { u8 qs[32]; u8 qh[16]; u8 scales[8]; } = 56. The fp16
      * super-block scale is spread over the top nibbles of the four u16
@@ -196,7 +196,7 @@ void ggml_deq_iq1_m(const uint8_t *src, float *dst, int64_t n)
                 const uint8_t dbit = l % 2 ? 0x80 : 0x08;
                 const float delta = (h & dbit) ? -GGML_IQ1_DELTA : GGML_IQ1_DELTA;
                 const float dl = l < 2 ? dl1 : dl2;
-                const uint64_t g = ggml_iq1s_grid[idx];
+                const uint64_t g = gguf_ggml_iq1s_grid[idx];
                 for (int j = 0; j < 8; j++)
                     dst[j] = dl * ((float)(int8_t)ggml_grid_u8(g, j) + delta);
             }

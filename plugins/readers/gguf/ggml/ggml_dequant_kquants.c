@@ -11,7 +11,7 @@
 
 #define QK_K GGML_QK_K
 
-void ggml_deq_q2_k(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q2_k(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; } = 84 */
     for (int64_t b = 0; b < n / QK_K; b++, src += 84) {
@@ -48,7 +48,7 @@ static int ggml_q3k_scale(const uint8_t *s, int i)
     return lo | (hi << 4);
 }
 
-void ggml_deq_q3_k(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q3_k(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; } = 110 */
     for (int64_t b = 0; b < n / QK_K; b++, src += 110) {
@@ -87,7 +87,7 @@ static void ggml_k4_scale_min(const uint8_t *s, int j, int *sc, int *m)
     }
 }
 
-void ggml_deq_q4_k(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q4_k(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; } = 144 */
     for (int64_t b = 0; b < n / QK_K; b++, src += 144) {
@@ -110,7 +110,7 @@ void ggml_deq_q4_k(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q5_k(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q5_k(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q5_K { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }
      * = 176; bit (2c + h) of qh[l] is the 5th bit of chunk c, half h. */
@@ -138,7 +138,7 @@ void ggml_deq_q5_k(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q6_k(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q6_k(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; } = 210.
      * ggml computes d * sc * q left to right: (d * sc) rounded, then * q. */
@@ -163,7 +163,7 @@ void ggml_deq_q6_k(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q8_k(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q8_k(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q8_K { f32 d; i8 qs[256]; i16 bsums[16]; } = 292 (ggml has
      * dequantize_row_q8_K but registers no to_float; same formula). */

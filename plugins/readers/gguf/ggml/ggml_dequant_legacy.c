@@ -12,7 +12,7 @@
 
 #define QK32 32
 
-void ggml_deq_q4_0(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q4_0(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q4_0 { f16 d; u8 qs[16]; } = 18 bytes */
     for (int64_t b = 0; b < n / QK32; b++, src += 18, dst += QK32) {
@@ -27,7 +27,7 @@ void ggml_deq_q4_0(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q4_1(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q4_1(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q4_1 { f16 d; f16 m; u8 qs[16]; } = 20 bytes */
     for (int64_t b = 0; b < n / QK32; b++, src += 20, dst += QK32) {
@@ -41,7 +41,7 @@ void ggml_deq_q4_1(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q5_0(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q5_0(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q5_0 { f16 d; u8 qh[4]; u8 qs[16]; } = 22 bytes; bit e of the
      * little-endian u32 qh is the 5th bit of element e. */
@@ -58,7 +58,7 @@ void ggml_deq_q5_0(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q5_1(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q5_1(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q5_1 { f16 d; f16 m; u8 qh[4]; u8 qs[16]; } = 24 bytes */
     for (int64_t b = 0; b < n / QK32; b++, src += 24, dst += QK32) {
@@ -75,7 +75,7 @@ void ggml_deq_q5_1(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q8_0(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q8_0(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q8_0 { f16 d; i8 qs[32]; } = 34 bytes */
     for (int64_t b = 0; b < n / QK32; b++, src += 34, dst += QK32) {
@@ -85,7 +85,7 @@ void ggml_deq_q8_0(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q8_1(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q8_1(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q8_1 { f16 d; f16 s; i8 qs[32]; } = 36 bytes. ggml registers no
      * to_float for Q8_1 (a dot-product intermediate); s = d * sum(qs) is
@@ -97,7 +97,7 @@ void ggml_deq_q8_1(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q1_0(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q1_0(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q1_0 { f16 d; u8 qs[16]; } = 18 bytes, 128 elements: bit e
      * (LSB first) set means +d, clear means -d (dequantize_row_q1_0). */
@@ -109,7 +109,7 @@ void ggml_deq_q1_0(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_q2_0(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_q2_0(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_q2_0 { f16 d; u8 qs[16]; } = 18 bytes, 64 elements: 2-bit code
      * q of element e at bits 2(e%4) of qs[e/4], value (q - 1) * d

@@ -13,20 +13,20 @@
 
 #include <math.h>
 
-void ggml_deq_iq4_nl(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq4_nl(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq4_nl { f16 d; u8 qs[16]; } = 18, split-half nibbles */
     for (int64_t b = 0; b < n / 32; b++, src += 18, dst += 32) {
         const float d = ggml_rd_f16(src);
         const uint8_t *qs = src + 2;
         for (int j = 0; j < 16; j++) {
-            dst[j] = d * (float)ggml_kvalues_iq4nl[qs[j] & 0x0F];
-            dst[j + 16] = d * (float)ggml_kvalues_iq4nl[qs[j] >> 4];
+            dst[j] = d * (float)gguf_ggml_kvalues_iq4nl[qs[j] & 0x0F];
+            dst[j + 16] = d * (float)gguf_ggml_kvalues_iq4nl[qs[j] >> 4];
         }
     }
 }
 
-void ggml_deq_iq4_xs(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_iq4_xs(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_iq4_xs { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; } =
      * 136; sub-block ib has a 6-bit scale ls (4 low bits in scales_l, 2
@@ -41,8 +41,8 @@ void ggml_deq_iq4_xs(const uint8_t *src, float *dst, int64_t n)
                            (((scales_h >> (2 * ib)) & 3) << 4);
             const float dl = d * (float)(ls - 32);
             for (int j = 0; j < 16; j++) {
-                dst[j] = dl * (float)ggml_kvalues_iq4nl[qs[j] & 0x0F];
-                dst[j + 16] = dl * (float)ggml_kvalues_iq4nl[qs[j] >> 4];
+                dst[j] = dl * (float)gguf_ggml_kvalues_iq4nl[qs[j] & 0x0F];
+                dst[j + 16] = dl * (float)gguf_ggml_kvalues_iq4nl[qs[j] >> 4];
             }
         }
     }
@@ -57,15 +57,15 @@ static float ggml_e8m0_half(uint8_t e)
     return qb_bits_f32(bits);
 }
 
-void ggml_deq_mxfp4(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_mxfp4(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_mxfp4 { u8 e; u8 qs[16]; } = 17, split-half nibbles */
     for (int64_t b = 0; b < n / 32; b++, src += 17, dst += 32) {
         const float d = ggml_e8m0_half(src[0]);
         const uint8_t *qs = src + 1;
         for (int j = 0; j < 16; j++) {
-            dst[j] = (float)ggml_kvalues_mxfp4[qs[j] & 0x0F] * d;
-            dst[j + 16] = (float)ggml_kvalues_mxfp4[qs[j] >> 4] * d;
+            dst[j] = (float)gguf_ggml_kvalues_mxfp4[qs[j] & 0x0F] * d;
+            dst[j + 16] = (float)gguf_ggml_kvalues_mxfp4[qs[j] >> 4] * d;
         }
     }
 }
@@ -86,7 +86,7 @@ static float ggml_ue4m3_half(uint8_t x)
     return raw * 0.5f;
 }
 
-void ggml_deq_nvfp4(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_nvfp4(const uint8_t *src, float *dst, int64_t n)
 {
     /* block_nvfp4 { u8 d[4]; u8 qs[32]; } = 36, 64 elements in 4
      * sub-blocks of 16, each split-half over its 8 bytes */
@@ -95,8 +95,8 @@ void ggml_deq_nvfp4(const uint8_t *src, float *dst, int64_t n)
             const float d = ggml_ue4m3_half(src[s]);
             const uint8_t *qs = src + 4 + 8 * s;
             for (int j = 0; j < 8; j++) {
-                dst[j] = (float)ggml_kvalues_mxfp4[qs[j] & 0x0F] * d;
-                dst[j + 8] = (float)ggml_kvalues_mxfp4[qs[j] >> 4] * d;
+                dst[j] = (float)gguf_ggml_kvalues_mxfp4[qs[j] & 0x0F] * d;
+                dst[j + 8] = (float)gguf_ggml_kvalues_mxfp4[qs[j] >> 4] * d;
             }
         }
     }

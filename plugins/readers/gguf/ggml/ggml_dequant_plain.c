@@ -12,49 +12,49 @@
 
 #include <string.h>
 
-void ggml_deq_f32(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_f32(const uint8_t *src, float *dst, int64_t n)
 {
     if (n > 0)
         memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
-void ggml_deq_f16(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_f16(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = ggml_rd_f16(src + 2 * i);
 }
 
-void ggml_deq_bf16(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_bf16(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = qb_bf16_to_f32(ggml_rd_u16(src + 2 * i));
 }
 
-void ggml_deq_i8(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_i8(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = (float)(int8_t)src[i];
 }
 
-void ggml_deq_i16(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_i16(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = (float)(int16_t)ggml_rd_u16(src + 2 * i);
 }
 
-void ggml_deq_i32(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_i32(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = (float)(int32_t)ggml_rd_u32(src + 4 * i);
 }
 
-void ggml_deq_i64(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_i64(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = (float)(int64_t)ggml_rd_u64(src + 8 * i);
 }
 
-void ggml_deq_f64(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_f64(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         uint64_t u = ggml_rd_u64(src + 8 * i);

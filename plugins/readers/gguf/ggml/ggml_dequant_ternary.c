@@ -19,7 +19,7 @@ static int ggml_tq1_trit(uint8_t byte, int n)
     return (int)(((uint16_t)q * 3) >> 8);
 }
 
-void ggml_deq_tq1_0(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_tq1_0(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t b = 0; b < n / GGML_QK_K; b++, src += 54) {
         const uint8_t *qs = src;
@@ -40,7 +40,7 @@ void ggml_deq_tq1_0(const uint8_t *src, float *dst, int64_t n)
     }
 }
 
-void ggml_deq_tq2_0(const uint8_t *src, float *dst, int64_t n)
+void gguf_ggml_deq_tq2_0(const uint8_t *src, float *dst, int64_t n)
 {
     for (int64_t b = 0; b < n / GGML_QK_K; b++, src += 66) {
         const float d = ggml_rd_f16(src + 64);

@@ -10,15 +10,15 @@
  * package (cpp/ggml-common.h), spot-checked against ggml-org/llama.cpp;
  * tests/gguf-dequant checks structural facts of every table (value sets,
  * sign parity, the sorted order of the packed grid codes).
- * Only the symbol names changed (ggml_ prefix, hidden).
+ * Only the symbol names changed (gguf_ggml_ prefix).
  */
 #include "ggml_iq_grids.h"
 
-const uint8_t ggml_kmask_iq2xs[8] = {
+const uint8_t gguf_ggml_kmask_iq2xs[8] = {
     1, 2, 4, 8, 16, 32, 64, 128,
 };
 
-const uint8_t ggml_ksigns_iq2xs[128] = {
+const uint8_t gguf_ggml_ksigns_iq2xs[128] = {
       0, 129, 130,   3, 132,   5,   6, 135, 136,   9,  10, 139,  12, 141, 142,  15,
     144,  17,  18, 147,  20, 149, 150,  23,  24, 153, 154,  27, 156,  29,  30, 159,
     160,  33,  34, 163,  36, 165, 166,  39,  40, 169, 170,  43, 172,  45,  46, 175,
@@ -29,15 +29,15 @@ const uint8_t ggml_ksigns_iq2xs[128] = {
     240, 113, 114, 243, 116, 245, 246, 119, 120, 249, 250, 123, 252, 125, 126, 255,
 };
 
-const int8_t ggml_kvalues_iq4nl[16] = {
+const int8_t gguf_ggml_kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
 
-const int8_t ggml_kvalues_mxfp4[16] = {
+const int8_t gguf_ggml_kvalues_mxfp4[16] = {
     0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
 };
 
-const uint64_t ggml_iq2xxs_grid[256] = {
+const uint64_t gguf_ggml_iq2xxs_grid[256] = {
     0x0808080808080808, 0x080808080808082b, 0x0808080808081919, 0x0808080808082b08,
     0x0808080808082b2b, 0x0808080808190819, 0x0808080808191908, 0x08080808082b0808,
     0x08080808082b082b, 0x08080808082b2b08, 0x08080808082b2b2b, 0x0808080819080819,
@@ -104,7 +104,7 @@ const uint64_t ggml_iq2xxs_grid[256] = {
     0x2b2b082b08080808, 0x2b2b190808192b08, 0x2b2b2b0819190808, 0x2b2b2b1908081908,
 };
 
-const uint64_t ggml_iq2xs_grid[512] = {
+const uint64_t gguf_ggml_iq2xs_grid[512] = {
     0x0808080808080808, 0x080808080808082b, 0x0808080808081919, 0x0808080808082b08,
     0x0808080808082b2b, 0x0808080808190819, 0x0808080808191908, 0x080808080819192b,
     0x0808080808192b19, 0x08080808082b0808, 0x08080808082b082b, 0x08080808082b1919,
@@ -235,7 +235,7 @@ const uint64_t ggml_iq2xs_grid[512] = {
     0x2b2b2b2b082b2b08, 0x2b2b2b2b082b2b2b, 0x2b2b2b2b2b190819, 0x2b2b2b2b2b2b2b2b,
 };
 
-const uint64_t ggml_iq2s_grid[1024] = {
+const uint64_t gguf_ggml_iq2s_grid[1024] = {
     0x0808080808080808, 0x080808080808082b, 0x0808080808081919, 0x0808080808082b08,
     0x0808080808082b2b, 0x0808080808190819, 0x0808080808191908, 0x080808080819192b,
     0x0808080808192b19, 0x08080808082b0808, 0x08080808082b082b, 0x08080808082b1919,
@@ -494,7 +494,7 @@ const uint64_t ggml_iq2s_grid[1024] = {
     0x2b2b2b2b082b082b, 0x2b2b2b2b082b2b08, 0x2b2b2b2b2b082b08, 0x2b2b2b2b2b2b2b2b,
 };
 
-const uint32_t ggml_iq3xxs_grid[256] = {
+const uint32_t gguf_ggml_iq3xxs_grid[256] = {
     0x04040404, 0x04040414, 0x04040424, 0x04040c0c, 0x04040c1c, 0x04040c3e, 0x04041404, 0x04041414,
     0x04041c0c, 0x04042414, 0x04043e1c, 0x04043e2c, 0x040c040c, 0x040c041c, 0x040c0c04, 0x040c0c14,
     0x040c140c, 0x040c142c, 0x040c1c04, 0x040c1c14, 0x040c240c, 0x040c2c24, 0x040c3e04, 0x04140404,
@@ -529,7 +529,7 @@ const uint32_t ggml_iq3xxs_grid[256] = {
     0x3e1c1c1c, 0x3e1c3404, 0x3e24140c, 0x3e24240c, 0x3e2c0404, 0x3e2c0414, 0x3e2c1424, 0x3e341c04,
 };
 
-const uint32_t ggml_iq3s_grid[512] = {
+const uint32_t gguf_ggml_iq3s_grid[512] = {
     0x01010101, 0x01010103, 0x01010105, 0x0101010b, 0x0101010f, 0x01010301, 0x01010303, 0x01010305,
     0x01010309, 0x0101030d, 0x01010501, 0x01010503, 0x0101050b, 0x01010707, 0x01010901, 0x01010905,
     0x0101090b, 0x0101090f, 0x01010b03, 0x01010b07, 0x01010d01, 0x01010d05, 0x01010f03, 0x01010f09,
@@ -596,7 +596,7 @@ const uint32_t ggml_iq3s_grid[512] = {
     0x0f090307, 0x0f090501, 0x0f090b01, 0x0f0b0505, 0x0f0b0905, 0x0f0d0105, 0x0f0d0703, 0x0f0f0101,
 };
 
-const uint64_t ggml_iq1s_grid[2048] = {
+const uint64_t gguf_ggml_iq1s_grid[2048] = {
     0xffffffffffffffff, 0xffffffffffffff01, 0xffffffffffff0000, 0xffffffffffff01ff,
     0xffffffffffff0101, 0xffffffffff00ff00, 0xffffffffff000000, 0xffffffffff01ffff,
     0xffffffffff01ff01, 0xffffffffff0101ff, 0xffffffffff010101, 0xffffffff00ff0000,

@@ -9,15 +9,15 @@
 
 #include <stdint.h>
 
-extern const uint8_t ggml_kmask_iq2xs[8];
-extern const uint8_t ggml_ksigns_iq2xs[128];
-extern const int8_t ggml_kvalues_iq4nl[16];
-extern const int8_t ggml_kvalues_mxfp4[16];
-extern const uint64_t ggml_iq2xxs_grid[256];
-extern const uint64_t ggml_iq2xs_grid[512];
-extern const uint64_t ggml_iq2s_grid[1024];
-extern const uint32_t ggml_iq3xxs_grid[256];
-extern const uint32_t ggml_iq3s_grid[512];
-extern const uint64_t ggml_iq1s_grid[2048];
+extern const uint8_t gguf_ggml_kmask_iq2xs[8];
+extern const uint8_t gguf_ggml_ksigns_iq2xs[128];
+extern const int8_t gguf_ggml_kvalues_iq4nl[16];
+extern const int8_t gguf_ggml_kvalues_mxfp4[16];
+extern const uint64_t gguf_ggml_iq2xxs_grid[256];
+extern const uint64_t gguf_ggml_iq2xs_grid[512];
+extern const uint64_t gguf_ggml_iq2s_grid[1024];
+extern const uint32_t gguf_ggml_iq3xxs_grid[256];
+extern const uint32_t gguf_ggml_iq3s_grid[512];
+extern const uint64_t gguf_ggml_iq1s_grid[2048];
 
 #endif
