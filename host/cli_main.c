@@ -85,7 +85,7 @@ int qbh_cli_main(int argc, char **argv)
     opterr = 0;
     optind = 1;
     /* '+': stop at the command name; its own options follow it. */
-    while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'C': co.config = optarg; break;
         case 'v': co.verbose++; break;
@@ -100,6 +100,9 @@ int qbh_cli_main(int argc, char **argv)
                    QB_ABI_MINOR);
             return QBH_EXIT_OK;
         case 'h': usage(stdout); return QBH_EXIT_OK;
+        case ':':
+            fprintf(stderr, "quantbridge: error: option '%s' needs a value\n", argv[optind - 1]);
+            return QBH_EXIT_USAGE;
         default:
             fprintf(stderr, "quantbridge: error: unknown option '%s'\n", argv[optind - 1]);
             usage(stderr);

@@ -56,7 +56,14 @@ static qb_status ensure_msg(qb_status rc, const char *fmt, const char *a, const 
 
 static qbh_plugin *pick_writer(const qbh_registry *reg, const char *name, int *usage_err)
 {
-    qbh_plugin *p = qbh_registry_find(reg, name);
+    qbh_plugin *p = qbh_registry_find(reg, name ? name : QBH_DEFAULT_WRITER);
+    if (!name && !p) {
+        qbh_error_set(QB_E_NOT_FOUND, "default writer %s is not configured (see `quantbridge "
+                      "plugins`); name one with --writer", QBH_DEFAULT_WRITER);
+        return NULL;
+    }
+    if (!name)
+        name = QBH_DEFAULT_WRITER;
     if (!p || (p->state == QBH_LOAD_OK && !p->desc->writer)) {
         *usage_err = 1;
         qbh_error_set(QB_E_NOT_FOUND, "--writer %s: no writer plugin of that name (see "
@@ -116,7 +123,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
             qbh_log(QB_LOG_INFO, NULL, "probe %s: %d", scores[i].plugin->name, scores[i].score);
         goto out;
     }
-    writer = pick_writer(reg, a->writer ? a->writer : QBH_DEFAULT_WRITER, usage_err);
+    writer = pick_writer(reg, a->writer, usage_err);
     if (!writer) {
         rc = qbh_error_code();
         goto out;
@@ -270,9 +277,9 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         qbh_cli_report();
         return QBH_EXIT_FAIL;
     }
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
         switch (c) {
         case 's': a.source = optarg; break;
         case 'O': a.output = optarg; break;
@@ -310,6 +317,10 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
             }
             break;
         case 'h': usage(stdout); rc = QBH_EXIT_OK; goto done;
+        case ':':
+            fprintf(stderr, "quantbridge: error: option '%s' needs a value\n", argv[optind - 1]);
+            rc = QBH_EXIT_USAGE;
+            goto done;
         default:
             fprintf(stderr, "quantbridge: error: convert: unknown or incomplete option '%s'\n",
                     argv[optind - 1]);

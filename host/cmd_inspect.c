@@ -134,9 +134,9 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
         qbh_cli_report();
         return QBH_EXIT_FAIL;
     }
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 'f': format = optarg; break;
@@ -164,6 +164,10 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
             }
             break;
         case 'h': usage(stdout); rc = QBH_EXIT_OK; goto done;
+        case ':':
+            fprintf(stderr, "quantbridge: error: option '%s' needs a value\n", argv[optind - 1]);
+            rc = QBH_EXIT_USAGE;
+            goto done;
         default:
             fprintf(stderr, "quantbridge: error: inspect: unknown option '%s'\n", argv[optind - 1]);
             usage(stderr);

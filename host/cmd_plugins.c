@@ -151,9 +151,9 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
     qbh_registry reg;
     int c, json = 0, rc = QBH_EXIT_OK;
 
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 'C': co->config = optarg; break;
@@ -165,6 +165,9 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
             }
             break;
         case 'h': usage(stdout); return QBH_EXIT_OK;
+        case ':':
+            fprintf(stderr, "quantbridge: error: option '%s' needs a value\n", argv[optind - 1]);
+            return QBH_EXIT_USAGE;
         default:
             fprintf(stderr, "quantbridge: error: plugins: unknown option '%s'\n", argv[optind - 1]);
             usage(stderr);

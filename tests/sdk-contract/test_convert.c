@@ -1,0 +1,508 @@
+/*
+ * `quantbridge convert` end to end with the fake plugin (no real plugin
+ * needed): values arrive exactly, the manifest's SHA-256 matches the bytes,
+ * option routing and validation, probe ties and threshold, output safety
+ * (inside/ancestor/same, non-empty, --overwrite), failures and SIGINT
+ * leaving nothing behind.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qbh.h"
+#include "qbt_cli.h"
+
+typedef struct fixture {
+    char *dir, *cfg, *src, *out;
+} fixture;
+
+/* Sections: a list of "name" or "name:priority". */
+static void setup_fx(fixture *fx, const char *const *sections)
+{
+    const char *fd = getenv("QBT_FAKE_DIR");
+    char text[4096];
+    size_t len = 0, i;
+    ck_assert(fd != NULL);
+    fx->dir = qbt_mkdtemp("convert");
+    fx->cfg = qbt_path(fx->dir, "quantbridge.conf");
+    fx->src = qbt_path(fx->dir, "model.fake");
+    fx->out = qbt_path(fx->dir, "out");
+    len += (size_t)snprintf(text + len, sizeof text - len, "[general]\nmin-probe-score=50\n");
+    for (i = 0; sections[i]; i++) {
+        char name[64], lib[64];
+        const char *colon = strchr(sections[i], ':');
+        size_t n = colon ? (size_t)(colon - sections[i]) : strlen(sections[i]), k;
+        memcpy(name, sections[i], n);
+        name[n] = '\0';
+        for (k = 0; k <= n; k++)
+            lib[k] = name[k] == '-' ? '_' : name[k];
+        len += (size_t)snprintf(text + len, sizeof text - len,
+                                "[plugin:%s]\nlibrary=%s/libqb_%s.so\npriority=%s\n", name, fd,
+                                lib, colon ? colon + 1 : "50");
+    }
+    qbt_write_file(fx->cfg, text);
+    qbt_write_file(fx->src, "FAKEMODEL\n");
+}
+
+static void free_fx(fixture *fx)
+{
+    free(fx->dir);
+    free(fx->cfg);
+    free(fx->src);
+    free(fx->out);
+}
+
+static const char *only_fake[] = {"fake", NULL};
+
+/* Runs convert with fx's config/source/output plus extra args. */
+static void convert(qbt_result *r, fixture *fx, const char *const *extra)
+{
+    const char *argv[40] = {"convert", "--config", fx->cfg, "--source", fx->src, "--output",
+                            fx->out};
+    size_t n = 7, i;
+    for (i = 0; extra && extra[i]; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    qbt_run(r, argv);
+}
+
+static void assert_no_leftovers(fixture *fx)
+{
+    ck_assert_int_eq(qbt_count_entries(fx->dir, ".qbtmp-"), 0);
+    ck_assert_int_eq(qbt_count_entries(fx->dir, ".qbold-"), 0);
+}
+
+/* Checks one output tensor file against the closed form the fake reader
+ * uses: (t+1)/2 + r/4 - c/8 + bias. */
+static void check_tensor(const char *out, const char *name, size_t t, int64_t rows, int64_t cols,
+                         float bias)
+{
+    char fname[256];
+    char *path, *data;
+    size_t len = 0;
+    int64_t r, c;
+    snprintf(fname, sizeof fname, "%s.f32", name);
+    path = qbt_path(out, fname);
+    data = qbt_read_file(path, &len);
+    ck_assert_msg(data != NULL, "%s missing", path);
+    ck_assert_uint_eq(len, (size_t)(rows * cols) * sizeof(float));
+    for (r = 0; r < rows; r++)
+        for (c = 0; c < cols; c++) {
+            float v, want = (float)(t + 1) * 0.5f + (float)r * 0.25f - (float)c * 0.125f + bias;
+            memcpy(&v, data + (size_t)(r * cols + c) * sizeof(float), sizeof v);
+            ck_assert_msg(v == want, "%s[%lld,%lld] = %g, want %g", name, (long long)r,
+                          (long long)c, (double)v, (double)want);
+        }
+    free(data);
+    free(path);
+}
+
+START_TEST(convert_exact_values_and_manifest)
+{
+    fixture fx;
+    qbt_result r;
+    const char *extra[] = {"--writer", "fake", "--threads", "3", NULL};
+    char *man_path, *man, *line, *save = NULL;
+    int lines = 0;
+    setup_fx(&fx, only_fake);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "quantbridge: wrote"));
+    ck_assert_ptr_nonnull(strstr(r.out, "3 tensors, 4 files"));
+    check_tensor(fx.out, "model.embed_tokens.weight", 0, 6, 8, 0.0f);
+    check_tensor(fx.out, "model.layers.0.self_attn.q_proj.weight", 1, 8, 8, 0.0f);
+    check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.0f);
+    /* Every manifest line: name, size, sink SHA-256 == our hash of the file. */
+    man_path = qbt_path(fx.out, "manifest.txt");
+    man = qbt_read_file(man_path, NULL);
+    ck_assert_ptr_nonnull(man);
+    /* The writer chose reverse order; the manifest records it. */
+    ck_assert_ptr_nonnull(strstr(man, "model.norm.weight.f32"));
+    ck_assert(strstr(man, "model.norm.weight.f32") < strstr(man, "model.embed_tokens.weight.f32"));
+    for (line = strtok_r(man, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[256], hex[80], got[65], *p, *data;
+        unsigned long long size;
+        size_t len = 0;
+        qbh_sha256 c;
+        uint8_t d[32];
+        ck_assert_int_eq(sscanf(line, "%255s %llu %79s", name, &size, hex), 3);
+        p = qbt_path(fx.out, name);
+        data = qbt_read_file(p, &len);
+        ck_assert_ptr_nonnull(data);
+        ck_assert_uint_eq(len, size);
+        qbh_sha256_init(&c);
+        qbh_sha256_update(&c, data, len);
+        qbh_sha256_final(&c, d);
+        qbh_sha256_hex(d, got);
+        ck_assert_str_eq(hex, got);
+        free(data);
+        free(p);
+        lines++;
+    }
+    ck_assert_int_eq(lines, 3);
+    assert_no_leftovers(&fx);
+    free(man);
+    free(man_path);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(reader_option_routed)
+{
+    fixture fx;
+    qbt_result r;
+    const char *extra[] = {"--writer", "fake", "--option", "bias=1.5", "--group-size", "64",
+                           "--threads", "1", NULL};
+    setup_fx(&fx, only_fake);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 1.5f);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+static void expect_fail(const char *const *extra, int status, const char *needle)
+{
+    fixture fx;
+    qbt_result r;
+    setup_fx(&fx, only_fake);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == status, "exit %d (want %d): %s", r.status, status, r.err);
+    ck_assert_msg(strstr(r.err, "quantbridge: error: ") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.err, needle) != NULL, "stderr lacks '%s': %s", needle, r.err);
+    ck_assert(!qbt_exists(fx.out));
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+
+START_TEST(unknown_option_is_usage_error)
+{
+    const char *extra[] = {"--writer", "fake", "--option", "nonsense=1", NULL};
+    expect_fail(extra, 2, "valid keys: bias (fake), group_size (fake)");
+}
+END_TEST
+
+START_TEST(bad_values_rejected_before_conversion)
+{
+    const char *e1[] = {"--writer", "fake", "--group-size", "0", NULL};
+    const char *e2[] = {"--writer", "fake", "--option", "fail_in=sometimes", NULL};
+    const char *e3[] = {"--writer", "fake", "--option", "buffer=12parsecs", NULL};
+    const char *e4[] = {"--writer", "fake", "--option", "wait_cancel=maybe", NULL};
+    expect_fail(e1, 2, "--group-size: option group_size: 0 outside [1, 4096]");
+    expect_fail(e2, 2, "'sometimes' is not one of none|begin|finish");
+    expect_fail(e3, 2, "unknown size unit");
+    expect_fail(e4, 2, "is not a bool");
+}
+END_TEST
+
+START_TEST(writer_failure_leaves_nothing)
+{
+    const char *e1[] = {"--writer", "fake", "--option", "fail_after=1", NULL};
+    const char *e2[] = {"--writer", "fake", "--option", "fail_in=finish", NULL};
+    const char *e3[] = {"--writer", "fake", "--option", "fail_in=begin", NULL};
+    expect_fail(e1, 1, "scripted failure after 1 tensors");
+    expect_fail(e2, 1, "asked to fail in finish");
+    expect_fail(e3, 1, "asked to fail in begin");
+}
+END_TEST
+
+START_TEST(unknown_format_and_writer)
+{
+    const char *e1[] = {"--writer", "fake", "--format", "nope", NULL};
+    const char *e2[] = {"--writer", "nope", NULL};
+    const char *e3[] = {NULL};
+    expect_fail(e1, 2, "--format nope: no reader plugin");
+    expect_fail(e2, 2, "--writer nope: no writer plugin");
+    expect_fail(e3, 1, "default writer sm86-w4a16");
+}
+END_TEST
+
+START_TEST(not_recognised)
+{
+    fixture fx;
+    qbt_result r;
+    const char *extra[] = {"--writer", "fake", NULL};
+    setup_fx(&fx, only_fake);
+    qbt_write_file(fx.src, "something else entirely\n");
+    convert(&r, &fx, extra);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "no reader recognises this input"));
+    ck_assert(!qbt_exists(fx.out));
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(probe_tie_is_error_priority_breaks_it)
+{
+    const char *tie[] = {"fake", "fake-twin", NULL};
+    const char *prio[] = {"fake", "fake-twin:60", NULL};
+    const char *extra[] = {"--writer", "fake", NULL};
+    const char *forced[] = {"--writer", "fake", "--format", "fake", NULL};
+    fixture fx;
+    qbt_result r;
+
+    setup_fx(&fx, tie);
+    convert(&r, &fx, extra);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "2 readers claim this input with score 100") &&
+                      strstr(r.err, "fake, fake-twin") && strstr(r.err, "--format"),
+                  "%s", r.err);
+    qbt_result_free(&r);
+    convert(&r, &fx, forced);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "via fake ->"));
+    qbt_result_free(&r);
+    free_fx(&fx);
+
+    setup_fx(&fx, prio);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "via fake-twin ->"));
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(probe_below_threshold)
+{
+    const char *weak[] = {"fake-weak", NULL};
+    const char *extra[] = {"--writer", "fake-weak", NULL};
+    const char *forced[] = {"--writer", "fake-weak", "--format", "fake-weak", NULL};
+    fixture fx;
+    qbt_result r;
+    setup_fx(&fx, weak);
+    convert(&r, &fx, extra);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "score 30, below min-probe-score 50") &&
+                      strstr(r.err, "--format fake-weak"), "%s", r.err);
+    qbt_result_free(&r);
+    convert(&r, &fx, forced);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(output_safety)
+{
+    fixture fx;
+    qbt_result r;
+    char *keep, *content;
+    const char *extra[] = {"--writer", "fake", NULL};
+    const char *over[] = {"--writer", "fake", "--overwrite", NULL};
+    setup_fx(&fx, only_fake);
+
+    /* Output == source. */
+    {
+        const char *argv[] = {"convert", "--config", fx.cfg, "--source", fx.src, "--output",
+                              fx.src, "--writer", "fake", "--overwrite", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_ptr_nonnull(strstr(r.err, "is the source itself"));
+        qbt_result_free(&r);
+    }
+    /* Output is an ancestor of the source, even with --overwrite. */
+    {
+        const char *argv[] = {"convert", "--config", fx.cfg, "--source", fx.src, "--output",
+                              fx.dir, "--writer", "fake", "--overwrite", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_ptr_nonnull(strstr(r.err, "contains the source"));
+        qbt_result_free(&r);
+        ck_assert(qbt_exists(fx.src));
+    }
+    /* Existing non-empty output: refused, untouched. */
+    ck_assert_int_eq(mkdir(fx.out, 0755), 0);
+    keep = qbt_path(fx.out, "keep.txt");
+    qbt_write_file(keep, "old output\n");
+    convert(&r, &fx, extra);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "exists and is not empty (use --overwrite"));
+    content = qbt_read_file(keep, NULL);
+    ck_assert_str_eq(content, "old output\n");
+    free(content);
+    qbt_result_free(&r);
+    /* A failing conversion with --overwrite keeps the old output. */
+    {
+        const char *failing[] = {"--writer", "fake", "--overwrite", "--option", "fail_after=2",
+                                 NULL};
+        convert(&r, &fx, failing);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert(qbt_exists(keep));
+        assert_no_leftovers(&fx);
+        qbt_result_free(&r);
+    }
+    /* --overwrite replaces it at the end. */
+    convert(&r, &fx, over);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(!qbt_exists(keep));
+    check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.0f);
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    free(keep);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(empty_output_dir_accepted)
+{
+    fixture fx;
+    qbt_result r;
+    const char *extra[] = {"--writer", "fake", NULL};
+    setup_fx(&fx, only_fake);
+    ck_assert_int_eq(mkdir(fx.out, 0755), 0);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    check_tensor(fx.out, "model.embed_tokens.weight", 0, 6, 8, 0.0f);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(sigint_cancels_and_cleans_up)
+{
+    fixture fx;
+    const char *argv[20];
+    int st = 0, i, seen = 0;
+    pid_t pid;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    setup_fx(&fx, only_fake);
+    argv[0] = "convert";
+    argv[1] = "--config";
+    argv[2] = fx.cfg;
+    argv[3] = "--source";
+    argv[4] = fx.src;
+    argv[5] = "--output";
+    argv[6] = fx.out;
+    argv[7] = "--writer";
+    argv[8] = "fake";
+    argv[9] = "--option";
+    argv[10] = "wait_cancel=true";
+    argv[11] = NULL;
+    pid = qbt_spawn(argv);
+    /* Wait (bounded) until the writer is inside write_tensor: its temp dir
+     * exists. This is synchronisation, not a timing assertion. */
+    for (i = 0; i < 3000 && !seen; i++) {
+        seen = qbt_count_entries(fx.dir, ".qbtmp-") == 1;
+        if (!seen)
+            nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(seen, "temporary directory never appeared");
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 1);
+    ck_assert(!qbt_exists(fx.out));
+    assert_no_leftovers(&fx);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(inspect_lists_tensors)
+{
+    fixture fx;
+    qbt_result r;
+    setup_fx(&fx, only_fake);
+    {
+        const char *argv[] = {"inspect", fx.src, "--config", fx.cfg, NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_ptr_nonnull(strstr(r.out, "architecture: llama"));
+        ck_assert_ptr_nonnull(strstr(r.out, " 100  <- chosen"));
+        ck_assert_ptr_nonnull(strstr(r.out, "model.layers.0.self_attn.q_proj.weight"));
+        ck_assert_ptr_nonnull(strstr(r.out, "8x8"));
+        ck_assert_ptr_nonnull(strstr(r.out, "f32 (fake)"));
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"inspect", "--json", fx.src, "--config", fx.cfg, NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_ptr_nonnull(strstr(r.out, "\"reader\":\t\"fake\""));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"score\":\t100"));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"model.norm.weight\""));
+        qbt_result_free(&r);
+    }
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(cli_usage_and_help)
+{
+    static const char *const cmds[] = {"plugins", "inspect", "convert", NULL};
+    qbt_result r;
+    size_t i;
+    for (i = 0; cmds[i]; i++) {
+        const char *argv[] = {cmds[i], "--help", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, "usage: quantbridge"));
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"frobnicate", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 2);
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"--version", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_ptr_nonnull(strstr(r.out, "plugin ABI 1.0"));
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"convert", "--source", "x", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 2);
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"inspect", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 2);
+        qbt_result_free(&r);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sdk-contract-convert");
+    TCase *tc = tcase_create("convert");
+    SRunner *sr;
+    int failed;
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, convert_exact_values_and_manifest);
+    tcase_add_test(tc, reader_option_routed);
+    tcase_add_test(tc, unknown_option_is_usage_error);
+    tcase_add_test(tc, bad_values_rejected_before_conversion);
+    tcase_add_test(tc, writer_failure_leaves_nothing);
+    tcase_add_test(tc, unknown_format_and_writer);
+    tcase_add_test(tc, not_recognised);
+    tcase_add_test(tc, probe_tie_is_error_priority_breaks_it);
+    tcase_add_test(tc, probe_below_threshold);
+    tcase_add_test(tc, output_safety);
+    tcase_add_test(tc, empty_output_dir_accepted);
+    tcase_add_test(tc, sigint_cancels_and_cleans_up);
+    tcase_add_test(tc, inspect_lists_tensors);
+    tcase_add_test(tc, cli_usage_and_help);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,275 @@
+/*
+ * SDK contract: every broken fake plugin variant is reported by
+ * `quantbridge plugins --json` with its own load category and a message
+ * naming the problem, and the good plugin still loads and works.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qbt_cli.h"
+
+static char *cfg_path;
+static cJSON *listing;
+
+static const char *fake_dir(void)
+{
+    const char *d = getenv("QBT_FAKE_DIR");
+    ck_assert_msg(d && *d, "QBT_FAKE_DIR not set");
+    return d;
+}
+
+static void write_config(void)
+{
+    char *dir = qbt_mkdtemp("contract"), *text = NULL;
+    const char *fd = fake_dir();
+    cfg_path = qbt_path(dir, "quantbridge.conf");
+    ck_assert(asprintf(&text,
+                       "[general]\nmin-probe-score=50\n"
+                       "[plugin:fake]\nlibrary=%s/libqb_fake.so\n"
+                       "[plugin:fake-old-abi]\nlibrary=%s/libqb_fake_old_abi.so\n"
+                       "[plugin:fake-needs-newer]\nlibrary=%s/libqb_fake_needs_newer.so\n"
+                       "[plugin:fake-future-abi]\nlibrary=%s/libqb_fake_future_abi.so\n"
+                       "[plugin:fake-no-entry]\nlibrary=%s/libqb_fake_no_entry.so\n"
+                       "[plugin:fake-init-fails]\nlibrary=%s/libqb_fake_init_fails.so\n"
+                       "[plugin:fake-small-struct]\nlibrary=%s/libqb_fake_small_struct.so\n"
+                       "[plugin:fake-bad-vtable]\nlibrary=%s/libqb_fake_bad_vtable.so\n"
+                       "[plugin:fake-dup]\nlibrary=%s/libqb_fake_dup.so\n"
+                       "[plugin:fake-text]\nlibrary=%s/libqb_fake_text.so\n"
+                       "[plugin:fake-missing]\nlibrary=%s/libqb_does_not_exist.so\n"
+                       "[plugin:fake-off]\nlibrary=%s/libqb_fake.so\nenabled=false\n",
+                       fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd) > 0);
+    qbt_write_file(cfg_path, text);
+    free(text);
+    free(dir);
+}
+
+static void load_listing(void)
+{
+    qbt_result r;
+    write_config();
+    const char *argv[] = {"--config", cfg_path, "plugins", "--json", NULL};
+    qbt_run(&r, argv);
+    ck_assert_msg(r.status == 0, "plugins --json exit %d: %s", r.status, r.err);
+    listing = cJSON_Parse(r.out);
+    ck_assert_msg(listing != NULL, "not JSON: %s", r.out);
+    qbt_result_free(&r);
+}
+
+static const cJSON *plugin(const char *name)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(listing, "plugins"), *p;
+    cJSON_ArrayForEach(p, arr)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
+            return p;
+    }
+    ck_abort_msg("plugin %s not listed", name);
+    return NULL;
+}
+
+static const char *field(const cJSON *p, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Asserts state and that the error contains every needle. */
+static void expect_failed(const char *name, const char *state, const char *n1, const char *n2)
+{
+    const cJSON *p;
+    const char *err;
+    if (!listing)
+        load_listing();
+    p = plugin(name);
+    ck_assert_str_eq(field(p, "status"), "failed");
+    ck_assert_str_eq(field(p, "state"), state);
+    err = field(p, "error");
+    ck_assert_msg(err != NULL, "%s: no error text", name);
+    ck_assert_msg(strstr(err, n1) != NULL, "%s: '%s' lacks '%s'", name, err, n1);
+    if (n2)
+        ck_assert_msg(strstr(err, n2) != NULL, "%s: '%s' lacks '%s'", name, err, n2);
+}
+
+START_TEST(good_plugin_loads)
+{
+    const cJSON *p, *opts, *o;
+    int n = 0, found = 0;
+    load_listing();
+    p = plugin("fake");
+    ck_assert_str_eq(field(p, "status"), "loaded");
+    ck_assert_str_eq(field(p, "kind"), "both");
+    ck_assert_str_eq(field(p, "abi"), "1.0");
+    ck_assert_str_eq(field(p, "version"), "1.0.0");
+    ck_assert_ptr_nonnull(strstr(field(p, "library"), "libqb_fake.so"));
+    opts = cJSON_GetObjectItemCaseSensitive(p, "options");
+    cJSON_ArrayForEach(o, opts)
+    {
+        n++;
+        if (strcmp(field(o, "name"), "group_size") == 0) {
+            found = 1;
+            ck_assert_str_eq(field(o, "type"), "int");
+            ck_assert_str_eq(field(o, "default"), "128");
+        }
+    }
+    ck_assert_int_eq(n, 6);
+    ck_assert(found);
+}
+END_TEST
+
+START_TEST(old_abi_refused)
+{
+    /* Names the file, the plugin's ABI and the host's range. */
+    expect_failed("fake-old-abi", "ABI_REFUSED", "libqb_fake_old_abi.so",
+                  "plugin speaks ABI 0.9, host offers 1.0 to 1.0");
+}
+END_TEST
+
+START_TEST(needs_newer_refused)
+{
+    expect_failed("fake-needs-newer", "ABI_REFUSED", "libqb_fake_needs_newer.so",
+                  "plugin speaks ABI 1.7, host offers 1.0 to 1.0");
+}
+END_TEST
+
+START_TEST(future_major_entry_missing)
+{
+    expect_failed("fake-future-abi", "ENTRY_MISSING", "exports qb_plugin_entry_v2",
+                  "ABI major 2");
+}
+END_TEST
+
+START_TEST(no_entry)
+{
+    expect_failed("fake-no-entry", "ENTRY_MISSING", "does not export qb_plugin_entry_v1", NULL);
+}
+END_TEST
+
+START_TEST(init_fails)
+{
+    /* The plugin's own set_error text reaches the listing. */
+    expect_failed("fake-init-fails", "INIT_FAILED", "license file /nonexistent missing",
+                  "QB_E_IO");
+}
+END_TEST
+
+START_TEST(small_descriptor)
+{
+    expect_failed("fake-small-struct", "DESCRIPTOR_INVALID", "descriptor struct_size",
+                  "smaller than the ABI 1.0 size");
+}
+END_TEST
+
+START_TEST(small_vtable)
+{
+    expect_failed("fake-bad-vtable", "DESCRIPTOR_INVALID", "reader vtable struct_size", NULL);
+}
+END_TEST
+
+START_TEST(duplicate_name)
+{
+    expect_failed("fake-dup", "DUPLICATE_NAME", "declares the name 'fake'", "libqb_fake.so");
+}
+END_TEST
+
+START_TEST(not_shared_object)
+{
+    expect_failed("fake-text", "NOT_SHARED_OBJECT", "libqb_fake_text.so is not a shared object",
+                  NULL);
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+    expect_failed("fake-missing", "FILE_MISSING", "libqb_does_not_exist.so not found", NULL);
+}
+END_TEST
+
+START_TEST(disabled_listed)
+{
+    const cJSON *p;
+    load_listing();
+    p = plugin("fake-off");
+    ck_assert_str_eq(field(p, "status"), "disabled");
+}
+END_TEST
+
+START_TEST(text_listing_shows_reasons)
+{
+    qbt_result r;
+    write_config();
+    const char *argv[] = {"--config", cfg_path, "plugins", NULL};
+    qbt_run(&r, argv);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "ABI_REFUSED"));
+    ck_assert_ptr_nonnull(strstr(r.out, "DUPLICATE_NAME"));
+    ck_assert_ptr_nonnull(strstr(r.out, "option group_size (int, default 128)"));
+    qbt_result_free(&r);
+}
+END_TEST
+
+START_TEST(good_plugin_still_converts)
+{
+    /* With every broken variant configured, conversion still works. */
+    char *dir = qbt_mkdtemp("contract-conv");
+    char *src = qbt_path(dir, "model.fake"), *out = qbt_path(dir, "out");
+    qbt_result r;
+    write_config();
+    const char *argv[] = {"--config", cfg_path, "convert", "--source", src, "--output", out,
+                          "--writer", "fake", NULL};
+    qbt_write_file(src, "FAKEMODEL\n");
+    qbt_run(&r, argv);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert(qbt_exists(out));
+    qbt_result_free(&r);
+    free(src);
+    free(out);
+    free(dir);
+}
+END_TEST
+
+START_TEST(missing_config_is_error)
+{
+    const char *argv[] = {"--config", "/nonexistent/quantbridge.conf", "plugins", NULL};
+    qbt_result r;
+    qbt_run(&r, argv);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "quantbridge: error: config file "
+                                        "/nonexistent/quantbridge.conf (from --config): not found"));
+    qbt_result_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sdk-contract-loader");
+    TCase *tc = tcase_create("variants");
+    SRunner *sr;
+    int failed;
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, good_plugin_loads);
+    tcase_add_test(tc, old_abi_refused);
+    tcase_add_test(tc, needs_newer_refused);
+    tcase_add_test(tc, future_major_entry_missing);
+    tcase_add_test(tc, no_entry);
+    tcase_add_test(tc, init_fails);
+    tcase_add_test(tc, small_descriptor);
+    tcase_add_test(tc, small_vtable);
+    tcase_add_test(tc, duplicate_name);
+    tcase_add_test(tc, not_shared_object);
+    tcase_add_test(tc, missing_file);
+    tcase_add_test(tc, disabled_listed);
+    tcase_add_test(tc, text_listing_shows_reasons);
+    tcase_add_test(tc, good_plugin_still_converts);
+    tcase_add_test(tc, missing_config_is_error);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
