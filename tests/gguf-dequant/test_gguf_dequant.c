@@ -162,6 +162,42 @@ START_TEST(test_plain_types)
 }
 END_TEST
 
+/* All 65536 fp16 patterns in one row (the vector path where the CPU has
+ * F16C, the scalar one for the tail and elsewhere): finite values and
+ * infinities exact by the definition, NaNs quiet with the payload kept. */
+START_TEST(test_f16_exhaustive)
+{
+    uint8_t *src = malloc(2 * 65536 + 2);
+    float *out = malloc(sizeof(float) * 65537);
+    ck_assert(src && out);
+    for (uint32_t h = 0; h < 65537; h++)
+        wr16(src + 2 * h, (uint16_t)h); /* 65537th = 0 again: a scalar tail */
+    gguf_ggml_dequantize_row(GGUF_GGML_TYPE_F16, src, out, 65537);
+    for (uint32_t h = 0; h < 65537; h++) {
+        const uint16_t v = (uint16_t)h;
+        const int exp = (v >> 10) & 31, man = v & 1023;
+        uint32_t want, got;
+        if (exp != 31) {
+            const float f = tgd_h2f(v);
+            memcpy(&want, &f, 4);
+        } else {
+            want = (uint32_t)(v >> 15) << 31 | 0x7F800000u | (uint32_t)man << 13;
+            if (man != 0)
+                want |= 0x00400000u;
+        }
+        memcpy(&got, &out[h], 4);
+        ck_assert_msg(want == got, "f16 0x%04x: want 0x%08x got 0x%08x", v, want, got);
+        /* one element at a time always takes the scalar path */
+        float one;
+        gguf_ggml_dequantize_row(GGUF_GGML_TYPE_F16, src + 2 * h, &one, 1);
+        memcpy(&got, &one, 4);
+        ck_assert_msg(want == got, "f16 0x%04x scalar: want 0x%08x got 0x%08x", v, want, got);
+    }
+    free(src);
+    free(out);
+}
+END_TEST
+
 /* ------------------------------------- legacy 32-element types, Q1_0, Q2_0 */
 
 /* nib(e) of a split-half packed 16-byte qs (formats.md §6.2) */
@@ -564,6 +600,7 @@ static Suite *suite_main(void)
     tcase_add_test(tc, test_type_table);
     tcase_add_test(tc, test_row_bytes);
     tcase_add_test(tc, test_plain_types);
+    tcase_add_test(tc, test_f16_exhaustive);
     tcase_add_loop_test(tc, test_handbuilt_blocks, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, test_q8_k_blocks);
     tcase_add_test(tc, test_mxfp4_blocks);
