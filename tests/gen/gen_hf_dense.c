@@ -325,15 +325,51 @@ static int hfd_cat(char **buf, size_t *len, const char *fmt, const char *a, cons
     return 0;
 }
 
+/* Splits tensors [0, n) into `shards` contiguous non-empty runs of about
+ * equal bytes: first[k] is the first tensor of shard k, first[shards] = n.
+ * A tensor is never split (huggingface_hub split_state_dict_into_shards). */
+static int hfd_plan_shards(const qbt_hfd_tensor *t, size_t n, size_t esize, int shards,
+                           size_t *first)
+{
+    size_t total = 0, acc = 0, i, N = (size_t)shards, k;
+
+    if (n < N) {
+        fprintf(stderr, "qb-gen-hf-dense: %zu tensors cannot fill %d shards\n", n, shards);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        total += qbt_hfd_numel(&t[i]) * esize;
+    first[0] = 0;
+    first[N] = n;
+    k = 1;
+    for (i = 0; i < n && k < N; i++) {
+        /* tensor i starts shard k once the bytes before it reach k/N */
+        while (k < N && acc * N >= k * total)
+            first[k++] = i;
+        acc += qbt_hfd_numel(&t[i]) * esize;
+    }
+    while (k < N)
+        first[k++] = n;
+    /* every shard non-empty: push boundaries forward, then pull back */
+    for (k = 1; k < N; k++)
+        if (first[k] <= first[k - 1])
+            first[k] = first[k - 1] + 1;
+    for (k = N - 1; k >= 1; k--)
+        if (first[k] >= first[k + 1])
+            first[k] = first[k + 1] - 1;
+    return 0;
+}
+
 int qbt_hfd_write(const qbt_hfd_spec *s, const char *dir)
 {
     qbt_hfd_tensor *t = NULL;
-    size_t n = 0, i, total = 0, per, acc = 0, esize = strcmp(s->dtype, "f32") == 0 ? 4 : 2;
+    size_t n = 0, i, total = 0, esize = strcmp(s->dtype, "f32") == 0 ? 4 : 2;
+    size_t *first = NULL;
     qbt_st_writer *w = NULL;
     char path[4096], shard[64];
-    char *index = NULL;
+    char *index = NULL, *full = NULL;
     size_t ilen = 0;
-    int k = 0, rc = -1;
+    int k, rc = -1;
 
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         perror(dir);
@@ -343,61 +379,50 @@ int qbt_hfd_write(const qbt_hfd_spec *s, const char *dir)
         goto out;
     for (i = 0; i < n; i++)
         total += qbt_hfd_numel(&t[i]) * esize;
-    /* Shards: consecutive tensors, cut when a shard reaches total/shards
-     * (huggingface_hub cuts by max_shard_size the same greedy way). */
-    per = (total + (size_t)s->shards - 1) / (size_t)s->shards;
-    for (i = 0; i < n; i++) {
-        size_t nb = qbt_hfd_numel(&t[i]) * esize;
-        if (!w && !(w = qbt_st_writer_new()))
-            goto out;
+    first = malloc(((size_t)s->shards + 1) * sizeof(*first));
+    if (!first || hfd_plan_shards(t, n, esize, s->shards, first))
+        goto out;
+    for (k = 0; k < s->shards; k++) {
         if (s->shards == 1)
             snprintf(shard, sizeof(shard), "model.safetensors");
         else
             snprintf(shard, sizeof(shard), "model-%05d-of-%05d.safetensors", k + 1, s->shards);
-        if (hfd_add_tensor(s, &t[i], w))
+        w = qbt_st_writer_new();
+        if (!w)
             goto out;
-        if (s->shards > 1 &&
-            hfd_cat(&index, &ilen, "    \"%s\": \"%s\",\n", t[i].name, shard))
-            goto out;
-        acc += nb;
-        /* close the shard when full (leaving enough tensors for the rest), or at the end */
-        if (i + 1 == n || (acc >= per * (size_t)(k + 1) && k + 1 < s->shards &&
-                           n - i - 1 >= (size_t)(s->shards - k - 1))) {
-            if (qbt_st_writer_add_meta(w, "format", "pt"))
+        for (i = first[k]; i < first[k + 1]; i++) {
+            if (hfd_add_tensor(s, &t[i], w))
                 goto out;
-            snprintf(path, sizeof(path), "%s/%s", dir, shard);
-            if (qbt_st_writer_save(w, path))
+            if (s->shards > 1 &&
+                hfd_cat(&index, &ilen, "    \"%s\": \"%s\",\n", t[i].name, shard))
                 goto out;
-            qbt_st_writer_free(w);
-            w = NULL;
-            k++;
         }
+        snprintf(path, sizeof(path), "%s/%s", dir, shard);
+        if (qbt_st_writer_add_meta(w, "format", "pt") || qbt_st_writer_save(w, path))
+            goto out;
+        qbt_st_writer_free(w);
+        w = NULL;
     }
     if (s->shards > 1) {
-        if (k != s->shards) {
-            fprintf(stderr, "qb-gen-hf-dense: %d tensors cannot fill %d shards\n", (int)n, s->shards);
-            goto out;
-        }
         /* weight_map entries without the last ",\n", wrapped in the index */
+        size_t fl = ilen + 128;
         index[ilen - 2] = '\0';
-        {
-            size_t fl = ilen + 128;
-            char *full = malloc(fl);
-            if (!full)
-                goto out;
-            snprintf(full, fl,
-                     "{\n  \"metadata\": {\"total_size\": %zu},\n  \"weight_map\": {\n%s\n  }\n}\n",
-                     total, index);
-            snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-            rc = qbt_write_text(path, full);
-            free(full);
+        full = malloc(fl);
+        if (!full)
             goto out;
-        }
+        snprintf(full, fl,
+                 "{\n  \"metadata\": {\"total_size\": %zu},\n  \"weight_map\": {\n%s\n  }\n}\n",
+                 total, index);
+        snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+        if (qbt_write_text(path, full))
+            goto out;
     }
     rc = 0;
 out:
     qbt_st_writer_free(w);
+    free(full);
     free(index);
+    free(first);
     free(t);
     return rc;
 }
