@@ -21,9 +21,13 @@ static inline int ggml_grid_u8(uint64_t entry, int j)
     return (int)((entry >> (8 * j)) & 0xFF);
 }
 
+/* +-1.f by sign bit j; a table lookup rather than a branch so the group
+ * loops stay branch-free (the value and the multiply are ggml's). */
+static const float ggml_sign_f[2] = {1.f, -1.f};
+
 static inline float ggml_sign(uint8_t signs, int j)
 {
-    return ((signs >> j) & 1) ? -1.f : 1.f;
+    return ggml_sign_f[(signs >> j) & 1];
 }
 
 void gguf_ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n)
