@@ -196,6 +196,16 @@ START_TEST(values_f32_sharded_gemma2)
 }
 END_TEST
 
+START_TEST(values_sharded_large_embedding)
+{
+    /* an embedding larger than a fair shard still gives every shard tensors */
+    qbt_hfd_spec s = {"llama", "bf16", 2, 64, 96, 4000, 0, 0, 0, 0, 5, 11};
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, tmp), 0);
+    check_all(&s, tmp);
+}
+END_TEST
+
 START_TEST(arch_tensor_sets)
 {
     /* the generator's tensor sets are what each architecture has */
@@ -584,6 +594,7 @@ static Suite *hfd_suite(void)
     tcase_add_test(v, values_bf16_sharded);
     tcase_add_test(v, values_f16_sharded_qwen3);
     tcase_add_test(v, values_f32_sharded_gemma2);
+    tcase_add_test(v, values_sharded_large_embedding);
     tcase_add_test(v, arch_tensor_sets);
     tcase_add_test(v, row_ranges);
     tcase_add_test(v, scalar_is_one_element);
