@@ -7,8 +7,9 @@
  * a sign byte (bit j set = negative). Layouts: ggml-common.h block_iq* and
  * formats.md §6.2. Float operations follow ggml-quants.c
  * dequantize_row_iq2_xxs ... _iq1_m: sub-block scale first (e.g.
- * d * (0.5f + s) * 0.25f), then scale * magnitude, then the sign (a
- * multiplication by +-1.f, exact).
+ * d * (0.5f + s) * 0.25f), then scale * magnitude, then the sign (ggml
+ * multiplies by +-1.f, exact; done here as a sign-bit flip, see
+ * ggml_apply_sign).
  */
 #include "ggml_dequant_impl.h"
 #include "ggml_iq_grids.h"
@@ -21,13 +22,13 @@ static inline int ggml_grid_u8(uint64_t entry, int j)
     return (int)((entry >> (8 * j)) & 0xFF);
 }
 
-/* +-1.f by sign bit j; a table lookup rather than a branch so the group
- * loops stay branch-free (the value and the multiply are ggml's). */
-static const float ggml_sign_f[2] = {1.f, -1.f};
-
-static inline float ggml_sign(uint8_t signs, int j)
+/* v times the sign (bit j set = -1.f). ggml multiplies by +-1.f; that is
+ * exact, so flipping the sign bit gives the same value, and it also gives
+ * the NaN sign GCC's build of ggml gives (it compiles the multiply to this
+ * flip). Branch-free: random sign bits would be mispredicted. */
+static inline float ggml_apply_sign(float v, uint8_t signs, int j)
 {
-    return ggml_sign_f[(signs >> j) & 1];
+    return qb_bits_f32(qb_f32_bits(v) ^ ((uint32_t)((signs >> j) & 1) << 31));
 }
 
 void gguf_ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n)
@@ -45,7 +46,7 @@ void gguf_ggml_deq_iq2_xxs(const uint8_t *src, float *dst, int64_t n)
                 const uint64_t g = gguf_ggml_iq2xxs_grid[q[l]];
                 const uint8_t signs = gguf_ggml_ksigns_iq2xs[(aux >> (7 * l)) & 127];
                 for (int j = 0; j < 8; j++)
-                    dst[j] = db * (float)ggml_grid_u8(g, j) * ggml_sign(signs, j);
+                    dst[j] = ggml_apply_sign(db * (float)ggml_grid_u8(g, j), signs, j);
             }
         }
     }
@@ -67,7 +68,7 @@ void gguf_ggml_deq_iq2_xs(const uint8_t *src, float *dst, int64_t n)
                 const uint64_t g = gguf_ggml_iq2xs_grid[v & 511];
                 const uint8_t signs = gguf_ggml_ksigns_iq2xs[v >> 9];
                 for (int j = 0; j < 8; j++)
-                    dst[j] = db[l / 2] * (float)ggml_grid_u8(g, j) * ggml_sign(signs, j);
+                    dst[j] = ggml_apply_sign(db[l / 2] * (float)ggml_grid_u8(g, j), signs, j);
             }
         }
     }
@@ -92,7 +93,7 @@ void gguf_ggml_deq_iq2_s(const uint8_t *src, float *dst, int64_t n)
                 const int idx = qs[l] | (((int)qh[ib] << (8 - 2 * l)) & 0x300);
                 const uint64_t g = gguf_ggml_iq2s_grid[idx];
                 for (int j = 0; j < 8; j++)
-                    dst[j] = db[l / 2] * (float)ggml_grid_u8(g, j) * ggml_sign(signs[l], j);
+                    dst[j] = ggml_apply_sign(db[l / 2] * (float)ggml_grid_u8(g, j), signs[l], j);
             }
         }
     }
@@ -115,8 +116,8 @@ void gguf_ggml_deq_iq3_xxs(const uint8_t *src, float *dst, int64_t n)
                 const uint32_t g1 = gguf_ggml_iq3xxs_grid[qs[2 * l]];
                 const uint32_t g2 = gguf_ggml_iq3xxs_grid[qs[2 * l + 1]];
                 for (int j = 0; j < 4; j++) {
-                    dst[j] = db * (float)ggml_grid_u8(g1, j) * ggml_sign(signs, j);
-                    dst[j + 4] = db * (float)ggml_grid_u8(g2, j) * ggml_sign(signs, j + 4);
+                    dst[j] = ggml_apply_sign(db * (float)ggml_grid_u8(g1, j), signs, j);
+                    dst[j + 4] = ggml_apply_sign(db * (float)ggml_grid_u8(g2, j), signs, j + 4);
                 }
             }
         }
@@ -143,8 +144,8 @@ void gguf_ggml_deq_iq3_s(const uint8_t *src, float *dst, int64_t n)
                 const uint32_t g1 = gguf_ggml_iq3s_grid[i1];
                 const uint32_t g2 = gguf_ggml_iq3s_grid[i2];
                 for (int j = 0; j < 4; j++) {
-                    dst[j] = db * (float)ggml_grid_u8(g1, j) * ggml_sign(signs[l], j);
-                    dst[j + 4] = db * (float)ggml_grid_u8(g2, j) * ggml_sign(signs[l], j + 4);
+                    dst[j] = ggml_apply_sign(db * (float)ggml_grid_u8(g1, j), signs[l], j);
+                    dst[j + 4] = ggml_apply_sign(db * (float)ggml_grid_u8(g2, j), signs[l], j + 4);
                 }
             }
         }
