@@ -427,6 +427,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     st = ct_encoding(h, sc, t);
     if (st != QB_OK)
         goto out;
+    m->scheme_use[sc - m->cfg.s]++;
     for (i = 0; i < 4; i++)
         if (p[i])
             ct_pset_add(used, p[i]);
@@ -514,7 +515,8 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     if (st != QB_OK)
         goto out;
     n_st = api->count(m->d->st);
-    if (ct_pset_init(&used, n_st) != 0) {
+    m->scheme_use = calloc(m->cfg.n ? m->cfg.n : 1, sizeof(size_t));
+    if (!m->scheme_use || ct_pset_init(&used, n_st) != 0) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
@@ -562,22 +564,36 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
         goto out;
     }
     {
-        char buf[256];
+        /* one line for inspect: format, then per scheme bits, strategy,
+         * group size, symmetry, act-order and how many modules use it */
+        char buf[512];
         size_t off;
-        off = (size_t)snprintf(buf, sizeof(buf), "compressed-tensors %s:",
+        off = (size_t)snprintf(buf, sizeof(buf), "compressed-tensors %s;",
                                m->cfg.global_format ? m->cfg.global_format : "(per scheme)");
-        for (i = 0; i < m->n && off < sizeof(buf) - 1; i++) {
-            const ct_tensor *t = &m->t[i];
-            int seen = 0;
-            if (t->kind == CT_K_DENSE)
+        for (i = 0; i < m->cfg.n && off < sizeof(buf) - 1; i++) {
+            const ct_scheme *sc = &m->cfg.s[i];
+            static const char *const strat[] = {"tensor", "channel", "group", "block"};
+            char gs[48] = "", ty[16];
+            if (!sc->has_weights || !m->scheme_use[i])
                 continue;
-            for (j = 0; j < i && !seen; j++)
-                seen = m->t[j].kind != CT_K_DENSE && !strcmp(m->t[j].encoding, t->encoding);
-            if (!seen)
-                off += (size_t)snprintf(buf + off, sizeof(buf) - off, " [%s]", t->encoding);
+            if (sc->is_float)
+                snprintf(ty, sizeof(ty), "fp8-e4m3");
+            else
+                snprintf(ty, sizeof(ty), "int%d", sc->bits);
+            if (sc->strategy == CT_S_GROUP)
+                snprintf(gs, sizeof(gs), " group_size %lld", (long long)sc->group_size);
+            else if (sc->strategy == CT_S_BLOCK)
+                snprintf(gs, sizeof(gs), " block %lldx%lld", (long long)sc->bh,
+                         (long long)sc->bw);
+            off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+                                    " %s: %s %s%s %s%s %s (%zu modules);", sc->name, ty,
+                                    strat[sc->strategy], gs,
+                                    sc->symmetric ? "symmetric" : "asymmetric",
+                                    sc->act_group ? " act-order" : "", sc->format_name,
+                                    m->scheme_use[i]);
         }
         if (off < sizeof(buf) - 1)
-            snprintf(buf + off, sizeof(buf) - off, "; %zu quantized + %zu dense tensors",
+            snprintf(buf + off, sizeof(buf) - off, " %zu quantized + %zu dense tensors",
                      m->n_quant, m->n - m->n_quant);
         m->summary = strdup(buf);
         if (!m->summary) {
@@ -607,6 +623,7 @@ void ct_model_close(const qb_host *h, ct_model *m)
     }
     free(m->t);
     free(m->summary);
+    free(m->scheme_use);
     ct_config_free(&m->cfg);
     fp8_hfdir_close(h, m->d);
     free(m);

@@ -70,6 +70,7 @@ typedef struct ct_model {
     ct_tensor *t;
     size_t n, cap;
     size_t n_quant;
+    size_t *scheme_use;  /* [cfg.n] modules per scheme */
     char *summary;
 } ct_model;
 

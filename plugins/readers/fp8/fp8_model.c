@@ -401,10 +401,18 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             snprintf(buf, sizeof(buf), "FP8 %s block %lldx%lld, %zu quantized + %zu dense tensors",
                      m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", (long long)m->bn,
                      (long long)m->bk, m->n_quant, m->n - m->n_quant);
-        else
-            snprintf(buf, sizeof(buf), "FP8 %s per-tensor/channel scales, %zu quantized + %zu dense "
-                     "tensors", m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", m->n_quant,
-                     m->n - m->n_quant);
+        else {
+            size_t n_tensor = 0, n_channel = 0;
+            for (i = 0; i < m->n; i++) {
+                n_tensor += m->t[i].kind == FP8_K_TENSOR;
+                n_channel += m->t[i].kind == FP8_K_CHANNEL;
+            }
+            snprintf(buf, sizeof(buf), "FP8 %s %s scales, %zu quantized + %zu dense tensors",
+                     m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2",
+                     n_channel == 0 ? "per-tensor" : n_tensor == 0 ? "per-channel"
+                                                                   : "per-tensor and per-channel",
+                     m->n_quant, m->n - m->n_quant);
+        }
         m->summary = strdup(buf);
         if (!m->summary) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);

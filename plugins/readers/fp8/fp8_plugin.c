@@ -87,15 +87,6 @@ static qb_status fp8_read_rows(qb_reader_handle r, size_t index, int64_t row0, i
     return fp8_tensor_read_rows(fp8_host, &m->t[index], row0, n_rows, dst);
 }
 
-static qb_status fp8_get_grid_info(qb_reader_handle r, size_t index, qb_grid_info *out)
-{
-    fp8_model *m = r;
-    (void)out;
-    return fp8_host->set_error(fp8_host, QB_E_UNSUPPORTED,
-                               "%s: %s: FP8 values are not a uniform integer grid",
-                               m->d->dir, index < m->n ? m->t[index].name : "?");
-}
-
 static const qb_reader_vtable fp8_reader = {
     sizeof(qb_reader_vtable),
     fp8_probe,
@@ -104,7 +95,7 @@ static const qb_reader_vtable fp8_reader = {
     fp8_get_model_info,
     fp8_get_tensor_info,
     fp8_read_rows,
-    fp8_get_grid_info,
+    NULL, /* FP8 values are not a uniform integer grid: no grid view */
     NULL,
 };
 
