@@ -5,6 +5,11 @@
 
 #include <quantbridge/qb_half.h>
 
+#ifdef QBT_GGUF_HAVE_QUANT
+#include "ggml_quant.h"
+#include "ggml_types.h"
+#endif
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,8 +382,30 @@ typedef struct mb {
     int plus_one;
 } mb;
 
+int qbt_gguf_can_quantize(uint32_t type)
+{
+#ifdef QBT_GGUF_HAVE_QUANT
+    return qbt_ggml_can_quantize(type) && gguf_ggml_type_supported(type);
+#else
+    (void)type;
+    return 0;
+#endif
+}
+
+static int built_from_codes(uint32_t type)
+{
+    return type == T_F32 || type == T_F16 || type == T_BF16 || type == T_Q4_0 || type == T_Q8_0;
+}
+
 static size_t row_bytes_of(uint32_t type, int64_t cols)
 {
+#ifdef QBT_GGUF_HAVE_QUANT
+    if (!built_from_codes(type)) {
+        uint64_t n = 0;
+        gguf_ggml_row_bytes(type, cols, &n);
+        return (size_t)n;
+    }
+#endif
     switch (type) {
     case T_F32:
         return (size_t)cols * 4;
@@ -434,6 +461,12 @@ static src *new_src(mb *b, const char *name, int n_dims, int64_t rows, int64_t c
     s->type = type;
     s->row_bytes = row_bytes_of(type, cols);
     s->enc = malloc((size_t)rows * s->row_bytes);
+    if (!built_from_codes(type) && !qbt_gguf_can_quantize(type)) {
+        fprintf(stderr, "gen_gguf: cannot write ggml type %u\n", type);
+        return NULL;
+    }
+    if (!built_from_codes(type))
+        t->orig = malloc((size_t)n * sizeof(float));
     if (type == T_Q4_0) {
         t->codes = malloc((size_t)n);
         t->scales = malloc((size_t)n / 32 * sizeof(float));
@@ -441,7 +474,16 @@ static src *new_src(mb *b, const char *name, int n_dims, int64_t rows, int64_t c
     for (r = 0; r < rows; r++) {
         uint8_t *e = s->enc + (size_t)r * s->row_bytes;
         float *v = t->vals + r * cols;
-        if (type == T_F32) {
+        if (!built_from_codes(type)) {
+#ifdef QBT_GGUF_HAVE_QUANT
+            float *o = t->orig + r * cols;
+            for (c = 0; c < cols; c++)
+                o[c] = (float)(qbt_rng_normal(&b->rng) * 0.05);
+            if (qbt_ggml_quantize_row(type, o, e, cols) != 0)
+                return NULL;
+            gguf_ggml_dequantize_row(type, e, v, cols);
+#endif
+        } else if (type == T_F32) {
             for (c = 0; c < cols; c++) {
                 float w, stored;
                 if (kind == 1) {
@@ -567,6 +609,56 @@ static int emit_cat(mb *b, const char *gname, src *const *parts, int n_parts, in
     return rc;
 }
 
+/* A 1-D F32 bias permuted like its weight's rows (LlamaModel.modify_tensors
+ * permutes q_proj.bias/k_proj.bias too). */
+static int emit_vec_permuted(mb *b, const char *gname, const src *s, int heads)
+{
+    int64_t n = s->hf->dims[0], k;
+    int64_t ne[1] = {n};
+    float *out = malloc((size_t)n * sizeof(float));
+    const float *in = (const float *)s->enc;
+    int rc;
+    if (!out)
+        return -1;
+    for (k = 0; k < n; k++) {
+        int64_t d = n / heads, h = k / d, rem = k % d, i = rem / 2, j = rem % 2;
+        out[k] = in[h * d + j * (d / 2) + i];
+    }
+    rc = qbt_gguf_add_tensor(b->g, gname, 1, ne, T_F32, out, (size_t)n * sizeof(float));
+    free(out);
+    return rc;
+}
+
+/* rope_freqs.weight as LlamaModel.generate_extra_tensors writes it for
+ * Llama 3.1 rope scaling (factor 8, low 1, high 4, original ctx 8192);
+ * bogus != 0 perturbs it so it matches no parameter set. */
+static int emit_rope_freqs(mb *b, int dim, double theta, int bogus)
+{
+    int64_t n = dim / 2, i;
+    int64_t ne[1] = {n};
+    float *f = malloc((size_t)n * sizeof(float));
+    const double factor = 8, lo = 1, hi = 4, old = 8192;
+    int rc;
+    if (!f)
+        return -1;
+    for (i = 0; i < n; i++) {
+        double freq = 1.0 / pow(theta, (double)(2 * i) / dim), wl = 2 * M_PI / freq;
+        if (wl < old / hi)
+            f[i] = 1.0f;
+        else if (wl > old / lo)
+            f[i] = (float)factor;
+        else {
+            double sm = (old / wl - lo) / (hi - lo);
+            f[i] = (float)(1.0 / ((1 - sm) / factor + sm));
+        }
+        if (bogus)
+            f[i] *= 1.5f;
+    }
+    rc = qbt_gguf_add_tensor(b->g, "rope_freqs.weight", 1, ne, T_F32, f, (size_t)n * sizeof(float));
+    free(f);
+    return rc;
+}
+
 static int has(const char *arch, const char *list)
 {
     char tmp[256], *tok, *save = NULL;
@@ -609,6 +701,14 @@ static int build_layer(mb *b, int l)
         CHECK(!emit_src(b, GG("attn_q.weight"), sq, permute ? s->n_head : 0));
         CHECK(!emit_src(b, GG("attn_k.weight"), sk, permute ? s->n_head_kv : 0));
         CHECK(!emit_src(b, GG("attn_v.weight"), sv, 0));
+    }
+    if (permute && s->qk_bias) {
+        CHECK(x = new_src(b, HF("self_attn.q_proj.bias"), 1, 1, q, 2));
+        CHECK(!emit_vec_permuted(b, GG("attn_q.bias"), x, s->n_head));
+        CHECK(x = new_src(b, HF("self_attn.k_proj.bias"), 1, 1, kv, 2));
+        CHECK(!emit_vec_permuted(b, GG("attn_k.bias"), x, s->n_head_kv));
+        CHECK(x = new_src(b, HF("self_attn.v_proj.bias"), 1, 1, kv, 2));
+        CHECK(!emit_src(b, GG("attn_v.bias"), x, 0));
     }
     if (strcmp(a, "qwen2") == 0 || strcmp(a, "qwen2moe") == 0) {
         CHECK(x = new_src(b, HF("self_attn.q_proj.bias"), 1, 1, q, 2));
@@ -771,6 +871,9 @@ int qbt_gguf_build_model(const qbt_gguf_spec *spec, qbt_gguf **out, qbt_hf_model
     CHECK(b.g && !build_meta(&b));
     CHECK(x = new_src(&b, "model.embed_tokens.weight", 2, spec->n_vocab, spec->n_embd, 0));
     CHECK(!emit_src(&b, "token_embd.weight", x, 0));
+    if (spec->llama3_rope)
+        CHECK(!emit_rope_freqs(&b, spec->head_dim ? spec->head_dim : spec->n_embd / spec->n_head, 500000.0,
+                               spec->llama3_rope == 2));
     for (l = 0; l < spec->n_layer; l++)
         CHECK(!build_layer(&b, l));
     CHECK(x = new_src(&b, "model.norm.weight", 1, 1, spec->n_embd, 1));
@@ -800,6 +903,7 @@ void qbt_hf_model_free(qbt_hf_model *m)
     for (i = 0; i < m->n; i++) {
         free(m->t[i].name);
         free(m->t[i].vals);
+        free(m->t[i].orig);
         free(m->t[i].codes);
         free(m->t[i].scales);
     }
@@ -820,7 +924,8 @@ const qbt_hf_tensor *qbt_hf_model_find(const qbt_hf_model *m, const char *name)
 #ifdef QBT_GEN_GGUF_MAIN
 /* qb-gen-gguf ARCH WTYPE OUT.gguf [SHARDS]: writes one synthetic model
  * (for CLI tests). ARCH: a GGUF architecture or "mistral"; WTYPE: f32,
- * f16, bf16, q4_0, q8_0. With SHARDS, OUT is the split-file prefix. */
+ * f16, bf16, q4_0, q8_0, or a ggml type id qbt_gguf_can_quantize() takes
+ * (then n_embd/n_ff are 256 so K-quant blocks fit). With SHARDS, OUT is the split-file prefix. */
 int main(int argc, char **argv)
 {
     qbt_gguf_spec s;
@@ -840,7 +945,8 @@ int main(int argc, char **argv)
     s.n_head_kv = 2;
     s.n_vocab = 256;
     s.seed = 42;
-    s.wtype = strcmp(argv[2], "f16") == 0 ? T_F16 : strcmp(argv[2], "bf16") == 0 ? T_BF16
+    s.wtype = (argv[2][0] >= '0' && argv[2][0] <= '9') ? (uint32_t)atoi(argv[2])
+            : strcmp(argv[2], "f16") == 0 ? T_F16 : strcmp(argv[2], "bf16") == 0 ? T_BF16
             : strcmp(argv[2], "q4_0") == 0 ? T_Q4_0 : strcmp(argv[2], "q8_0") == 0 ? T_Q8_0 : T_F32;
     if (strncmp(s.arch, "gemma", 5) == 0 || strcmp(s.arch, "qwen3") == 0)
         s.head_dim = 64;
@@ -853,6 +959,10 @@ int main(int argc, char **argv)
         s.n_ff = 0;
         if (strcmp(s.arch, "qwen2moe") == 0)
             s.n_ff_shexp = 128;
+    }
+    if (!built_from_codes(s.wtype)) {
+        s.n_embd = 256;
+        s.n_ff = 512;
     }
     if (strcmp(s.arch, "mistral") == 0) { /* Mistral GGUFs say "llama" plus a sliding window */
         s.arch = "llama";

@@ -72,7 +72,12 @@ typedef struct qbt_gguf_spec {
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* MoE (llama with experts = mixtral) */
     int sliding_window;                                /* > 0: written as attention.sliding_window */
     int tied;                                          /* no output.weight */
-    uint32_t wtype;                                    /* ggml type of 2-D weights: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0, 30 BF16 */
+    uint32_t wtype;   /* ggml type of 2-D weights: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0, 30 BF16 built
+                         from codes; any type qbt_ggml_quantize_row makes when
+                         qbt_gguf_can_quantize() (then vals = decoded blocks) */
+    int qk_bias;      /* llama only: q/k/v biases (q/k permuted like the weights) */
+    int llama3_rope;  /* llama only: rope_freqs.weight of Llama 3.1 (factor 8, low 1, high 4, ctx 8192);
+                         2 = factors matching no known set */
     uint64_t seed;
 } qbt_gguf_spec;
 
@@ -83,6 +88,8 @@ typedef struct qbt_hf_tensor {
     int n_dims;
     int64_t dims[2];
     float *vals;
+    float *orig;     /* quantized via qbt_ggml_quantize_row: the float weights before
+                        quantization (vals are their decoded blocks); else NULL */
     uint8_t *codes;  /* Q4_0 only: [rows*cols] */
     float *scales;   /* Q4_0 only: [rows*cols/32] */
 } qbt_hf_tensor;
@@ -91,6 +98,10 @@ typedef struct qbt_hf_model {
     qbt_hf_tensor *t;
     size_t n;
 } qbt_hf_model;
+
+/* 1 when the fixture library can write `type` through qbt_ggml_quant
+ * (built with it), else 0. */
+int qbt_gguf_can_quantize(uint32_t type);
 
 /* Builds the GGUF (*out, metadata included) and the expected HF tensors
  * (*ref) for spec. */

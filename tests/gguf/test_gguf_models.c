@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +334,98 @@ START_TEST(phi3_fused_split_q4_0)
 }
 END_TEST
 
+START_TEST(llama_qk_bias_permuted)
+{
+    qbt_gguf_spec s = base_spec("llama", 0);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    s.qk_bias = 1;
+    r = roundtrip(&s, &ref, "llamabias");
+    ck_assert_ptr_nonnull(qbt_hf_model_find(&ref, "model.layers.0.self_attn.k_proj.bias"));
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(llama3_rope_scaling)
+{
+    qbt_gguf_spec s = base_spec("llama", 0);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    cJSON *c, *rs;
+    qbt_gguf *g;
+    char path[1200];
+    s.llama3_rope = 1;
+    r = roundtrip(&s, &ref, "llama3");
+    c = config_of(r);
+    rs = cJSON_GetObjectItem(c, "rope_scaling");
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_str_eq(str(rs, "rope_type"), "llama3");
+    ck_assert(num(rs, "factor") == 8.0);
+    ck_assert(num(rs, "original_max_position_embeddings") == 8192.0);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+
+    /* Factors that match no known parameter set: refused, not guessed. */
+    s.llama3_rope = 2;
+    ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
+    snprintf(path, sizeof(path), "%s/bogus.gguf", fake_tmpdir("llama3bad"));
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    r = NULL;
+    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fake_last_error(), "rope_freqs"));
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+/* Every ggml type the fixture quantizer writes, through a permuted llama:
+ * the reader's values equal ggml's decoding of the blocks it wrote (exact),
+ * and the decoded weights stay near the original floats (figure printed). */
+START_TEST(every_quantizable_type)
+{
+    uint32_t type;
+    int tested = 0;
+    for (type = 0; type < 64; type++) {
+        qbt_gguf_spec s = base_spec("llama", type);
+        qbt_hf_model ref;
+        gguf_reader *r;
+        size_t i;
+        double se = 0, sw = 0;
+        char tag[32];
+        if (type == 0 || type == 1 || type == 2 || type == 8 || type == 30 || !qbt_gguf_can_quantize(type))
+            continue;
+        s.n_embd = 256;
+        s.n_ff = 256;
+        s.n_layer = 1;
+        snprintf(tag, sizeof(tag), "type%u", type);
+        r = roundtrip(&s, &ref, tag);
+        for (i = 0; i < ref.n; i++) {
+            const qbt_hf_tensor *t = &ref.t[i];
+            int64_t k, n = (t->n_dims == 2 ? t->dims[0] : 1) * t->dims[1];
+            if (!t->orig)
+                continue;
+            for (k = 0; k < n; k++) {
+                se += ((double)t->vals[k] - t->orig[k]) * ((double)t->vals[k] - t->orig[k]);
+                sw += (double)t->orig[k] * t->orig[k];
+            }
+        }
+        fprintf(stderr, "gguf type %u: relative RMS error of the fixture quantization %.4f\n", type, sqrt(se / sw));
+        /* Loose bound (ternary TQ1_0/TQ2_0 of Gaussian weights is coarse,
+         * ~0.8); the exact check above is the reader's test. */
+        ck_assert_msg(sqrt(se / sw) < (type == 34 || type == 35 ? 1.0 : 0.5), "type %u: error %.3f", type,
+                      sqrt(se / sw));
+        gguf_reader_close(r);
+        qbt_hf_model_free(&ref);
+        tested++;
+    }
+#ifdef QBT_GGUF_HAVE_QUANT
+    ck_assert_int_gt(tested, 5);
+#endif
+}
+END_TEST
+
 /* ---- split sets ---- */
 
 static void write_split(const char *dir, int shards, qbt_hf_model *ref)
@@ -480,6 +573,9 @@ int main(void)
     tcase_add_test(tc, gemma2_q4_0);
     tcase_add_test(tc, gemma3_f16_qk_norm);
     tcase_add_test(tc, phi3_fused_split_q4_0);
+    tcase_add_test(tc, llama_qk_bias_permuted);
+    tcase_add_test(tc, llama3_rope_scaling);
+    tcase_add_test(tc, every_quantizable_type);
     tcase_add_test(tc, split_any_shard_and_dir);
     tcase_add_test(tc, split_missing_shard);
     tcase_add_test(tc, split_inconsistent_shard);
