@@ -28,7 +28,7 @@ static void *worker_run(void *arg)
     worker *w = arg;
     /* +64: the AVX2 decoder writes whole 64-code blocks only inside K, but
      * keep slack so no kernel ever has to reason about the buffer end. */
-    int8_t *codes = malloc((size_t)w->job->K + 64);
+    float *codes = malloc(((size_t)w->job->K + 64) * sizeof(float));
     if (!codes) {
         w->status = QB_E_NOMEM;
         return NULL;

@@ -18,13 +18,13 @@ typedef struct w4a16_rows_job {
 } w4a16_rows_job;
 
 /* Computes y[m][n] for every m and n in [n0, n1). `codes` is caller scratch
- * of at least K + 64 bytes (decoded int8 codes of one row). Pure; threads
- * may run disjoint row ranges of one job concurrently. */
-void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, int8_t *codes);
+ * of at least K + 64 floats (the decoded codes of one row, exact in fp32).
+ * Pure; threads may run disjoint row ranges of one job concurrently. */
+void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, float *codes);
 
 /* Same with AVX2+FMA. Present only on x86; call only when
  * w4a16_cpu_avx2_usable() is nonzero. */
-void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0, int64_t n1, int8_t *codes);
+void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0, int64_t n1, float *codes);
 int w4a16_cpu_avx2_usable(void);
 
 #endif

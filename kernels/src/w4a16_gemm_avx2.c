@@ -18,11 +18,12 @@ int w4a16_cpu_avx2_usable(void)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-/* 32 packed bytes -> 64 codes. Nibble order per the format: the low nibble
- * of byte i is column 2i, so interleaving (lo, hi) bytes restores column
- * order; unpack works per 128-bit lane, hence the cross-lane permute. */
+/* 32 packed bytes -> 64 fp32 codes. Nibble order per the format: the low
+ * nibble of byte i is column 2i, so interleaving (lo, hi) bytes restores
+ * column order; unpack works per 128-bit lane, hence the cross-lane
+ * permute. Codes are exact small integers in fp32. */
 __attribute__((target("avx2,fma"))) static void decode_row(const uint8_t *prow, int64_t K,
-                                                            int8_t *codes)
+                                                            float *codes)
 {
     const __m256i mask = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
     int64_t c = 0;
@@ -31,18 +32,23 @@ __attribute__((target("avx2,fma"))) static void decode_row(const uint8_t *prow, 
         __m256i lo = _mm256_and_si256(b, mask);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
         __m256i u0 = _mm256_unpacklo_epi8(lo, hi), u1 = _mm256_unpackhi_epi8(lo, hi);
-        __m256i c0 = _mm256_permute2x128_si256(u0, u1, 0x20);
-        __m256i c1 = _mm256_permute2x128_si256(u0, u1, 0x31);
-        _mm256_storeu_si256((__m256i *)(codes + c), _mm256_sub_epi8(c0, eight));
-        _mm256_storeu_si256((__m256i *)(codes + c + 32), _mm256_sub_epi8(c1, eight));
+        __m256i c0 = _mm256_sub_epi8(_mm256_permute2x128_si256(u0, u1, 0x20), eight);
+        __m256i c1 = _mm256_sub_epi8(_mm256_permute2x128_si256(u0, u1, 0x31), eight);
+        __m128i p[4] = {_mm256_castsi256_si128(c0), _mm256_extracti128_si256(c0, 1),
+                        _mm256_castsi256_si128(c1), _mm256_extracti128_si256(c1, 1)};
+        for (int i = 0; i < 4; i++) {
+            _mm256_storeu_ps(codes + c + 16 * i, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(p[i])));
+            _mm256_storeu_ps(codes + c + 16 * i + 8,
+                             _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(p[i], 8))));
+        }
     }
     for (; c + 1 < K; c += 2) {
         uint8_t v = prow[c >> 1];
-        codes[c] = (int8_t)((v & 0x0f) - 8);
-        codes[c + 1] = (int8_t)((v >> 4) - 8);
+        codes[c] = (float)((v & 0x0f) - 8);
+        codes[c + 1] = (float)((v >> 4) - 8);
     }
     if (c < K)
-        codes[c] = (int8_t)((prow[c >> 1] & 0x0f) - 8);
+        codes[c] = (float)((prow[c >> 1] & 0x0f) - 8);
 }
 
 __attribute__((target("avx2,fma"))) static float hsum(__m256 v)
@@ -53,8 +59,26 @@ __attribute__((target("avx2,fma"))) static float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+__attribute__((target("avx2,fma"))) static float group_dot(const float *q, const float *x,
+                                                           int64_t n)
+{
+    __m256 v0 = _mm256_setzero_ps(), v1 = _mm256_setzero_ps();
+    float sum;
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+        v0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), _mm256_loadu_ps(x + c), v0);
+        v1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c + 8), _mm256_loadu_ps(x + c + 8), v1);
+    }
+    for (; c + 8 <= n; c += 8)
+        v0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), _mm256_loadu_ps(x + c), v0);
+    sum = hsum(_mm256_add_ps(v0, v1));
+    for (; c < n; c++)
+        sum += q[c] * x[c];
+    return sum;
+}
+
 __attribute__((target("avx2,fma"))) void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0,
-                                                          int64_t n1, int8_t *codes)
+                                                          int64_t n1, float *codes)
 {
     const int64_t K = job->K, g = job->g;
     const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
@@ -65,25 +89,8 @@ __attribute__((target("avx2,fma"))) void w4a16_rows_avx2(const w4a16_rows_job *j
             const float *xm = job->xf + m * K;
             float acc = 0.0f;
             for (int64_t grp = 0; grp < scols; grp++) {
-                int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K, c = k0;
-                __m256 v0 = _mm256_setzero_ps(), v1 = _mm256_setzero_ps();
-                float sum;
-                for (; c + 16 <= k1; c += 16) {
-                    __m128i q = _mm_loadu_si128((const __m128i *)(codes + c));
-                    __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-                    __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
-                    v0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(xm + c), v0);
-                    v1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(xm + c + 8), v1);
-                }
-                for (; c + 8 <= k1; c += 8) {
-                    __m128i q = _mm_loadl_epi64((const __m128i *)(codes + c));
-                    __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-                    v0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(xm + c), v0);
-                }
-                sum = hsum(_mm256_add_ps(v0, v1));
-                for (; c < k1; c++)
-                    sum += (float)codes[c] * xm[c];
-                acc += qb_f16_to_f32(srow[grp]) * sum;
+                int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K;
+                acc += qb_f16_to_f32(srow[grp]) * group_dot(codes + k0, xm + k0, k1 - k0);
             }
             job->y[m * job->N + n] = qb_f32_to_f16(acc);
         }
@@ -97,7 +104,7 @@ int w4a16_cpu_avx2_usable(void)
     return 0;
 }
 
-void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0, int64_t n1, int8_t *codes)
+void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0, int64_t n1, float *codes)
 {
     w4a16_rows_plain(job, n0, n1, codes);
 }

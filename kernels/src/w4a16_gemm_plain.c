@@ -1,7 +1,10 @@
 /*
  * Portable C row kernel of qb_w4a16_gemm_cpu. Decodes a packed row into
- * int8 codes once, then for every activation row sums q*x per group in
- * fp32 and adds scale * group_sum to an fp32 accumulator.
+ * fp32 codes once (exact: integers -8..7), then for every activation row
+ * sums q*x per group in fp32 and adds scale * group_sum to an fp32
+ * accumulator. The group sum uses 8 interleaved partial sums (columns
+ * c mod 8), like the AVX2 kernel's 8 lanes: it breaks the add-latency chain
+ * and lets the compiler vectorise without reassociating anything.
  */
 #include "w4a16_cpu_internal.h"
 
@@ -9,19 +12,33 @@
 
 /* Format fact (w4a16-format.md): column c lives in byte c/2, low nibble
  * when c is even; a nibble stores q + 8. */
-static void decode_row(const uint8_t *prow, int64_t K, int8_t *codes)
+static void decode_row(const uint8_t *prow, int64_t K, float *codes)
 {
     int64_t c;
     for (c = 0; c + 1 < K; c += 2) {
         uint8_t b = prow[c >> 1];
-        codes[c] = (int8_t)((b & 0x0f) - 8);
-        codes[c + 1] = (int8_t)((b >> 4) - 8);
+        codes[c] = (float)((b & 0x0f) - 8);
+        codes[c + 1] = (float)((b >> 4) - 8);
     }
     if (c < K)
-        codes[c] = (int8_t)((prow[c >> 1] & 0x0f) - 8);
+        codes[c] = (float)((prow[c >> 1] & 0x0f) - 8);
 }
 
-void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, int8_t *codes)
+static float group_dot(const float *q, const float *x, int64_t n)
+{
+    float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float sum;
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int j = 0; j < 8; j++)
+            part[j] += q[c + j] * x[c + j];
+    sum = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+    for (; c < n; c++)
+        sum += q[c] * x[c];
+    return sum;
+}
+
+void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, float *codes)
 {
     const int64_t K = job->K, g = job->g;
     const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
@@ -33,10 +50,7 @@ void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, int8_t 
             float acc = 0.0f;
             for (int64_t grp = 0; grp < scols; grp++) {
                 int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K;
-                float sum = 0.0f;
-                for (int64_t c = k0; c < k1; c++)
-                    sum += (float)codes[c] * xm[c];
-                acc += qb_f16_to_f32(srow[grp]) * sum;
+                acc += qb_f16_to_f32(srow[grp]) * group_dot(codes + k0, xm + k0, k1 - k0);
             }
             job->y[m * job->N + n] = qb_f32_to_f16(acc);
         }
