@@ -526,6 +526,52 @@ START_TEST(unknown_arch_and_tensor)
 }
 END_TEST
 
+/* A missing layer tensor or one whose shape contradicts the metadata is
+ * refused by name at open, before any writer runs. */
+/* Writes spec's model with the u32 metadata `key` patched to v. */
+static void write_patched(const char *arch, const char *key, uint32_t v, const char *path)
+{
+    qbt_gguf_spec s = base_spec(arch, 0);
+    qbt_hf_model ref;
+    qbt_gguf *g;
+    qbt_gguf_layout lay;
+    uint8_t *img;
+    size_t i, kl = strlen(key);
+    FILE *fp;
+    s.n_layer = 3;
+    ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
+    qbt_hf_model_free(&ref);
+    img = qbt_gguf_serialize(g, NULL, &lay);
+    qbt_gguf_free(g);
+    for (i = 0; i + kl < lay.tinfo_start; i++)
+        if (memcmp(img + i, key, kl) == 0)
+            break;
+    ck_assert_uint_lt(i + kl, lay.tinfo_start);
+    memcpy(img + i + kl + 4, &v, 4); /* after the key: u32 type, then the value */
+    fp = fopen(path, "wb");
+    ck_assert_uint_eq(fwrite(img, 1, lay.size, fp), lay.size);
+    fclose(fp);
+    free(img);
+}
+
+/* A missing layer tensor or one whose shape contradicts the metadata is
+ * refused by name at open, before any writer runs. */
+START_TEST(missing_or_misshaped_layer_tensor)
+{
+    char path[1200];
+    gguf_reader *r = NULL;
+    snprintf(path, sizeof(path), "%s/four.gguf", fake_tmpdir("layers"));
+    write_patched("qwen2", "qwen2.block_count", 4, path); /* 3 layers stored */
+    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(fake_last_error(), "model.layers.3."));
+    snprintf(path, sizeof(path), "%s/kv1.gguf", fake_tmpdir("layers2"));
+    write_patched("qwen2", "qwen2.attention.head_count_kv", 1, path); /* k_proj holds 2 heads */
+    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(fake_last_error(), "blk.0.attn_k.weight"));
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
 START_TEST(unpermute_is_inverse_of_permute)
 {
     /* LlamaModel.permute: GGUF_row[h*D + 2i + j] = HF_row[h*D + j*(D/2) + i]. */
@@ -580,6 +626,7 @@ int main(void)
     tcase_add_test(tc, split_missing_shard);
     tcase_add_test(tc, split_inconsistent_shard);
     tcase_add_test(tc, unknown_arch_and_tensor);
+    tcase_add_test(tc, missing_or_misshaped_layer_tensor);
     tcase_add_test(tc, unpermute_is_inverse_of_permute);
     tcase_add_test(tc, probe_magic);
     suite_add_tcase(s, tc);

@@ -270,6 +270,58 @@ static qb_status map_one(builder *b, const gguf_tinfo *t, gguf_special *sp)
                            t->file->path, t->name, hp->arch->gguf_name);
 }
 
+static const gguf_ctensor *find_mapped(const builder *b, const char *name)
+{
+    size_t i;
+    for (i = 0; i < b->n; i++)
+        if (strcmp(b->t[i].name, name) == 0)
+            return &b->t[i];
+    return NULL;
+}
+
+/* Every layer must have its attention and MLP (or router) weights with the
+ * shapes the hyper-parameters give; a missing one is reported by name
+ * instead of surfacing later in a writer. */
+static qb_status check_layers(builder *b, const gguf_model *m)
+{
+    const gguf_hparams *hp = b->hp;
+    const int64_t q = hp->n_head * hp->head_dim, kv = hp->n_head_kv * hp->head_dim;
+    unsigned moe = hp->n_expert > 0;
+    struct {
+        const char *fmt;
+        int64_t rows, cols; /* -1: not checked */
+    } req[] = {
+        {"model.layers.%d.input_layernorm.weight", -1, -1},
+        {"model.layers.%d.self_attn.q_proj.weight", q, hp->n_embd},
+        {"model.layers.%d.self_attn.k_proj.weight", kv, hp->n_embd},
+        {"model.layers.%d.self_attn.v_proj.weight", kv, hp->n_embd},
+        {"model.layers.%d.self_attn.o_proj.weight", hp->n_embd, q},
+        {!moe ? "model.layers.%d.mlp.down_proj.weight"
+              : (hp->arch->bit & GGUF_A_LLAMA) ? "model.layers.%d.block_sparse_moe.gate.weight"
+                                               : "model.layers.%d.mlp.gate.weight",
+         moe ? hp->n_expert : hp->n_embd, moe ? hp->n_embd : hp->n_ff},
+    };
+    int64_t l;
+    size_t i;
+    char name[256];
+    for (l = 0; l < hp->n_layer; l++)
+        for (i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
+            const gguf_ctensor *c;
+            snprintf(name, sizeof(name), req[i].fmt, (int)l);
+            c = find_mapped(b, name);
+            if (!c)
+                return b->h->set_error(b->h, QB_E_FORMAT, "%s: no GGUF tensor gives %s (block_count %lld)",
+                                       gguf_model_meta(m)->path, name, (long long)hp->n_layer);
+            if (req[i].rows >= 0 && (c->n_dims != 2 || c->dims[0] != req[i].rows || c->dims[1] != req[i].cols))
+                return b->h->set_error(b->h, QB_E_FORMAT,
+                                       "%s: tensor '%s' (%s) has shape [%lld, %lld], metadata implies [%lld, %lld]",
+                                       c->src->file->path, c->src->name, name, (long long)c->dims[0],
+                                       (long long)(c->n_dims == 2 ? c->dims[1] : 0), (long long)req[i].rows,
+                                       (long long)req[i].cols);
+        }
+    return QB_OK;
+}
+
 qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, gguf_ctensor **out,
                          size_t *n_out, gguf_special *sp)
 {
@@ -287,6 +339,8 @@ qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hpara
             st = map_one(&b, &m->files[fi]->t[ti], sp);
     if (!st && !gguf_model_find(m, "token_embd.weight"))
         st = h->set_error(h, QB_E_FORMAT, "%s: tensor 'token_embd.weight' is missing", gguf_model_meta(m)->path);
+    if (!st)
+        st = check_layers(&b, m);
     if (st) {
         gguf_names_free(b.t, b.n);
         return st;
