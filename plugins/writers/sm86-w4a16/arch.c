@@ -15,49 +15,51 @@
 
 #include <string.h>
 
-#define LIN(p, b) { p, W4W_ROLE_LINEAR, b, 0 }
-#define NORM(p, hs) { p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs }
+/* Input widths: q/k/v/gate/up read the hidden state, o_proj the
+ * concatenated heads, down_proj the MLP's intermediate activations. */
+#define LIN(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in }
+#define NORM(p, hs) { p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs, W4W_IN_NONE }
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static const w4w_role llama_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL),
-    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL),
-    LIN("mlp.gate_proj", W4W_BIAS_OPTIONAL),    LIN("mlp.up_proj", W4W_BIAS_OPTIONAL),
-    LIN("mlp.down_proj", W4W_BIAS_OPTIONAL),    NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),    LIN("mlp.up_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_OPTIONAL, W4W_IN_INTER),    NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 /* MistralAttention / MistralMLP have no bias parameters at all. */
 static const w4w_role mistral_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_NONE), LIN("self_attn.k_proj", W4W_BIAS_NONE),
-    LIN("self_attn.v_proj", W4W_BIAS_NONE), LIN("self_attn.o_proj", W4W_BIAS_NONE),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE),    LIN("mlp.up_proj", W4W_BIAS_NONE),
-    LIN("mlp.down_proj", W4W_BIAS_NONE),    NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),    NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 static const w4w_role qwen2_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_REQUIRED), LIN("self_attn.k_proj", W4W_BIAS_REQUIRED),
-    LIN("self_attn.v_proj", W4W_BIAS_REQUIRED), LIN("self_attn.o_proj", W4W_BIAS_NONE),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE),        LIN("mlp.up_proj", W4W_BIAS_NONE),
-    LIN("mlp.down_proj", W4W_BIAS_NONE),        NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),        LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),        NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 static const w4w_role qwen3_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL),
-    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL),
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
     NORM("self_attn.q_norm", 0),                NORM("self_attn.k_norm", 0),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE),        LIN("mlp.up_proj", W4W_BIAS_NONE),
-    LIN("mlp.down_proj", W4W_BIAS_NONE),        NORM("input_layernorm", 1),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),        LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),        NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 static const w4w_role gemma2_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL),
-    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE),        LIN("mlp.up_proj", W4W_BIAS_NONE),
-    LIN("mlp.down_proj", W4W_BIAS_NONE),        NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),        LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),        NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),        NORM("pre_feedforward_layernorm", 1),
     NORM("post_feedforward_layernorm", 1),
 };
@@ -78,5 +80,14 @@ const w4w_arch *w4w_arch_find(const char *model_type)
     for (i = 0; i < N_OF(archs); i++)
         if (strcmp(archs[i].model_type, model_type) == 0)
             return &archs[i];
+    return NULL;
+}
+
+const w4w_role *w4w_arch_role(const w4w_arch *a, const char *path)
+{
+    size_t i;
+    for (i = 0; a && path && i < a->n_roles; i++)
+        if (strcmp(a->roles[i].path, path) == 0)
+            return &a->roles[i];
     return NULL;
 }

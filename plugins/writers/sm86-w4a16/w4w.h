@@ -50,6 +50,15 @@ typedef enum w4w_bias_rule {
     W4W_BIAS_REQUIRED = 2  /* the architecture always has one */
 } w4w_bias_rule;
 
+/* Where a role's input width comes from in config.json (the reader needs
+ * it: a packed row of ceil(in/2) bytes cannot tell 2k-1 from 2k). */
+typedef enum w4w_in_dim {
+    W4W_IN_NONE = 0,
+    W4W_IN_HIDDEN = 1, /* hidden_size */
+    W4W_IN_INTER = 2,  /* intermediate_size */
+    W4W_IN_HEADS = 3   /* num_attention_heads * head_dim */
+} w4w_in_dim;
+
 /* One tensor role inside a decoder layer, by its Hugging Face module path
  * relative to `model.layers.N.` (without ".weight"). */
 typedef struct w4w_role {
@@ -57,6 +66,7 @@ typedef struct w4w_role {
     w4w_role_kind kind;
     w4w_bias_rule bias;
     int hidden_sized; /* NORM: its length must equal hidden_size */
+    w4w_in_dim in;    /* LINEAR: input width source */
 } w4w_role;
 
 /* One supported architecture. Adding one is adding a table entry. */
@@ -70,6 +80,46 @@ typedef struct w4w_arch {
 
 /* The table entry for `model_type`, or NULL when unsupported. Pure. */
 const w4w_arch *w4w_arch_find(const char *model_type);
+
+/* The role of `a` whose path is `path` (exact), or NULL. Pure. */
+const w4w_role *w4w_arch_role(const w4w_arch *a, const char *path);
+
+/* ---- SHA-256 (sha256.c) -------------------------------------------------- */
+
+typedef struct w4w_sha256_ctx {
+    uint32_t h[8];
+    uint64_t len;
+    uint8_t buf[64];
+    size_t n;
+} w4w_sha256_ctx;
+
+/* Streaming SHA-256 (FIPS 180-4). Pure, no allocation; one context per
+ * thread. */
+void w4w_sha256_init(w4w_sha256_ctx *c);
+void w4w_sha256_update(w4w_sha256_ctx *c, const void *data, size_t len);
+void w4w_sha256_final(w4w_sha256_ctx *c, uint8_t out[32]);
+
+/* ---- reader (reader.c, manifest_in.c) ------------------------------------ */
+
+extern const qb_reader_vtable w4w_reader_vtable;
+
+/* What the reader takes from a validated manifest.json. */
+typedef struct w4w_manifest_in {
+    const w4w_arch *arch;
+    int64_t group_size;
+    int64_t n_layers;
+    int tied;
+    int quantized_head;
+    char source_format[64];
+} w4w_manifest_in;
+
+/* Reads DIR/manifest.json and checks it against format version 1: format
+ * name and version (QB_E_UNSUPPORTED for another version), the fixed
+ * encoding fields, features (an unknown one is QB_E_UNSUPPORTED), and
+ * every listed file's size and SHA-256 recomputed from disk (QB_E_MISMATCH
+ * naming the file); every safetensors file the layout needs and
+ * config.json must be listed. Messages name the file. Single-threaded. */
+qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *out);
 
 /* ---- quantization (quantize.c) ------------------------------------------- */
 

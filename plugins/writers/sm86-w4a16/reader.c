@@ -1,0 +1,504 @@
+/*
+ * sm86-w4a16 — the reader: the native W4A16 checkpoint read back as
+ * canonical Hugging Face tensors (qb_tensor.h), so `inspect` describes it
+ * and any writer (hf-dense, sm86-w4a16 itself) can take it as a source.
+ *
+ * open() checks everything up front: manifest.json (manifest_in.c: format,
+ * version, features, every file's size and SHA-256), config.json against
+ * the manifest, and every tensor of every file against the layout of
+ * w4a16-format.md and the config's widths. Data calls then only decode
+ * mapped bytes and may run concurrently (QB_PLUGIN_CONCURRENT_READS).
+ *
+ * A packed linear `<path>.packed`/`.scales` in layer_NN is served as
+ * `model.layers.N.<path>.weight` with dense rows decoded as the format
+ * defines and an integer grid (codes q + 8, zero 8, fp16 scales as float)
+ * whose promise holds by construction: (float)(code - 8) * scale is the
+ * decoder's product.
+ */
+#include "w4w.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W4W_CONFIG_MAX (4u << 20)
+
+typedef struct w4r_tensor {
+    char name[192];               /* canonical */
+    const qb_st_tensor *a;        /* F16 data, or the packed codes */
+    const qb_st_tensor *s;        /* scales of a packed linear, else NULL */
+    uint32_t n_dims;
+    int64_t dims[2];
+    int64_t rows, cols, ng;
+} w4r_tensor;
+
+typedef struct w4r_reader {
+    const qb_host *h;
+    char *dir;
+    w4w_manifest_in man;
+    void *config;                 /* host->alloc'd texts */
+    void *gen;
+    char summary[160];
+    char encoding[64];
+    qb_st_set **sets;
+    size_t n_sets;
+    w4r_tensor *t;
+    size_t n, cap;
+} w4r_reader;
+
+/* ---- probe ---- */
+
+static int has_sibling(const qb_probe_input *in, const char *name)
+{
+    const char *const *s;
+    for (s = in->siblings; s && *s; s++)
+        if (strcmp(*s, name) == 0)
+            return 1;
+    return 0;
+}
+
+static int w4r_probe(void *ctx, const qb_probe_input *in)
+{
+    const qb_host *h = ((const w4w_ctx *)ctx)->host;
+    char path[4096];
+    void *text = NULL;
+    size_t len = 0;
+    cJSON *m;
+    int score = QB_PROBE_NONE;
+    if (!in->is_dir || !has_sibling(in, "manifest.json") || !has_sibling(in, "embed.safetensors"))
+        return QB_PROBE_NONE;
+    if ((size_t)snprintf(path, sizeof path, "%s/manifest.json", in->path) >= sizeof path)
+        return QB_PROBE_NONE;
+    if (h->read_small_file(h, path, 1u << 20, &text, &len) != QB_OK)
+        return QB_PROBE_WEAK;
+    m = cJSON_ParseWithLength(text, len);
+    if (cJSON_IsObject(m) && cJSON_IsString(cJSON_GetObjectItem(m, "format")) &&
+        strcmp(cJSON_GetObjectItem(m, "format")->valuestring, W4W_PLUGIN_NAME) == 0)
+        score = QB_PROBE_CERTAIN;
+    cJSON_Delete(m);
+    h->free(h, text);
+    return score;
+}
+
+/* ---- open ---- */
+
+static w4r_tensor *add_tensor(w4r_reader *r)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        w4r_tensor *nt = realloc(r->t, cap * sizeof *nt);
+        if (!nt)
+            return NULL;
+        r->t = nt;
+        r->cap = cap;
+    }
+    memset(&r->t[r->n], 0, sizeof r->t[0]);
+    return &r->t[r->n++];
+}
+
+static int64_t cfg_int(const cJSON *cfg, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble != (double)(int64_t)v->valuedouble)
+        return -1;
+    return (int64_t)v->valuedouble;
+}
+
+/* The config's widths a layout check needs. */
+typedef struct w4r_dims {
+    int64_t hidden, inter, heads_x_dim, vocab;
+} w4r_dims;
+
+static qb_status add_f16(w4r_reader *r, const char *file, const qb_st_tensor *st, const char *canon,
+                         uint32_t want_dims, int64_t d0, int64_t d1)
+{
+    const qb_host *h = r->h;
+    w4r_tensor *t;
+    if (st->dtype != QB_DT_F16 || st->n_dims != want_dims || (d0 > 0 && st->dims[0] != d0) ||
+        (want_dims == 2 && d1 > 0 && st->dims[1] != d1))
+        return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: not F16 of the expected shape", r->dir, file,
+                            st->name);
+    if (!(t = add_tensor(r)))
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+    snprintf(t->name, sizeof t->name, "%s", canon);
+    t->a = st;
+    t->n_dims = st->n_dims;
+    t->dims[0] = st->dims[0];
+    t->dims[1] = st->n_dims == 2 ? st->dims[1] : 0;
+    t->rows = st->n_dims == 2 ? st->dims[0] : 1;
+    t->cols = st->n_dims == 2 ? st->dims[1] : st->dims[0];
+    return QB_OK;
+}
+
+static qb_status add_linear(w4r_reader *r, const char *file, const qb_st_set *set, const char *base,
+                            const char *canon, int64_t cols, int64_t rows_want)
+{
+    const qb_host *h = r->h;
+    const qb_st_api *api = h->safetensors;
+    char n[256];
+    const qb_st_tensor *p, *s;
+    w4r_tensor *t;
+    int64_t ng = w4w_n_groups(cols, r->man.group_size);
+    snprintf(n, sizeof n, "%s.packed", base);
+    p = api->find(set, n);
+    snprintf(n, sizeof n, "%s.scales", base);
+    s = api->find(set, n);
+    if (!p || !s)
+        return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: needs both .packed and .scales", r->dir, file,
+                            base);
+    if (p->dtype != QB_DT_U8 || s->dtype != QB_DT_F16 || p->n_dims != 2 || s->n_dims != 2 ||
+        p->dims[0] != s->dims[0] || p->dims[1] != w4w_packed_cols(cols) || s->dims[1] != ng ||
+        (rows_want > 0 && p->dims[0] != rows_want))
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s/%s: %s: packed/scales are not U8 [out, %lld] / F16 [out, %lld] for "
+                            "in_features %lld, group_size %lld",
+                            r->dir, file, base, (long long)w4w_packed_cols(cols), (long long)ng,
+                            (long long)cols, (long long)r->man.group_size);
+    if (!(t = add_tensor(r)))
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+    snprintf(t->name, sizeof t->name, "%s", canon);
+    t->a = p;
+    t->s = s;
+    t->n_dims = 2;
+    t->dims[0] = t->rows = p->dims[0];
+    t->dims[1] = t->cols = cols;
+    t->ng = ng;
+    return QB_OK;
+}
+
+static qb_status open_set(w4r_reader *r, const char *file, qb_st_set **out)
+{
+    char path[4096];
+    qb_status rc;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", r->dir, file) >= sizeof path)
+        return r->h->set_error(r->h, QB_E_INVALID, "%s: path too long", r->dir);
+    rc = r->h->safetensors->open_file(r->h, path, out);
+    if (rc == QB_OK)
+        r->sets[r->n_sets++] = *out;
+    return rc;
+}
+
+/* Maps one layer file; every tensor in it must be a role of the
+ * architecture, every required role present. */
+static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4r_dims *d)
+{
+    const qb_host *h = r->h;
+    const qb_st_api *api = h->safetensors;
+    const w4w_arch *a = r->man.arch;
+    qb_st_set *set;
+    size_t i, k, cnt, used = 0;
+    char canon[192], n[256];
+    qb_status rc = open_set(r, file, &set);
+    if (rc != QB_OK)
+        return rc;
+    cnt = api->count(set);
+    for (k = 0; k < a->n_roles; k++) {
+        const w4w_role *role = &a->roles[k];
+        if (role->kind == W4W_ROLE_LINEAR) {
+            int64_t cols = role->in == W4W_IN_INTER ? d->inter
+                           : role->in == W4W_IN_HEADS ? d->heads_x_dim
+                                                      : d->hidden;
+            const qb_st_tensor *b;
+            int64_t rows;
+            snprintf(canon, sizeof canon, "model.layers.%lld.%s.weight", (long long)l, role->path);
+            rc = add_linear(r, file, set, role->path, canon, cols, 0);
+            if (rc != QB_OK)
+                return rc;
+            used += 2;
+            rows = r->t[r->n - 1].rows;
+            snprintf(n, sizeof n, "%s.bias", role->path);
+            b = api->find(set, n);
+            if (b && role->bias == W4W_BIAS_NONE)
+                continue; /* counted as unknown below */
+            if (!b && role->bias == W4W_BIAS_REQUIRED)
+                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
+            if (b) {
+                snprintf(canon, sizeof canon, "model.layers.%lld.%s.bias", (long long)l, role->path);
+                if ((rc = add_f16(r, file, b, canon, 1, rows, 0)) != QB_OK)
+                    return rc;
+                used++;
+            }
+        } else {
+            const qb_st_tensor *w;
+            snprintf(n, sizeof n, "%s.weight", role->path);
+            w = api->find(set, n);
+            if (!w)
+                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
+            snprintf(canon, sizeof canon, "model.layers.%lld.%s.weight", (long long)l, role->path);
+            if ((rc = add_f16(r, file, w, canon, 1, role->hidden_sized ? d->hidden : 0, 0)) != QB_OK)
+                return rc;
+            used++;
+        }
+    }
+    if (used != cnt) {
+        /* name the first tensor that no role claimed */
+        for (i = 0; i < cnt; i++) {
+            const qb_st_tensor *st = api->tensor(set, i);
+            int claimed = 0;
+            for (k = 0; k < r->n && !claimed; k++)
+                claimed = r->t[k].a == st || r->t[k].s == st;
+            if (!claimed)
+                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: unknown tensor for architecture %s",
+                                    r->dir, file, st->name, a->model_type);
+        }
+    }
+    return QB_OK;
+}
+
+static qb_status map_single(w4r_reader *r, const char *file, const char *tname, const char *canon,
+                            uint32_t nd, int64_t d0, int64_t d1)
+{
+    qb_st_set *set;
+    const qb_st_tensor *st;
+    qb_status rc = open_set(r, file, &set);
+    if (rc != QB_OK)
+        return rc;
+    if (r->h->safetensors->count(set) != 1 || !(st = r->h->safetensors->find(set, tname)))
+        return r->h->set_error(r->h, QB_E_FORMAT, "%s/%s: must hold exactly %s", r->dir, file, tname);
+    return add_f16(r, file, st, canon, nd, d0, d1);
+}
+
+static void reader_free(w4r_reader *r)
+{
+    size_t i;
+    if (!r)
+        return;
+    for (i = 0; i < r->n_sets; i++)
+        r->h->safetensors->close(r->sets[i]);
+    free(r->sets);
+    free(r->t);
+    r->h->free(r->h, r->config);
+    r->h->free(r->h, r->gen);
+    free(r->dir);
+    free(r);
+}
+
+static qb_status w4r_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
+{
+    const qb_host *h = ((const w4w_ctx *)ctx)->host;
+    w4r_reader *r = NULL;
+    cJSON *cfg = NULL;
+    const cJSON *tie, *mt;
+    char file[64], p[4096];
+    size_t len;
+    w4r_dims d;
+    int64_t l, heads, head_dim, m;
+    int digits;
+    qb_status rc = QB_OK;
+
+    (void)params;
+    *out = NULL;
+    r = calloc(1, sizeof *r);
+    if (!r || !(r->dir = strdup(path))) {
+        free(r);
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+    }
+    r->h = h;
+    len = strlen(r->dir);
+    while (len > 1 && r->dir[len - 1] == '/')
+        r->dir[--len] = '\0';
+    if ((rc = w4w_manifest_read(h, r->dir, &r->man)) != QB_OK)
+        goto out;
+    snprintf(p, sizeof p, "%s/config.json", r->dir);
+    if ((rc = h->read_small_file(h, p, W4W_CONFIG_MAX, &r->config, &len)) != QB_OK)
+        goto out;
+    snprintf(p, sizeof p, "%s/generation_config.json", r->dir);
+    rc = h->read_small_file(h, p, W4W_CONFIG_MAX, &r->gen, &len);
+    if (rc == QB_E_NOT_FOUND)
+        rc = QB_OK;
+    if (rc != QB_OK)
+        goto out;
+    cfg = cJSON_Parse(r->config);
+    mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
+    d.hidden = cfg_int(cfg, "hidden_size");
+    d.inter = cfg_int(cfg, "intermediate_size");
+    d.vocab = cfg_int(cfg, "vocab_size");
+    heads = cfg_int(cfg, "num_attention_heads");
+    head_dim = cJSON_GetObjectItemCaseSensitive(cfg, "head_dim") ? cfg_int(cfg, "head_dim")
+               : heads > 0 && d.hidden > 0                         ? d.hidden / heads
+                                                                   : -1;
+    d.heads_x_dim = heads > 0 && head_dim > 0 ? heads * head_dim : -1;
+    if (!cJSON_IsObject(cfg) || !cJSON_IsString(mt) || strcmp(mt->valuestring, r->man.arch->model_type) ||
+        cfg_int(cfg, "num_hidden_layers") != r->man.n_layers || (tie && !cJSON_IsBool(tie)) ||
+        (tie && cJSON_IsTrue(tie) != r->man.tied) || d.hidden < 1 || d.inter < 1 || d.vocab < 1 ||
+        d.heads_x_dim < 1) {
+        rc = h->set_error(h, QB_E_MISMATCH,
+                          "%s/config.json: model_type, num_hidden_layers, tie_word_embeddings, "
+                          "hidden_size, intermediate_size, vocab_size or heads missing or disagree "
+                          "with manifest.json",
+                          r->dir);
+        goto out;
+    }
+    r->sets = calloc((size_t)r->man.n_layers + 3, sizeof *r->sets);
+    if (!r->sets) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+        goto out;
+    }
+    if ((rc = map_single(r, "embed.safetensors", "embed_tokens.weight", "model.embed_tokens.weight", 2,
+                         d.vocab, d.hidden)) != QB_OK)
+        goto out;
+    digits = 2;
+    for (m = 100; r->man.n_layers - 1 >= m; m *= 10)
+        digits++;
+    for (l = 0; l < r->man.n_layers; l++) {
+        snprintf(file, sizeof file, "layer_%0*d.safetensors", digits & 7, (int)l);
+        if ((rc = map_layer(r, l, file, &d)) != QB_OK)
+            goto out;
+    }
+    if ((rc = map_single(r, "norm.safetensors", "norm.weight", "model.norm.weight", 1, d.hidden, 0)) !=
+        QB_OK)
+        goto out;
+    if (!r->man.tied && !r->man.quantized_head) {
+        rc = map_single(r, "lm_head.safetensors", "lm_head.weight", "lm_head.weight", 2, d.vocab,
+                        d.hidden);
+    } else if (!r->man.tied) {
+        qb_st_set *set;
+        if ((rc = open_set(r, "lm_head.safetensors", &set)) == QB_OK) {
+            if (h->safetensors->count(set) != 2)
+                rc = h->set_error(h, QB_E_FORMAT, "%s/lm_head.safetensors: must hold exactly "
+                                  "lm_head.packed and lm_head.scales", r->dir);
+            else
+                rc = add_linear(r, "lm_head.safetensors", set, "lm_head", "lm_head.weight", d.hidden,
+                                d.vocab);
+        }
+    }
+    if (rc != QB_OK)
+        goto out;
+    snprintf(r->encoding, sizeof r->encoding, "sm86-w4a16 int4 g%lld sym", (long long)r->man.group_size);
+    snprintf(r->summary, sizeof r->summary, "sm86-w4a16 v1, int4 g%lld, %lld layers%s%s",
+             (long long)r->man.group_size, (long long)r->man.n_layers, r->man.tied ? ", tied" : "",
+             r->man.quantized_head ? ", quantized lm_head" : "");
+    *out = r;
+    r = NULL;
+out:
+    cJSON_Delete(cfg);
+    reader_free(r);
+    return rc;
+}
+
+static void w4r_close(qb_reader_handle hr)
+{
+    reader_free(hr);
+}
+
+static qb_status w4r_model_info(qb_reader_handle hr, qb_model_info *out)
+{
+    w4r_reader *r = hr;
+    out->architecture = r->man.arch->model_type;
+    out->config_json = r->config;
+    out->generation_config_json = r->gen;
+    out->n_tensors = r->n;
+    out->source_format = W4W_PLUGIN_NAME;
+    out->source_summary = r->summary;
+    out->tokenizer_dir = r->dir;
+    out->chat_template = NULL;
+    return QB_OK;
+}
+
+static qb_status w4r_tensor_info(qb_reader_handle hr, size_t i, qb_tensor_info *out)
+{
+    w4r_reader *r = hr;
+    const w4r_tensor *t;
+    if (i >= r->n)
+        return r->h->set_error(r->h, QB_E_RANGE, "%s: tensor index %zu of %zu", r->dir, i, r->n);
+    t = &r->t[i];
+    out->name = t->name;
+    out->n_dims = t->n_dims;
+    memset(out->dims, 0, sizeof out->dims);
+    out->dims[0] = t->dims[0];
+    out->dims[1] = t->dims[1];
+    out->source_dtype = t->s ? QB_DT_QUANTIZED : QB_DT_F16;
+    out->source_encoding = t->s ? r->encoding : "f16";
+    out->has_grid = t->s != NULL;
+    return QB_OK;
+}
+
+static qb_status check_range(const w4r_reader *r, size_t i, int64_t row0, int64_t n)
+{
+    if (i >= r->n || row0 < 0 || n < 0 || row0 > r->t[i].rows - n)
+        return r->h->set_error(r->h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside the tensor",
+                               r->dir, i < r->n ? r->t[i].name : "?", (long long)row0, (long long)n);
+    return QB_OK;
+}
+
+static qb_status w4r_read_rows(qb_reader_handle hr, size_t i, int64_t row0, int64_t n, float *dst)
+{
+    w4r_reader *r = hr;
+    const w4r_tensor *t;
+    int64_t k, c;
+    qb_status rc = check_range(r, i, row0, n);
+    if (rc != QB_OK)
+        return rc;
+    t = &r->t[i];
+    if (!t->s) {
+        const uint8_t *src = t->a->data + (size_t)(row0 * t->cols) * 2;
+        for (k = 0; k < n * t->cols; k++) {
+            uint16_t v;
+            memcpy(&v, src + 2 * k, 2); /* mapped data may be unaligned */
+            dst[k] = qb_f16_to_f32(v);
+        }
+        return QB_OK;
+    }
+    for (k = 0; k < n; k++) {
+        const uint8_t *p = t->a->data + (size_t)((row0 + k) * w4w_packed_cols(t->cols));
+        const uint8_t *s = t->s->data + (size_t)((row0 + k) * t->ng) * 2;
+        float *o = dst + k * t->cols;
+        for (c = 0; c < t->cols; c++) {
+            uint16_t sv;
+            unsigned b = p[c / 2];
+            int q = (int)((c & 1) ? (b >> 4) : (b & 0xfu)) - 8;
+            memcpy(&sv, s + 2 * (c / r->man.group_size), 2);
+            o[c] = (float)q * qb_f16_to_f32(sv);
+        }
+    }
+    return QB_OK;
+}
+
+static qb_status w4r_grid_info(qb_reader_handle hr, size_t i, qb_grid_info *out)
+{
+    w4r_reader *r = hr;
+    if (i >= r->n)
+        return r->h->set_error(r->h, QB_E_RANGE, "%s: tensor index %zu", r->dir, i);
+    if (!r->t[i].s)
+        return QB_E_UNSUPPORTED;
+    out->bits = 4;
+    out->n_groups = (uint32_t)r->t[i].ng;
+    out->group_size = r->man.group_size;
+    out->col_group = NULL;
+    out->symmetric = 1;
+    out->scale_dtype = QB_DT_F16;
+    return QB_OK;
+}
+
+static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int64_t n, qb_grid_rows *out)
+{
+    w4r_reader *r = hr;
+    const w4r_tensor *t;
+    int64_t k, c, g;
+    qb_status rc = check_range(r, i, row0, n);
+    if (rc != QB_OK)
+        return rc;
+    t = &r->t[i];
+    if (!t->s)
+        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s has no integer grid", r->dir, t->name);
+    for (k = 0; k < n; k++) {
+        const uint8_t *p = t->a->data + (size_t)((row0 + k) * w4w_packed_cols(t->cols));
+        const uint8_t *s = t->s->data + (size_t)((row0 + k) * t->ng) * 2;
+        for (c = 0; c < t->cols; c++)
+            out->codes[k * t->cols + c] = (uint8_t)((c & 1) ? (p[c / 2] >> 4) : (p[c / 2] & 0xfu));
+        for (g = 0; g < t->ng; g++) {
+            uint16_t sv;
+            memcpy(&sv, s + 2 * g, 2);
+            out->scales[k * t->ng + g] = qb_f16_to_f32(sv);
+            out->zeros[k * t->ng + g] = 8;
+        }
+    }
+    return QB_OK;
+}
+
+const qb_reader_vtable w4w_reader_vtable = {
+    sizeof(qb_reader_vtable), w4r_probe,     w4r_open,      w4r_close,     w4r_model_info,
+    w4r_tensor_info,          w4r_read_rows, w4r_grid_info, w4r_read_grid,
+};
