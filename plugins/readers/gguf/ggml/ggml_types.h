@@ -9,8 +9,11 @@
  *
  * Exactness: gguf_ggml_dequantize_row produces the same fp32 bits as ggml's
  * own scalar dequantize_row_<type> for the same bytes (same float operations
- * in the same order), so a GGUF tensor decodes here exactly as llama.cpp's
- * reference path decodes it.
+ * in the same order, never fused into FMAs), so a GGUF tensor decodes here
+ * exactly as llama.cpp's reference path decodes it. Q8_1 has no ggml
+ * decoder (a dot-product intermediate): it decodes as qs[e] * d, like Q8_0.
+ * NaN outputs (only from NaN/Inf scales) are NaN; their sign/payload match
+ * ggml built with GCC, which IEEE 754 leaves unspecified.
  *
  * Threading: everything here is pure and reentrant; the tables are const.
  * Nothing allocates.
