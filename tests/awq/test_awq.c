@@ -14,6 +14,7 @@
 #include "awq_open.h"
 #include "gen_gptq.h"
 #include "qbt_fake_host.h"
+#include "qbt_st_writer.h"
 #include "qlr_check.h"
 
 static char *tmp;
@@ -43,7 +44,7 @@ static qbt_awq_spec spec(int gemv, int zp, int64_t gs)
     return s;
 }
 
-static qlr_model *open_and_check(const qbt_awq_spec *s)
+static qlr_model *open_and_check_n(const qbt_awq_spec *s, int n_quant)
 {
     qbt_qmodel *truth = NULL;
     qlr_model *m = NULL;
@@ -51,10 +52,15 @@ static qlr_model *open_and_check(const qbt_awq_spec *s)
     ck_assert_int_eq(qbt_awq_write(tmp, s, &truth), 0);
     st = awq_open_model(qbt_fake_host(), tmp, &m);
     ck_assert_msg(st == QB_OK, "open failed: %d %s", st, qbt_fake_last_error());
-    ck_assert_int_eq(qlr_check_against_truth(m, truth), 14);
+    ck_assert_int_eq(qlr_check_against_truth(m, truth), n_quant);
     ck_assert_str_eq(m->source_format, "awq");
     qbt_qmodel_free(truth);
     return m;
+}
+
+static qlr_model *open_and_check(const qbt_awq_spec *s)
+{
+    return open_and_check_n(s, 14);
 }
 
 static const char *enc_of(const qlr_model *m, const char *name)
@@ -140,6 +146,31 @@ START_TEST(gemv_g32_and_g128)
     tmp = qbt_tmpdir("awq");
     s = spec(1, 0, 128);
     qlr_model_free(open_and_check(&s));
+}
+END_TEST
+
+START_TEST(modules_to_not_convert)
+{
+    qbt_awq_spec s = spec(0, 1, 64);
+    qlr_model *m;
+    s.skip = "layers.0.mlp.down_proj";
+    m = open_and_check_n(&s, 13);
+    ck_assert_str_eq(enc_of(m, "model.layers.0.mlp.down_proj.weight"), "f16");
+    qlr_model_free(m);
+}
+END_TEST
+
+START_TEST(quantized_module_listed_as_not_converted)
+{
+    qbt_awq_spec s = spec(0, 1, 128);
+    qlr_model *m = (qlr_model *)1;
+    ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
+    ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": true, "
+                                                 "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\", "
+                                                 "\"modules_to_not_convert\": [\"down_proj\"]}"),
+                     0);
+    ck_assert_int_eq(awq_open_model(qbt_fake_host(), tmp, &m), QB_E_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "mlp.down_proj.qweight"));
 }
 END_TEST
 
@@ -230,6 +261,8 @@ int main(void)
     tcase_add_test(g, gemv_g64_zero_point_sharded);
     tcase_add_test(g, gemv_g32_and_g128);
     tcase_add_test(g, accepts_uppercase_gemm);
+    tcase_add_test(g, modules_to_not_convert);
+    tcase_add_test(b, quantized_module_listed_as_not_converted);
     tcase_add_test(b, refuses_versions_by_name);
     tcase_add_test(b, zero_point_false_but_zeros_not_8);
     tcase_add_test(b, group_size_disagrees_with_scales);

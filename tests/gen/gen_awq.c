@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <quantbridge/qb_half.h>
+
 #include "gen_gptq.h"
 #include "qbt_st_writer.h"
 
@@ -102,8 +104,9 @@ int qbt_awq_write(const char *dir, const qbt_awq_spec *sp, qbt_qmodel **truth)
         goto out;
     snprintf(qc, sizeof(qc),
              "{\n    \"quant_method\": \"awq\",\n    \"zero_point\": %s,\n    \"group_size\": %lld,\n"
-             "    \"bits\": 4,\n    \"version\": \"%s\",\n    \"modules_to_not_convert\": null\n  }",
-             sp->zero_point ? "true" : "false", (long long)sp->group_size, ver);
+             "    \"bits\": 4,\n    \"version\": \"%s\",\n    \"modules_to_not_convert\": %s%s%s\n  }",
+             sp->zero_point ? "true" : "false", (long long)sp->group_size, ver, sp->skip ? "[\"" : "null",
+             sp->skip ? sp->skip : "", sp->skip ? "\"]" : "");
     if (qbt_write_llama_config(dir, qc))
         goto out;
     for (i = 0; i < m->n_dense; i++) {
@@ -112,9 +115,28 @@ int qbt_awq_write(const char *dir, const qbt_awq_spec *sp, qbt_qmodel **truth)
                               d->dims, d->data, d->n_bytes))
             goto out;
     }
-    for (i = 0; i < m->n_lin; i++)
-        if (awq_write_lin(w[two && strstr(m->lin[i].name, "layers.1.") ? 1 : 0], &m->lin[i], sp))
+    for (i = 0; i < m->n_lin; i++) {
+        qbt_qlin *l = &m->lin[i];
+        qbt_st_writer *ws = w[two && strstr(l->name, "layers.1.") ? 1 : 0];
+        if (sp->skip && strstr(l->name, sp->skip)) {
+            /* modules_to_not_convert: the linear stays an fp16 weight */
+            char name[160];
+            int64_t dims[2] = {l->N, l->K}, e;
+            qbt_rng r = {sp->seed + i};
+            l->quantized = 0;
+            l->dense = malloc((size_t)(l->N * l->K) * 2);
+            if (!l->dense)
+                goto out;
+            for (e = 0; e < l->N * l->K; e++)
+                l->dense[e] = qb_f32_to_f16((float)(0.02 * qbt_rng_normal(&r)));
+            snprintf(name, sizeof(name), "%s.weight", l->name);
+            if (qbt_st_writer_add(ws, name, "F16", 2, dims, l->dense, (size_t)(l->N * l->K) * 2))
+                goto out;
+            continue;
+        }
+        if (awq_write_lin(ws, l, sp))
             goto out;
+    }
     if (!two) {
         snprintf(path, sizeof(path), "%s/model.safetensors", dir);
         rc = qbt_st_writer_save(w[0], path);

@@ -333,9 +333,88 @@ static void gptq_pack_stream(const uint32_t *vals, int64_t count, int bits, uint
     }
 }
 
+/* GPTQModel pack_dtype (gptqmodel/nn_modules/qlinear/__init__.py
+ * pack_cols / _register_gptq_buffers): the same sequential rule with
+ * pf = word_bits / bits values per word, ceil(count / pf) words. Writes
+ * words little-endian into out at word stride `stride` (in words). */
+static void gptq_pack_wide(const uint32_t *vals, int64_t count, int bits, uint32_t W, uint8_t *out,
+                           uint64_t first, uint64_t stride)
+{
+    int64_t pf = W / bits, nw = (count + pf - 1) / pf, w, j;
+    uint32_t b;
+    for (w = 0; w < nw; w++) {
+        uint64_t v = 0, at = (first + (uint64_t)w * stride) * (W / 8);
+        for (j = 0; j < pf && w * pf + j < count; j++)
+            v |= (uint64_t)vals[w * pf + j] << (bits * j);
+        for (b = 0; b < W / 8; b++)
+            out[at + b] = (uint8_t)(v >> (8 * b));
+    }
+}
+
+static const char *gptq_word_dtype(uint32_t W)
+{
+    return W == 8 ? "I8" : W == 16 ? "I16" : W == 64 ? "I64" : "I32";
+}
+
 static int64_t gptq_words(int64_t count, int bits)
 {
     return bits == 3 ? count / 32 * 3 : (count * bits + 31) / 32;
+}
+
+/* gptq_write_lin for a pack_dtype other than int32 (col: K or N scratch). */
+static int gptq_write_wide(gen_out *o, const qbt_qlin *l, const qbt_gptq_spec *sp, uint32_t *col,
+                           int with_gidx)
+{
+    uint32_t W = (uint32_t)sp->word_bits;
+    int64_t N = l->N, K = l->K, G = l->G, n, k, g, pf = W / l->bits;
+    int64_t kw = (K + pf - 1) / pf, zw = (N + pf - 1) / pf;
+    uint8_t *qweight = calloc((size_t)(kw * N), W / 8), *qzeros = calloc((size_t)(G * zw), W / 8);
+    uint16_t *scales = malloc((size_t)(G * N) * 2);
+    char name[192];
+    int64_t dims[2];
+    int rc = -1, sshard = o->n_shards > 1 ? 1 : 0;
+    if (!qweight || !qzeros || !scales)
+        goto out;
+    for (n = 0; n < N; n++) {
+        for (k = 0; k < K; k++)
+            col[k] = l->codes[n * K + k];
+        gptq_pack_wide(col, K, l->bits, W, qweight, (uint64_t)n, (uint64_t)N);
+    }
+    for (g = 0; g < G; g++) {
+        for (n = 0; n < N; n++) {
+            /* v1 stores zero - 1 masked to the field (GPTQModel pack) */
+            col[n] = ((uint32_t)l->zeros[n * G + g] - (sp->v2 ? 0u : 1u)) & ((1u << l->bits) - 1);
+            scales[g * N + n] = l->scales[n * G + g];
+        }
+        gptq_pack_wide(col, N, l->bits, W, qzeros, (uint64_t)(g * zw), 1);
+    }
+    snprintf(name, sizeof(name), "%s.qweight", l->name);
+    dims[0] = kw;
+    dims[1] = N;
+    if (gen_add(o, 0, name, gptq_word_dtype(W), 2, dims, qweight, (size_t)(kw * N) * (W / 8)))
+        goto out;
+    snprintf(name, sizeof(name), "%s.qzeros", l->name);
+    dims[0] = G;
+    dims[1] = zw;
+    if (gen_add(o, 0, name, gptq_word_dtype(W), 2, dims, qzeros, (size_t)(G * zw) * (W / 8)))
+        goto out;
+    snprintf(name, sizeof(name), "%s.scales", l->name);
+    dims[0] = G;
+    dims[1] = N;
+    if (gen_add(o, sshard, name, "F16", 2, dims, scales, (size_t)(G * N) * 2))
+        goto out;
+    if (with_gidx) {
+        snprintf(name, sizeof(name), "%s.g_idx", l->name);
+        dims[0] = K;
+        if (gen_add(o, 0, name, "I32", 1, dims, l->g_idx, (size_t)K * 4))
+            goto out;
+    }
+    rc = 0;
+out:
+    free(qweight);
+    free(qzeros);
+    free(scales);
+    return rc;
 }
 
 /* Writes qweight/qzeros/scales/g_idx of one linear. pack_bits != l->bits
@@ -354,6 +433,10 @@ static int gptq_write_lin(gen_out *o, const qbt_qlin *l, const qbt_gptq_spec *sp
     uint32_t vmask = (1u << pack_bits) - 1;
     if (!col || !cw || !qweight || !qzeros || !scales)
         goto out;
+    if (sp->word_bits && sp->word_bits != 32) {
+        rc = gptq_write_wide(o, l, sp, col, with_gidx);
+        goto out;
+    }
     for (n = 0; n < N; n++) {
         for (k = 0; k < K; k++)
             col[k] = l->codes[n * K + k] & vmask;

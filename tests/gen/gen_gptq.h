@@ -84,6 +84,7 @@ typedef struct qbt_gptq_spec {
     int side_file;      /* also write quantize_config.json */
     int broken;         /* QBT_BROKEN_* */
     uint64_t seed;
+    int word_bits;      /* GPTQModel pack_dtype: 8, 16, 32 (0 = 32) or 64; bits 2/4/8 only */
 } qbt_gptq_spec;
 
 /* Writes a GPTQ checkpoint into existing directory `dir`; *truth (when not
@@ -98,6 +99,7 @@ typedef struct qbt_awq_spec {
     const char *version; /* written version string; NULL = from gemv */
     int n_shards;
     uint64_t seed;
+    const char *skip;    /* modules_to_not_convert entry; matching linears written dense F16 */
 } qbt_awq_spec;
 
 /* Writes an AWQ checkpoint into existing directory `dir` (see gen_awq.c). */

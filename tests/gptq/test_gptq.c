@@ -208,6 +208,22 @@ START_TEST(gptq8_g128_sym_v1_act_order)
 }
 END_TEST
 
+START_TEST(gptq_pack_dtype_words)
+{
+    /* GPTQModel pack_dtype: int16 / int8 / int64 storage words */
+    qbt_gptq_spec a = spec(4, 32, 1, 0), b = spec(2, 64, 0, 1), c = spec(8, 128, 1, 1);
+    qlr_model *m;
+    a.word_bits = 16;
+    m = open_and_check(&a, GPTQ_OPT_AUTO, 14);
+    ck_assert_int_eq(m->t[qlr_check_find(m, "model.layers.0.self_attn.q_proj.weight")].qweight->dtype, QB_DT_I16);
+    qlr_model_free(m);
+    b.word_bits = 8;
+    qlr_model_free(open_and_check(&b, GPTQ_OPT_AUTO, 14));
+    c.word_bits = 64;
+    qlr_model_free(open_and_check(&c, GPTQ_OPT_AUTO, 14));
+}
+END_TEST
+
 START_TEST(gptq4_sharded_side_file)
 {
     /* every .scales in the other shard than its qweight; quantize_config.json too */
@@ -401,6 +417,7 @@ int main(void)
     tcase_add_test(g, gptq8_per_channel_asym_v2);
     tcase_add_test(g, gptq8_g128_sym_v1_act_order);
     tcase_add_test(g, gptq4_sharded_side_file);
+    tcase_add_test(g, gptq_pack_dtype_words);
     tcase_add_test(g, gptq_dynamic_overrides);
     tcase_add_test(g, gptq_option_overrides_data_with_warning);
     tcase_add_test(b, broken_desc_act_without_g_idx);
