@@ -381,6 +381,217 @@ START_TEST(test_unknown_tensor_cli)
 }
 END_TEST
 
+/* ---- reading the format back (sm86-w4a16 reader) ---- */
+
+static void gen_and_convert(const char *arch, int tied, const char *extra, char *src, char *out,
+                            size_t len)
+{
+    qbt_hfd_spec spec;
+    char args[2048], err[4096];
+    memset(&spec, 0, sizeof spec);
+    spec.arch = arch;
+    spec.dtype = "bf16";
+    spec.layers = 2;
+    spec.hidden = 128;
+    spec.intermediate = 320;
+    spec.vocab = 256;
+    spec.tied = tied;
+    spec.shards = 1;
+    spec.seed = 21;
+    ck_assert_int_eq(qbt_hfd_spec_check(&spec), 0);
+    snprintf(src, len, "%s/src-%s", g_tmp, arch);
+    snprintf(out, len, "%s/w4-%s", g_tmp, arch);
+    ck_assert_int_eq(qbt_hfd_write(&spec, src), 0);
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' %s", src, out, extra);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "convert failed: %s", err);
+}
+
+static int same_file(const char *a_dir, const char *b_dir, const char *name)
+{
+    w4t_file a, b;
+    int same;
+    ck_assert_int_eq(load_file(a_dir, name, &a), 0);
+    ck_assert_int_eq(load_file(b_dir, name, &b), 0);
+    same = a.len == b.len && memcmp(a.data, b.data, a.len) == 0;
+    free(a.data);
+    free(b.data);
+    return same;
+}
+
+/* W4A16 -> W4A16: the reader's grid is repacked exactly, so every tensor
+ * file comes out byte-identical and the manifest says exact everywhere
+ * (which the writer only claims after comparing the reader's dense rows
+ * with its grid bit for bit). */
+static void round_trip(const char *arch, int tied, const char *extra)
+{
+    char src[700], out[700], out2[800], args[2048], err[4096], f[64];
+    w4t_file mf;
+    cJSON *man, *e;
+    int l, n = 0;
+    gen_and_convert(arch, tied, extra, src, out, sizeof src);
+    snprintf(out2, sizeof out2, "%s/again-%s", g_tmp, arch);
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' %s", out, out2, extra);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "re-convert failed: %s", err);
+    ck_assert(same_file(out, out2, "embed.safetensors"));
+    ck_assert(same_file(out, out2, "norm.safetensors"));
+    for (l = 0; l < 2; l++) {
+        snprintf(f, sizeof f, "layer_%02d.safetensors", l);
+        ck_assert_msg(same_file(out, out2, f), "%s differs after a round trip", f);
+    }
+    if (!tied)
+        ck_assert(same_file(out, out2, "lm_head.safetensors"));
+    ck_assert_int_eq(load_file(out2, "manifest.json", &mf), 0);
+    man = cJSON_Parse((const char *)mf.data);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(man, "source"), "reader")->valuestring,
+                     "sm86-w4a16");
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(man, "tensors"))
+    {
+        ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItem(e, "exact")), "%s not exact", e->string);
+        ck_assert(cJSON_GetObjectItem(e, "rel_rmse")->valuedouble == 0.0);
+        n++;
+    }
+    ck_assert_int_eq(n, 14 + (strstr(extra, "quantized") ? 1 : 0));
+    cJSON_Delete(man);
+    free(mf.data);
+}
+
+START_TEST(test_round_trip_qwen2)
+{
+    round_trip("qwen2", 0, "");
+}
+END_TEST
+
+START_TEST(test_round_trip_gemma2_tied_g64)
+{
+    round_trip("gemma2", 1, "--group-size 64");
+}
+END_TEST
+
+START_TEST(test_round_trip_quantized_head)
+{
+    round_trip("llama", 0, "--option lm_head=quantized");
+}
+END_TEST
+
+START_TEST(test_inspect_output)
+{
+    char src[700], out[700], args[2048], err[4096], cmd[2048], buf[65536];
+    FILE *p;
+    size_t n;
+    gen_and_convert("qwen3", 0, "", src, out, sizeof src);
+    snprintf(args, sizeof args, "inspect '%s'", out);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "inspect failed: %s", err);
+    snprintf(cmd, sizeof cmd, "'%s' inspect '%s' 2>&1", getenv("QB_TEST_BIN"), out);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = '\0';
+    pclose(p);
+    ck_assert_msg(strstr(buf, "sm86-w4a16") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "model.layers.1.self_attn.k_norm.weight") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "model.layers.0.mlp.down_proj.weight") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "lm_head.weight") != NULL, "%s", buf);
+}
+END_TEST
+
+/* Rewrites dir/name with one substring replaced (must occur). */
+static void edit_file(const char *dir, const char *name, const char *from, const char *to)
+{
+    w4t_file f;
+    char path[1024], *hit;
+    FILE *fp;
+    ck_assert_int_eq(load_file(dir, name, &f), 0);
+    hit = strstr((char *)f.data, from);
+    ck_assert_msg(hit != NULL, "%s lacks '%s'", name, from);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    fp = fopen(path, "wb");
+    fwrite(f.data, 1, (size_t)(hit - (char *)f.data), fp);
+    fputs(to, fp);
+    fputs(hit + strlen(from), fp);
+    fclose(fp);
+    free(f.data);
+}
+
+static void expect_refused(const char *dir, const char *needle1, const char *needle2)
+{
+    char args[2048], err[4096], out2[800];
+    struct stat st;
+    snprintf(args, sizeof args, "inspect '%s'", dir);
+    ck_assert_int_eq(run_tool(args, err, sizeof err), 1);
+    ck_assert_msg(strstr(err, needle1) && strstr(err, needle2), "stderr lacks '%s'/'%s': %s", needle1,
+                  needle2, err);
+    snprintf(out2, sizeof out2, "%s/refused-out", g_tmp);
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s'", dir, out2);
+    ck_assert_int_eq(run_tool(args, err, sizeof err), 1);
+    ck_assert_int_ne(stat(out2, &st), 0);
+}
+
+START_TEST(test_reader_refusals)
+{
+    char src[700], out[700], path[1024];
+    FILE *fp;
+    w4t_file f;
+    gen_and_convert("llama", 0, "", src, out, sizeof src);
+
+    /* one flipped nibble in a layer file: the digest no longer matches */
+    ck_assert_int_eq(load_file(out, "layer_01.safetensors", &f), 0);
+    f.data[f.len - 1000] ^= 0x10;
+    snprintf(path, sizeof path, "%s/layer_01.safetensors", out);
+    fp = fopen(path, "wb");
+    fwrite(f.data, 1, f.len, fp);
+    fclose(fp);
+    expect_refused(out, "layer_01.safetensors", "SHA-256");
+    f.data[f.len - 1000] ^= 0x10;
+    fp = fopen(path, "wb");
+    fwrite(f.data, 1, f.len, fp);
+    fclose(fp);
+
+    /* a byte appended: the size no longer matches */
+    snprintf(path, sizeof path, "%s/norm.safetensors", out);
+    fp = fopen(path, "ab");
+    fputc(' ', fp);
+    fclose(fp);
+    expect_refused(out, "norm.safetensors", "bytes");
+    free(f.data);
+}
+END_TEST
+
+static void sha_hex(const char *dir, const char *name, char hex[65])
+{
+    w4t_file f;
+    uint8_t sha[32];
+    int i;
+    ck_assert_int_eq(load_file(dir, name, &f), 0);
+    w4t_sha256(f.data, f.len, sha);
+    for (i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+    free(f.data);
+}
+
+START_TEST(test_reader_refuses_unknown_feature_and_version)
+{
+    char src[700], out[700], old_hex[65], new_hex[65];
+    gen_and_convert("mistral", 1, "", src, out, sizeof src);
+    edit_file(out, "manifest.json", "\"features\":\t[]", "\"features\":\t[\"sparse_rows\"]");
+    expect_refused(out, "manifest.json", "feature 'sparse_rows'");
+    edit_file(out, "manifest.json", "\"features\":\t[\"sparse_rows\"]", "\"features\":\t[]");
+    edit_file(out, "manifest.json", "\"format_version\":\t1", "\"format_version\":\t2");
+    expect_refused(out, "manifest.json", "format_version 2");
+    edit_file(out, "manifest.json", "\"format_version\":\t2", "\"format_version\":\t1");
+    /* config.json is covered by its digest ... */
+    sha_hex(out, "config.json", old_hex);
+    edit_file(out, "config.json", "\"num_hidden_layers\":\t2", "\"num_hidden_layers\":\t3");
+    expect_refused(out, "config.json", "SHA-256");
+    /* ... and, with a matching digest, checked against the manifest */
+    sha_hex(out, "config.json", new_hex);
+    edit_file(out, "manifest.json", old_hex, new_hex);
+    expect_refused(out, "config.json", "num_hidden_layers");
+    /* a manifest whose layer count needs a file it does not list */
+    edit_file(out, "manifest.json", "\"num_layers\":\t2", "\"num_layers\":\t3");
+    expect_refused(out, "manifest.json", "layer_02.safetensors");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-e2e");
@@ -393,6 +604,12 @@ static Suite *suite(void)
     tcase_add_test(tc, test_mistral_absmax_exact_codes);
     tcase_add_test(tc, test_qwen3_search_g32);
     tcase_add_test(tc, test_unknown_tensor_cli);
+    tcase_add_test(tc, test_round_trip_qwen2);
+    tcase_add_test(tc, test_round_trip_gemma2_tied_g64);
+    tcase_add_test(tc, test_round_trip_quantized_head);
+    tcase_add_test(tc, test_inspect_output);
+    tcase_add_test(tc, test_reader_refusals);
+    tcase_add_test(tc, test_reader_refuses_unknown_feature_and_version);
     suite_add_tcase(s, tc);
     return s;
 }
