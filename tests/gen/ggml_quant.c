@@ -231,6 +231,24 @@ static void pack_k4_scales(const int *ls, const int *lm, uint8_t *s)
     }
 }
 
+void qbt_ggml_q4_k_from_codes(const uint8_t codes[256], const uint8_t sc[8], const uint8_t m[8],
+                              uint16_t d_f16, uint16_t dmin_f16, uint8_t out[144])
+{
+    int ls[8], lm[8];
+    for (int j = 0; j < 8; j++) {
+        ls[j] = sc[j] & 63;
+        lm[j] = m[j] & 63;
+    }
+    put_u16(out, d_f16);
+    put_u16(out + 2, dmin_f16);
+    pack_k4_scales(ls, lm, out + 4);
+    /* 4 chunks of 64 elements: byte 32c + l holds element 64c + l (low
+     * nibble) and 64c + 32 + l (high nibble) */
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++)
+            out[16 + 32 * c + l] = (uint8_t)((codes[64 * c + l] & 15) | ((codes[64 * c + 32 + l] & 15) << 4));
+}
+
 /* Q4_K (bits 4) / Q5_K (bits 5): 8 sub-blocks of 32, x = d*sc*q - dmin*m */
 static void quant_q45_k(const float *x, uint8_t *out, int bits)
 {
@@ -274,6 +292,30 @@ static void quant_q45_k(const float *x, uint8_t *out, int bits)
     }
 }
 
+/* Q6_K packing of 256 codes (0..63 = value + 32) into ql/qh */
+static void pack_q6_k(const int *q, uint8_t *ql, uint8_t *qh)
+{
+    memset(ql, 0, 128);
+    memset(qh, 0, 64);
+    for (int e = 0; e < QK_K; e++) {
+        const int n = e / 128, g = (e % 128) / 32, r = e % 32;
+        /* g 0,1: low nibbles of ql[64n + r + 32(g&1)], g 2,3: high */
+        ql[64 * n + r + 32 * (g & 1)] |= (uint8_t)((q[e] & 15) << (g < 2 ? 0 : 4));
+        qh[32 * n + r] |= (uint8_t)((q[e] >> 4) << (2 * g));
+    }
+}
+
+void qbt_ggml_q6_k_from_codes(const int8_t codes[256], const int8_t sc[16], uint16_t d_f16,
+                              uint8_t out[210])
+{
+    int q[QK_K];
+    for (int e = 0; e < QK_K; e++)
+        q[e] = clampi(codes[e], -32, 31) + 32;
+    pack_q6_k(q, out, out + 128);
+    memcpy(out + 192, sc, 16);
+    put_u16(out + 208, d_f16);
+}
+
 /* Q6_K: 16 sub-blocks of 16, x = d*sc*q, sc int8, q in -32..31 */
 static void quant_q6_k(const float *x, uint8_t *out)
 {
@@ -286,19 +328,14 @@ static void quant_q6_k(const float *x, uint8_t *out)
         smax = fmaxf(smax, s[j]);
     }
     const float d = f16_round(smax / 127.0f, &db);
-    memset(out, 0, 210);
+    int q[QK_K];
     for (int j = 0; j < 16; j++) {
         sc[j] = (int8_t)(d > 0 ? clampi((int)ceilf(s[j] / d), 0, 127) : 0);
         const float dl = d * (float)sc[j];
-        for (int l = 0; l < 16; l++) {
-            const int e = 16 * j + l;
-            const int q = clampi(round_div(x[e], dl), -32, 31) + 32; /* 0..63 */
-            const int n = e / 128, g = (e % 128) / 32, r = e % 32;
-            /* g 0,1: low nibbles of ql[64n + r + 32(g&1)], g 2,3: high */
-            ql[64 * n + r + 32 * (g & 1)] |= (uint8_t)((q & 15) << (g < 2 ? 0 : 4));
-            qh[32 * n + r] |= (uint8_t)((q >> 4) << (2 * g));
-        }
+        for (int l = 0; l < 16; l++)
+            q[16 * j + l] = clampi(round_div(x[16 * j + l], dl), -32, 31) + 32; /* 0..63 */
     }
+    pack_q6_k(q, ql, qh);
     put_u16(out + 208, db);
 }
 

@@ -34,5 +34,13 @@ int qbt_ggml_quantize_row(uint32_t type, const float *x, void *dst, int64_t n);
 void qbt_ggml_q4_0_from_codes(const uint8_t codes[32], uint16_t d_f16, uint8_t out[18]);
 void qbt_ggml_q8_0_from_codes(const int8_t codes[32], uint16_t d_f16, uint8_t out[34]);
 void qbt_ggml_iq4_nl_from_codes(const uint8_t idx[32], uint16_t d_f16, uint8_t out[18]);
+/* Q4_K: codes[e] in 0..15, per 32-element sub-block s a 6-bit scale sc[s]
+ *   and min m[s]: value d*sc[s]*codes[e] - dmin*m[s]; writes 144 bytes.
+ * Q6_K: codes[e] in -32..31, per 16-element sub-block an int8 scale
+ *   sc[s]: value d*sc[s]*codes[e]; writes 210 bytes. */
+void qbt_ggml_q4_k_from_codes(const uint8_t codes[256], const uint8_t sc[8], const uint8_t m[8],
+                              uint16_t d_f16, uint16_t dmin_f16, uint8_t out[144]);
+void qbt_ggml_q6_k_from_codes(const int8_t codes[256], const int8_t sc[16], uint16_t d_f16,
+                              uint8_t out[210]);
 
 #endif

@@ -557,6 +557,35 @@ START_TEST(test_q8_0_iq4_nl_known_codes)
 }
 END_TEST
 
+/* K-quant known-code builders: scales chosen so every product is exact,
+ * so the expected value is plain integer arithmetic times a power of two. */
+START_TEST(test_k_known_codes)
+{
+    uint8_t codes4[256], sc[8], m[8], blk4[144];
+    int8_t codes6[256], sc6[16];
+    uint8_t blk6[210];
+    float out[256];
+    for (int e = 0; e < 256; e++) {
+        codes4[e] = (uint8_t)((e * 5 + 1) % 16);
+        codes6[e] = (int8_t)((e * 7) % 64 - 32);
+    }
+    for (int j = 0; j < 8; j++) {
+        sc[j] = (uint8_t)(63 - 7 * j); /* uses the high 2 bits for j >= 4 */
+        m[j] = (uint8_t)(5 * j + 20);
+    }
+    for (int j = 0; j < 16; j++)
+        sc6[j] = (int8_t)(j % 2 ? -3 * j - 1 : 127 - j);
+    qbt_ggml_q4_k_from_codes(codes4, sc, m, 0x3000 /* 0.125 */, 0x2C00 /* 0.0625 */, blk4);
+    gguf_ggml_dequantize_row(GGUF_GGML_TYPE_Q4_K, blk4, out, 256);
+    for (int e = 0; e < 256; e++)
+        ck_assert_msg(out[e] == 0.125f * sc[e / 32] * codes4[e] - 0.0625f * m[e / 32], "Q4_K e %d", e);
+    qbt_ggml_q6_k_from_codes(codes6, sc6, 0x1C00 /* 2^-8 */, blk6);
+    gguf_ggml_dequantize_row(GGUF_GGML_TYPE_Q6_K, blk6, out, 256);
+    for (int e = 0; e < 256; e++)
+        ck_assert_msg(out[e] == ldexpf((float)(sc6[e / 16] * codes6[e]), -8), "Q6_K e %d", e);
+}
+END_TEST
+
 /* Every supported type: a multi-block row decodes as its blocks one by one
  * (block stride = table bytes), and a signaling-NaN fp16 scale comes out
  * as a quiet NaN (as ggml's conversion gives). */
@@ -608,6 +637,7 @@ static Suite *suite_main(void)
     tcase_add_test(tc, test_tq1_0_blocks);
     tcase_add_test(tc, test_q4_0_known_codes);
     tcase_add_test(tc, test_q8_0_iq4_nl_known_codes);
+    tcase_add_test(tc, test_k_known_codes);
     tcase_add_test(tc, test_row_is_concatenation);
     suite_add_tcase(s, tc);
     return s;
