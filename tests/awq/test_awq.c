@@ -244,6 +244,15 @@ START_TEST(refuses_bits_8)
 }
 END_TEST
 
+START_TEST(probe_scores)
+{
+    ck_assert_int_eq(awq_probe_config("{\"quantization_config\": {\"quant_method\": \"awq\"}}", 0), 90);
+    ck_assert_int_eq(awq_probe_config("{\"quantization_config\": {\"quant_method\": \"gptq\"}}", 1), 0);
+    ck_assert_int_eq(awq_probe_config("{\"model_type\": \"llama\"}", 1), 40);
+    ck_assert_int_eq(awq_probe_config(NULL, 0), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("awq");
@@ -267,6 +276,7 @@ int main(void)
     tcase_add_test(b, zero_point_false_but_zeros_not_8);
     tcase_add_test(b, group_size_disagrees_with_scales);
     tcase_add_test(b, refuses_bits_8);
+    tcase_add_test(b, probe_scores);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
     sr = srunner_create(s);

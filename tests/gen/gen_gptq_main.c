@@ -17,8 +17,8 @@ typedef struct variant {
     qbt_awq_spec a;
 } variant;
 
-#define G(...) 0, {__VA_ARGS__}, {0}
-#define A(...) 1, {0}, {__VA_ARGS__}
+#define G(...) 0, {__VA_ARGS__, 0}, {0}
+#define A(...) 1, {0}, {__VA_ARGS__, NULL}
 
 /* gptq fields: bits, gs, sym, v2, act_order, label, wrong_label, n_shards,
  * dynamic, side_file, broken, seed; awq: gemv, zero_point, omit_qzeros, gs,

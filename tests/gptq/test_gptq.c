@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gen_gptq.h"
+#include "gptq_config.h"
 #include "gptq_open.h"
 #include "qbt_fake_host.h"
 #include "qbt_st_writer.h"
@@ -394,6 +395,17 @@ START_TEST(refuses_marlin_and_planar)
 }
 END_TEST
 
+START_TEST(probe_scores)
+{
+    ck_assert_int_eq(gptq_config_probe("{\"quantization_config\": {\"quant_method\": \"gptq\"}}", 0), 90);
+    ck_assert_int_eq(gptq_config_probe("{\"quantization_config\": {\"quant_method\": \"awq\"}}", 1), 0);
+    ck_assert_int_eq(gptq_config_probe("{\"model_type\": \"llama\"}", 1), 50);
+    ck_assert_int_eq(gptq_config_probe("{\"model_type\": \"llama\"}", 0), 0);
+    ck_assert_int_eq(gptq_config_probe("{not json", 0), 0);
+    ck_assert_int_eq(gptq_config_probe(NULL, 0), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gptq");
@@ -429,6 +441,7 @@ int main(void)
     tcase_add_test(b, broken_group_size_vs_scales);
     tcase_add_test(b, broken_g_idx_group_counts);
     tcase_add_test(b, refuses_marlin_and_planar);
+    tcase_add_test(b, probe_scores);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
     sr = srunner_create(s);

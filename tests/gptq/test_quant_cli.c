@@ -184,9 +184,26 @@ START_TEST(inspect_gptq_names_everything)
 }
 END_TEST
 
+START_TEST(inspect_warns_on_label_data_disagreement)
+{
+    /* label gptq_v2, every stored zero 7 (= symmetric v1): data wins, with a
+     * warning that names the choice and the reason */
+    qbt_gptq_spec s = gspec(4, 128, 1, 0);
+    char args[2048], *out;
+    s.wrong_label = 1;
+    write_gptq(&s);
+    snprintf(args, sizeof(args), "inspect '%s'", sub("src"));
+    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_msg(strstr(out, "checkpoint_format \"gptq_v2\" says v2") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "using v1") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "gptq int4 g128 sym v1") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(inspect_awq_names_everything)
 {
-    qbt_awq_spec s = {1, 1, 0, 64, NULL, 1, 77};
+    qbt_awq_spec s = {1, 1, 0, 64, NULL, 1, 77, NULL};
     char args[2048], *out;
     ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
     ck_assert_int_eq(qbt_awq_write(sub("src"), &s, NULL), 0);
@@ -283,7 +300,7 @@ END_TEST
 
 START_TEST(convert_awq)
 {
-    qbt_awq_spec sym = {0, 0, 0, 64, NULL, 1, 78}, zp = {0, 1, 0, 128, NULL, 2, 79};
+    qbt_awq_spec sym = {0, 0, 0, 64, NULL, 1, 78, NULL}, zp = {0, 1, 0, 128, NULL, 2, 79, NULL};
     tally t;
     ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
     ck_assert_int_eq(qbt_awq_write(sub("src"), &sym, NULL), 0);
@@ -330,7 +347,7 @@ START_TEST(broken_variants_fail_cleanly)
         qbt_rmtree(sub("src"));
     }
     {
-        qbt_awq_spec a = {0, 1, 0, 128, "exllama", 1, 80};
+        qbt_awq_spec a = {0, 1, 0, 128, "exllama", 1, 80, NULL};
         ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
         ck_assert_int_eq(qbt_awq_write(sub("src"), &a, NULL), 0);
         expect_clean_failure("", "exllama");
@@ -348,6 +365,7 @@ int main(void)
     tcase_add_checked_fixture(c, setup, teardown);
     tcase_add_test(c, inspect_gptq_names_everything);
     tcase_add_test(c, inspect_awq_names_everything);
+    tcase_add_test(c, inspect_warns_on_label_data_disagreement);
     tcase_add_test(c, convert_gptq4_sym_v1_v2_exact);
     tcase_add_test(c, convert_gptq4_g32_needs_dividing_target);
     tcase_add_test(c, convert_gptq_asym_requantized);
