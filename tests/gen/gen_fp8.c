@@ -138,6 +138,8 @@ int main(int argc, char **argv)
         {"fp8-block48x40", {.strategy = QBT_CQ_BLOCK, .bh = 48, .bw = 40, .shards = 2, .seed = 2}},
         {"fp8-tensor", {.strategy = QBT_CQ_TENSOR, .input_scale = 1, .shards = 1, .seed = 3}},
         {"fp8-channel", {.strategy = QBT_CQ_CHANNEL, .shards = 1, .seed = 4}},
+        {"fp8-e5m2-block32", {.strategy = QBT_CQ_BLOCK, .bh = 32, .bw = 32, .e5m2 = 1,
+                              .shards = 1, .seed = 5}},
     };
     char path[1024];
     size_t i;
