@@ -20,9 +20,10 @@
  * (pack_to_int32 / unpack_from_int32), zero points likewise.
  * Dense value (forward.py _dequantize: (x_q - zero_point) * scale):
  *   (float)(q - zq) * scale in float32. Upstream computes in the scale's
- *   dtype (bf16/f16); q - zq is an integer of at most 9 bits and the scale
- *   has at most 11 significant bits, so the float32 product is exact and
- *   upstream's result is its rounding to the scale dtype.
+ *   dtype. For BF16/F16 scales q - zq (an integer of at most 9 bits) times
+ *   a scale of at most 11 significant bits is exact in float32, so
+ *   upstream's bf16/f16 result is this value rounded once more; for F32
+ *   scales upstream does the same single float32 multiplication.
  * Grid view (integer formats, strategies tensor/channel/group): unsigned
  * codes u, zero zu = zq + 2^(b-1) (2^(b-1) when symmetric), so
  * (u - zu) * scale is the dense value bit for bit.
