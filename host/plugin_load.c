@@ -23,6 +23,10 @@
 
 #define QBH_ABI_MIN QB_MAKE_ABI(1, 0)
 
+#ifndef QBH_PLUGIN_REL_DIR
+#define QBH_PLUGIN_REL_DIR "lib/quantbridge/plugins"
+#endif
+
 /* sizeof of each struct as ABI 1.0 defined it: a plugin may be newer
  * (bigger), never smaller. These headers are 1.0, so sizeof is the 1.0 size. */
 #define QBH_PLUGIN_SIZE_1_0 sizeof(qb_plugin)
@@ -87,10 +91,22 @@ char *qbh_plugin_resolve(const qbh_plugin_conf *pc)
         if (last && file_exists(last))
             goto done;
     }
+    /* The build tree always uses lib/quantbridge/plugins; an install may
+     * use another libdir (lib/x86_64-linux-gnu on Debian), compiled in. */
     exe = qbh_exe_dir();
     if (exe) {
-        g_free(last);
-        last = g_build_filename(exe, "..", "lib", "quantbridge", "plugins", lib, NULL);
+        static const char *const rel[] = {"lib/quantbridge/plugins", QBH_PLUGIN_REL_DIR};
+        size_t i;
+        for (i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            gchar *dir = g_build_filename(exe, "..", rel[i], NULL);
+            char *canon = realpath(dir, NULL);
+            g_free(last);
+            last = g_build_filename(canon ? canon : dir, lib, NULL);
+            free(canon);
+            g_free(dir);
+            if (file_exists(last))
+                break;
+        }
     }
 done:
     if (last && file_exists(last)) {

@@ -11,7 +11,8 @@
  *           plus the reader option `bias`;
  *   writer: one raw little-endian float32 file per tensor ("<name>.f32"),
  *           rows pulled through host->parallel_for, and "manifest.txt" with
- *           each file's size and the SHA-256 the sink reported.
+ *           each file's size and the SHA-256 the sink reported; "note.txt"
+ *           holds the raw config value option.note when its section has one.
  * Writer options script failures for the host's tests.
  *
  * Variant flags: FAKE_NAME="..." (default "fake"), FAKE_OLD_ABI,
@@ -289,6 +290,7 @@ static qb_status fake_finish(qb_writer_handle h)
 {
     fake_writer *w = h;
     qb_sink_file *f = NULL;
+    const char *note;
     qb_status rc;
     if (strcmp(w->fail_in, "finish") == 0) {
         rc = H->set_error(H, QB_E_IO, "fake writer: asked to fail in finish");
@@ -303,6 +305,21 @@ static qb_status fake_finish(qb_writer_handle h)
         goto out;
     }
     rc = w->sink->close(f, NULL, NULL);
+    if (rc)
+        goto out;
+    /* Raw config access: this plugin's own section only. */
+    note = H->get_config(H, "note");
+    if (note) {
+        rc = w->sink->create(w->sink->handle, "note.txt", &f);
+        if (rc)
+            goto out;
+        rc = w->sink->write(f, note, strlen(note));
+        if (rc) {
+            w->sink->close(f, NULL, NULL);
+            goto out;
+        }
+        rc = w->sink->close(f, NULL, NULL);
+    }
 out:
     H->free(H, w);
     return rc;

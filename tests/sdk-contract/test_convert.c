@@ -438,6 +438,50 @@ START_TEST(inspect_lists_tensors)
 }
 END_TEST
 
+START_TEST(config_options_and_get_config)
+{
+    fixture fx;
+    qbt_result r;
+    char *text = NULL, *note, *np;
+    const char *extra[] = {"--writer", "fake", NULL};
+    setup_fx(&fx, only_fake);
+    /* option.note is not declared: reachable through get_config, warned. */
+    ck_assert(asprintf(&text, "[plugin:fake]\nlibrary=%s/libqb_fake.so\noption.note=hello\n"
+                              "option.bias=0.25\n[plugin:fake-twin]\nlibrary=%s/libqb_fake_twin.so\n"
+                              "enabled=false\noption.note=not-mine\n",
+                       getenv("QBT_FAKE_DIR"), getenv("QBT_FAKE_DIR")) > 0);
+    qbt_write_file(fx.cfg, text);
+    free(text);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "option.note: not an option of plugin fake"));
+    np = qbt_path(fx.out, "note.txt");
+    note = qbt_read_file(np, NULL);
+    ck_assert_ptr_nonnull(note);
+    ck_assert_str_eq(note, "hello");
+    check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.25f);
+    free(note);
+    free(np);
+    qbt_result_free(&r);
+    free_fx(&fx);
+
+    /* A bad value in the config is a failure (exit 1), before any output. */
+    setup_fx(&fx, only_fake);
+    ck_assert(asprintf(&text, "[plugin:fake]\nlibrary=%s/libqb_fake.so\noption.group_size=abc\n",
+                       getenv("QBT_FAKE_DIR")) > 0);
+    qbt_write_file(fx.cfg, text);
+    free(text);
+    convert(&r, &fx, extra);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "config [plugin:fake] option.group_size: option "
+                                        "group_size: 'abc' is not an integer"));
+    ck_assert(!qbt_exists(fx.out));
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
 START_TEST(cli_usage_and_help)
 {
     static const char *const cmds[] = {"plugins", "inspect", "convert", NULL};
@@ -498,6 +542,7 @@ int main(void)
     tcase_add_test(tc, empty_output_dir_accepted);
     tcase_add_test(tc, sigint_cancels_and_cleans_up);
     tcase_add_test(tc, inspect_lists_tensors);
+    tcase_add_test(tc, config_options_and_get_config);
     tcase_add_test(tc, cli_usage_and_help);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
