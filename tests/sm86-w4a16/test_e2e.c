@@ -196,12 +196,15 @@ static void run_case(const e2e_case *k)
         int j;
         if (de->d_name[0] == '.' || strcmp(de->d_name, "manifest.json") == 0)
             continue;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItem(man, "files")) if (
-            strcmp(cJSON_GetObjectItem(e, "name")->valuestring, de->d_name) == 0) hit = e;
+        cJSON_ArrayForEach(
+            e, cJSON_GetObjectItem(man,
+                                   "files")) if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring,
+                                                        de->d_name) == 0) hit = e;
         ck_assert_msg(hit != NULL, "%s not in the manifest", de->d_name);
         ck_assert(n_files < 32);
         ck_assert_int_eq(load_file(out, de->d_name, &files[n_files]), 0);
-        ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(hit, "bytes")->valuedouble, files[n_files].len);
+        ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(hit, "bytes")->valuedouble,
+                          files[n_files].len);
         w4t_sha256(files[n_files].data, files[n_files].len, sha);
         for (j = 0; j < 32; j++)
             snprintf(hex + 2 * j, 3, "%02x", sha[j]);
@@ -216,7 +219,8 @@ static void run_case(const e2e_case *k)
     for (i = 0; i < nt; i++) {
         const qbt_hfd_tensor *t = &ts[i];
         size_t n = qbt_hfd_numel(t), j, f;
-        int64_t rows = t->n_dims == 2 ? t->dims[0] : 1, cols = t->n_dims == 2 ? t->dims[1] : t->dims[0];
+        int64_t rows = t->n_dims == 2 ? t->dims[0] : 1,
+                cols = t->n_dims == 2 ? t->dims[1] : t->dims[0];
         float *w = malloc(n * sizeof *w), *ref = malloc(n * sizeof *ref);
         char file[64], name[128], tn[160];
         const w4t_file *of = NULL;
@@ -259,20 +263,22 @@ static void run_case(const e2e_case *k)
                     memcpy(&h, sv.data + 2 * (r * ng + c / k->gs), 2);
                     dec = (float)q * qb_f16_to_f32(h);
                     if (k->rule && strcmp(k->rule, "absmax") == 0)
-                        ck_assert_msg(dec == ref[r * cols + c], "%s [%lld,%lld]: %g, absmax gives %g",
-                                      t->name, (long long)r, (long long)c, dec, ref[r * cols + c]);
+                        ck_assert_msg(dec == ref[r * cols + c],
+                                      "%s [%lld,%lld]: %g, absmax gives %g", t->name, (long long)r,
+                                      (long long)c, dec, ref[r * cols + c]);
                     e2 += ((double)dec - w[r * cols + c]) * ((double)dec - w[r * cols + c]);
                     r2 += (double)w[r * cols + c] * w[r * cols + c];
                 }
             rel = sqrt(e2 / r2);
-            ck_assert_msg(e2 <= eref * (1 + 1e-9), "%s: error %g above absmax reference %g", t->name, e2,
-                          eref);
+            ck_assert_msg(e2 <= eref * (1 + 1e-9), "%s: error %g above absmax reference %g",
+                          t->name, e2, eref);
             ck_assert_msg(rel < 0.35, "%s: rel_rmse %g", t->name, rel);
             snprintf(key, sizeof key, "%s:%s", file, name);
             e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItem(man, "tensors"), key);
             ck_assert_msg(e != NULL, "manifest lacks %s", key);
             mrel = cJSON_GetObjectItem(e, "rel_rmse")->valuedouble;
-            ck_assert_msg(fabs(mrel - rel) <= 1e-9 * rel, "%s: manifest %g, decoded %g", key, mrel, rel);
+            ck_assert_msg(fabs(mrel - rel) <= 1e-9 * rel, "%s: manifest %g, decoded %g", key, mrel,
+                          rel);
             ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "exact")));
         }
         free(w);
@@ -301,35 +307,35 @@ static void run_case(const e2e_case *k)
 
 START_TEST(test_llama_bf16_untied)
 {
-    e2e_case k = { "llama", "bf16", 2, 256, 688, 512, 0, 128, NULL };
+    e2e_case k = {"llama", "bf16", 2, 256, 688, 512, 0, 128, NULL};
     run_case(&k);
 }
 END_TEST
 
 START_TEST(test_qwen2_biases_g64)
 {
-    e2e_case k = { "qwen2", "f16", 2, 128, 320, 256, 0, 64, NULL };
+    e2e_case k = {"qwen2", "f16", 2, 128, 320, 256, 0, 64, NULL};
     run_case(&k);
 }
 END_TEST
 
 START_TEST(test_gemma2_tied)
 {
-    e2e_case k = { "gemma2", "bf16", 2, 128, 256, 256, 1, 128, NULL };
+    e2e_case k = {"gemma2", "bf16", 2, 128, 256, 256, 1, 128, NULL};
     run_case(&k);
 }
 END_TEST
 
 START_TEST(test_mistral_absmax_exact_codes)
 {
-    e2e_case k = { "mistral", "f32", 1, 192, 320, 128, 1, 128, "absmax" };
+    e2e_case k = {"mistral", "f32", 1, 192, 320, 128, 1, 128, "absmax"};
     run_case(&k);
 }
 END_TEST
 
 START_TEST(test_qwen3_search_g32)
 {
-    e2e_case k = { "qwen3", "bf16", 1, 128, 256, 128, 0, 32, "search" };
+    e2e_case k = {"qwen3", "bf16", 1, 128, 256, 128, 0, 32, "search"};
     run_case(&k);
 }
 END_TEST
@@ -344,8 +350,8 @@ START_TEST(test_unknown_tensor_cli)
     size_t nt, i;
     char src[700], out[700], path[800], args[2048], err[4096];
     struct stat st;
-    const float extra[4] = { 1, 2, 3, 4 };
-    int64_t dims1[1] = { 4 };
+    const float extra[4] = {1, 2, 3, 4};
+    int64_t dims1[1] = {4};
     memset(&spec, 0, sizeof spec);
     spec.arch = "llama";
     spec.dtype = "f32";
@@ -364,11 +370,12 @@ START_TEST(test_unknown_tensor_cli)
         size_t n = qbt_hfd_numel(&ts[i]);
         float *w = malloc(n * sizeof *w);
         qbt_hfd_fill(&spec, &ts[i], w);
-        ck_assert_int_eq(qbt_st_writer_add(sw, ts[i].name, "F32", ts[i].n_dims, ts[i].dims, w, n * 4), 0);
+        ck_assert_int_eq(
+            qbt_st_writer_add(sw, ts[i].name, "F32", ts[i].n_dims, ts[i].dims, w, n * 4), 0);
         free(w);
     }
-    ck_assert_int_eq(qbt_st_writer_add(sw, "model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 1, dims1,
-                                       extra, sizeof extra),
+    ck_assert_int_eq(qbt_st_writer_add(sw, "model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 1,
+                                       dims1, extra, sizeof extra),
                      0);
     snprintf(path, sizeof path, "%s/model.safetensors", src);
     ck_assert_int_eq(qbt_st_writer_save(sw, path), 0);
@@ -376,7 +383,8 @@ START_TEST(test_unknown_tensor_cli)
     free(ts);
     snprintf(args, sizeof args, "convert --source '%s' --output '%s'", src, out);
     ck_assert_int_eq(run_tool(args, err, sizeof err), 1);
-    ck_assert_msg(strstr(err, "model.layers.0.self_attn.rotary_emb.inv_freq") != NULL, "stderr: %s", err);
+    ck_assert_msg(strstr(err, "model.layers.0.self_attn.rotary_emb.inv_freq") != NULL, "stderr: %s",
+                  err);
     ck_assert_int_ne(stat(out, &st), 0);
 }
 END_TEST
@@ -518,8 +526,8 @@ static void expect_refused(const char *dir, const char *needle1, const char *nee
     struct stat st;
     snprintf(args, sizeof args, "inspect '%s'", dir);
     ck_assert_int_eq(run_tool(args, err, sizeof err), 1);
-    ck_assert_msg(strstr(err, needle1) && strstr(err, needle2), "stderr lacks '%s'/'%s': %s", needle1,
-                  needle2, err);
+    ck_assert_msg(strstr(err, needle1) && strstr(err, needle2), "stderr lacks '%s'/'%s': %s",
+                  needle1, needle2, err);
     snprintf(out2, sizeof out2, "%s/refused-out", g_tmp);
     snprintf(args, sizeof args, "convert --source '%s' --output '%s'", dir, out2);
     ck_assert_int_eq(run_tool(args, err, sizeof err), 1);

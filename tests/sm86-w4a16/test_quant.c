@@ -21,8 +21,8 @@ static float ref_decode(const uint8_t *row, const uint16_t *scales, int64_t c, i
 
 START_TEST(test_pack_nibble_order)
 {
-    const int8_t q[5] = { -8, 7, 0, 1, -1 };
-    uint8_t out[3] = { 0xaa, 0xaa, 0xaa };
+    const int8_t q[5] = {-8, 7, 0, 1, -1};
+    uint8_t out[3] = {0xaa, 0xaa, 0xaa};
     int8_t back[5];
     w4w_pack_row(q, 5, out);
     /* col 0 (-8 -> 0) low, col 1 (7 -> 15) high; col 2 (0 -> 8) low,
@@ -160,7 +160,7 @@ END_TEST
 
 START_TEST(test_zero_group)
 {
-    float w[9] = { 0 };
+    float w[9] = {0};
     int8_t q[9];
     uint16_t sc = 1;
     double err = 1;
@@ -179,8 +179,8 @@ END_TEST
 
 START_TEST(test_nonfinite_and_overflow)
 {
-    float w[4] = { 1, 2, NAN, 3 };
-    float big[2] = { 1e6f, -2e6f };
+    float w[4] = {1, 2, NAN, 3};
+    float big[2] = {1e6f, -2e6f};
     int8_t q[4];
     uint16_t sc;
     double err;

@@ -159,9 +159,9 @@ static void check_manifest_files(const w4t_sink *s, const cJSON *m)
     ck_assert(w4t_sink_find(s, "manifest.json") != NULL);
 }
 
-static const char *const k_lin[] = { "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                     "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
-                                     "mlp.down_proj" };
+static const char *const k_lin[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                    "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                    "mlp.down_proj"};
 
 /* Converts a dense model and checks every tensor against its source. */
 static void run_dense(const char *arch, int L, int64_t hidden, int64_t inter, int tied, int bias,
@@ -176,7 +176,8 @@ static void run_dense(const char *arch, int L, int64_t hidden, int64_t inter, in
     w4t_model_dense(m, arch, L, hidden, inter, 40, tied, bias, gnorm, qk);
     w4t_sink_init(&s);
     snprintf(gsb, sizeof gsb, "%lld", (long long)gs);
-    ck_assert_msg(w4t_convert(m, &s, params(gsb, rule, NULL, NULL)) == QB_OK, "%s", w4t_last_error());
+    ck_assert_msg(w4t_convert(m, &s, params(gsb, rule, NULL, NULL)) == QB_OK, "%s",
+                  w4t_last_error());
     man = load_json(&s, "manifest.json");
     check_manifest_files(&s, man);
     ck_assert_str_eq(cJSON_GetObjectItem(man, "format")->valuestring, "sm86-w4a16");
@@ -192,11 +193,13 @@ static void run_dense(const char *arch, int L, int64_t hidden, int64_t inter, in
                      "tiny-model");
     ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(man, "source"), "reader")->valuestring,
                      "fake");
-    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(man, "converter"), "writer")->valuestring,
-                     "sm86-w4a16");
+    ck_assert_str_eq(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(man, "converter"), "writer")->valuestring,
+        "sm86-w4a16");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(man, "tensors")), 7 * L);
 
-    check_f16(&s, "embed.safetensors", "embed_tokens.weight", w4t_find(m, "model.embed_tokens.weight"));
+    check_f16(&s, "embed.safetensors", "embed_tokens.weight",
+              w4t_find(m, "model.embed_tokens.weight"));
     check_f16(&s, "norm.safetensors", "norm.weight", w4t_find(m, "model.norm.weight"));
     if (tied)
         ck_assert(w4t_sink_find(&s, "lm_head.safetensors") == NULL);
@@ -217,7 +220,8 @@ static void run_dense(const char *arch, int L, int64_t hidden, int64_t inter, in
             snprintf(key, sizeof key, "%s:%s", file, k_lin[k]);
             mt = manifest_tensor(man, key);
             mrel = cJSON_GetObjectItem(mt, "rel_rmse")->valuedouble;
-            ck_assert_msg(fabs(mrel - rel) <= 1e-9 * rel, "%s manifest %g vs decoded %g", key, mrel, rel);
+            ck_assert_msg(fabs(mrel - rel) <= 1e-9 * rel, "%s manifest %g vs decoded %g", key, mrel,
+                          rel);
             ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(mt, "exact")));
             ck_assert_str_eq(cJSON_GetObjectItem(mt, "source_encoding")->valuestring, "f32");
             if (bias && k < 3) {
@@ -325,8 +329,8 @@ static void expect_begin_error(w4t_model *m, qb_status code, const char *needle)
     w4t_reset();
     rc = w4t_convert(m, &s, NULL);
     ck_assert_msg(rc == code, "status %d, want %d (%s)", rc, code, w4t_last_error());
-    ck_assert_msg(strstr(w4t_last_error(), needle) != NULL, "message '%s' lacks '%s'", w4t_last_error(),
-                  needle);
+    ck_assert_msg(strstr(w4t_last_error(), needle) != NULL, "message '%s' lacks '%s'",
+                  w4t_last_error(), needle);
     ck_assert_uint_eq(s.n, 0); /* nothing written */
     w4t_sink_free(&s);
 }
@@ -382,7 +386,7 @@ END_TEST
 START_TEST(test_shape_and_arch_errors)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4w_ctx ctx = { w4t_host() };
+    w4w_ctx ctx = {w4t_host()};
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
     w4t_find(m, "model.norm.weight")->dims[0] = 15;
     expect_begin_error(m, QB_E_MISMATCH, "model.norm.weight");
@@ -500,11 +504,13 @@ START_TEST(test_exact_repack)
     }
     w4t_sink_init(&s);
     w4t_reset();
-    ck_assert_msg(w4t_convert(m, &s, params("32", NULL, NULL, NULL)) == QB_OK, "%s", w4t_last_error());
+    ck_assert_msg(w4t_convert(m, &s, params("32", NULL, NULL, NULL)) == QB_OK, "%s",
+                  w4t_last_error());
     ck_assert_int_eq(w4t_warn_count(), 0);
     ck_assert(check_linear(&s, "layer_00.safetensors", "self_attn.q_proj", t, 32, &exact) == 0.0);
     ck_assert(exact);
-    ck_assert(w4t_st_get(w4t_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.packed", &pv) == 0);
+    ck_assert(
+        w4t_st_get(w4t_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.packed", &pv) == 0);
     for (r = 0; r < t->dims[0]; r++)
         for (c = 0; c < t->dims[1]; c++) {
             unsigned b = pv.data[r * (t->dims[1] / 2) + c / 2];
@@ -564,10 +570,11 @@ static int repack_case(int64_t src_gs, const char *tgs, int tweak, const char *r
     }
     w4t_sink_init(&s);
     w4t_reset();
-    ck_assert_msg(w4t_convert(m, &s, params(tgs, rule, NULL, NULL)) == QB_OK, "%s", w4t_last_error());
+    ck_assert_msg(w4t_convert(m, &s, params(tgs, rule, NULL, NULL)) == QB_OK, "%s",
+                  w4t_last_error());
     man = load_json(&s, "manifest.json");
-    exact = cJSON_IsTrue(cJSON_GetObjectItem(manifest_tensor(man, "layer_00.safetensors:mlp.down_proj"),
-                                             "exact"));
+    exact = cJSON_IsTrue(
+        cJSON_GetObjectItem(manifest_tensor(man, "layer_00.safetensors:mlp.down_proj"), "exact"));
     (void)check_linear(&s, "layer_00.safetensors", "mlp.down_proj", t, atoll(tgs), &bit_exact);
     ck_assert_int_eq(exact, bit_exact); /* the manifest tells the truth */
     if (tweak == 1 || tweak == 2 || tweak == 6)
@@ -582,16 +589,17 @@ static int repack_case(int64_t src_gs, const char *tgs, int tweak, const char *r
 START_TEST(test_repack_decision)
 {
     ck_assert_int_eq(repack_case(32, "32", 0, "absmax"), 1);
-    ck_assert_int_eq(repack_case(64, "16", 0, "absmax"), 1);  /* multiple */
-    ck_assert_int_eq(repack_case(64, "64", 0, "absmax"), 1);  /* one group per row */
-    ck_assert_int_eq(repack_case(16, "32", 0, "absmax"), 0);  /* target wider than source groups */
-    ck_assert_int_eq(repack_case(48, "32", 0, "absmax"), 0);  /* not a multiple */
-    ck_assert_int_eq(repack_case(32, "32", 1, "absmax"), 0);  /* scale not fp16-exact: WARN, requantized */
-    ck_assert_int_eq(repack_case(32, "32", 2, "absmax"), 0);  /* dense differs from grid: WARN */
-    ck_assert_int_eq(repack_case(32, "32", 3, "absmax"), 0);  /* asymmetric */
-    ck_assert_int_eq(repack_case(32, "32", 4, "absmax"), 1);  /* trivial g_idx */
-    ck_assert_int_eq(repack_case(32, "32", 5, "absmax"), 0);  /* act-order g_idx */
-    ck_assert_int_eq(repack_case(32, "32", 6, "absmax"), 0);  /* zero 7 */
+    ck_assert_int_eq(repack_case(64, "16", 0, "absmax"), 1); /* multiple */
+    ck_assert_int_eq(repack_case(64, "64", 0, "absmax"), 1); /* one group per row */
+    ck_assert_int_eq(repack_case(16, "32", 0, "absmax"), 0); /* target wider than source groups */
+    ck_assert_int_eq(repack_case(48, "32", 0, "absmax"), 0); /* not a multiple */
+    ck_assert_int_eq(repack_case(32, "32", 1, "absmax"),
+                     0); /* scale not fp16-exact: WARN, requantized */
+    ck_assert_int_eq(repack_case(32, "32", 2, "absmax"), 0); /* dense differs from grid: WARN */
+    ck_assert_int_eq(repack_case(32, "32", 3, "absmax"), 0); /* asymmetric */
+    ck_assert_int_eq(repack_case(32, "32", 4, "absmax"), 1); /* trivial g_idx */
+    ck_assert_int_eq(repack_case(32, "32", 5, "absmax"), 0); /* act-order g_idx */
+    ck_assert_int_eq(repack_case(32, "32", 6, "absmax"), 0); /* zero 7 */
 }
 END_TEST
 
@@ -607,7 +615,8 @@ START_TEST(test_quantized_head)
     w4t_sink_init(&s);
     ck_assert_msg(w4t_convert(m, &s, params(NULL, NULL, "quantized", NULL)) == QB_OK, "%s",
                   w4t_last_error());
-    rel = check_linear(&s, "lm_head.safetensors", "lm_head", w4t_find(m, "lm_head.weight"), 128, &exact);
+    rel = check_linear(&s, "lm_head.safetensors", "lm_head", w4t_find(m, "lm_head.weight"), 128,
+                       &exact);
     ck_assert(rel > 0 && rel < W4T_REL_BOUND);
     man = load_json(&s, "manifest.json");
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(man, "features"), 0)->valuestring,
@@ -630,7 +639,8 @@ START_TEST(test_nan_refused)
     w4t_find(m, "model.layers.0.mlp.gate_proj.weight")->data[3 * 16 + 2] = NAN;
     w4t_sink_init(&s);
     ck_assert_int_eq(w4t_convert(m, &s, NULL), QB_E_FORMAT);
-    ck_assert_msg(strstr(w4t_last_error(), "model.layers.0.mlp.gate_proj.weight: row 3") != NULL, "%s", w4t_last_error());
+    ck_assert_msg(strstr(w4t_last_error(), "model.layers.0.mlp.gate_proj.weight: row 3") != NULL,
+                  "%s", w4t_last_error());
     w4t_sink_free(&s);
     w4t_model_free(m);
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
@@ -649,7 +659,7 @@ START_TEST(test_order_enforced)
 {
     w4t_model *m = calloc(1, sizeof *m);
     w4t_sink s;
-    w4w_ctx ctx = { w4t_host() };
+    w4w_ctx ctx = {w4t_host()};
     qb_writer_handle w = NULL;
     size_t order[64];
     qb_param none[1];
@@ -699,7 +709,8 @@ START_TEST(test_tokenizer_and_template)
     ck_assert_str_eq(cJSON_GetObjectItem(tc, "chat_template")->valuestring, "{{ messages }}");
     ck_assert_str_eq(cJSON_GetObjectItem(tc, "bos_token")->valuestring, "<s>");
     cJSON_Delete(tc);
-    ck_assert_mem_eq(w4t_sink_find(&s, "generation_config.json")->data, "{\"bos_token_id\": 5}", 19);
+    ck_assert_mem_eq(w4t_sink_find(&s, "generation_config.json")->data, "{\"bos_token_id\": 5}",
+                     19);
     {
         cJSON *man = load_json(&s, "manifest.json");
         check_manifest_files(&s, man);

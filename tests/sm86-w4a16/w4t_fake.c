@@ -403,8 +403,8 @@ double w4t_normal(uint64_t *s)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static w4t_tensor *add_tensor(w4t_model *m, const char *name, uint32_t nd, int64_t rows, int64_t cols,
-                              uint64_t seed, float scale)
+static w4t_tensor *add_tensor(w4t_model *m, const char *name, uint32_t nd, int64_t rows,
+                              int64_t cols, uint64_t seed, float scale)
 {
     w4t_tensor *t = &m->t[m->n++];
     int64_t i;
@@ -479,13 +479,14 @@ void w4t_model_dense(w4t_model *m, const char *arch, int L, int64_t hidden, int6
              "\"vocab_size\":%lld,\"tie_word_embeddings\":%s,\"rms_norm_eps\":1e-6,"
              "\"bos_token_id\":1,\"eos_token_id\":2,\"torch_dtype\":\"bfloat16\","
              "\"quantization_config\":{\"quant_method\":\"none\"}}",
-             arch, (long long)hidden, (long long)inter, L, (long long)vocab, tied ? "true" : "false");
+             arch, (long long)hidden, (long long)inter, L, (long long)vocab,
+             tied ? "true" : "false");
     w4t_model_init(m, arch, cfg);
     w4t_add(m, "model.embed_tokens.weight", vocab, hidden, seed++, 0.02f);
     for (l = 0; l < L; l++) {
-        static const char *const lin[] = { "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                           "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
-                                           "mlp.down_proj" };
+        static const char *const lin[] = {
+            "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+            "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
         int k;
         for (k = 0; k < 7; k++) {
             int64_t rows = k >= 4 && k < 6 ? inter : hidden, cols = k == 6 ? inter : hidden;
@@ -643,8 +644,8 @@ static void sha_block(uint32_t st[8], const uint8_t *p)
     uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
     int i;
     for (i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-               p[4 * i + 3];
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
     for (i = 16; i < 64; i++)
         w[i] = (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10)) + w[i - 7] +
                (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3)) + w[i - 16];
@@ -659,8 +660,8 @@ static void sha_block(uint32_t st[8], const uint8_t *p)
 
 void w4t_sha256(const uint8_t *data, size_t len, uint8_t out[32])
 {
-    uint32_t st[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+    uint32_t st[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     uint8_t tail[128];
     size_t i, full = len / 64 * 64, rest = len - full, tl;
     uint64_t bits = (uint64_t)len * 8;
@@ -688,7 +689,7 @@ void w4t_sha256(const uint8_t *data, size_t len, uint8_t out[32])
 
 qb_status w4t_convert(w4t_model *m, w4t_sink *s, const qb_param *params)
 {
-    w4w_ctx ctx = { w4t_host() };
+    w4w_ctx ctx = {w4t_host()};
     const qb_writer_vtable *vt = &w4w_writer_vtable;
     qb_writer_handle w = NULL;
     size_t *order = calloc(m->n ? m->n : 1, sizeof *order), i;

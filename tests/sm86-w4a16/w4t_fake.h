@@ -47,9 +47,9 @@ typedef struct w4t_tensor {
     int64_t group_size;
     int32_t *col_group; /* owned or NULL */
     uint32_t n_groups;
-    uint8_t *codes;     /* rows * cols */
-    float *scales;      /* rows * n_groups */
-    int32_t *zeros;     /* rows * n_groups */
+    uint8_t *codes; /* rows * cols */
+    float *scales;  /* rows * n_groups */
+    int32_t *zeros; /* rows * n_groups */
 } w4t_tensor;
 
 typedef struct w4t_model {

@@ -22,54 +22,76 @@
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static const w4w_role llama_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
-    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
-    LIN("mlp.gate_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),    LIN("mlp.up_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
-    LIN("mlp.down_proj", W4W_BIAS_OPTIONAL, W4W_IN_INTER),    NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_OPTIONAL, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 /* MistralAttention / MistralMLP have no bias parameters at all. */
 static const w4w_role mistral_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
-    LIN("self_attn.v_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
-    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),    NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 static const w4w_role qwen2_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
-    LIN("self_attn.v_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),        LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
-    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),        NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 static const w4w_role qwen3_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
-    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
-    NORM("self_attn.q_norm", 0),                NORM("self_attn.k_norm", 0),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),        LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
-    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),        NORM("input_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    NORM("self_attn.q_norm", 0),
+    NORM("self_attn.k_norm", 0),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
 
 static const w4w_role gemma2_roles[] = {
-    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
-    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN), LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
-    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),        LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
-    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),        NORM("input_layernorm", 1),
-    NORM("post_attention_layernorm", 1),        NORM("pre_feedforward_layernorm", 1),
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+    NORM("pre_feedforward_layernorm", 1),
     NORM("post_feedforward_layernorm", 1),
 };
 
 static const w4w_arch archs[] = {
-    { "llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles) },
-    { "mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles) },
-    { "qwen2", "Qwen2ForCausalLM", 0, qwen2_roles, N_OF(qwen2_roles) },
-    { "qwen3", "Qwen3ForCausalLM", 0, qwen3_roles, N_OF(qwen3_roles) },
-    { "gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles) },
+    {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles)},
+    {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles)},
+    {"qwen2", "Qwen2ForCausalLM", 0, qwen2_roles, N_OF(qwen2_roles)},
+    {"qwen3", "Qwen3ForCausalLM", 0, qwen3_roles, N_OF(qwen3_roles)},
+    {"gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles)},
 };
 
 const w4w_arch *w4w_arch_find(const char *model_type)

@@ -13,9 +13,17 @@
  * are (transformers tokenization_utils_base: vocab files, special tokens,
  * tokenizer_config.json, chat_template.jinja). */
 static const char *const tokenizer_files[] = {
-    "tokenizer.json",     "tokenizer.model",    "tokenizer_config.json", "special_tokens_map.json",
-    "added_tokens.json",  "vocab.json",         "merges.txt",            "vocab.txt",
-    "chat_template.jinja", "chat_template.json", NULL,
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "vocab.txt",
+    "chat_template.jinja",
+    "chat_template.json",
+    NULL,
 };
 
 #define W4W_TOKENIZER_MAX (512u << 20)
@@ -77,7 +85,7 @@ out:
 static qb_status write_generation(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                                   w4w_written_list *list)
 {
-    static const char *const keys[] = { "bos_token_id", "eos_token_id", "pad_token_id", NULL };
+    static const char *const keys[] = {"bos_token_id", "eos_token_id", "pad_token_id", NULL};
     const char *text = src->info->generation_config_json;
     cJSON *obj = NULL, *cfg = NULL;
     qb_status rc = QB_OK;
@@ -86,7 +94,8 @@ static qb_status write_generation(const qb_host *h, const qb_sink *sink, const q
     if (text) {
         obj = cJSON_Parse(text);
         if (!obj || !cJSON_IsObject(obj)) {
-            rc = h->set_error(h, QB_E_FORMAT, "generation_config.json: source file is not a JSON object");
+            rc = h->set_error(h, QB_E_FORMAT,
+                              "generation_config.json: source file is not a JSON object");
             goto out;
         }
         rc = w4w_write_whole(h, sink, "generation_config.json", text, strlen(text), list);
@@ -124,8 +133,8 @@ static qb_status write_tok_config(const qb_host *h, const qb_sink *sink, const c
     cJSON *obj = text ? cJSON_Parse(text) : cJSON_CreateObject();
     qb_status rc = QB_OK;
     if (!obj || !cJSON_IsObject(obj)) {
-        rc = h->set_error(h, text ? QB_E_FORMAT : QB_E_NOMEM,
-                          "tokenizer_config.json: %s", text ? "not a JSON object" : "out of memory");
+        rc = h->set_error(h, text ? QB_E_FORMAT : QB_E_NOMEM, "tokenizer_config.json: %s",
+                          text ? "not a JSON object" : "out of memory");
         goto out;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "chat_template");
@@ -159,7 +168,8 @@ static qb_status copy_tokenizer(const qb_host *h, const qb_sink *sink, const qb_
                 ;
             if (!tokenizer_files[k])
                 continue;
-            if ((size_t)snprintf(path, sizeof path, "%s/%s", mi->tokenizer_dir, names[i]) >= sizeof path) {
+            if ((size_t)snprintf(path, sizeof path, "%s/%s", mi->tokenizer_dir, names[i]) >=
+                sizeof path) {
                 rc = h->set_error(h, QB_E_INVALID, "%s: path too long", mi->tokenizer_dir);
                 goto out;
             }

@@ -29,8 +29,8 @@ qb_status w4w_written_add(const qb_host *h, w4w_written_list *list, const char *
     return QB_OK;
 }
 
-qb_status w4w_write_whole(const qb_host *h, const qb_sink *sink, const char *name,
-                          const void *data, size_t len, w4w_written_list *list)
+qb_status w4w_write_whole(const qb_host *h, const qb_sink *sink, const char *name, const void *data,
+                          size_t len, w4w_written_list *list)
 {
     qb_sink_file *f = NULL;
     uint64_t bytes = 0;
@@ -111,10 +111,12 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
     memcpy(base, bn, bl);
     base[bl] = '\0';
     ADD(o = cJSON_AddObjectToObject(m, "source"));
-    ADD(cJSON_AddStringToObject(o, "format", src->info->source_format ? src->info->source_format : ""));
+    ADD(cJSON_AddStringToObject(o, "format",
+                                src->info->source_format ? src->info->source_format : ""));
     ADD(cJSON_AddStringToObject(o, "path", base));
     ADD(cJSON_AddStringToObject(o, "reader", src->reader_name ? src->reader_name : ""));
-    ADD(cJSON_AddStringToObject(o, "reader_version", src->reader_version ? src->reader_version : ""));
+    ADD(cJSON_AddStringToObject(o, "reader_version",
+                                src->reader_version ? src->reader_version : ""));
     ADD(o = cJSON_AddObjectToObject(m, "converter"));
     ADD(cJSON_AddStringToObject(o, "name", "quantbridge"));
     ADD(cJSON_AddStringToObject(o, "version", src->host_version ? src->host_version : ""));

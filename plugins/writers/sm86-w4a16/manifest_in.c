@@ -44,7 +44,8 @@ static qb_status hash_file(const qb_host *h, const char *dir, const char *name, 
     f = fopen(path, "rb");
     if (!f) {
         rc = h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO,
-                          "%s: listed in manifest.json but cannot be opened: %s", path, strerror(errno));
+                          "%s: listed in manifest.json but cannot be opened: %s", path,
+                          strerror(errno));
         goto out;
     }
     buf = malloc(1u << 20);
@@ -81,7 +82,8 @@ static qb_status check_file(const qb_host *h, const char *dir, const cJSON *e)
     qb_status rc;
     int i;
 
-    if (!name || !*name || strchr(name, '/') || name[0] == '.' || !hex || strlen(hex) != 64 || want < 0)
+    if (!name || !*name || strchr(name, '/') || name[0] == '.' || !hex || strlen(hex) != 64 ||
+        want < 0)
         return h->set_error(h, QB_E_FORMAT, "%s/manifest.json: malformed entry in files", dir);
     rc = hash_file(h, dir, name, &got, sha);
     if (rc != QB_OK)
@@ -89,8 +91,8 @@ static qb_status check_file(const qb_host *h, const char *dir, const cJSON *e)
     for (i = 0; i < 32; i++)
         snprintf(ghex + 2 * i, 3, "%02x", sha[i]);
     if (got != (uint64_t)want)
-        return h->set_error(h, QB_E_MISMATCH, "%s/%s: %llu bytes, manifest.json says %lld", dir, name,
-                            (unsigned long long)got, (long long)want);
+        return h->set_error(h, QB_E_MISMATCH, "%s/%s: %llu bytes, manifest.json says %lld", dir,
+                            name, (unsigned long long)got, (long long)want);
     for (i = 0; i < 64; i++)
         if (ghex[i] != (hex[i] >= 'A' && hex[i] <= 'F' ? hex[i] - 'A' + 'a' : hex[i]))
             return h->set_error(h, QB_E_MISMATCH, "%s/%s: SHA-256 %s, manifest.json says %s", dir,
@@ -141,24 +143,30 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
     }
     v = get_int(m, "format_version", 0);
     if (v != W4W_FORMAT_VERSION) {
-        rc = h->set_error(h, QB_E_UNSUPPORTED, "%s: format_version %lld is not supported (this reader "
-                          "knows version %d)", path, (long long)v, W4W_FORMAT_VERSION);
+        rc = h->set_error(h, QB_E_UNSUPPORTED,
+                          "%s: format_version %lld is not supported (this reader "
+                          "knows version %d)",
+                          path, (long long)v, W4W_FORMAT_VERSION);
         goto out;
     }
     sym = cJSON_GetObjectItemCaseSensitive(m, "symmetric");
     s = get_str(m, "nibble_order");
-    if (get_int(m, "bits", 0) != 4 || !cJSON_IsTrue(sym) || get_int(m, "code_offset", 0) != 8 || !s ||
-        strcmp(s, "low-even") != 0) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: bits/symmetric/code_offset/nibble_order are not "
-                          "4/true/8/low-even", path);
+    if (get_int(m, "bits", 0) != 4 || !cJSON_IsTrue(sym) || get_int(m, "code_offset", 0) != 8 ||
+        !s || strcmp(s, "low-even") != 0) {
+        rc = h->set_error(h, QB_E_FORMAT,
+                          "%s: bits/symmetric/code_offset/nibble_order are not "
+                          "4/true/8/low-even",
+                          path);
         goto out;
     }
     out->group_size = get_int(m, "group_size", 1);
     out->n_layers = get_int(m, "num_layers", 1);
     tie = cJSON_GetObjectItemCaseSensitive(m, "tie_word_embeddings");
     if (out->group_size < 1 || out->n_layers < 1 || out->n_layers > 100000 || !cJSON_IsBool(tie)) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: group_size, num_layers or tie_word_embeddings missing "
-                          "or invalid", path);
+        rc = h->set_error(h, QB_E_FORMAT,
+                          "%s: group_size, num_layers or tie_word_embeddings missing "
+                          "or invalid",
+                          path);
         goto out;
     }
     out->tied = cJSON_IsTrue(tie);
@@ -180,16 +188,19 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
         } else {
             /* a runtime that does not know a listed feature must refuse
              * (w4a16-format.md); input_permutation is known but not read yet */
-            rc = h->set_error(h, QB_E_UNSUPPORTED, "%s: feature '%s' is not supported by this reader",
-                              path, cJSON_IsString(e) ? e->valuestring : "(not a string)");
+            rc = h->set_error(h, QB_E_UNSUPPORTED,
+                              "%s: feature '%s' is not supported by this reader", path,
+                              cJSON_IsString(e) ? e->valuestring : "(not a string)");
             goto out;
         }
     }
     s = get_str(m, "lm_head");
     if (!s || strcmp(s, out->quantized_head ? "quantized" : "f16") != 0 ||
         (out->quantized_head && out->tied)) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: lm_head '%s' disagrees with features and "
-                          "tie_word_embeddings", path, s ? s : "(none)");
+        rc = h->set_error(h, QB_E_FORMAT,
+                          "%s: lm_head '%s' disagrees with features and "
+                          "tie_word_embeddings",
+                          path, s ? s : "(none)");
         goto out;
     }
     src = cJSON_GetObjectItemCaseSensitive(m, "source");
@@ -222,8 +233,8 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
         }
     }
     if (out->tied && listed(files, "lm_head.safetensors")) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: lm_head.safetensors listed although embeddings are tied",
-                          path);
+        rc = h->set_error(h, QB_E_FORMAT,
+                          "%s: lm_head.safetensors listed although embeddings are tied", path);
         goto out;
     }
     cJSON_ArrayForEach(e, files)

@@ -25,8 +25,8 @@ void w4w_unpack_row(const uint8_t *in, int64_t cols, int8_t *q)
     }
 }
 
-void w4w_decode_row(const uint8_t *packed, const uint16_t *scales, int64_t cols,
-                    int64_t group_size, float *out)
+void w4w_decode_row(const uint8_t *packed, const uint16_t *scales, int64_t cols, int64_t group_size,
+                    float *out)
 {
     int64_t c;
     for (c = 0; c < cols; c++) {

@@ -201,7 +201,8 @@ static int64_t cfg_int(const cJSON *cfg, const char *key, int64_t def)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (!v || cJSON_IsNull(v))
         return def;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(int64_t)v->valuedouble)
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
         return -2;
     return (int64_t)v->valuedouble;
 }
@@ -210,7 +211,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                          w4w_plan **out)
 {
     const qb_model_info *mi = src->info;
-    builder b = { 0 };
+    builder b = {0};
     w4w_plan *p = NULL;
     cJSON *cfg = NULL;
     const cJSON *tie;
@@ -375,7 +376,8 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
         size_t r;
         for (r = 0; r < a->n_roles; r++) {
             const w4w_role *role = &a->roles[r];
-            size_t wi = slot_w[l * (int64_t)a->n_roles + r], bi = slot_b[l * (int64_t)a->n_roles + r];
+            size_t wi = slot_w[l * (int64_t)a->n_roles + r],
+                   bi = slot_b[l * (int64_t)a->n_roles + r];
             const qb_tensor_info *t;
             if (wi == NONE) {
                 rc = h->set_error(h, QB_E_NOT_FOUND,
@@ -427,7 +429,8 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             goto out;
         for (r = 0; r < a->n_roles; r++) {
             const w4w_role *role = &a->roles[r];
-            size_t wi = slot_w[l * (int64_t)a->n_roles + r], bi = slot_b[l * (int64_t)a->n_roles + r];
+            size_t wi = slot_w[l * (int64_t)a->n_roles + r],
+                   bi = slot_b[l * (int64_t)a->n_roles + r];
             if (role->kind == W4W_ROLE_LINEAR) {
                 rc = plan_linear(&b, wi, role->path);
                 if (rc == QB_OK && bi != NONE) {

@@ -6,23 +6,44 @@
 static w4w_ctx g_ctx;
 
 static const qb_option_decl opt_group_size = {
-    sizeof(qb_option_decl), "group_size", QB_PARAM_INT, "128",
-    "input columns per fp16 scale (the host maps --group-size here)", NULL, 1, 1 << 20,
+    sizeof(qb_option_decl),
+    "group_size",
+    QB_PARAM_INT,
+    "128",
+    "input columns per fp16 scale (the host maps --group-size here)",
+    NULL,
+    1,
+    1 << 20,
 };
 static const qb_option_decl opt_quant_rule = {
-    sizeof(qb_option_decl), "quant_rule", QB_PARAM_STRING, "auto",
-    "requantization rule: absmax/7, a scale search, or per group the better of both", "auto|absmax|search",
-    1, 0,
+    sizeof(qb_option_decl),
+    "quant_rule",
+    QB_PARAM_STRING,
+    "auto",
+    "requantization rule: absmax/7, a scale search, or per group the better of both",
+    "auto|absmax|search",
+    1,
+    0,
 };
 static const qb_option_decl opt_act_order = {
-    sizeof(qb_option_decl), "act_order", QB_PARAM_STRING, "requant",
+    sizeof(qb_option_decl),
+    "act_order",
+    QB_PARAM_STRING,
+    "requant",
     "act-order grids: requantize into contiguous groups (permute: not implemented yet)",
-    "requant|permute", 1, 0,
+    "requant|permute",
+    1,
+    0,
 };
 static const qb_option_decl opt_lm_head = {
-    sizeof(qb_option_decl), "lm_head", QB_PARAM_STRING, "f16",
-    "untied lm_head stored as F16 or as packed int4 (feature quantized_lm_head)", "f16|quantized",
-    1, 0,
+    sizeof(qb_option_decl),
+    "lm_head",
+    QB_PARAM_STRING,
+    "f16",
+    "untied lm_head stored as F16 or as packed int4 (feature quantized_lm_head)",
+    "f16|quantized",
+    1,
+    0,
 };
 
 const qb_option_decl *const w4w_option_decls[] = {

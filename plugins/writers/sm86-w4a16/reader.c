@@ -25,9 +25,9 @@
 #define W4W_CONFIG_MAX (4u << 20)
 
 typedef struct w4r_tensor {
-    char name[192];               /* canonical */
-    const qb_st_tensor *a;        /* F16 data, or the packed codes */
-    const qb_st_tensor *s;        /* scales of a packed linear, else NULL */
+    char name[192];        /* canonical */
+    const qb_st_tensor *a; /* F16 data, or the packed codes */
+    const qb_st_tensor *s; /* scales of a packed linear, else NULL */
     uint32_t n_dims;
     int64_t dims[2];
     int64_t rows, cols, ng;
@@ -37,7 +37,7 @@ typedef struct w4r_reader {
     const qb_host *h;
     char *dir;
     w4w_manifest_in man;
-    void *config;                 /* host->alloc'd texts */
+    void *config; /* host->alloc'd texts */
     void *gen;
     char summary[160];
     char encoding[64];
@@ -100,7 +100,8 @@ static w4r_tensor *add_tensor(w4r_reader *r)
 static int64_t cfg_int(const cJSON *cfg, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble != (double)(int64_t)v->valuedouble)
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
         return -1;
     return (int64_t)v->valuedouble;
 }
@@ -117,8 +118,8 @@ static qb_status add_f16(w4r_reader *r, const char *file, const qb_st_tensor *st
     w4r_tensor *t;
     if (st->dtype != QB_DT_F16 || st->n_dims != want_dims || (d0 > 0 && st->dims[0] != d0) ||
         (want_dims == 2 && d1 > 0 && st->dims[1] != d1))
-        return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: not F16 of the expected shape", r->dir, file,
-                            st->name);
+        return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: not F16 of the expected shape", r->dir,
+                            file, st->name);
     if (!(t = add_tensor(r)))
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
     snprintf(t->name, sizeof t->name, "%s", canon);
@@ -145,8 +146,8 @@ static qb_status add_linear(w4r_reader *r, const char *file, const qb_st_set *se
     snprintf(n, sizeof n, "%s.scales", base);
     s = api->find(set, n);
     if (!p || !s)
-        return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: needs both .packed and .scales", r->dir, file,
-                            base);
+        return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: needs both .packed and .scales", r->dir,
+                            file, base);
     if (p->dtype != QB_DT_U8 || s->dtype != QB_DT_F16 || p->n_dims != 2 || s->n_dims != 2 ||
         p->dims[0] != s->dims[0] || p->dims[1] != w4w_packed_cols(cols) || s->dims[1] != ng ||
         (rows_want > 0 && p->dims[0] != rows_want))
@@ -196,7 +197,7 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4r
     for (k = 0; k < a->n_roles; k++) {
         const w4w_role *role = &a->roles[k];
         if (role->kind == W4W_ROLE_LINEAR) {
-            int64_t cols = role->in == W4W_IN_INTER ? d->inter
+            int64_t cols = role->in == W4W_IN_INTER   ? d->inter
                            : role->in == W4W_IN_HEADS ? d->heads_x_dim
                                                       : d->hidden;
             const qb_st_tensor *b;
@@ -214,7 +215,8 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4r
             if (!b && role->bias == W4W_BIAS_REQUIRED)
                 return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
             if (b) {
-                snprintf(canon, sizeof canon, "model.layers.%lld.%s.bias", (long long)l, role->path);
+                snprintf(canon, sizeof canon, "model.layers.%lld.%s.bias", (long long)l,
+                         role->path);
                 if ((rc = add_f16(r, file, b, canon, 1, rows, 0)) != QB_OK)
                     return rc;
                 used++;
@@ -226,7 +228,8 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4r
             if (!w)
                 return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
             snprintf(canon, sizeof canon, "model.layers.%lld.%s.weight", (long long)l, role->path);
-            if ((rc = add_f16(r, file, w, canon, 1, role->hidden_sized ? d->hidden : 0, 0)) != QB_OK)
+            if ((rc = add_f16(r, file, w, canon, 1, role->hidden_sized ? d->hidden : 0, 0)) !=
+                QB_OK)
                 return rc;
             used++;
         }
@@ -255,7 +258,8 @@ static qb_status map_single(w4r_reader *r, const char *file, const char *tname, 
     if (rc != QB_OK)
         return rc;
     if (r->h->safetensors->count(set) != 1 || !(st = r->h->safetensors->find(set, tname)))
-        return r->h->set_error(r->h, QB_E_FORMAT, "%s/%s: must hold exactly %s", r->dir, file, tname);
+        return r->h->set_error(r->h, QB_E_FORMAT, "%s/%s: must hold exactly %s", r->dir, file,
+                               tname);
     return add_f16(r, file, st, canon, nd, d0, d1);
 }
 
@@ -274,7 +278,8 @@ static void reader_free(w4r_reader *r)
     free(r);
 }
 
-static qb_status w4r_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
+static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
+                          qb_reader_handle *out)
 {
     const qb_host *h = ((const w4w_ctx *)ctx)->host;
     w4r_reader *r = NULL;
@@ -317,10 +322,11 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params, q
     d.vocab = cfg_int(cfg, "vocab_size");
     heads = cfg_int(cfg, "num_attention_heads");
     head_dim = cJSON_GetObjectItemCaseSensitive(cfg, "head_dim") ? cfg_int(cfg, "head_dim")
-               : heads > 0 && d.hidden > 0                         ? d.hidden / heads
-                                                                   : -1;
+               : heads > 0 && d.hidden > 0                       ? d.hidden / heads
+                                                                 : -1;
     d.heads_x_dim = heads > 0 && head_dim > 0 ? heads * head_dim : -1;
-    if (!cJSON_IsObject(cfg) || !cJSON_IsString(mt) || strcmp(mt->valuestring, r->man.arch->model_type) ||
+    if (!cJSON_IsObject(cfg) || !cJSON_IsString(mt) ||
+        strcmp(mt->valuestring, r->man.arch->model_type) ||
         cfg_int(cfg, "num_hidden_layers") != r->man.n_layers || (tie && !cJSON_IsBool(tie)) ||
         (tie && cJSON_IsTrue(tie) != r->man.tied) || d.hidden < 1 || d.inter < 1 || d.vocab < 1 ||
         d.heads_x_dim < 1) {
@@ -336,8 +342,8 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params, q
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
         goto out;
     }
-    if ((rc = map_single(r, "embed.safetensors", "embed_tokens.weight", "model.embed_tokens.weight", 2,
-                         d.vocab, d.hidden)) != QB_OK)
+    if ((rc = map_single(r, "embed.safetensors", "embed_tokens.weight", "model.embed_tokens.weight",
+                         2, d.vocab, d.hidden)) != QB_OK)
         goto out;
     digits = 2;
     for (m = 100; r->man.n_layers - 1 >= m; m *= 10)
@@ -347,8 +353,8 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params, q
         if ((rc = map_layer(r, l, file, &d)) != QB_OK)
             goto out;
     }
-    if ((rc = map_single(r, "norm.safetensors", "norm.weight", "model.norm.weight", 1, d.hidden, 0)) !=
-        QB_OK)
+    if ((rc = map_single(r, "norm.safetensors", "norm.weight", "model.norm.weight", 1, d.hidden,
+                         0)) != QB_OK)
         goto out;
     if (!r->man.tied && !r->man.quantized_head) {
         rc = map_single(r, "lm_head.safetensors", "lm_head.weight", "lm_head.weight", 2, d.vocab,
@@ -357,16 +363,19 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params, q
         qb_st_set *set;
         if ((rc = open_set(r, "lm_head.safetensors", &set)) == QB_OK) {
             if (h->safetensors->count(set) != 2)
-                rc = h->set_error(h, QB_E_FORMAT, "%s/lm_head.safetensors: must hold exactly "
-                                  "lm_head.packed and lm_head.scales", r->dir);
+                rc = h->set_error(h, QB_E_FORMAT,
+                                  "%s/lm_head.safetensors: must hold exactly "
+                                  "lm_head.packed and lm_head.scales",
+                                  r->dir);
             else
-                rc = add_linear(r, "lm_head.safetensors", set, "lm_head", "lm_head.weight", d.hidden,
-                                d.vocab);
+                rc = add_linear(r, "lm_head.safetensors", set, "lm_head", "lm_head.weight",
+                                d.hidden, d.vocab);
         }
     }
     if (rc != QB_OK)
         goto out;
-    snprintf(r->encoding, sizeof r->encoding, "sm86-w4a16 int4 g%lld sym", (long long)r->man.group_size);
+    snprintf(r->encoding, sizeof r->encoding, "sm86-w4a16 int4 g%lld sym",
+             (long long)r->man.group_size);
     snprintf(r->summary, sizeof r->summary, "sm86-w4a16 v1, int4 g%lld, %lld layers%s%s",
              (long long)r->man.group_size, (long long)r->man.n_layers, r->man.tied ? ", tied" : "",
              r->man.quantized_head ? ", quantized lm_head" : "");
@@ -419,7 +428,8 @@ static qb_status check_range(const w4r_reader *r, size_t i, int64_t row0, int64_
 {
     if (i >= r->n || row0 < 0 || n < 0 || row0 > r->t[i].rows - n)
         return r->h->set_error(r->h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside the tensor",
-                               r->dir, i < r->n ? r->t[i].name : "?", (long long)row0, (long long)n);
+                               r->dir, i < r->n ? r->t[i].name : "?", (long long)row0,
+                               (long long)n);
     return QB_OK;
 }
 
@@ -472,7 +482,8 @@ static qb_status w4r_grid_info(qb_reader_handle hr, size_t i, qb_grid_info *out)
     return QB_OK;
 }
 
-static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int64_t n, qb_grid_rows *out)
+static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int64_t n,
+                               qb_grid_rows *out)
 {
     w4r_reader *r = hr;
     const w4r_tensor *t;
@@ -482,7 +493,8 @@ static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int6
         return rc;
     t = &r->t[i];
     if (!t->s)
-        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s has no integer grid", r->dir, t->name);
+        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s has no integer grid", r->dir,
+                               t->name);
     for (k = 0; k < n; k++) {
         const uint8_t *p = t->a->data + (size_t)((row0 + k) * w4w_packed_cols(t->cols));
         const uint8_t *s = t->s->data + (size_t)((row0 + k) * t->ng) * 2;

@@ -36,8 +36,8 @@ static void compress(uint32_t h[8], const uint8_t *p)
                (ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3)) + w[i - 16];
     memcpy(v, h, sizeof v);
     for (i = 0; i < 64; i++) {
-        t1 = v[7] + (ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25)) + ((v[4] & v[5]) ^ (~v[4] & v[6])) +
-             K[i] + w[i];
+        t1 = v[7] + (ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25)) +
+             ((v[4] & v[5]) ^ (~v[4] & v[6])) + K[i] + w[i];
         t2 = (ror(v[0], 2) ^ ror(v[0], 13) ^ ror(v[0], 22)) +
              ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
         memmove(v + 1, v, 7 * sizeof v[0]);
@@ -50,8 +50,8 @@ static void compress(uint32_t h[8], const uint8_t *p)
 
 void w4w_sha256_init(w4w_sha256_ctx *c)
 {
-    static const uint32_t h0[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(c->h, h0, sizeof h0);
     c->len = 0;
     c->n = 0;

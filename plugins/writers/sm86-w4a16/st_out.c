@@ -86,7 +86,7 @@ static void sb_u64(sbuf *b, uint64_t v)
 qb_status w4w_st_open(const qb_host *h, const qb_sink *sink, const char *name,
                       const w4w_st_tensor *tensors, size_t n, w4w_st_file **out)
 {
-    sbuf b = { 0 };
+    sbuf b = {0};
     w4w_st_file *f = NULL;
     uint64_t off = 0;
     uint8_t len_le[8];

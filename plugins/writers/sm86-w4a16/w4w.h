@@ -71,10 +71,10 @@ typedef struct w4w_role {
 
 /* One supported architecture. Adding one is adding a table entry. */
 typedef struct w4w_arch {
-    const char *model_type;  /* Hugging Face config "model_type" */
-    const char *hf_class;    /* "architectures" entry when the config lacks one */
-    int tie_default;         /* transformers' default of tie_word_embeddings */
-    const w4w_role *roles;   /* layer roles in output order */
+    const char *model_type; /* Hugging Face config "model_type" */
+    const char *hf_class;   /* "architectures" entry when the config lacks one */
+    int tie_default;        /* transformers' default of tie_word_embeddings */
+    const w4w_role *roles;  /* layer roles in output order */
     size_t n_roles;
 } w4w_arch;
 
@@ -167,14 +167,14 @@ void w4w_unpack_row(const uint8_t *in, int64_t cols, int8_t *q);
 
 /* Decodes one packed row: out[c] = (float)q[c] * f16(scales[c / group_size]),
  * in fp32 as the format defines. Pure. */
-void w4w_decode_row(const uint8_t *packed, const uint16_t *scales, int64_t cols,
-                    int64_t group_size, float *out);
+void w4w_decode_row(const uint8_t *packed, const uint16_t *scales, int64_t cols, int64_t group_size,
+                    float *out);
 
 /* ---- safetensors output (st_out.c) --------------------------------------- */
 
 typedef struct w4w_st_tensor {
-    char *name;           /* owned */
-    const char *dtype;    /* "U8" or "F16" (static) */
+    char *name;        /* owned */
+    const char *dtype; /* "U8" or "F16" (static) */
     uint32_t n_dims;
     int64_t dims[QB_MAX_DIMS];
     uint64_t n_bytes;
@@ -224,13 +224,13 @@ typedef struct w4w_file {
 
 /* One source tensor and what becomes of it. */
 typedef struct w4w_item {
-    size_t src;          /* source tensor index */
+    size_t src; /* source tensor index */
     w4w_item_kind kind;
-    int32_t file;        /* index in plan files; -1 for W4W_ITEM_TIED */
-    size_t out;          /* LINEAR: packed (scales is out + 1); F16: the tensor */
-    size_t peer;         /* TIED: source index of the embeddings */
-    char *key;           /* LINEAR: manifest key "file:path"; owned */
-    const char *name;    /* source name (the reader's) */
+    int32_t file;     /* index in plan files; -1 for W4W_ITEM_TIED */
+    size_t out;       /* LINEAR: packed (scales is out + 1); F16: the tensor */
+    size_t peer;      /* TIED: source index of the embeddings */
+    char *key;        /* LINEAR: manifest key "file:path"; owned */
+    const char *name; /* source name (the reader's) */
     const char *source_encoding;
     int64_t rows, cols;
     /* results of write_tensor */
@@ -288,8 +288,8 @@ typedef struct w4w_written_list {
 
 /* Writes a whole small file through the sink and records it in `list`.
  * Returns QB_OK or the sink's error / QB_E_NOMEM (message set). */
-qb_status w4w_write_whole(const qb_host *h, const qb_sink *sink, const char *name,
-                          const void *data, size_t len, w4w_written_list *list);
+qb_status w4w_write_whole(const qb_host *h, const qb_sink *sink, const char *name, const void *data,
+                          size_t len, w4w_written_list *list);
 
 /* Appends one record to list. QB_E_NOMEM on failure (message set). */
 qb_status w4w_written_add(const qb_host *h, w4w_written_list *list, const char *name,

@@ -31,8 +31,8 @@ typedef struct w4w_writer {
     const qb_sink *sink;
     const qb_model_src *src;
     w4w_plan *plan;
-    size_t next;          /* position in plan->items of the next write */
-    int32_t cur_file;     /* file being written, -1 none */
+    size_t next;      /* position in plan->items of the next write */
+    int32_t cur_file; /* file being written, -1 none */
     w4w_st_file *cur;
     w4w_written_list written;
 } w4w_writer;
@@ -40,15 +40,15 @@ typedef struct w4w_writer {
 /* One row block handled by one parallel_for item. */
 typedef struct w4w_slot {
     int64_t row0, n;
-    float *w;          /* [n * cols] dense source rows */
-    void *out;         /* LINEAR: packed [n * pcols]; F16: [n * cols] fp16 */
-    int8_t *q;         /* [cols] codes of one row */
-    uint8_t *codes;    /* grid view, when exact repack is tried */
+    float *w;       /* [n * cols] dense source rows */
+    void *out;      /* LINEAR: packed [n * pcols]; F16: [n * cols] fp16 */
+    int8_t *q;      /* [cols] codes of one row */
+    uint8_t *codes; /* grid view, when exact repack is tried */
     float *gscales;
     int32_t *gzeros;
     double err2, ref2;
     int exact;
-    char why[200];     /* why an exact repack was refused */
+    char why[200]; /* why an exact repack was refused */
 } w4w_slot;
 
 typedef struct w4w_job {
@@ -56,9 +56,9 @@ typedef struct w4w_job {
     const w4w_item *it;
     w4w_slot *slots;
     int64_t pcols, ng, gs;
-    uint16_t *scales;  /* LINEAR: [rows * ng] for the whole tensor */
-    int grid;          /* exact repack is structurally possible */
-    int64_t src_gs;    /* source group width (contiguous) */
+    uint16_t *scales; /* LINEAR: [rows * ng] for the whole tensor */
+    int grid;         /* exact repack is structurally possible */
+    int64_t src_gs;   /* source group width (contiguous) */
     uint32_t src_ng;
 } w4w_job;
 
@@ -76,7 +76,8 @@ static int grid_usable(w4w_job *j, const qb_grid_info *gi, char *why, size_t why
     const w4w_item *it = j->it;
     int64_t sgs, c, tg;
     if (gi->bits != 4 || !gi->symmetric) {
-        snprintf(why, why_len, "grid is %u-bit %s", gi->bits, gi->symmetric ? "symmetric" : "asymmetric");
+        snprintf(why, why_len, "grid is %u-bit %s", gi->bits,
+                 gi->symmetric ? "symmetric" : "asymmetric");
         return 0;
     }
     if (gi->col_group) {
@@ -140,7 +141,8 @@ static int repack_block(w4w_job *j, w4w_slot *s)
                 return 0;
             }
             if (!isfinite(gs_row[g]) || qb_f32_bits(qb_f16_to_f32(h16)) != qb_f32_bits(gs_row[g])) {
-                snprintf(s->why, sizeof s->why, "row %lld group %lld: scale %.9g is not exact in fp16",
+                snprintf(s->why, sizeof s->why,
+                         "row %lld group %lld: scale %.9g is not exact in fp16",
                          (long long)(s->row0 + r), (long long)g, (double)gs_row[g]);
                 return 0;
             }
@@ -320,7 +322,8 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
         }
         j.scales = malloc((size_t)(rows * j.ng) * sizeof *j.scales);
         if (!j.scales) {
-            rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for scales", src_path(w), it->name);
+            rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for scales", src_path(w),
+                              it->name);
             goto out;
         }
     }
@@ -420,10 +423,11 @@ static qb_status check_tied(w4w_writer *w, const w4w_item *it)
             goto out;
         for (i = 0; i < n * it->cols; i++)
             if (qb_f32_bits(a[i]) != qb_f32_bits(b[i])) {
-                rc = h->set_error(h, QB_E_MISMATCH,
-                                  "%s: %s: row %lld differs from model.embed_tokens.weight although "
-                                  "tie_word_embeddings is true",
-                                  src_path(w), it->name, (long long)(r0 + i / it->cols));
+                rc =
+                    h->set_error(h, QB_E_MISMATCH,
+                                 "%s: %s: row %lld differs from model.embed_tokens.weight although "
+                                 "tie_word_embeddings is true",
+                                 src_path(w), it->name, (long long)(r0 + i / it->cols));
                 goto out;
             }
     }
