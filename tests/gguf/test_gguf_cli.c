@@ -143,6 +143,30 @@ START_TEST(convert_f16_and_split)
 }
 END_TEST
 
+#ifdef QBT_GGUF_HAVE_QUANT
+/* K-quants have no integer grid here: the writer requantizes from the
+ * decoded floats (exact false) and still converts. */
+START_TEST(convert_k_quants)
+{
+    static const char *const types[] = {"12" /* Q4_K */, "14" /* Q6_K */, "3" /* Q4_1 */};
+    size_t i;
+    for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        char src[1200], dst[1200], cmd[4096], out[8192], mpath[1300];
+        char *man;
+        snprintf(src, sizeof(src), "%s/k%s.gguf", tmp, types[i]);
+        snprintf(dst, sizeof(dst), "%s/out-k%s", tmp, types[i]);
+        gen("qwen2", types[i], src, 0);
+        snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s'", bin(), src, dst);
+        ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "type %s: %s", types[i], out);
+        snprintf(mpath, sizeof(mpath), "%s/manifest.json", dst);
+        man = slurp(mpath);
+        ck_assert_int_eq(count(man, "\"exact\":\ttrue"), 0);
+        free(man);
+    }
+}
+END_TEST
+#endif
+
 START_TEST(malformed_exit_1)
 {
     char src[1200], bad[1200], dst[1200], cmd[4096], out[8192];
@@ -178,6 +202,9 @@ int main(void)
     tcase_add_test(tc, convert_q4_0_exact);
     tcase_add_test(tc, convert_f16_and_split);
     tcase_add_test(tc, malformed_exit_1);
+#ifdef QBT_GGUF_HAVE_QUANT
+    tcase_add_test(tc, convert_k_quants);
+#endif
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

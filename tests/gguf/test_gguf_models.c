@@ -11,6 +11,7 @@
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,6 +427,53 @@ START_TEST(every_quantizable_type)
 }
 END_TEST
 
+/* QB_PLUGIN_CONCURRENT_READS: reads from several threads on one reader
+ * give the same values as the reference. */
+typedef struct conc_arg {
+    gguf_reader *r;
+    const qbt_hf_model *ref;
+    int id, bad;
+} conc_arg;
+
+static void *conc_worker(void *p)
+{
+    conc_arg *a = p;
+    size_t i;
+    int pass;
+    for (pass = 0; pass < 3; pass++)
+        for (i = (size_t)a->id; i < gguf_reader_count(a->r); i += 2) {
+            const gguf_ctensor *c = gguf_reader_tensor(a->r, i);
+            const qbt_hf_tensor *t = qbt_hf_model_find(a->ref, c->name);
+            float *buf = malloc((size_t)(c->n_rows * c->cols) * sizeof(float));
+            if (!buf || gguf_reader_read_rows(a->r, i, 0, c->n_rows, buf) != QB_OK ||
+                memcmp(buf, t->vals, (size_t)(c->n_rows * c->cols) * sizeof(float)) != 0)
+                a->bad++;
+            free(buf);
+        }
+    return NULL;
+}
+
+START_TEST(concurrent_reads)
+{
+    qbt_gguf_spec s = base_spec("llama", 2);
+    qbt_hf_model ref;
+    gguf_reader *r = roundtrip(&s, &ref, "conc");
+    pthread_t th[4];
+    conc_arg a[4];
+    int i;
+    for (i = 0; i < 4; i++) {
+        a[i] = (conc_arg){r, &ref, i % 2, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, conc_worker, &a[i]), 0);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(a[i].bad, 0);
+    }
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
 /* ---- split sets ---- */
 
 static void write_split(const char *dir, int shards, qbt_hf_model *ref)
@@ -622,6 +670,7 @@ int main(void)
     tcase_add_test(tc, llama_qk_bias_permuted);
     tcase_add_test(tc, llama3_rope_scaling);
     tcase_add_test(tc, every_quantizable_type);
+    tcase_add_test(tc, concurrent_reads);
     tcase_add_test(tc, split_any_shard_and_dir);
     tcase_add_test(tc, split_missing_shard);
     tcase_add_test(tc, split_inconsistent_shard);
