@@ -240,6 +240,85 @@ START_TEST(test_broken_weight_shape)
 }
 END_TEST
 
+
+/* Rewrites dir/config.json replacing the first `from` by `to`. */
+static void patch_config(const char *dir, const char *from, const char *to)
+{
+    char path[1100], *text, *at, *out;
+    FILE *f;
+    long n;
+
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)n + 1);
+    ck_assert_int_eq(fread(text, 1, (size_t)n, f), n);
+    fclose(f);
+    at = strstr(text, from);
+    ck_assert_msg(at != NULL, "config.json lacks '%s'", from);
+    out = calloc(1, (size_t)n + strlen(to) + 1);
+    memcpy(out, text, (size_t)(at - text));
+    strcat(out, to);
+    strcat(out, at + strlen(from));
+    f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(out, 1, strlen(out), f), strlen(out));
+    fclose(f);
+    free(text);
+    free(out);
+}
+
+/* Writes a good fixture, patches its config, expects open to fail. */
+static void run_patched(const char *tag, const char *from, const char *to, qb_status code,
+                        const char *needle)
+{
+    const qb_plugin *p = plugin();
+    qbt_ct_spec s = {.format = "pack-quantized", .mixed = 1, .shards = 1, .seed = 40};
+    char *dir = qbt_tmpdir(tag), path[1024];
+    qb_reader_handle h = (qb_reader_handle)1;
+    qb_status st;
+
+    snprintf(path, sizeof(path), "%s/model", dir);
+    ck_assert_int_eq(qbt_ct_write(path, &s, NULL), 0);
+    patch_config(path, from, to);
+    st = p->reader->open(p->ctx, path, NULL, &h);
+    ck_assert_ptr_null(h);
+    ck_assert_msg(st == code, "%s: status %d, want %d (%s)", tag, st, code, qbt_fake_last_error());
+    ck_assert_msg(strstr(qbt_fake_last_error(), needle), "%s: '%s' lacks '%s'", tag,
+                  qbt_fake_last_error(), needle);
+    qbt_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(test_targeted_module_stored_dense)
+{
+    /* without the ignore entry, layer 1 down_proj is targeted by group_1's
+     * regex but stored as a dense BF16 weight */
+    run_patched("ct-p-dense", "\"re:.*layers\\\\.1\\\\.mlp\\\\.down_proj$\"", "\"nothing\"",
+                QB_E_MISMATCH, "model.layers.1.mlp.down_proj.weight");
+}
+END_TEST
+
+START_TEST(test_ambiguous_groups)
+{
+    /* group_1 now also targets the attention projections that group_0 quantizes
+     * differently */
+    run_patched("ct-p-ambig", "\"re:.*mlp\\\\.\\\\w+_proj\"", "\"re:.*_proj\"", QB_E_UNSUPPORTED,
+                "ambiguous");
+}
+END_TEST
+
+START_TEST(test_ignored_module_quantized)
+{
+    /* ignoring a module whose weight is packed leaves its tensors over */
+    run_patched("ct-p-ignore", "\"lm_head\"", "\"model.layers.0.self_attn.q_proj\"",
+                QB_E_MISMATCH, "model.layers.0.self_attn.q_proj.weight_packed");
+}
+END_TEST
+
 /* ---- patterns and config refusals (no files) ---- */
 
 static int match(const char *pat, const char *name, int linear)
@@ -378,6 +457,9 @@ static Suite *ct_suite(void)
     tcase_add_test(tc, test_broken_sparse_format);
     tcase_add_test(tc, test_broken_scale_in_missing_shard);
     tcase_add_test(tc, test_broken_weight_shape);
+    tcase_add_test(tc, test_targeted_module_stored_dense);
+    tcase_add_test(tc, test_ambiguous_groups);
+    tcase_add_test(tc, test_ignored_module_quantized);
     suite_add_tcase(s, tc);
     tc = tcase_create("config");
     tcase_add_test(tc, test_patterns);

@@ -243,6 +243,64 @@ START_TEST(test_broken_leftover_scale)
 }
 END_TEST
 
+
+/* Rewrites dir/config.json replacing the first `from` by `to`. */
+static void patch_config(const char *dir, const char *from, const char *to)
+{
+    char path[1100], *text, *at, *out;
+    FILE *f;
+    long n;
+
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)n + 1);
+    ck_assert_int_eq(fread(text, 1, (size_t)n, f), n);
+    fclose(f);
+    at = strstr(text, from);
+    ck_assert_msg(at != NULL, "config.json lacks '%s'", from);
+    out = calloc(1, (size_t)n + strlen(to) + 1);
+    memcpy(out, text, (size_t)(at - text));
+    strcat(out, to);
+    strcat(out, at + strlen(from));
+    f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(out, 1, strlen(out), f), strlen(out));
+    fclose(f);
+    free(text);
+    free(out);
+}
+
+/* Writes a good fixture, patches its config, expects open to fail. */
+START_TEST(test_not_converted_module_with_fp8_weight)
+{
+    const qb_plugin *p = plugin();
+    qbt_fp8_spec s = {.strategy = QBT_CQ_BLOCK, .bh = 32, .bw = 32, .shards = 1, .seed = 12};
+    char *dir = qbt_tmpdir("fp8-p-ntc"), path[1024];
+    qb_reader_handle h = NULL;
+
+    snprintf(path, sizeof(path), "%s/model", dir);
+    ck_assert_int_eq(qbt_fp8_write(path, &s, NULL), 0);
+    patch_config(path, "\"lm_head\"", "\"mlp.down_proj\"");
+    ck_assert_int_eq(p->reader->open(p->ctx, path, NULL, &h), QB_E_MISMATCH);
+    ck_assert_ptr_null(h);
+    ck_assert(strstr(qbt_fake_last_error(), "mlp.down_proj.weight"));
+    ck_assert(strstr(qbt_fake_last_error(), "not converted"));
+    /* e4m3 tensors under fmt e5m2 */
+    patch_config(path, "\"mlp.down_proj\"", "\"lm_head\"");
+    patch_config(path, "\"e4m3\"", "\"e5m2\"");
+    ck_assert_int_eq(p->reader->open(p->ctx, path, NULL, &h), QB_E_MISMATCH);
+    ck_assert(strstr(qbt_fake_last_error(), "fmt"));
+    patch_config(path, "\"e5m2\"", "\"e3m4\"");
+    ck_assert_int_eq(p->reader->open(p->ctx, path, NULL, &h), QB_E_UNSUPPORTED);
+    qbt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *fp8_suite(void)
 {
     Suite *s = suite_create("fp8");
@@ -264,6 +322,7 @@ static Suite *fp8_suite(void)
     tcase_add_test(tc, test_broken_scale_in_missing_shard);
     tcase_add_test(tc, test_broken_scale_shape);
     tcase_add_test(tc, test_broken_leftover_scale);
+    tcase_add_test(tc, test_not_converted_module_with_fp8_weight);
     suite_add_tcase(s, tc);
     return s;
 }
