@@ -265,6 +265,9 @@ START_TEST(qwen3moe_f32)
     r = roundtrip(&s, &ref, "qwen3moe");
     c = config_of(r);
     ck_assert_str_eq(str(c, "model_type"), "qwen3_moe");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(c, "norm_topk_prob")));
+    ck_assert_int_eq((int)num(c, "moe_intermediate_size"), 32);
+    ck_assert_int_eq((int)num(c, "num_experts"), 3);
     cJSON_Delete(c);
     gguf_reader_close(r);
     qbt_hf_model_free(&ref);
@@ -474,6 +477,47 @@ START_TEST(concurrent_reads)
 }
 END_TEST
 
+/* phi3 longrope: rope_factors_long/short tensors become rope_scaling. */
+START_TEST(phi3_longrope_config)
+{
+    qbt_gguf_spec s = base_spec("phi3", 0);
+    qbt_hf_model ref;
+    qbt_gguf *g;
+    char path[1200];
+    gguf_reader *r = NULL;
+    float lf[8], sf[8];
+    int64_t ne[1] = {8};
+    cJSON *c, *rs, *arr;
+    int i;
+    s.n_head_kv = 4;
+    for (i = 0; i < 8; i++) {
+        lf[i] = 1.0f + (float)i;
+        sf[i] = 1.0f + (float)i / 8.0f;
+    }
+    ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
+    qbt_gguf_add_tensor(g, "rope_factors_long.weight", 1, ne, 0, lf, sizeof(lf));
+    qbt_gguf_add_tensor(g, "rope_factors_short.weight", 1, ne, 0, sf, sizeof(sf));
+    qbt_gguf_kv_u32(g, "phi3.rope.scaling.original_context_length", 4096);
+    snprintf(path, sizeof(path), "%s/phi3.gguf", fake_tmpdir("longrope"));
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    gguf_reader_close(check_model(&s, path, &ref)); /* rope tensors are not emitted as weights */
+    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_OK);
+    c = config_of(r);
+    rs = cJSON_GetObjectItem(c, "rope_scaling");
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_str_eq(str(rs, "type"), "longrope");
+    arr = cJSON_GetObjectItem(rs, "long_factor");
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 8);
+    ck_assert(cJSON_GetArrayItem(arr, 7)->valuedouble == 8.0);
+    ck_assert(cJSON_GetArrayItem(cJSON_GetObjectItem(rs, "short_factor"), 4)->valuedouble == 1.5);
+    ck_assert_int_eq((int)num(c, "original_max_position_embeddings"), 4096);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
 /* ---- split sets ---- */
 
 static void write_split(const char *dir, int shards, qbt_hf_model *ref)
@@ -671,6 +715,7 @@ int main(void)
     tcase_add_test(tc, llama3_rope_scaling);
     tcase_add_test(tc, every_quantizable_type);
     tcase_add_test(tc, concurrent_reads);
+    tcase_add_test(tc, phi3_longrope_config);
     tcase_add_test(tc, split_any_shard_and_dir);
     tcase_add_test(tc, split_missing_shard);
     tcase_add_test(tc, split_inconsistent_shard);

@@ -307,8 +307,21 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
         put_num(&c, c.root, b == GGUF_A_LLAMA ? "num_local_experts" : "num_experts", (double)p->n_expert);
         if (p->n_expert_used > 0)
             put_num(&c, c.root, "num_experts_per_tok", (double)p->n_expert_used);
-        if (p->n_ff_exp > 0)
+        if (p->n_ff_exp > 0) {
             put_num(&c, c.root, "moe_intermediate_size", (double)p->n_ff_exp);
+        } else if (b != GGUF_A_LLAMA) {
+            /* No expert_feed_forward_length key: the stored expert tensor's
+             * shape (ne {n_embd, n_ff_exp, n_expert}) is the fact. */
+            const gguf_tinfo *e = gguf_model_find(m, "blk.0.ffn_gate_exps.weight");
+            if (e && e->n_dims == 3)
+                put_num(&c, c.root, "moe_intermediate_size", (double)e->ne[1]);
+        }
+        /* llama.cpp build_moe_ffn norm_w: true in llm_build_qwen3moe, false
+         * in llm_build_qwen2moe (HF norm_topk_prob). */
+        if (b == GGUF_A_QWEN3MOE || b == GGUF_A_QWEN2MOE) {
+            if (!cJSON_AddBoolToObject(c.root, "norm_topk_prob", b == GGUF_A_QWEN3MOE))
+                c.oom = 1;
+        }
         if (p->n_ff_shexp > 0)
             put_num(&c, c.root, "shared_expert_intermediate_size", (double)p->n_ff_shexp);
         if (b != GGUF_A_LLAMA)
