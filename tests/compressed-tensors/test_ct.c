@@ -293,6 +293,31 @@ static void run_patched(const char *tag, const char *from, const char *to, qb_st
     free(dir);
 }
 
+START_TEST(test_symmetric_with_saved_zero_points)
+{
+    /* older writers saved (all-zero) zero points for symmetric schemes:
+     * accepted, values unchanged, grid symmetric */
+    const qb_plugin *p = plugin();
+    qbt_ct_spec s = {.format = "pack-quantized", .bits = 4, .sym = 0, .strategy = QBT_CQ_GROUP,
+                     .gs = 32, .zp_i8 = 1, .zero_zp = 1, .shards = 1, .seed = 41};
+    char *dir = qbt_tmpdir("ct-symzp"), path[1024], why[512], enc[128];
+    qbt_cq_model *truth = NULL;
+    qbt_cq_stats stats;
+
+    snprintf(path, sizeof(path), "%s/model", dir);
+    ck_assert_int_eq(qbt_ct_write(path, &s, &truth), 0);
+    patch_config(path, "\"symmetric\": false", "\"symmetric\": true");
+    ck_assert_msg(qbt_cq_check(p, path, truth, &stats, why, sizeof(why)) == 0, "%s (%s)", why,
+                  qbt_fake_last_error());
+    ck_assert_int_eq(stats.n_grid, 14);
+    ck_assert_int_eq(qbt_cq_encoding(p, path, Q0, enc, sizeof(enc)), 0);
+    ck_assert_str_eq(enc, "ct int4 g32 sym");
+    qbt_cq_model_free(truth);
+    qbt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_targeted_module_stored_dense)
 {
     /* without the ignore entry, layer 1 down_proj is targeted by group_1's
@@ -448,6 +473,7 @@ static Suite *ct_suite(void)
     tcase_add_test(tc, test_float_quantized_block);
     tcase_add_test(tc, test_mixed_groups_and_ignore);
     tcase_add_test(tc, test_sharded_i32_shape);
+    tcase_add_test(tc, test_symmetric_with_saved_zero_points);
     suite_add_tcase(s, tc);
     tc = tcase_create("broken");
     tcase_add_test(tc, test_broken_missing_scale);

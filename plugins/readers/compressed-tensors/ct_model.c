@@ -340,12 +340,9 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
                           w->name, module);
         goto out;
     }
-    if (!sc->symmetric != !!p[1]) {
-        st = h->set_error(h, p[1] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                          p[1] ? "%s: %s: leftover %s.weight_zero_point: config_groups.%s is "
-                                 "symmetric" : "%s: %s: partner %s.weight_zero_point is missing "
-                                 "(config_groups.%s is asymmetric)",
-                          w->file, w->name, module, sc->name);
+    if (!sc->symmetric && !p[1]) {
+        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_zero_point is missing "
+                          "(config_groups.%s is asymmetric)", w->file, w->name, module, sc->name);
         goto out;
     }
     if (sc->act_group != !!p[2]) {
@@ -423,6 +420,21 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         t->grid_symmetric = 1;
     if (st != QB_OK)
         goto out;
+    if (sc->symmetric && p[1]) {
+        /* BaseQuantizationCompressor.compress skips the zero point of a
+         * symmetric scheme, but older writers saved it (all zero); only
+         * zeros agree with the config, anything else is a contradiction */
+        if (!t->grid_symmetric) {
+            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover weight_zero_point with nonzero "
+                              "zero points although config_groups.%s is symmetric", p[1]->file,
+                              p[1]->name, sc->name);
+            goto out;
+        }
+        h->log(h, QB_LOG_WARN, "%s: %s: zero points of a symmetric scheme (all zero); ignored",
+               p[1]->file, p[1]->name);
+        t->zp = NULL;
+        t->zp_packed = 0;
+    }
     t->has_grid = t->kind != CT_K_FLOAT && t->strategy != CT_S_BLOCK;
     st = ct_encoding(h, sc, t);
     if (st != QB_OK)
