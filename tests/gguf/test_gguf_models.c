@@ -313,9 +313,14 @@ START_TEST(gemma3_f16_qk_norm)
     gguf_reader *r;
     cJSON *c;
     s.head_dim = 32;
+    s.sliding_window = 512;
     r = roundtrip(&s, &ref, "gemma3");
     c = config_of(r);
     ck_assert_str_eq(str(c, "model_type"), "gemma3_text");
+    ck_assert_int_eq((int)num(c, "sliding_window_pattern"), 6);
+    ck_assert(num(c, "rope_local_base_freq") == 10000.0);
+    ck_assert_int_eq((int)num(c, "query_pre_attn_scalar"), 32);
+    ck_assert_str_eq(str(c, "hidden_activation"), "gelu_pytorch_tanh");
     cJSON_Delete(c);
     gguf_reader_close(r);
     qbt_hf_model_free(&ref);

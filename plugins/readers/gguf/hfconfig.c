@@ -240,6 +240,44 @@ out:
     return st;
 }
 
+/* Gemma3 sliding-window layout. llama.cpp load_hparams (LLM_ARCH_GEMMA3)
+ * uses set_swa_pattern(6) and a local rope base of 10000 unless the file
+ * says otherwise; newer files store attention.sliding_window_pattern,
+ * possibly as a per-layer BOOL array (true = sliding). */
+static qb_status gemma3_swa(cfg *c)
+{
+    char key[128];
+    const gguf_kv *kv;
+    int64_t pat;
+    qb_status st;
+    if (!cJSON_GetObjectItem(c->root, "rope_local_base_freq"))
+        put_num(c, c->root, "rope_local_base_freq", 10000.0);
+    gguf_arch_key(c->hp, "attention.sliding_window_pattern", key, sizeof(key));
+    kv = gguf_kv_find(c->f, key);
+    if (kv && kv->type == GGUF_VT_ARRAY) {
+        cJSON *arr;
+        uint64_t i;
+        if (kv->arr_type != GGUF_VT_BOOL || kv->arr_n != (uint64_t)c->hp->n_layer)
+            return c->h->set_error(c->h, QB_E_FORMAT, "%s: metadata '%s' is not one BOOL per layer", c->f->path, key);
+        arr = cJSON_AddArrayToObject(c->root, "layer_types");
+        for (i = 0; arr && i < kv->arr_n; i++)
+            if (!cJSON_AddItemToArray(arr, cJSON_CreateString(kv->val[i] ? "sliding_attention" : "full_attention")))
+                c->oom = 1;
+        if (!arr)
+            c->oom = 1;
+        return QB_OK;
+    }
+    st = gguf_kv_int(c->h, c->f, key, &pat);
+    if (st == QB_E_NOT_FOUND) {
+        pat = 6;
+        st = QB_OK;
+    }
+    if (st)
+        return st;
+    put_num(c, c->root, "sliding_window_pattern", (double)pat);
+    return QB_OK;
+}
+
 qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, const gguf_special *sp,
                               char **config_json, char **gen_json)
 {
@@ -303,6 +341,8 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
             (st = copy_float(&c, c.root, "rope.freq_base_swa", "rope_local_base_freq", NULL)))
             goto out;
     }
+    if (b == GGUF_A_GEMMA3 && p->sliding_window > 0 && (st = gemma3_swa(&c)))
+        goto out;
     if (p->n_expert > 0) {
         put_num(&c, c.root, b == GGUF_A_LLAMA ? "num_local_experts" : "num_experts", (double)p->n_expert);
         if (p->n_expert_used > 0)
