@@ -395,6 +395,27 @@ START_TEST(refuses_marlin_and_planar)
 }
 END_TEST
 
+START_TEST(tokenizer_dir_when_present)
+{
+    qbt_gptq_spec s = spec(4, 128, 1, 0);
+    qlr_model *m = NULL;
+    char path[1024];
+    ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
+    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
+    ck_assert_ptr_null(m->tokenizer_dir);
+    ck_assert_ptr_null(m->generation_config_json);
+    qlr_model_free(m);
+    snprintf(path, sizeof(path), "%s/tokenizer_config.json", tmp);
+    ck_assert_int_eq(qbt_write_text(path, "{}"), 0);
+    snprintf(path, sizeof(path), "%s/generation_config.json", tmp);
+    ck_assert_int_eq(qbt_write_text(path, "{\"bos_token_id\": 1}"), 0);
+    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
+    ck_assert_str_eq(m->tokenizer_dir, tmp);
+    ck_assert_str_eq(m->generation_config_json, "{\"bos_token_id\": 1}");
+    qlr_model_free(m);
+}
+END_TEST
+
 START_TEST(probe_scores)
 {
     ck_assert_int_eq(gptq_config_probe("{\"quantization_config\": {\"quant_method\": \"gptq\"}}", 0), 90);
@@ -442,6 +463,7 @@ int main(void)
     tcase_add_test(b, broken_g_idx_group_counts);
     tcase_add_test(b, refuses_marlin_and_planar);
     tcase_add_test(b, probe_scores);
+    tcase_add_test(g, tokenizer_dir_when_present);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
     sr = srunner_create(s);

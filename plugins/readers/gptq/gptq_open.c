@@ -35,7 +35,6 @@ static const qb_st_tensor *gptq_find(const qb_host *h, const qb_st_set *set, con
     char name[1024];
     if ((size_t)snprintf(name, sizeof(name), "%s%s", module, suffix) >= sizeof(name))
         return NULL;
-    (void)h;
     return h->safetensors->find(set, name);
 }
 

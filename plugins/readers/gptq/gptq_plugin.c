@@ -110,6 +110,9 @@ static const qb_plugin gptq_plugin = {
     gptq_options,
     NULL};
 
+/* The only exported symbol (qb_plugin.h): negotiates ABI major 1, keeps the
+ * host table for the process lifetime and hands out the static descriptor.
+ * QB_E_ABI when the host serves no ABI 1.x. Called once, main thread. */
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {

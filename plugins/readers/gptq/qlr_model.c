@@ -147,7 +147,9 @@ qb_status qlr_model_load_side_files(qlr_model *m)
     qb_status st;
     cJSON *cfg = NULL;
     const cJSON *mt;
-    char *tok = NULL;
+    char **names = NULL;
+    size_t i;
+    int has_tok = 0;
 
     if ((st = qlr_read_text(h, m->dir, "config.json", &m->config_json)) != QB_OK)
         goto out;
@@ -171,18 +173,22 @@ qb_status qlr_model_load_side_files(qlr_model *m)
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
         goto out;
     }
-    /* tokenizer files are copied by the host when the reader names a dir */
-    if ((st = qlr_read_text(h, m->dir, "tokenizer_config.json", &tok)) != QB_OK)
+    /* tokenizer files are copied by the host when the reader names a dir;
+     * only their presence matters here, so list instead of reading them */
+    if ((st = h->list_dir(h, m->dir, &names)) != QB_OK)
         goto out;
-    if (!tok && (st = qlr_read_text(h, m->dir, "tokenizer.json", &tok)) != QB_OK)
-        goto out;
-    if (tok && !(m->tokenizer_dir = strdup(m->dir))) {
+    for (i = 0; names[i]; i++)
+        if (strcmp(names[i], "tokenizer.json") == 0 || strcmp(names[i], "tokenizer_config.json") == 0 ||
+            strcmp(names[i], "tokenizer.model") == 0)
+            has_tok = 1;
+    if (has_tok && !(m->tokenizer_dir = strdup(m->dir))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
         goto out;
     }
     st = QB_OK;
 out:
-    h->free(h, tok);
+    if (names)
+        h->free_list(h, names);
     cJSON_Delete(cfg);
     return st;
 }
