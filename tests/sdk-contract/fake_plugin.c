@@ -6,7 +6,8 @@
  *
  * The good variant is a trivial reader + writer over an in-memory model so
  * `quantbridge convert` runs end to end without any real plugin:
- *   reader: a file whose first bytes are "FAKEMODEL" (probe 100); three
+ *   reader: a file whose first bytes are "FAKEMODEL" (probe 100), or a
+ *           directory holding such a file named model.fake; three
  *           tensors whose values are a closed form of (tensor, row, col),
  *           plus the reader option `bias`;
  *   writer: one raw little-endian float32 file per tensor ("<name>.f32"),
@@ -60,9 +61,14 @@ typedef struct fake_reader {
 
 static int fake_probe(void *ctx, const qb_probe_input *in)
 {
+    size_t i;
     (void)ctx;
     if (in->head && in->head_len >= 9 && memcmp(in->head, "FAKEMODEL", 9) == 0)
         return FAKE_PROBE_SCORE;
+    /* A directory holding model.fake is the same model. */
+    for (i = 0; in->is_dir && in->siblings && in->siblings[i]; i++)
+        if (strcmp(in->siblings[i], "model.fake") == 0)
+            return FAKE_PROBE_SCORE;
     return 0;
 }
 
@@ -74,9 +80,18 @@ static qb_status fake_open(void *ctx, const char *path, const qb_param *params,
     size_t len = 0;
     fake_reader *r;
     qb_status rc;
+    char file[4096];
     (void)ctx;
     *out = NULL;
-    rc = H->read_small_file(H, path, 4096, &data, &len);
+    snprintf(file, sizeof file, "%s", path);
+    if (H->read_small_file(H, path, 4096, &data, &len) == QB_E_IO) {
+        /* Not a regular file: a directory holding model.fake. */
+        snprintf(file, sizeof file, "%s/model.fake", path);
+    } else {
+        H->free(H, data);
+    }
+    data = NULL;
+    rc = H->read_small_file(H, file, 4096, &data, &len);
     if (rc)
         return rc;
     if (len < 9 || memcmp(data, "FAKEMODEL", 9) != 0) {

@@ -322,6 +322,18 @@ START_TEST(output_safety)
         qbt_result_free(&r);
         ck_assert(qbt_exists(fx.src));
     }
+    /* A directory source: output inside it is refused. */
+    {
+        char *inner = qbt_path(fx.dir, "inner-out");
+        const char *argv[] = {"convert", "--config", fx.cfg, "--source", fx.dir, "--output",
+                              inner, "--writer", "fake", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_ptr_nonnull(strstr(r.err, "is inside the source"));
+        ck_assert(!qbt_exists(inner));
+        qbt_result_free(&r);
+        free(inner);
+    }
     /* Existing non-empty output: refused, untouched. */
     ck_assert_int_eq(mkdir(fx.out, 0755), 0);
     keep = qbt_path(fx.out, "keep.txt");
@@ -351,6 +363,26 @@ START_TEST(output_safety)
     assert_no_leftovers(&fx);
     qbt_result_free(&r);
     free(keep);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(directory_source)
+{
+    fixture fx;
+    qbt_result r;
+    char *other = qbt_mkdtemp("convert-dirout"), *out = qbt_path(other, "out");
+    setup_fx(&fx, only_fake);
+    {
+        const char *argv[] = {"convert", "--config", fx.cfg, "--source", fx.dir, "--output", out,
+                              "--writer", "fake", NULL};
+        qbt_run(&r, argv);
+    }
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    check_tensor(out, "model.layers.0.self_attn.q_proj.weight", 1, 8, 8, 0.0f);
+    qbt_result_free(&r);
+    free(out);
+    free(other);
     free_fx(&fx);
 }
 END_TEST
@@ -540,6 +572,7 @@ int main(void)
     tcase_add_test(tc, probe_below_threshold);
     tcase_add_test(tc, output_safety);
     tcase_add_test(tc, empty_output_dir_accepted);
+    tcase_add_test(tc, directory_source);
     tcase_add_test(tc, sigint_cancels_and_cleans_up);
     tcase_add_test(tc, inspect_lists_tensors);
     tcase_add_test(tc, config_options_and_get_config);

@@ -1,0 +1,142 @@
+/* Allocation fault injection (alloc.c): make the n-th allocation fail for
+ * every n along config loading, probe input, parameter building and the
+ * sink, and check each path fails cleanly with QB_E_NOMEM or succeeds;
+ * the ASan build turns any leak on those paths into a failure. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "qbh.h"
+#include "qbt_check_main.h"
+#include "qbt_cli.h"
+
+START_TEST(config_load_every_failure_point)
+{
+    char *d = qbt_mkdtemp("fault-cfg"), *pd = qbt_path(d, "plugins.d");
+    char *f = qbt_path(d, "quantbridge.conf"), *a = NULL;
+    long n;
+    int ok = 0;
+    ck_assert_int_eq(mkdir(pd, 0755), 0);
+    a = qbt_path(pd, "a.conf");
+    qbt_write_file(a, "[plugin:a]\nlibrary=libqb_a.so\noption.x=1\noption.y=2\n");
+    qbt_write_file(f, "[general]\nmin-probe-score=40\n[plugin:b]\nlibrary=x/libqb_b.so\n");
+    for (n = 0; n < 200 && !ok; n++) {
+        qbh_config cfg;
+        qb_status rc;
+        qbh_alloc_fail_after(n);
+        rc = qbh_config_load(f, &cfg);
+        qbh_alloc_fail_after(-1);
+        ck_assert_msg(rc == QB_OK || rc == QB_E_NOMEM, "n=%ld rc=%d", n, rc);
+        if (rc == QB_OK) {
+            ck_assert_uint_eq(cfg.n_plugins, 2);
+            ok = 1;
+        }
+        qbh_config_free(&cfg);
+    }
+    ck_assert(ok);
+    free(a);
+    free(f);
+    free(pd);
+    free(d);
+}
+END_TEST
+
+START_TEST(probe_input_every_failure_point)
+{
+    char *d = qbt_mkdtemp("fault-probe"), *f = qbt_path(d, "m.bin"), *c = qbt_path(d, "config.json");
+    long n;
+    int ok = 0;
+    qbt_write_file(f, "data");
+    qbt_write_file(c, "{}");
+    for (n = 0; n < 100 && !ok; n++) {
+        qbh_probe_in pi;
+        qb_status rc;
+        qbh_alloc_fail_after(n);
+        rc = qbh_probe_in_build(f, &pi);
+        qbh_alloc_fail_after(-1);
+        ck_assert_msg(rc == QB_OK || rc == QB_E_NOMEM, "n=%ld rc=%d", n, rc);
+        ok = rc == QB_OK;
+        qbh_probe_in_free(&pi);
+    }
+    ck_assert(ok);
+    free(f);
+    free(c);
+    free(d);
+}
+END_TEST
+
+START_TEST(params_every_failure_point)
+{
+    static const qb_option_decl s1 = {sizeof(qb_option_decl), "rule", QB_PARAM_STRING, "a",
+                                      "", "a|b", 0, -1};
+    static const qb_option_decl i1 = {sizeof(qb_option_decl), "n", QB_PARAM_INT, "3", "", NULL,
+                                      0, 9};
+    static const qb_option_decl *const opts[] = {&s1, &i1, NULL};
+    qb_plugin d;
+    qbh_opt cli[1] = {{"rule", "b", "--option", 0}};
+    long n;
+    int ok = 0;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.name = "p";
+    d.options = opts;
+    for (n = 0; n < 50 && !ok; n++) {
+        qbh_params ps;
+        qb_status rc;
+        qbh_alloc_fail_after(n);
+        rc = qbh_params_build(&d, NULL, cli, 1, &ps);
+        qbh_alloc_fail_after(-1);
+        ck_assert_msg(rc == QB_OK || rc == QB_E_NOMEM, "n=%ld rc=%d", n, rc);
+        if (rc == QB_OK) {
+            ck_assert_str_eq(qb_param_find(ps.items, "rule")->v.s, "b");
+            ok = 1;
+        }
+        qbh_params_free(&ps);
+    }
+    ck_assert(ok);
+}
+END_TEST
+
+START_TEST(sink_every_failure_point)
+{
+    long n;
+    int ok = 0;
+    for (n = 0; n < 50 && !ok; n++) {
+        char *d = qbt_mkdtemp("fault-sink");
+        qbh_sink *s = NULL;
+        qb_sink_file *f = NULL;
+        qb_status rc;
+        qbh_alloc_fail_after(n);
+        rc = qbh_sink_open(d, &s);
+        if (rc == QB_OK) {
+            const qb_sink *t = qbh_sink_table(s);
+            rc = t->create(t->handle, "a.bin", &f);
+            if (rc == QB_OK) {
+                rc = t->write(f, "xyz", 3);
+                if (rc == QB_OK)
+                    rc = t->close(f, NULL, NULL);
+                else
+                    t->close(f, NULL, NULL);
+            }
+        }
+        qbh_alloc_fail_after(-1);
+        ck_assert_msg(rc == QB_OK || rc == QB_E_NOMEM, "n=%ld rc=%d", n, rc);
+        ok = rc == QB_OK;
+        qbh_sink_free(s);
+        free(d);
+    }
+    ck_assert(ok);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("fault");
+    TCase *tc = tcase_create("alloc");
+    tcase_add_test(tc, config_load_every_failure_point);
+    tcase_add_test(tc, probe_input_every_failure_point);
+    tcase_add_test(tc, params_every_failure_point);
+    tcase_add_test(tc, sink_every_failure_point);
+    suite_add_tcase(s, tc);
+    return s;
+}
