@@ -1,11 +1,12 @@
 /*
  * hf-dense plugin: descriptor and entry. Plain Hugging Face checkpoints
- * (config.json + F32/F16/BF16 safetensors). The reader lives in reader.c;
- * a writer (writer.c) will be added to this descriptor later.
+ * (config.json + F32/F16/BF16 safetensors). The reader lives in reader.c,
+ * the writer in writer.c; the options (dtype, max_shard_size) are the
+ * writer's, and the reader ignores them.
  */
 #include <stddef.h>
 
-#include "hfd.h"
+#include "hfw.h"
 
 const qb_host *hfd_host;
 
@@ -14,15 +15,15 @@ static const qb_plugin hfd_plugin = {
     QB_ABI_CURRENT,
     "hf-dense",
     "0.1.0",
-    "Hugging Face dense checkpoints (config.json + F32/F16/BF16 safetensors, sharded or not)",
+    "Hugging Face dense checkpoints (config.json + F32/F16/BF16 safetensors, sharded or not), read and written",
     "quantbridge",
     NULL,
     QB_PLUGIN_CONCURRENT_READS,
     NULL,
     NULL,
     &hfd_reader_vtable,
-    NULL,
-    NULL,
+    &hfd_writer_vtable,
+    hfd_option_decls,
     NULL,
 };
 

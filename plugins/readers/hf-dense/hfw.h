@@ -1,0 +1,137 @@
+/*
+ * hf-dense plugin, writing side: internals shared by writer.c (the vtable),
+ * hfw_plan.c (which tensors go where), hfw_st.c (one safetensors file
+ * through the sink), hfw_files.c (config, generation config, tokenizer
+ * files, shard index) and hfw_text.c (a growable JSON text buffer).
+ * Every symbol here is hidden (the plugin exports only its entry).
+ */
+#ifndef HFW_H
+#define HFW_H
+
+#include "hfd.h"
+
+/* The writer function table and the plugin's options (writer.c). */
+extern const qb_writer_vtable hfd_writer_vtable;
+extern const qb_option_decl *const hfd_option_decls[];
+
+/* Output element types (option dtype). */
+typedef enum hfw_dtype { HFW_F32 = 0, HFW_F16 = 1, HFW_BF16 = 2 } hfw_dtype;
+
+/* Bytes per element, safetensors dtype name ("F32"...), transformers
+ * torch_dtype text ("float32"...). Pure. */
+size_t hfw_dtype_size(hfw_dtype dt);
+const char *hfw_dtype_st_name(hfw_dtype dt);
+const char *hfw_dtype_torch_name(hfw_dtype dt);
+
+/* ---- growable text (hfw_text.c) ----------------------------------------- */
+
+/* A NUL-terminated malloc'd string that grows; on allocation failure it
+ * stops growing and sets oom (callers check once at the end). */
+typedef struct hfw_text {
+    char *p;
+    size_t n, cap;
+    int oom;
+} hfw_text;
+
+void hfw_text_put(hfw_text *b, const char *s, size_t len);
+void hfw_text_str(hfw_text *b, const char *s);
+/* Appends s as a JSON string literal (RFC 8259 escapes). */
+void hfw_text_json_str(hfw_text *b, const char *s);
+void hfw_text_u64(hfw_text *b, uint64_t v);
+void hfw_text_free(hfw_text *b);
+
+/* ---- the output plan (hfw_plan.c) ---------------------------------------- */
+
+#define HFW_MAX_PARTS 3
+
+/* One tensor of the output: the concatenation by rows of 1..3 source
+ * tensors (3 for phi3 qkv_proj, 2 for gate_up_proj). */
+typedef struct hfw_tensor {
+    char *name;                  /* output name, malloc'd */
+    uint32_t n_dims;
+    int64_t dims[QB_MAX_DIMS];
+    size_t part[HFW_MAX_PARTS];  /* source tensor indices, in row order */
+    unsigned n_parts;
+    uint64_t n_bytes;            /* in the output dtype */
+    uint32_t shard;              /* 0-based file index */
+} hfw_tensor;
+
+typedef struct hfw_plan {
+    hfw_tensor *t;       /* output tensors in file order (shard by shard) */
+    size_t n;
+    uint32_t n_shards;   /* 1: model.safetensors, no index */
+    size_t *shard_first; /* [n_shards + 1]: tensor index range of each shard */
+    uint64_t total_bytes;/* sum of n_bytes (index metadata.total_size) */
+    size_t *out_of;      /* [n_src]: output tensor of each source tensor, or
+                            HFW_DROPPED */
+    size_t n_src;
+} hfw_plan;
+
+#define HFW_DROPPED ((size_t)-1)
+
+/* Plans the output of `src`: fuses phi3's split q/k/v and gate/up back
+ * into qkv_proj / gate_up_proj when fuse_phi3 is set, drops source tensor
+ * `drop` (HFW_DROPPED for none: the tied lm_head), checks that output
+ * names are unique and that fused parts agree in shape, and cuts shards of
+ * at most max_shard bytes (greedy in order; a larger tensor gets a shard of
+ * its own). Fills order[0 .. n_src) with the write order: the parts of
+ * every output tensor in file order, the dropped tensor last.
+ * Returns QB_OK or QB_E_FORMAT / QB_E_MISMATCH / QB_E_NOMEM with a message
+ * naming the tensor; on failure *p holds nothing. Not thread-safe. */
+qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt, int fuse_phi3,
+                         size_t drop, uint64_t max_shard, size_t *order, hfw_plan *p);
+void hfw_plan_free(hfw_plan *p);
+
+/* Output file name of shard i ("model.safetensors" when there is one,
+ * else "model-%05u-of-%05u.safetensors") into buf. */
+void hfw_plan_shard_name(const hfw_plan *p, uint32_t i, char *buf, size_t len);
+
+/* ---- one safetensors file (hfw_st.c) ------------------------------------- */
+
+typedef struct hfw_st hfw_st;
+
+/* Creates `name` through the sink and writes its header for output
+ * tensors t[first .. last) in the plan's dtype; data follows in that
+ * order through hfw_st_write. Errors: QB_E_NOMEM, sink errors (message
+ * names the file). Not thread-safe. */
+qb_status hfw_st_open(const qb_host *h, const qb_sink *sink, const char *name, const hfw_plan *p,
+                      size_t first, size_t last, hfw_dtype dt, hfw_st **out);
+/* Appends data bytes; QB_E_INTERNAL when more than the header declared. */
+qb_status hfw_st_write(hfw_st *f, const void *buf, size_t len);
+/* Closes the file; QB_E_INTERNAL when fewer data bytes than declared were
+ * written. Always frees f (NULL is a no-op returning QB_OK). */
+qb_status hfw_st_close(hfw_st *f);
+
+/* ---- side files (hfw_files.c) -------------------------------------------- */
+
+/* Builds config.json for the output from the source config text: drops
+ * quantization_config / compression_config, sets torch_dtype (and dtype
+ * when the source has that newer key), and sets tie_word_embeddings to
+ * `tie` when tie >= 0. *out is malloc'd. Errors: QB_E_FORMAT (not a JSON
+ * object; message names `what`), QB_E_NOMEM. Thread-safe. */
+qb_status hfw_config_text(const qb_host *h, const char *what, const char *config_json,
+                          hfw_dtype dt, int tie, char **out);
+
+/* Reads `key` of the source config: 1/0 for a JSON boolean, -1 when
+ * absent or null; QB_E_FORMAT in *st when present but not a boolean. */
+int hfw_config_bool(const char *config_json, const char *key, qb_status *st);
+
+/* Writes a whole text through the sink as file `name`. */
+qb_status hfw_write_text(const qb_host *h, const qb_sink *sink, const char *name, const char *text);
+
+/* generation_config.json: the source's text when given (must be a JSON
+ * object), else built from bos/eos/pad ids of the config as
+ * transformers' GenerationConfig.from_model_config does. */
+qb_status hfw_write_generation_config(const qb_host *h, const qb_sink *sink,
+                                      const qb_model_info *mi);
+
+/* Copies the Hugging Face tokenizer files found in mi->tokenizer_dir (when
+ * set), streaming in 1 MiB blocks; with mi->chat_template set,
+ * tokenizer_config.json (the source's, or a new one) gets that
+ * chat_template. Errors name the file. */
+qb_status hfw_write_tokenizer(const qb_host *h, const qb_sink *sink, const qb_model_info *mi);
+
+/* model.safetensors.index.json of a sharded plan. */
+qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan *p);
+
+#endif /* HFW_H */

@@ -1,0 +1,352 @@
+/*
+ * hf-dense writer: the files around the weights — config.json,
+ * generation_config.json, tokenizer files and the shard index — in the
+ * forms transformers' from_pretrained reads.
+ */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hfw.h"
+
+/* Tokenizer files transformers' PreTrainedTokenizer(Fast).from_pretrained
+ * may read (tokenization_utils_base: tokenizer_config.json,
+ * special_tokens_map.json, added_tokens.json, tokenizer.json, plus each
+ * tokenizer class's vocab_files_names: tokenizer.model, vocab.json,
+ * merges.txt, vocab.txt, spiece.model, sentencepiece.bpe.model,
+ * tokenizer.tiktoken; chat_template.jinja/.json since 4.43). */
+static const char *const hfw_tokenizer_files[] = {
+    "tokenizer.json",      "tokenizer.model",        "tokenizer_config.json",
+    "special_tokens_map.json", "added_tokens.json",  "vocab.json",
+    "merges.txt",          "vocab.txt",              "spiece.model",
+    "sentencepiece.bpe.model", "tokenizer.tiktoken", "chat_template.jinja",
+    "chat_template.json",  NULL,
+};
+
+/* Largest tokenizer_config.json edited in memory. */
+#define HFW_MAX_TOKCFG (64u * 1024u * 1024u)
+#define HFW_COPY_BLOCK (1u << 20)
+
+size_t hfw_dtype_size(hfw_dtype dt)
+{
+    return dt == HFW_F32 ? 4 : 2;
+}
+
+const char *hfw_dtype_st_name(hfw_dtype dt)
+{
+    return dt == HFW_F32 ? "F32" : dt == HFW_F16 ? "F16" : "BF16";
+}
+
+const char *hfw_dtype_torch_name(hfw_dtype dt)
+{
+    return dt == HFW_F32 ? "float32" : dt == HFW_F16 ? "float16" : "bfloat16";
+}
+
+qb_status hfw_write_text(const qb_host *h, const qb_sink *sink, const char *name, const char *text)
+{
+    qb_sink_file *f = NULL;
+    qb_status st = sink->create(sink->handle, name, &f);
+    (void)h;
+    if (st != QB_OK)
+        return st;
+    st = sink->write(f, text, strlen(text));
+    if (st == QB_OK)
+        st = sink->write(f, "\n", 1);
+    if (st == QB_OK)
+        st = sink->close(f, NULL, NULL);
+    else
+        sink->close(f, NULL, NULL);
+    return st;
+}
+
+int hfw_config_bool(const char *config_json, const char *key, qb_status *st)
+{
+    cJSON *root = cJSON_Parse(config_json);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    int r = -1;
+    *st = QB_OK;
+    if (!cJSON_IsObject(root))
+        *st = QB_E_FORMAT;
+    else if (cJSON_IsBool(v))
+        r = cJSON_IsTrue(v) ? 1 : 0;
+    else if (v && !cJSON_IsNull(v))
+        *st = QB_E_FORMAT;
+    cJSON_Delete(root);
+    return r;
+}
+
+/* Sets root[key] to item (replacing any value); item is owned by root
+ * afterwards, or freed on failure. Returns 0 or -1. */
+static int hfw_json_set(cJSON *root, const char *key, cJSON *item)
+{
+    if (!item)
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(root, key))
+        return cJSON_ReplaceItemInObjectCaseSensitive(root, key, item) ? 0 : (cJSON_Delete(item), -1);
+    return cJSON_AddItemToObject(root, key, item) ? 0 : (cJSON_Delete(item), -1);
+}
+
+qb_status hfw_config_text(const qb_host *h, const char *what, const char *config_json,
+                          hfw_dtype dt, int tie, char **out)
+{
+    cJSON *root = cJSON_Parse(config_json);
+    qb_status st = QB_OK;
+    int bad = 0;
+
+    *out = NULL;
+    if (!cJSON_IsObject(root)) {
+        st = h->set_error(h, QB_E_FORMAT, "%s: the model's config.json text is not a JSON object",
+                          what);
+        goto out;
+    }
+    /* The output is dense: any quantization description would make
+     * transformers apply a quantizer to plain weights. */
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "quantization_config");
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "compression_config");
+    bad |= hfw_json_set(root, "torch_dtype", cJSON_CreateString(hfw_dtype_torch_name(dt)));
+    /* transformers >= 4.56 writes `dtype` instead of torch_dtype; keep a
+     * source's `dtype` consistent rather than stale. */
+    if (cJSON_GetObjectItemCaseSensitive(root, "dtype"))
+        bad |= hfw_json_set(root, "dtype", cJSON_CreateString(hfw_dtype_torch_name(dt)));
+    if (tie >= 0)
+        bad |= hfw_json_set(root, "tie_word_embeddings", cJSON_CreateBool(tie));
+    if (!bad)
+        *out = cJSON_Print(root);
+    if (bad || !*out)
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory building config.json", what);
+out:
+    cJSON_Delete(root);
+    return st;
+}
+
+qb_status hfw_write_generation_config(const qb_host *h, const qb_sink *sink,
+                                      const qb_model_info *mi)
+{
+    /* GenerationConfig.from_model_config copies the decoder's special
+     * token ids and marks the file as derived. */
+    static const char *const ids[] = {"bos_token_id", "eos_token_id", "pad_token_id",
+                                      "decoder_start_token_id", NULL};
+    cJSON *src = NULL, *gen = NULL;
+    char *text = NULL;
+    qb_status st = QB_OK;
+    size_t i;
+
+    if (mi->generation_config_json) {
+        gen = cJSON_Parse(mi->generation_config_json);
+        if (!cJSON_IsObject(gen)) {
+            st = h->set_error(h, QB_E_FORMAT,
+                              "generation_config.json of the source: not a JSON object");
+            goto out;
+        }
+        st = hfw_write_text(h, sink, "generation_config.json", mi->generation_config_json);
+        goto out;
+    }
+    src = cJSON_Parse(mi->config_json);
+    gen = cJSON_CreateObject();
+    if (!gen || !cJSON_AddTrueToObject(gen, "_from_model_config")) {
+        st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
+        goto out;
+    }
+    for (i = 0; ids[i]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, ids[i]);
+        if (!v || cJSON_IsNull(v))
+            continue;
+        if (!cJSON_AddItemToObject(gen, ids[i], cJSON_Duplicate(v, 1))) {
+            st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
+            goto out;
+        }
+    }
+    text = cJSON_Print(gen);
+    if (!text) {
+        st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
+        goto out;
+    }
+    st = hfw_write_text(h, sink, "generation_config.json", text);
+out:
+    free(text);
+    cJSON_Delete(src);
+    cJSON_Delete(gen);
+    return st;
+}
+
+static char *hfw_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p) {
+        memcpy(p, dir, a);
+        p[a] = '/';
+        memcpy(p + a + 1, name, b + 1);
+    }
+    return p;
+}
+
+/* Streams file dir/name into the sink under the same name. */
+static qb_status hfw_copy_file(const qb_host *h, const qb_sink *sink, const char *dir,
+                               const char *name)
+{
+    char *path = hfw_join(dir, name), *buf = NULL;
+    FILE *in = NULL;
+    qb_sink_file *f = NULL;
+    qb_status st = QB_OK;
+    size_t r;
+
+    if (!path || !(buf = malloc(HFW_COPY_BLOCK))) {
+        st = h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
+        goto out;
+    }
+    in = fopen(path, "rb");
+    if (!in) {
+        st = h->set_error(h, QB_E_IO, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if ((st = sink->create(sink->handle, name, &f)) != QB_OK) {
+        f = NULL;
+        goto out;
+    }
+    while ((r = fread(buf, 1, HFW_COPY_BLOCK, in)) > 0)
+        if ((st = sink->write(f, buf, r)) != QB_OK)
+            goto out;
+    if (ferror(in)) {
+        st = h->set_error(h, QB_E_IO, "%s: read error", path);
+        goto out;
+    }
+    st = sink->close(f, NULL, NULL);
+    f = NULL;
+out:
+    if (f)
+        sink->close(f, NULL, NULL);
+    if (in)
+        fclose(in);
+    free(buf);
+    free(path);
+    return st;
+}
+
+/* tokenizer_config.json with chat_template set: the source's (dir may be
+ * NULL or lack it) or a new object. */
+static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sink, const char *dir,
+                                            int have, const char *chat_template)
+{
+    char *path = NULL, *text = NULL;
+    void *data = NULL;
+    size_t len = 0;
+    cJSON *root = NULL;
+    qb_status st = QB_OK;
+
+    if (have) {
+        path = hfw_join(dir, "tokenizer_config.json");
+        if (!path) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+            goto out;
+        }
+        if ((st = h->read_small_file(h, path, HFW_MAX_TOKCFG, &data, &len)) != QB_OK)
+            goto out;
+        root = cJSON_ParseWithLength(data, len);
+        if (!cJSON_IsObject(root)) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", path);
+            goto out;
+        }
+    } else {
+        root = cJSON_CreateObject();
+    }
+    if (!root || hfw_json_set(root, "chat_template", cJSON_CreateString(chat_template)) != 0 ||
+        !(text = cJSON_Print(root))) {
+        st = h->set_error(h, QB_E_NOMEM, "tokenizer_config.json: out of memory");
+        goto out;
+    }
+    st = hfw_write_text(h, sink, "tokenizer_config.json", text);
+out:
+    free(text);
+    cJSON_Delete(root);
+    h->free(h, data);
+    free(path);
+    return st;
+}
+
+qb_status hfw_write_tokenizer(const qb_host *h, const qb_sink *sink, const qb_model_info *mi)
+{
+    const char *tmpl = QB_HAS_FIELD(mi, qb_model_info, chat_template) ? mi->chat_template : NULL;
+    char **names = NULL;
+    int have_cfg = 0;
+    qb_status st = QB_OK;
+    size_t i, k;
+
+    if (mi->tokenizer_dir) {
+        if ((st = h->list_dir(h, mi->tokenizer_dir, &names)) != QB_OK)
+            goto out;
+        for (i = 0; names[i]; i++) {
+            for (k = 0; hfw_tokenizer_files[k]; k++)
+                if (strcmp(names[i], hfw_tokenizer_files[k]) == 0)
+                    break;
+            if (!hfw_tokenizer_files[k])
+                continue;
+            if (tmpl && strcmp(names[i], "tokenizer_config.json") == 0) {
+                have_cfg = 1;
+                continue; /* rewritten below with the template */
+            }
+            /* A template file beside the config would override the
+             * source's template on load (transformers >= 4.43 prefers
+             * chat_template.jinja). */
+            if (tmpl && strncmp(names[i], "chat_template.", 14) == 0)
+                continue;
+            if ((st = hfw_copy_file(h, sink, mi->tokenizer_dir, names[i])) != QB_OK)
+                goto out;
+        }
+    }
+    if (tmpl)
+        st = hfw_write_tokenizer_config(h, sink, mi->tokenizer_dir, have_cfg, tmpl);
+out:
+    if (names)
+        h->free_list(h, names);
+    return st;
+}
+
+static int hfw_cmp_tensor_name(const void *a, const void *b)
+{
+    const hfw_tensor *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan *p)
+{
+    hfw_text b = {0};
+    const hfw_tensor **sorted = NULL;
+    qb_status st = QB_OK;
+    size_t i;
+    char shard[64];
+
+    sorted = malloc(p->n * sizeof(*sorted));
+    if (!sorted) {
+        st = h->set_error(h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
+        goto out;
+    }
+    /* weight_map sorted by name, as save_pretrained writes it. */
+    for (i = 0; i < p->n; i++)
+        sorted[i] = &p->t[i];
+    qsort(sorted, p->n, sizeof(*sorted), hfw_cmp_tensor_name);
+    hfw_text_str(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
+    hfw_text_u64(&b, p->total_bytes);
+    hfw_text_str(&b, "\n  },\n  \"weight_map\": {");
+    for (i = 0; i < p->n; i++) {
+        hfw_plan_shard_name(p, sorted[i]->shard, shard, sizeof(shard));
+        hfw_text_str(&b, i ? ",\n    " : "\n    ");
+        hfw_text_json_str(&b, sorted[i]->name);
+        hfw_text_str(&b, ": ");
+        hfw_text_json_str(&b, shard);
+    }
+    hfw_text_str(&b, "\n  }\n}");
+    if (b.oom) {
+        st = h->set_error(h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
+        goto out;
+    }
+    st = hfw_write_text(h, sink, "model.safetensors.index.json", b.p);
+out:
+    free(sorted);
+    hfw_text_free(&b);
+    return st;
+}

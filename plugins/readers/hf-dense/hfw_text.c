@@ -1,0 +1,73 @@
+/*
+ * hf-dense writer: a growable text buffer for the JSON this plugin writes
+ * by hand (safetensors headers and the shard index), where exact integers
+ * matter more than a JSON library's double-based numbers.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hfw.h"
+
+void hfw_text_put(hfw_text *b, const char *s, size_t len)
+{
+    if (b->oom)
+        return;
+    if (b->n + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        char *np;
+        while (cap < b->n + len + 1)
+            cap *= 2;
+        np = realloc(b->p, cap);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, len);
+    b->n += len;
+    b->p[b->n] = '\0';
+}
+
+void hfw_text_str(hfw_text *b, const char *s)
+{
+    hfw_text_put(b, s, strlen(s));
+}
+
+void hfw_text_json_str(hfw_text *b, const char *s)
+{
+    hfw_text_put(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char tmp[8];
+        if (c == '"' || c == '\\') {
+            tmp[0] = '\\';
+            tmp[1] = (char)c;
+            hfw_text_put(b, tmp, 2);
+        } else if (c < 0x20) {
+            snprintf(tmp, sizeof tmp, "\\u%04x", c);
+            hfw_text_put(b, tmp, 6);
+        } else {
+            hfw_text_put(b, (const char *)&c, 1);
+        }
+    }
+    hfw_text_put(b, "\"", 1);
+}
+
+void hfw_text_u64(hfw_text *b, uint64_t v)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%" PRIu64, v);
+    hfw_text_str(b, tmp);
+}
+
+void hfw_text_free(hfw_text *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+    b->oom = 0;
+}

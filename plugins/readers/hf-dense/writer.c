@@ -1,0 +1,415 @@
+/*
+ * hf-dense writer: any model the host can read, written as a plain Hugging
+ * Face checkpoint transformers loads — config.json, generation_config.json,
+ * tokenizer files, model.safetensors or shards with
+ * model.safetensors.index.json.
+ *
+ * Values are the reader's dense float32 rows: stored as F32 they are those
+ * exact bits; as F16/BF16 each is rounded to nearest, ties to even
+ * (qb_half.h). Memory is bounded by one row block (HFW_BLOCK_ELEMS floats,
+ * at least one row), never a tensor: the plan fixes every file's header
+ * before any data, and each tensor's rows are pulled, converted and
+ * appended block by block.
+ *
+ * Tied embeddings: transformers ties lm_head to embed_tokens when
+ * config.tie_word_embeddings is true (PreTrainedModel.tie_weights), so a
+ * tied model's file carries no lm_head.weight. A source that presents one
+ * while its config says tied is written without it only when it is bit for
+ * bit the embedding; otherwise it is refused (which of the two would a
+ * loader use?). A config without the key gets it set from what the source
+ * has, since the per-architecture default differs (Llama false, Gemma
+ * true) and must not decide.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hfw.h"
+
+/* Row block size in float32 elements (4 MiB). */
+#define HFW_BLOCK_ELEMS ((int64_t)1 << 20)
+
+static const qb_option_decl hfw_opt_dtype = {
+    sizeof(qb_option_decl), "dtype", QB_PARAM_STRING, "f16",
+    "hf-dense writer: element type of the written weights (round to nearest even from the "
+    "reader's float32)",
+    "f32|f16|bf16", 1, 0,
+};
+static const qb_option_decl hfw_opt_max_shard = {
+    sizeof(qb_option_decl), "max_shard_size", QB_PARAM_SIZE, "5GB",
+    "hf-dense writer: largest safetensors file before the weights are split into shards "
+    "with model.safetensors.index.json",
+    NULL, 1, INT64_MAX,
+};
+
+const qb_option_decl *const hfd_option_decls[] = {&hfw_opt_dtype, &hfw_opt_max_shard, NULL};
+
+typedef struct hfw_writer {
+    const qb_host *h;
+    const qb_sink *sink;
+    const qb_model_src *src;
+    hfw_dtype dt;
+    hfw_plan plan;
+    size_t *order; /* copy of begin's order */
+    size_t next;   /* position in order of the next write_tensor */
+    hfw_st *cur;   /* open shard, or NULL */
+    uint32_t next_shard;
+    char *config_text;
+    size_t block;  /* elements per row block (largest over the tensors) */
+    float *fbuf;   /* 2 blocks */
+    uint8_t *bbuf; /* 1 block of output bytes */
+} hfw_writer;
+
+static int hfw_supports(void *ctx, const qb_model_info *mi)
+{
+    cJSON *root;
+    int ok;
+    (void)ctx;
+    if (!mi || !mi->config_json) {
+        hfd_host->set_error(hfd_host, QB_E_UNSUPPORTED,
+                            "hf-dense writes a Hugging Face config.json, and the source "
+                            "reader gives no model config");
+        return 0;
+    }
+    root = cJSON_Parse(mi->config_json);
+    ok = cJSON_IsObject(root);
+    cJSON_Delete(root);
+    if (!ok) {
+        hfd_host->set_error(hfd_host, QB_E_UNSUPPORTED,
+                            "the model config the source reader gives is not a JSON object");
+        return 0;
+    }
+    /* Names are written as the reader gives them, so any architecture
+     * works; a writer specific to it should win when one exists. */
+    return 50;
+}
+
+static void hfw_free(hfw_writer *w)
+{
+    if (!w)
+        return;
+    if (w->cur)
+        hfw_st_close(w->cur);
+    hfw_plan_free(&w->plan);
+    free(w->order);
+    free(w->config_text);
+    free(w->fbuf);
+    free(w->bbuf);
+    free(w);
+}
+
+static void hfw_encode(hfw_dtype dt, const float *src, size_t n, uint8_t *dst)
+{
+    size_t i;
+    switch (dt) {
+    case HFW_F32:
+        for (i = 0; i < n; i++) {
+            uint32_t u = qb_f32_bits(src[i]);
+            dst[4 * i] = (uint8_t)u;
+            dst[4 * i + 1] = (uint8_t)(u >> 8);
+            dst[4 * i + 2] = (uint8_t)(u >> 16);
+            dst[4 * i + 3] = (uint8_t)(u >> 24);
+        }
+        break;
+    case HFW_F16:
+    case HFW_BF16:
+        for (i = 0; i < n; i++) {
+            uint16_t u = dt == HFW_F16 ? qb_f32_to_f16(src[i]) : qb_f32_to_bf16(src[i]);
+            dst[2 * i] = (uint8_t)u;
+            dst[2 * i + 1] = (uint8_t)(u >> 8);
+        }
+        break;
+    }
+}
+
+/* Rows per block for a tensor of `cols` columns. */
+static int64_t hfw_block_rows(int64_t rows, int64_t cols)
+{
+    int64_t br = cols >= HFW_BLOCK_ELEMS ? 1 : HFW_BLOCK_ELEMS / cols;
+    return br < rows ? br : rows;
+}
+
+/* *same = 1 when lm_head (index hi) equals embed_tokens (index ei) bit
+ * for bit, 0 when it differs; compared in row blocks. Uses w->fbuf (2
+ * blocks). */
+static qb_status hfw_same_rows(hfw_writer *w, size_t ei, size_t hi, int *same)
+{
+    const qb_model_src *src = w->src;
+    const qb_tensor_info *a, *b;
+    int64_t rows, cols, r, br;
+    uint32_t d;
+    qb_status st;
+
+    *same = 0;
+    if ((st = src->tensor_info(src->handle, ei, &a)) != QB_OK ||
+        (st = src->tensor_info(src->handle, hi, &b)) != QB_OK)
+        return st;
+    if (a->n_dims != b->n_dims)
+        return QB_OK;
+    for (d = 0; d < a->n_dims; d++)
+        if (a->dims[d] != b->dims[d])
+            return QB_OK;
+    rows = qb_tensor_rows(a);
+    cols = qb_tensor_cols(a);
+    br = hfw_block_rows(rows, cols);
+    for (r = 0; r < rows; r += br) {
+        int64_t nr = rows - r < br ? rows - r : br;
+        size_t bytes = (size_t)nr * (size_t)cols * sizeof(float);
+        if ((st = src->read_rows(src->handle, ei, r, nr, w->fbuf)) != QB_OK ||
+            (st = src->read_rows(src->handle, hi, r, nr, w->fbuf + w->block)) != QB_OK)
+            return st;
+        if (memcmp(w->fbuf, w->fbuf + w->block, bytes) != 0)
+            return QB_OK;
+    }
+    *same = 1;
+    return QB_OK;
+}
+
+/* Decides the lm_head: *drop = its index when it is not written, *tie =
+ * the tie_word_embeddings value to write (-1: leave the config's). */
+static qb_status hfw_tie_plan(hfw_writer *w, size_t *drop, int *tie)
+{
+    const qb_host *h = w->h;
+    const qb_model_src *src = w->src;
+    size_t head, embed;
+    int has_head, has_embed, cfg, same = 0;
+    qb_status st;
+
+    *drop = HFW_DROPPED;
+    *tie = -1;
+    cfg = hfw_config_bool(src->info->config_json, "tie_word_embeddings", &st);
+    if (st != QB_OK)
+        return h->set_error(h, QB_E_FORMAT, "%s: config: tie_word_embeddings is not a boolean",
+                            src->source_path);
+    has_head = src->find(src->handle, "lm_head.weight", &head) == QB_OK;
+    has_embed = src->find(src->handle, "model.embed_tokens.weight", &embed) == QB_OK;
+    if (cfg < 0) {
+        *tie = has_head ? 0 : 1;
+        return QB_OK;
+    }
+    if (cfg == 0) {
+        if (!has_head)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: config says tie_word_embeddings false but the model has no "
+                                "lm_head.weight (transformers would initialise it at random)",
+                                src->source_path);
+        return QB_OK;
+    }
+    if (!has_head)
+        return QB_OK;
+    if (!has_embed)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: tensor 'lm_head.weight': config says tied but there is no "
+                            "model.embed_tokens.weight to compare it with",
+                            src->source_path);
+    if ((st = hfw_same_rows(w, embed, head, &same)) != QB_OK)
+        return st;
+    if (!same)
+        return h->set_error(h, QB_E_MISMATCH,
+                            "%s: tensor 'lm_head.weight' differs from model.embed_tokens.weight "
+                            "but config says tie_word_embeddings true (a loader would replace "
+                            "it by the embedding)",
+                            src->source_path);
+    *drop = head;
+    return QB_OK;
+}
+
+/* model_type of the config, compared with the reader's architecture. */
+static qb_status hfw_arch(const qb_host *h, const qb_model_src *src, int *phi3)
+{
+    cJSON *root = cJSON_Parse(src->info->config_json);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const char *arch = src->info->architecture;
+    qb_status st = QB_OK;
+
+    if (cJSON_IsString(mt) && arch && strcmp(mt->valuestring, arch) != 0)
+        st = h->set_error(h, QB_E_MISMATCH,
+                          "%s: the reader says architecture '%s' but its config says "
+                          "model_type '%s'",
+                          src->source_path, arch, mt->valuestring);
+    *phi3 = (arch && strcmp(arch, "phi3") == 0) ||
+            (cJSON_IsString(mt) && strcmp(mt->valuestring, "phi3") == 0);
+    cJSON_Delete(root);
+    return st;
+}
+
+static qb_status hfw_begin(void *ctx, const qb_sink *sink, const qb_model_src *src,
+                           const qb_param *params, size_t *order, qb_writer_handle *out)
+{
+    const qb_host *h = hfd_host;
+    const qb_param *pd = qb_param_find(params, "dtype");
+    const qb_param *ps = qb_param_find(params, "max_shard_size");
+    const char *dts = pd && pd->is_set ? pd->v.s : "f16";
+    uint64_t max_shard = ps && ps->is_set ? (uint64_t)ps->v.i : 5000000000u;
+    hfw_writer *w = NULL;
+    size_t drop, n, i;
+    int tie, phi3 = 0;
+    qb_status st = QB_OK;
+
+    (void)ctx;
+    *out = NULL;
+    if (!src->info->config_json)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: no model config to write config.json from",
+                            src->source_path);
+    if (ps && ps->is_set && ps->v.i < 1)
+        return h->set_error(h, QB_E_INVALID, "max_shard_size %lld: must be at least 1 byte",
+                            (long long)ps->v.i);
+    w = calloc(1, sizeof(*w));
+    if (!w)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+    w->h = h;
+    w->sink = sink;
+    w->src = src;
+    if (strcmp(dts, "f32") == 0)
+        w->dt = HFW_F32;
+    else if (strcmp(dts, "f16") == 0)
+        w->dt = HFW_F16;
+    else if (strcmp(dts, "bf16") == 0)
+        w->dt = HFW_BF16;
+    else {
+        st = h->set_error(h, QB_E_INVALID, "dtype '%s': hf-dense writes f32, f16 or bf16", dts);
+        goto out;
+    }
+    n = src->info->n_tensors;
+    w->block = 1;
+    for (i = 0; i < n; i++) {
+        const qb_tensor_info *ti;
+        int64_t rows, cols;
+        if ((st = src->tensor_info(src->handle, i, &ti)) != QB_OK)
+            goto out;
+        rows = qb_tensor_rows(ti);
+        cols = qb_tensor_cols(ti);
+        if (rows < 1 || cols < 1) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': empty matrix view",
+                              src->source_path, ti->name);
+            goto out;
+        }
+        if ((size_t)(hfw_block_rows(rows, cols) * cols) > w->block)
+            w->block = (size_t)(hfw_block_rows(rows, cols) * cols);
+    }
+    w->order = malloc((n ? n : 1) * sizeof(*w->order));
+    /* two blocks: the tied-head comparison reads embedding and head side
+     * by side; writing uses the first */
+    w->fbuf = malloc(2 * w->block * sizeof(float));
+    w->bbuf = malloc(w->block * 4);
+    if (!w->order || !w->fbuf || !w->bbuf) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+        goto out;
+    }
+    if ((st = hfw_arch(h, src, &phi3)) != QB_OK)
+        goto out;
+    if ((st = hfw_tie_plan(w, &drop, &tie)) != QB_OK)
+        goto out;
+    if ((st = hfw_plan_build(h, src, w->dt, phi3, drop, max_shard, w->order, &w->plan)) != QB_OK)
+        goto out;
+    if ((st = hfw_config_text(h, src->source_path, src->info->config_json, w->dt, tie,
+                              &w->config_text)) != QB_OK)
+        goto out;
+    memcpy(order, w->order, n * sizeof(*order));
+out:
+    if (st != QB_OK) {
+        hfw_free(w);
+        return st;
+    }
+    *out = w;
+    return QB_OK;
+}
+
+/* Streams all rows of source tensor `index` into the open shard. */
+static qb_status hfw_stream(hfw_writer *w, size_t index)
+{
+    const qb_model_src *src = w->src;
+    const qb_tensor_info *ti;
+    int64_t rows, cols, r, br;
+    size_t es = hfw_dtype_size(w->dt);
+    qb_status st;
+
+    if ((st = src->tensor_info(src->handle, index, &ti)) != QB_OK)
+        return st;
+    rows = qb_tensor_rows(ti);
+    cols = qb_tensor_cols(ti);
+    br = hfw_block_rows(rows, cols);
+    for (r = 0; r < rows; r += br) {
+        int64_t nr = rows - r < br ? rows - r : br;
+        size_t ne = (size_t)nr * (size_t)cols;
+        if (w->h->cancelled(w->h))
+            return w->h->set_error(w->h, QB_E_CANCELLED, "%s: cancelled", ti->name);
+        if ((st = src->read_rows(src->handle, index, r, nr, w->fbuf)) != QB_OK)
+            return st;
+        hfw_encode(w->dt, w->fbuf, ne, w->bbuf);
+        if ((st = hfw_st_write(w->cur, w->bbuf, ne * es)) != QB_OK)
+            return st;
+    }
+    return QB_OK;
+}
+
+static qb_status hfw_write_tensor(qb_writer_handle handle, size_t index)
+{
+    hfw_writer *w = handle;
+    const hfw_plan *p = &w->plan;
+    const hfw_tensor *t;
+    size_t o;
+    qb_status st;
+
+    if (w->next >= p->n_src || w->order[w->next] != index)
+        return w->h->set_error(w->h, QB_E_INTERNAL,
+                               "hf-dense writer: tensor %zu written out of the planned order", index);
+    w->next++;
+    o = p->out_of[index];
+    if (o == HFW_DROPPED)
+        return QB_OK; /* the tied lm_head, checked equal to the embedding in begin */
+    t = &p->t[o];
+    if (!w->cur) {
+        char name[64];
+        if (t->shard != w->next_shard || o != p->shard_first[t->shard] || index != t->part[0])
+            return w->h->set_error(w->h, QB_E_INTERNAL, "hf-dense writer: shard %u out of order",
+                                   t->shard);
+        hfw_plan_shard_name(p, t->shard, name, sizeof(name));
+        if ((st = hfw_st_open(w->h, w->sink, name, p, p->shard_first[t->shard],
+                              p->shard_first[t->shard + 1], w->dt, &w->cur)) != QB_OK)
+            return st;
+        w->next_shard++;
+    }
+    if ((st = hfw_stream(w, index)) != QB_OK)
+        return st;
+    if (index == t->part[t->n_parts - 1] && o + 1 == p->shard_first[t->shard + 1]) {
+        st = hfw_st_close(w->cur);
+        w->cur = NULL;
+    }
+    return st;
+}
+
+static qb_status hfw_finish(qb_writer_handle handle)
+{
+    hfw_writer *w = handle;
+    const qb_host *h = w->h;
+    const qb_model_info *mi = w->src->info;
+    qb_status st = QB_OK;
+
+    if (w->next != w->plan.n_src || w->cur || w->next_shard != w->plan.n_shards) {
+        st = h->set_error(h, QB_E_INTERNAL, "hf-dense writer: finish after %zu of %zu tensors",
+                          w->next, w->plan.n_src);
+        goto out;
+    }
+    if ((st = hfw_write_text(h, w->sink, "config.json", w->config_text)) != QB_OK)
+        goto out;
+    if ((st = hfw_write_generation_config(h, w->sink, mi)) != QB_OK)
+        goto out;
+    if ((st = hfw_write_tokenizer(h, w->sink, mi)) != QB_OK)
+        goto out;
+    if (w->plan.n_shards > 1)
+        st = hfw_write_index(h, w->sink, &w->plan);
+out:
+    hfw_free(w);
+    return st;
+}
+
+static void hfw_abort(qb_writer_handle handle)
+{
+    hfw_free(handle);
+}
+
+const qb_writer_vtable hfd_writer_vtable = {
+    sizeof(qb_writer_vtable), hfw_supports, hfw_begin, hfw_write_tensor, hfw_finish, hfw_abort,
+};
