@@ -93,7 +93,11 @@ static qb_status src_get_grid_info(void *h, size_t index, qb_grid_info *out)
         return qbh_error_set(QB_E_UNSUPPORTED, "%s: %s: no integer grid", s->path,
                              s->tensors[index].name);
     qbh_error_clear();
+    /* get_grid_info is instance class (qb_reader.h): never two at once on
+     * one handle, though it may overlap data calls. */
+    pthread_mutex_lock(&s->info_lock);
     rc = r->get_grid_info(s->handle, index, out);
+    pthread_mutex_unlock(&s->info_lock);
     return context(s, index, "get_grid_info", rc);
 }
 
@@ -151,12 +155,15 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
     size_t i;
 
     memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->info_lock, NULL);
     s->reader = p;
     s->serialise = !(p->desc->flags & QB_PLUGIN_CONCURRENT_READS);
     s->path = qbh_strdup(path);
     s->by_name = g_hash_table_new(g_str_hash, g_str_equal);
-    if (!s->path)
-        return qbh_error_set(QB_E_NOMEM, "out of memory");
+    if (!s->path) {
+        rc = qbh_error_set(QB_E_NOMEM, "out of memory");
+        goto out;
+    }
     qbh_error_clear();
     rc = r->open(p->desc->ctx, path, params, &s->handle);
     if (rc) {
@@ -218,12 +225,15 @@ out:
 
 void qbh_source_close(qbh_source *s)
 {
-    if (!s)
+    /* reader is set first by qbh_source_open and cleared here, so a zeroed
+     * or already closed source is a no-op. */
+    if (!s || !s->reader)
         return;
     if (s->handle)
         s->reader->desc->reader->close(s->handle);
     if (s->by_name)
         g_hash_table_destroy(s->by_name);
+    pthread_mutex_destroy(&s->info_lock);
     qbh_free(s->tensors);
     qbh_free(s->path);
     memset(s, 0, sizeof *s);

@@ -338,6 +338,7 @@ typedef struct qbh_source {
     qb_tensor_info *tensors;   /* n_tensors copies (pointers owned by the reader) */
     void *by_name;             /* GHashTable name -> index+1 */
     int serialise;
+    pthread_mutex_t info_lock;  /* instance-class queries never overlap */
     char *path;
 } qbh_source;
 

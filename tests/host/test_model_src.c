@@ -1,0 +1,171 @@
+/* model_src.c: the reader's description is validated once (names unique,
+ * dims sane), bounds are checked before the reader is called, data calls
+ * are serialised for a reader without QB_PLUGIN_CONCURRENT_READS, and a
+ * reader failure without a message gets one naming file and tensor. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "qbh.h"
+#include "qbt_check_main.h"
+
+static const char *names[3];
+static uint32_t ndims0 = 2;
+static atomic_int in_flight, overlap, calls;
+static int fail_silently;
+
+static int t_probe(void *c, const qb_probe_input *in)
+{
+    (void)c;
+    (void)in;
+    return 0;
+}
+static qb_status t_open(void *c, const char *p, const qb_param *pr, qb_reader_handle *out)
+{
+    (void)c;
+    (void)p;
+    (void)pr;
+    *out = (void *)1;
+    return QB_OK;
+}
+static void t_close(qb_reader_handle h)
+{
+    (void)h;
+}
+static qb_status t_info(qb_reader_handle h, qb_model_info *mi)
+{
+    (void)h;
+    mi->architecture = "llama";
+    mi->source_format = "t";
+    mi->n_tensors = 3;
+    return QB_OK;
+}
+static qb_status t_tinfo(qb_reader_handle h, size_t i, qb_tensor_info *ti)
+{
+    (void)h;
+    ti->name = names[i];
+    ti->n_dims = i == 0 ? ndims0 : 2;
+    ti->dims[0] = 4;
+    ti->dims[1] = 3;
+    ti->source_encoding = "f32";
+    return QB_OK;
+}
+static qb_status t_rows(qb_reader_handle h, size_t i, int64_t r0, int64_t n, float *dst)
+{
+    volatile int spin;
+    (void)h;
+    (void)i;
+    if (atomic_fetch_add(&in_flight, 1) > 0)
+        atomic_store(&overlap, 1);
+    for (spin = 0; spin < 20000; spin++)
+        ;
+    atomic_fetch_add(&calls, 1);
+    memset(dst, 0, (size_t)(n * 3) * sizeof *dst);
+    dst[0] = (float)r0;
+    atomic_fetch_sub(&in_flight, 1);
+    return fail_silently ? QB_E_IO : QB_OK;
+}
+static const qb_reader_vtable vt = {sizeof vt, t_probe, t_open, t_close, t_info, t_tinfo, t_rows,
+                                    NULL, NULL};
+static qb_plugin desc;
+static qbh_plugin plug;
+
+static void setup(uint32_t flags)
+{
+    memset(&desc, 0, sizeof desc);
+    desc.struct_size = sizeof desc;
+    desc.name = "t";
+    desc.version = "1";
+    desc.reader = &vt;
+    desc.flags = flags;
+    memset(&plug, 0, sizeof plug);
+    plug.name = "t";
+    plug.desc = &desc;
+    pthread_mutex_init(&plug.read_lock, NULL);
+    names[0] = "a";
+    names[1] = "b";
+    names[2] = "c";
+    ndims0 = 2;
+    fail_silently = 0;
+}
+
+START_TEST(validation)
+{
+    qbh_source s;
+    size_t idx;
+    setup(0);
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    ck_assert_int_eq(s.src.find(s.src.handle, "c", &idx), QB_OK);
+    ck_assert_uint_eq(idx, 2);
+    ck_assert_int_eq(s.src.find(s.src.handle, "zz", &idx), QB_E_NOT_FOUND);
+    qbh_source_close(&s);
+    qbh_source_close(&s); /* closing twice is harmless */
+
+    names[2] = "a";
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_E_FORMAT);
+    ck_assert_str_eq(qbh_error_message(), "/m: reader t lists tensor a twice");
+    names[2] = "c";
+    ndims0 = 0;
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(qbh_error_message(), "/m: a: reader t reports 0 dims"));
+}
+END_TEST
+
+START_TEST(bounds_and_context)
+{
+    qbh_source s;
+    float buf[12];
+    setup(0);
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    atomic_store(&calls, 0);
+    ck_assert_int_eq(s.src.read_rows(s.src.handle, 1, 3, 2, buf), QB_E_RANGE);
+    ck_assert_str_eq(qbh_error_message(), "/m: b: rows [3, +2) outside [0, 4)");
+    ck_assert_int_eq(s.src.read_rows(s.src.handle, 7, 0, 1, buf), QB_E_RANGE);
+    ck_assert_int_eq(s.src.read_rows(s.src.handle, 0, -1, 1, buf), QB_E_RANGE);
+    ck_assert_int_eq(atomic_load(&calls), 0);
+    ck_assert_int_eq(s.src.read_rows(s.src.handle, 0, 0, 4, buf), QB_OK);
+    fail_silently = 1;
+    ck_assert_int_eq(s.src.read_rows(s.src.handle, 2, 1, 1, buf), QB_E_IO);
+    ck_assert_str_eq(qbh_error_message(), "/m: c: reader t: read_rows failed (QB_E_IO)");
+    ck_assert_int_eq(s.src.get_grid_info(s.src.handle, 0, NULL), QB_E_UNSUPPORTED);
+    qbh_source_close(&s);
+}
+END_TEST
+
+typedef struct job {
+    qbh_source *s;
+} job;
+
+static qb_status read_item(void *arg, size_t i)
+{
+    job *j = arg;
+    float buf[3];
+    return j->s->src.read_rows(j->s->src.handle, i % 3, (int64_t)(i % 4), 1, buf);
+}
+
+START_TEST(serialised_without_flag)
+{
+    qbh_source s;
+    job j;
+    setup(0);
+    ck_assert_int_eq(qbh_pool_start(4), QB_OK);
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    j.s = &s;
+    atomic_store(&overlap, 0);
+    ck_assert_int_eq(qbh_parallel_for(2000, read_item, &j), QB_OK);
+    ck_assert_int_eq(atomic_load(&overlap), 0);
+    qbh_source_close(&s);
+    qbh_pool_stop();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("model_src");
+    TCase *tc = tcase_create("model_src");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, validation);
+    tcase_add_test(tc, bounds_and_context);
+    tcase_add_test(tc, serialised_without_flag);
+    suite_add_tcase(s, tc);
+    return s;
+}
