@@ -293,6 +293,17 @@ qb_status qbh_plugin_load(qbh_plugin *p)
         return fail(p, QBH_LOAD_DLOPEN_FAILED, QB_E_IO, "plugin %s: dlopen %s failed: %s",
                     p->name, file, e ? e : "unknown error");
     }
+    p->dl = dl;
+    /* dlopen hands back the same handle for a library already loaded: a
+     * second entry call would re-point the plugin's saved qb_host at this
+     * section. One library, one plugin. */
+    for (i = 0; p->reg && i < p->reg->n_plugins; i++) {
+        qbh_plugin *o = p->reg->plugins[i];
+        if (o != p && o->dl == dl)
+            return fail(p, QBH_LOAD_DUPLICATE_NAME, QB_E_INVALID,
+                        "plugin %s: %s is the library already loaded for plugin %s", p->name,
+                        file, o->name);
+    }
     *(void **)&entry = dlsym(dl, QB_PLUGIN_ENTRY_SYMBOL);
     if (!entry) {
         /* A library built for another ABI major exports a differently named

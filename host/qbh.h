@@ -144,6 +144,7 @@ typedef struct qbh_plugin {
     qbh_load_state state;
     char *error;                /* load failure text, or NULL */
     const qb_plugin *desc;      /* valid when state == QBH_LOAD_OK */
+    void *dl;                   /* dlopen handle once opened (never closed) */
     uint32_t abi;               /* negotiated */
     qb_host host;               /* this plugin's services table */
     pthread_mutex_t read_lock;  /* serialises data calls without CONCURRENT_READS */

@@ -40,8 +40,9 @@ static void write_config(void)
                        "[plugin:fake-dup]\nlibrary=%s/libqb_fake_dup.so\n"
                        "[plugin:fake-text]\nlibrary=%s/libqb_fake_text.so\n"
                        "[plugin:fake-missing]\nlibrary=%s/libqb_does_not_exist.so\n"
-                       "[plugin:fake-off]\nlibrary=%s/libqb_fake.so\nenabled=false\n",
-                       fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd) > 0);
+                       "[plugin:fake-off]\nlibrary=%s/libqb_fake.so\nenabled=false\n"
+                       "[plugin:fake-same-lib]\nlibrary=%s/libqb_fake.so\n",
+                       fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd) > 0);
     qbt_write_file(cfg_path, text);
     free(text);
     free(dir);
@@ -176,6 +177,13 @@ START_TEST(duplicate_name)
 }
 END_TEST
 
+START_TEST(same_library_twice)
+{
+    expect_failed("fake-same-lib", "DUPLICATE_NAME", "library already loaded for plugin fake",
+                  NULL);
+}
+END_TEST
+
 START_TEST(not_shared_object)
 {
     expect_failed("fake-text", "NOT_SHARED_OBJECT", "libqb_fake_text.so is not a shared object",
@@ -260,6 +268,7 @@ int main(void)
     tcase_add_test(tc, small_descriptor);
     tcase_add_test(tc, small_vtable);
     tcase_add_test(tc, duplicate_name);
+    tcase_add_test(tc, same_library_twice);
     tcase_add_test(tc, not_shared_object);
     tcase_add_test(tc, missing_file);
     tcase_add_test(tc, disabled_listed);
