@@ -22,10 +22,12 @@ qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out
 /* Releases the reader. NULL is a no-op. */
 void gguf_reader_close(gguf_reader *r);
 
+/* Number of canonical (Hugging Face) tensors. Never fails. */
 size_t gguf_reader_count(const gguf_reader *r);
-/* Canonical tensor i, or NULL when out of range. Owned by the reader. */
+/* Canonical tensor i, or NULL when out of range. Owned by the reader,
+ * valid until close. */
 const gguf_ctensor *gguf_reader_tensor(const gguf_reader *r, size_t i);
-/* config.json text, owned by the reader. */
+/* config.json text, owned by the reader, valid until close. */
 const char *gguf_reader_config_json(const gguf_reader *r);
 
 /* HF rows [row0, row0 + n_rows) of tensor index as float32 into dst
@@ -39,8 +41,5 @@ qb_status gguf_reader_read_grid(const gguf_reader *r, size_t index, int64_t row0
 
 /* The plugin's reader vtable (for tests). */
 const qb_reader_vtable *gguf_reader_vtable(void);
-
-/* Sets the host the vtable's open() uses (tests; the entry point sets it). */
-void gguf_reader_set_host(const qb_host *h);
 
 #endif /* GGUF_READER_H */

@@ -32,11 +32,6 @@ struct gguf_reader {
     char summary[256];
 };
 
-void gguf_reader_set_host(const qb_host *h)
-{
-    g_host = h;
-}
-
 static int reader_probe(void *ctx, const qb_probe_input *in)
 {
     (void)ctx;
