@@ -82,7 +82,7 @@ if ! grep -q "CUDA kernels ON" "$RESULTS/configure.log"; then
     failed=1
 fi
 
-TARGETS=(quantbridge-w4a16 test_w4a16_cpu test_w4a16_loader bench_w4a16_cpu)
+TARGETS=(quantbridge-w4a16 test_w4a16_cpu test_w4a16_loader test_w4a16_e2e bench_w4a16_cpu)
 if grep -q "CUDA kernels ON" "$RESULTS/configure.log"; then
     TARGETS+=(quantbridge-w4a16-cuda test_w4a16_cuda bench_w4a16_gpu)
 fi
