@@ -29,6 +29,9 @@
 #include <unistd.h>
 
 #include "gen_hf_dense.h"
+#ifdef W4T_WITH_GPTQ
+#include "gen_gptq.h"
+#endif
 #include "qbt_st_writer.h"
 #include "w4t_fake.h"
 
@@ -600,6 +603,82 @@ START_TEST(test_reader_refuses_unknown_feature_and_version)
 }
 END_TEST
 
+#ifdef W4T_WITH_GPTQ
+/* Counts manifest tensors (*n_exact of them exact); with want_all, every
+ * one must be exact. Checks the feature list (one feature or none). */
+static int count_exact(const char *dir, int want_all, const char *feature, int *n_exact)
+{
+    w4t_file mf;
+    cJSON *man, *e;
+    int n = 0;
+    ck_assert_int_eq(load_file(dir, "manifest.json", &mf), 0);
+    man = cJSON_Parse((const char *)mf.data);
+    ck_assert_ptr_nonnull(man);
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(man, "tensors"))
+    {
+        int ex = cJSON_IsTrue(cJSON_GetObjectItem(e, "exact"));
+        ck_assert_msg(ex || !want_all, "%s: not exact", e->string);
+        *n_exact += ex;
+        n++;
+    }
+    if (feature)
+        ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(man, "features"), 0)->valuestring,
+                         feature);
+    else
+        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(man, "features")), 0);
+    cJSON_Delete(man);
+    free(mf.data);
+    return n;
+}
+
+/* GPTQ desc_act (real permuted g_idx, sym 4-bit g128): with
+ * act_order=permute every linear is repacked exactly with a .perm; the
+ * result reads back (grid with the column map) and converts again to the
+ * same bytes; with the default act_order=requant nothing is exact. */
+START_TEST(test_gptq_act_order_permute)
+{
+    qbt_gptq_spec g;
+    char src[700], out[700], out2[700], out3[700], args[2048], err[4096], f[64];
+    int l, nx = 0, n;
+    memset(&g, 0, sizeof g);
+    g.bits = 4;
+    g.group_size = 128;
+    g.sym = 1;
+    g.act_order = 1;
+    g.label = 1;
+    g.n_shards = 1;
+    g.seed = 15;
+    snprintf(src, sizeof src, "%s/gptq-act", g_tmp);
+    snprintf(out, sizeof out, "%s/w4-act", g_tmp);
+    snprintf(out2, sizeof out2, "%s/w4-act-again", g_tmp);
+    snprintf(out3, sizeof out3, "%s/w4-act-requant", g_tmp);
+    ck_assert_int_eq(mkdir(src, 0755), 0);
+    ck_assert_int_eq(qbt_gptq_write(src, &g, NULL), 0);
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --option act_order=permute",
+             src, out);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "convert failed: %s", err);
+    ck_assert_int_gt(count_exact(out, 1, "input_permutation", &nx), 0);
+    snprintf(args, sizeof args, "inspect '%s'", out);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "inspect failed: %s", err);
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --option act_order=permute",
+             out, out2);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "re-convert failed: %s", err);
+    ck_assert_int_gt(count_exact(out2, 1, "input_permutation", &nx), 0);
+    for (l = 0; l < 2; l++) {
+        snprintf(f, sizeof f, "layer_%02d.safetensors", l);
+        ck_assert_msg(same_file(out, out2, f), "%s differs after a round trip", f);
+    }
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s'", src, out3);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "convert failed: %s", err);
+    /* linears whose g_idx is one group (in_features <= 128) stay exact;
+     * the act-order ones (down_proj) are requantized */
+    nx = 0;
+    n = count_exact(out3, 0, NULL, &nx);
+    ck_assert_msg(nx < n, "requant: %d of %d exact", nx, n);
+}
+END_TEST
+#endif
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-e2e");
@@ -618,6 +697,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_inspect_output);
     tcase_add_test(tc, test_reader_refusals);
     tcase_add_test(tc, test_reader_refuses_unknown_feature_and_version);
+#ifdef W4T_WITH_GPTQ
+    tcase_add_test(tc, test_gptq_act_order_permute);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }

@@ -412,8 +412,8 @@ START_TEST(test_options_refused)
     w4t_sink s;
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
     w4t_sink_init(&s);
-    ck_assert_int_eq(w4t_convert(m, &s, params(NULL, NULL, NULL, "permute")), QB_E_UNSUPPORTED);
-    ck_assert(strstr(w4t_last_error(), "permute") != NULL);
+    ck_assert_int_eq(w4t_convert(m, &s, params(NULL, NULL, NULL, "shuffle")), QB_E_INVALID);
+    ck_assert(strstr(w4t_last_error(), "act_order") != NULL);
     ck_assert_int_eq(w4t_convert(m, &s, params("0", NULL, NULL, NULL)), QB_E_INVALID);
     ck_assert_int_eq(w4t_convert(m, &s, params(NULL, "best", NULL, NULL)), QB_E_INVALID);
     ck_assert_uint_eq(s.n, 0);
@@ -603,6 +603,116 @@ START_TEST(test_repack_decision)
 }
 END_TEST
 
+/* An act-order grid (GPTQ desc_act: group of column c is g_idx[c], not
+ * c / gs). Returns the tensor (q_proj, [128 x 128], source groups of 32). */
+static w4t_tensor *act_order_model(w4t_model *m)
+{
+    w4t_tensor *t;
+    int32_t order[128];
+    int64_t r, c, k;
+    uint64_t seed = 3;
+    w4t_model_dense(m, "llama", 1, 128, 64, 8, 0, 0, 0, 0);
+    t = w4t_find(m, "model.layers.0.self_attn.q_proj.weight");
+    w4t_make_grid(t, 32, 19);
+    /* a random column order; the k-th column in it belongs to group k / 32 */
+    for (c = 0; c < 128; c++)
+        order[c] = (int32_t)c;
+    for (c = 127; c > 0; c--) {
+        int64_t j = (int64_t)(fabs(w4t_normal(&seed)) * 1e6) % (c + 1);
+        int32_t tmp = order[c];
+        order[c] = order[j];
+        order[j] = tmp;
+    }
+    t->col_group = malloc(128 * sizeof(int32_t));
+    for (k = 0; k < 128; k++)
+        t->col_group[order[k]] = (int32_t)(k / 32);
+    for (r = 0; r < 128; r++)
+        for (c = 0; c < 128; c++)
+            t->data[r * 128 + c] =
+                (float)((int)t->codes[r * 128 + c] - 8) * t->scales[r * 4 + t->col_group[c]];
+    return t;
+}
+
+/* act_order=permute keeps the codes: columns stored in group order with
+ * <path>.perm (stored column c = source column perm[c]) and the feature. */
+START_TEST(test_act_order_permute)
+{
+    w4t_model *m = calloc(1, sizeof *m);
+    w4t_sink s;
+    w4t_tensor *t = act_order_model(m);
+    const w4t_file *f;
+    w4t_st_view pv, sv, permv;
+    cJSON *man;
+    const cJSON *mt;
+    int32_t perm[128];
+    int64_t r, c;
+    uint8_t seen[128] = {0};
+
+    w4t_sink_init(&s);
+    w4t_reset();
+    ck_assert_msg(w4t_convert(m, &s, params("32", NULL, NULL, "permute")) == QB_OK, "%s",
+                  w4t_last_error());
+    ck_assert_int_eq(w4t_warn_count(), 0);
+    f = w4t_sink_find(&s, "layer_00.safetensors");
+    ck_assert_int_eq(w4t_st_get(f, "self_attn.q_proj.perm", &permv), 0);
+    ck_assert_str_eq(permv.dtype, "I32");
+    ck_assert_int_eq(permv.n_dims, 1);
+    ck_assert_int_eq(permv.dims[0], 128);
+    memcpy(perm, permv.data, sizeof perm);
+    for (c = 0; c < 128; c++) {
+        ck_assert(perm[c] >= 0 && perm[c] < 128 && !seen[perm[c]]);
+        seen[perm[c]] = 1;
+        ck_assert_int_eq(t->col_group[perm[c]], c / 32); /* groups now contiguous */
+    }
+    ck_assert_int_ne(w4t_st_get(f, "self_attn.k_proj.perm", &permv), 0); /* no grid: no perm */
+    ck_assert_int_eq(w4t_st_get(f, "self_attn.q_proj.packed", &pv), 0);
+    ck_assert_int_eq(w4t_st_get(f, "self_attn.q_proj.scales", &sv), 0);
+    for (r = 0; r < 128; r++)
+        for (c = 0; c < 128; c++) {
+            unsigned b = pv.data[r * 64 + c / 2];
+            unsigned code = c % 2 ? b >> 4 : b & 15u;
+            uint16_t h;
+            float dec;
+            memcpy(&h, sv.data + 2 * (r * 4 + c / 32), 2);
+            dec = (float)((int)code - 8) * qb_f16_to_f32(h);
+            ck_assert_uint_eq(code, t->codes[r * 128 + perm[c]]);
+            ck_assert(memcmp(&dec, &t->data[r * 128 + perm[c]], 4) == 0);
+        }
+    man = load_json(&s, "manifest.json");
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(man, "features"), 0)->valuestring,
+                     "input_permutation");
+    mt = manifest_tensor(man, "layer_00.safetensors:self_attn.q_proj");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(mt, "exact")));
+    cJSON_Delete(man);
+    w4t_sink_free(&s);
+
+    /* default act_order=requant: no perm, no feature, not exact */
+    w4t_sink_init(&s);
+    ck_assert(w4t_convert(m, &s, params("32", NULL, NULL, NULL)) == QB_OK);
+    ck_assert_int_ne(
+        w4t_st_get(w4t_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.perm", &permv), 0);
+    man = load_json(&s, "manifest.json");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(man, "features")), 0);
+    mt = manifest_tensor(man, "layer_00.safetensors:self_attn.q_proj");
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(mt, "exact")));
+    cJSON_Delete(man);
+    w4t_sink_free(&s);
+
+    /* permute with group_size 64: target groups would straddle source
+     * groups, so no perm; requantized in source order */
+    w4t_sink_init(&s);
+    ck_assert(w4t_convert(m, &s, params("64", NULL, NULL, "permute")) == QB_OK);
+    ck_assert_int_ne(
+        w4t_st_get(w4t_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.perm", &permv), 0);
+    man = load_json(&s, "manifest.json");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(man, "features")), 0);
+    cJSON_Delete(man);
+    w4t_sink_free(&s);
+    w4t_model_free(m);
+    free(m);
+}
+END_TEST
+
 /* A lm_head written as int4 when asked. */
 START_TEST(test_quantized_head)
 {
@@ -749,6 +859,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_exact_repack);
     tcase_add_test(tc, test_repack_decision);
     tcase_add_test(tc, test_quantized_head);
+    tcase_add_test(tc, test_act_order_permute);
     tcase_add_test(tc, test_nan_refused);
     tcase_add_test(tc, test_order_enforced);
     tcase_add_test(tc, test_tokenizer_and_template);

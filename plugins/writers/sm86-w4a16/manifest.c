@@ -92,6 +92,8 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
     ADD(cJSON_AddBoolToObject(m, "tie_word_embeddings", plan->tied));
     ADD(cJSON_AddStringToObject(m, "lm_head", plan->opt.quantized_head ? "quantized" : "f16"));
     ADD(a = cJSON_AddArrayToObject(m, "features"));
+    if (ok && plan->has_perm)
+        ok = cJSON_AddItemToArray(a, cJSON_CreateString("input_permutation"));
     if (ok && plan->opt.quantized_head)
         ok = cJSON_AddItemToArray(a, cJSON_CreateString("quantized_lm_head"));
     ADD(a = cJSON_AddArrayToObject(m, "files"));

@@ -185,9 +185,11 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
     {
         if (cJSON_IsString(e) && strcmp(e->valuestring, "quantized_lm_head") == 0) {
             out->quantized_head = 1;
+        } else if (cJSON_IsString(e) && strcmp(e->valuestring, "input_permutation") == 0) {
+            out->input_perm = 1;
         } else {
             /* a runtime that does not know a listed feature must refuse
-             * (w4a16-format.md); input_permutation is known but not read yet */
+             * (w4a16-format.md) */
             rc = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: feature '%s' is not supported by this reader", path,
                               cJSON_IsString(e) ? e->valuestring : "(not a string)");

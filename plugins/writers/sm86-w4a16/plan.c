@@ -116,8 +116,82 @@ static qb_status plan_f16(builder *b, size_t src, const char *out_name)
     return add_out(b, out_name, "F16", ti->n_dims, ti->dims, 2);
 }
 
+/* act_order=permute: for a grid whose column-to-group map is not the
+ * contiguous c / gs, the stable order of columns by group makes groups
+ * contiguous (GPTQ desc_act g_idx, see formats.md); usable when no target
+ * group then straddles two source groups. Sets it->perm or leaves it NULL
+ * (the tensor is then requantized in source order). */
+static qb_status plan_perm(builder *b, w4w_item *it)
+{
+    const qb_host *h = b->h;
+    qb_grid_info gi;
+    const qb_tensor_info *ti = tinfo(b, it->src);
+    int64_t cols = it->cols, gs = b->p->opt.group_size, c, tg, n, sgs;
+    int32_t *perm = NULL;
+    size_t *count = NULL, *next = NULL;
+    qb_status rc;
+
+    if (!ti->has_grid)
+        return QB_OK;
+    memset(&gi, 0, sizeof gi);
+    gi.struct_size = sizeof gi;
+    rc = b->src->get_grid_info(b->src->handle, it->src, &gi);
+    if (rc == QB_E_UNSUPPORTED)
+        return QB_OK;
+    if (rc != QB_OK)
+        return rc;
+    if (!gi.col_group || gi.n_groups < 1)
+        return QB_OK;
+    for (sgs = 0; sgs < cols && gi.col_group[sgs] == 0; sgs++)
+        ;
+    for (c = 0; c < cols && sgs > 0 && gi.col_group[c] == (int32_t)(c / sgs); c++)
+        ;
+    if (c == cols)
+        return QB_OK; /* trivial map: the plain exact repack applies */
+    perm = malloc((size_t)cols * sizeof *perm);
+    count = calloc(gi.n_groups + 1, sizeof *count);
+    next = calloc(gi.n_groups + 1, sizeof *next);
+    if (!perm || !count || !next) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", b->sp, it->name);
+        goto out;
+    }
+    for (c = 0; c < cols; c++) {
+        int32_t g = gi.col_group[c];
+        if (g < 0 || (uint32_t)g >= gi.n_groups) {
+            rc = h->set_error(h, QB_E_FORMAT, "%s: %s: column %lld maps to group %d of %u", b->sp,
+                              it->name, (long long)c, (int)g, gi.n_groups);
+            goto out;
+        }
+        count[g + 1]++;
+    }
+    for (n = 1; n <= (int64_t)gi.n_groups; n++)
+        count[n] += count[n - 1]; /* count[g] = first sorted position of group g */
+    for (c = 0; c < cols; c++) {
+        int32_t g = gi.col_group[c];
+        perm[count[g] + next[g]++] = (int32_t)c;
+    }
+    for (tg = 0; tg * gs < cols; tg++) {
+        int64_t c0 = tg * gs, c1 = (c0 + gs < cols ? c0 + gs : cols) - 1;
+        if (gi.col_group[perm[c0]] != gi.col_group[perm[c1]]) {
+            h->log(h, QB_LOG_INFO,
+                   "%s: act-order groups do not align with group_size %lld: requantizing", it->name,
+                   (long long)gs);
+            goto out;
+        }
+    }
+    it->perm = perm;
+    perm = NULL;
+    b->p->has_perm = 1;
+out:
+    free(perm);
+    free(count);
+    free(next);
+    return rc;
+}
+
 /* A linear: <base>.packed U8 [rows, ceil(cols/2)], <base>.scales F16
- * [rows, ceil(cols/group_size)]; manifest key "<file>:<base>". */
+ * [rows, ceil(cols/group_size)], with act_order=permute possibly
+ * <base>.perm I32 [cols]; manifest key "<file>:<base>". */
 static qb_status plan_linear(builder *b, size_t src, const char *base)
 {
     w4w_plan *p = b->p;
@@ -140,7 +214,14 @@ static qb_status plan_linear(builder *b, size_t src, const char *base)
         return rc;
     dims[1] = w4w_n_groups(it->cols, p->opt.group_size);
     snprintf(name, sizeof name, "%s.scales", base);
-    return add_out(b, name, "F16", 2, dims, 2);
+    rc = add_out(b, name, "F16", 2, dims, 2);
+    if (rc != QB_OK || !p->opt.act_order_permute)
+        return rc;
+    rc = plan_perm(b, it);
+    if (rc != QB_OK || !it->perm)
+        return rc;
+    snprintf(name, sizeof name, "%s.perm", base);
+    return add_out(b, name, "I32", 1, &it->cols, 4);
 }
 
 /* Parses "model.layers.<N>.<rest>" with N decimal without leading zeros.
@@ -480,8 +561,10 @@ void w4w_plan_free(w4w_plan *p)
         return;
     for (i = 0; i < p->n_outs; i++)
         free(p->outs[i].name);
-    for (i = 0; i < p->n_items; i++)
+    for (i = 0; i < p->n_items; i++) {
         free(p->items[i].key);
+        free(p->items[i].perm);
+    }
     free(p->outs);
     free(p->files);
     free(p->items);

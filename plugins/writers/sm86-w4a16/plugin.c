@@ -30,7 +30,8 @@ static const qb_option_decl opt_act_order = {
     "act_order",
     QB_PARAM_STRING,
     "requant",
-    "act-order grids: requantize into contiguous groups (permute: not implemented yet)",
+    "act-order grids: requantize in source column order, or permute columns into "
+    "contiguous groups (feature input_permutation, codes kept)",
     "requant|permute",
     1,
     0,

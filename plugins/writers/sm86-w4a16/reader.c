@@ -31,6 +31,8 @@ typedef struct w4r_tensor {
     uint32_t n_dims;
     int64_t dims[2];
     int64_t rows, cols, ng;
+    int32_t *perm;   /* input_permutation: stored column c is column perm[c]; owned */
+    int32_t *colmap; /* with perm: group of each original column; owned */
 } w4r_tensor;
 
 typedef struct w4r_reader {
@@ -132,6 +134,46 @@ static qb_status add_f16(w4r_reader *r, const char *file, const qb_st_tensor *st
     return QB_OK;
 }
 
+/* The optional <base>.perm of a linear: I32 [cols], a permutation, only
+ * with the input_permutation feature. Copied (mapped data may be unaligned). */
+static qb_status add_perm(w4r_reader *r, const char *file, const qb_st_tensor *pt, w4r_tensor *t)
+{
+    const qb_host *h = r->h;
+    uint8_t *seen = NULL;
+    qb_status rc = QB_OK;
+    int64_t c;
+    if (!pt)
+        return QB_OK;
+    if (!r->man.input_perm)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s/%s: %s present but manifest.json does not list input_permutation",
+                            r->dir, file, pt->name);
+    if (pt->dtype != QB_DT_I32 || pt->n_dims != 1 || pt->dims[0] != t->cols)
+        return h->set_error(h, QB_E_FORMAT, "%s/%s: %s is not I32 [%lld]", r->dir, file, pt->name,
+                            (long long)t->cols);
+    t->perm = malloc((size_t)t->cols * sizeof *t->perm);
+    t->colmap = malloc((size_t)t->cols * sizeof *t->colmap);
+    seen = calloc((size_t)t->cols, 1);
+    if (!t->perm || !t->colmap || !seen) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+        goto out;
+    }
+    memcpy(t->perm, pt->data, (size_t)t->cols * sizeof *t->perm);
+    for (c = 0; c < t->cols; c++) {
+        int32_t v = t->perm[c];
+        if (v < 0 || v >= t->cols || seen[v]) {
+            rc = h->set_error(h, QB_E_FORMAT, "%s/%s: %s is not a permutation of 0..%lld", r->dir,
+                              file, pt->name, (long long)t->cols - 1);
+            goto out;
+        }
+        seen[v] = 1;
+        t->colmap[v] = (int32_t)(c / r->man.group_size);
+    }
+out:
+    free(seen);
+    return rc;
+}
+
 static qb_status add_linear(w4r_reader *r, const char *file, const qb_st_set *set, const char *base,
                             const char *canon, int64_t cols, int64_t rows_want)
 {
@@ -165,7 +207,8 @@ static qb_status add_linear(w4r_reader *r, const char *file, const qb_st_set *se
     t->dims[0] = t->rows = p->dims[0];
     t->dims[1] = t->cols = cols;
     t->ng = ng;
-    return QB_OK;
+    snprintf(n, sizeof n, "%s.perm", base);
+    return add_perm(r, file, api->find(set, n), t);
 }
 
 static qb_status open_set(w4r_reader *r, const char *file, qb_st_set **out)
@@ -206,7 +249,7 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4r
             rc = add_linear(r, file, set, role->path, canon, cols, 0);
             if (rc != QB_OK)
                 return rc;
-            used += 2;
+            used += 2 + (r->t[r->n - 1].perm != NULL);
             rows = r->t[r->n - 1].rows;
             snprintf(n, sizeof n, "%s.bias", role->path);
             b = api->find(set, n);
@@ -271,6 +314,10 @@ static void reader_free(w4r_reader *r)
     for (i = 0; i < r->n_sets; i++)
         r->h->safetensors->close(r->sets[i]);
     free(r->sets);
+    for (i = 0; i < r->n; i++) {
+        free(r->t[i].perm);
+        free(r->t[i].colmap);
+    }
     free(r->t);
     r->h->free(r->h, r->config);
     r->h->free(r->h, r->gen);
@@ -362,14 +409,13 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     } else if (!r->man.tied) {
         qb_st_set *set;
         if ((rc = open_set(r, "lm_head.safetensors", &set)) == QB_OK) {
-            if (h->safetensors->count(set) != 2)
+            rc = add_linear(r, "lm_head.safetensors", set, "lm_head", "lm_head.weight", d.hidden,
+                            d.vocab);
+            if (rc == QB_OK && h->safetensors->count(set) != 2u + (r->t[r->n - 1].perm != NULL))
                 rc = h->set_error(h, QB_E_FORMAT,
                                   "%s/lm_head.safetensors: must hold exactly "
-                                  "lm_head.packed and lm_head.scales",
+                                  "lm_head.packed, lm_head.scales (and lm_head.perm)",
                                   r->dir);
-            else
-                rc = add_linear(r, "lm_head.safetensors", set, "lm_head", "lm_head.weight",
-                                d.hidden, d.vocab);
         }
     }
     if (rc != QB_OK)
@@ -460,7 +506,7 @@ static qb_status w4r_read_rows(qb_reader_handle hr, size_t i, int64_t row0, int6
             unsigned b = p[c / 2];
             int q = (int)((c & 1) ? (b >> 4) : (b & 0xfu)) - 8;
             memcpy(&sv, s + 2 * (c / r->man.group_size), 2);
-            o[c] = (float)q * qb_f16_to_f32(sv);
+            o[t->perm ? t->perm[c] : c] = (float)q * qb_f16_to_f32(sv);
         }
     }
     return QB_OK;
@@ -475,8 +521,9 @@ static qb_status w4r_grid_info(qb_reader_handle hr, size_t i, qb_grid_info *out)
         return QB_E_UNSUPPORTED;
     out->bits = 4;
     out->n_groups = (uint32_t)r->t[i].ng;
-    out->group_size = r->man.group_size;
-    out->col_group = NULL;
+    /* with a perm, original column perm[c] sits in stored group c / gs */
+    out->group_size = r->t[i].perm ? 0 : r->man.group_size;
+    out->col_group = r->t[i].colmap;
     out->symmetric = 1;
     out->scale_dtype = QB_DT_F16;
     return QB_OK;
@@ -499,7 +546,8 @@ static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int6
         const uint8_t *p = t->a->data + (size_t)((row0 + k) * w4w_packed_cols(t->cols));
         const uint8_t *s = t->s->data + (size_t)((row0 + k) * t->ng) * 2;
         for (c = 0; c < t->cols; c++)
-            out->codes[k * t->cols + c] = (uint8_t)((c & 1) ? (p[c / 2] >> 4) : (p[c / 2] & 0xfu));
+            out->codes[k * t->cols + (t->perm ? t->perm[c] : c)] =
+                (uint8_t)((c & 1) ? (p[c / 2] >> 4) : (p[c / 2] & 0xfu));
         for (g = 0; g < t->ng; g++) {
             uint16_t sv;
             memcpy(&sv, s + 2 * g, 2);

@@ -110,6 +110,7 @@ typedef struct w4w_manifest_in {
     int64_t n_layers;
     int tied;
     int quantized_head;
+    int input_perm; /* feature input_permutation: linears may have .perm */
     char source_format[64];
 } w4w_manifest_in;
 
@@ -237,6 +238,9 @@ typedef struct w4w_item {
     int written;
     int exact;
     double rel_rmse;
+    /* LINEAR with act_order=permute over an act-order grid: stored column
+     * c is source column perm[c] (input_permutation); owned, else NULL */
+    int32_t *perm;
 } w4w_item;
 
 typedef struct w4w_options {
@@ -258,6 +262,7 @@ typedef struct w4w_plan {
     w4w_item *items; /* in write order */
     size_t n_items;
     size_t *item_of_src; /* [n_tensors] source index -> item index */
+    int has_perm;        /* some item has a perm: feature input_permutation */
 } w4w_plan;
 
 /* Builds the plan for `src` (see qb_writer_vtable.begin): classifies every

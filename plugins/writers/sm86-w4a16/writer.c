@@ -15,6 +15,10 @@
  * — if every scale survives float->fp16->float and the decoded block equals
  * read_rows bit for bit (the promise of qb_tensor.h). A block failing that
  * is requantized from its dense rows, with a WARN naming the tensor.
+ *
+ * act_order=permute: an act-order grid (GPTQ desc_act g_idx) is stored with
+ * its columns in group order and `<path>.perm` (feature input_permutation,
+ * the runtime gathers x[perm]); its codes are then copied the same way.
  */
 #include "w4w.h"
 
@@ -46,6 +50,7 @@ typedef struct w4w_slot {
     uint8_t *codes; /* grid view, when exact repack is tried */
     float *gscales;
     int32_t *gzeros;
+    float *row; /* [cols] a row in stored (permuted) column order */
     double err2, ref2;
     int exact;
     char why[200]; /* why an exact repack was refused */
@@ -58,8 +63,10 @@ typedef struct w4w_job {
     int64_t pcols, ng, gs;
     uint16_t *scales; /* LINEAR: [rows * ng] for the whole tensor */
     int grid;         /* exact repack is structurally possible */
-    int64_t src_gs;   /* source group width (contiguous) */
+    int64_t src_gs;   /* source group width (contiguous, no perm) */
     uint32_t src_ng;
+    const int32_t *perm;   /* stored column c = source column perm[c], or NULL */
+    const int32_t *colmap; /* with perm: the source's column-to-group map */
 } w4w_job;
 
 static const char *src_path(const w4w_writer *w)
@@ -147,11 +154,15 @@ static int repack_block(w4w_job *j, w4w_slot *s)
                 return 0;
             }
         }
+        /* with a perm, stored group g holds source columns perm[g*gs ..],
+         * all of one source group (checked by the plan) */
         for (g = 0; g < j->ng; g++)
-            sc[g] = qb_f32_to_f16(gs_row[(g * j->gs) / j->src_gs]);
+            sc[g] = qb_f32_to_f16(
+                gs_row[j->perm ? j->colmap[j->perm[g * j->gs]] : (g * j->gs) / j->src_gs]);
         for (c = 0; c < cols; c++) {
-            uint8_t code = s->codes[r * cols + c];
-            float dec, ref = s->w[r * cols + c];
+            int64_t sc_col = j->perm ? j->perm[c] : c;
+            uint8_t code = s->codes[r * cols + sc_col];
+            float dec, ref = s->w[r * cols + sc_col];
             if (code > 15) {
                 snprintf(s->why, sizeof s->why, "row %lld col %lld: code %u outside 4 bits",
                          (long long)(s->row0 + r), (long long)c, code);
@@ -183,6 +194,11 @@ static qb_status requant_block(w4w_job *j, w4w_slot *s)
     for (r = 0; r < s->n; r++) {
         const float *row = s->w + r * cols;
         uint16_t *sc = j->scales + (s->row0 + r) * j->ng;
+        if (j->perm) {
+            for (c = 0; c < cols; c++)
+                s->row[c] = row[j->perm[c]];
+            row = s->row;
+        }
         for (g = 0; g < j->ng; g++) {
             int64_t c0 = g * j->gs, n = (c0 + j->gs < cols ? j->gs : cols - c0);
             double e;
@@ -269,6 +285,7 @@ static void free_slots(w4w_slot *slots, size_t n)
         free(slots[i].codes);
         free(slots[i].gscales);
         free(slots[i].gzeros);
+        free(slots[i].row);
     }
     free(slots);
 }
@@ -314,6 +331,15 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
                 rc = QB_OK;
             } else if (rc != QB_OK) {
                 goto out;
+            } else if (it->perm) {
+                /* the plan checked this grid's map against group_size */
+                j.grid = gi.bits == 4 && gi.symmetric;
+                j.perm = it->perm;
+                j.colmap = gi.col_group;
+                j.src_ng = gi.n_groups;
+                if (!j.grid)
+                    h->log(h, QB_LOG_INFO, "%s: requantizing in permuted order (%u-bit %s grid)",
+                           it->name, gi.bits, gi.symmetric ? "symmetric" : "asymmetric");
             } else if (grid_usable(&j, &gi, why, sizeof why)) {
                 j.grid = 1;
             } else {
@@ -337,7 +363,8 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
         s->w = malloc((size_t)(br * cols) * sizeof *s->w);
         s->out = malloc(lin ? (size_t)(br * j.pcols) : (size_t)(br * cols) * 2);
         s->q = malloc((size_t)cols);
-        if (!s->w || !s->out || !s->q) {
+        s->row = malloc((size_t)cols * sizeof *s->row);
+        if (!s->w || !s->out || !s->q || !s->row) {
             rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
             goto out;
         }
@@ -387,6 +414,8 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
     }
     if (lin) {
         rc = w4w_st_write(w->cur, j.scales, (size_t)(rows * j.ng) * sizeof *j.scales);
+        if (rc == QB_OK && it->perm)
+            rc = w4w_st_write(w->cur, it->perm, (size_t)cols * sizeof *it->perm);
         if (rc != QB_OK)
             goto out;
         /* exact means decoded == source for every element: the grid path
@@ -501,11 +530,6 @@ static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_opt
             return h->set_error(h, QB_E_INVALID, "%s: option lm_head must be f16|quantized",
                                 W4W_PLUGIN_NAME);
     }
-    if (o->act_order_permute)
-        return h->set_error(h, QB_E_UNSUPPORTED,
-                            "%s: act_order=permute (the input_permutation feature) is not "
-                            "implemented yet; use act_order=requant",
-                            W4W_PLUGIN_NAME);
     return QB_OK;
 }
 
