@@ -189,7 +189,9 @@ static qb_status hfw_tie_plan(hfw_writer *w, size_t *drop, int *tie)
         return QB_OK;
     }
     if (cfg == 0) {
-        if (!has_head)
+        /* A causal LM (embed_tokens) needs its head; other layouts
+         * (encoders) may have none. */
+        if (!has_head && has_embed)
             return h->set_error(h, QB_E_FORMAT,
                                 "%s: config says tie_word_embeddings false but the model has no "
                                 "lm_head.weight (transformers would initialise it at random)",

@@ -1,0 +1,816 @@
+/*
+ * Tests of the hf-dense writer through the built `quantbridge` ($QB_TEST_BIN,
+ * in-tree config and plugins). Every output is read back with the host's
+ * strict safetensors parser (which also checks a shard index: every tensor
+ * mapped once, in its shard) and compared bit for bit with ground truth
+ * the fixture generators give: the hf-dense generator's seeded weights, the
+ * GPTQ generator's integer codes and fp16 scales, the GGUF generator's
+ * known Hugging Face tensors; and for W4A16 the sm86-w4a16 reader's decoded
+ * rows (the plugin loaded here with the shared fake host).
+ */
+#define _XOPEN_SOURCE 700
+#include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+#include <quantbridge/quantbridge.h>
+
+#include "gen_gguf.h"
+#include "gen_gptq.h"
+#include "gen_hf_dense.h"
+#include "qbt_fake_host.h"
+#include "qbt_st_writer.h"
+
+static char *tmp;
+static const qb_host *host;
+
+static void setup(void)
+{
+    tmp = qbt_tmpdir("hfw");
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_ptr_nonnull(getenv("QB_TEST_BIN"));
+    host = qbt_fake_host();
+}
+
+static void teardown(void)
+{
+    qbt_rmtree(tmp);
+    free(tmp);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Runs `quantbridge ARGS` with stdout+stderr captured into *out (malloc'd).
+ * Returns the exit status. */
+static int run(const char *args, char **out)
+{
+    char cmd[8192];
+    FILE *p;
+    size_t len = 0, cap = 1 << 16;
+    int st;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("QB_TEST_BIN"), args);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    for (;;) {
+        size_t r = fread(buf + len, 1, cap - len - 1, p);
+        len += r;
+        if (r == 0)
+            break;
+        if (len + 1 == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    buf[len] = '\0';
+    st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *sub(const char *name)
+{
+    static char b[8][1024];
+    static int k;
+    char *p = b[k++ & 7];
+    snprintf(p, 1024, "%s/%s", tmp, name);
+    return p;
+}
+
+/* convert SRC -> DST with the hf-dense writer and extra args; must succeed. */
+static void convert_ok(const char *src, const char *dst, const char *extra)
+{
+    char args[4096], *out;
+    int rc;
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense %s", src,
+             dst, extra);
+    rc = run(args, &out);
+    ck_assert_msg(rc == 0, "%s\n-> %d: %s", args, rc, out);
+    free(out);
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *b;
+    long n;
+    ck_assert_msg(f != NULL, "%s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return b;
+}
+
+static cJSON *json_file(const char *path)
+{
+    char *t = slurp(path, NULL);
+    cJSON *j = cJSON_Parse(t);
+    ck_assert_msg(cJSON_IsObject(j), "%s: not a JSON object", path);
+    free(t);
+    return j;
+}
+
+/* The written checkpoint, through the host's strict parser. */
+static qb_st_set *open_out(const char *dir)
+{
+    qb_st_set *set = NULL;
+    qb_status st = host->safetensors->open_dir(host, dir, &set);
+    ck_assert_msg(st == QB_OK, "%s: %s", dir, qbt_fake_last_error());
+    return set;
+}
+
+static const qb_st_tensor *need(const qb_st_set *set, const char *name)
+{
+    const qb_st_tensor *t = host->safetensors->find(set, name);
+    ck_assert_msg(t != NULL, "output lacks %s", name);
+    return t;
+}
+
+/* Output tensor `t` holds exactly `want` (n float32 values) stored as
+ * `dtype`: F32 the same bits; F16/BF16 each value rounded to nearest even. */
+static void check_vals(const qb_st_tensor *t, const char *dtype, const float *want, size_t n)
+{
+    size_t i;
+    ck_assert_str_eq(t->dtype_name, dtype);
+    if (strcmp(dtype, "F32") == 0) {
+        ck_assert_uint_eq(t->n_bytes, n * 4);
+        for (i = 0; i < n; i++) {
+            uint32_t got;
+            memcpy(&got, t->data + 4 * i, 4);
+            ck_assert_msg(got == qb_f32_bits(want[i]), "%s[%zu]: %08x, want %08x (%g)", t->name,
+                          i, got, qb_f32_bits(want[i]), (double)want[i]);
+        }
+    } else {
+        ck_assert_uint_eq(t->n_bytes, n * 2);
+        for (i = 0; i < n; i++) {
+            uint16_t got, w = strcmp(dtype, "F16") == 0 ? qb_f32_to_f16(want[i])
+                                                         : qb_f32_to_bf16(want[i]);
+            memcpy(&got, t->data + 2 * i, 2);
+            ck_assert_msg(got == w, "%s[%zu]: %04x, want %04x", t->name, i, got, w);
+        }
+    }
+}
+
+static void check_shape(const qb_st_tensor *t, int n_dims, const int64_t *dims)
+{
+    int d;
+    ck_assert_msg((int)t->n_dims == n_dims, "%s: %u dims, want %d", t->name, t->n_dims, n_dims);
+    for (d = 0; d < n_dims; d++)
+        ck_assert_msg(t->dims[d] == dims[d], "%s: dim %d is %lld, want %lld", t->name, d,
+                      (long long)t->dims[d], (long long)dims[d]);
+}
+
+/* config.json of an output: no quantization description, torch_dtype set. */
+static cJSON *check_config(const char *dir, const char *torch_dtype)
+{
+    char p[1200];
+    cJSON *c;
+    snprintf(p, sizeof(p), "%s/config.json", dir);
+    c = json_file(p);
+    ck_assert_ptr_null(cJSON_GetObjectItem(c, "quantization_config"));
+    ck_assert_ptr_null(cJSON_GetObjectItem(c, "compression_config"));
+    ck_assert(cJSON_IsString(cJSON_GetObjectItem(c, "torch_dtype")));
+    ck_assert_str_eq(cJSON_GetObjectItem(c, "torch_dtype")->valuestring, torch_dtype);
+    snprintf(p, sizeof(p), "%s/generation_config.json", dir);
+    cJSON_Delete(json_file(p));
+    return c;
+}
+
+/* Every tensor of the hf-dense fixture `s` (stored as s->dtype) in the
+ * output `dir`, written as `dtype`, with nothing else there. */
+static void check_hfd_fixture(const qbt_hfd_spec *s, const char *dir, const char *dtype)
+{
+    qbt_hfd_tensor *gt;
+    size_t n, i, j;
+    qb_st_set *set = open_out(dir);
+    ck_assert_int_eq(qbt_hfd_tensors(s, &gt, &n), 0);
+    ck_assert_uint_eq(host->safetensors->count(set), n);
+    for (i = 0; i < n; i++) {
+        size_t ne = qbt_hfd_numel(&gt[i]);
+        float *v = malloc(ne * sizeof(float));
+        const qb_st_tensor *t = need(set, gt[i].name);
+        qbt_hfd_fill(s, &gt[i], v);
+        for (j = 0; j < ne; j++)
+            v[j] = qbt_hfd_round(s->dtype, v[j]); /* what the reader returns */
+        check_shape(t, gt[i].n_dims, gt[i].dims);
+        check_vals(t, dtype, v, ne);
+        free(v);
+    }
+    free(gt);
+    host->safetensors->close(set);
+}
+
+static qbt_hfd_spec hspec(const char *arch, const char *dtype, int tied)
+{
+    qbt_hfd_spec s = {arch, dtype, 2, 64, 96, 40, 0, 0, 0, tied, 1, 5};
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    return s;
+}
+
+/* ---- hf-dense sources --------------------------------------------------- */
+
+START_TEST(hf_bf16_to_f32_exact_with_side_files)
+{
+    qbt_hfd_spec s = hspec("llama", "bf16", 0);
+    char *a, *b;
+    size_t la, lb;
+    cJSON *c;
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
+    /* a tokenizer file to copy and a file that is no tokenizer's */
+    ck_assert_int_eq(qbt_write_text(sub("src/tokenizer.json"), "{\"version\": \"1.0\", \"x\": [1]}"), 0);
+    ck_assert_int_eq(qbt_write_text(sub("src/README.md"), "not a tokenizer file"), 0);
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    check_hfd_fixture(&s, sub("out"), "F32");
+    ck_assert(exists(sub("out/model.safetensors")));
+    ck_assert(!exists(sub("out/model.safetensors.index.json")));
+    ck_assert(!exists(sub("out/README.md")));
+    c = check_config(sub("out"), "float32");
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(c, "tie_word_embeddings")));
+    ck_assert_str_eq(cJSON_GetObjectItem(c, "model_type")->valuestring, "llama");
+    cJSON_Delete(c);
+    a = slurp(sub("src/tokenizer.json"), &la);
+    b = slurp(sub("out/tokenizer.json"), &lb);
+    ck_assert_uint_eq(la, lb);
+    ck_assert_mem_eq(a, b, la);
+    free(a);
+    free(b);
+    a = slurp(sub("src/tokenizer_config.json"), &la);
+    b = slurp(sub("out/tokenizer_config.json"), &lb);
+    ck_assert_uint_eq(la, lb);
+    ck_assert_mem_eq(a, b, la);
+    free(a);
+    free(b);
+    /* the source's generation config, as it was */
+    a = slurp(sub("src/generation_config.json"), NULL);
+    b = slurp(sub("out/generation_config.json"), NULL);
+    ck_assert_ptr_nonnull(strstr(b, a));
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(hf_f32_to_f16_and_bf16_rne)
+{
+    qbt_hfd_spec s = hspec("qwen2", "f32", 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
+    convert_ok(sub("src"), sub("o16"), "--option dtype=f16");
+    convert_ok(sub("src"), sub("obf"), "--option dtype=bf16");
+    convert_ok(sub("src"), sub("odef"), "");
+    check_hfd_fixture(&s, sub("o16"), "F16");
+    check_hfd_fixture(&s, sub("obf"), "BF16");
+    check_hfd_fixture(&s, sub("odef"), "F16"); /* default dtype f16 */
+    cJSON_Delete(check_config(sub("o16"), "float16"));
+    cJSON_Delete(check_config(sub("obf"), "bfloat16"));
+}
+END_TEST
+
+/* Rounding ties, subnormals, overflow, signed zero, NaN: expected bits
+ * worked out by hand from IEEE 754 binary16 / bfloat16, independent of
+ * the conversion code. */
+START_TEST(rne_hand_checked_values)
+{
+    static const float v[] = {
+        1.0f + 0x1p-11f,          /* f16 tie between 1 and 1+2^-10: even -> 1.0 */
+        1.0f + 3 * 0x1p-11f,      /* tie, odd below -> up to 1+2^-9 */
+        1.0f + 0x1p-11f + 0x1p-20f, /* just above the tie -> up */
+        65504.0f,                 /* f16 max; bf16 rounds up to 2^16 */
+        65520.0f,                 /* f16 halfway to 2^16 -> inf */
+        0x1p-24f,                 /* smallest f16 subnormal */
+        0x1p-25f,                 /* half of it: tie with 0 -> 0 */
+        -0.0f,
+        1.0f + 0x1p-8f,           /* bf16 tie between 1 and 1+2^-7: even -> 1.0 */
+        1.0f + 3 * 0x1p-8f,       /* bf16 tie, odd -> 1+2^-6 */
+        -2.5f,
+        3.0e38f,                  /* bf16: 0x7f61b1e6 -> 0x7f62; f16: inf */
+    };
+    static const uint16_t f16[] = {0x3c00, 0x3c02, 0x3c01, 0x7bff, 0x7c00, 0x0001,
+                                   0x0000, 0x8000, 0x3c04, 0x3c0c, 0xc100, 0x7c00};
+    static const uint16_t bf16[] = {0x3f80, 0x3f80, 0x3f80, 0x4780, 0x4780, 0x3380,
+                                    0x3300, 0x8000, 0x3f80, 0x3f82, 0xc020, 0x7f62};
+    const size_t n = sizeof(v) / sizeof(v[0]);
+    int64_t d[1] = {(int64_t)n};
+    qbt_st_writer *w = qbt_st_writer_new();
+    const char *dt[2] = {"f16", "bf16"};
+    const uint16_t *want[2] = {f16, bf16};
+    int k;
+    size_t i;
+
+    ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
+    ck_assert_int_eq(qbt_write_text(sub("src/config.json"), "{\"model_type\": \"llama\"}"), 0);
+    ck_assert_int_eq(qbt_st_writer_add(w, "x.weight", "F32", 1, d, v, sizeof(v)), 0);
+    ck_assert_int_eq(qbt_st_writer_save(w, sub("src/model.safetensors")), 0);
+    qbt_st_writer_free(w);
+    for (k = 0; k < 2; k++) {
+        char out[32], args[64];
+        qb_st_set *set;
+        const qb_st_tensor *t;
+        snprintf(out, sizeof(out), "o%s", dt[k]);
+        snprintf(args, sizeof(args), "--option dtype=%s", dt[k]);
+        convert_ok(sub("src"), sub(out), args);
+        set = open_out(sub(out));
+        t = need(set, "x.weight");
+        check_shape(t, 1, d);
+        for (i = 0; i < n; i++) {
+            uint16_t got;
+            memcpy(&got, t->data + 2 * i, 2);
+            ck_assert_msg(got == want[k][i], "%s[%zu] (%a): %04x, want %04x", dt[k], i,
+                          (double)v[i], got, want[k][i]);
+        }
+        host->safetensors->close(set);
+    }
+}
+END_TEST
+
+START_TEST(sharded_output_has_a_valid_index)
+{
+    qbt_hfd_spec s = hspec("llama", "bf16", 0);
+    char p[1200];
+    cJSON *idx, *wm, *e;
+    uint64_t total = 0;
+    size_t i, n_map = 0, n_files = 0;
+    qb_st_set *set;
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32 --option max_shard_size=100KB");
+    check_hfd_fixture(&s, sub("out"), "F32");
+    ck_assert(!exists(sub("out/model.safetensors")));
+    snprintf(p, sizeof(p), "%s/model.safetensors.index.json", sub("out"));
+    idx = json_file(p);
+    wm = cJSON_GetObjectItem(idx, "weight_map");
+    ck_assert(cJSON_IsObject(wm));
+    set = open_out(sub("out"));
+    for (i = 0; i < host->safetensors->count(set); i++)
+        total += host->safetensors->tensor(set, i)->n_bytes;
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(cJSON_GetObjectItem(idx, "metadata"), "total_size")));
+    ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(cJSON_GetObjectItem(idx, "metadata"),
+                                                    "total_size")->valuedouble, total);
+    cJSON_ArrayForEach(e, wm)
+    {
+        const qb_st_tensor *t = need(set, e->string);
+        const char *slash = strrchr(t->file, '/');
+        ck_assert_str_eq(slash ? slash + 1 : t->file, e->valuestring);
+        n_map++;
+    }
+    ck_assert_uint_eq(n_map, host->safetensors->count(set)); /* names are unique in a set */
+    /* several files, each at most 100 KB of data unless one tensor is larger */
+    {
+        const char *last = NULL;
+        uint64_t bytes = 0, biggest = 0;
+        for (i = 0; i < host->safetensors->count(set); i++) {
+            const qb_st_tensor *t = host->safetensors->tensor(set, i);
+            if (!last || strcmp(last, t->file) != 0) {
+                if (last)
+                    ck_assert_msg(bytes <= 100000 || bytes == biggest, "%s: %llu bytes", last,
+                                  (unsigned long long)bytes);
+                n_files++;
+                last = t->file;
+                bytes = biggest = 0;
+            }
+            bytes += t->n_bytes;
+            if (t->n_bytes > biggest)
+                biggest = t->n_bytes;
+            ck_assert_msg(strstr(t->file, "-of-0000") != NULL, "%s", t->file);
+        }
+    }
+    ck_assert_uint_ge(n_files, 3);
+    snprintf(p, sizeof(p), "model-00001-of-%05zu.safetensors", n_files);
+    {
+        char *txt = cJSON_PrintUnformatted(wm);
+        ck_assert_ptr_nonnull(strstr(txt, p));
+        free(txt);
+    }
+    host->safetensors->close(set);
+    cJSON_Delete(idx);
+    /* and that sharded output reads back as a source */
+    convert_ok(sub("out"), sub("again"), "--option dtype=f32");
+    check_hfd_fixture(&s, sub("again"), "F32");
+}
+END_TEST
+
+START_TEST(tied_model_has_no_head)
+{
+    qbt_hfd_spec s = hspec("qwen3", "bf16", 1);
+    cJSON *c;
+    qb_st_set *set;
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
+    convert_ok(sub("src"), sub("out"), "--option dtype=bf16");
+    check_hfd_fixture(&s, sub("out"), "BF16"); /* bf16 -> bf16: the same bits */
+    set = open_out(sub("out"));
+    ck_assert_ptr_null(host->safetensors->find(set, "lm_head.weight"));
+    host->safetensors->close(set);
+    c = check_config(sub("out"), "bfloat16");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(c, "tie_word_embeddings")));
+    cJSON_Delete(c);
+}
+END_TEST
+
+/* A config that says tied while the source carries lm_head: dropped when
+ * bit-identical to the embedding, refused when it differs. */
+static void write_tied_with_head(const char *dir, int same, const char *tie_json)
+{
+    float e[4 * 8], hd[4 * 8], nrm[8];
+    int64_t de[2] = {4, 8}, dn[1] = {8};
+    char cfg[256];
+    qbt_st_writer *w = qbt_st_writer_new();
+    int i;
+    for (i = 0; i < 32; i++) {
+        e[i] = (float)(i - 16) / 64.0f;
+        hd[i] = same ? e[i] : e[i] + (i == 31 ? 1.0f / 64 : 0.0f);
+    }
+    for (i = 0; i < 8; i++)
+        nrm[i] = 1.0f + (float)i / 8;
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    snprintf(cfg, sizeof(cfg), "{\"model_type\": \"llama\"%s, \"bos_token_id\": 3, "
+             "\"eos_token_id\": [4, 5]}", tie_json);
+    ck_assert_int_eq(qbt_write_text(sub("tmpcfg"), cfg), 0);
+    {
+        char p[1200];
+        snprintf(p, sizeof(p), "%s/config.json", dir);
+        ck_assert_int_eq(qbt_write_text(p, cfg), 0);
+    }
+    ck_assert_int_eq(qbt_st_writer_add(w, "model.embed_tokens.weight", "F32", 2, de, e, sizeof(e)), 0);
+    ck_assert_int_eq(qbt_st_writer_add(w, "model.norm.weight", "F32", 1, dn, nrm, sizeof(nrm)), 0);
+    ck_assert_int_eq(qbt_st_writer_add(w, "lm_head.weight", "F32", 2, de, hd, sizeof(hd)), 0);
+    {
+        char p[1200];
+        snprintf(p, sizeof(p), "%s/model.safetensors", dir);
+        ck_assert_int_eq(qbt_st_writer_save(w, p), 0);
+    }
+    qbt_st_writer_free(w);
+}
+
+START_TEST(tied_config_with_identical_head_drops_it)
+{
+    qb_st_set *set;
+    cJSON *g, *eos;
+    char p[1200];
+    write_tied_with_head(sub("src"), 1, ", \"tie_word_embeddings\": true");
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    set = open_out(sub("out"));
+    ck_assert_uint_eq(host->safetensors->count(set), 2);
+    ck_assert_ptr_null(host->safetensors->find(set, "lm_head.weight"));
+    host->safetensors->close(set);
+    /* no generation config in the source: built from the config's ids */
+    snprintf(p, sizeof(p), "%s/generation_config.json", sub("out"));
+    g = json_file(p);
+    ck_assert_int_eq(cJSON_GetObjectItem(g, "bos_token_id")->valueint, 3);
+    eos = cJSON_GetObjectItem(g, "eos_token_id");
+    ck_assert(cJSON_IsArray(eos));
+    ck_assert_int_eq(cJSON_GetArrayItem(eos, 1)->valueint, 5);
+    cJSON_Delete(g);
+}
+END_TEST
+
+START_TEST(tied_config_with_different_head_is_refused)
+{
+    char args[4096], *out;
+    write_tied_with_head(sub("src"), 0, ", \"tie_word_embeddings\": true");
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense",
+             sub("src"), sub("out"));
+    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_msg(strstr(out, "lm_head.weight") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "tie_word_embeddings") != NULL, "%s", out);
+    ck_assert(!exists(sub("out")));
+    free(out);
+}
+END_TEST
+
+START_TEST(untied_head_kept_and_tie_made_explicit)
+{
+    qb_st_set *set;
+    cJSON *c;
+    write_tied_with_head(sub("src"), 1, "");
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    set = open_out(sub("out"));
+    ck_assert_ptr_nonnull(host->safetensors->find(set, "lm_head.weight"));
+    host->safetensors->close(set);
+    c = check_config(sub("out"), "float32");
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(c, "tie_word_embeddings")));
+    cJSON_Delete(c);
+}
+END_TEST
+
+START_TEST(bad_dtype_option_is_a_usage_error)
+{
+    qbt_hfd_spec s = hspec("llama", "bf16", 0);
+    char args[4096], *out;
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense "
+             "--option dtype=f8", sub("src"), sub("out"));
+    ck_assert_int_eq(run(args, &out), 2);
+    ck_assert_msg(strstr(out, "dtype") != NULL, "%s", out);
+    ck_assert(!exists(sub("out")));
+    free(out);
+}
+END_TEST
+
+/* ---- quantized sources -------------------------------------------------- */
+
+START_TEST(gptq_to_f32_equals_the_known_codes)
+{
+    qbt_gptq_spec g;
+    qbt_qmodel *truth = NULL;
+    qb_st_set *set;
+    size_t i;
+    int64_t n, k;
+    cJSON *c;
+
+    memset(&g, 0, sizeof(g));
+    g.bits = 4;
+    g.group_size = 32;
+    g.sym = 0;
+    g.label = 1;
+    g.n_shards = 2;
+    g.seed = 91;
+    ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
+    ck_assert_int_eq(qbt_gptq_write(sub("src"), &g, &truth), 0);
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    set = open_out(sub("out"));
+    ck_assert_uint_eq(host->safetensors->count(set), truth->n_lin + truth->n_dense);
+    for (i = 0; i < truth->n_lin; i++) {
+        const qbt_qlin *l = &truth->lin[i];
+        char name[160];
+        float *want = malloc((size_t)(l->N * l->K) * sizeof(float));
+        int64_t dims[2] = {l->N, l->K};
+        const qb_st_tensor *t;
+        snprintf(name, sizeof(name), "%s.weight", l->name);
+        t = need(set, name);
+        for (n = 0; n < l->N; n++)
+            for (k = 0; k < l->K; k++)
+                want[n * l->K + k] = qbt_qlin_value(l, n, k);
+        check_shape(t, 2, dims);
+        check_vals(t, "F32", want, (size_t)(l->N * l->K));
+        free(want);
+    }
+    for (i = 0; i < truth->n_dense; i++) {
+        const qbt_qdense *d = &truth->dense[i];
+        size_t ne = (size_t)d->dims[0] * (size_t)(d->n_dims > 1 ? d->dims[1] : 1), j;
+        float *want = malloc(ne * sizeof(float));
+        const qb_st_tensor *t = need(set, d->name);
+        for (j = 0; j < ne; j++) {
+            if (strcmp(d->dtype, "F16") == 0) {
+                uint16_t hb;
+                memcpy(&hb, (const uint8_t *)d->data + 2 * j, 2);
+                want[j] = qb_f16_to_f32(hb);
+            } else {
+                memcpy(&want[j], (const uint8_t *)d->data + 4 * j, 4);
+            }
+        }
+        check_shape(t, d->n_dims, d->dims);
+        check_vals(t, "F32", want, ne);
+        free(want);
+    }
+    host->safetensors->close(set);
+    c = check_config(sub("out"), "float32");
+    ck_assert_str_eq(cJSON_GetObjectItem(c, "model_type")->valuestring, "llama");
+    cJSON_Delete(c);
+    qbt_qmodel_free(truth);
+}
+END_TEST
+
+static qbt_gguf_spec gspec(const char *arch, uint32_t wtype)
+{
+    qbt_gguf_spec s;
+    memset(&s, 0, sizeof(s));
+    s.arch = arch;
+    s.n_layer = 2;
+    s.n_embd = 64;
+    s.n_ff = 96;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_vocab = 80;
+    s.wtype = wtype;
+    s.seed = 17;
+    return s;
+}
+
+static void write_gguf(const qbt_gguf_spec *s, const char *path, qbt_hf_model *ref)
+{
+    qbt_gguf *g = NULL;
+    ck_assert_int_eq(qbt_gguf_build_model(s, &g, ref), 0);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+}
+
+static size_t numel(const qbt_hf_tensor *t)
+{
+    return (size_t)t->dims[0] * (size_t)(t->n_dims > 1 ? t->dims[1] : 1);
+}
+
+START_TEST(gguf_q4_0_to_f32_equals_the_known_weights)
+{
+    qbt_gguf_spec s = gspec("llama", 2); /* Q4_0 */
+    qbt_hf_model ref;
+    qb_st_set *set;
+    size_t i;
+    char p[1200];
+    cJSON *tc;
+
+    ck_assert_int_eq(mkdir(sub("g"), 0777), 0);
+    write_gguf(&s, sub("g/model.gguf"), &ref);
+    convert_ok(sub("g/model.gguf"), sub("out"), "--option dtype=f32");
+    set = open_out(sub("out"));
+    ck_assert_uint_eq(host->safetensors->count(set), ref.n);
+    for (i = 0; i < ref.n; i++) {
+        const qb_st_tensor *t = need(set, ref.t[i].name);
+        check_shape(t, ref.t[i].n_dims, ref.t[i].dims);
+        check_vals(t, "F32", ref.t[i].vals, numel(&ref.t[i]));
+    }
+    host->safetensors->close(set);
+    cJSON_Delete(check_config(sub("out"), "float32"));
+    /* GGUF carries its chat template outside tokenizer files */
+    snprintf(p, sizeof(p), "%s/tokenizer_config.json", sub("out"));
+    tc = json_file(p);
+    ck_assert(cJSON_IsString(cJSON_GetObjectItem(tc, "chat_template")));
+    ck_assert_str_eq(cJSON_GetObjectItem(tc, "chat_template")->valuestring, "{{ messages }}");
+    cJSON_Delete(tc);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+/* Concatenation of the expected tensors `names` by rows. */
+static float *concat_rows(const qbt_hf_model *ref, const char *const *names, int n, int64_t *rows,
+                          int64_t *cols)
+{
+    size_t total = 0, off = 0;
+    float *v;
+    int i;
+    *rows = 0;
+    for (i = 0; i < n; i++) {
+        const qbt_hf_tensor *t = qbt_hf_model_find(ref, names[i]);
+        ck_assert_msg(t != NULL, "reference lacks %s", names[i]);
+        total += numel(t);
+        *rows += t->dims[0];
+        *cols = t->dims[1];
+    }
+    v = malloc(total * sizeof(float));
+    for (i = 0; i < n; i++) {
+        const qbt_hf_tensor *t = qbt_hf_model_find(ref, names[i]);
+        memcpy(v + off, t->vals, numel(t) * sizeof(float));
+        off += numel(t);
+    }
+    return v;
+}
+
+START_TEST(gguf_phi3_fused_back)
+{
+    qbt_gguf_spec s = gspec("phi3", 2);
+    qbt_hf_model ref;
+    qb_st_set *set;
+    size_t i, n_split = 0;
+    int L;
+
+    s.n_head_kv = 4;
+    ck_assert_int_eq(mkdir(sub("g"), 0777), 0);
+    write_gguf(&s, sub("g/phi3.gguf"), &ref);
+    convert_ok(sub("g/phi3.gguf"), sub("out"), "--option dtype=f32");
+    set = open_out(sub("out"));
+    for (L = 0; L < 2; L++) {
+        char q[96], k[96], v[96], g[96], u[96], name[96];
+        const char *qkv[3] = {q, k, v}, *gu[2] = {g, u};
+        int64_t rows, cols, dims[2];
+        float *want;
+        snprintf(q, sizeof(q), "model.layers.%d.self_attn.q_proj.weight", L);
+        snprintf(k, sizeof(k), "model.layers.%d.self_attn.k_proj.weight", L);
+        snprintf(v, sizeof(v), "model.layers.%d.self_attn.v_proj.weight", L);
+        snprintf(g, sizeof(g), "model.layers.%d.mlp.gate_proj.weight", L);
+        snprintf(u, sizeof(u), "model.layers.%d.mlp.up_proj.weight", L);
+        want = concat_rows(&ref, qkv, 3, &rows, &cols);
+        snprintf(name, sizeof(name), "model.layers.%d.self_attn.qkv_proj.weight", L);
+        dims[0] = rows;
+        dims[1] = cols;
+        check_shape(need(set, name), 2, dims);
+        check_vals(need(set, name), "F32", want, (size_t)(rows * cols));
+        ck_assert_int_eq(rows, (4 + 2 * 4) * 16);
+        free(want);
+        want = concat_rows(&ref, gu, 2, &rows, &cols);
+        snprintf(name, sizeof(name), "model.layers.%d.mlp.gate_up_proj.weight", L);
+        dims[0] = rows;
+        dims[1] = cols;
+        check_shape(need(set, name), 2, dims);
+        check_vals(need(set, name), "F32", want, (size_t)(rows * cols));
+        ck_assert_int_eq(rows, 2 * 96);
+        free(want);
+        ck_assert_ptr_null(host->safetensors->find(set, q));
+        ck_assert_ptr_null(host->safetensors->find(set, g));
+    }
+    /* everything else under its own name, the same values */
+    for (i = 0; i < ref.n; i++) {
+        const char *nm = ref.t[i].name;
+        if (strstr(nm, "q_proj") || strstr(nm, "k_proj") || strstr(nm, "v_proj") ||
+            strstr(nm, "gate_proj") || strstr(nm, "up_proj")) {
+            n_split++;
+            continue;
+        }
+        check_vals(need(set, nm), "F32", ref.t[i].vals, numel(&ref.t[i]));
+    }
+    ck_assert_uint_eq(n_split, 10);
+    ck_assert_uint_eq(host->safetensors->count(set), ref.n - 10 + 4);
+    host->safetensors->close(set);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+/* ---- the writer's refusal without a config ------------------------------ */
+
+START_TEST(supports_refuses_a_model_without_config)
+{
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    char lib[2048];
+    void *so;
+    qb_plugin_entry_fn entry;
+    const qb_plugin *p = NULL;
+    qb_negotiation neg = {sizeof(neg), QB_MAKE_ABI(1, 0), QB_ABI_CURRENT, 0};
+    qb_model_info mi;
+    size_t i;
+    int have_dtype = 0, have_shard = 0;
+
+    snprintf(lib, sizeof(lib), "%s/lib/quantbridge/plugins/libqb_hf_dense.so", bd);
+    so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(so != NULL, "dlopen %s: %s", lib, dlerror());
+    *(void **)&entry = dlsym(so, QB_PLUGIN_ENTRY_SYMBOL);
+    ck_assert_ptr_nonnull(entry);
+    ck_assert_int_eq(entry(&neg, host, &p), QB_OK);
+    ck_assert_ptr_nonnull(p->writer);
+    ck_assert_ptr_nonnull(p->reader);
+    for (i = 0; p->options && p->options[i]; i++) {
+        if (strcmp(p->options[i]->name, "dtype") == 0) {
+            have_dtype = 1;
+            ck_assert_str_eq(p->options[i]->default_value, "f16");
+            ck_assert_str_eq(p->options[i]->choices, "f32|f16|bf16");
+        }
+        if (strcmp(p->options[i]->name, "max_shard_size") == 0) {
+            have_shard = 1;
+            ck_assert_int_eq(p->options[i]->type, QB_PARAM_SIZE);
+            ck_assert_str_eq(p->options[i]->default_value, "5GB");
+        }
+    }
+    ck_assert(have_dtype && have_shard);
+    memset(&mi, 0, sizeof(mi));
+    mi.struct_size = sizeof(mi);
+    mi.architecture = "llama";
+    mi.n_tensors = 1;
+    qbt_fake_clear_error();
+    ck_assert_int_eq(p->writer->supports(p->ctx, &mi), 0);
+    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "config"));
+    mi.config_json = "[1, 2]";
+    ck_assert_int_eq(p->writer->supports(p->ctx, &mi), 0);
+    mi.config_json = "{\"model_type\": \"llama\"}";
+    ck_assert_int_eq(p->writer->supports(p->ctx, &mi), 50);
+    mi.architecture = "some-new-arch";
+    ck_assert_int_eq(p->writer->supports(p->ctx, &mi), 50);
+    dlclose(so);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("hf-dense-writer");
+    TCase *tc = tcase_create("cli");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, hf_bf16_to_f32_exact_with_side_files);
+    tcase_add_test(tc, hf_f32_to_f16_and_bf16_rne);
+    tcase_add_test(tc, rne_hand_checked_values);
+    tcase_add_test(tc, sharded_output_has_a_valid_index);
+    tcase_add_test(tc, tied_model_has_no_head);
+    tcase_add_test(tc, tied_config_with_identical_head_drops_it);
+    tcase_add_test(tc, tied_config_with_different_head_is_refused);
+    tcase_add_test(tc, untied_head_kept_and_tie_made_explicit);
+    tcase_add_test(tc, bad_dtype_option_is_a_usage_error);
+    tcase_add_test(tc, gptq_to_f32_equals_the_known_codes);
+    tcase_add_test(tc, gguf_q4_0_to_f32_equals_the_known_weights);
+    tcase_add_test(tc, gguf_phi3_fused_back);
+    tcase_add_test(tc, supports_refuses_a_model_without_config);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
