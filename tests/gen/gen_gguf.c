@@ -585,7 +585,16 @@ static int emit_src(mb *b, const char *gname, const src *s, int heads)
 
 /* Row concatenation of several same-width sources (phi3 fusing) or a 3-D
  * expert stack (n_dims 3: ne = {K, N, E}). */
+static int emit_cat_grouped(mb *b, const char *gname, src *const *parts, int n_parts, int three_d, int group);
+
 static int emit_cat(mb *b, const char *gname, src *const *parts, int n_parts, int three_d)
+{
+    return emit_cat_grouped(b, gname, parts, n_parts, three_d, 1);
+}
+
+/* As emit_cat; for a 3-D stack, `group` consecutive parts form one expert
+ * (fused gate/up: ne = {K, group*N, n_parts/group}). */
+static int emit_cat_grouped(mb *b, const char *gname, src *const *parts, int n_parts, int three_d, int group)
 {
     int64_t total = 0, r, k = 0;
     int p, rc;
@@ -602,8 +611,8 @@ static int emit_cat(mb *b, const char *gname, src *const *parts, int n_parts, in
             rr[k++].row = r;
         }
     ne[0] = parts[0]->hf->dims[1];
-    ne[1] = three_d ? parts[0]->hf->dims[0] : total;
-    ne[2] = n_parts;
+    ne[1] = three_d ? parts[0]->hf->dims[0] * group : total;
+    ne[2] = n_parts / group;
     rc = emit(b, gname, three_d ? 3 : 2, ne, rr, total);
     free(rr);
     return rc;
@@ -757,9 +766,31 @@ static int build_layer(mb *b, int l)
                                              : "model.layers.%d.mlp.experts.%d.down_proj.weight", l, e);
             ok = ok && (d[e] = new_src(b, n1, 2, E, F, 0));
         }
-        ok = ok && !emit_cat(b, GG("ffn_gate_exps.weight"), g, s->n_expert, 1) &&
-             !emit_cat(b, GG("ffn_up_exps.weight"), u, s->n_expert, 1) &&
-             !emit_cat(b, GG("ffn_down_exps.weight"), d, s->n_expert, 1);
+        if (ok && s->legacy_experts) {
+            for (e = 0; ok && e < s->n_expert; e++) {
+                char n2[128];
+                snprintf(n2, sizeof(n2), "blk.%d.ffn_gate.%d.weight", l, e);
+                ok = !emit_src(b, n2, g[e], 0);
+                snprintf(n2, sizeof(n2), "blk.%d.ffn_up.%d.weight", l, e);
+                ok = ok && !emit_src(b, n2, u[e], 0);
+                snprintf(n2, sizeof(n2), "blk.%d.ffn_down.%d.weight", l, e);
+                ok = ok && !emit_src(b, n2, d[e], 0);
+            }
+        } else if (ok && s->fuse_gate_up_exps) {
+            src **gu = calloc(2 * (size_t)s->n_expert, sizeof(*gu));
+            ok = gu != NULL;
+            for (e = 0; ok && e < s->n_expert; e++) {
+                gu[2 * e] = g[e];
+                gu[2 * e + 1] = u[e];
+            }
+            ok = ok && !emit_cat_grouped(b, GG("ffn_gate_up_exps.weight"), gu, 2 * s->n_expert, 1, 2);
+            free(gu);
+        } else {
+            ok = ok && !emit_cat(b, GG("ffn_gate_exps.weight"), g, s->n_expert, 1) &&
+                 !emit_cat(b, GG("ffn_up_exps.weight"), u, s->n_expert, 1);
+        }
+        if (!s->legacy_experts)
+            ok = ok && !emit_cat(b, GG("ffn_down_exps.weight"), d, s->n_expert, 1);
         free(g);
         free(u);
         free(d);

@@ -75,6 +75,8 @@ typedef struct qbt_gguf_spec {
     uint32_t wtype;   /* ggml type of 2-D weights: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0, 30 BF16 built
                          from codes; any type qbt_ggml_quantize_row makes when
                          qbt_gguf_can_quantize() (then vals = decoded blocks) */
+    int legacy_experts;    /* mixtral: one 2-D blk.N.ffn_{gate,up,down}.E tensor per expert (early GGUFs) */
+    int fuse_gate_up_exps; /* MoE: one ffn_gate_up_exps tensor (convert --fuse-gate-up-exps) */
     int qk_bias;      /* llama only: q/k/v biases (q/k permuted like the weights) */
     int llama3_rope;  /* llama only: rope_freqs.weight of Llama 3.1 (factor 8, low 1, high 4, ctx 8192);
                          2 = factors matching no known set */

@@ -523,6 +523,42 @@ START_TEST(phi3_longrope_config)
 }
 END_TEST
 
+START_TEST(fused_gate_up_experts)
+{
+    static const char *const archs[] = {"llama", "qwen3moe"};
+    int i;
+    for (i = 0; i < 2; i++) {
+        qbt_gguf_spec s = base_spec(archs[i], 2);
+        qbt_hf_model ref;
+        gguf_reader *r;
+        s.n_expert = 3;
+        s.n_expert_used = 2;
+        s.fuse_gate_up_exps = 1;
+        if (i == 1) {
+            s.n_ff = 0;
+            s.n_ff_exp = 32;
+        }
+        r = roundtrip(&s, &ref, archs[i]);
+        gguf_reader_close(r);
+        qbt_hf_model_free(&ref);
+    }
+}
+END_TEST
+
+START_TEST(mixtral_legacy_per_expert_tensors)
+{
+    qbt_gguf_spec s = base_spec("llama", 2);
+    qbt_hf_model ref;
+    gguf_reader *r;
+    s.n_expert = 3;
+    s.n_expert_used = 2;
+    s.legacy_experts = 1;
+    r = roundtrip(&s, &ref, "mixtral-legacy");
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
 /* ---- split sets ---- */
 
 static void write_split(const char *dir, int shards, qbt_hf_model *ref)
@@ -720,6 +756,8 @@ int main(void)
     tcase_add_test(tc, llama3_rope_scaling);
     tcase_add_test(tc, every_quantizable_type);
     tcase_add_test(tc, concurrent_reads);
+    tcase_add_test(tc, fused_gate_up_experts);
+    tcase_add_test(tc, mixtral_legacy_per_expert_tensors);
     tcase_add_test(tc, phi3_longrope_config);
     tcase_add_test(tc, split_any_shard_and_dir);
     tcase_add_test(tc, split_missing_shard);

@@ -16,6 +16,7 @@ enum {
     OP_QKV,     /* phi3 attn_qkv = [Q; K; V] rows */
     OP_GATE_UP, /* phi3 ffn_up = [gate; up] rows */
     OP_EXPERTS, /* 3-D stacked experts, ne = {K, N, E} */
+    OP_EXPERTS_GATE_UP, /* fused 3-D experts, ne = {K, 2N, E}: per expert gate rows then up rows */
     OP_ROW      /* HF [1, n] from a 1-D (or {n,1}) GGUF tensor */
 };
 
@@ -31,40 +32,46 @@ static const struct blk_map {
     const char *hf; /* under "model.layers.N."; %d = expert for OP_EXPERTS */
     int op;
     unsigned archs;
+    const char *hf_up; /* OP_EXPERTS_GATE_UP: the up half's name */
 } blk_maps[] = {
-    {"attn_norm", "input_layernorm", OP_PLAIN, ALL},
-    {"attn_q", "self_attn.q_proj", OP_Q, ALL & ~GGUF_A_PHI3},
-    {"attn_k", "self_attn.k_proj", OP_K, ALL & ~GGUF_A_PHI3},
-    {"attn_v", "self_attn.v_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3},
-    {"attn_qkv", NULL, OP_QKV, GGUF_A_PHI3},
-    {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL},
-    {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3},
-    {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3},
+    {"attn_norm", "input_layernorm", OP_PLAIN, ALL, NULL},
+    {"attn_q", "self_attn.q_proj", OP_Q, ALL & ~GGUF_A_PHI3, NULL},
+    {"attn_k", "self_attn.k_proj", OP_K, ALL & ~GGUF_A_PHI3, NULL},
+    {"attn_v", "self_attn.v_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
+    {"attn_qkv", NULL, OP_QKV, GGUF_A_PHI3, NULL},
+    {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL, NULL},
+    {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
+    {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
     /* FFN_NORM is post_attention_layernorm except in gemma2/3, where HF's
      * pre_feedforward_layernorm maps to it and post_attention_layernorm
      * maps to ATTN_POST_NORM (tensor_mapping.py). */
-    {"ffn_norm", "post_attention_layernorm", OP_PLAIN, ALL & ~GEMMA23},
-    {"ffn_norm", "pre_feedforward_layernorm", OP_PLAIN, GEMMA23},
-    {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, GEMMA23},
-    {"post_ffw_norm", "post_feedforward_layernorm", OP_PLAIN, GEMMA23},
-    {"ffn_gate", "mlp.gate_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3},
-    {"ffn_up", "mlp.up_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3},
-    {"ffn_up", NULL, OP_GATE_UP, GGUF_A_PHI3},
-    {"ffn_down", "mlp.down_proj", OP_PLAIN, ALL},
+    {"ffn_norm", "post_attention_layernorm", OP_PLAIN, ALL & ~GEMMA23, NULL},
+    {"ffn_norm", "pre_feedforward_layernorm", OP_PLAIN, GEMMA23, NULL},
+    {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, GEMMA23, NULL},
+    {"post_ffw_norm", "post_feedforward_layernorm", OP_PLAIN, GEMMA23, NULL},
+    {"ffn_gate", "mlp.gate_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
+    {"ffn_up", "mlp.up_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
+    {"ffn_up", NULL, OP_GATE_UP, GGUF_A_PHI3, NULL},
+    {"ffn_down", "mlp.down_proj", OP_PLAIN, ALL, NULL},
     /* Mixtral (LlamaModel.modify_tensors stacks w1/w2/w3 per layer). */
-    {"ffn_gate_inp", "block_sparse_moe.gate", OP_PLAIN, GGUF_A_LLAMA},
-    {"ffn_gate_exps", "block_sparse_moe.experts.%d.w1", OP_EXPERTS, GGUF_A_LLAMA},
-    {"ffn_down_exps", "block_sparse_moe.experts.%d.w2", OP_EXPERTS, GGUF_A_LLAMA},
-    {"ffn_up_exps", "block_sparse_moe.experts.%d.w3", OP_EXPERTS, GGUF_A_LLAMA},
+    {"ffn_gate_inp", "block_sparse_moe.gate", OP_PLAIN, GGUF_A_LLAMA, NULL},
+    {"ffn_gate_exps", "block_sparse_moe.experts.%d.w1", OP_EXPERTS, GGUF_A_LLAMA, NULL},
+    {"ffn_down_exps", "block_sparse_moe.experts.%d.w2", OP_EXPERTS, GGUF_A_LLAMA, NULL},
+    {"ffn_up_exps", "block_sparse_moe.experts.%d.w3", OP_EXPERTS, GGUF_A_LLAMA, NULL},
+    /* convert_hf_to_gguf --fuse-gate-up-exps (ModelBase.modify_tensors):
+     * cat([gate, up], dim=1), gate rows first within each expert. */
+    {"ffn_gate_up_exps", "block_sparse_moe.experts.%d.w1", OP_EXPERTS_GATE_UP, GGUF_A_LLAMA,
+     "block_sparse_moe.experts.%d.w3"},
     /* Qwen2/3-MoE (Qwen2MoeModel.modify_tensors). */
-    {"ffn_gate_inp", "mlp.gate", OP_PLAIN, MOE},
-    {"ffn_gate_exps", "mlp.experts.%d.gate_proj", OP_EXPERTS, MOE},
-    {"ffn_up_exps", "mlp.experts.%d.up_proj", OP_EXPERTS, MOE},
-    {"ffn_down_exps", "mlp.experts.%d.down_proj", OP_EXPERTS, MOE},
-    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate", OP_ROW, GGUF_A_QWEN2MOE},
-    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj", OP_PLAIN, GGUF_A_QWEN2MOE},
-    {"ffn_up_shexp", "mlp.shared_expert.up_proj", OP_PLAIN, GGUF_A_QWEN2MOE},
-    {"ffn_down_shexp", "mlp.shared_expert.down_proj", OP_PLAIN, GGUF_A_QWEN2MOE},
+    {"ffn_gate_inp", "mlp.gate", OP_PLAIN, MOE, NULL},
+    {"ffn_gate_exps", "mlp.experts.%d.gate_proj", OP_EXPERTS, MOE, NULL},
+    {"ffn_up_exps", "mlp.experts.%d.up_proj", OP_EXPERTS, MOE, NULL},
+    {"ffn_down_exps", "mlp.experts.%d.down_proj", OP_EXPERTS, MOE, NULL},
+    {"ffn_gate_up_exps", "mlp.experts.%d.gate_proj", OP_EXPERTS_GATE_UP, MOE, "mlp.experts.%d.up_proj"},
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate", OP_ROW, GGUF_A_QWEN2MOE, NULL},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj", OP_PLAIN, GGUF_A_QWEN2MOE, NULL},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj", OP_PLAIN, GGUF_A_QWEN2MOE, NULL},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj", OP_PLAIN, GGUF_A_QWEN2MOE, NULL},
 };
 
 static const struct {
@@ -158,6 +165,21 @@ static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const cha
     int one_d = t->n_dims == 1;
     qb_status st;
 
+    {
+        /* Early Mixtral GGUFs (llama.cpp before the 3-D expert tensors,
+         * gguf-py MODEL_TENSOR.FFN_*_EXP "blk.{bid}.ffn_gate.{xid}") store
+         * one 2-D tensor per expert. */
+        static const char *const legacy[3][2] = {{"ffn_gate.%d%n", "w1"}, {"ffn_down.%d%n", "w2"}, {"ffn_up.%d%n", "w3"}};
+        int e, used = 0;
+        for (i = 0; i < 3 && (hp->arch->bit & GGUF_A_LLAMA) && hp->n_expert > 0; i++)
+            if (sscanf(base, legacy[i][0], &e, &used) == 1 && base[used] == '\0' && e >= 0 && e < hp->n_expert) {
+                if (t->n_dims != 2 || is_bias)
+                    return bad_shape(b, t, "expected a 2-D per-expert weight");
+                snprintf(name, sizeof(name), "model.layers.%d.block_sparse_moe.experts.%d.%s.weight", layer, e,
+                         legacy[i][1]);
+                return add(b, t, name, 0, t->ne[1], 0, 0);
+            }
+    }
     for (i = 0; i < sizeof(blk_maps) / sizeof(blk_maps[0]); i++)
         if ((blk_maps[i].archs & hp->arch->bit) && strcmp(blk_maps[i].gguf, base) == 0) {
             mp = &blk_maps[i];
@@ -166,7 +188,7 @@ static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const cha
     if (!mp)
         return b->h->set_error(b->h, QB_E_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face mapping for architecture '%s'",
                                t->file->path, t->name, hp->arch->gguf_name);
-    if (t->n_dims > 2 && mp->op != OP_EXPERTS)
+    if (t->n_dims > 2 && mp->op != OP_EXPERTS && mp->op != OP_EXPERTS_GATE_UP)
         return bad_shape(b, t, "unexpected 3-D tensor");
     switch (mp->op) {
     case OP_PLAIN:
@@ -210,6 +232,25 @@ static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const cha
             return st;
         snprintf(name, sizeof(name), "model.layers.%d.mlp.up_proj.%s", layer, suffix);
         return add(b, t, name, hp->n_ff, hp->n_ff, 0, 0);
+    case OP_EXPERTS_GATE_UP: {
+        int64_t e, n;
+        if (t->n_dims != 3 || is_bias || t->ne[1] % 2 != 0)
+            return bad_shape(b, t, "expected a 3-D fused gate/up expert weight with an even row count");
+        if (hp->n_expert > 0 && t->ne[2] != hp->n_expert)
+            return bad_shape(b, t, "expert dimension differs from expert_count");
+        n = t->ne[1] / 2;
+        for (e = 0; e < t->ne[2]; e++) {
+            snprintf(part, sizeof(part), mp->hf, (int)e);
+            snprintf(name, sizeof(name), "model.layers.%d.%s.%s", layer, part, suffix);
+            if ((st = add(b, t, name, e * t->ne[1], n, 0, 0)))
+                return st;
+            snprintf(part, sizeof(part), mp->hf_up, (int)e);
+            snprintf(name, sizeof(name), "model.layers.%d.%s.%s", layer, part, suffix);
+            if ((st = add(b, t, name, e * t->ne[1] + n, n, 0, 0)))
+                return st;
+        }
+        return QB_OK;
+    }
     default: { /* OP_EXPERTS: HF [E, N, K] stored as ne {K, N, E}. */
         int64_t e;
         if (t->n_dims != 3 || is_bias)
