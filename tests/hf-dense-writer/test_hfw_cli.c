@@ -730,6 +730,84 @@ START_TEST(gguf_phi3_fused_back)
 }
 END_TEST
 
+/* ---- our own format back ------------------------------------------------ */
+#ifdef QBT_HAVE_SM86
+
+/* Every tensor the reader of plugin `lib` serves for `src` equals, bit for
+ * bit, the F32 tensor of the same name in `out`, and `out` has no other. */
+static void check_against_reader(const char *lib_name, const char *src, const char *out)
+{
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    char lib[2048];
+    void *so;
+    qb_plugin_entry_fn entry;
+    const qb_plugin *p = NULL;
+    qb_negotiation neg = {sizeof(neg), QB_MAKE_ABI(1, 0), QB_ABI_CURRENT, 0};
+    qb_reader_handle r = NULL;
+    qb_model_info mi;
+    qb_st_set *set = open_out(out);
+    size_t i;
+
+    snprintf(lib, sizeof(lib), "%s/lib/quantbridge/plugins/%s", bd, lib_name);
+    so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(so != NULL, "dlopen %s: %s", lib, dlerror());
+    *(void **)&entry = dlsym(so, QB_PLUGIN_ENTRY_SYMBOL);
+    ck_assert_ptr_nonnull(entry);
+    ck_assert_int_eq(entry(&neg, host, &p), QB_OK);
+    ck_assert_msg(p->reader->open(p->ctx, src, NULL, &r) == QB_OK, "%s", qbt_fake_last_error());
+    memset(&mi, 0, sizeof(mi));
+    mi.struct_size = sizeof(mi);
+    ck_assert_int_eq(p->reader->get_model_info(r, &mi), QB_OK);
+    ck_assert_uint_eq(host->safetensors->count(set), mi.n_tensors);
+    for (i = 0; i < mi.n_tensors; i++) {
+        qb_tensor_info ti;
+        const qb_st_tensor *t;
+        float *want;
+        size_t ne;
+        memset(&ti, 0, sizeof(ti));
+        ti.struct_size = sizeof(ti);
+        ck_assert_int_eq(p->reader->get_tensor_info(r, i, &ti), QB_OK);
+        t = need(set, ti.name);
+        check_shape(t, (int)ti.n_dims, ti.dims);
+        ne = (size_t)(qb_tensor_rows(&ti) * qb_tensor_cols(&ti));
+        want = malloc(ne * sizeof(float));
+        ck_assert_int_eq(p->reader->read_rows(r, i, 0, qb_tensor_rows(&ti), want), QB_OK);
+        check_vals(t, "F32", want, ne);
+        free(want);
+    }
+    p->reader->close(r);
+    host->safetensors->close(set);
+    dlclose(so);
+}
+
+START_TEST(w4a16_back_to_f32_equals_the_decoded_values)
+{
+    qbt_hfd_spec s = hspec("llama", "bf16", 0);
+    qbt_hfd_spec t = hspec("qwen3", "bf16", 1);
+    char args[4096], *out;
+    qb_st_set *set;
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
+    ck_assert_int_eq(qbt_hfd_write(&t, sub("srct")), 0);
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer sm86-w4a16",
+             sub("src"), sub("w4"));
+    ck_assert_msg(run(args, &out) == 0, "%s", out);
+    free(out);
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer sm86-w4a16 "
+             "--group-size 32", sub("srct"), sub("w4t"));
+    ck_assert_msg(run(args, &out) == 0, "%s", out);
+    free(out);
+    convert_ok(sub("w4"), sub("back"), "--option dtype=f32");
+    convert_ok(sub("w4t"), sub("backt"), "--option dtype=f32");
+    check_against_reader("libqb_sm86_w4a16.so", sub("w4"), sub("back"));
+    check_against_reader("libqb_sm86_w4a16.so", sub("w4t"), sub("backt"));
+    set = open_out(sub("backt"));
+    ck_assert_ptr_null(host->safetensors->find(set, "lm_head.weight"));
+    host->safetensors->close(set);
+    cJSON_Delete(check_config(sub("back"), "float32"));
+}
+END_TEST
+#endif
+
 /* ---- the writer's refusal without a config ------------------------------ */
 
 START_TEST(supports_refuses_a_model_without_config)
@@ -801,6 +879,9 @@ static Suite *suite(void)
     tcase_add_test(tc, gguf_q4_0_to_f32_equals_the_known_weights);
     tcase_add_test(tc, gguf_phi3_fused_back);
     tcase_add_test(tc, supports_refuses_a_model_without_config);
+#ifdef QBT_HAVE_SM86
+    tcase_add_test(tc, w4a16_back_to_f32_equals_the_decoded_values);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }
