@@ -58,9 +58,10 @@ void qbh_progress_stage(const char *who, uint64_t done, uint64_t total, const ch
 
 void qbh_progress_done(void)
 {
-    /* Called under the log lock too; a torn line is cosmetic only. */
+    pthread_mutex_lock(&prog_lock);
     if (line_open) {
         fputs("\r\033[K", stderr);
         line_open = 0;
     }
+    pthread_mutex_unlock(&prog_lock);
 }

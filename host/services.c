@@ -30,9 +30,9 @@ static void log_v(qb_log_level level, const char *who, const char *fmt, va_list 
         return;
     if (level < QB_LOG_ERROR || level > QB_LOG_DEBUG)
         level = QB_LOG_ERROR;
-    pthread_mutex_lock(&log_lock);
     if (qbh_rt.progress_tty)
-        qbh_progress_done();
+        qbh_progress_done(); /* a log line never lands inside a progress line */
+    pthread_mutex_lock(&log_lock);
     fprintf(stderr, "quantbridge: %s%s%s: ", who ? who : "", who ? ": " : "", names[level]);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
