@@ -995,6 +995,13 @@ int main(int argc, char **argv)
         s.n_embd = 256;
         s.n_ff = 512;
     }
+    if (getenv("QBT_GGUF_DIMS")) { /* "layers,embd,ff,heads,kv_heads,vocab" for bigger fixtures */
+        if (sscanf(getenv("QBT_GGUF_DIMS"), "%d,%d,%d,%d,%d,%d", &s.n_layer, &s.n_embd, &s.n_ff, &s.n_head,
+                   &s.n_head_kv, &s.n_vocab) != 6) {
+            fprintf(stderr, "QBT_GGUF_DIMS: expected layers,embd,ff,heads,kv_heads,vocab\n");
+            return 2;
+        }
+    }
     if (strcmp(s.arch, "mistral") == 0) { /* Mistral GGUFs say "llama" plus a sliding window */
         s.arch = "llama";
         s.sliding_window = 4096;
