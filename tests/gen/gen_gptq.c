@@ -493,7 +493,8 @@ int qbt_gptq_write(const char *dir, const qbt_gptq_spec *sp, qbt_qmodel **truth)
     size_t i;
     int rc = -1;
     char qc[2048], dyn[512] = "", label[96] = "", path[1024];
-    int zmin = sp->v2 ? 0 : 1; /* v1 cannot store a real zero of 0 intact (formats.md §1.5) */
+    /* v1 cannot store a real zero of 0 intact (formats.md §1.5) */
+    int zmin = sp->v2 || sp->v1_zero0 ? 0 : 1;
     int conv_v2 = sp->wrong_label ? !sp->v2 : sp->v2;
 
     if (gen_out_init(&o, sp->n_shards)) {
@@ -580,6 +581,23 @@ int qbt_gptq_write(const char *dir, const qbt_gptq_spec *sp, qbt_qmodel **truth)
         if (gen_add(&o, strstr(d->name, "layers.1.") || !strstr(d->name, "layers.") ? 1 : 0, d->name,
                     d->dtype, d->n_dims, d->dims, d->data, d->n_bytes))
             goto out;
+    }
+    if (sp->v1_zero0 && !sp->v2 && (sp->bits == 2 || sp->bits == 4 || sp->bits == 8)) {
+        /* the packed -1 set every higher field of its word to all-ones;
+         * AutoGPTQ QuantLinear.forward reads those as (maxq + 1) & maxq = 0 */
+        for (i = 0; i < m->n_lin; i++) {
+            qbt_qlin *l = &m->lin[i];
+            int64_t pf = 32 / l->bits, n, g;
+            for (g = 0; g < (int64_t)l->G; g++)
+                for (n = 0; n < l->N; n++) {
+                    int64_t n0 = n / pf * pf, j;
+                    for (j = n0; j < n; j++)
+                        if (l->zeros[j * l->G + g] == 0)
+                            break;
+                    if (j < n)
+                        l->zeros[n * l->G + g] = 0;
+                }
+        }
     }
     if (sp->broken == QBT_BROKEN_SCALE_MISSING_SHARD)
         rc = gen_out_save(&o, dir, "model.layers.0.self_attn.q_proj.scales", "model-00003-of-00003.safetensors");

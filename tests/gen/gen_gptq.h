@@ -85,6 +85,9 @@ typedef struct qbt_gptq_spec {
     int broken;         /* QBT_BROKEN_* */
     uint64_t seed;
     int word_bits;      /* GPTQModel pack_dtype: 8, 16, 32 (0 = 32) or 64; bits 2/4/8 only */
+    int v1_zero0;       /* asym v1 with real zeros of 0: packed as upstream does (uint32 -1
+                           ORed in, all-ones above it in that word); the truth becomes what
+                           the reference kernels read back, ((field + 1) & mask) */
 } qbt_gptq_spec;
 
 /* Writes a GPTQ checkpoint into existing directory `dir`; *truth (when not

@@ -17,7 +17,7 @@ typedef struct variant {
     qbt_awq_spec a;
 } variant;
 
-#define G(...) 0, {__VA_ARGS__, 0}, {0}
+#define G(...) 0, {__VA_ARGS__, 0, 0}, {0}
 #define A(...) 1, {0}, {__VA_ARGS__, NULL}
 
 /* gptq fields: bits, gs, sym, v2, act_order, label, wrong_label, n_shards,

@@ -156,6 +156,23 @@ START_TEST(gptq4_asym_no_label_needs_option)
 }
 END_TEST
 
+START_TEST(gptq4_asym_v1_zero0_kernel_view)
+{
+    /* formats.md trap 3: a real zero of 0 packed as uint32 -1 corrupts the
+     * higher fields of its word; the reader reproduces the kernels
+     * ((field + 1) & mask), never "repairs" */
+    qbt_gptq_spec s = spec(4, 32, 0, 0);
+    s.v1_zero0 = 1;
+    qlr_model_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+    qbt_rmtree(tmp);
+    free(tmp);
+    tmp = qbt_tmpdir("gptq");
+    s = spec(2, 64, 0, 0);
+    s.v1_zero0 = 1;
+    qlr_model_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+}
+END_TEST
+
 START_TEST(gptq4_act_order)
 {
     qbt_gptq_spec s = spec(4, 32, 1, 0);
@@ -444,6 +461,7 @@ int main(void)
     tcase_add_test(g, gptq4_asym_v2_label);
     tcase_add_test(g, gptq4_asym_no_label_needs_option);
     tcase_add_test(g, gptq4_act_order);
+    tcase_add_test(g, gptq4_asym_v1_zero0_kernel_view);
     tcase_add_test(g, gptq2_g32_sym_v1);
     tcase_add_test(g, gptq3_g128_sym_v1);
     tcase_add_test(g, gptq3_g32_asym_v1_act_order);
