@@ -160,6 +160,14 @@ START_TEST(absurd_counts_and_lengths)
     put64(q, l.kv_start, (uint64_t)1 << 62); /* first key length */
     expect_fail(q, l.size, QB_E_FORMAT, "string length");
     memcpy(q, p, l.size);
+    put64(q, l.kv_start, 5000); /* key longer than any real key, but inside the file */
+    {
+        uint8_t *big = calloc(1, l.size + 6000);
+        memcpy(big, q, l.size);
+        expect_fail(big, l.size + 6000, QB_E_FORMAT, "metadata key #0");
+        free(big);
+    }
+    memcpy(q, p, l.size);
     put64(q, l.tinfo_start, 1000000); /* first tensor name length */
     expect_fail(q, l.size, QB_E_FORMAT, NULL);
     {

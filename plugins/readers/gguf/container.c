@@ -22,6 +22,7 @@
 
 #define GGUF_MAGIC 0x46554747u /* "GGUF" read as a little-endian u32 */
 #define GGUF_MAX_NESTING 8      /* arrays of arrays deeper than this are refused */
+#define GGUF_MAX_KEY 4096       /* longest metadata key accepted */
 
 typedef struct cursor {
     const qb_host *h;
@@ -184,6 +185,11 @@ static qb_status parse_kvs(cursor *c, gguf_file *f)
         snprintf(what, sizeof(what), "metadata key #%llu", (unsigned long long)i);
         if ((st = cur_string(c, &s, &len, what)))
             return st;
+        /* Keys are short dotted names (docs/gguf.md); a huge "key" is
+         * corruption, refused before it is copied. */
+        if (len == 0 || len > GGUF_MAX_KEY)
+            return c->h->set_error(c->h, QB_E_FORMAT, "%s: %s: length %llu not in 1..%d", f->path, what,
+                                   (unsigned long long)len, GGUF_MAX_KEY);
         if (!(kv->key = dup_n(s, (size_t)len)))
             return c->h->set_error(c->h, QB_E_NOMEM, "%s: out of memory", f->path);
         if ((st = cur_u32(c, &kv->type, kv->key)))
