@@ -77,11 +77,55 @@ __attribute__((target("avx2,fma"))) static float group_dot(const float *q, const
     return sum;
 }
 
+/* M = 1 with group_size % 16 == 0: every group starts on a byte and a
+ * 16-column block is 8 packed bytes, so decode and FMA fuse without the
+ * row buffer (one pass over the bytes, nothing stored). Same per-group
+ * numerics as the buffered path. */
+__attribute__((target("avx2,fma"))) static void rows_m1_fused(const w4a16_rows_job *job, int64_t n0,
+                                                               int64_t n1)
+{
+    const int64_t K = job->K, g = job->g;
+    const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
+    const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+    const float *x = job->xf;
+    for (int64_t n = n0; n < n1; n++) {
+        const uint8_t *prow = job->packed + n * pcols;
+        const uint16_t *srow = job->scales + n * scols;
+        float acc = 0.0f;
+        for (int64_t grp = 0; grp < scols; grp++) {
+            int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K, c = k0;
+            __m256 v0 = _mm256_setzero_ps(), v1 = _mm256_setzero_ps();
+            float sum;
+            for (; c + 16 <= k1; c += 16) {
+                __m128i b = _mm_loadl_epi64((const __m128i *)(prow + (c >> 1)));
+                __m128i lo = _mm_and_si128(b, mask);
+                __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+                __m128i q = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight);
+                __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+                __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
+                v0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(x + c), v0);
+                v1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(x + c + 8), v1);
+            }
+            sum = hsum(_mm256_add_ps(v0, v1));
+            for (; c < k1; c++) {
+                uint8_t v = prow[c >> 1];
+                sum += (float)(((c & 1) ? v >> 4 : v & 0x0f) - 8) * x[c];
+            }
+            acc += qb_f16_to_f32(srow[grp]) * sum;
+        }
+        job->y[n] = qb_f32_to_f16(acc);
+    }
+}
+
 __attribute__((target("avx2,fma"))) void w4a16_rows_avx2(const w4a16_rows_job *job, int64_t n0,
                                                           int64_t n1, float *codes)
 {
     const int64_t K = job->K, g = job->g;
     const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
+    if (job->M == 1 && g % 16 == 0) {
+        rows_m1_fused(job, n0, n1);
+        return;
+    }
     for (int64_t n = n0; n < n1; n++) {
         const uint16_t *srow = job->scales + n * scols;
         decode_row(job->packed + n * pcols, K, codes);
