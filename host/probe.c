@@ -177,6 +177,29 @@ qb_status qbh_probe_choose(const qbh_probe_score *scores, size_t n, int min_scor
     return QB_OK;
 }
 
+/* A reader that failed to load may be the one this input needed: say so
+ * rather than let "no reader recognises" mislead. */
+static void note_failed_plugins(const qbh_registry *reg)
+{
+    char list[512], msg[2048];
+    size_t i, len = 0, n = 0;
+    list[0] = '\0';
+    for (i = 0; i < reg->n_plugins; i++) {
+        const qbh_plugin *p = reg->plugins[i];
+        if (p->state == QBH_LOAD_OK || p->state == QBH_LOAD_DISABLED)
+            continue;
+        n++;
+        if (len < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", n > 1 ? ", " : "",
+                                    p->name);
+    }
+    if (!n)
+        return;
+    snprintf(msg, sizeof msg, "%s (note: %zu configured plugin%s failed to load: %s; see "
+             "`quantbridge plugins`)", qbh_error_message(), n, n == 1 ? "" : "s", list);
+    qbh_error_set(qbh_error_code(), "%s", msg);
+}
+
 qb_status qbh_select_reader(const qbh_registry *reg, const char *path, const char *format,
                             qbh_plugin **out, qbh_probe_score **scores, size_t *n_scores,
                             int *usage)
@@ -227,6 +250,8 @@ qb_status qbh_select_reader(const qbh_registry *reg, const char *path, const cha
     *n_scores = n;
     rc = qbh_probe_choose(*scores, n, reg->cfg.min_probe_score, path, out);
 out:
+    if (rc == QB_E_NOT_FOUND || rc == QB_E_MISMATCH)
+        note_failed_plugins(reg);
     qbh_probe_in_free(&pi);
     qbh_free(readers);
     return rc;

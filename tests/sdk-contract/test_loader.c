@@ -240,6 +240,23 @@ START_TEST(good_plugin_still_converts)
 }
 END_TEST
 
+START_TEST(unrecognised_input_mentions_failed_plugins)
+{
+    char *dir = qbt_mkdtemp("contract-unrec"), *src = qbt_path(dir, "model.bin");
+    qbt_result r;
+    write_config();
+    qbt_write_file(src, "not a model\n");
+    const char *argv[] = {"--config", cfg_path, "inspect", src, NULL};
+    qbt_run(&r, argv);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "no reader recognises this input"));
+    ck_assert_ptr_nonnull(strstr(r.err, "configured plugins failed to load: fake-bad-vtable"));
+    qbt_result_free(&r);
+    free(src);
+    free(dir);
+}
+END_TEST
+
 START_TEST(missing_config_is_error)
 {
     const char *argv[] = {"--config", "/nonexistent/quantbridge.conf", "plugins", NULL};
@@ -274,6 +291,7 @@ int main(void)
     tcase_add_test(tc, disabled_listed);
     tcase_add_test(tc, text_listing_shows_reasons);
     tcase_add_test(tc, good_plugin_still_converts);
+    tcase_add_test(tc, unrecognised_input_mentions_failed_plugins);
     tcase_add_test(tc, missing_config_is_error);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
