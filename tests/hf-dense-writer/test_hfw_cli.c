@@ -523,6 +523,152 @@ START_TEST(bad_dtype_option_is_a_usage_error)
 }
 END_TEST
 
+/* A tiny checkpoint of config `cfg` with F32 tensors `names` of [rows[i],
+ * cols[i]] (cols NULL: 8), element j of tensor i = i * 1000 + j. */
+static void write_named_cols(const char *dir, const char *cfg, const char *const *names,
+                             const int64_t *rows, const int64_t *cols, int n)
+{
+    qbt_st_writer *w = qbt_st_writer_new();
+    char p[1200];
+    int i;
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    snprintf(p, sizeof(p), "%s/config.json", dir);
+    ck_assert_int_eq(qbt_write_text(p, cfg), 0);
+    for (i = 0; i < n; i++) {
+        int64_t c = cols ? cols[i] : 8, d[2] = {rows[i], c}, j;
+        float *v = malloc((size_t)(rows[i] * c) * sizeof(float));
+        for (j = 0; j < rows[i] * c; j++)
+            v[j] = (float)(i * 1000 + j);
+        ck_assert_int_eq(qbt_st_writer_add(w, names[i], "F32", 2, d, v,
+                                           (size_t)(rows[i] * c) * sizeof(float)), 0);
+        free(v);
+    }
+    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
+    ck_assert_int_eq(qbt_st_writer_save(w, p), 0);
+    qbt_st_writer_free(w);
+}
+
+static void write_named(const char *dir, const char *cfg, const char *const *names,
+                        const int64_t *rows, int n)
+{
+    write_named_cols(dir, cfg, names, rows, NULL, n);
+}
+
+static const char phi3_cfg[] = "{\"model_type\": \"phi3\", \"tie_word_embeddings\": false}";
+
+START_TEST(phi3_split_hf_source_fused_in_order)
+{
+    static const char *const names[] = {
+        "model.embed_tokens.weight",          "model.layers.0.self_attn.v_proj.weight",
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+        "model.layers.0.mlp.up_proj.weight",  "model.layers.0.mlp.gate_proj.weight",
+        "lm_head.weight"};
+    static const int64_t rows[] = {5, 2, 4, 2, 6, 6, 5};
+    qb_st_set *set;
+    const qb_st_tensor *t;
+    float want[8 * 12];
+    int64_t j, dq[2] = {8, 8}, dg[2] = {12, 8};
+    write_named(sub("src"), phi3_cfg, names, rows, 7);
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    set = open_out(sub("out"));
+    ck_assert_uint_eq(host->safetensors->count(set), 4);
+    /* rows q (tensor 2), k (3), v (1), whatever order the source had */
+    t = need(set, "model.layers.0.self_attn.qkv_proj.weight");
+    check_shape(t, 2, dq);
+    for (j = 0; j < 64; j++)
+        want[j] = j < 32 ? (float)(2000 + j) : j < 48 ? (float)(3000 + j - 32) : (float)(1000 + j - 48);
+    check_vals(t, "F32", want, 64);
+    /* rows gate (5), up (4) */
+    t = need(set, "model.layers.0.mlp.gate_up_proj.weight");
+    check_shape(t, 2, dg);
+    for (j = 0; j < 96; j++)
+        want[j] = j < 48 ? (float)(5000 + j) : (float)(4000 + j - 48);
+    check_vals(t, "F32", want, 96);
+    host->safetensors->close(set);
+}
+END_TEST
+
+START_TEST(phi3_already_fused_passes_through)
+{
+    static const char *const names[] = {"model.embed_tokens.weight",
+                                        "model.layers.0.self_attn.qkv_proj.weight",
+                                        "model.layers.0.mlp.gate_up_proj.weight", "lm_head.weight"};
+    static const int64_t rows[] = {5, 8, 12, 5};
+    qb_st_set *set;
+    float want[8 * 12];
+    int64_t j;
+    write_named(sub("src"), phi3_cfg, names, rows, 4);
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    set = open_out(sub("out"));
+    ck_assert_uint_eq(host->safetensors->count(set), 4);
+    for (j = 0; j < 96; j++)
+        want[j] = (float)(2000 + j);
+    check_vals(need(set, "model.layers.0.mlp.gate_up_proj.weight"), "F32", want, 96);
+    host->safetensors->close(set);
+}
+END_TEST
+
+/* Refusals: exit 1, the error names `needle`, no output left. */
+static void expect_refusal_at(const char *src, const char *needle)
+{
+    char args[4096], *out;
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense", src,
+             sub("out"));
+    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, needle) != NULL, "want '%s' in: %s", needle, out);
+    ck_assert(!exists(sub("out")));
+    free(out);
+}
+
+static void expect_refusal(const char *cfg, const char *const *names, const int64_t *rows, int n,
+                           const char *needle)
+{
+    write_named(sub("src"), cfg, names, rows, n);
+    expect_refusal_at(sub("src"), needle);
+}
+
+START_TEST(phi3_missing_partner_is_refused)
+{
+    static const char *const names[] = {"model.embed_tokens.weight",
+                                        "model.layers.0.self_attn.q_proj.weight",
+                                        "model.layers.0.self_attn.k_proj.weight", "lm_head.weight"};
+    static const int64_t rows[] = {5, 4, 2, 5};
+    expect_refusal(phi3_cfg, names, rows, 4, "model.layers.0.self_attn.v_proj.weight");
+}
+END_TEST
+
+START_TEST(phi3_fused_and_split_is_refused)
+{
+    static const char *const names[] = {
+        "model.embed_tokens.weight", "model.layers.0.mlp.gate_up_proj.weight",
+        "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight",
+        "lm_head.weight"};
+    static const int64_t rows[] = {5, 12, 6, 6, 5};
+    expect_refusal(phi3_cfg, names, rows, 5, "model.layers.0.mlp.gate_up_proj.weight");
+}
+END_TEST
+
+START_TEST(phi3_parts_of_different_widths_are_refused)
+{
+    static const char *const names[] = {"model.embed_tokens.weight",
+                                        "model.layers.0.mlp.gate_proj.weight",
+                                        "model.layers.0.mlp.up_proj.weight", "lm_head.weight"};
+    static const int64_t rows[] = {5, 6, 6, 5}, cols[] = {8, 8, 4, 8};
+    write_named_cols(sub("src"), phi3_cfg, names, rows, cols, 4);
+    expect_refusal_at(sub("src"), "model.layers.0.mlp.gate_up_proj.weight");
+}
+END_TEST
+
+START_TEST(untied_config_without_head_is_refused)
+{
+    static const char *const names[] = {"model.embed_tokens.weight", "model.norm.weight"};
+    static const int64_t rows[] = {5, 1};
+    expect_refusal("{\"model_type\": \"llama\", \"tie_word_embeddings\": false}", names, rows,
+                   2, "lm_head.weight");
+}
+END_TEST
+
 /* ---- quantized sources -------------------------------------------------- */
 
 START_TEST(gptq_to_f32_equals_the_known_codes)
@@ -875,6 +1021,12 @@ static Suite *suite(void)
     tcase_add_test(tc, tied_config_with_different_head_is_refused);
     tcase_add_test(tc, untied_head_kept_and_tie_made_explicit);
     tcase_add_test(tc, bad_dtype_option_is_a_usage_error);
+    tcase_add_test(tc, phi3_split_hf_source_fused_in_order);
+    tcase_add_test(tc, phi3_already_fused_passes_through);
+    tcase_add_test(tc, phi3_missing_partner_is_refused);
+    tcase_add_test(tc, phi3_fused_and_split_is_refused);
+    tcase_add_test(tc, phi3_parts_of_different_widths_are_refused);
+    tcase_add_test(tc, untied_config_without_head_is_refused);
     tcase_add_test(tc, gptq_to_f32_equals_the_known_codes);
     tcase_add_test(tc, gguf_q4_0_to_f32_equals_the_known_weights);
     tcase_add_test(tc, gguf_phi3_fused_back);
