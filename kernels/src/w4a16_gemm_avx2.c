@@ -77,43 +77,78 @@ __attribute__((target("avx2,fma"))) static float group_dot(const float *q, const
     return sum;
 }
 
-/* M = 1 with group_size % 16 == 0: every group starts on a byte and a
- * 16-column block is 8 packed bytes, so decode and FMA fuse without the
- * row buffer (one pass over the bytes, nothing stored). Same per-group
+/* group_size % 16 == 0: every group starts on a byte and a 16-column block
+ * is 8 packed bytes, so decoding fuses with the FMAs (no row buffer): the
+ * 16 codes are decoded once and used for MB (1..4) tokens. Always inlined
+ * with a constant MB so the accumulators stay in registers. Same per-group
  * numerics as the buffered path. */
-__attribute__((target("avx2,fma"))) static void rows_m1_fused(const w4a16_rows_job *job, int64_t n0,
-                                                               int64_t n1)
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+row_fused(const uint8_t *prow, const uint16_t *srow, const float *x, int64_t K, int64_t g,
+          const int MB, float *acc)
 {
-    const int64_t K = job->K, g = job->g;
-    const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
+    const int64_t scols = (K + g - 1) / g;
     const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
-    const float *x = job->xf;
+    for (int t = 0; t < MB; t++)
+        acc[t] = 0.0f;
+    for (int64_t grp = 0; grp < scols; grp++) {
+        const int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K;
+        const float s = qb_f16_to_f32(srow[grp]);
+        __m256 v[4][2];
+        int64_t c = k0;
+        for (int t = 0; t < MB; t++)
+            v[t][0] = v[t][1] = _mm256_setzero_ps();
+        for (; c + 16 <= k1; c += 16) {
+            __m128i b = _mm_loadl_epi64((const __m128i *)(prow + (c >> 1)));
+            __m128i lo = _mm_and_si128(b, mask);
+            __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+            __m128i q = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight);
+            __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+            __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
+            for (int t = 0; t < MB; t++) {
+                v[t][0] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(x + t * K + c), v[t][0]);
+                v[t][1] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(x + t * K + c + 8), v[t][1]);
+            }
+        }
+        for (int t = 0; t < MB; t++) {
+            float sum = hsum(_mm256_add_ps(v[t][0], v[t][1]));
+            for (int64_t cc = c; cc < k1; cc++) {
+                uint8_t byte = prow[cc >> 1];
+                sum += (float)(((cc & 1) ? byte >> 4 : byte & 0x0f) - 8) * x[t * K + cc];
+            }
+            acc[t] += s * sum;
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void rows_fused(const w4a16_rows_job *job, int64_t n0,
+                                                            int64_t n1)
+{
+    const int64_t K = job->K, g = job->g, M = job->M;
+    const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
     for (int64_t n = n0; n < n1; n++) {
         const uint8_t *prow = job->packed + n * pcols;
         const uint16_t *srow = job->scales + n * scols;
-        float acc = 0.0f;
-        for (int64_t grp = 0; grp < scols; grp++) {
-            int64_t k0 = grp * g, k1 = k0 + g < K ? k0 + g : K, c = k0;
-            __m256 v0 = _mm256_setzero_ps(), v1 = _mm256_setzero_ps();
-            float sum;
-            for (; c + 16 <= k1; c += 16) {
-                __m128i b = _mm_loadl_epi64((const __m128i *)(prow + (c >> 1)));
-                __m128i lo = _mm_and_si128(b, mask);
-                __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-                __m128i q = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight);
-                __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-                __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
-                v0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(x + c), v0);
-                v1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(x + c + 8), v1);
+        for (int64_t m0 = 0; m0 < M; m0 += 4) {
+            const float *x = job->xf + m0 * K;
+            float acc[4];
+            int mb = M - m0 < 4 ? (int)(M - m0) : 4;
+            switch (mb) {
+            case 1:
+                row_fused(prow, srow, x, K, g, 1, acc);
+                break;
+            case 2:
+                row_fused(prow, srow, x, K, g, 2, acc);
+                break;
+            case 3:
+                row_fused(prow, srow, x, K, g, 3, acc);
+                break;
+            default:
+                row_fused(prow, srow, x, K, g, 4, acc);
+                break;
             }
-            sum = hsum(_mm256_add_ps(v0, v1));
-            for (; c < k1; c++) {
-                uint8_t v = prow[c >> 1];
-                sum += (float)(((c & 1) ? v >> 4 : v & 0x0f) - 8) * x[c];
-            }
-            acc += qb_f16_to_f32(srow[grp]) * sum;
+            for (int t = 0; t < mb; t++)
+                job->y[(m0 + t) * job->N + n] = qb_f32_to_f16(acc[t]);
         }
-        job->y[n] = qb_f32_to_f16(acc);
     }
 }
 
@@ -122,8 +157,8 @@ __attribute__((target("avx2,fma"))) void w4a16_rows_avx2(const w4a16_rows_job *j
 {
     const int64_t K = job->K, g = job->g;
     const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
-    if (job->M == 1 && g % 16 == 0) {
-        rows_m1_fused(job, n0, n1);
+    if (g % 16 == 0) {
+        rows_fused(job, n0, n1);
         return;
     }
     for (int64_t n = n0; n < n1; n++) {
