@@ -3,7 +3,9 @@
  * attributes so the library builds (and runs, on the plain path) without
  * -mavx2; qb_w4a16_gemm_cpu dispatches here at run time only when the CPU
  * reports avx2 and fma. Same numerics as the plain kernel except the fp32
- * summation order inside a group (8 partial sums) and FMA contraction.
+ * summation order inside a group (16 partial sums in two vectors) and FMA
+ * contraction. Two ways through a row: fused decode+FMA when group_size %
+ * 16 == 0 (groups start on a byte), else decode to an fp32 row buffer.
  */
 #include "w4a16_cpu_internal.h"
 
