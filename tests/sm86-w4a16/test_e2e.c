@@ -505,6 +505,33 @@ START_TEST(test_inspect_output)
 }
 END_TEST
 
+/* The built plugin loads through the host: both sides, the four options,
+ * and a bad option value is refused before anything is written. */
+START_TEST(test_plugin_listed_and_options_checked)
+{
+    char cmd[2048], buf[65536], src[700], out[700], args[2048], err[4096];
+    struct stat st;
+    FILE *p;
+    size_t n;
+    snprintf(cmd, sizeof cmd, "'%s' plugins 2>&1", getenv("QB_TEST_BIN"));
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = '\0';
+    pclose(p);
+    ck_assert_msg(strstr(buf, "sm86-w4a16       both") != NULL, "%s", buf);
+    ck_assert(strstr(buf, "option group_size") && strstr(buf, "option quant_rule") &&
+              strstr(buf, "option act_order") && strstr(buf, "option lm_head"));
+    gen_and_convert("llama", 1, "", src, out, sizeof src);
+    snprintf(out, sizeof out, "%s/bad-option", g_tmp);
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --option quant_rule=best", src,
+             out);
+    ck_assert_int_ne(run_tool(args, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "quant_rule") != NULL, "%s", err);
+    ck_assert_int_ne(stat(out, &st), 0);
+}
+END_TEST
+
 /* Rewrites dir/name with one substring replaced (must occur). */
 static void edit_file(const char *dir, const char *name, const char *from, const char *to)
 {
@@ -695,6 +722,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_round_trip_gemma2_tied_g64);
     tcase_add_test(tc, test_round_trip_quantized_head);
     tcase_add_test(tc, test_inspect_output);
+    tcase_add_test(tc, test_plugin_listed_and_options_checked);
     tcase_add_test(tc, test_reader_refusals);
     tcase_add_test(tc, test_reader_refuses_unknown_feature_and_version);
 #ifdef W4T_WITH_GPTQ
