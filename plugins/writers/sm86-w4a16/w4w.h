@@ -1,7 +1,7 @@
 /*
  * sm86-w4a16 plugin — internal declarations shared by its files.
  *
- * The plugin writes (and later reads) the native layered W4A16 checkpoint
+ * The plugin writes and reads the native layered W4A16 checkpoint
  * defined in shared/docs/w4a16-format.md, version 1. Files:
  *   plugin.c      entry point, descriptor, options
  *   arch.c        tensor roles per architecture (data only)
@@ -12,6 +12,9 @@
  *   config_out.c  config.json, generation_config.json, tokenizer files
  *   manifest.c    manifest.json
  *   writer.c      the qb_writer_vtable (begin / write_tensor / finish / abort)
+ *   sha256.c      SHA-256 for the reader's digest checks
+ *   manifest_in.c reading and checking manifest.json
+ *   reader.c      the qb_reader_vtable (the format read back as canonical tensors)
  *
  * Every symbol here is hidden (the build exports only qb_plugin_entry_v1).
  */
