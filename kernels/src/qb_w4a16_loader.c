@@ -40,9 +40,12 @@ struct qb_w4a16_model {
     pthread_mutex_t copies_lock;
     void **copies;
     size_t n_copies, cap_copies;
-    qb_host host; /* set_error target of the parser: writes into err */
-    char err[ERR_LEN];
+    qb_host host; /* set_error target of the parser: writes into tl_err */
 };
+
+/* Message of the calling thread's last failure: queries may run
+ * concurrently on one model, so the text cannot live in the model. */
+static _Thread_local char tl_err[ERR_LEN];
 
 /* The features this library implements (w4a16-format.md "Optional features"). */
 static const char *const known_features[] = {"input_permutation", "quantized_lm_head"};
@@ -63,7 +66,8 @@ static qb_status fail(qb_w4a16_model *m, qb_status code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(m->err, ERR_LEN, fmt, ap);
+    (void)m;
+    vsnprintf(tl_err, ERR_LEN, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -299,6 +303,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
         *out = NULL;
     if (err && err_len)
         err[0] = '\0';
+    tl_err[0] = '\0';
     if (!dir || !out || (flags & ~QB_W4A16_OPEN_VERIFY_SHA256)) {
         if (err && err_len)
             snprintf(err, err_len, "qb_w4a16_open: invalid arguments");
@@ -313,7 +318,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
     pthread_mutex_init(&m->copies_lock, NULL);
     m->host.struct_size = sizeof(m->host);
     m->host.abi = QB_ABI_CURRENT;
-    m->host.host_private = m->err;
+    m->host.host_private = tl_err; /* the parser runs only inside this call */
     m->host.set_error = model_set_error;
     if (!(mp = path_join(dir, "manifest.json"))) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", dir);
@@ -355,7 +360,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
     m = NULL;
 out:
     if (m && err && err_len)
-        snprintf(err, err_len, "%s", m->err[0] ? m->err : "qb_w4a16_open failed");
+        snprintf(err, err_len, "%s", tl_err[0] ? tl_err : "qb_w4a16_open failed");
     cJSON_Delete(root);
     free(text);
     free(mp);
@@ -408,7 +413,8 @@ int qb_w4a16_has_feature(const qb_w4a16_model *m, const char *name)
 
 const char *qb_w4a16_error(const qb_w4a16_model *m)
 {
-    return m->err;
+    (void)m;
+    return tl_err;
 }
 
 qb_status qb_w4a16_layer_file(const qb_w4a16_model *m, int64_t layer, char *buf, size_t len)
@@ -498,7 +504,7 @@ static qb_status get_optional(qb_w4a16_model *m, const char *file, const char *n
     qb_status st = qb_w4a16_tensor_get(m, file, name, t);
     if (st == QB_E_NOT_FOUND) {
         memset(t, 0, sizeof(*t));
-        m->err[0] = '\0';
+        tl_err[0] = '\0';
         return QB_OK;
     }
     return st;

@@ -116,14 +116,14 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
 void qb_w4a16_close(qb_w4a16_model *model);
 
 /* Manifest values. The model is immutable after open: every query below
- * may run concurrently (except that error() returns the message of the
- * most recent failing query, shared by all threads). */
+ * may run concurrently. */
 int64_t qb_w4a16_group_size(const qb_w4a16_model *model);
 int64_t qb_w4a16_num_layers(const qb_w4a16_model *model);
 const char *qb_w4a16_architecture(const qb_w4a16_model *model); /* "" when absent */
 /* 1 when `name` is listed in the manifest's features, else 0. */
 int qb_w4a16_has_feature(const qb_w4a16_model *model, const char *name);
-/* Message of the last failing tensor query on this model ("" if none). */
+/* Message of the calling thread's last failing tensor query (or open) of
+ * this library ("" if none); valid until that thread's next call. */
 const char *qb_w4a16_error(const qb_w4a16_model *model);
 
 /* Looks up tensor `name` in file `file` ("embed.safetensors",
