@@ -38,7 +38,10 @@ struct qb_w4a16_model {
     /* Aligned copies of tensors whose mapped bytes are not aligned to their
      * element size (safetensors does not align offsets); freed on close. */
     pthread_mutex_t copies_lock;
-    void **copies;
+    struct aligned_copy {
+        const void *src; /* the mapped bytes it copies: one copy per tensor */
+        void *copy;
+    } *copies;
     size_t n_copies, cap_copies;
     qb_host host; /* set_error target of the parser: writes into tl_err */
 };
@@ -379,7 +382,7 @@ void qb_w4a16_close(qb_w4a16_model *m)
     }
     free(m->files);
     for (size_t i = 0; i < m->n_copies; i++)
-        free(m->copies[i]);
+        free(m->copies[i].copy);
     free(m->copies);
     pthread_mutex_destroy(&m->copies_lock);
     free(m->architecture);
@@ -464,29 +467,35 @@ qb_status qb_w4a16_tensor_get(qb_w4a16_model *m, const char *file, const char *n
                     m->dir, file, name, t->n_dims);
     out->data = t->data;
     if ((uintptr_t)t->data % esize != 0) {
-        /* malloc memory is aligned for every scalar type; the copy lives
-         * until close so the pointer contract is the same as a mapping's. */
-        void *copy = malloc(t->n_bytes ? t->n_bytes : 1);
+        /* malloc memory is aligned for every scalar type; the copy is made
+         * once per tensor and lives until close, so the pointer contract is
+         * the same as a mapping's. */
+        void *copy = NULL;
         qb_status st = QB_OK;
-        if (!copy)
-            return fail(m, QB_E_NOMEM, "%s/%s: tensor '%s': out of memory", m->dir, file, name);
-        memcpy(copy, t->data, t->n_bytes);
         pthread_mutex_lock(&m->copies_lock);
-        if (m->n_copies == m->cap_copies) {
+        for (size_t i = 0; i < m->n_copies && !copy; i++)
+            if (m->copies[i].src == t->data)
+                copy = m->copies[i].copy;
+        if (!copy && m->n_copies == m->cap_copies) {
             size_t cap = m->cap_copies ? 2 * m->cap_copies : 16;
-            void **grown = realloc(m->copies, cap * sizeof(*grown));
+            struct aligned_copy *grown = realloc(m->copies, cap * sizeof(*grown));
             if (grown)
                 m->copies = grown, m->cap_copies = cap;
             else
                 st = QB_E_NOMEM;
         }
-        if (st == QB_OK)
-            m->copies[m->n_copies++] = copy;
-        pthread_mutex_unlock(&m->copies_lock);
-        if (st != QB_OK) {
-            free(copy);
-            return fail(m, st, "%s/%s: tensor '%s': out of memory", m->dir, file, name);
+        if (!copy && st == QB_OK) {
+            if ((copy = malloc(t->n_bytes ? t->n_bytes : 1)) != NULL) {
+                memcpy(copy, t->data, t->n_bytes);
+                m->copies[m->n_copies].src = t->data;
+                m->copies[m->n_copies++].copy = copy;
+            } else {
+                st = QB_E_NOMEM;
+            }
         }
+        pthread_mutex_unlock(&m->copies_lock);
+        if (st != QB_OK)
+            return fail(m, st, "%s/%s: tensor '%s': out of memory", m->dir, file, name);
         out->data = copy;
     }
     out->n_bytes = t->n_bytes;

@@ -239,6 +239,14 @@ START_TEST(test_perm_needs_feature)
     ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "self_attn.q_proj", K, &lin), 0);
     ck_assert_ptr_nonnull(lin.perm);
     ck_assert_int_eq(memcmp(lin.perm, g_perm, sizeof(g_perm)), 0);
+    /* the fixture puts perm at an offset that is not a multiple of 4 (after
+     * 22 + 36 + 36 + 12 bytes): the loader hands out one aligned copy */
+    ck_assert_uint_eq((uintptr_t)lin.perm % 4, 0);
+    {
+        qb_w4a16_linear again;
+        ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "self_attn.q_proj", K, &again), 0);
+        ck_assert_ptr_eq(again.perm, lin.perm);
+    }
     qb_w4a16_close(m);
 }
 END_TEST

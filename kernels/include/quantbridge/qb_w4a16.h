@@ -130,8 +130,8 @@ const char *qb_w4a16_error(const qb_w4a16_model *model);
  * "layer_03.safetensors", ...). Returns 0 and *out; QB_E_NOT_FOUND when the
  * file or tensor does not exist; QB_E_UNSUPPORTED when its dtype is not
  * U8/F16/I32 or it has more than 2 dims; QB_E_NOMEM. Data at an unaligned
- * file offset is copied once per call into memory the model frees on
- * close. Message in qb_w4a16_error(). */
+ * file offset is copied (once per tensor, on first use) into memory the
+ * model frees on close. Message in qb_w4a16_error(). */
 qb_status qb_w4a16_tensor_get(qb_w4a16_model *model, const char *file, const char *name,
                               qb_w4a16_tensor *out);
 
