@@ -14,7 +14,8 @@ prefix="$tmp/prefix"
 cmake --install "$QB_TEST_BUILD_DIR" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "install"; }
 [ -f "$prefix/include/quantbridge/quantbridge.h" ] || fail "headers not installed"
 [ -f "$prefix/lib/pkgconfig/quantbridge-sdk.pc" ] || [ -f "$prefix/lib64/pkgconfig/quantbridge-sdk.pc" ] || fail "pkg-config file not installed"
-libdir=$(ls -d "$prefix"/lib "$prefix"/lib64 2>/dev/null | head -n1)
+libdir="$prefix/lib"
+[ -d "$libdir/pkgconfig" ] || libdir="$prefix/lib64"
 
 # 1. CMake package.
 cmake -S "$QB_TEST_SOURCE_DIR/sdk/examples/npy-reader" -B "$tmp/b-cmake" \
@@ -53,7 +54,7 @@ grep -q 'npy' "$tmp/inspect.txt" || fail "inspect did not choose npy"
     >"$tmp/convert.txt" 2>&1 || { cat "$tmp/convert.txt"; fail "convert"; }
 [ -f "$tmp/out/manifest.json" ] || fail "no manifest"
 [ -f "$tmp/out/layer_00.safetensors" ] || fail "no layer file"
-grep -q '"reader": *"npy"' "$tmp/out/manifest.json" || fail "manifest does not name the npy reader"
+grep -Eq '"reader":[[:space:]]*"npy"' "$tmp/out/manifest.json" || fail "manifest does not name the npy reader"
 
 # The same plugin built with pkg-config loads too.
 sed -i "s#^library=.*#library=$so_pc#" "$conf/plugins.d/npy.conf"
