@@ -217,7 +217,8 @@ static qb_status hfw_tie_plan(hfw_writer *w, size_t *drop, int *tie)
     return QB_OK;
 }
 
-/* model_type of the config, compared with the reader's architecture. */
+/* Checks the config is an object whose model_type (when present) agrees
+ * with the reader's architecture; *phi3 when either names phi3. */
 static qb_status hfw_arch(const qb_host *h, const qb_model_src *src, int *phi3)
 {
     cJSON *root = cJSON_Parse(src->info->config_json);
@@ -225,7 +226,11 @@ static qb_status hfw_arch(const qb_host *h, const qb_model_src *src, int *phi3)
     const char *arch = src->info->architecture;
     qb_status st = QB_OK;
 
-    if (cJSON_IsString(mt) && arch && strcmp(mt->valuestring, arch) != 0)
+    *phi3 = 0;
+    if (!cJSON_IsObject(root))
+        st = h->set_error(h, QB_E_FORMAT, "%s: the model config is not a JSON object",
+                          src->source_path);
+    else if (cJSON_IsString(mt) && arch && strcmp(mt->valuestring, arch) != 0)
         st = h->set_error(h, QB_E_MISMATCH,
                           "%s: the reader says architecture '%s' but its config says "
                           "model_type '%s'",
