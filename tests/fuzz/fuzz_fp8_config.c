@@ -1,0 +1,49 @@
+/*
+ * libFuzzer target: the fp8 reader's quantization_config interpretation
+ * (plugins/readers/fp8/fp8_model.c fp8_parse_config, static there, so that
+ * file is compiled into this target by #include) and its probe, plus the
+ * modules_to_not_convert / ignored_layers matcher, on a config.json text.
+ */
+#include "fp8_model.c"
+
+#include "fuzz_host.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const qb_host *h = qbt_fuzz_host();
+    char *text = malloc(size + 1);
+    cJSON *root;
+    fp8_hfdir d;
+    fp8_model m;
+    qb_status st;
+
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = 0;
+    (void)fp8_config_probe(text);
+    root = cJSON_Parse(text);
+    free(text);
+    if (!root)
+        return 0;
+    memset(&d, 0, sizeof(d));
+    memset(&m, 0, sizeof(m));
+    d.dir = (char *)"/nonexistent-qbfuzz";
+    d.config = root;
+    d.qcfg = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    if (d.qcfg && !cJSON_IsObject(d.qcfg))
+        d.qcfg = NULL; /* fp8_hfdir_open keeps only an object */
+    m.d = &d;
+    qbt_fuzz_reset();
+    st = fp8_parse_config(h, &m);
+    qbt_fuzz_check_status(st, "fp8_parse_config");
+    if (st == QB_OK) {
+        if ((m.bn < 0 || m.bk < 0) || (m.fmt != QB_DT_F8_E4M3 && m.fmt != QB_DT_F8_E5M2))
+            __builtin_trap();
+        (void)fp8_module_not_converted(d.qcfg, "model.layers.0.mlp.down_proj");
+    }
+    cJSON_Delete(root);
+    return 0;
+}
