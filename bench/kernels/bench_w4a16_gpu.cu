@@ -77,6 +77,15 @@ const Shape kShapes[] = {
 };
 const int kMs[] = {1, 2, 4, 8, 16};
 
+/* One timed row of the table, kept for the target summary. */
+struct Row {
+    const char *shape;
+    double wbytes;
+    int M;
+    bool mma;
+    double us, pct_bw, speedup;
+};
+
 struct Stats {
     double med, p10, p90;
 };
@@ -289,6 +298,7 @@ int main(int argc, char **argv)
     printf("%-30s %3s %-4s %9s %9s %8s %7s %10s %8s %6s\n", "shape (NxK)", "M", "kern", "us",
            "p10-p90", "GB/s", "%rdBW", "cuBLAS us", "speedup", "check");
     int failures = 0, first = 1;
+    std::vector<Row> rows;
     for (const Shape &sh : kShapes) {
         if (!only.empty() && std::string(sh.name).find(only) == std::string::npos)
             continue;
@@ -408,6 +418,8 @@ int main(int argc, char **argv)
                 Stats s = time_calls(st, batch, runs, warmup, fn, &gq);
                 const double bytes = (double)wbytes + (double)M * K * 2 + (double)M * N * 2;
                 const double gbps = bytes / (s.med * 1e-6) / 1e9;
+                rows.push_back({sh.name, (double)wbytes, M, kern == QB_W4A16_CUDA_AUTO, s.med,
+                                100.0 * gbps / read_gbps, sb.med / s.med});
                 const bool mma = kern == QB_W4A16_CUDA_AUTO && K % 32 == 0 && group % 32 == 0;
                 const char *kname = mma ? "mma" : "gemv";
                 printf("%-30s %3d %-4s %9.2f %4.0f-%-4.0f %8.1f %6.1f%% %10.2f %7.2fx %6s%s\n",
@@ -447,6 +459,20 @@ int main(int argc, char **argv)
     CK(cudaFree(blas_ws));
     CK(cudaFree(sink));
     CK(cudaStreamDestroy(st));
+    /* Issue 6 targets (benchmark, not test): on matrices >= 20 MB packed,
+     * M = 1 at >= 85 % (SM86) / 75 % (Hopper) of the read bandwidth and
+     * >= 3.5x cuBLAS FP16; M = 2..8 within 1.15x of M = 1. */
+    printf("\ntargets (default kernel, matrices >= 20 MB packed):\n");
+    printf("%-30s %8s %9s %14s\n", "shape", "M=1 %bw", "M=1 x", "max t(M)/t(1)");
+    for (const Row &r1 : rows) {
+        if (!r1.mma || r1.M != 1 || r1.wbytes < 20e6)
+            continue;
+        double worst = 0;
+        for (const Row &r : rows)
+            if (r.mma && r.shape == r1.shape && r.M >= 2 && r.M <= 8)
+                worst = std::max(worst, r.us / r1.us);
+        printf("%-30s %7.1f%% %8.2fx %14.2f\n", r1.shape, r1.pct_bw, r1.speedup, worst);
+    }
     printf("\n%s\n", failures ? "CORRECTNESS FAILURES (see check column)" : "all correctness checks passed");
     return failures ? 1 : 0;
 }
