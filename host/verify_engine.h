@@ -1,0 +1,206 @@
+/*
+ * quantbridge host — `verify`: compares a converted model with its source,
+ * tensor by tensor, through their readers (the internal interface of
+ * verify_metrics.c, verify_engine.c, verify_report.c and cmd_verify.c).
+ *
+ *   verify_metrics.c  streaming error accumulators and the W·x probe
+ *   verify_engine.c   open both sides, match names, stream row blocks on
+ *                     the host thread pool, apply the thresholds
+ *   verify_report.c   text table, summary, JSON, self-contained HTML
+ *   cmd_verify.c      the CLI command
+ *
+ * Metric definitions (a = source value, b = converted value, float32 read
+ * through the readers, accumulated in double):
+ *   exact     every element bit-equal (float32 bits; NaN payloads too)
+ *   max_abs   max |b - a|
+ *   rel_rmse  ||b - a|| / ||a||   (the manifest's rel_rmse, w4a16-format.md)
+ *   cosine    <a, b> / (||a|| ||b||)
+ *   snr_db    10 log10(||a||^2 / ||b - a||^2), +inf when exact
+ *   wx_cosine for a 2-D weight of a decoder layer: the smallest, over a few
+ *             fixed pseudo-random activation vectors x (uniform in [-1, 1),
+ *             seeded deterministically), of the cosine between W_a x and
+ *             W_b x over the output rows
+ */
+#ifndef QBH_VERIFY_ENGINE_H
+#define QBH_VERIFY_ENGINE_H
+
+#include "qbh.h"
+
+/* Default thresholds (see cmd_verify.c usage() for the justification). */
+#define QBH_VERIFY_MAX_REL_RMSE 0.25
+#define QBH_VERIFY_MIN_COSINE 0.97
+#define QBH_VERIFY_N_VECTORS 4
+#define QBH_VERIFY_SEED UINT64_C(0x5eed0f0a11ce5eed)
+
+/* ---- verify_metrics.c ----------------------------------------------------- */
+
+/* Element-wise accumulator of one tensor pair. Plain data: zero it with
+ * qbh_vm_acc_init; one accumulator per thread (no locking inside). */
+typedef struct qbh_vm_acc {
+    uint64_t n;          /* elements seen */
+    uint64_t n_diff;     /* elements whose float32 bits differ */
+    uint64_t n_bad_nonfinite; /* a NaN/Inf on one side not matched bit for bit */
+    double max_abs;
+    double ss_err, ss_a, ss_b, dot;
+} qbh_vm_acc;
+
+void qbh_vm_acc_init(qbh_vm_acc *acc);
+/* Adds n element pairs. Pairs where either value is not finite enter no
+ * sum: bit-equal ones count as equal, others as n_bad_nonfinite. */
+void qbh_vm_acc_add(qbh_vm_acc *acc, const float *a, const float *b, size_t n);
+/* rel_rmse, cosine and snr_db of the accumulated pairs. Conventions for
+ * degenerate input: ||a|| = 0 gives rel_rmse 0 when ||b - a|| = 0, else
+ * +inf; cosine is 1 when both norms are 0, 0 when exactly one is; snr_db
+ * is +inf when ||b - a|| = 0. Pure. */
+void qbh_vm_acc_metrics(const qbh_vm_acc *acc, double *rel_rmse, double *cosine, double *snr_db);
+/* Cosine with the conventions above, from the three sums. Pure. */
+double qbh_vm_cosine(double dot, double ss_a, double ss_b);
+
+/* W·x probe of one [rows, cols] weight pair: k activation vectors of
+ * length cols, and per vector the running <ya, yb>, ||ya||^2, ||yb||^2
+ * over the rows added so far (y = W x, each row's product in double), so
+ * memory is k * cols doubles whatever the number of rows. */
+typedef struct qbh_vm_wx {
+    int k;
+    int64_t cols;
+    double *x;        /* [k * cols] */
+    double *sums;     /* [3 * k]: dot, ss_a, ss_b per vector */
+} qbh_vm_wx;
+
+/* Allocates the probe with k (1..16) vectors drawn from splitmix64 seeded
+ * with `seed` and the vector index (so the vectors depend only on seed, k
+ * and cols). Returns QB_OK or QB_E_NOMEM (message set). Free with
+ * qbh_vm_wx_free (also on a zeroed struct). */
+qb_status qbh_vm_wx_init(qbh_vm_wx *wx, int k, int64_t cols, uint64_t seed);
+/* Adds n_rows consecutive rows of W_a (a) and W_b (b), row-major with
+ * wx->cols columns. Non-finite weights enter neither product (the element
+ * metrics report them). */
+void qbh_vm_wx_add_rows(qbh_vm_wx *wx, const float *a, const float *b, int64_t n_rows);
+/* Smallest cosine over the vectors (qbh_vm_cosine conventions). */
+double qbh_vm_wx_cosine(const qbh_vm_wx *wx);
+void qbh_vm_wx_free(qbh_vm_wx *wx);
+
+/* ---- verify_engine.c ------------------------------------------------------ */
+
+typedef struct qbh_verify_opts {
+    double max_rel_rmse; /* a compared tensor fails above this */
+    double min_cosine;   /* ... or with cosine / wx_cosine below this */
+    int n_vectors;       /* W·x probe vectors (1..16) */
+    uint64_t seed;
+} qbh_verify_opts;
+
+/* Fills the defaults above. */
+void qbh_verify_opts_default(qbh_verify_opts *o);
+
+typedef enum qbh_verify_state {
+    QBH_VT_OK = 0,      /* compared, within the thresholds */
+    QBH_VT_FAIL,        /* compared, outside a threshold (reason says which) */
+    QBH_VT_MISSING,     /* in the source, not in the converted model */
+    QBH_VT_EXTRA,       /* in the converted model, not in the source */
+    QBH_VT_SHAPE        /* present on both sides with different shapes */
+} qbh_verify_state;
+
+typedef struct qbh_verify_tensor {
+    char *name;            /* source name (converted name for EXTRA) */
+    char *compared_with;   /* what `name` was compared with when not the
+                              same name on the other side (a tied head:
+                              "converted model.embed_tokens.weight (tied
+                              head)" or "source ..."), or NULL */
+    uint32_t n_dims;
+    int64_t dims[QB_MAX_DIMS];
+    char *encoding;        /* source encoding ("" for EXTRA) */
+    char *conv_encoding;   /* converted encoding ("" for MISSING) */
+    int layer;             /* decoder layer index, -1 outside layers */
+    qbh_verify_state state;
+    char reason[160];      /* why FAIL/MISSING/EXTRA/SHAPE, "" when OK */
+    /* metrics, valid for OK and FAIL */
+    int exact;
+    uint64_t n, n_diff, n_bad_nonfinite;
+    double max_abs, rel_rmse, cosine, snr_db;
+    double ss_a, ss_err;   /* for per-layer aggregate SNR */
+    int has_wx;
+    double wx_cosine;
+} qbh_verify_tensor;
+
+typedef struct qbh_verify_result {
+    char *source_path, *converted_path;
+    char *source_format, *converted_format;   /* readers' format names */
+    char *source_reader, *converted_reader;   /* plugin names */
+    char *source_summary;
+    qbh_verify_opts opts;
+    qbh_verify_tensor *t;  /* source order, then EXTRA ones */
+    size_t n;
+    size_t n_compared, n_exact, n_failed, n_missing, n_extra, n_shape;
+    int pass;              /* no FAIL, MISSING, EXTRA or SHAPE */
+} qbh_verify_result;
+
+/* Selects the reader of `path` (`format` NULL or "auto": probe), builds its
+ * parameters from `cli` (n_cli entries; a key it does not declare is a
+ * usage error) and opens it into *s; *params must stay alive until
+ * qbh_source_close(s), then be freed with qbh_params_free. On failure
+ * nothing is left open, *usage tells a usage error, message set. Main
+ * thread only. */
+qb_status qbh_verify_open(const qbh_registry *reg, const char *path, const char *format,
+                          qbh_opt *cli, size_t n_cli, qbh_source *s, qbh_params *params,
+                          int *usage);
+
+/* Compares every tensor of `src` with `conv` (both open) by canonical name
+ * under `o`: reads both sides in row blocks of at most 1 Mi elements, one
+ * tensor pair per item of the host thread pool (memory: two blocks and
+ * the probe vectors per thread). A tensor that fails a threshold, is
+ * missing, extra or of another shape is recorded, not an error. Returns
+ * QB_OK with *out (free with qbh_verify_result_free), or an error (a read
+ * failure, QB_E_CANCELLED, QB_E_NOMEM) with the message set and *out
+ * NULL. Main thread; uses the pool. */
+qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify_opts *o,
+                             qbh_verify_result **out);
+void qbh_verify_result_free(qbh_verify_result *r);
+
+/* `convert --verify`: opens the just written `output` (reader by probe),
+ * compares it with the still open `src` under the default thresholds and
+ * prints the summary on stdout. Returns QB_OK when it passes; otherwise
+ * QB_E_MISMATCH with a message naming the worst tensor and saying the
+ * output was kept, or the error that stopped the comparison. */
+qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output);
+
+/* ---- verify_report.c ------------------------------------------------------ */
+
+/* Layer aggregate: tensors of decoder layer `layer` that were compared. */
+typedef struct qbh_verify_layer {
+    int layer;
+    size_t n;                 /* compared tensors */
+    size_t n_failed;
+    double mean_rel_rmse, max_rel_rmse, mean_cosine;
+    double snr_db;            /* 10 log10(sum ||a||^2 / sum ||b - a||^2), +inf if exact */
+    double min_wx_cosine;     /* NaN when no 2-D weight in the layer */
+} qbh_verify_layer;
+
+/* Per-layer aggregates of r, in layer order, as a qbh_alloc'd array
+ * (*n entries; NULL with *n = 0 when r has no layer tensors). Returns
+ * QB_OK or QB_E_NOMEM. */
+qb_status qbh_verify_layers(const qbh_verify_result *r, qbh_verify_layer **out, size_t *n);
+
+/* Indexes of the (up to) k compared tensors with the largest rel_rmse,
+ * worst first, into idx[k]; returns how many. */
+size_t qbh_verify_worst(const qbh_verify_result *r, size_t *idx, size_t k);
+
+/* Writes the per-tensor table then the summary (text). */
+void qbh_verify_print_table(FILE *f, const qbh_verify_result *r);
+/* Writes the summary only: problems, worst tensors, per-layer means and
+ * the verdict line. */
+void qbh_verify_print_summary(FILE *f, const qbh_verify_result *r);
+/* The result as a JSON document (NUL-terminated, free with cJSON_free), or
+ * NULL on OOM. Non-finite numbers are written as null. */
+char *qbh_verify_json(const qbh_verify_result *r);
+/* Writes the self-contained HTML report to `path` atomically: a temporary
+ * file in the same directory, fsync, rename. No network references; the
+ * charts are inline SVG and the sortable table uses a small inline
+ * script. QB_E_IO naming the path on failure (nothing left behind). */
+qb_status qbh_verify_write_html(const qbh_verify_result *r, const char *path);
+
+/* ---- cmd_verify.c --------------------------------------------------------- */
+
+/* `quantbridge verify`; returns the exit code (0 pass, 1 fail, 2 usage). */
+int qbh_cmd_verify(int argc, char **argv, qbh_common *co);
+
+#endif /* QBH_VERIFY_ENGINE_H */
