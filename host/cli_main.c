@@ -6,6 +6,7 @@
  * "quantbridge: error: <message>", on stderr.
  */
 #include "qbh.h"
+#include "verify_engine.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -56,6 +57,8 @@ static void usage(FILE *f)
             "  inspect PATH [--json]       probe a source and list its tensors\n"
             "  convert --source PATH --output DIR [options]\n"
             "                              convert a checkpoint\n"
+            "  verify --source PATH --converted DIR [--json] [--report FILE.html]\n"
+            "                              compare a conversion with its source\n"
             "\n"
             "global options:\n"
             "  --config FILE   configuration file (else $QUANTBRIDGE_CONFIG, the user's\n"
@@ -123,6 +126,8 @@ int qbh_cli_main(int argc, char **argv)
         rc = qbh_cmd_inspect(argc, argv, &co);
     else if (strcmp(cmd, "convert") == 0)
         rc = qbh_cmd_convert(argc, argv, &co);
+    else if (strcmp(cmd, "verify") == 0)
+        rc = qbh_cmd_verify(argc, argv, &co);
     else if (strcmp(cmd, "help") == 0) {
         usage(stdout);
         rc = QBH_EXIT_OK;

@@ -10,6 +10,7 @@
  * (SIGINT/SIGTERM) cancels the same way and also exits 1.
  */
 #include "qbh.h"
+#include "verify_engine.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 typedef struct convert_args {
     const char *source, *output, *format, *writer, *tokenizer;
     int overwrite;
+    int verify; /* --verify: compare the written output with the source */
     qbh_opt *cli;
     size_t n_cli;
 } convert_args;
@@ -39,6 +41,10 @@ static void usage(FILE *f)
             "  --option KEY=VALUE    plugin option, routed to the reader/writer declaring it\n"
             "  --tokenizer DIR       tokenizer files to copy (overrides the source's)\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
+            "  --verify              afterwards read the output back and compare it with the\n"
+            "                        source (as `quantbridge verify`, default thresholds) and\n"
+            "                        print the summary; a failed check exits 1 but keeps the\n"
+            "                        output, so it can be inspected or verified again\n"
             "  --threads N           worker threads (default: number of CPUs)\n"
             "  --config FILE         configuration file\n"
             "  -v, --verbose         progress and details even when not on a terminal\n"
@@ -228,6 +234,11 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
            a->output, src.info.n_tensors, qbh_sink_closed_files(sink),
            (unsigned long long)qbh_sink_bytes(sink), src.info.source_format, reader->name,
            writer->name);
+    /* The output is committed before the check: a conversion that does
+     * not verify is still evidence worth keeping (the message says so),
+     * and deleting it would hide what went wrong. */
+    if (a->verify)
+        rc = qbh_verify_after_convert(reg, &src, a->output);
 out:
     if (wh) {
         /* abort may call host services that overwrite this thread's
@@ -260,6 +271,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         {"option", required_argument, NULL, 'o'},
         {"tokenizer", required_argument, NULL, 'k'},
         {"overwrite", no_argument, NULL, 'W'},
+        {"verify", no_argument, NULL, 'y'},
         {"config", required_argument, NULL, 'C'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
@@ -287,6 +299,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         case 'w': a.writer = optarg; break;
         case 'k': a.tokenizer = optarg; break;
         case 'W': a.overwrite = 1; break;
+        case 'y': a.verify = 1; break;
         case 'g':
             a.cli[a.n_cli].key = "group_size";
             a.cli[a.n_cli].value = optarg;
