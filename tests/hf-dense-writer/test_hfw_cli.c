@@ -671,26 +671,13 @@ END_TEST
 
 /* ---- quantized sources -------------------------------------------------- */
 
-START_TEST(gptq_to_f32_equals_the_known_codes)
+/* The output `dir` holds every tensor of the GPTQ/AWQ truth as F32 with
+ * exactly the values the codes, scales and zeros give, and nothing else. */
+static void check_qmodel(const char *dir, const qbt_qmodel *truth)
 {
-    qbt_gptq_spec g;
-    qbt_qmodel *truth = NULL;
-    qb_st_set *set;
+    qb_st_set *set = open_out(dir);
     size_t i;
     int64_t n, k;
-    cJSON *c;
-
-    memset(&g, 0, sizeof(g));
-    g.bits = 4;
-    g.group_size = 32;
-    g.sym = 0;
-    g.label = 1;
-    g.n_shards = 2;
-    g.seed = 91;
-    ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
-    ck_assert_int_eq(qbt_gptq_write(sub("src"), &g, &truth), 0);
-    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
-    set = open_out(sub("out"));
     ck_assert_uint_eq(host->safetensors->count(set), truth->n_lin + truth->n_dense);
     for (i = 0; i < truth->n_lin; i++) {
         const qbt_qlin *l = &truth->lin[i];
@@ -726,12 +713,65 @@ START_TEST(gptq_to_f32_equals_the_known_codes)
         free(want);
     }
     host->safetensors->close(set);
+}
+
+START_TEST(gptq_to_f32_equals_the_known_codes)
+{
+    qbt_gptq_spec g;
+    qbt_qmodel *truth = NULL;
+    cJSON *c;
+
+    memset(&g, 0, sizeof(g));
+    g.bits = 4;
+    g.group_size = 32;
+    g.sym = 0;
+    g.label = 1;
+    g.n_shards = 2;
+    g.seed = 91;
+    ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
+    ck_assert_int_eq(qbt_gptq_write(sub("src"), &g, &truth), 0);
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    check_qmodel(sub("out"), truth);
     c = check_config(sub("out"), "float32");
     ck_assert_str_eq(cJSON_GetObjectItem(c, "model_type")->valuestring, "llama");
     cJSON_Delete(c);
     qbt_qmodel_free(truth);
+    /* act-order (desc_act with a permuted g_idx), 8-bit */
+    memset(&g, 0, sizeof(g));
+    g.bits = 8;
+    g.group_size = 32;
+    g.sym = 1;
+    g.act_order = 1;
+    g.label = 1;
+    g.n_shards = 1;
+    g.seed = 92;
+    ck_assert_int_eq(mkdir(sub("src8"), 0777), 0);
+    ck_assert_int_eq(qbt_gptq_write(sub("src8"), &g, &truth), 0);
+    convert_ok(sub("src8"), sub("out8"), "--option dtype=f32");
+    check_qmodel(sub("out8"), truth);
+    qbt_qmodel_free(truth);
 }
 END_TEST
+
+#ifdef QBT_HAVE_AWQ
+START_TEST(awq_to_f32_equals_the_known_codes)
+{
+    qbt_awq_spec a;
+    qbt_qmodel *truth = NULL;
+    memset(&a, 0, sizeof(a));
+    a.zero_point = 1;
+    a.group_size = 64;
+    a.n_shards = 1;
+    a.seed = 93;
+    ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
+    ck_assert_int_eq(qbt_awq_write(sub("src"), &a, &truth), 0);
+    convert_ok(sub("src"), sub("out"), "--option dtype=f32");
+    check_qmodel(sub("out"), truth);
+    cJSON_Delete(check_config(sub("out"), "float32"));
+    qbt_qmodel_free(truth);
+}
+END_TEST
+#endif
 
 static qbt_gguf_spec gspec(const char *arch, uint32_t wtype)
 {
@@ -1028,6 +1068,9 @@ static Suite *suite(void)
     tcase_add_test(tc, phi3_parts_of_different_widths_are_refused);
     tcase_add_test(tc, untied_config_without_head_is_refused);
     tcase_add_test(tc, gptq_to_f32_equals_the_known_codes);
+#ifdef QBT_HAVE_AWQ
+    tcase_add_test(tc, awq_to_f32_equals_the_known_codes);
+#endif
     tcase_add_test(tc, gguf_q4_0_to_f32_equals_the_known_weights);
     tcase_add_test(tc, gguf_phi3_fused_back);
     tcase_add_test(tc, supports_refuses_a_model_without_config);
