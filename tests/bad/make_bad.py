@@ -262,6 +262,10 @@ def build(case):
             st_write(s2, h2, d2 + d1[a:b])
         elif case == "st-index-unlisted-tensor":
             del wm[one]
+        elif case == "st-index-absolute-path":
+            wm[one] = "/tmp/outside.safetensors"
+        elif case == "st-index-not-object":
+            idx = [idx]
         elif case == "st-symlink-shard-outside":
             s1 = d + "/model-00001-of-00002.safetensors"
             outside = os.path.join(OUT, case, "outside.safetensors")
@@ -280,6 +284,8 @@ def build(case):
         os.unlink(fixture(case, "hfd") + "/config.json")
     elif case == "hfd-config-not-json":
         open(fixture(case, "hfd") + "/config.json", "w").write('{"model_type": "llama", ')
+    elif case == "hfd-config-not-object":
+        open(fixture(case, "hfd") + "/config.json", "w").write('[{"model_type": "llama"}]')
     elif case == "hfd-config-absurd-hidden":
         json_edit(fixture(case, "hfd") + "/config.json", lambda c: c.update(hidden_size=1 << 40))
     elif case == "hfd-tensor-missing":
@@ -353,6 +359,18 @@ def build(case):
         gguf_case(case, f)
     elif case == "gguf-absurd-block-count":
         gguf_case(case, lambda b: g_replace_kv_u32(b, "llama.block_count", 1000000000))
+    elif case == "gguf-huge-array-count":
+        gguf_case(case, lambda b: struct.pack_into("<Q", b, kv_of(b, "tokenizer.ggml.tokens")[2] + 8, 1 << 60))
+    elif case == "gguf-split-count-mismatch":
+        # shard 2 claims to be one of three: the set disagrees with itself
+        d = os.path.join(OUT, case)
+        os.makedirs(d)
+        src = cached("gguf-split")
+        shutil.copy(src + "/m-00001-of-00002.gguf", d)
+        b = bytearray(open(src + "/m-00002-of-00002.gguf", "rb").read())
+        _, s, to, t = kv_of(b, "split.count")
+        struct.pack_into("<H" if t == 2 else "<I", b, to + 4, 3)
+        open(d + "/m-00002-of-00002.gguf", "wb").write(b)
     elif case == "gguf-split-missing-shard":
         d = os.path.join(OUT, case)
         os.makedirs(d)
@@ -379,6 +397,9 @@ def build(case):
                 t = open(d + "/config.json").read()
                 assert '"group_size": 128' in t
                 open(d + "/config.json", "w").write(t.replace('"group_size": 128', '"group_size": 1e300'))
+        elif case == "gptq-dynamic-bad-regex":
+            os.unlink(side)
+            qc_edit(d, lambda q: q.update(dynamic={"-:model.layers.(0": {}}))
         elif case == "gptq-configs-disagree":
             json_edit(side, lambda q: q.update(group_size=32))
     elif case.startswith("awq-"):
@@ -387,6 +408,8 @@ def build(case):
             qc_edit(d, lambda q: q.update(bits=8))
         elif case == "awq-version-gemv-fast":
             qc_edit(d, lambda q: q.update(version="gemv_fast"))
+        elif case == "awq-skip-not-list":
+            qc_edit(d, lambda q: q.update(modules_to_not_convert="lm_head"))
         elif case == "awq-group-size-float-huge":
             t = open(d + "/config.json").read()
             assert '"group_size": 128' in t
@@ -403,6 +426,8 @@ def build(case):
             qc_edit(d, lambda q: w(q).update(group_size=0))
         elif case == "ct-group-size-float-huge":
             qc_edit(d, lambda q: w(q).update(group_size=1e300))
+        elif case == "ct-ignore-bad-regex":
+            qc_edit(d, lambda q: q.update(ignore=["re:model.layers.(0"]))
         elif case == "ct-weight-scale-missing":
             drop_tensor(d + "/model.safetensors", lambda k: k.endswith("q_proj.weight_scale"))
     elif case.startswith("fp8-"):
