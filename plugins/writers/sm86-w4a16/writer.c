@@ -9,8 +9,8 @@
  * group size 128) are held until the packed tensor is complete, because the
  * file stores the two tensors one after the other.
  *
- * Exact repack: when the reader's integer grid is 4-bit, symmetric with
- * zero 8, in contiguous groups such that every target group lies inside one
+ * Exact repack: when the reader's integer grid is symmetric with at most 4
+ * bits (repack.c: codes minus zero 2^(bits-1) fit int4), in contiguous groups such that every target group lies inside one
  * source group, a block's codes are copied and its scales converted to fp16
  * — if every scale survives float->fp16->float and the decoded block equals
  * read_rows bit for bit (the promise of qb_tensor.h). A block failing that
@@ -67,6 +67,7 @@ typedef struct w4w_job {
     uint32_t src_ng;
     const int32_t *perm;   /* stored column c = source column perm[c], or NULL */
     const int32_t *colmap; /* with perm: the source's column-to-group map */
+    int32_t zero;          /* the grid's zero point (w4w_repack_zero) */
 } w4w_job;
 
 static const char *src_path(const w4w_writer *w)
@@ -82,11 +83,8 @@ static int grid_usable(w4w_job *j, const qb_grid_info *gi, char *why, size_t why
 {
     const w4w_item *it = j->it;
     int64_t sgs, c, tg;
-    if (gi->bits != 4 || !gi->symmetric) {
-        snprintf(why, why_len, "grid is %u-bit %s", gi->bits,
-                 gi->symmetric ? "symmetric" : "asymmetric");
+    if (!(j->zero = w4w_repack_zero(gi, why, why_len)))
         return 0;
-    }
     if (gi->col_group) {
         /* act-order g_idx: usable only when it is the trivial map c / gs */
         for (sgs = 0; sgs < it->cols && gi->col_group[sgs] == 0; sgs++)
@@ -142,9 +140,9 @@ static int repack_block(w4w_job *j, w4w_slot *s)
         uint16_t *sc = j->scales + (s->row0 + r) * j->ng;
         for (g = 0; g < (int64_t)j->src_ng; g++) {
             uint16_t h16 = qb_f32_to_f16(gs_row[g]);
-            if (z_row[g] != 8) {
-                snprintf(s->why, sizeof s->why, "row %lld group %lld: zero point %d, not 8",
-                         (long long)(s->row0 + r), (long long)g, (int)z_row[g]);
+            if (z_row[g] != j->zero) {
+                snprintf(s->why, sizeof s->why, "row %lld group %lld: zero point %d, not %d",
+                         (long long)(s->row0 + r), (long long)g, (int)z_row[g], (int)j->zero);
                 return 0;
             }
             if (!isfinite(gs_row[g]) || qb_f32_bits(qb_f16_to_f32(h16)) != qb_f32_bits(gs_row[g])) {
@@ -163,12 +161,12 @@ static int repack_block(w4w_job *j, w4w_slot *s)
             int64_t sc_col = j->perm ? j->perm[c] : c;
             uint8_t code = s->codes[r * cols + sc_col];
             float dec, ref = s->w[r * cols + sc_col];
-            if (code > 15) {
-                snprintf(s->why, sizeof s->why, "row %lld col %lld: code %u outside 4 bits",
+            if (code >= 2 * j->zero) {
+                snprintf(s->why, sizeof s->why, "row %lld col %lld: code %u outside the grid",
                          (long long)(s->row0 + r), (long long)c, code);
                 return 0;
             }
-            s->q[c] = (int8_t)((int)code - 8);
+            s->q[c] = (int8_t)((int)code - j->zero);
             dec = (float)s->q[c] * qb_f16_to_f32(sc[c / j->gs]);
             if (qb_f32_bits(dec) != qb_f32_bits(ref)) {
                 snprintf(s->why, sizeof s->why,
@@ -333,7 +331,7 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
                 goto out;
             } else if (it->perm) {
                 /* the plan checked this grid's map against group_size */
-                j.grid = gi.bits == 4 && gi.symmetric;
+                j.grid = (j.zero = w4w_repack_zero(&gi, why, sizeof why)) != 0;
                 j.perm = it->perm;
                 j.colmap = gi.col_group;
                 j.src_ng = gi.n_groups;
