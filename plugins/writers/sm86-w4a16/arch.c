@@ -6,19 +6,35 @@
  * LlamaMLP take `attention_bias` / `mlp_bias` (off by default), Qwen2Attention
  * always has q/k/v biases and none on o_proj, Qwen3Attention adds q_norm and
  * k_norm over head_dim, Gemma2DecoderLayer adds pre/post feed-forward norms.
+ * GemmaAttention / Gemma3Attention take `attention_bias`; Gemma3Attention
+ * has q_norm/k_norm; Phi3Attention and Phi3MLP have no biases and hold
+ * fused qkv_proj / gate_up_proj, which readers present split (the format
+ * stores the separate projections). MoE blocks: MixtralSparseMoeBlock
+ * (`block_sparse_moe.gate`, experts' w1/w2/w3 of intermediate_size),
+ * Qwen2MoeSparseMoeBlock (`mlp.gate`, experts of moe_intermediate_size, a
+ * shared_expert of shared_expert_intermediate_size and a one-row
+ * shared_expert_gate), Qwen3MoeSparseMoeBlock (no shared expert); Qwen MoE
+ * layers that are not sparse hold a plain MLP of intermediate_size.
  * tie_default is the default of `tie_word_embeddings` in each
  * configuration_<arch>.py, used only when the config omits the key.
  *
- * Adding an architecture (gemma, gemma3, phi3, MoE ...) is adding a table.
+ * Adding an architecture is adding a table.
  */
 #include "w4w.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Input widths: q/k/v/gate/up read the hidden state, o_proj the
  * concatenated heads, down_proj the MLP's intermediate activations. */
-#define LIN(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in }
-#define NORM(p, hs) { p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs, W4W_IN_NONE }
+#define LIN(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in, W4W_IN_NONE, W4W_LAYERS_ALL }
+#define NORM(p, hs) { p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL }
+/* MoE architectures: roles checked against the config's widths, held by
+ * dense (D) or sparse (S) layers only. */
+#define DLIN(p, in) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, W4W_IN_NONE, W4W_LAYERS_DENSE }
+#define SLIN(p, in, out) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, out, W4W_LAYERS_SPARSE }
+#define ROUTER(p, out)                                                                             \
+    { p, W4W_ROLE_ROUTER, W4W_BIAS_NONE, 0, W4W_IN_HIDDEN, out, W4W_LAYERS_SPARSE }
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static const w4w_role llama_roles[] = {
@@ -86,12 +102,117 @@ static const w4w_role gemma2_roles[] = {
     NORM("post_feedforward_layernorm", 1),
 };
 
+static const w4w_role gemma_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
+static const w4w_role gemma3_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    NORM("self_attn.q_norm", 0),
+    NORM("self_attn.k_norm", 0),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+    NORM("pre_feedforward_layernorm", 1),
+    NORM("post_feedforward_layernorm", 1),
+};
+
+/* Phi3's fused qkv_proj / gate_up_proj stored split (w4a16-format.md). */
+static const w4w_role phi3_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
+/* MixtralBlockSparseTop2MLP: w1 gate, w3 up, w2 down, ffn_dim =
+ * intermediate_size. */
+static const w4w_role mixtral_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    ROUTER("block_sparse_moe.gate", W4W_IN_EXPERTS),
+    SLIN("block_sparse_moe.experts.%d.w1", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN("block_sparse_moe.experts.%d.w2", W4W_IN_INTER, W4W_IN_HIDDEN),
+    SLIN("block_sparse_moe.experts.%d.w3", W4W_IN_HIDDEN, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
+static const w4w_role qwen2_moe_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    DLIN("mlp.gate_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.up_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.down_proj", W4W_IN_INTER),
+    ROUTER("mlp.gate", W4W_IN_EXPERTS),
+    SLIN("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.down_proj", W4W_IN_MOE_INTER, W4W_IN_HIDDEN),
+    SLIN("mlp.shared_expert.gate_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.up_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.down_proj", W4W_IN_SHARED_INTER, W4W_IN_HIDDEN),
+    ROUTER("mlp.shared_expert_gate", W4W_IN_ONE),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
+static const w4w_role qwen3_moe_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    NORM("self_attn.q_norm", 0),
+    NORM("self_attn.k_norm", 0),
+    DLIN("mlp.gate_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.up_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.down_proj", W4W_IN_INTER),
+    ROUTER("mlp.gate", W4W_IN_EXPERTS),
+    SLIN("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.down_proj", W4W_IN_MOE_INTER, W4W_IN_HIDDEN),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
 static const w4w_arch archs[] = {
-    {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles)},
-    {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles)},
-    {"qwen2", "Qwen2ForCausalLM", 0, qwen2_roles, N_OF(qwen2_roles)},
-    {"qwen3", "Qwen3ForCausalLM", 0, qwen3_roles, N_OF(qwen3_roles)},
-    {"gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles)},
+    {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL},
+    {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL},
+    {"qwen2", "Qwen2ForCausalLM", 0, qwen2_roles, N_OF(qwen2_roles), W4W_MOE_NONE, NULL},
+    {"qwen3", "Qwen3ForCausalLM", 0, qwen3_roles, N_OF(qwen3_roles), W4W_MOE_NONE, NULL},
+    {"gemma", "GemmaForCausalLM", 1, gemma_roles, N_OF(gemma_roles), W4W_MOE_NONE, NULL},
+    {"gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles), W4W_MOE_NONE, NULL},
+    /* the text-only model; "gemma3" is the multimodal wrapper whose
+     * config nests text_config */
+    {"gemma3_text", "Gemma3ForCausalLM", 1, gemma3_roles, N_OF(gemma3_roles), W4W_MOE_NONE, NULL},
+    {"phi3", "Phi3ForCausalLM", 0, phi3_roles, N_OF(phi3_roles), W4W_MOE_NONE, NULL},
+    {"mixtral", "MixtralForCausalLM", 0, mixtral_roles, N_OF(mixtral_roles), W4W_MOE_EVERY,
+     "num_local_experts"},
+    {"qwen2_moe", "Qwen2MoeForCausalLM", 0, qwen2_moe_roles, N_OF(qwen2_moe_roles), W4W_MOE_STEP,
+     "num_experts"},
+    {"qwen3_moe", "Qwen3MoeForCausalLM", 0, qwen3_moe_roles, N_OF(qwen3_moe_roles), W4W_MOE_STEP,
+     "num_experts"},
 };
 
 const w4w_arch *w4w_arch_find(const char *model_type)
@@ -112,4 +233,40 @@ const w4w_role *w4w_arch_role(const w4w_arch *a, const char *path)
         if (strcmp(a->roles[i].path, path) == 0)
             return &a->roles[i];
     return NULL;
+}
+
+int w4w_role_is_expert(const w4w_role *r)
+{
+    return strstr(r->path, "%d") != NULL;
+}
+
+int w4w_role_path(const w4w_role *r, int64_t e, char *buf, size_t len)
+{
+    const char *m = strstr(r->path, "%d");
+    int n = m ? snprintf(buf, len, "%.*s%lld%s", (int)(m - r->path), r->path, (long long)e, m + 2)
+              : snprintf(buf, len, "%s", r->path);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int w4w_role_match(const w4w_role *r, const char *path, size_t plen, int64_t *e)
+{
+    const char *m = strstr(r->path, "%d"), *s;
+    size_t pre, suf;
+    int64_t v = 0;
+    if (!m)
+        return strlen(r->path) == plen && strncmp(r->path, path, plen) == 0;
+    pre = (size_t)(m - r->path);
+    suf = strlen(m + 2);
+    if (plen < pre + suf + 1 || strncmp(path, r->path, pre) != 0 ||
+        strncmp(path + plen - suf, m + 2, suf) != 0)
+        return 0;
+    /* decimal without leading zeros, as PyTorch's ModuleList names them */
+    for (s = path + pre; s < path + plen - suf; s++) {
+        if (*s < '0' || *s > '9' || (s == path + pre && *s == '0' && s + 1 < path + plen - suf) ||
+            v > 100000000)
+            return 0;
+        v = v * 10 + (*s - '0');
+    }
+    *e = v;
+    return 1;
 }

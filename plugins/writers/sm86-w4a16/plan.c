@@ -10,7 +10,14 @@
  *   model.layers.N.<linear>.weight     -> layer_NN.safetensors <linear>.packed/.scales
  *   model.layers.N.<linear>.bias       -> <linear>.bias F16
  *   model.layers.N.<norm>.weight       -> <norm>.weight F16
- * Anything else is an error naming the tensor; so is a missing role. All
+ *   model.layers.N.<router>.weight     -> <router>.weight F16 (MoE routers)
+ * Expert roles (block_sparse_moe.experts.E.w1, mlp.experts.E.gate_proj ...)
+ * are expanded per layer by layout.c from config.json: every expert of
+ * every MoE layer must be present, an expert index at or above the
+ * config's count, or a MoE tensor in a dense layer (or the reverse), is an
+ * error naming the tensor; MoE tensors' shapes are checked against the
+ * config's widths. Anything else is an error naming the tensor; so is a
+ * missing role. All
  * shapes are checked against each other and against config.json, and each
  * file's tensor list and byte sizes are fixed here, so every safetensors
  * header can be written before its data is streamed.
@@ -250,8 +257,10 @@ static int parse_layer_name(const char *name, int64_t *layer, const char **rest)
     return 1;
 }
 
-/* Finds the role whose path is rest minus ".weight"/".bias". */
-static int match_role(const w4w_arch *a, const char *rest, int *is_bias)
+/* Finds the role whose path is rest minus ".weight"/".bias"; *expert is
+ * the expert index of an expert role, else -1. Returns the role index or
+ * -1. */
+static int match_role(const w4w_arch *a, const char *rest, int *is_bias, int64_t *expert)
 {
     size_t len = strlen(rest), i;
     size_t plen;
@@ -266,9 +275,11 @@ static int match_role(const w4w_arch *a, const char *rest, int *is_bias)
     }
     for (i = 0; i < a->n_roles; i++) {
         const w4w_role *r = &a->roles[i];
-        if (strlen(r->path) == plen && strncmp(r->path, rest, plen) == 0) {
+        int64_t e = -1;
+        if (w4w_role_match(r, rest, plen, &e)) {
             if (*is_bias && (r->kind != W4W_ROLE_LINEAR || r->bias == W4W_BIAS_NONE))
                 return -1;
+            *expert = e;
             return (int)i;
         }
     }
@@ -296,7 +307,10 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     w4w_plan *p = NULL;
     cJSON *cfg = NULL;
     const cJSON *tie;
-    size_t *slot_w = NULL, *slot_b = NULL; /* [layer * n_roles + role] */
+    size_t *slot_w = NULL, *slot_b = NULL; /* [layer * lo.per_layer + slot] */
+    w4w_layout lo;
+    w4w_inst *inst = NULL;
+    size_t n_inst, K;
     size_t embed = NONE, fnorm = NONE, head = NONE, i, nt = mi->n_tensors;
     int64_t hidden = -1, vocab = -1, L, l, m;
     const w4w_arch *a;
@@ -305,6 +319,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     int digits;
 
     *out = NULL;
+    memset(&lo, 0, sizeof lo);
     b.h = h;
     b.src = src;
     b.sp = src->source_path ? src->source_path : "source";
@@ -339,14 +354,18 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
         goto out;
     }
 
+    if ((rc = w4w_layout_init(h, b.sp, a, cfg, L, &lo)) != QB_OK)
+        goto out;
+    K = lo.per_layer;
     p = calloc(1, sizeof *p);
     if (p)
         p->items = calloc(nt ? nt : 1, sizeof *p->items);
     if (p)
         p->item_of_src = malloc((nt ? nt : 1) * sizeof *p->item_of_src);
-    slot_w = malloc((size_t)L * a->n_roles * sizeof *slot_w);
-    slot_b = malloc((size_t)L * a->n_roles * sizeof *slot_b);
-    if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b) {
+    slot_w = malloc((size_t)L * K * sizeof *slot_w);
+    slot_b = malloc((size_t)L * K * sizeof *slot_b);
+    inst = malloc(K * sizeof *inst);
+    if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b || !inst) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory planning", b.sp);
         goto out;
     }
@@ -355,7 +374,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     p->n_layers = L;
     p->tied = tie ? cJSON_IsTrue(tie) : a->tie_default;
     p->opt = *opt;
-    for (i = 0; i < (size_t)L * a->n_roles; i++)
+    for (i = 0; i < (size_t)L * K; i++)
         slot_w[i] = slot_b[i] = NONE;
     for (i = 0; i < nt; i++)
         p->item_of_src[i] = NONE;
@@ -366,6 +385,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
         const char *rest;
         size_t *slot = NULL;
         int role, is_bias;
+        int64_t e = -1;
         if (!ti || !ti->name) {
             rc = h->set_error(h, QB_E_INTERNAL, "%s: tensor %zu has no description", b.sp, i);
             goto out;
@@ -377,15 +397,40 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
         } else if (strcmp(ti->name, "lm_head.weight") == 0) {
             slot = &head;
         } else if (parse_layer_name(ti->name, &l, &rest) &&
-                   (role = match_role(a, rest, &is_bias)) >= 0) {
+                   (role = match_role(a, rest, &is_bias, &e)) >= 0) {
+            size_t k;
             if (l >= L) {
                 rc = h->set_error(h, QB_E_FORMAT,
                                   "%s: %s: layer %lld outside num_hidden_layers = %lld", b.sp,
                                   ti->name, (long long)l, (long long)L);
                 goto out;
             }
-            slot = is_bias ? &slot_b[l * (int64_t)a->n_roles + role]
-                           : &slot_w[l * (int64_t)a->n_roles + role];
+            if (e >= lo.n_experts) {
+                rc = h->set_error(h, QB_E_FORMAT,
+                                  "%s: %s: expert %lld outside config.json %s = %lld", b.sp,
+                                  ti->name, (long long)e, a->experts_key, (long long)lo.n_experts);
+                goto out;
+            }
+            if (!w4w_layout_active(&lo, l, (size_t)role)) {
+                rc = h->set_error(h, QB_E_FORMAT,
+                                  "%s: %s: unexpected: config.json makes layer %lld a %s layer", b.sp,
+                                  ti->name, (long long)l,
+                                  lo.sparse[l] ? "mixture-of-experts" : "dense-MLP");
+                goto out;
+            }
+            k = (size_t)l * K + lo.role_off[role] + (size_t)(e < 0 ? 0 : e);
+            slot = is_bias ? &slot_b[k] : &slot_w[k];
+        }
+        if (!slot && strcmp(a->model_type, "phi3") == 0 && parse_layer_name(ti->name, &l, &rest) &&
+            (strcmp(rest, "self_attn.qkv_proj.weight") == 0 ||
+             strcmp(rest, "mlp.gate_up_proj.weight") == 0)) {
+            /* the format stores phi3's projections split; a reader that
+             * presents them fused is not split here */
+            rc = h->set_error(h, QB_E_UNSUPPORTED,
+                              "%s: %s: fused phi3 projection: %s stores q/k/v and gate/up "
+                              "separately and does not split fused source tensors",
+                              b.sp, ti->name, W4W_PLUGIN_NAME);
+            goto out;
         }
         if (!slot) {
             rc = h->set_error(h, QB_E_FORMAT,
@@ -454,29 +499,62 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
         }
     }
     for (l = 0; l < L; l++) {
-        size_t r;
-        for (r = 0; r < a->n_roles; r++) {
-            const w4w_role *role = &a->roles[r];
-            size_t wi = slot_w[l * (int64_t)a->n_roles + r],
-                   bi = slot_b[l * (int64_t)a->n_roles + r];
+        size_t k;
+        w4w_layout_order(&lo, l, inst, &n_inst);
+        for (k = 0; k < n_inst; k++) {
+            const w4w_role *role = &a->roles[inst[k].role];
+            size_t si = (size_t)l * K + lo.role_off[inst[k].role] +
+                        (size_t)(inst[k].expert < 0 ? 0 : inst[k].expert);
+            size_t wi = slot_w[si], bi = slot_b[si];
             const qb_tensor_info *t;
+            char path[256];
+            if (w4w_role_path(role, inst[k].expert, path, sizeof path) != 0) {
+                rc = h->set_error(h, QB_E_INTERNAL, "%s: role path too long", b.sp);
+                goto out;
+            }
             if (wi == NONE) {
                 rc = h->set_error(h, QB_E_NOT_FOUND,
                                   "%s: model.layers.%lld.%s.weight: required tensor missing", b.sp,
-                                  (long long)l, role->path);
+                                  (long long)l, path);
                 goto out;
             }
             t = tinfo(&b, wi);
-            if (role->kind == W4W_ROLE_LINEAR) {
+            if (role->kind != W4W_ROLE_NORM) {
                 if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1) {
-                    rc = h->set_error(h, QB_E_FORMAT, "%s: %s: a linear weight must be 2-D", b.sp,
-                                      t->name);
+                    rc = h->set_error(h, QB_E_FORMAT, "%s: %s: a %s weight must be 2-D", b.sp,
+                                      t->name, role->kind == W4W_ROLE_ROUTER ? "router" : "linear");
                     goto out;
                 }
+                if (role->out != W4W_IN_NONE) {
+                    /* MoE tensors: every expert of the config's width */
+                    int64_t want_r = lo.width[role->out], want_c = lo.width[role->in];
+                    if (role->in == W4W_IN_HIDDEN)
+                        want_c = hidden;
+                    if (role->out == W4W_IN_HIDDEN)
+                        want_r = hidden;
+                    if (want_r < 1 || want_c < 1) {
+                        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: %s missing, needed for %s",
+                                          b.sp,
+                                          w4w_width_key(want_r < 1 ? role->out : role->in),
+                                          t->name);
+                        goto out;
+                    }
+                    if (t->dims[0] != want_r || t->dims[1] != want_c) {
+                        rc = h->set_error(h, QB_E_MISMATCH,
+                                          "%s: %s: shape [%lld, %lld] is not [%s, %s] = [%lld, %lld]",
+                                          b.sp, t->name, (long long)t->dims[0],
+                                          (long long)t->dims[1], w4w_width_key(role->out),
+                                          w4w_width_key(role->in), (long long)want_r,
+                                          (long long)want_c);
+                        goto out;
+                    }
+                }
+            }
+            if (role->kind == W4W_ROLE_LINEAR) {
                 if (bi == NONE && role->bias == W4W_BIAS_REQUIRED) {
                     rc = h->set_error(h, QB_E_NOT_FOUND,
                                       "%s: model.layers.%lld.%s.bias: required tensor missing",
-                                      b.sp, (long long)l, role->path);
+                                      b.sp, (long long)l, path);
                     goto out;
                 }
                 if (bi != NONE) {
@@ -487,7 +565,8 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                         goto out;
                     }
                 }
-            } else if (t->n_dims != 1 || (role->hidden_sized && t->dims[0] != hidden)) {
+            } else if (role->kind == W4W_ROLE_NORM &&
+                       (t->n_dims != 1 || (role->hidden_sized && t->dims[0] != hidden))) {
                 rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: a norm weight must be 1-D%s", b.sp,
                                   t->name, role->hidden_sized ? " of hidden_size" : "");
                 goto out;
@@ -504,22 +583,26 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     for (m = 100; L - 1 >= m; m *= 10)
         digits++;
     for (l = 0; l < L; l++) {
-        size_t r;
+        size_t k;
         snprintf(name, sizeof name, "layer_%0*d.safetensors", digits & 7, (int)l);
         if ((rc = add_file(&b, name)) != QB_OK)
             goto out;
-        for (r = 0; r < a->n_roles; r++) {
-            const w4w_role *role = &a->roles[r];
-            size_t wi = slot_w[l * (int64_t)a->n_roles + r],
-                   bi = slot_b[l * (int64_t)a->n_roles + r];
+        w4w_layout_order(&lo, l, inst, &n_inst);
+        for (k = 0; k < n_inst; k++) {
+            const w4w_role *role = &a->roles[inst[k].role];
+            size_t si = (size_t)l * K + lo.role_off[inst[k].role] +
+                        (size_t)(inst[k].expert < 0 ? 0 : inst[k].expert);
+            size_t wi = slot_w[si], bi = slot_b[si];
+            char path[256];
+            w4w_role_path(role, inst[k].expert, path, sizeof path); /* fits: checked above */
             if (role->kind == W4W_ROLE_LINEAR) {
-                rc = plan_linear(&b, wi, role->path);
+                rc = plan_linear(&b, wi, path);
                 if (rc == QB_OK && bi != NONE) {
-                    snprintf(name, sizeof name, "%s.bias", role->path);
+                    snprintf(name, sizeof name, "%s.bias", path);
                     rc = plan_f16(&b, bi, name);
                 }
             } else {
-                snprintf(name, sizeof name, "%s.weight", role->path);
+                snprintf(name, sizeof name, "%s.weight", path);
                 rc = plan_f16(&b, wi, name);
             }
             if (rc != QB_OK)
@@ -550,6 +633,8 @@ out:
     w4w_plan_free(p);
     free(slot_w);
     free(slot_b);
+    free(inst);
+    w4w_layout_free(&lo);
     cJSON_Delete(cfg);
     return rc;
 }

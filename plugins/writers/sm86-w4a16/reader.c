@@ -108,11 +108,6 @@ static int64_t cfg_int(const cJSON *cfg, const char *key)
     return (int64_t)v->valuedouble;
 }
 
-/* The config's widths a layout check needs. */
-typedef struct w4r_dims {
-    int64_t hidden, inter, heads_x_dim, vocab;
-} w4r_dims;
-
 static qb_status add_f16(w4r_reader *r, const char *file, const qb_st_tensor *st, const char *canon,
                          uint32_t want_dims, int64_t d0, int64_t d1)
 {
@@ -223,56 +218,66 @@ static qb_status open_set(w4r_reader *r, const char *file, qb_st_set **out)
     return rc;
 }
 
-/* Maps one layer file; every tensor in it must be a role of the
- * architecture, every required role present. */
-static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4r_dims *d)
+/* Maps one layer file; every tensor in it must be a role instance of the
+ * architecture for this layer (layout.c: experts, MoE or dense layer),
+ * every required one present. */
+static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4w_layout *lo,
+                           w4w_inst *inst)
 {
     const qb_host *h = r->h;
     const qb_st_api *api = h->safetensors;
     const w4w_arch *a = r->man.arch;
     qb_st_set *set;
-    size_t i, k, cnt, used = 0;
-    char canon[192], n[256];
+    size_t i, k, cnt, used = 0, n_inst, first = r->n;
+    char canon[192], n[256], path[128];
     qb_status rc = open_set(r, file, &set);
     if (rc != QB_OK)
         return rc;
     cnt = api->count(set);
-    for (k = 0; k < a->n_roles; k++) {
-        const w4w_role *role = &a->roles[k];
+    w4w_layout_order(lo, l, inst, &n_inst);
+    for (k = 0; k < n_inst; k++) {
+        const w4w_role *role = &a->roles[inst[k].role];
+        if (w4w_role_path(role, inst[k].expert, path, sizeof path) != 0)
+            return h->set_error(h, QB_E_INTERNAL, "%s/%s: role path too long", r->dir, file);
+        snprintf(canon, sizeof canon, "model.layers.%lld.%s.weight", (long long)l, path);
         if (role->kind == W4W_ROLE_LINEAR) {
-            int64_t cols = role->in == W4W_IN_INTER   ? d->inter
-                           : role->in == W4W_IN_HEADS ? d->heads_x_dim
-                                                      : d->hidden;
+            int64_t cols = lo->width[role->in];
+            int64_t rows_want = role->out != W4W_IN_NONE ? lo->width[role->out] : 0;
             const qb_st_tensor *b;
             int64_t rows;
-            snprintf(canon, sizeof canon, "model.layers.%lld.%s.weight", (long long)l, role->path);
-            rc = add_linear(r, file, set, role->path, canon, cols, 0);
+            if (cols < 1 || rows_want < 0)
+                return h->set_error(h, QB_E_FORMAT, "%s/config.json: %s missing, needed for %s",
+                                    r->dir, w4w_width_key(cols < 1 ? role->in : role->out),
+                                    canon);
+            rc = add_linear(r, file, set, path, canon, cols, rows_want);
             if (rc != QB_OK)
                 return rc;
             used += 2 + (r->t[r->n - 1].perm != NULL);
             rows = r->t[r->n - 1].rows;
-            snprintf(n, sizeof n, "%s.bias", role->path);
+            snprintf(n, sizeof n, "%s.bias", path);
             b = api->find(set, n);
             if (b && role->bias == W4W_BIAS_NONE)
                 continue; /* counted as unknown below */
             if (!b && role->bias == W4W_BIAS_REQUIRED)
                 return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
             if (b) {
-                snprintf(canon, sizeof canon, "model.layers.%lld.%s.bias", (long long)l,
-                         role->path);
+                snprintf(canon, sizeof canon, "model.layers.%lld.%s.bias", (long long)l, path);
                 if ((rc = add_f16(r, file, b, canon, 1, rows, 0)) != QB_OK)
                     return rc;
                 used++;
             }
         } else {
             const qb_st_tensor *w;
-            snprintf(n, sizeof n, "%s.weight", role->path);
+            int router = role->kind == W4W_ROLE_ROUTER;
+            snprintf(n, sizeof n, "%s.weight", path);
             w = api->find(set, n);
             if (!w)
                 return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
-            snprintf(canon, sizeof canon, "model.layers.%lld.%s.weight", (long long)l, role->path);
-            if ((rc = add_f16(r, file, w, canon, 1, role->hidden_sized ? d->hidden : 0, 0)) !=
-                QB_OK)
+            rc = router ? add_f16(r, file, w, canon, 2, lo->width[role->out],
+                                  lo->width[W4W_IN_HIDDEN])
+                        : add_f16(r, file, w, canon, 1,
+                                  role->hidden_sized ? lo->width[W4W_IN_HIDDEN] : 0, 0);
+            if (rc != QB_OK)
                 return rc;
             used++;
         }
@@ -282,11 +287,15 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4r
         for (i = 0; i < cnt; i++) {
             const qb_st_tensor *st = api->tensor(set, i);
             int claimed = 0;
-            for (k = 0; k < r->n && !claimed; k++)
+            for (k = first; k < r->n && !claimed; k++)
                 claimed = r->t[k].a == st || r->t[k].s == st;
             if (!claimed)
-                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: unknown tensor for architecture %s",
-                                    r->dir, file, st->name, a->model_type);
+                return h->set_error(h, QB_E_FORMAT,
+                                    "%s/%s: %s: unknown tensor for architecture %s%s", r->dir,
+                                    file, st->name, a->model_type,
+                                    a->moe == W4W_MOE_NONE ? ""
+                                    : lo->sparse[l]        ? " (a mixture-of-experts layer)"
+                                                           : " (a dense-MLP layer)");
         }
     }
     return QB_OK;
@@ -334,13 +343,15 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     const cJSON *tie, *mt;
     char file[64], p[4096];
     size_t len;
-    w4r_dims d;
-    int64_t l, heads, head_dim, m;
+    w4w_layout lo;
+    w4w_inst *inst = NULL;
+    int64_t l, m, vocab;
     int digits;
     qb_status rc = QB_OK;
 
     (void)params;
     *out = NULL;
+    memset(&lo, 0, sizeof lo);
     r = calloc(1, sizeof *r);
     if (!r || !(r->dir = strdup(path))) {
         free(r);
@@ -364,24 +375,28 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     cfg = cJSON_Parse(r->config);
     mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
-    d.hidden = cfg_int(cfg, "hidden_size");
-    d.inter = cfg_int(cfg, "intermediate_size");
-    d.vocab = cfg_int(cfg, "vocab_size");
-    heads = cfg_int(cfg, "num_attention_heads");
-    head_dim = cJSON_GetObjectItemCaseSensitive(cfg, "head_dim") ? cfg_int(cfg, "head_dim")
-               : heads > 0 && d.hidden > 0                       ? d.hidden / heads
-                                                                 : -1;
-    d.heads_x_dim = heads > 0 && head_dim > 0 ? heads * head_dim : -1;
+    vocab = cfg_int(cfg, "vocab_size");
     if (!cJSON_IsObject(cfg) || !cJSON_IsString(mt) ||
         strcmp(mt->valuestring, r->man.arch->model_type) ||
         cfg_int(cfg, "num_hidden_layers") != r->man.n_layers || (tie && !cJSON_IsBool(tie)) ||
-        (tie && cJSON_IsTrue(tie) != r->man.tied) || d.hidden < 1 || d.inter < 1 || d.vocab < 1 ||
-        d.heads_x_dim < 1) {
+        (tie && cJSON_IsTrue(tie) != r->man.tied) || vocab < 1) {
         rc = h->set_error(h, QB_E_MISMATCH,
-                          "%s/config.json: model_type, num_hidden_layers, tie_word_embeddings, "
-                          "hidden_size, intermediate_size, vocab_size or heads missing or disagree "
-                          "with manifest.json",
+                          "%s/config.json: model_type, num_hidden_layers, tie_word_embeddings "
+                          "or vocab_size missing or disagree with manifest.json",
                           r->dir);
+        goto out;
+    }
+    snprintf(p, sizeof p, "%s/config.json", r->dir);
+    if ((rc = w4w_layout_init(h, p, r->man.arch, cfg, r->man.n_layers, &lo)) != QB_OK)
+        goto out;
+    if (lo.width[W4W_IN_HIDDEN] < 1 || lo.width[W4W_IN_HEADS] < 1) {
+        rc = h->set_error(h, QB_E_MISMATCH,
+                          "%s/config.json: hidden_size or num_attention_heads missing", r->dir);
+        goto out;
+    }
+    inst = malloc((lo.per_layer ? lo.per_layer : 1) * sizeof *inst);
+    if (!inst) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
         goto out;
     }
     r->sets = calloc((size_t)r->man.n_layers + 3, sizeof *r->sets);
@@ -390,27 +405,27 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
         goto out;
     }
     if ((rc = map_single(r, "embed.safetensors", "embed_tokens.weight", "model.embed_tokens.weight",
-                         2, d.vocab, d.hidden)) != QB_OK)
+                         2, vocab, lo.width[W4W_IN_HIDDEN])) != QB_OK)
         goto out;
     digits = 2;
     for (m = 100; r->man.n_layers - 1 >= m; m *= 10)
         digits++;
     for (l = 0; l < r->man.n_layers; l++) {
         snprintf(file, sizeof file, "layer_%0*d.safetensors", digits & 7, (int)l);
-        if ((rc = map_layer(r, l, file, &d)) != QB_OK)
+        if ((rc = map_layer(r, l, file, &lo, inst)) != QB_OK)
             goto out;
     }
-    if ((rc = map_single(r, "norm.safetensors", "norm.weight", "model.norm.weight", 1, d.hidden,
-                         0)) != QB_OK)
+    if ((rc = map_single(r, "norm.safetensors", "norm.weight", "model.norm.weight", 1,
+                         lo.width[W4W_IN_HIDDEN], 0)) != QB_OK)
         goto out;
     if (!r->man.tied && !r->man.quantized_head) {
-        rc = map_single(r, "lm_head.safetensors", "lm_head.weight", "lm_head.weight", 2, d.vocab,
-                        d.hidden);
+        rc = map_single(r, "lm_head.safetensors", "lm_head.weight", "lm_head.weight", 2, vocab,
+                        lo.width[W4W_IN_HIDDEN]);
     } else if (!r->man.tied) {
         qb_st_set *set;
         if ((rc = open_set(r, "lm_head.safetensors", &set)) == QB_OK) {
-            rc = add_linear(r, "lm_head.safetensors", set, "lm_head", "lm_head.weight", d.hidden,
-                            d.vocab);
+            rc = add_linear(r, "lm_head.safetensors", set, "lm_head", "lm_head.weight",
+                            lo.width[W4W_IN_HIDDEN], vocab);
             if (rc == QB_OK && h->safetensors->count(set) != 2u + (r->t[r->n - 1].perm != NULL))
                 rc = h->set_error(h, QB_E_FORMAT,
                                   "%s/lm_head.safetensors: must hold exactly "
@@ -428,6 +443,8 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     *out = r;
     r = NULL;
 out:
+    free(inst);
+    w4w_layout_free(&lo);
     cJSON_Delete(cfg);
     reader_free(r);
     return rc;

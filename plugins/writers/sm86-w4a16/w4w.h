@@ -4,7 +4,9 @@
  * The plugin writes and reads the native layered W4A16 checkpoint
  * defined in shared/docs/w4a16-format.md, version 1. Files:
  *   plugin.c      entry point, descriptor, options
- *   arch.c        tensor roles per architecture (data only)
+ *   arch.c        tensor roles per architecture (data, role paths)
+ *   layout.c      per-layer role instances from config.json (experts, MoE layers)
+ *   repack.c      whether a source integer grid maps exactly into int4
  *   plan.c        classification of the source tensors and the file layout
  *   quantize.c    per-group int4 rules (absmax/7, scale search, auto)
  *   pack.c        nibble packing and decoding of the format
@@ -44,7 +46,8 @@ extern const qb_option_decl *const w4w_option_decls[];
 
 typedef enum w4w_role_kind {
     W4W_ROLE_LINEAR = 1, /* 2-D [out, in] weight: packed + scales */
-    W4W_ROLE_NORM = 2    /* 1-D weight kept F16 */
+    W4W_ROLE_NORM = 2,   /* 1-D weight kept F16 */
+    W4W_ROLE_ROUTER = 3  /* 2-D MoE router weight kept F16 (w4a16-format.md) */
 } w4w_role_kind;
 
 typedef enum w4w_bias_rule {
@@ -53,24 +56,46 @@ typedef enum w4w_bias_rule {
     W4W_BIAS_REQUIRED = 2  /* the architecture always has one */
 } w4w_bias_rule;
 
-/* Where a role's input width comes from in config.json (the reader needs
- * it: a packed row of ceil(in/2) bytes cannot tell 2k-1 from 2k). */
+/* Where a role's widths come from in config.json (the reader needs the
+ * input width: a packed row of ceil(in/2) bytes cannot tell 2k-1 from 2k). */
 typedef enum w4w_in_dim {
     W4W_IN_NONE = 0,
-    W4W_IN_HIDDEN = 1, /* hidden_size */
-    W4W_IN_INTER = 2,  /* intermediate_size */
-    W4W_IN_HEADS = 3   /* num_attention_heads * head_dim */
+    W4W_IN_HIDDEN = 1,       /* hidden_size */
+    W4W_IN_INTER = 2,        /* intermediate_size */
+    W4W_IN_HEADS = 3,        /* num_attention_heads * head_dim */
+    W4W_IN_MOE_INTER = 4,    /* moe_intermediate_size */
+    W4W_IN_SHARED_INTER = 5, /* shared_expert_intermediate_size */
+    W4W_IN_EXPERTS = 6,      /* the expert count (a router's rows) */
+    W4W_IN_ONE = 7           /* 1 (shared_expert_gate's single row) */
 } w4w_in_dim;
 
+/* Which decoder layers hold a role. */
+typedef enum w4w_layers {
+    W4W_LAYERS_ALL = 0,
+    W4W_LAYERS_DENSE = 1, /* layers with a dense MLP only */
+    W4W_LAYERS_SPARSE = 2 /* MoE layers only */
+} w4w_layers;
+
 /* One tensor role inside a decoder layer, by its Hugging Face module path
- * relative to `model.layers.N.` (without ".weight"). */
+ * relative to `model.layers.N.` (without ".weight"). A path holding "%d"
+ * is one tensor per expert, %d the expert index 0 .. n_experts-1. */
 typedef struct w4w_role {
     const char *path;
     w4w_role_kind kind;
     w4w_bias_rule bias;
     int hidden_sized; /* NORM: its length must equal hidden_size */
-    w4w_in_dim in;    /* LINEAR: input width source */
+    w4w_in_dim in;    /* LINEAR/ROUTER: input width source */
+    w4w_in_dim out;   /* LINEAR/ROUTER: rows source; W4W_IN_NONE: not checked by the plan */
+    w4w_layers layers;
 } w4w_role;
+
+/* How an architecture places MoE blocks. */
+typedef enum w4w_moe {
+    W4W_MOE_NONE = 0,
+    W4W_MOE_EVERY = 1, /* every layer (Mixtral) */
+    W4W_MOE_STEP = 2   /* layer l when (l + 1) % decoder_sparse_step == 0 and l is not in
+                          mlp_only_layers (Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer) */
+} w4w_moe;
 
 /* One supported architecture. Adding one is adding a table entry. */
 typedef struct w4w_arch {
@@ -79,6 +104,8 @@ typedef struct w4w_arch {
     int tie_default;        /* transformers' default of tie_word_embeddings */
     const w4w_role *roles;  /* layer roles in output order */
     size_t n_roles;
+    w4w_moe moe;
+    const char *experts_key; /* config key of the expert count, MoE only */
 } w4w_arch;
 
 /* The table entry for `model_type`, or NULL when unsupported. Pure. */
@@ -86,6 +113,66 @@ const w4w_arch *w4w_arch_find(const char *model_type);
 
 /* The role of `a` whose path is `path` (exact), or NULL. Pure. */
 const w4w_role *w4w_arch_role(const w4w_arch *a, const char *path);
+
+/* 1 when the role is one tensor per expert (its path holds "%d"). Pure. */
+int w4w_role_is_expert(const w4w_role *r);
+
+/* Writes the role's path for expert e (e ignored for a non-expert role)
+ * into buf. Returns 0, or -1 when it does not fit. Pure. */
+int w4w_role_path(const w4w_role *r, int64_t e, char *buf, size_t len);
+
+/* Matches `path` (a module path without ".weight"/".bias") against the
+ * role's path; for an expert role sets *e to the decimal index written
+ * without leading zeros. Returns 1 on a match, else 0. Pure. */
+int w4w_role_match(const w4w_role *r, const char *path, size_t plen, int64_t *e);
+
+/* ---- per-layer layout from config.json (layout.c) ------------------------ */
+
+struct cJSON;
+
+/* One role instance of a layer: role index and expert (-1: not an expert). */
+typedef struct w4w_inst {
+    size_t role;
+    int64_t expert;
+} w4w_inst;
+
+/* What config.json says about the layers: widths (-1 when the key is
+ * absent), experts, which layers are MoE, and the slot numbering shared
+ * by plan.c and reader.c. */
+typedef struct w4w_layout {
+    const w4w_arch *arch;
+    int64_t n_layers;
+    int64_t width[8];  /* indexed by w4w_in_dim; W4W_IN_ONE is 1 */
+    int64_t n_experts; /* 0 for a dense architecture */
+    uint8_t *sparse;   /* [n_layers]: 1 = MoE layer; owned */
+    size_t *role_off;  /* [n_roles]: first slot of each role in a layer; owned */
+    size_t per_layer;  /* slots per layer: every role, every expert */
+} w4w_layout;
+
+/* Reads the layout of `n_layers` layers of architecture `a` from `cfg`
+ * (a parsed config.json object). hidden_size, intermediate_size,
+ * num_attention_heads/head_dim, moe_intermediate_size,
+ * shared_expert_intermediate_size are optional here (-1); a MoE
+ * architecture needs its expert count (1 .. 4096) and, with
+ * W4W_MOE_STEP, valid decoder_sparse_step / mlp_only_layers when present.
+ * Errors are QB_E_FORMAT naming `where` and the key, or QB_E_NOMEM. On
+ * failure *out holds nothing to free. Single-threaded. */
+qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a,
+                          const struct cJSON *cfg, int64_t n_layers, w4w_layout *out);
+
+/* Frees what w4w_layout_init allocated. NULL or zeroed is a no-op. */
+void w4w_layout_free(w4w_layout *lo);
+
+/* 1 when role `r` has tensors in layer l. Pure. */
+int w4w_layout_active(const w4w_layout *lo, int64_t l, size_t r);
+
+/* Fills out[0 .. *n) with layer l's role instances in output order (table
+ * order; a run of consecutive expert roles expert by expert). out must
+ * hold lo->per_layer entries. Pure. */
+void w4w_layout_order(const w4w_layout *lo, int64_t l, w4w_inst *out, size_t *n);
+
+/* The config key behind a width, for messages. Pure. */
+const char *w4w_width_key(w4w_in_dim d);
 
 /* ---- SHA-256 (sha256.c) -------------------------------------------------- */
 
@@ -124,6 +211,14 @@ typedef struct w4w_manifest_in {
  * naming the file); every safetensors file the layout needs and
  * config.json must be listed. Messages name the file. Single-threaded. */
 qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *out);
+
+/* ---- exact repack decision (repack.c) ----------------------------------- */
+
+/* The zero point a grid must have for its codes to carry over into int4
+ * (code - zero in [-8, 7]): 2^(bits-1) for a symmetric grid of 1..4 bits.
+ * Returns 0 when the grid cannot be repacked exactly (why says why; a
+ * grid's rows are still checked element by element by the writer). Pure. */
+int w4w_repack_zero(const qb_grid_info *gi, char *why, size_t why_len);
 
 /* ---- quantization (quantize.c) ------------------------------------------- */
 

@@ -1,0 +1,182 @@
+/*
+ * sm86-w4a16 — the per-layer layout an architecture takes from config.json:
+ * widths of its projections, the expert count, which layers hold a MoE
+ * block, and one slot numbering of role instances that the plan (writer)
+ * and the reader share, so both sides agree on every tensor of a layer.
+ *
+ * MoE placement follows the Hugging Face decoder layers: Mixtral has a
+ * sparse block in every layer; Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer
+ * use one when the layer is not in mlp_only_layers and num_experts > 0
+ * and (layer + 1) % decoder_sparse_step == 0 (defaults 1 and [] in
+ * configuration_qwen2_moe.py / configuration_qwen3_moe.py), else a dense
+ * MLP of intermediate_size.
+ */
+#include "w4w.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W4W_MAX_EXPERTS 4096
+
+static const char *const width_keys[8] = {
+    "", "hidden_size", "intermediate_size", "num_attention_heads * head_dim",
+    "moe_intermediate_size", "shared_expert_intermediate_size", "the expert count", "1",
+};
+
+const char *w4w_width_key(w4w_in_dim d)
+{
+    return (unsigned)d < 8 ? width_keys[d] : "?";
+}
+
+/* Positive integer member, -1 when absent or null, -2 when not one. */
+static int64_t pos_int(const cJSON *cfg, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!v || cJSON_IsNull(v))
+        return -1;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e12 ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
+        return -2;
+    return (int64_t)v->valuedouble;
+}
+
+qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a,
+                          const cJSON *cfg, int64_t n_layers, w4w_layout *out)
+{
+    static const char *const keys[] = {"hidden_size", "intermediate_size",
+                                       "moe_intermediate_size",
+                                       "shared_expert_intermediate_size"};
+    static const w4w_in_dim dims[] = {W4W_IN_HIDDEN, W4W_IN_INTER, W4W_IN_MOE_INTER,
+                                      W4W_IN_SHARED_INTER};
+    int64_t heads, head_dim, step = 1, l, v;
+    const cJSON *only, *e;
+    qb_status rc = QB_OK;
+    size_t i, r;
+
+    memset(out, 0, sizeof *out);
+    out->arch = a;
+    out->n_layers = n_layers;
+    for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        v = pos_int(cfg, keys[i]);
+        if (v == -2)
+            return h->set_error(h, QB_E_FORMAT, "%s: config.json: %s is not a positive integer",
+                                where, keys[i]);
+        out->width[dims[i]] = v;
+    }
+    heads = pos_int(cfg, "num_attention_heads");
+    head_dim = pos_int(cfg, "head_dim");
+    if (heads == -2 || head_dim == -2)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: num_attention_heads/head_dim is not a positive "
+                            "integer",
+                            where);
+    /* transformers' default head_dim is hidden_size // num_attention_heads */
+    if (head_dim < 0 && heads > 0 && out->width[W4W_IN_HIDDEN] > 0)
+        head_dim = out->width[W4W_IN_HIDDEN] / heads;
+    out->width[W4W_IN_HEADS] = heads > 0 && head_dim > 0 ? heads * head_dim : -1;
+    out->width[W4W_IN_ONE] = 1;
+    out->width[W4W_IN_EXPERTS] = -1;
+    if (a->moe != W4W_MOE_NONE) {
+        out->n_experts = pos_int(cfg, a->experts_key);
+        if (out->n_experts < 1 || out->n_experts > W4W_MAX_EXPERTS)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: config.json: %s missing or not an integer in 1..%d (%s is a "
+                                "mixture-of-experts architecture)",
+                                where, a->experts_key, W4W_MAX_EXPERTS, a->model_type);
+        out->width[W4W_IN_EXPERTS] = out->n_experts;
+    }
+    out->sparse = calloc((size_t)n_layers, 1);
+    out->role_off = calloc(a->n_roles, sizeof *out->role_off);
+    if (!out->sparse || !out->role_off) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", where);
+        goto out;
+    }
+    for (r = 0; r < a->n_roles; r++) {
+        out->role_off[r] = out->per_layer;
+        out->per_layer += w4w_role_is_expert(&a->roles[r]) ? (size_t)out->n_experts : 1;
+    }
+    if (a->moe == W4W_MOE_EVERY)
+        memset(out->sparse, 1, (size_t)n_layers);
+    if (a->moe == W4W_MOE_STEP) {
+        step = pos_int(cfg, "decoder_sparse_step");
+        if (step == -2) {
+            rc = h->set_error(h, QB_E_FORMAT,
+                              "%s: config.json: decoder_sparse_step is not a positive integer",
+                              where);
+            goto out;
+        }
+        if (step < 0)
+            step = 1;
+        for (l = 0; l < n_layers; l++)
+            out->sparse[l] = (l + 1) % step == 0;
+        only = cJSON_GetObjectItemCaseSensitive(cfg, "mlp_only_layers");
+        if (only && !cJSON_IsNull(only) && !cJSON_IsArray(only)) {
+            rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: mlp_only_layers is not an array",
+                              where);
+            goto out;
+        }
+        cJSON_ArrayForEach(e, only)
+        {
+            if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= (double)n_layers ||
+                e->valuedouble != (double)(int64_t)e->valuedouble) {
+                rc = h->set_error(h, QB_E_FORMAT,
+                                  "%s: config.json: mlp_only_layers holds something that is not a "
+                                  "layer index below num_hidden_layers = %lld",
+                                  where, (long long)n_layers);
+                goto out;
+            }
+            out->sparse[(int64_t)e->valuedouble] = 0;
+        }
+    }
+out:
+    if (rc != QB_OK)
+        w4w_layout_free(out);
+    return rc;
+}
+
+void w4w_layout_free(w4w_layout *lo)
+{
+    if (!lo)
+        return;
+    free(lo->sparse);
+    free(lo->role_off);
+    lo->sparse = NULL;
+    lo->role_off = NULL;
+}
+
+int w4w_layout_active(const w4w_layout *lo, int64_t l, size_t r)
+{
+    w4w_layers where = lo->arch->roles[r].layers;
+    if (where == W4W_LAYERS_ALL)
+        return 1;
+    return (where == W4W_LAYERS_SPARSE) == (lo->sparse[l] != 0);
+}
+
+void w4w_layout_order(const w4w_layout *lo, int64_t l, w4w_inst *out, size_t *n)
+{
+    const w4w_arch *a = lo->arch;
+    size_t r = 0, k = 0, r1, q;
+    int64_t e;
+    while (r < a->n_roles) {
+        if (!w4w_role_is_expert(&a->roles[r])) {
+            if (w4w_layout_active(lo, l, r)) {
+                out[k].role = r;
+                out[k++].expert = -1;
+            }
+            r++;
+            continue;
+        }
+        /* a run of expert roles: expert 0's projections, then expert 1's */
+        for (r1 = r; r1 < a->n_roles && w4w_role_is_expert(&a->roles[r1]); r1++)
+            ;
+        for (e = 0; e < lo->n_experts; e++)
+            for (q = r; q < r1; q++)
+                if (w4w_layout_active(lo, l, q)) {
+                    out[k].role = q;
+                    out[k++].expert = e;
+                }
+        r = r1;
+    }
+    *n = k;
+}
