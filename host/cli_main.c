@@ -119,7 +119,6 @@ int qbh_cli_main(int argc, char **argv)
     cmd = argv[optind];
     argc -= optind;
     argv += optind;
-    qbh_signals_install();
     if (strcmp(cmd, "plugins") == 0)
         rc = qbh_cmd_plugins(argc, argv, &co);
     else if (strcmp(cmd, "inspect") == 0)

@@ -352,6 +352,9 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         rc = QBH_EXIT_USAGE;
         goto done;
     }
+    /* Only convert writes anything, so only convert turns a signal into an
+     * orderly unwind; plugins/inspect keep the default (immediate) action. */
+    qbh_signals_install();
     if (qbh_cli_setup(co, &reg)) {
         qbh_cli_report();
         goto done;

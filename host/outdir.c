@@ -24,6 +24,20 @@
 
 #define QBH_TMP_MARKER ".quantbridge-tmp"
 
+/* `p` without trailing slashes ("out/" names "out", whose parent is ".",
+ * not "out"); "/" stays "/". New string (qbh_free) or NULL on OOM. */
+static char *strip_slashes(const char *p)
+{
+    char *c = qbh_strdup(p);
+    size_t n;
+    if (!c)
+        return NULL;
+    n = strlen(c);
+    while (n > 1 && c[n - 1] == '/')
+        c[--n] = '\0';
+    return c;
+}
+
 /* realpath of `p`, or, when p does not exist, realpath(parent)/basename. */
 static qb_status resolve(const char *p, int must_exist, char **out)
 {
@@ -93,14 +107,16 @@ static int dir_is_empty(const char *path, int *err)
 
 qb_status qbh_outdir_check(const char *source, const char *output, int overwrite)
 {
-    char *src = NULL, *out = NULL;
+    char *src = NULL, *out = NULL, *given = strip_slashes(output);
     struct stat st;
     qb_status rc;
 
+    if (!given)
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
     rc = resolve(source, 1, &src);
     if (rc)
         goto done;
-    rc = resolve(output, 0, &out);
+    rc = resolve(given, 0, &out);
     if (rc)
         goto done;
     if (strcmp(src, out) == 0) {
@@ -120,6 +136,7 @@ qb_status qbh_outdir_check(const char *source, const char *output, int overwrite
                                      "replace it)", output);
     }
 done:
+    qbh_free(given);
     qbh_free(src);
     qbh_free(out);
     return rc;
@@ -185,10 +202,10 @@ qb_status qbh_outdir_begin(const char *output, int overwrite, qbh_outdir *od)
 
     memset(od, 0, sizeof *od);
     od->overwrite = overwrite;
-    od->final_path = qbh_strdup(output);
+    od->final_path = strip_slashes(output);
     if (!od->final_path)
         return qbh_error_set(QB_E_NOMEM, "out of memory");
-    rc = sibling_name(output, "qbtmp", &od->tmp_path);
+    rc = sibling_name(od->final_path, "qbtmp", &od->tmp_path);
     if (rc)
         goto out;
     if (mkdir(od->tmp_path, 0755) != 0) {

@@ -469,7 +469,8 @@ static const char CSS[] =
     "ol.worst li{margin:2px 0}code{font-size:12.5px}.hint{color:#6b7487;font-size:12px}";
 
 /* Sorts table#tensors by the clicked column: numbers by data-v, text by
- * content; a second click reverses. */
+ * content; a second click reverses. The page's #sort=N[-] does the same
+ * on load. */
 static const char JS[] =
     "(function(){var t=document.getElementById('tensors');if(!t)return;"
     "var hs=t.tHead.rows[0].cells;"
@@ -483,7 +484,10 @@ static const char JS[] =
     "rs.sort(function(x,y){var p=key(x.cells[i],num),q=key(y.cells[i],num);"
     "var c=p<q?-1:(p>q?1:0);return asc?c:-c;});"
     "for(var k=0;k<rs.length;k++)b.appendChild(rs[k]);}"
-    "for(var i=0;i<hs.length;i++)hs[i].addEventListener('click',sortBy.bind(null,i));})();";
+    "for(var i=0;i<hs.length;i++)hs[i].addEventListener('click',sortBy.bind(null,i));"
+    /* #sort=N sorts by column N ascending, #sort=N- descending (links, tests) */
+    "var m=/^#sort=(\\d+)(-?)$/.exec(location.hash);"
+    "if(m&&hs[+m[1]]){sortBy(+m[1]);if(m[2])sortBy(+m[1]);}})();";
 
 static void td_num(FILE *f, double v, const char *fmt)
 {

@@ -39,6 +39,13 @@ START_TEST(refusals)
     ck_assert_int_eq(qbh_outdir_check(src, file, 1), QB_E_INVALID);
     ck_assert_ptr_nonnull(strstr(qbh_error_message(), "not a directory"));
     ck_assert_int_eq(qbh_outdir_check(src, sibling, 0), QB_OK);
+    {
+        /* Trailing slashes name the same directory. */
+        char *slashed = qbt_path(src, "out//");
+        ck_assert_int_eq(qbh_outdir_check(src, slashed, 0), QB_E_INVALID);
+        ck_assert_ptr_nonnull(strstr(qbh_error_message(), "is inside the source"));
+        free(slashed);
+    }
     ck_assert_int_eq(qbh_outdir_check(src, "/nonexistent/dir/out", 0), QB_E_NOT_FOUND);
     ck_assert_int_eq(qbh_outdir_check("/nonexistent/src", sibling, 0), QB_E_NOT_FOUND);
     free(d);
@@ -78,6 +85,23 @@ START_TEST(begin_commit)
     free(marker);
     free(f);
     free(out);
+    free(d);
+}
+END_TEST
+
+START_TEST(trailing_slash_output)
+{
+    char *d = qbt_mkdtemp("outdir-slash"), *out = qbt_path(d, "out/"), *plain = qbt_path(d, "out");
+    qbh_outdir od;
+    ck_assert_int_eq(qbh_outdir_begin(out, 0, &od), QB_OK);
+    /* The temp dir is beside the output, not inside it. */
+    ck_assert_int_eq(qbt_count_entries(d, ".out.qbtmp-"), 1);
+    ck_assert_int_eq(qbh_outdir_commit(&od), QB_OK);
+    qbh_outdir_abort(&od);
+    ck_assert(qbt_exists(plain));
+    ck_assert_int_eq(qbt_count_entries(d, ".qbtmp-"), 0);
+    free(out);
+    free(plain);
     free(d);
 }
 END_TEST
@@ -148,6 +172,7 @@ static Suite *suite(void)
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, begin_commit);
     tcase_add_test(tc, overwrite_and_abort);
+    tcase_add_test(tc, trailing_slash_output);
     tcase_add_test(tc, rmtree_does_not_follow_symlinks);
     suite_add_tcase(s, tc);
     return s;
