@@ -1,0 +1,338 @@
+/*
+ * Unit tests of the verify metrics and report internals (host/verify_*.c,
+ * linked through qbh_core): hand-computed values, degenerate inputs,
+ * streaming in blocks equal to one pass, worst-tensor order, per-layer
+ * aggregates, the JSON shape and the HTML file (self-contained, written
+ * atomically, one row per tensor).
+ */
+#define _XOPEN_SOURCE 700
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "verify_engine.h"
+#include "vt_util.h"
+
+START_TEST(acc_exact)
+{
+    float a[4] = {1.0f, -2.5f, 3.0f, 0.125f};
+    qbh_vm_acc acc;
+    double rel, cos, snr;
+    qbh_vm_acc_init(&acc);
+    qbh_vm_acc_add(&acc, a, a, 4);
+    qbh_vm_acc_metrics(&acc, &rel, &cos, &snr);
+    ck_assert_uint_eq(acc.n, 4);
+    ck_assert_uint_eq(acc.n_diff, 0);
+    ck_assert(rel == 0.0);
+    ck_assert(cos == 1.0);
+    ck_assert(isinf(snr) && snr > 0);
+    ck_assert(acc.max_abs == 0.0);
+}
+END_TEST
+
+START_TEST(acc_known_values)
+{
+    /* a = (3, 4), b = (3, 5): ||b-a||^2 = 1, ||a||^2 = 25, ||b||^2 = 34,
+     * <a,b> = 29 -> rel 0.2, SNR 10 log10 25, cosine 29 / (5 sqrt 34). */
+    float a[2] = {3.0f, 4.0f}, b[2] = {3.0f, 5.0f};
+    qbh_vm_acc acc;
+    double rel, cos, snr;
+    qbh_vm_acc_init(&acc);
+    qbh_vm_acc_add(&acc, a, b, 2);
+    qbh_vm_acc_metrics(&acc, &rel, &cos, &snr);
+    ck_assert_uint_eq(acc.n_diff, 1);
+    ck_assert_double_eq_tol(rel, 0.2, 1e-15);
+    ck_assert_double_eq_tol(snr, 10.0 * log10(25.0), 1e-12);
+    ck_assert_double_eq_tol(cos, 29.0 / (5.0 * sqrt(34.0)), 1e-15);
+    ck_assert_double_eq(acc.max_abs, 1.0);
+}
+END_TEST
+
+START_TEST(acc_signed_zero_and_nonfinite)
+{
+    float a[4] = {0.0f, NAN, INFINITY, 1.0f}, b[4] = {-0.0f, NAN, INFINITY, 1.0f};
+    float c[2] = {1.0f, 2.0f}, d[2] = {NAN, 2.0f};
+    qbh_vm_acc acc;
+    double rel, cos, snr;
+    qbh_vm_acc_init(&acc);
+    qbh_vm_acc_add(&acc, a, b, 4);
+    /* -0 vs +0 is a bit difference (not exact) but no numeric error;
+     * a NaN/Inf kept bit for bit is fine. */
+    ck_assert_uint_eq(acc.n_diff, 1);
+    ck_assert_uint_eq(acc.n_bad_nonfinite, 0);
+    qbh_vm_acc_metrics(&acc, &rel, &cos, &snr);
+    ck_assert(rel == 0.0);
+    qbh_vm_acc_init(&acc);
+    qbh_vm_acc_add(&acc, c, d, 2);
+    ck_assert_uint_eq(acc.n_bad_nonfinite, 1);
+}
+END_TEST
+
+START_TEST(acc_degenerate)
+{
+    float z[3] = {0, 0, 0}, o[3] = {0, 1, 0};
+    qbh_vm_acc acc;
+    double rel, cos, snr;
+    qbh_vm_acc_init(&acc);
+    qbh_vm_acc_add(&acc, z, z, 3);
+    qbh_vm_acc_metrics(&acc, &rel, &cos, &snr);
+    ck_assert(rel == 0.0 && cos == 1.0 && isinf(snr));
+    qbh_vm_acc_init(&acc);
+    qbh_vm_acc_add(&acc, z, o, 3);
+    qbh_vm_acc_metrics(&acc, &rel, &cos, &snr);
+    ck_assert(isinf(rel) && cos == 0.0);
+    ck_assert(qbh_vm_cosine(-4.0, 4.0, 4.0) == -1.0);
+}
+END_TEST
+
+/* Direct double computation of min_k cos(W_a x_k, W_b x_k). */
+static double wx_direct(const float *a, const float *b, int rows, int cols, const qbh_vm_wx *wx)
+{
+    double worst = 2.0;
+    int k, r, c;
+    for (k = 0; k < wx->k; k++) {
+        double dot = 0, sa = 0, sb = 0, cs;
+        for (r = 0; r < rows; r++) {
+            double ya = 0, yb = 0;
+            for (c = 0; c < cols; c++) {
+                ya += (double)a[r * cols + c] * wx->x[k * cols + c];
+                yb += (double)b[r * cols + c] * wx->x[k * cols + c];
+            }
+            dot += ya * yb;
+            sa += ya * ya;
+            sb += yb * yb;
+        }
+        cs = dot / sqrt(sa * sb);
+        if (cs < worst)
+            worst = cs;
+    }
+    return worst;
+}
+
+START_TEST(wx_streaming_and_invariants)
+{
+    enum { R = 37, C = 19 };
+    static float a[R * C], b[R * C], s2[R * C], neg[R * C];
+    qbh_vm_wx w1, w2, w3;
+    uint64_t st = 12345;
+    int i;
+    double direct;
+    for (i = 0; i < R * C; i++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        a[i] = (float)((double)(st >> 40) / (double)(1 << 24) - 0.5);
+        b[i] = a[i] + (float)(((i * 7) % 11) - 5) * 0.01f;
+        s2[i] = 2.0f * a[i];
+        neg[i] = -a[i];
+    }
+    ck_assert_int_eq(qbh_vm_wx_init(&w1, 4, C, 99), QB_OK);
+    ck_assert_int_eq(qbh_vm_wx_init(&w2, 4, C, 99), QB_OK);
+    /* same seed, same vectors; uniform in [-1, 1) */
+    ck_assert_mem_eq(w1.x, w2.x, sizeof(double) * 4 * C);
+    for (i = 0; i < 4 * C; i++)
+        ck_assert(w1.x[i] >= -1.0 && w1.x[i] < 1.0);
+    qbh_vm_wx_add_rows(&w1, a, b, R);
+    qbh_vm_wx_add_rows(&w2, a, b, 10);
+    qbh_vm_wx_add_rows(&w2, a + 10 * C, b + 10 * C, R - 10);
+    direct = wx_direct(a, b, R, C, &w1);
+    ck_assert_double_eq_tol(qbh_vm_wx_cosine(&w1), direct, 1e-12);
+    ck_assert_double_eq_tol(qbh_vm_wx_cosine(&w2), direct, 1e-12);
+    ck_assert(direct < 1.0 && direct > 0.9);
+    qbh_vm_wx_free(&w2);
+    /* scale invariant; a sign flip is -1 */
+    ck_assert_int_eq(qbh_vm_wx_init(&w2, 3, C, 7), QB_OK);
+    qbh_vm_wx_add_rows(&w2, a, s2, R);
+    ck_assert_double_eq_tol(qbh_vm_wx_cosine(&w2), 1.0, 1e-12);
+    ck_assert_int_eq(qbh_vm_wx_init(&w3, 3, C, 7), QB_OK);
+    qbh_vm_wx_add_rows(&w3, a, neg, R);
+    ck_assert_double_eq_tol(qbh_vm_wx_cosine(&w3), -1.0, 1e-12);
+    qbh_vm_wx_free(&w1);
+    qbh_vm_wx_free(&w2);
+    qbh_vm_wx_free(&w3);
+    ck_assert_int_ne(qbh_vm_wx_init(&w1, 0, C, 1), QB_OK);
+}
+END_TEST
+
+/* A hand-made result: 5 tensors over 2 layers, one failed, one missing. */
+static qbh_verify_result *fake_result(void)
+{
+    static const struct {
+        const char *name;
+        int layer, state;
+        double rel, cos, ss_a, ss_err;
+    } rows[] = {
+        {"model.embed_tokens.weight", -1, QBH_VT_OK, 0.0, 1.0, 4.0, 0.0},
+        {"model.layers.0.self_attn.q_proj.weight", 0, QBH_VT_OK, 0.1, 0.995, 100.0, 1.0},
+        {"model.layers.0.mlp.down_proj.weight", 0, QBH_VT_FAIL, 0.3, 0.95, 100.0, 9.0},
+        {"model.layers.1.self_attn.q_proj.weight", 1, QBH_VT_OK, 0.2, 0.98, 50.0, 2.0},
+        {"model.layers.1.mlp.up_proj.weight<&>", 1, QBH_VT_MISSING, 0, 0, 0, 0},
+    };
+    qbh_verify_result *r = qbh_calloc(1, sizeof *r);
+    size_t i;
+    ck_assert_ptr_nonnull(r);
+    qbh_verify_opts_default(&r->opts);
+    r->source_path = qbh_strdup("/src");
+    r->converted_path = qbh_strdup("/conv");
+    r->source_format = qbh_strdup("hf-dense");
+    r->converted_format = qbh_strdup("sm86-w4a16");
+    r->source_reader = qbh_strdup("hf-dense");
+    r->converted_reader = qbh_strdup("sm86-w4a16");
+    r->source_summary = qbh_strdup("summary");
+    r->n = 5;
+    r->t = qbh_calloc(5, sizeof *r->t);
+    for (i = 0; i < 5; i++) {
+        qbh_verify_tensor *t = &r->t[i];
+        t->name = qbh_strdup(rows[i].name);
+        t->encoding = qbh_strdup("bf16");
+        t->conv_encoding = qbh_strdup("int4");
+        t->n_dims = 2;
+        t->dims[0] = 4;
+        t->dims[1] = 8;
+        t->layer = rows[i].layer;
+        t->state = rows[i].state;
+        t->rel_rmse = rows[i].rel;
+        t->cosine = rows[i].cos;
+        t->ss_a = rows[i].ss_a;
+        t->ss_err = rows[i].ss_err;
+        t->exact = rows[i].ss_err == 0.0;
+        t->snr_db = t->exact ? INFINITY : 10 * log10(t->ss_a / t->ss_err);
+        t->has_wx = t->layer >= 0;
+        t->wx_cosine = t->has_wx ? rows[i].cos - 0.001 : NAN;
+        if (t->state == QBH_VT_FAIL)
+            strcpy(t->reason, "rel_rmse 0.3 > 0.25");
+    }
+    r->n_compared = 4;
+    r->n_exact = 1;
+    r->n_failed = 1;
+    r->n_missing = 1;
+    r->pass = 0;
+    return r;
+}
+
+START_TEST(worst_and_layers)
+{
+    qbh_verify_result *r = fake_result();
+    qbh_verify_layer *L;
+    size_t idx[3], n, nl;
+    n = qbh_verify_worst(r, idx, 3);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(idx[0], 2);
+    ck_assert_uint_eq(idx[1], 3);
+    ck_assert_uint_eq(idx[2], 1);
+    ck_assert_int_eq(qbh_verify_layers(r, &L, &nl), QB_OK);
+    ck_assert_uint_eq(nl, 2);
+    ck_assert_uint_eq(L[0].n, 2);
+    ck_assert_uint_eq(L[0].n_failed, 1);
+    ck_assert_double_eq_tol(L[0].mean_rel_rmse, 0.2, 1e-15);
+    ck_assert_double_eq_tol(L[0].max_rel_rmse, 0.3, 1e-15);
+    ck_assert_double_eq_tol(L[0].snr_db, 10 * log10(200.0 / 10.0), 1e-12);
+    ck_assert_double_eq_tol(L[0].min_wx_cosine, 0.949, 1e-12);
+    ck_assert_uint_eq(L[1].n, 1); /* the missing tensor is not averaged */
+    ck_assert_double_eq_tol(L[1].mean_cosine, 0.98, 1e-15);
+    qbh_free(L);
+    qbh_verify_result_free(r);
+}
+END_TEST
+
+START_TEST(json_document)
+{
+    qbh_verify_result *r = fake_result();
+    char *text = qbh_verify_json(r);
+    cJSON *j, *t, *e;
+    ck_assert_ptr_nonnull(text);
+    j = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(j);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "pass")));
+    t = cJSON_GetObjectItem(j, "tensors");
+    ck_assert_int_eq(cJSON_GetArraySize(t), 5);
+    e = cJSON_GetArrayItem(t, 0);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(e, "snr_db"))); /* +inf */
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "exact")));
+    e = cJSON_GetArrayItem(t, 2);
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "status")->valuestring, "FAIL");
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "reason")->valuestring, "rel_rmse 0.3 > 0.25");
+    e = cJSON_GetArrayItem(t, 4);
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "status")->valuestring, "MISSING");
+    ck_assert_ptr_null(cJSON_GetObjectItem(e, "rel_rmse"));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "layers")), 2);
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "worst"), 0)->valuestring,
+                     "model.layers.0.mlp.down_proj.weight");
+    cJSON_Delete(j);
+    cJSON_free(text);
+    qbh_verify_result_free(r);
+}
+END_TEST
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    const char *p = hay;
+    while ((p = strstr(p, needle)) != NULL) {
+        n++;
+        p += strlen(needle);
+    }
+    return n;
+}
+
+START_TEST(html_file)
+{
+    qbh_verify_result *r = fake_result();
+    char *dir = vt_tmpdir("html"), *html;
+    const char *path = vt_path(dir, "report.html");
+    DIR *d;
+    struct dirent *de;
+    size_t n_files = 0;
+    ck_assert_int_eq(qbh_verify_write_html(r, path), QB_OK);
+    /* written again over itself: replaced atomically, no temp left */
+    ck_assert_int_eq(qbh_verify_write_html(r, path), QB_OK);
+    d = opendir(dir);
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.')
+            n_files++;
+    closedir(d);
+    ck_assert_uint_eq(n_files, 1);
+    html = vt_slurp(path, NULL);
+    ck_assert_uint_eq(count(html, "<tr class=\"t"), 5);
+    ck_assert_uint_eq(count(html, "<svg"), 3);
+    ck_assert_uint_eq(count(html, "<script>"), 1);
+    /* self-contained: nothing to fetch */
+    ck_assert_uint_eq(count(html, "src="), 0);
+    ck_assert_uint_eq(count(html, "href"), 0);
+    ck_assert_uint_eq(count(html, "url("), 0);
+    ck_assert_uint_eq(count(html, "@import"), 0);
+    /* names are escaped */
+    ck_assert_uint_eq(count(html, "up_proj.weight&lt;&amp;&gt;"), 2);
+    ck_assert_uint_eq(count(html, "up_proj.weight<&>"), 0);
+    ck_assert(count(html, "id=\"verdict\">FAIL<") == 1);
+    ck_assert_int_ne(qbh_verify_write_html(r, "/nonexistent-dir/x.html"), QB_OK);
+    free(html);
+    vt_rmtree(dir);
+    free(dir);
+    qbh_verify_result_free(r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("verify_metrics");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+    tcase_add_test(tc, acc_exact);
+    tcase_add_test(tc, acc_known_values);
+    tcase_add_test(tc, acc_signed_zero_and_nonfinite);
+    tcase_add_test(tc, acc_degenerate);
+    tcase_add_test(tc, wx_streaming_and_invariants);
+    tcase_add_test(tc, worst_and_layers);
+    tcase_add_test(tc, json_document);
+    tcase_add_test(tc, html_file);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
