@@ -312,8 +312,16 @@ static qb_status merge_file(qbh_config *cfg, const char *file, int is_main)
                 qbh_log(QB_LOG_WARN, NULL, "%s: [general] belongs in the main file; ignored", file);
                 continue;
             }
-            if (g_key_file_has_key(kf, g, "min-probe-score", NULL))
-                rc = read_int(kf, file, g, "min-probe-score", 0, 100, &cfg->min_probe_score);
+            gchar **keys = g_key_file_get_keys(kf, g, NULL, NULL);
+            size_t k;
+            for (k = 0; keys && keys[k] && rc == QB_OK; k++) {
+                if (strcmp(keys[k], "min-probe-score") == 0)
+                    rc = read_int(kf, file, g, keys[k], 0, 100, &cfg->min_probe_score);
+                else
+                    qbh_log(QB_LOG_WARN, NULL, "%s: [general]: unknown key '%s' ignored", file,
+                            keys[k]);
+            }
+            g_strfreev(keys);
         } else if (strncmp(g, "plugin:", 7) == 0) {
             rc = merge_plugin(cfg, kf, file, dir, g);
         } else {

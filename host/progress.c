@@ -6,6 +6,7 @@
 #include "qbh.h"
 
 #include <string.h>
+#include <time.h>
 
 static pthread_mutex_t prog_lock = PTHREAD_MUTEX_INITIALIZER;
 static int line_open;
@@ -39,11 +40,28 @@ void qbh_progress_tensor(size_t i, size_t n, const char *name, uint64_t bytes)
     pthread_mutex_unlock(&prog_lock);
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 void qbh_progress_stage(const char *who, uint64_t done, uint64_t total, const char *stage)
 {
+    static uint64_t last_ms;
+    uint64_t t;
     if (!qbh_rt.progress_tty && qbh_rt.verbose < 2)
         return;
+    /* Plugins may report per row block: redraw at most ten times a second
+     * (display only; the cancel answer never depends on it). */
+    t = now_ms();
     pthread_mutex_lock(&prog_lock);
+    if (done != total && t - last_ms < 100) {
+        pthread_mutex_unlock(&prog_lock);
+        return;
+    }
+    last_ms = t;
     if (qbh_rt.progress_tty) {
         fprintf(stderr, "\r\033[K%s: %s %llu/%llu", who ? who : "quantbridge",
                 stage ? stage : "", (unsigned long long)done, (unsigned long long)total);
