@@ -16,10 +16,10 @@
  *   rel_rmse  ||b - a|| / ||a||   (the manifest's rel_rmse, w4a16-format.md)
  *   cosine    <a, b> / (||a|| ||b||)
  *   snr_db    10 log10(||a||^2 / ||b - a||^2), +inf when exact
- *   wx_cosine for a 2-D weight of a decoder layer: the smallest, over a few
- *             fixed pseudo-random activation vectors x (uniform in [-1, 1),
- *             seeded deterministically), of the cosine between W_a x and
- *             W_b x over the output rows
+ *   wx_cosine for a 2-D weight of a decoder layer: the cosine between W_a x
+ *             and W_b x over the output rows of a few fixed pseudo-random
+ *             activation vectors x (uniform in [-1, 1), seeded
+ *             deterministically), pooled over the vectors
  */
 #ifndef QBH_VERIFY_ENGINE_H
 #define QBH_VERIFY_ENGINE_H
@@ -76,7 +76,8 @@ qb_status qbh_vm_wx_init(qbh_vm_wx *wx, int k, int64_t cols, uint64_t seed);
  * wx->cols columns. Non-finite weights enter neither product (the element
  * metrics report them). */
 void qbh_vm_wx_add_rows(qbh_vm_wx *wx, const float *a, const float *b, int64_t n_rows);
-/* Smallest cosine over the vectors (qbh_vm_cosine conventions). */
+/* Cosine of W_a x and W_b x pooled over all vectors and rows added
+ * (qbh_vm_cosine conventions). */
 double qbh_vm_wx_cosine(const qbh_vm_wx *wx);
 void qbh_vm_wx_free(qbh_vm_wx *wx);
 

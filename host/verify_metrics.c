@@ -133,14 +133,17 @@ void qbh_vm_wx_add_rows(qbh_vm_wx *wx, const float *a, const float *b, int64_t n
 
 double qbh_vm_wx_cosine(const qbh_vm_wx *wx)
 {
-    double worst = 1.0;
+    double dot = 0.0, sa = 0.0, sb = 0.0;
     int v;
+    /* Pooled over the vectors: one cosine over k * rows outputs. The
+     * smallest per-vector value of a layer with few rows swings by about
+     * 1/sqrt(rows) around it, which would make the threshold a dice roll. */
     for (v = 0; v < wx->k; v++) {
-        double c = qbh_vm_cosine(wx->sums[3 * v], wx->sums[3 * v + 1], wx->sums[3 * v + 2]);
-        if (c < worst)
-            worst = c;
+        dot += wx->sums[3 * v];
+        sa += wx->sums[3 * v + 1];
+        sb += wx->sums[3 * v + 2];
     }
-    return worst;
+    return qbh_vm_cosine(dot, sa, sb);
 }
 
 void qbh_vm_wx_free(qbh_vm_wx *wx)

@@ -185,7 +185,9 @@ void qbh_verify_print_summary(FILE *f, const qbh_verify_result *r)
             "%zu extra, %zu shape mismatches (rel_rmse <= %s, cosine and W.x cosine >= %g)",
             r->pass ? "PASS" : "FAIL", r->n_compared, r->n_exact, r->n_failed, r->n_missing,
             r->n_extra, r->n_shape, b3, r->opts.min_cosine);
-    if (nw)
+    if (nw && r->n_exact == r->n_compared)
+        fprintf(f, "; every compared tensor bit-exact");
+    else if (nw)
         fprintf(f, "; worst %s rel_rmse %.4g", r->t[worst[0]].name, r->t[worst[0]].rel_rmse);
     fprintf(f, "\n");
 }
