@@ -29,20 +29,25 @@ static const char *status_of(const qbh_plugin *p)
 static void print_text(const qbh_registry *reg)
 {
     size_t i, k;
+    int w = 4;
     printf("config: %s\n", reg->cfg.path ? reg->cfg.path : "(none found)");
     if (!reg->n_plugins) {
         printf("no plugins configured\n");
         return;
     }
-    printf("%-16s %-7s %-9s %-5s %-9s %s\n", "NAME", "KIND", "VERSION", "ABI", "STATUS", "LIBRARY");
+    for (i = 0; i < reg->n_plugins; i++)
+        if ((int)strlen(reg->plugins[i]->name) > w)
+            w = (int)strlen(reg->plugins[i]->name);
+    printf("%-*s  %-6s  %-8s  %-3s  %-8s  %s\n", w, "NAME", "KIND", "VERSION", "ABI", "STATUS",
+           "LIBRARY");
     for (i = 0; i < reg->n_plugins; i++) {
         const qbh_plugin *p = reg->plugins[i];
         char abi[16] = "-";
         if (p->state == QBH_LOAD_OK)
             snprintf(abi, sizeof abi, "%u.%u", QB_ABI_GET_MAJOR(p->abi), QB_ABI_GET_MINOR(p->abi));
-        printf("%-16s %-7s %-9s %-5s %-9s %s\n", p->name, kind_of(p),
+        printf("%-*s  %-6s  %-8s  %-3s  %-8s  %s\n", w, p->name, kind_of(p),
                p->state == QBH_LOAD_OK ? p->desc->version : "-", abi, status_of(p),
-               p->library ? p->library : "-");
+               p->library && *p->library ? p->library : "-");
         if (p->state == QBH_LOAD_OK) {
             if (p->desc->description)
                 printf("    %s\n", p->desc->description);

@@ -192,7 +192,7 @@ static qb_status compare_one(void *arg, size_t i)
     } else {
         t->state = QBH_VT_OK;
     }
-    qbh_progress_tensor(atomic_fetch_add(&c->done, 1) + 1, c->n_jobs, t->name, 0);
+    qbh_progress_stage("verify", atomic_fetch_add(&c->done, 1) + 1, c->n_jobs, "tensors");
 out:
     qbh_vm_wx_free(&wx);
     qbh_free(a);

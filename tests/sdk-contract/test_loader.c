@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qbt_cli.h"
 
@@ -257,6 +258,42 @@ START_TEST(unrecognised_input_mentions_failed_plugins)
 }
 END_TEST
 
+START_TEST(build_tree_default_config)
+{
+    /* No --config, no variables, another cwd: the build tree's own
+     * etc/quantbridge/quantbridge.conf (found from the executable). */
+    char *home = qbt_mkdtemp("contract-home"), *want = NULL, *canon_want, *canon_got;
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    const char *argv[] = {"plugins", "--json", NULL};
+    const cJSON *cfg;
+    cJSON *root;
+    qbt_result r;
+    ck_assert_ptr_nonnull(bd);
+    unsetenv("QUANTBRIDGE_CONFIG");
+    unsetenv("QUANTBRIDGE_PLUGIN_PATH");
+    setenv("XDG_CONFIG_HOME", home, 1); /* empty: no user config */
+    ck_assert_int_eq(chdir(home), 0);
+    qbt_run(&r, argv);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    root = cJSON_Parse(r.out);
+    ck_assert_ptr_nonnull(root);
+    cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    ck_assert(cJSON_IsString(cfg));
+    ck_assert(asprintf(&want, "%s/etc/quantbridge/quantbridge.conf", bd) > 0);
+    canon_want = realpath(want, NULL);
+    canon_got = realpath(cfg->valuestring, NULL);
+    ck_assert_ptr_nonnull(canon_want);
+    ck_assert_ptr_nonnull(canon_got);
+    ck_assert_str_eq(canon_got, canon_want);
+    free(canon_want);
+    free(canon_got);
+    free(want);
+    cJSON_Delete(root);
+    qbt_result_free(&r);
+    free(home);
+}
+END_TEST
+
 START_TEST(missing_config_is_error)
 {
     const char *argv[] = {"--config", "/nonexistent/quantbridge.conf", "plugins", NULL};
@@ -292,6 +329,7 @@ int main(void)
     tcase_add_test(tc, text_listing_shows_reasons);
     tcase_add_test(tc, good_plugin_still_converts);
     tcase_add_test(tc, unrecognised_input_mentions_failed_plugins);
+    tcase_add_test(tc, build_tree_default_config);
     tcase_add_test(tc, missing_config_is_error);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
