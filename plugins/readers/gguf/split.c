@@ -143,7 +143,8 @@ static qb_status open_set(const qb_host *h, gguf_model *m, gguf_file *given, con
                             path, (long long)no + 1, (long long)count, (long long)no + 1, (long long)count);
     }
     m->files = calloc((size_t)count, sizeof(*m->files));
-    shard_path = malloc(dir_len + prefix_len + 32);
+    /* room for "-%05lld-of-%05lld.gguf" with two 20-digit numbers */
+    shard_path = malloc(dir_len + prefix_len + 64);
     if (!m->files || !shard_path) {
         gguf_file_close(given);
         free(shard_path);
@@ -155,7 +156,7 @@ static qb_status open_set(const qb_host *h, gguf_model *m, gguf_file *given, con
         int64_t sno, scount, stotal;
         if (i != no) {
             memcpy(shard_path, path, dir_len + prefix_len);
-            snprintf(shard_path + dir_len + prefix_len, 32, "-%05lld-of-%05lld.gguf", (long long)i + 1,
+            snprintf(shard_path + dir_len + prefix_len, 64, "-%05lld-of-%05lld.gguf", (long long)i + 1,
                      (long long)count);
             st = gguf_file_open(h, shard_path, &m->files[i]);
             if (st == QB_E_NOT_FOUND)
