@@ -248,6 +248,11 @@ START_TEST(hf_bf16_to_f32_exact_with_side_files)
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(c, "tie_word_embeddings")));
     ck_assert_str_eq(cJSON_GetObjectItem(c, "model_type")->valuestring, "llama");
     cJSON_Delete(c);
+    /* the other members as the source wrote them (floats stay floats) */
+    a = slurp(sub("out/config.json"), NULL);
+    ck_assert_msg(strstr(a, "\"rope_theta\": 500000.0") != NULL, "%s", a);
+    ck_assert_msg(strstr(a, "\"attention_dropout\": 0.0") != NULL, "%s", a);
+    free(a);
     a = slurp(sub("src/tokenizer.json"), &la);
     b = slurp(sub("out/tokenizer.json"), &lb);
     ck_assert_uint_eq(la, lb);

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <quantbridge/quantbridge.h>
 
+#include "hfw.h"
 #include "qbt_fake_host.h"
 
 /* ---- fake model source --------------------------------------------------- */
@@ -410,6 +411,46 @@ START_TEST(bad_config_and_mismatched_architecture_are_refused)
 }
 END_TEST
 
+START_TEST(json_edit_keeps_members_as_written)
+{
+    static const char src[] =
+        "{ \"a\" : 1.0, \"quantization_config\": {\"x\": [1, {\"y\": \"}]\\\"\"}], \"q\": null},\n"
+        "\t\"big\": 1000000000000000019884624838656, \"s\": \"a,b}\\\\\", \"torch_dtype\": \"bfloat16\",\n"
+        "  \"arr\": [ 1.50, -2e-05 ], \"compression_config\": 3 }";
+    static const char *const drop[] = {"quantization_config", "compression_config", NULL};
+    static const char *const keys[] = {"torch_dtype", "tie_word_embeddings", NULL};
+    static const char *const vals[] = {"\"float32\"", "true", NULL};
+    char *out = NULL;
+    cJSON *j;
+    ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "t", src, drop, keys, vals, &out), QB_OK);
+    /* numbers and strings byte for byte */
+    ck_assert_msg(strstr(out, "\"a\" : 1.0") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "\"big\": 1000000000000000019884624838656") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "\"arr\": [ 1.50, -2e-05 ]") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "\"s\": \"a,b}\\\\\"") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "\"torch_dtype\": \"float32\"") != NULL, "%s", out);
+    ck_assert_ptr_null(strstr(out, "quantization_config"));
+    ck_assert_ptr_null(strstr(out, "compression_config"));
+    ck_assert_ptr_null(strstr(out, "bfloat16"));
+    j = cJSON_Parse(out);
+    ck_assert(cJSON_IsObject(j));
+    ck_assert_int_eq(cJSON_GetArraySize(j), 6);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "tie_word_embeddings")));
+    cJSON_Delete(j);
+    free(out);
+    /* an empty object gains the keys; a non-object is refused */
+    ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "t", " {}", drop, keys, vals, &out), QB_OK);
+    j = cJSON_Parse(out);
+    ck_assert_int_eq(cJSON_GetArraySize(j), 2);
+    cJSON_Delete(j);
+    free(out);
+    ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "bad.json", "[1]", drop, keys, vals, &out),
+                     QB_E_FORMAT);
+    ck_assert_ptr_null(out);
+    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "bad.json"));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hf-dense-writer-unit");
@@ -420,6 +461,7 @@ static Suite *suite(void)
     tcase_add_test(tc, shards_cut_greedily_with_a_large_tensor_alone);
     tcase_add_test(tc, out_of_order_write_is_refused);
     tcase_add_test(tc, bad_config_and_mismatched_architecture_are_refused);
+    tcase_add_test(tc, json_edit_keeps_members_as_written);
     suite_add_tcase(s, tc);
     return s;
 }

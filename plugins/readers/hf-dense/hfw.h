@@ -2,7 +2,8 @@
  * hf-dense plugin, writing side: internals shared by writer.c (the vtable),
  * hfw_plan.c (which tensors go where), hfw_st.c (one safetensors file
  * through the sink), hfw_files.c (config, generation config, tokenizer
- * files, shard index) and hfw_text.c (a growable JSON text buffer).
+ * files, shard index), hfw_jsonedit.c (top-level JSON member edits that
+ * keep the rest as written) and hfw_text.c (a growable text buffer).
  * Every symbol here is hidden (the plugin exports only its entry).
  */
 #ifndef HFW_H
@@ -101,6 +102,19 @@ qb_status hfw_st_write(hfw_st *f, const void *buf, size_t len);
 /* Closes the file; QB_E_INTERNAL when fewer data bytes than declared were
  * written. Always frees f (NULL is a no-op returning QB_OK). */
 qb_status hfw_st_close(hfw_st *f);
+
+/* ---- JSON member edits (hfw_jsonedit.c) ---------------------------------- */
+
+/* Rewrites JSON object text `text`: drops the top-level members named in
+ * `drop`, gives the members named in `keys` the JSON value texts `values`
+ * (appended when absent; at most 16 keys), keeps every other member's text
+ * byte for byte (numbers stay as written). Both lists NULL-terminated or
+ * NULL. *out is malloc'd. The result is re-parsed and compared with the
+ * input before it is returned. Errors (message names `what`): QB_E_FORMAT
+ * (not a JSON object), QB_E_NOMEM, QB_E_INTERNAL. Thread-safe. */
+qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
+                        const char *const *drop, const char *const *keys,
+                        const char *const *values, char **out);
 
 /* ---- side files (hfw_files.c) -------------------------------------------- */
 

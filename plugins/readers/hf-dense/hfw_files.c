@@ -79,47 +79,34 @@ int hfw_config_bool(const char *config_json, const char *key, qb_status *st)
     return r;
 }
 
-/* Sets root[key] to item (replacing any value); item is owned by root
- * afterwards, or freed on failure. Returns 0 or -1. */
-static int hfw_json_set(cJSON *root, const char *key, cJSON *item)
-{
-    if (!item)
-        return -1;
-    if (cJSON_GetObjectItemCaseSensitive(root, key))
-        return cJSON_ReplaceItemInObjectCaseSensitive(root, key, item) ? 0 : (cJSON_Delete(item), -1);
-    return cJSON_AddItemToObject(root, key, item) ? 0 : (cJSON_Delete(item), -1);
-}
-
 qb_status hfw_config_text(const qb_host *h, const char *what, const char *config_json,
                           hfw_dtype dt, int tie, char **out)
 {
-    cJSON *root = cJSON_Parse(config_json);
-    qb_status st = QB_OK;
-    int bad = 0;
-
-    *out = NULL;
-    if (!cJSON_IsObject(root)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: the model's config.json text is not a JSON object",
-                          what);
-        goto out;
-    }
     /* The output is dense: any quantization description would make
      * transformers apply a quantizer to plain weights. */
-    cJSON_DeleteItemFromObjectCaseSensitive(root, "quantization_config");
-    cJSON_DeleteItemFromObjectCaseSensitive(root, "compression_config");
-    bad |= hfw_json_set(root, "torch_dtype", cJSON_CreateString(hfw_dtype_torch_name(dt)));
+    static const char *const drop[] = {"quantization_config", "compression_config", NULL};
+    const char *keys[4], *values[4];
+    char dtype[32];
+    cJSON *root = cJSON_Parse(config_json);
+    int n = 0;
+    qb_status st;
+
+    snprintf(dtype, sizeof(dtype), "\"%s\"", hfw_dtype_torch_name(dt));
+    keys[n] = "torch_dtype";
+    values[n++] = dtype;
     /* transformers >= 4.56 writes `dtype` instead of torch_dtype; keep a
      * source's `dtype` consistent rather than stale. */
-    if (cJSON_GetObjectItemCaseSensitive(root, "dtype"))
-        bad |= hfw_json_set(root, "dtype", cJSON_CreateString(hfw_dtype_torch_name(dt)));
-    if (tie >= 0)
-        bad |= hfw_json_set(root, "tie_word_embeddings", cJSON_CreateBool(tie));
-    if (!bad)
-        *out = cJSON_Print(root);
-    if (bad || !*out)
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory building config.json", what);
-out:
+    if (cJSON_GetObjectItemCaseSensitive(root, "dtype")) {
+        keys[n] = "dtype";
+        values[n++] = dtype;
+    }
+    if (tie >= 0) {
+        keys[n] = "tie_word_embeddings";
+        values[n++] = tie ? "true" : "false";
+    }
+    keys[n] = values[n] = NULL;
     cJSON_Delete(root);
+    st = hfw_json_edit(h, what, config_json, drop, keys, values, out);
     return st;
 }
 
@@ -228,14 +215,16 @@ out:
 }
 
 /* tokenizer_config.json with chat_template set: the source's (dir may be
- * NULL or lack it) or a new object. */
+ * NULL or lack it) or a new object; the other members kept as written. */
 static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sink, const char *dir,
                                             int have, const char *chat_template)
 {
+    static const char *const keys[] = {"chat_template", NULL};
+    const char *values[2] = {NULL, NULL};
     char *path = NULL, *text = NULL;
     void *data = NULL;
     size_t len = 0;
-    cJSON *root = NULL;
+    hfw_text lit = {0};
     qb_status st = QB_OK;
 
     if (have) {
@@ -246,23 +235,24 @@ static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sin
         }
         if ((st = h->read_small_file(h, path, HFW_MAX_TOKCFG, &data, &len)) != QB_OK)
             goto out;
-        root = cJSON_ParseWithLength(data, len);
-        if (!cJSON_IsObject(root)) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", path);
+        if (strlen(data) != len) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: contains a NUL byte", path);
             goto out;
         }
-    } else {
-        root = cJSON_CreateObject();
     }
-    if (!root || hfw_json_set(root, "chat_template", cJSON_CreateString(chat_template)) != 0 ||
-        !(text = cJSON_Print(root))) {
+    hfw_text_json_str(&lit, chat_template);
+    if (lit.oom) {
         st = h->set_error(h, QB_E_NOMEM, "tokenizer_config.json: out of memory");
         goto out;
     }
-    st = hfw_write_text(h, sink, "tokenizer_config.json", text);
+    values[0] = lit.p;
+    st = hfw_json_edit(h, path ? path : "tokenizer_config.json", have ? (const char *)data : "{}",
+                       NULL, keys, values, &text);
+    if (st == QB_OK)
+        st = hfw_write_text(h, sink, "tokenizer_config.json", text);
 out:
     free(text);
-    cJSON_Delete(root);
+    hfw_text_free(&lit);
     h->free(h, data);
     free(path);
     return st;

@@ -1,0 +1,174 @@
+/*
+ * hf-dense writer: editing the top level of a JSON object while keeping
+ * every other member's text byte for byte.
+ *
+ * Why not parse and print: a JSON library keeps numbers as doubles, so
+ * "rope_theta": 500000.0 would come back as 500000 and a tokenizer's
+ * "model_max_length": 1000000000000000019884624838656 as 1e+30 — the
+ * types transformers' config validation looks at (it warns when
+ * rope_scaling.factor is not a float) and integers beyond 2^53 would
+ * change. The input is checked with cJSON first, so the scanner below only
+ * has to find member boundaries in text known to be valid JSON.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hfw.h"
+
+static const char *hfw_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    return p;
+}
+
+/* p at '"': returns the position after the closing quote. */
+static const char *hfw_skip_string(const char *p)
+{
+    for (p++; *p && *p != '"'; p++)
+        if (*p == '\\' && p[1])
+            p++;
+    return *p ? p + 1 : p;
+}
+
+/* p at a value: returns the position after it. */
+static const char *hfw_skip_value(const char *p)
+{
+    int depth = 0;
+    if (*p == '"')
+        return hfw_skip_string(p);
+    if (*p != '{' && *p != '[') {
+        while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
+               *p != '\n' && *p != '\r')
+            p++;
+        return p;
+    }
+    do {
+        if (*p == '"') {
+            p = hfw_skip_string(p);
+            continue;
+        }
+        if (*p == '{' || *p == '[')
+            depth++;
+        else if (*p == '}' || *p == ']')
+            depth--;
+        p++;
+    } while (*p && depth > 0);
+    return p;
+}
+
+/* Index of the key text [k, k+len) (between quotes, raw) in names, or -1. */
+static int hfw_key_in(const char *k, size_t len, const char *const *names)
+{
+    int i;
+    for (i = 0; names && names[i]; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], k, len) == 0)
+            return i;
+    return -1;
+}
+
+/* 1 when `text` is an object holding every member of `orig` not dropped
+ * or set, equal to the original, and every key set. */
+static int hfw_json_edit_ok(const cJSON *orig, const char *text, const char *const *drop,
+                            const char *const *keys)
+{
+    cJSON *again = cJSON_Parse(text);
+    const cJSON *m;
+    int ok = cJSON_IsObject(again), i;
+    cJSON_ArrayForEach(m, orig)
+    {
+        size_t len = strlen(m->string);
+        if (!ok)
+            break;
+        if (hfw_key_in(m->string, len, drop) >= 0)
+            ok = !cJSON_GetObjectItemCaseSensitive(again, m->string);
+        else if (hfw_key_in(m->string, len, keys) < 0)
+            ok = cJSON_Compare(m, cJSON_GetObjectItemCaseSensitive(again, m->string), 1);
+    }
+    for (i = 0; ok && keys && keys[i]; i++)
+        ok = cJSON_GetObjectItemCaseSensitive(again, keys[i]) != NULL;
+    cJSON_Delete(again);
+    return ok;
+}
+
+qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
+                        const char *const *drop, const char *const *keys,
+                        const char *const *values, char **out)
+{
+    cJSON *check = cJSON_Parse(text);
+    hfw_text b = {0};
+    const char *p;
+    unsigned char done[16] = {0};
+    int i, first = 1;
+    qb_status st = QB_OK;
+
+    *out = NULL;
+    if (!cJSON_IsObject(check)) {
+        st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", what);
+        goto out;
+    }
+    for (i = 0; keys && keys[i]; i++)
+        if (i >= (int)sizeof(done)) {
+            st = h->set_error(h, QB_E_INTERNAL, "%s: too many keys to set", what);
+            goto out;
+        }
+    hfw_text_str(&b, "{");
+    p = hfw_ws(text) + 1; /* past '{' (checked above) */
+    for (;;) {
+        const char *k, *v, *ve;
+        int d, s;
+        p = hfw_ws(p);
+        if (*p != '"')
+            break; /* '}' */
+        k = p + 1;
+        p = hfw_skip_string(p);
+        d = hfw_key_in(k, (size_t)(p - 1 - k), drop);
+        s = hfw_key_in(k, (size_t)(p - 1 - k), keys);
+        p = hfw_ws(p);
+        p = hfw_ws(p + 1); /* past ':' */
+        v = p;
+        ve = hfw_skip_value(p);
+        p = hfw_ws(ve);
+        if (*p == ',')
+            p++;
+        if (d >= 0)
+            continue;
+        hfw_text_str(&b, first ? "\n  " : ",\n  ");
+        first = 0;
+        hfw_text_put(&b, k - 1, (size_t)(v - (k - 1)));
+        if (s >= 0) {
+            hfw_text_str(&b, values[s]);
+            done[s] = 1;
+        } else {
+            hfw_text_put(&b, v, (size_t)(ve - v));
+        }
+    }
+    for (i = 0; keys && keys[i]; i++) {
+        if (done[i])
+            continue;
+        hfw_text_str(&b, first ? "\n  " : ",\n  ");
+        first = 0;
+        hfw_text_json_str(&b, keys[i]);
+        hfw_text_str(&b, ": ");
+        hfw_text_str(&b, values[i]);
+    }
+    hfw_text_str(&b, "\n}");
+    if (b.oom) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", what);
+        goto out;
+    }
+    /* The result must parse to what was intended; a scanner bug must not
+     * write a broken or different config. */
+    if (!hfw_json_edit_ok(check, b.p, drop, keys)) {
+        st = h->set_error(h, QB_E_INTERNAL, "%s: the rewritten JSON does not match its source", what);
+        goto out;
+    }
+    *out = b.p;
+    b.p = NULL;
+out:
+    hfw_text_free(&b);
+    cJSON_Delete(check);
+    return st;
+}
