@@ -112,7 +112,7 @@ static void w4_place(const char *name, char *file, size_t fn, char *path, size_t
 
 START_TEST(w4a16_passes_and_matches_manifest)
 {
-    cJSON *j, *t, *m, *mt;
+    cJSON *j, *t, *m, *mt, *mroot;
     char *err, *man;
     int rc = verify_json(src, w4, NULL, &j, &err), n_packed = 0;
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
@@ -121,7 +121,8 @@ START_TEST(w4a16_passes_and_matches_manifest)
     ck_assert_int_eq(n_of(j, "n_missing") + n_of(j, "n_extra") + n_of(j, "n_failed"), 0);
     ck_assert_str_eq(cJSON_GetObjectItem(j, "converted_format")->valuestring, "sm86-w4a16");
     man = vt_slurp(vt_path(w4, "manifest.json"), NULL);
-    m = cJSON_GetObjectItem(cJSON_Parse(man), "tensors");
+    mroot = cJSON_Parse(man);
+    m = cJSON_GetObjectItem(mroot, "tensors");
     ck_assert_ptr_nonnull(m);
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(j, "tensors"))
     {
@@ -150,6 +151,7 @@ START_TEST(w4a16_passes_and_matches_manifest)
     }
     ck_assert_int_eq(n_packed, 14);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "layers")), 2);
+    cJSON_Delete(mroot);
     free(man);
     free(err);
     cJSON_Delete(j);
