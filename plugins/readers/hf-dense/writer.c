@@ -15,8 +15,8 @@
  * config.tie_word_embeddings is true (PreTrainedModel.tie_weights), so a
  * tied model's file carries no lm_head.weight. A source that presents one
  * while its config says tied is written without it only when it is bit for
- * bit the embedding; otherwise it is refused (which of the two would a
- * loader use?). A config without the key gets it set from what the source
+ * bit the embedding; otherwise it is refused, since a loader would replace
+ * it by the embedding and its own values would be lost unnoticed. A config without the key gets it set from what the source
  * has, since the per-architecture default differs (Llama false, Gemma
  * true) and must not decide.
  */
@@ -323,29 +323,66 @@ out:
     return QB_OK;
 }
 
-/* Streams all rows of source tensor `index` into the open shard. */
+/* One row block split among parallel_for workers: piece i reads rows
+ * [row0 + i*per, ...) into its own part of the block and encodes them. */
+typedef struct hfw_job {
+    hfw_writer *w;
+    size_t index;
+    int64_t row0, n_rows, cols, per;
+} hfw_job;
+
+static qb_status hfw_job_run(void *arg, size_t i)
+{
+    const hfw_job *j = arg;
+    const qb_model_src *src = j->w->src;
+    int64_t r = (int64_t)i * j->per, n;
+    size_t off;
+    qb_status st;
+
+    if (r >= j->n_rows)
+        return QB_OK;
+    n = j->n_rows - r < j->per ? j->n_rows - r : j->per;
+    off = (size_t)r * (size_t)j->cols;
+    if ((st = src->read_rows(src->handle, j->index, j->row0 + r, n, j->w->fbuf + off)) != QB_OK)
+        return st;
+    hfw_encode(j->w->dt, j->w->fbuf + off, (size_t)n * (size_t)j->cols,
+               j->w->bbuf + off * hfw_dtype_size(j->w->dt));
+    return QB_OK;
+}
+
+/* Streams all rows of source tensor `index` into the open shard, a block
+ * at a time; within a block the reads (dequantization, for a quantized
+ * source) and conversions run on the host's threads, and the block is
+ * appended once they are all done, so the file stays in row order. */
 static qb_status hfw_stream(hfw_writer *w, size_t index)
 {
     const qb_model_src *src = w->src;
     const qb_tensor_info *ti;
-    int64_t rows, cols, r, br;
-    size_t es = hfw_dtype_size(w->dt);
+    int64_t rows, br;
+    size_t es = hfw_dtype_size(w->dt), pieces;
+    hfw_job j;
     qb_status st;
 
     if ((st = src->tensor_info(src->handle, index, &ti)) != QB_OK)
         return st;
     rows = qb_tensor_rows(ti);
-    cols = qb_tensor_cols(ti);
-    br = hfw_block_rows(rows, cols);
-    for (r = 0; r < rows; r += br) {
-        int64_t nr = rows - r < br ? rows - r : br;
-        size_t ne = (size_t)nr * (size_t)cols;
+    j.w = w;
+    j.index = index;
+    j.cols = qb_tensor_cols(ti);
+    br = hfw_block_rows(rows, j.cols);
+    for (j.row0 = 0; j.row0 < rows; j.row0 += br) {
+        j.n_rows = rows - j.row0 < br ? rows - j.row0 : br;
         if (w->h->cancelled(w->h))
             return w->h->set_error(w->h, QB_E_CANCELLED, "%s: cancelled", ti->name);
-        if ((st = src->read_rows(src->handle, index, r, nr, w->fbuf)) != QB_OK)
+        pieces = w->h->thread_count(w->h);
+        if (pieces < 1)
+            pieces = 1;
+        if ((int64_t)pieces > j.n_rows)
+            pieces = (size_t)j.n_rows;
+        j.per = (j.n_rows + (int64_t)pieces - 1) / (int64_t)pieces;
+        if ((st = w->h->parallel_for(w->h, pieces, hfw_job_run, &j)) != QB_OK)
             return st;
-        hfw_encode(w->dt, w->fbuf, ne, w->bbuf);
-        if ((st = hfw_st_write(w->cur, w->bbuf, ne * es)) != QB_OK)
+        if ((st = hfw_st_write(w->cur, w->bbuf, (size_t)j.n_rows * (size_t)j.cols * es)) != QB_OK)
             return st;
     }
     return QB_OK;
