@@ -131,7 +131,7 @@ static int repack_block(w4w_job *j, w4w_slot *s)
     gr.codes = s->codes;
     gr.scales = s->gscales;
     gr.zeros = s->gzeros;
-    rc = w->src->read_grid(w->src->handle, it->src, s->row0, s->n, &gr);
+    rc = w->src->read_grid(w->src->handle, it->src, it->row0 + s->row0, s->n, &gr);
     if (rc != QB_OK)
         return rc;
     for (r = 0; r < s->n; r++) {
@@ -251,7 +251,7 @@ static qb_status block_worker(void *arg, size_t i)
     s->why[0] = '\0';
     if (s->n == 0)
         return QB_OK;
-    rc = j->w->src->read_rows(j->w->src->handle, it->src, s->row0, s->n, s->w);
+    rc = j->w->src->read_rows(j->w->src->handle, it->src, it->row0 + s->row0, s->n, s->w);
     if (rc != QB_OK)
         return rc;
     if (it->kind == W4W_ITEM_F16)
@@ -539,7 +539,7 @@ static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     w4w_writer *w = NULL;
     w4w_options opt;
     qb_status rc;
-    size_t i;
+    size_t i, n;
 
     *out = NULL;
     /* the fp16/U8 arrays are written as they lie in memory; safetensors is
@@ -565,8 +565,10 @@ static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
         free(w);
         return rc;
     }
-    for (i = 0; i < w->plan->n_items; i++)
-        order[i] = w->plan->items[i].src;
+    /* one entry per source tensor: a fused one's parts are consecutive */
+    for (i = 0, n = 0; i < w->plan->n_items; i++)
+        if (i == 0 || w->plan->items[i].src != w->plan->items[i - 1].src)
+            order[n++] = w->plan->items[i].src;
     *out = w;
     return QB_OK;
 }
@@ -582,25 +584,28 @@ static qb_status w4w_write_tensor(qb_writer_handle hw, size_t index)
         return w->h->set_error(w->h, QB_E_INVALID,
                                "%s: write_tensor(%zu) called out of the planned order",
                                W4W_PLUGIN_NAME, index);
-    it = &p->items[w->next];
-    if (it->kind != W4W_ITEM_TIED && it->file != w->cur_file) {
-        const w4w_file *f = &p->files[it->file];
-        rc = close_current(w);
+    /* every item of this source: several for a fused tensor (plan.c) */
+    do {
+        it = &p->items[w->next];
+        if (it->kind != W4W_ITEM_TIED && it->file != w->cur_file) {
+            const w4w_file *f = &p->files[it->file];
+            rc = close_current(w);
+            if (rc != QB_OK)
+                return rc;
+            rc = w4w_st_open(w->h, w->sink, f->name, p->outs + f->first_out, f->n_out, &w->cur);
+            if (rc != QB_OK)
+                return rc;
+            w->cur_file = it->file;
+        }
+        rc = it->kind == W4W_ITEM_TIED ? check_tied(w, it) : write_dense_item(w, it);
         if (rc != QB_OK)
             return rc;
-        rc = w4w_st_open(w->h, w->sink, f->name, p->outs + f->first_out, f->n_out, &w->cur);
-        if (rc != QB_OK)
+        it->written = 1;
+        w->next++;
+        if (w->cur && w4w_st_remaining(w->cur) == 0 && (rc = close_current(w)) != QB_OK)
             return rc;
-        w->cur_file = it->file;
-    }
-    rc = it->kind == W4W_ITEM_TIED ? check_tied(w, it) : write_dense_item(w, it);
-    if (rc != QB_OK)
-        return rc;
-    it->written = 1;
-    w->next++;
-    if (w->cur && w4w_st_remaining(w->cur) == 0)
-        rc = close_current(w);
-    return rc;
+    } while (w->next < p->n_items && p->items[w->next].src == index);
+    return QB_OK;
 }
 
 static void writer_free(w4w_writer *w)
