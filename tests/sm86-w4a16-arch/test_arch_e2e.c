@@ -15,8 +15,13 @@
  *     values bit for bit (read_rows), and converted again to sm86-w4a16
  *     gives byte-identical layer files, all exact (read_grid).
  * MoE errors (missing / extra expert, MoE tensor in a dense layer, missing
- * expert count) use small Hugging Face checkpoints written here. GPTQ 2-
+ * expert count) use small Hugging Face checkpoints written here, as does
+ * phi3 with HF's fused qkv_proj / gate_up_proj (split exactly, fused back
+ * by hf-dense bit for bit; fused plus split, or wrong rows, refused). GPTQ 2-
  * and 3-bit symmetric checkpoints (tests/gen/gen_gptq.c) convert exactly.
+ * Conversions of grid sources run with quant_rule=absmax: absmax/7 does
+ * not reproduce a group whose largest |q| is not 7 (Q4_0 groups holding
+ * -8, every 2/3-bit group), so `exact: true` proves the repack path.
  */
 #define _GNU_SOURCE
 #include <cJSON.h>
@@ -455,7 +460,9 @@ START_TEST(test_arch_gguf_q4_0)
     qbt_gguf_free(g);
 
     snprintf(args, sizeof args,
-             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size 32", src, out);
+             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size 32 "
+             "--option quant_rule=absmax",
+             src, out);
     ck_assert_msg(run_tool(args, err, sizeof err) == 0, "%s: %s", c->model_type, err);
     check_output(out, c, &ref);
 
@@ -465,8 +472,9 @@ START_TEST(test_arch_gguf_q4_0)
     check_dense_roundtrip(hf, &ref);
 
     snprintf(args, sizeof args,
-             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size 32", out,
-             again);
+             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size 32 "
+             "--option quant_rule=absmax",
+             out, again);
     ck_assert_msg(run_tool(args, err, sizeof err) == 0, "%s -> sm86-w4a16: %s", c->model_type,
                   err);
     all_exact(again);
@@ -677,6 +685,175 @@ START_TEST(test_moe_wrong_expert_width)
 }
 END_TEST
 
+/* ---- phi3 with fused qkv_proj / gate_up_proj (Hugging Face layout) ------ */
+
+/* Weights on an int4 grid: each group of 32 columns is q * 2^-e with q in
+ * [-7, 7] and one |q| = 7, so absmax/7 recovers the scale exactly and the
+ * conversion is exact without any source grid. */
+static void grid_values(float *v, int64_t rows, int64_t cols, qbt_rng *rng)
+{
+    int64_t r, g, c;
+    for (r = 0; r < rows; r++)
+        for (g = 0; g < cols / 32; g++) {
+            float sc = ldexpf(1.0f, -4 - (int)(qbt_rng_u64(rng) % 4));
+            for (c = 0; c < 32; c++)
+                v[r * cols + g * 32 + c] = (float)((int)(qbt_rng_u64(rng) % 15) - 7) * sc;
+            v[r * cols + g * 32 + (int64_t)(qbt_rng_u64(rng) % 32)] = 7 * sc;
+        }
+}
+
+static float *phi3_add(qbt_st_writer *w, qbt_rng *rng, const char *name, int n_dims, int64_t d0,
+                       int64_t d1)
+{
+    int64_t dims[2] = {d0, d1}, n = n_dims == 1 ? d0 : d0 * d1, i;
+    float *v = malloc((size_t)n * sizeof *v);
+    if (n_dims == 2 && d1 % 32 == 0)
+        grid_values(v, d0, d1, rng);
+    else
+        for (i = 0; i < n; i++)
+            v[i] = (float)(int)(qbt_rng_u64(rng) % 64) / 64.0f;
+    ck_assert_int_eq(qbt_st_writer_add(w, name, "F32", n_dims, dims, v, (size_t)n * 4), 0);
+    return v;
+}
+
+/* phi3: hidden 64, 4 heads of 16, 2 kv heads (qkv rows 64 + 32 + 32),
+ * intermediate 96 (gate_up rows 192). extra: also write the split q_proj
+ * of layer 0; qkv_rows: rows of the fused qkv (128 is right). Returns the
+ * fused weights of layer 0 (qkv, gate_up) when asked. */
+static void write_phi3(const char *dir, int extra, int64_t qkv_rows, float **qkv0, float **gu0)
+{
+    qbt_st_writer *w = qbt_st_writer_new();
+    qbt_rng rng = {99};
+    char name[256], path[800];
+    int l;
+    float *v;
+    mkdir(dir, 0755);
+    free(phi3_add(w, &rng, "model.embed_tokens.weight", 2, 32, 64));
+    for (l = 0; l < 2; l++) {
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.qkv_proj.weight", l);
+        v = phi3_add(w, &rng, name, 2, qkv_rows, 64);
+        if (l == 0 && qkv0)
+            *qkv0 = v;
+        else
+            free(v);
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.o_proj.weight", l);
+        free(phi3_add(w, &rng, name, 2, 64, 64));
+        snprintf(name, sizeof name, "model.layers.%d.mlp.gate_up_proj.weight", l);
+        v = phi3_add(w, &rng, name, 2, 192, 64);
+        if (l == 0 && gu0)
+            *gu0 = v;
+        else
+            free(v);
+        snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l);
+        free(phi3_add(w, &rng, name, 2, 64, 96));
+        snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
+        free(phi3_add(w, &rng, name, 1, 64, 0));
+        snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
+        free(phi3_add(w, &rng, name, 1, 64, 0));
+    }
+    if (extra)
+        free(phi3_add(w, &rng, "model.layers.0.self_attn.q_proj.weight", 2, 64, 64));
+    free(phi3_add(w, &rng, "model.norm.weight", 1, 64, 0));
+    free(phi3_add(w, &rng, "lm_head.weight", 2, 32, 64));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    ck_assert_int_eq(qbt_st_writer_save(w, path), 0);
+    qbt_st_writer_free(w);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    ck_assert_int_eq(
+        qbt_write_text(path, "{\"model_type\": \"phi3\", \"architectures\": [\"Phi3ForCausalLM\"], "
+                             "\"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                             "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                             "\"intermediate_size\": 96, \"vocab_size\": 32, "
+                             "\"tie_word_embeddings\": false}"),
+        0);
+}
+
+/* Decoded rows [0, rows) of <base> in a layer file equal want. */
+static void check_part(const char *dir, const char *base, const float *want, int64_t rows)
+{
+    stf f;
+    char pn[256];
+    const uint8_t *p, *sc;
+    int64_t r, k;
+    ck_assert_int_eq(st_open(dir, "layer_00.safetensors", &f), 0);
+    snprintf(pn, sizeof pn, "%s.packed", base);
+    p = st_get(&f, pn, "U8", 2, rows, 32);
+    snprintf(pn, sizeof pn, "%s.scales", base);
+    sc = st_get(&f, pn, "F16", 2, rows, 2);
+    for (r = 0; r < rows; r++)
+        for (k = 0; k < 64; k++) {
+            unsigned byte = p[r * 32 + k / 2];
+            int q = (int)((k & 1) ? byte >> 4 : byte & 15u) - 8;
+            float dec = (float)q * qb_f16_to_f32(rd16(sc, (size_t)(r * 2 + k / 32)));
+            ck_assert_msg(qb_f32_bits(dec) == qb_f32_bits(want[r * 64 + k]), "%s (%lld, %lld)",
+                          base, (long long)r, (long long)k);
+        }
+    st_close(&f);
+}
+
+START_TEST(test_phi3_fused_split)
+{
+    char src[700], out[700], hf[700], args[2000], err[4096];
+    float *qkv = NULL, *gu = NULL;
+    stf f;
+    const uint8_t *d;
+    int64_t k;
+    snprintf(src, sizeof src, "%s/phi3", g_tmp);
+    snprintf(out, sizeof out, "%s/out", g_tmp);
+    snprintf(hf, sizeof hf, "%s/hf", g_tmp);
+    write_phi3(src, 0, 128, &qkv, &gu);
+    ck_assert_msg(convert_hf(src, err, sizeof err) == 0, "%s", err);
+    all_exact(out);
+    /* rows [0, 64) q, [64, 96) k, [96, 128) v; gate then up (chunk(2)) */
+    check_part(out, "self_attn.q_proj", qkv, 64);
+    check_part(out, "self_attn.k_proj", qkv + 64 * 64, 32);
+    check_part(out, "self_attn.v_proj", qkv + 96 * 64, 32);
+    check_part(out, "mlp.gate_proj", gu, 96);
+    check_part(out, "mlp.up_proj", gu + 96 * 64, 96);
+    ck_assert_int_eq(st_open(out, "layer_01.safetensors", &f), 0);
+    ck_assert_int_eq(st_count(&f), 7 * 2 + 2);
+    st_close(&f);
+    /* back to Hugging Face f32: fused again, bit for bit */
+    snprintf(args, sizeof args,
+             "convert --source '%s' --output '%s' --writer hf-dense --option dtype=f32", out, hf);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(st_open(hf, "model.safetensors", &f), 0);
+    d = st_get(&f, "model.layers.0.self_attn.qkv_proj.weight", "F32", 2, 128, 64);
+    for (k = 0; k < 128 * 64; k++) {
+        float v;
+        memcpy(&v, d + 4 * k, 4);
+        ck_assert(qb_f32_bits(v) == qb_f32_bits(qkv[k]));
+    }
+    d = st_get(&f, "model.layers.0.mlp.gate_up_proj.weight", "F32", 2, 192, 64);
+    for (k = 0; k < 192 * 64; k++) {
+        float v;
+        memcpy(&v, d + 4 * k, 4);
+        ck_assert(qb_f32_bits(v) == qb_f32_bits(gu[k]));
+    }
+    st_close(&f);
+    free(qkv);
+    free(gu);
+}
+END_TEST
+
+START_TEST(test_phi3_fused_errors)
+{
+    char src[700], err[4096];
+    snprintf(src, sizeof src, "%s/both", g_tmp);
+    write_phi3(src, 1, 128, NULL, NULL);
+    ck_assert_int_ne(convert_hf(src, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "model.layers.0.self_attn.qkv_proj.weight") &&
+                      strstr(err, "both fused and split"),
+                  "%s", err);
+    snprintf(src, sizeof src, "%s/rows", g_tmp);
+    write_phi3(src, 0, 160, NULL, NULL);
+    ck_assert_int_ne(convert_hf(src, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "model.layers.0.self_attn.qkv_proj.weight") &&
+                      strstr(err, "160 rows") && strstr(err, "128 rows"),
+                  "%s", err);
+}
+END_TEST
+
 /* ---- GPTQ 2/3-bit symmetric ------------------------------------------------ */
 
 static void check_gptq(int bits, int64_t gs, int64_t target_gs)
@@ -701,8 +878,9 @@ static void check_gptq(int bits, int64_t gs, int64_t target_gs)
     mkdir(src, 0755);
     ck_assert_int_eq(qbt_gptq_write(src, &spec, &truth), 0);
     snprintf(args, sizeof args,
-             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size %lld", src, out,
-             (long long)target_gs);
+             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size %lld "
+             "--option quant_rule=absmax",
+             src, out, (long long)target_gs);
     ck_assert_msg(run_tool(args, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(load(out, "manifest.json", &mb), 0);
     man = cJSON_Parse((const char *)mb.data);
@@ -785,7 +963,9 @@ START_TEST(test_gptq2_asym_requantized)
     mkdir(src, 0755);
     ck_assert_int_eq(qbt_gptq_write(src, &spec, NULL), 0);
     snprintf(args, sizeof args,
-             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size 32", src, out);
+             "convert --source '%s' --output '%s' --writer sm86-w4a16 --group-size 32 "
+             "--option quant_rule=absmax",
+             src, out);
     ck_assert_msg(run_tool(args, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(load(out, "manifest.json", &mb), 0);
     man = cJSON_Parse((const char *)mb.data);
@@ -823,6 +1003,8 @@ int main(void)
     tcase_add_test(tc, test_moe_expert_in_dense_layer);
     tcase_add_test(tc, test_moe_no_expert_count);
     tcase_add_test(tc, test_moe_wrong_expert_width);
+    tcase_add_test(tc, test_phi3_fused_split);
+    tcase_add_test(tc, test_phi3_fused_errors);
     tcase_add_test(tc, test_gptq2_sym_exact);
     tcase_add_test(tc, test_gptq3_sym_exact);
     tcase_add_test(tc, test_gptq2_asym_requantized);

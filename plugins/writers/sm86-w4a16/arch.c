@@ -143,6 +143,15 @@ static const w4w_role phi3_roles[] = {
     NORM("post_attention_layernorm", 1),
 };
 
+/* Phi3Attention.qkv_proj and Phi3MLP.gate_up_proj, as HF checkpoints
+ * (and the readers of their quantized forms) name them. */
+static const w4w_fused phi3_fused[] = {
+    {"self_attn.qkv_proj",
+     {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+     {W4W_IN_HEADS, W4W_IN_KV_HEADS, W4W_IN_KV_HEADS}},
+    {"mlp.gate_up_proj", {"mlp.gate_proj", "mlp.up_proj", NULL}, {W4W_IN_INTER, W4W_IN_INTER}},
+};
+
 /* MixtralBlockSparseTop2MLP: w1 gate, w3 up, w2 down, ffn_dim =
  * intermediate_size. */
 static const w4w_role mixtral_roles[] = {
@@ -197,22 +206,23 @@ static const w4w_role qwen3_moe_roles[] = {
 };
 
 static const w4w_arch archs[] = {
-    {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL},
-    {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL},
-    {"qwen2", "Qwen2ForCausalLM", 0, qwen2_roles, N_OF(qwen2_roles), W4W_MOE_NONE, NULL},
-    {"qwen3", "Qwen3ForCausalLM", 0, qwen3_roles, N_OF(qwen3_roles), W4W_MOE_NONE, NULL},
-    {"gemma", "GemmaForCausalLM", 1, gemma_roles, N_OF(gemma_roles), W4W_MOE_NONE, NULL},
-    {"gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles), W4W_MOE_NONE, NULL},
+    {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"qwen2", "Qwen2ForCausalLM", 0, qwen2_roles, N_OF(qwen2_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"qwen3", "Qwen3ForCausalLM", 0, qwen3_roles, N_OF(qwen3_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"gemma", "GemmaForCausalLM", 1, gemma_roles, N_OF(gemma_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles), W4W_MOE_NONE, NULL, NULL, 0},
     /* the text-only model; "gemma3" is the multimodal wrapper whose
      * config nests text_config */
-    {"gemma3_text", "Gemma3ForCausalLM", 1, gemma3_roles, N_OF(gemma3_roles), W4W_MOE_NONE, NULL},
-    {"phi3", "Phi3ForCausalLM", 0, phi3_roles, N_OF(phi3_roles), W4W_MOE_NONE, NULL},
+    {"gemma3_text", "Gemma3ForCausalLM", 1, gemma3_roles, N_OF(gemma3_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"phi3", "Phi3ForCausalLM", 0, phi3_roles, N_OF(phi3_roles), W4W_MOE_NONE, NULL, phi3_fused,
+     N_OF(phi3_fused)},
     {"mixtral", "MixtralForCausalLM", 0, mixtral_roles, N_OF(mixtral_roles), W4W_MOE_EVERY,
-     "num_local_experts"},
+     "num_local_experts", NULL, 0},
     {"qwen2_moe", "Qwen2MoeForCausalLM", 0, qwen2_moe_roles, N_OF(qwen2_moe_roles), W4W_MOE_STEP,
-     "num_experts"},
+     "num_experts", NULL, 0},
     {"qwen3_moe", "Qwen3MoeForCausalLM", 0, qwen3_moe_roles, N_OF(qwen3_moe_roles), W4W_MOE_STEP,
-     "num_experts"},
+     "num_experts", NULL, 0},
 };
 
 const w4w_arch *w4w_arch_find(const char *model_type)

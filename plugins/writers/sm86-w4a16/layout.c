@@ -19,14 +19,21 @@
 
 #define W4W_MAX_EXPERTS 4096
 
-static const char *const width_keys[8] = {
-    "", "hidden_size", "intermediate_size", "num_attention_heads * head_dim",
-    "moe_intermediate_size", "shared_expert_intermediate_size", "the expert count", "1",
+static const char *const width_keys[W4W_N_WIDTHS] = {
+    "",
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads * head_dim",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "the expert count",
+    "1",
+    "num_key_value_heads * head_dim",
 };
 
 const char *w4w_width_key(w4w_in_dim d)
 {
-    return (unsigned)d < 8 ? width_keys[d] : "?";
+    return (unsigned)d < W4W_N_WIDTHS ? width_keys[d] : "?";
 }
 
 /* Positive integer member, -1 when absent or null, -2 when not one. */
@@ -49,7 +56,7 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
                                        "shared_expert_intermediate_size"};
     static const w4w_in_dim dims[] = {W4W_IN_HIDDEN, W4W_IN_INTER, W4W_IN_MOE_INTER,
                                       W4W_IN_SHARED_INTER};
-    int64_t heads, head_dim, step = 1, l, v;
+    int64_t heads, kv_heads, head_dim, step = 1, l, v;
     const cJSON *only, *e;
     qb_status rc = QB_OK;
     size_t i, r;
@@ -65,16 +72,21 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
         out->width[dims[i]] = v;
     }
     heads = pos_int(cfg, "num_attention_heads");
+    kv_heads = pos_int(cfg, "num_key_value_heads");
     head_dim = pos_int(cfg, "head_dim");
-    if (heads == -2 || head_dim == -2)
+    if (heads == -2 || head_dim == -2 || kv_heads == -2)
         return h->set_error(h, QB_E_FORMAT,
-                            "%s: config.json: num_attention_heads/head_dim is not a positive "
-                            "integer",
+                            "%s: config.json: num_attention_heads/num_key_value_heads/head_dim "
+                            "is not a positive integer",
                             where);
+    /* transformers' default num_key_value_heads is num_attention_heads */
+    if (kv_heads < 0)
+        kv_heads = heads;
     /* transformers' default head_dim is hidden_size // num_attention_heads */
     if (head_dim < 0 && heads > 0 && out->width[W4W_IN_HIDDEN] > 0)
         head_dim = out->width[W4W_IN_HIDDEN] / heads;
     out->width[W4W_IN_HEADS] = heads > 0 && head_dim > 0 ? heads * head_dim : -1;
+    out->width[W4W_IN_KV_HEADS] = kv_heads > 0 && head_dim > 0 ? kv_heads * head_dim : -1;
     out->width[W4W_IN_ONE] = 1;
     out->width[W4W_IN_EXPERTS] = -1;
     if (a->moe != W4W_MOE_NONE) {

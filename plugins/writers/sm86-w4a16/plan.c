@@ -16,8 +16,11 @@
  * every MoE layer must be present, an expert index at or above the
  * config's count, or a MoE tensor in a dense layer (or the reverse), is an
  * error naming the tensor; MoE tensors' shapes are checked against the
- * config's widths. Anything else is an error naming the tensor; so is a
- * missing role. All
+ * config's widths. A fused source tensor the format stores split (phi3's
+ * qkv_proj, gate_up_proj: arch.c w4w_fused) becomes one item per part, each
+ * a row range of the source sized from config.json; fused and split forms
+ * of one projection together are an error. Anything else is an error
+ * naming the tensor; so is a missing role. All
  * shapes are checked against each other and against config.json, and each
  * file's tensor list and byte sizes are fixed here, so every safetensors
  * header can be written before its data is streamed.
@@ -112,7 +115,8 @@ static w4w_item *add_item(builder *b, size_t src, w4w_item_kind kind)
     it->source_encoding = ti->source_encoding ? ti->source_encoding : "";
     it->rows = qb_tensor_rows(ti);
     it->cols = qb_tensor_cols(ti);
-    p->item_of_src[src] = p->n_items - 1;
+    if (p->item_of_src[src] == NONE) /* a fused source's first part */
+        p->item_of_src[src] = p->n_items - 1;
     return it;
 }
 
@@ -198,8 +202,9 @@ out:
 
 /* A linear: <base>.packed U8 [rows, ceil(cols/2)], <base>.scales F16
  * [rows, ceil(cols/group_size)], with act_order=permute possibly
- * <base>.perm I32 [cols]; manifest key "<file>:<base>". */
-static qb_status plan_linear(builder *b, size_t src, const char *base)
+ * <base>.perm I32 [cols]; manifest key "<file>:<base>". With rows >= 0 the
+ * linear is source rows [row0, row0 + rows) (a part of a fused tensor). */
+static qb_status plan_linear(builder *b, size_t src, const char *base, int64_t row0, int64_t rows)
 {
     w4w_plan *p = b->p;
     const w4w_file *f = &p->files[p->n_files - 1];
@@ -209,6 +214,10 @@ static qb_status plan_linear(builder *b, size_t src, const char *base)
     qb_status rc;
     size_t kl = strlen(f->name) + strlen(base) + 2;
 
+    if (rows >= 0) {
+        it->row0 = row0;
+        it->rows = rows;
+    }
     it->key = malloc(kl);
     if (!it->key)
         return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", b->sp);
@@ -311,6 +320,8 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     w4w_layout lo;
     w4w_inst *inst = NULL;
     size_t n_inst, K;
+    size_t *fslot = NULL;                     /* [layer * n_fused + f] fused source */
+    int64_t *part_r0 = NULL, *part_rows = NULL; /* [layer * K + slot], -1: whole tensor */
     size_t embed = NONE, fnorm = NONE, head = NONE, i, nt = mi->n_tensors;
     int64_t hidden = -1, vocab = -1, L, l, m;
     const w4w_arch *a;
@@ -359,13 +370,17 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     K = lo.per_layer;
     p = calloc(1, sizeof *p);
     if (p)
-        p->items = calloc(nt ? nt : 1, sizeof *p->items);
+        p->items = calloc(nt + (size_t)L * 2 * a->n_fused + 1, sizeof *p->items);
     if (p)
         p->item_of_src = malloc((nt ? nt : 1) * sizeof *p->item_of_src);
     slot_w = malloc((size_t)L * K * sizeof *slot_w);
     slot_b = malloc((size_t)L * K * sizeof *slot_b);
     inst = malloc(K * sizeof *inst);
-    if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b || !inst) {
+    fslot = malloc(((size_t)L * a->n_fused + 1) * sizeof *fslot);
+    part_r0 = malloc((size_t)L * K * sizeof *part_r0);
+    part_rows = malloc((size_t)L * K * sizeof *part_rows);
+    if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b || !inst || !fslot || !part_r0 ||
+        !part_rows) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory planning", b.sp);
         goto out;
     }
@@ -374,8 +389,12 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     p->n_layers = L;
     p->tied = tie ? cJSON_IsTrue(tie) : a->tie_default;
     p->opt = *opt;
-    for (i = 0; i < (size_t)L * K; i++)
+    for (i = 0; i < (size_t)L * K; i++) {
         slot_w[i] = slot_b[i] = NONE;
+        part_r0[i] = part_rows[i] = -1;
+    }
+    for (i = 0; i < (size_t)L * a->n_fused; i++)
+        fslot[i] = NONE;
     for (i = 0; i < nt; i++)
         p->item_of_src[i] = NONE;
 
@@ -421,16 +440,13 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             k = (size_t)l * K + lo.role_off[role] + (size_t)(e < 0 ? 0 : e);
             slot = is_bias ? &slot_b[k] : &slot_w[k];
         }
-        if (!slot && strcmp(a->model_type, "phi3") == 0 && parse_layer_name(ti->name, &l, &rest) &&
-            (strcmp(rest, "self_attn.qkv_proj.weight") == 0 ||
-             strcmp(rest, "mlp.gate_up_proj.weight") == 0)) {
-            /* the format stores phi3's projections split; a reader that
-             * presents them fused is not split here */
-            rc = h->set_error(h, QB_E_UNSUPPORTED,
-                              "%s: %s: fused phi3 projection: %s stores q/k/v and gate/up "
-                              "separately and does not split fused source tensors",
-                              b.sp, ti->name, W4W_PLUGIN_NAME);
-            goto out;
+        if (!slot && parse_layer_name(ti->name, &l, &rest) && l < L) {
+            size_t f;
+            for (f = 0; f < a->n_fused && !slot; f++) {
+                size_t fl = strlen(a->fused[f].path);
+                if (strncmp(rest, a->fused[f].path, fl) == 0 && strcmp(rest + fl, ".weight") == 0)
+                    slot = &fslot[(size_t)l * a->n_fused + f];
+            }
         }
         if (!slot) {
             rc = h->set_error(h, QB_E_FORMAT,
@@ -444,6 +460,47 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             goto out;
         }
         *slot = i;
+    }
+
+    /* fused sources: each part takes its rows in the part's slot */
+    for (l = 0; l < L; l++) {
+        size_t f;
+        for (f = 0; f < a->n_fused; f++) {
+            const w4w_fused *fu = &a->fused[f];
+            size_t fi = fslot[(size_t)l * a->n_fused + f], q;
+            const qb_tensor_info *t;
+            int64_t r0 = 0;
+            if (fi == NONE)
+                continue;
+            t = tinfo(&b, fi);
+            for (q = 0; q < 3 && fu->parts[q]; q++) {
+                const w4w_role *role = w4w_arch_role(a, fu->parts[q]);
+                size_t si = (size_t)l * K + lo.role_off[role - a->roles];
+                int64_t rows = lo.width[fu->rows[q]];
+                if (slot_w[si] != NONE) {
+                    rc = h->set_error(h, QB_E_FORMAT,
+                                      "%s: %s: present both fused and split (model.layers.%lld.%s.weight)",
+                                      b.sp, t->name, (long long)l, fu->parts[q]);
+                    goto out;
+                }
+                if (rows < 1) {
+                    rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: %s missing, needed to split %s",
+                                      b.sp, w4w_width_key(fu->rows[q]), t->name);
+                    goto out;
+                }
+                slot_w[si] = fi;
+                part_r0[si] = r0;
+                part_rows[si] = rows;
+                r0 += rows;
+            }
+            if (t->n_dims != 2 || t->dims[0] != r0) {
+                rc = h->set_error(h, QB_E_MISMATCH,
+                                  "%s: %s: %u-D with %lld rows, but its parts from config.json "
+                                  "add up to %lld rows",
+                                  b.sp, t->name, t->n_dims, (long long)t->dims[0], (long long)r0);
+                goto out;
+            }
+        }
     }
 
     /* 2. presence and shapes */
@@ -596,7 +653,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             char path[256];
             w4w_role_path(role, inst[k].expert, path, sizeof path); /* fits: checked above */
             if (role->kind == W4W_ROLE_LINEAR) {
-                rc = plan_linear(&b, wi, path);
+                rc = plan_linear(&b, wi, path, part_r0[si], part_rows[si]);
                 if (rc == QB_OK && bi != NONE) {
                     snprintf(name, sizeof name, "%s.bias", path);
                     rc = plan_f16(&b, bi, name);
@@ -615,7 +672,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     if (head != NONE && !p->tied) {
         if ((rc = add_file(&b, "lm_head.safetensors")) != QB_OK)
             goto out;
-        rc = opt->quantized_head ? plan_linear(&b, head, "lm_head")
+        rc = opt->quantized_head ? plan_linear(&b, head, "lm_head", 0, -1)
                                  : plan_f16(&b, head, "lm_head.weight");
         if (rc != QB_OK)
             goto out;
@@ -623,10 +680,18 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
         w4w_item *it = add_item(&b, head, W4W_ITEM_TIED);
         it->peer = embed;
     }
-    if (p->n_items != nt) {
-        rc = h->set_error(h, QB_E_INTERNAL, "%s: planned %zu of %zu tensors", b.sp, p->n_items, nt);
-        goto out;
-    }
+    for (i = 0; i < nt; i++)
+        if (p->item_of_src[i] == NONE) {
+            rc = h->set_error(h, QB_E_INTERNAL, "%s: tensor %zu not planned", b.sp, i);
+            goto out;
+        }
+    /* the writer takes one source tensor's items in one write_tensor call */
+    for (i = 1; i < p->n_items; i++)
+        if (p->items[i].src != p->items[i - 1].src && p->item_of_src[p->items[i].src] != i) {
+            rc = h->set_error(h, QB_E_INTERNAL, "%s: parts of %s are not consecutive", b.sp,
+                              p->items[i].name);
+            goto out;
+        }
     *out = p;
     p = NULL;
 out:
@@ -634,6 +699,9 @@ out:
     free(slot_w);
     free(slot_b);
     free(inst);
+    free(fslot);
+    free(part_r0);
+    free(part_rows);
     w4w_layout_free(&lo);
     cJSON_Delete(cfg);
     return rc;

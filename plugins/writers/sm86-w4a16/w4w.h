@@ -66,8 +66,11 @@ typedef enum w4w_in_dim {
     W4W_IN_MOE_INTER = 4,    /* moe_intermediate_size */
     W4W_IN_SHARED_INTER = 5, /* shared_expert_intermediate_size */
     W4W_IN_EXPERTS = 6,      /* the expert count (a router's rows) */
-    W4W_IN_ONE = 7           /* 1 (shared_expert_gate's single row) */
+    W4W_IN_ONE = 7,          /* 1 (shared_expert_gate's single row) */
+    W4W_IN_KV_HEADS = 8      /* num_key_value_heads * head_dim */
 } w4w_in_dim;
+
+#define W4W_N_WIDTHS 9
 
 /* Which decoder layers hold a role. */
 typedef enum w4w_layers {
@@ -89,6 +92,17 @@ typedef struct w4w_role {
     w4w_layers layers;
 } w4w_role;
 
+/* A fused source tensor the format stores split (w4a16-format.md): rows
+ * of `path` are the parts' rows one after the other, each part's row count
+ * from config.json (Phi3Attention.forward: q, k, v = qkv[..., :q_pos],
+ * [q_pos : q_pos + kv], [q_pos + kv :]; Phi3MLP.forward: gate, up =
+ * gate_up.chunk(2)). The parts are consecutive roles of the table. */
+typedef struct w4w_fused {
+    const char *path;
+    const char *parts[3]; /* role paths in row order; unused ones NULL */
+    w4w_in_dim rows[3];
+} w4w_fused;
+
 /* How an architecture places MoE blocks. */
 typedef enum w4w_moe {
     W4W_MOE_NONE = 0,
@@ -106,6 +120,8 @@ typedef struct w4w_arch {
     size_t n_roles;
     w4w_moe moe;
     const char *experts_key; /* config key of the expert count, MoE only */
+    const w4w_fused *fused;  /* fused source tensors split into roles */
+    size_t n_fused;
 } w4w_arch;
 
 /* The table entry for `model_type`, or NULL when unsupported. Pure. */
@@ -142,7 +158,7 @@ typedef struct w4w_inst {
 typedef struct w4w_layout {
     const w4w_arch *arch;
     int64_t n_layers;
-    int64_t width[8];  /* indexed by w4w_in_dim; W4W_IN_ONE is 1 */
+    int64_t width[W4W_N_WIDTHS]; /* indexed by w4w_in_dim; W4W_IN_ONE is 1 */
     int64_t n_experts; /* 0 for a dense architecture */
     uint8_t *sparse;   /* [n_layers]: 1 = MoE layer; owned */
     size_t *role_off;  /* [n_roles]: first slot of each role in a layer; owned */
@@ -339,6 +355,10 @@ typedef struct w4w_item {
     /* LINEAR with act_order=permute over an act-order grid: stored column
      * c is source column perm[c] (input_permutation); owned, else NULL */
     int32_t *perm;
+    /* first source row: a part of a fused source tensor (w4w_fused) starts
+     * past the earlier parts; the parts of one source are consecutive
+     * items */
+    int64_t row0;
 } w4w_item;
 
 typedef struct w4w_options {
