@@ -276,7 +276,8 @@ static void check_output(const char *dir, const arch_case *c, const qbt_hf_model
         char file[64], name[256], key[400], pn[300];
         int linear;
         stf f;
-        int64_t rows = t->n_dims == 1 ? 1 : t->dims[0], cols = t->n_dims == 1 ? t->dims[0] : t->dims[1];
+        int64_t rows = t->n_dims == 1 ? 1 : t->dims[0],
+                cols = t->n_dims == 1 ? t->dims[0] : t->dims[1];
         int64_t r, k;
         out_place(t->name, file, name, &linear);
         ck_assert_msg(st_open(dir, file, &f) == 0, "%s: cannot open %s", t->name, file);
@@ -539,7 +540,8 @@ static void write_moe(const char *dir, const char *model_type, int n_experts, co
             continue;
         }
         snprintf(name, sizeof name,
-                 mix ? "model.layers.%d.block_sparse_moe.gate.weight" : "model.layers.%d.mlp.gate.weight",
+                 mix ? "model.layers.%d.block_sparse_moe.gate.weight"
+                     : "model.layers.%d.mlp.gate.weight",
                  l);
         hf_add(&h, name, 2, n_experts, H);
         for (e = 0; e < n_experts; e++)

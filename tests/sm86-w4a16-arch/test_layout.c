@@ -57,7 +57,8 @@ START_TEST(test_arch_table)
     ck_assert_int_eq(w4w_arch_find("gemma3_text")->tie_default, 1);
     ck_assert_int_eq(w4w_arch_find("phi3")->tie_default, 0);
     ck_assert_ptr_nonnull(w4w_arch_role(w4w_arch_find("gemma3_text"), "self_attn.q_norm"));
-    ck_assert_ptr_nonnull(w4w_arch_role(w4w_arch_find("gemma3_text"), "post_feedforward_layernorm"));
+    ck_assert_ptr_nonnull(
+        w4w_arch_role(w4w_arch_find("gemma3_text"), "post_feedforward_layernorm"));
     ck_assert_ptr_null(w4w_arch_role(w4w_arch_find("phi3"), "self_attn.qkv_proj"));
     ck_assert_int_eq(w4w_arch_role(w4w_arch_find("qwen2_moe"), "mlp.shared_expert_gate")->kind,
                      W4W_ROLE_ROUTER);

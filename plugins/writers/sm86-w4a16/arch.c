@@ -28,7 +28,10 @@
 /* Input widths: q/k/v/gate/up read the hidden state, o_proj the
  * concatenated heads, down_proj the MLP's intermediate activations. */
 #define LIN(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in, W4W_IN_NONE, W4W_LAYERS_ALL }
-#define NORM(p, hs) { p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL }
+#define NORM(p, hs)                                                                                \
+    {                                                                                              \
+        p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL              \
+    }
 /* MoE architectures: roles checked against the config's widths, held by
  * dense (D) or sparse (S) layers only. */
 #define DLIN(p, in) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, W4W_IN_NONE, W4W_LAYERS_DENSE }
@@ -207,14 +210,17 @@ static const w4w_role qwen3_moe_roles[] = {
 
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
-    {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL,
+     NULL, 0},
     {"qwen2", "Qwen2ForCausalLM", 0, qwen2_roles, N_OF(qwen2_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"qwen3", "Qwen3ForCausalLM", 0, qwen3_roles, N_OF(qwen3_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"gemma", "GemmaForCausalLM", 1, gemma_roles, N_OF(gemma_roles), W4W_MOE_NONE, NULL, NULL, 0},
-    {"gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"gemma2", "Gemma2ForCausalLM", 1, gemma2_roles, N_OF(gemma2_roles), W4W_MOE_NONE, NULL, NULL,
+     0},
     /* the text-only model; "gemma3" is the multimodal wrapper whose
      * config nests text_config */
-    {"gemma3_text", "Gemma3ForCausalLM", 1, gemma3_roles, N_OF(gemma3_roles), W4W_MOE_NONE, NULL, NULL, 0},
+    {"gemma3_text", "Gemma3ForCausalLM", 1, gemma3_roles, N_OF(gemma3_roles), W4W_MOE_NONE, NULL,
+     NULL, 0},
     {"phi3", "Phi3ForCausalLM", 0, phi3_roles, N_OF(phi3_roles), W4W_MOE_NONE, NULL, phi3_fused,
      N_OF(phi3_fused)},
     {"mixtral", "MixtralForCausalLM", 0, mixtral_roles, N_OF(mixtral_roles), W4W_MOE_EVERY,

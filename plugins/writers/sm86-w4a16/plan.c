@@ -432,8 +432,8 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             }
             if (!w4w_layout_active(&lo, l, (size_t)role)) {
                 rc = h->set_error(h, QB_E_FORMAT,
-                                  "%s: %s: unexpected: config.json makes layer %lld a %s layer", b.sp,
-                                  ti->name, (long long)l,
+                                  "%s: %s: unexpected: config.json makes layer %lld a %s layer",
+                                  b.sp, ti->name, (long long)l,
                                   lo.sparse[l] ? "mixture-of-experts" : "dense-MLP");
                 goto out;
             }
@@ -478,14 +478,16 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                 size_t si = (size_t)l * K + lo.role_off[role - a->roles];
                 int64_t rows = lo.width[fu->rows[q]];
                 if (slot_w[si] != NONE) {
-                    rc = h->set_error(h, QB_E_FORMAT,
-                                      "%s: %s: present both fused and split (model.layers.%lld.%s.weight)",
-                                      b.sp, t->name, (long long)l, fu->parts[q]);
+                    rc = h->set_error(
+                        h, QB_E_FORMAT,
+                        "%s: %s: present both fused and split (model.layers.%lld.%s.weight)", b.sp,
+                        t->name, (long long)l, fu->parts[q]);
                     goto out;
                 }
                 if (rows < 1) {
-                    rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: %s missing, needed to split %s",
-                                      b.sp, w4w_width_key(fu->rows[q]), t->name);
+                    rc = h->set_error(h, QB_E_FORMAT,
+                                      "%s: config.json: %s missing, needed to split %s", b.sp,
+                                      w4w_width_key(fu->rows[q]), t->name);
                     goto out;
                 }
                 slot_w[si] = fi;
@@ -590,19 +592,18 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                     if (role->out == W4W_IN_HIDDEN)
                         want_r = hidden;
                     if (want_r < 1 || want_c < 1) {
-                        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: %s missing, needed for %s",
-                                          b.sp,
-                                          w4w_width_key(want_r < 1 ? role->out : role->in),
-                                          t->name);
+                        rc = h->set_error(
+                            h, QB_E_FORMAT, "%s: config.json: %s missing, needed for %s", b.sp,
+                            w4w_width_key(want_r < 1 ? role->out : role->in), t->name);
                         goto out;
                     }
                     if (t->dims[0] != want_r || t->dims[1] != want_c) {
-                        rc = h->set_error(h, QB_E_MISMATCH,
-                                          "%s: %s: shape [%lld, %lld] is not [%s, %s] = [%lld, %lld]",
-                                          b.sp, t->name, (long long)t->dims[0],
-                                          (long long)t->dims[1], w4w_width_key(role->out),
-                                          w4w_width_key(role->in), (long long)want_r,
-                                          (long long)want_c);
+                        rc = h->set_error(
+                            h, QB_E_MISMATCH,
+                            "%s: %s: shape [%lld, %lld] is not [%s, %s] = [%lld, %lld]", b.sp,
+                            t->name, (long long)t->dims[0], (long long)t->dims[1],
+                            w4w_width_key(role->out), w4w_width_key(role->in), (long long)want_r,
+                            (long long)want_c);
                         goto out;
                     }
                 }
