@@ -10,8 +10,9 @@
  * file stores the two tensors one after the other.
  *
  * Exact repack: when the reader's integer grid is symmetric with at most 4
- * bits (repack.c: codes minus zero 2^(bits-1) fit int4), in contiguous groups such that every target group lies inside one
- * source group, a block's codes are copied and its scales converted to fp16
+ * bits (repack.c: codes minus zero 2^(bits-1) fit int4), in contiguous
+ * groups such that every target group lies inside one source group, a
+ * block's codes are copied and its scales converted to fp16
  * — if every scale survives float->fp16->float and the decoded block equals
  * read_rows bit for bit (the promise of qb_tensor.h). A block failing that
  * is requantized from its dense rows, with a WARN naming the tensor.
