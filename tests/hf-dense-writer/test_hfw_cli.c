@@ -838,6 +838,41 @@ START_TEST(gguf_q4_0_to_f32_equals_the_known_weights)
 }
 END_TEST
 
+/* K-quants and Q8_0 (when the fixture library can quantize them): the
+ * expected values are the decoded blocks. */
+START_TEST(gguf_kquants_to_f32_equal_the_decoded_blocks)
+{
+    static const uint32_t types[] = {8 /* Q8_0 */, 12 /* Q4_K */, 14 /* Q6_K */};
+    size_t k, i, done = 0;
+    for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        qbt_gguf_spec s = gspec("qwen2", types[k]);
+        qbt_hf_model ref;
+        qb_st_set *set;
+        char dir[32], file[64], out[32];
+        if (!qbt_gguf_can_quantize(types[k]))
+            continue;
+        s.n_embd = 256; /* K-quant super-blocks are 256 wide */
+        s.n_ff = 512;
+        s.n_head = 4;
+        s.n_head_kv = 2;
+        snprintf(dir, sizeof(dir), "g%u", types[k]);
+        snprintf(file, sizeof(file), "g%u/m.gguf", types[k]);
+        snprintf(out, sizeof(out), "o%u", types[k]);
+        ck_assert_int_eq(mkdir(sub(dir), 0777), 0);
+        write_gguf(&s, sub(file), &ref);
+        convert_ok(sub(file), sub(out), "--option dtype=f32");
+        set = open_out(sub(out));
+        ck_assert_uint_eq(host->safetensors->count(set), ref.n);
+        for (i = 0; i < ref.n; i++)
+            check_vals(need(set, ref.t[i].name), "F32", ref.t[i].vals, numel(&ref.t[i]));
+        host->safetensors->close(set);
+        qbt_hf_model_free(&ref);
+        done++;
+    }
+    ck_assert_msg(done > 0 || !qbt_gguf_can_quantize(12), "no type tested");
+}
+END_TEST
+
 /* Concatenation of the expected tensors `names` by rows. */
 static float *concat_rows(const qbt_hf_model *ref, const char *const *names, int n, int64_t *rows,
                           int64_t *cols)
@@ -1078,6 +1113,7 @@ static Suite *suite(void)
 #endif
     tcase_add_test(tc, gguf_q4_0_to_f32_equals_the_known_weights);
     tcase_add_test(tc, gguf_phi3_fused_back);
+    tcase_add_test(tc, gguf_kquants_to_f32_equal_the_decoded_blocks);
     tcase_add_test(tc, supports_refuses_a_model_without_config);
 #ifdef QBT_HAVE_SM86
     tcase_add_test(tc, w4a16_back_to_f32_equals_the_decoded_values);
