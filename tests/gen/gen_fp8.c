@@ -23,7 +23,7 @@
 
 static int f8_add_scale(qbt_cq_writer *w, const char *name, const qbt_cq_lin *l, int broken_shape)
 {
-    int64_t dims[2];
+    int64_t dims[2] = {0, 0};
     int nd;
 
     if (l->strategy == QBT_CQ_TENSOR) {
