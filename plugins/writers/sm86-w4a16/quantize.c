@@ -12,11 +12,18 @@
  *           absmax/7 * f and s*absmax/8 * f for f in {0.80, 0.81, ..., 1.05},
  *           where s is the sign that maps the largest-magnitude element to
  *           code -8 (a negative scale when that element is positive), so the
- *           otherwise unused code -8 carries the extreme value. f = 1.00
- *           reproduces ABSMAX exactly, so SEARCH is never worse than ABSMAX.
+ *           otherwise unused code -8 carries the extreme value. Candidates
+ *           are ranked by their float error with q = clamp(round(w * (1 /
+ *           scale)), -8, 7) (quant_eval.c: vectorised, early exit); the
+ *           winner is then kept only if its double error is below ABSMAX's,
+ *           so SEARCH is never worse than ABSMAX.
  *   AUTO    per group the smaller error of ABSMAX and SEARCH (ABSMAX on ties).
+ *
+ * Results are identical on every x86-64 CPU: the AVX2 and portable loops
+ * of quant_eval.c perform the same float operations in the same order.
  */
 #include "w4w.h"
+#include "quant_eval.h"
 
 #include <math.h>
 
@@ -54,51 +61,61 @@ static int round_scale(float s, uint16_t *bits, float *used)
     return 0;
 }
 
-/* Least-error candidate of the search grid; -1 when every candidate
- * overflows fp16. Error ties keep the earlier candidate. */
-static int search_scale(const float *w, size_t n, float amax, float sign8, int8_t *q,
-                        uint16_t *best_bits, double *best_err)
+/* Least-error candidate of the search grid under the float metric of
+ * w4w_qe_err (codes by multiplying with 1/scale); -1 when every candidate
+ * overflows fp16. Ties keep the earlier candidate in grid order. The
+ * absmax candidates (f = 1.00) are tried first so that the early exit of
+ * w4w_qe_err prunes most others after half a group; the order of trial
+ * does not change the winner. */
+static int search_scale(w4w_qe_impl impl, const float *w, size_t n, float amax, float sign8,
+                        float *best_used)
 {
-    int found = 0, i, k;
+    float used[2 * W4W_F_N], best = 0.0f;
+    int ok[2 * W4W_F_N], order[2 * W4W_F_N], best_i = -1, k, i, m = 0;
     for (k = 0; k < 2; k++) {
         float base = k == 0 ? amax / 7.0f : sign8 * amax / 8.0f;
         for (i = 0; i < W4W_F_N; i++) {
             float f = (float)(W4W_F_LO + i) / 100.0f;
             uint16_t bits;
-            float used;
-            double e;
-            if (round_scale(base * f, &bits, &used) != 0)
-                continue;
-            e = w4w_quant_codes(w, n, used, q);
-            if (!found || e < *best_err) {
-                found = 1;
-                *best_err = e;
-                *best_bits = bits;
-            }
+            ok[k * W4W_F_N + i] = round_scale(base * f, &bits, &used[k * W4W_F_N + i]) == 0;
         }
     }
-    return found ? 0 : -1;
+    order[m++] = 100 - W4W_F_LO;
+    order[m++] = W4W_F_N + 100 - W4W_F_LO;
+    for (i = 0; i < 2 * W4W_F_N; i++)
+        if (i != order[0] && i != order[1])
+            order[m++] = i;
+    for (k = 0; k < m; k++) {
+        float s, e;
+        i = order[k];
+        if (!ok[i])
+            continue;
+        s = used[i];
+        e = w4w_qe_err(impl, w, n, s, s != 0.0f ? 1.0f / s : 0.0f,
+                       best_i < 0 ? (float)INFINITY : best);
+        if (best_i < 0 || e < best || (e == best && i < best_i)) {
+            best = e;
+            best_i = i;
+        }
+    }
+    if (best_i < 0)
+        return -1;
+    *best_used = used[best_i];
+    return 0;
 }
 
-int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t *scale,
-                    double *err)
+int w4w_quant_group_impl(w4w_qe_impl impl, const float *w, size_t n, int rule, int8_t *q,
+                         uint16_t *scale, double *err)
 {
-    float amax = 0.0f, extreme = 0.0f;
+    float amax = 0.0f, extreme = 0.0f, a_used = 0.0f, s_used = 0.0f;
     uint16_t a_bits = 0, s_bits = 0;
-    float a_used = 0.0f;
-    double a_err = 0.0, s_err = 0.0;
-    int have_a, have_s;
+    double a_err = 0.0, s_err;
+    int have_a;
     size_t i;
 
-    for (i = 0; i < n; i++) {
-        float a = fabsf(w[i]);
-        if (!isfinite(w[i]))
-            return W4W_EQUANT_NONFINITE;
-        if (a > amax) {
-            amax = a;
-            extreme = w[i];
-        }
-    }
+    impl = w4w_qe_resolve(impl);
+    if (w4w_qe_absmax(impl, w, n, &amax, &extreme) != 0)
+        return W4W_EQUANT_NONFINITE;
     if (amax == 0.0f) {
         for (i = 0; i < n; i++)
             q[i] = 0;
@@ -108,25 +125,36 @@ int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t
     }
 
     have_a = round_scale(amax / 7.0f, &a_bits, &a_used) == 0;
-    if (have_a)
-        a_err = w4w_quant_codes(w, n, a_used, q);
     if (rule == W4W_RULE_ABSMAX) {
         if (!have_a)
             return W4W_EQUANT_OVERFLOW;
         *scale = a_bits;
-        *err = a_err;
+        *err = w4w_qe_codes(impl, w, n, a_used, 0.0f, 1, q);
         return 0;
     }
-    have_s = search_scale(w, n, amax, extreme > 0.0f ? -1.0f : 1.0f, q, &s_bits, &s_err) == 0;
-    if (!have_s)
+    if (search_scale(impl, w, n, amax, extreme > 0.0f ? -1.0f : 1.0f, &s_used) != 0)
         return W4W_EQUANT_OVERFLOW;
-    if (rule == W4W_RULE_AUTO && have_a && a_err <= s_err) {
-        s_bits = a_bits;
-        s_err = a_err;
+    s_bits = qb_f32_to_f16(s_used);
+    s_err = w4w_qe_codes(impl, w, n, s_used, s_used != 0.0f ? 1.0f / s_used : 0.0f, 0, q);
+    /* The grid's f = 1.00 candidate is ABSMAX's scale but its codes come
+     * from w * (1/s), not w / s, and the search ranks in float: compare
+     * with ABSMAX itself in double so that SEARCH is never worse than
+     * ABSMAX (AUTO keeps ABSMAX on ties, SEARCH only when strictly
+     * better). */
+    if (have_a) {
+        a_err = w4w_qe_codes(impl, w, n, a_used, 0.0f, 1, NULL);
+        if (a_err < s_err || (rule == W4W_RULE_AUTO && a_err == s_err)) {
+            s_bits = a_bits;
+            s_err = w4w_qe_codes(impl, w, n, a_used, 0.0f, 1, q);
+        }
     }
-    /* the search loop left q at its last candidate: recompute the winner's */
-    (void)w4w_quant_codes(w, n, qb_f16_to_f32(s_bits), q);
     *scale = s_bits;
     *err = s_err;
     return 0;
+}
+
+int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t *scale,
+                    double *err)
+{
+    return w4w_quant_group_impl(W4W_QE_AUTO, w, n, (int)rule, q, scale, err);
 }

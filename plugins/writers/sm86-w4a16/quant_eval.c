@@ -1,0 +1,285 @@
+/*
+ * sm86-w4a16 — inner loops of the int4 rules, portable C and AVX2 with
+ * bit-identical results (see quant_eval.h for the operation order both
+ * follow). The scale search spends nearly all of a requantizing
+ * conversion here (perf: ~90 % in the scalar error loop before this file).
+ */
+#include "quant_eval.h"
+
+#include <math.h>
+#include <string.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define W4W_QE_X86 1
+#include <immintrin.h>
+#endif
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+int w4w_qe_have_avx2(void)
+{
+#ifdef W4W_QE_X86
+    /* 0 unknown, 1 no, 2 yes; relaxed atomics: every thread computes the
+     * same answer, so a race only repeats the query */
+    static int cached;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v == 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") ? 2 : 1;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v == 2;
+#else
+    return 0;
+#endif
+}
+
+w4w_qe_impl w4w_qe_resolve(w4w_qe_impl impl)
+{
+    if (impl == W4W_QE_AUTO)
+        return w4w_qe_have_avx2() ? W4W_QE_AVX2 : W4W_QE_PORTABLE;
+    return impl;
+}
+
+/* ---- portable ------------------------------------------------------------ */
+
+static float clamp_code(float r)
+{
+    return r < -8.0f ? -8.0f : r > 7.0f ? 7.0f : r;
+}
+
+/* The fixed reduction tree of 4 accumulators of 8 lanes. */
+static float reduce_f(float acc[4][8])
+{
+    float t[8], u[4];
+    int l;
+    for (l = 0; l < 8; l++)
+        t[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+    for (l = 0; l < 4; l++)
+        u[l] = t[l] + t[l + 4];
+    return (u[0] + u[2]) + (u[1] + u[3]);
+}
+
+static int absmax_c(const float *w, size_t n, float *amax, float *extreme)
+{
+    float m = 0.0f, e = 0.0f;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float a = fabsf(w[i]);
+        if (!isfinite(w[i]))
+            return -1;
+        if (a > m) {
+            m = a;
+            e = w[i];
+        }
+    }
+    *amax = m;
+    *extreme = e;
+    return 0;
+}
+
+static float err_c(const float *w, size_t n, float s, float inv, float bound)
+{
+    float acc[4][8];
+    size_t i;
+    memset(acc, 0, sizeof acc);
+    for (i = 0; i < n; i++) {
+        float r = clamp_code(rintf(w[i] * inv));
+        float d = r * s - w[i];
+        acc[(i / 8) % 4][i % 8] += d * d;
+        /* same checkpoints as the AVX2 path: after every 64 elements */
+        if ((i + 1) % 64 == 0 && i + 1 < n) {
+            float p = reduce_f(acc);
+            if (p > bound)
+                return p;
+        }
+    }
+    return reduce_f(acc);
+}
+
+static double codes_c(const float *w, size_t n, float s, float inv, int use_div, int8_t *q)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t[4];
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float r = clamp_code(rintf(use_div ? w[i] / s : w[i] * inv));
+        double d = (double)(r * s) - (double)w[i];
+        if (q)
+            q[i] = (int8_t)(int)r;
+        acc[i % 8] += d * d;
+    }
+    for (i = 0; i < 4; i++)
+        t[i] = acc[i] + acc[i + 4];
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+/* ---- AVX2 ---------------------------------------------------------------- */
+
+#ifdef W4W_QE_X86
+#define W4W_AVX2 __attribute__((target("avx2")))
+
+W4W_AVX2 static __m256 load_tail(const float *w, size_t m)
+{
+    float b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    memcpy(b, w, m * sizeof *w);
+    return _mm256_loadu_ps(b);
+}
+
+W4W_AVX2 static float reduce_v(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+    __m256 t = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    __m128 u = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    __m128 x = _mm_add_ps(u, _mm_movehl_ps(u, u)); /* u0+u2, u1+u3 */
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+
+W4W_AVX2 static int absmax_avx2(const float *w, size_t n, float *amax, float *extreme)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i expm = _mm256_set1_epi32(0x7f800000);
+    __m256 m = _mm256_setzero_ps();
+    __m256i bad = _mm256_setzero_si256();
+    __m128 h;
+    float mx;
+    size_t i;
+    for (i = 0; i < n; i += 8) {
+        __m256 v = i + 8 <= n ? _mm256_loadu_ps(w + i) : load_tail(w + i, n - i);
+        __m256i b = _mm256_and_si256(_mm256_castps_si256(v), expm);
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(b, expm));
+        m = _mm256_max_ps(m, _mm256_and_ps(v, absm));
+    }
+    if (!_mm256_testz_si256(bad, bad))
+        return -1;
+    h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+    mx = _mm_cvtss_f32(h);
+    *amax = mx;
+    *extreme = 0.0f;
+    /* the first element of largest magnitude, as the portable scan finds */
+    for (i = 0; i < n && mx != 0.0f; i++)
+        if (fabsf(w[i]) == mx) {
+            *extreme = w[i];
+            break;
+        }
+    return 0;
+}
+
+/* one vector of 8 elements: squared error in float */
+W4W_AVX2 static __m256 err8(__m256 v, __m256 vi, __m256 vs, __m256 lo, __m256 hi)
+{
+    __m256 r = _mm256_round_ps(_mm256_mul_ps(v, vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 d = _mm256_sub_ps(_mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(r, lo), hi), vs), v);
+    return _mm256_mul_ps(d, d);
+}
+
+W4W_AVX2 static float err_avx2(const float *w, size_t n, float s, float inv, float bound)
+{
+    const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s);
+    const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f);
+    __m256 a[4];
+    size_t i = 0, k;
+    a[0] = a[1] = a[2] = a[3] = _mm256_setzero_ps();
+    /* whole blocks of 64: 8 vectors, two per accumulator, then a check */
+    for (; i + 64 <= n; i += 64) {
+        a[0] = _mm256_add_ps(a[0], err8(_mm256_loadu_ps(w + i), vi, vs, lo, hi));
+        a[1] = _mm256_add_ps(a[1], err8(_mm256_loadu_ps(w + i + 8), vi, vs, lo, hi));
+        a[2] = _mm256_add_ps(a[2], err8(_mm256_loadu_ps(w + i + 16), vi, vs, lo, hi));
+        a[3] = _mm256_add_ps(a[3], err8(_mm256_loadu_ps(w + i + 24), vi, vs, lo, hi));
+        a[0] = _mm256_add_ps(a[0], err8(_mm256_loadu_ps(w + i + 32), vi, vs, lo, hi));
+        a[1] = _mm256_add_ps(a[1], err8(_mm256_loadu_ps(w + i + 40), vi, vs, lo, hi));
+        a[2] = _mm256_add_ps(a[2], err8(_mm256_loadu_ps(w + i + 48), vi, vs, lo, hi));
+        a[3] = _mm256_add_ps(a[3], err8(_mm256_loadu_ps(w + i + 56), vi, vs, lo, hi));
+        if (i + 64 < n) {
+            float p = reduce_v(a[0], a[1], a[2], a[3]);
+            if (p > bound)
+                return p;
+        }
+    }
+    for (k = (i / 8) % 4; i < n; i += 8, k = (k + 1) % 4) {
+        __m256 v = i + 8 <= n ? _mm256_loadu_ps(w + i) : load_tail(w + i, n - i);
+        /* zero padding adds +0 to a lane: x + 0 == x for x >= 0 */
+        a[k] = _mm256_add_ps(a[k], err8(v, vi, vs, lo, hi));
+    }
+    return reduce_v(a[0], a[1], a[2], a[3]);
+}
+
+W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, int use_div,
+                                  int8_t *q)
+{
+    const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s);
+    const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f);
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+    __m128d t;
+    size_t i;
+    for (i = 0; i < n; i += 8) {
+        size_t m = n - i < 8 ? n - i : 8;
+        __m256 v = m == 8 ? _mm256_loadu_ps(w + i) : load_tail(w + i, m);
+        __m256 x = use_div ? _mm256_div_ps(v, vs) : _mm256_mul_ps(v, vi);
+        __m256 r = _mm256_min_ps(
+            _mm256_max_ps(_mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo),
+            hi);
+        __m256 d = _mm256_mul_ps(r, vs);
+        __m256d e0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(d)),
+                                   _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        __m256d e1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)),
+                                   _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        a0 = _mm256_add_pd(a0, _mm256_mul_pd(e0, e0));
+        a1 = _mm256_add_pd(a1, _mm256_mul_pd(e1, e1));
+        if (q) {
+            __m256i qi = _mm256_cvtps_epi32(r); /* r is integral: exact */
+            __m128i q16 =
+                _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+            __m128i q8 = _mm_packs_epi16(q16, q16);
+            if (m == 8) {
+                _mm_storel_epi64((__m128i *)(void *)(q + i), q8);
+            } else {
+                int8_t b[16];
+                _mm_storeu_si128((__m128i *)(void *)b, q8);
+                memcpy(q + i, b, m);
+            }
+        }
+    }
+    a0 = _mm256_add_pd(a0, a1);
+    t = _mm_add_pd(_mm256_castpd256_pd128(a0), _mm256_extractf128_pd(a0, 1)); /* t0+t2, t1+t3 */
+    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+}
+#endif
+
+/* ---- entry points -------------------------------------------------------- */
+
+int w4w_qe_absmax(w4w_qe_impl impl, const float *w, size_t n, float *amax, float *extreme)
+{
+#ifdef W4W_QE_X86
+    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+        return absmax_avx2(w, n, amax, extreme);
+#endif
+    (void)impl;
+    return absmax_c(w, n, amax, extreme);
+}
+
+float w4w_qe_err(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, float bound)
+{
+#ifdef W4W_QE_X86
+    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+        return err_avx2(w, n, s, inv, bound);
+#endif
+    (void)impl;
+    return err_c(w, n, s, inv, bound);
+}
+
+double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, int use_div,
+                    int8_t *q)
+{
+    /* s == 0: codes 0 and error sum(w^2), as w * 0 gives */
+    if (s == 0.0f) {
+        use_div = 0;
+        inv = 0.0f;
+    }
+#ifdef W4W_QE_X86
+    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+        return codes_avx2(w, n, s, inv, use_div, q);
+#endif
+    (void)impl;
+    return codes_c(w, n, s, inv, use_div, q);
+}

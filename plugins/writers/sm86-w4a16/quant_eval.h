@@ -1,0 +1,58 @@
+/*
+ * sm86-w4a16 — the inner loops of the int4 rules (quant_eval.c): absmax
+ * scan, a candidate scale's error, and a group's codes. Each exists as
+ * portable C and as AVX2 (chosen at run time); the two give bit-identical
+ * results because both fix the same order of float operations: element i
+ * of a group goes to lane i % 8 of accumulator (i / 8) % 4, and the lanes
+ * are summed in one fixed tree. No fused multiply-add is used on either
+ * side (the AVX2 code is compiled for "avx2" only, not "fma").
+ */
+#ifndef W4W_QUANT_EVAL_H
+#define W4W_QUANT_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which implementation a call uses. */
+typedef enum w4w_qe_impl {
+    W4W_QE_AUTO = 0,     /* AVX2 when the CPU has it, else portable */
+    W4W_QE_PORTABLE = 1, /* plain C */
+    W4W_QE_AVX2 = 2      /* AVX2; only valid when w4w_qe_have_avx2() */
+} w4w_qe_impl;
+
+/* 1 when this CPU runs the AVX2 kernels (cached after the first call;
+ * thread-safe). */
+int w4w_qe_have_avx2(void);
+
+/* Resolves W4W_QE_AUTO to the implementation this CPU runs; other values
+ * pass through. Thread-safe. */
+w4w_qe_impl w4w_qe_resolve(w4w_qe_impl impl);
+
+/* Largest |w[i]| into *amax and the first element with that magnitude
+ * into *extreme (both 0 for an all-zero group). Returns 0, or -1 when an
+ * element is NaN or infinite (outputs then unspecified). Pure. */
+int w4w_qe_absmax(w4w_qe_impl impl, const float *w, size_t n, float *amax, float *extreme);
+
+/* Squared error of w[0..n) against scale s in float, codes
+ * q = clamp(rint(w * inv), -8, 7) with inv = 1/s (0 when s == 0), summed
+ * in the fixed lane order above. Stops early and returns a value > bound
+ * as soon as a partial sum (checked every 64 elements) exceeds bound: the
+ * total is then larger too (squares are >= 0 and rounding is monotone).
+ * Pass INFINITY for the full sum. Pure. */
+float w4w_qe_err(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, float bound);
+
+/* Writes the codes of w[0..n) against s into q (unless q is NULL) and returns their squared
+ * error in double, (double)(q*s) - (double)w squared, summed in a fixed
+ * lane order (8 lanes). use_div: q = clamp(rint(w / s), -8, 7) (the
+ * ABSMAX rule); else q = clamp(rint(w * inv), -8, 7) as w4w_qe_err.
+ * s == 0 gives all-zero codes. Pure. */
+double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, int use_div,
+                    int8_t *q);
+
+/* w4w_quant_group (quantize.c) with a chosen implementation: the tests
+ * compare W4W_QE_PORTABLE and W4W_QE_AVX2 for identical codes, scales
+ * and errors. Same contract as w4w_quant_group. */
+int w4w_quant_group_impl(w4w_qe_impl impl, const float *w, size_t n, int rule, int8_t *q,
+                         uint16_t *scale, double *err);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * sm86-w4a16: the AVX2 and portable loops of quant_eval.c give identical
+ * codes, scales and errors on random groups (every rule, group sizes with
+ * and without a tail, heavy tails, zeros, tiny and large magnitudes), and
+ * the early exit of the error loop never changes a result.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant_eval.h"
+#include "w4t_fake.h"
+#include "w4w.h"
+
+/* A random group of one of several shapes, chosen by trial. */
+static void fill_group(float *w, size_t n, int trial, uint64_t *seed)
+{
+    size_t i;
+    double scale = pow(10.0, (double)(trial % 9) - 6.0); /* 1e-6 .. 1e2 */
+    for (i = 0; i < n; i++) {
+        double v = w4t_normal(seed);
+        switch (trial % 5) {
+        case 1:
+            v = v * v * v; /* heavy tails */
+            break;
+        case 2:
+            v = fmod(fabs(v) * 7.3, 2.0) - 1.0; /* roughly uniform */
+            break;
+        case 3:
+            v = (i % 3 == 0) ? 0.0 : v; /* many exact zeros */
+            break;
+        case 4:
+            v = (double)((int)(v * 3.0)); /* few distinct values: ties */
+            break;
+        default:
+            break;
+        }
+        w[i] = (float)(v * scale);
+    }
+}
+
+START_TEST(test_avx2_equals_portable)
+{
+    static const size_t sizes[] = {1, 7, 8, 31, 32, 33, 64, 65, 100, 127, 128, 129, 256, 1000};
+    uint64_t seed = 1234;
+    float w[1000];
+    int8_t qp[1000], qv[1000];
+    int trial, rule, checked = 0;
+    if (!w4w_qe_have_avx2()) {
+        fprintf(stderr, "test_avx2_equals_portable: CPU without AVX2, portable path only\n");
+        return;
+    }
+    for (trial = 0; trial < 3000; trial++) {
+        size_t n = sizes[trial % (sizeof sizes / sizeof sizes[0])];
+        fill_group(w, n, trial / 14, &seed);
+        for (rule = 0; rule < 3; rule++) {
+            uint16_t sp = 1, sv = 2;
+            double ep = -1.0, ev = -2.0;
+            int rp = w4w_quant_group_impl(W4W_QE_PORTABLE, w, n, rule, qp, &sp, &ep);
+            int rv = w4w_quant_group_impl(W4W_QE_AVX2, w, n, rule, qv, &sv, &ev);
+            ck_assert_int_eq(rp, rv);
+            if (rp != 0)
+                continue;
+            ck_assert_uint_eq(sp, sv);
+            ck_assert_mem_eq(qp, qv, n);
+            ck_assert(memcmp(&ep, &ev, sizeof ep) == 0);
+            checked++;
+        }
+    }
+    ck_assert_int_gt(checked, 8000);
+}
+END_TEST
+
+START_TEST(test_kernels_equal)
+{
+    uint64_t seed = 77;
+    float w[300];
+    int8_t qp[300], qv[300];
+    int trial;
+    if (!w4w_qe_have_avx2())
+        return;
+    for (trial = 0; trial < 2000; trial++) {
+        size_t n = 1 + (size_t)(trial * 7 % 300);
+        float amax_p, amax_v, ext_p, ext_v, s, inv, fp, fv;
+        double dp, dv;
+        fill_group(w, n, trial, &seed);
+        ck_assert_int_eq(w4w_qe_absmax(W4W_QE_PORTABLE, w, n, &amax_p, &ext_p), 0);
+        ck_assert_int_eq(w4w_qe_absmax(W4W_QE_AVX2, w, n, &amax_v, &ext_v), 0);
+        ck_assert(qb_f32_bits(amax_p) == qb_f32_bits(amax_v));
+        ck_assert(qb_f32_bits(ext_p) == qb_f32_bits(ext_v));
+        s = qb_f16_to_f32(qb_f32_to_f16(amax_p / 7.0f * (0.8f + 0.01f * (float)(trial % 26))));
+        if (trial % 2)
+            s = -s;
+        inv = s != 0.0f ? 1.0f / s : 0.0f;
+        fp = w4w_qe_err(W4W_QE_PORTABLE, w, n, s, inv, INFINITY);
+        fv = w4w_qe_err(W4W_QE_AVX2, w, n, s, inv, INFINITY);
+        ck_assert(qb_f32_bits(fp) == qb_f32_bits(fv));
+        /* an early exit returns more than the bound, a full sum otherwise */
+        if (fp > 0.0f) {
+            float b = fp * 0.25f;
+            float pp = w4w_qe_err(W4W_QE_PORTABLE, w, n, s, inv, b);
+            float pv = w4w_qe_err(W4W_QE_AVX2, w, n, s, inv, b);
+            ck_assert(pp > b && pp <= fp);
+            ck_assert(qb_f32_bits(pp) == qb_f32_bits(pv));
+            ck_assert(w4w_qe_err(W4W_QE_AVX2, w, n, s, inv, fp) == fp);
+        }
+        dp = w4w_qe_codes(W4W_QE_PORTABLE, w, n, s, inv, trial % 3 == 0, qp);
+        dv = w4w_qe_codes(W4W_QE_AVX2, w, n, s, inv, trial % 3 == 0, qv);
+        ck_assert(memcmp(&dp, &dv, sizeof dp) == 0);
+        ck_assert_mem_eq(qp, qv, n);
+    }
+}
+END_TEST
+
+/* Against an independent scalar reference: codes by the stated formula,
+ * the double error equal to a plain sum within rounding. */
+START_TEST(test_codes_reference)
+{
+    uint64_t seed = 5;
+    float w[200];
+    int8_t q[200];
+    int trial, impl;
+    for (trial = 0; trial < 400; trial++) {
+        size_t n = 1 + (size_t)(trial % 200), i;
+        float s;
+        fill_group(w, n, trial, &seed);
+        s = qb_f16_to_f32(qb_f32_to_f16(0.9f * fabsf(w[0]) / 7.0f + 1e-3f));
+        for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
+            int use_div = trial % 2;
+            double e = w4w_qe_codes((w4w_qe_impl)impl, w, n, s, 1.0f / s, use_div, q), chk = 0.0;
+            for (i = 0; i < n; i++) {
+                float r = rintf(use_div ? w[i] / s : w[i] * (1.0f / s));
+                int want = r < -8.0f ? -8 : r > 7.0f ? 7 : (int)r;
+                double d = (double)((float)want * s) - (double)w[i];
+                ck_assert_int_eq(q[i], want);
+                chk += d * d;
+            }
+            ck_assert(fabs(chk - e) <= 1e-12 * (chk + 1e-30));
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_nonfinite_both)
+{
+    float w[40];
+    int impl;
+    size_t i;
+    for (i = 0; i < 40; i++)
+        w[i] = 0.01f * (float)i;
+    for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
+        float a, e;
+        w[37] = NAN;
+        ck_assert_int_eq(w4w_qe_absmax((w4w_qe_impl)impl, w, 40, &a, &e), -1);
+        w[37] = -INFINITY;
+        ck_assert_int_eq(w4w_qe_absmax((w4w_qe_impl)impl, w, 40, &a, &e), -1);
+        w[37] = -0.5f;
+        ck_assert_int_eq(w4w_qe_absmax((w4w_qe_impl)impl, w, 40, &a, &e), 0);
+        ck_assert_float_eq(a, 0.5f);
+        ck_assert_float_eq(e, -0.5f);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("w4w_quant_simd");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_avx2_equals_portable);
+    tcase_add_test(tc, test_kernels_equal);
+    tcase_add_test(tc, test_codes_reference);
+    tcase_add_test(tc, test_nonfinite_both);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int nf;
+    srunner_run_all(sr, CK_NORMAL);
+    nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
