@@ -12,13 +12,16 @@
 
 /* < 0: injection off; otherwise allocations left before failing. */
 static atomic_long fail_countdown = -1;
+static atomic_long refused;
 
 static int should_fail(void)
 {
     long v = atomic_load(&fail_countdown);
     while (v >= 0) {
-        if (v == 0)
+        if (v == 0) {
+            atomic_fetch_add(&refused, 1);
             return 1;
+        }
         if (atomic_compare_exchange_weak(&fail_countdown, &v, v - 1))
             return 0;
     }
@@ -28,6 +31,11 @@ static int should_fail(void)
 void qbh_alloc_fail_after(long n)
 {
     atomic_store(&fail_countdown, n < 0 ? -1 : n);
+}
+
+long qbh_alloc_refused(void)
+{
+    return atomic_load(&refused);
 }
 
 void *qbh_alloc(size_t n)

@@ -141,6 +141,8 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     rc = qbh_outdir_check(a->source, a->output, a->overwrite);
     if (rc)
         goto out;
+    /* A run killed earlier (SIGKILL) may have left its temp dir here. */
+    qbh_outdir_reap_stale(a->output);
     if (a->tokenizer) {
         struct stat st;
         if (stat(a->tokenizer, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -175,6 +177,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     rc = qbh_outdir_begin(a->output, a->overwrite, &od);
     if (rc)
         goto out;
+    qbh_fatal_arm(od.tmp_path);
     rc = qbh_sink_open(od.tmp_path, &sink);
     if (rc)
         goto out;
@@ -206,6 +209,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
             goto out;
         }
         qbh_progress_tensor(i + 1, src.info.n_tensors, name, qbh_sink_bytes(sink));
+        qbh_testhook_tensor_done(i + 1);
     }
     qbh_error_clear();
     rc = wv->finish(wh);
@@ -226,6 +230,9 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     rc = qbh_sink_sync(sink);
     if (rc)
         goto out;
+    /* Past here a SIGBUS must not remove anything: the rename may move the
+     * directory to the final path. */
+    qbh_fatal_arm(NULL);
     rc = qbh_outdir_commit(&od);
     if (rc)
         goto out;
@@ -251,6 +258,7 @@ out:
     }
     if (sink)
         qbh_sink_free(sink);
+    qbh_fatal_arm(NULL);
     qbh_outdir_abort(&od);
     qbh_source_close(&src);
     qbh_params_free(&rp);
@@ -282,11 +290,13 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     qbh_registry reg;
     int c, usage_err = 0, rc = QBH_EXIT_FAIL;
 
+    qbh_testhooks_init();
     memset(&a, 0, sizeof a);
     a.cli = qbh_calloc((size_t)argc + 1, sizeof *a.cli);
     if (!a.cli) {
         qbh_error_set(QB_E_NOMEM, "out of memory");
         qbh_cli_report();
+        qbh_testhooks_report();
         return QBH_EXIT_FAIL;
     }
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
@@ -355,6 +365,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     /* Only convert writes anything, so only convert turns a signal into an
      * orderly unwind; plugins/inspect keep the default (immediate) action. */
     qbh_signals_install();
+    qbh_fatal_install();
     if (qbh_cli_setup(co, &reg)) {
         qbh_cli_report();
         goto done;
@@ -368,5 +379,6 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     qbh_registry_free(&reg);
 done:
     qbh_free(a.cli);
+    qbh_testhooks_report();
     return rc;
 }

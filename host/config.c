@@ -145,6 +145,7 @@ void qbh_config_free(qbh_config *cfg)
     qbh_free(cfg->path);
     memset(cfg, 0, sizeof *cfg);
     cfg->min_probe_score = 50;
+    cfg->probe_timeout_s = 5;
 }
 
 const qbh_plugin_conf *qbh_config_find_plugin(const qbh_config *cfg, const char *name)
@@ -177,6 +178,7 @@ static qbh_plugin_conf *plugin_get(qbh_config *cfg, const char *name)
         return NULL;
     pc->enabled = 1;
     pc->priority = 50;
+    pc->trusted = -1; /* unset: plugin_load.c decides by location */
     cfg->n_plugins++;
     return pc;
 }
@@ -317,6 +319,8 @@ static qb_status merge_file(qbh_config *cfg, const char *file, int is_main)
             for (k = 0; keys && keys[k] && rc == QB_OK; k++) {
                 if (strcmp(keys[k], "min-probe-score") == 0)
                     rc = read_int(kf, file, g, keys[k], 0, 100, &cfg->min_probe_score);
+                else if (strcmp(keys[k], "probe-timeout") == 0)
+                    rc = read_int(kf, file, g, keys[k], 1, 3600, &cfg->probe_timeout_s);
                 else
                     qbh_log(QB_LOG_WARN, NULL, "%s: [general]: unknown key '%s' ignored", file,
                             keys[k]);
@@ -349,6 +353,7 @@ qb_status qbh_config_load(const char *path, qbh_config *cfg)
 
     memset(cfg, 0, sizeof *cfg);
     cfg->min_probe_score = 50;
+    cfg->probe_timeout_s = 5;
     if (!path)
         return QB_OK;
     cfg->path = qbh_strdup(path);

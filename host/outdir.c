@@ -217,8 +217,18 @@ qb_status qbh_outdir_begin(const char *output, int overwrite, qbh_outdir *od)
     }
     /* The marker tells a later run (or a person) whose leftover this is. */
     marker = g_build_filename(od->tmp_path, QBH_TMP_MARKER, NULL);
-    text = g_strdup_printf("quantbridge temporary output\npid=%ld\nstarted=%lld\nfinal=%s\n",
-                           (long)getpid(), (long long)time(NULL), output);
+    /* pid, its start time and the boot let a later run prove this run is
+     * gone before removing the directory (stale.c); a pid alone may have
+     * been reused. */
+    {
+        unsigned long long start = 0;
+        char boot[40];
+        qbh_boot_id(boot);
+        (void)qbh_proc_start_time((long)getpid(), &start);
+        text = g_strdup_printf("quantbridge temporary output\npid=%ld\nproc_start=%llu\n"
+                               "boot_id=%s\nstarted=%lld\nfinal=%s\n", (long)getpid(), start,
+                               boot, (long long)time(NULL), output);
+    }
     if (!g_file_set_contents(marker, text, -1, NULL))
         rc = qbh_error_set(QB_E_IO, "%s: cannot write marker file", marker);
 out:

@@ -48,6 +48,7 @@ const char *qbh_load_state_name(qbh_load_state s)
     case QBH_LOAD_INIT_FAILED: return "INIT_FAILED";
     case QBH_LOAD_DESCRIPTOR_INVALID: return "DESCRIPTOR_INVALID";
     case QBH_LOAD_DUPLICATE_NAME: return "DUPLICATE_NAME";
+    case QBH_LOAD_UNSAFE_PERMISSIONS: return "UNSAFE_PERMISSIONS";
     }
     return "?";
 }
@@ -123,6 +124,49 @@ done:
     g_free(last);
     qbh_free(exe);
     return res;
+}
+
+/* 1 when `file` (canonical) lies directly in the installation's own plugin
+ * directory, <exe>/../lib/quantbridge/plugins or <exe>/../QBH_PLUGIN_REL_DIR:
+ * the plugins that shipped with this host. */
+static int is_bundled(const char *file)
+{
+    static const char *const rel[] = {"lib/quantbridge/plugins", QBH_PLUGIN_REL_DIR};
+    char *exe = qbh_exe_dir(), *canon = realpath(file, NULL);
+    gchar *fdir = canon ? g_path_get_dirname(canon) : NULL;
+    int yes = 0;
+    size_t i;
+    for (i = 0; exe && fdir && !yes && i < sizeof rel / sizeof rel[0]; i++) {
+        gchar *dir = g_build_filename(exe, "..", rel[i], NULL);
+        char *cd = realpath(dir, NULL);
+        yes = cd && strcmp(cd, fdir) == 0;
+        free(cd);
+        g_free(dir);
+    }
+    g_free(fdir);
+    free(canon);
+    qbh_free(exe);
+    return yes;
+}
+
+/* Anyone may replace a world-writable library (or, in a world-writable
+ * directory, rename another file over it): loading it would run whatever a
+ * local user put there. 0 when safe, else the offending path in *what. */
+static int unsafe_perms(const char *file, gchar **what)
+{
+    struct stat st;
+    gchar *dir = g_path_get_dirname(file);
+    int bad = 0;
+    *what = NULL;
+    if (stat(file, &st) == 0 && (st.st_mode & S_IWOTH)) {
+        *what = g_strdup_printf("%s is world-writable", file);
+        bad = 1;
+    } else if (stat(dir, &st) == 0 && (st.st_mode & S_IWOTH)) {
+        *what = g_strdup_printf("its directory %s is world-writable", dir);
+        bad = 1;
+    }
+    g_free(dir);
+    return bad;
 }
 
 /* Records a load failure in p and in the thread's error slot. */
@@ -281,6 +325,19 @@ qb_status qbh_plugin_load(qbh_plugin *p)
         return fail(p, QBH_LOAD_FILE_MISSING, QB_E_NOT_FOUND,
                     "plugin %s: library %s not found (library=%s in %s)", p->name, file,
                     p->conf->library, p->conf->source ? p->conf->source : "config");
+    {
+        gchar *what = NULL;
+        if (unsafe_perms(file, &what)) {
+            qb_status r = fail(p, QBH_LOAD_UNSAFE_PERMISSIONS, QB_E_INVALID,
+                               "plugin %s: refused: %s (anyone could replace the code this "
+                               "host would run; chmod o-w)", p->name, what);
+            g_free(what);
+            return r;
+        }
+    }
+    /* trusted= unset: the plugins that shipped with the host run in-process,
+     * any other library has its probe contained (probe_fork.c). */
+    p->contained = p->conf->trusted == 0 || (p->conf->trusted < 0 && !is_bundled(file));
     if (!is_elf(file, &io_err))
         return fail(p, QBH_LOAD_NOT_SHARED_OBJECT, QB_E_FORMAT,
                     "plugin %s: %s is not a shared object (%s)", p->name, file,

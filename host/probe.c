@@ -121,7 +121,19 @@ void qbh_probe_run(qbh_plugin *const *readers, const qb_probe_input *in, qbh_pro
     size_t i;
     for (i = 0; readers[i]; i++) {
         const qb_plugin *d = readers[i]->desc;
-        int s = d->reader->probe(d->ctx, in);
+        int s;
+        if (readers[i]->contained) {
+            /* Untrusted: a crash or hang must cost only this plugin. */
+            const qbh_registry *reg = readers[i]->reg;
+            s = qbh_probe_contained(readers[i], in, reg ? reg->cfg.probe_timeout_s : 5);
+            if (s < 0) {
+                scores[i].plugin = readers[i];
+                scores[i].score = 0;
+                continue;
+            }
+        } else {
+            s = d->reader->probe(d->ctx, in);
+        }
         if (s < 0 || s > 100) {
             /* Out of contract: report it and treat as "not mine", never as
              * a confident match. */

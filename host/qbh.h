@@ -17,6 +17,10 @@
  *   sink.c        qb_sink over a directory; sha256.c FIPS 180-4
  *   outdir.c      output-path safety, temp dir, rename, cleanup
  *   signals.c     SIGINT/SIGTERM -> cancel flag
+ *   fatal.c       SIGBUS (source changed under a mapping) -> clean exit
+ *   stale.c       leftover temp dirs of dead runs: proof and removal
+ *   probe_fork.c  probing an untrusted plugin in a forked child
+ *   testhooks.c   test-only fault hooks read from the environment
  *   progress.c    progress display
  *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
  *
@@ -69,6 +73,8 @@ char *qbh_strdup(const char *s);
 /* After `n` more successful allocations the next one fails (and every one
  * after it, until reset); n < 0 disables injection. For tests. */
 void qbh_alloc_fail_after(long n);
+/* Number of allocations refused by injection since the process started. */
+long qbh_alloc_refused(void);
 
 /* ---- config.c ------------------------------------------------------------- */
 
@@ -85,7 +91,8 @@ typedef struct qbh_plugin_conf {
     char *source;     /* file that set `library` (for messages) */
     int enabled;      /* default 1 */
     int priority;     /* default 50 */
-    int trusted;      /* default 0 */
+    int trusted;      /* 1 / 0 as configured; -1 (default): decided by where
+                         the library lies (plugin_load.c) */
     qbh_kv *options;  /* option.KEY values, KEY without the prefix */
     size_t n_options;
 } qbh_plugin_conf;
@@ -93,6 +100,7 @@ typedef struct qbh_plugin_conf {
 typedef struct qbh_config {
     char *path;          /* main file, or NULL when none was found */
     int min_probe_score; /* [general] min-probe-score, default 50 */
+    int probe_timeout_s; /* [general] probe-timeout (untrusted plugins), default 5 */
     qbh_plugin_conf *plugins; /* sorted by name */
     size_t n_plugins;
 } qbh_config;
@@ -132,7 +140,8 @@ typedef enum qbh_load_state {
     QBH_LOAD_ABI_REFUSED,
     QBH_LOAD_INIT_FAILED,
     QBH_LOAD_DESCRIPTOR_INVALID,
-    QBH_LOAD_DUPLICATE_NAME
+    QBH_LOAD_DUPLICATE_NAME,
+    QBH_LOAD_UNSAFE_PERMISSIONS   /* file or its directory world-writable */
 } qbh_load_state;
 
 struct qbh_registry;
@@ -149,6 +158,7 @@ typedef struct qbh_plugin {
     qb_host host;               /* this plugin's services table */
     pthread_mutex_t read_lock;  /* serialises data calls without CONCURRENT_READS */
     struct qbh_registry *reg;
+    int contained;              /* untrusted: probe runs in a forked child */
 } qbh_plugin;
 
 typedef struct qbh_registry {
@@ -312,6 +322,14 @@ typedef struct qbh_probe_score {
  * qbh_registry_list) and fills scores[] (same order, caller-sized). */
 void qbh_probe_run(qbh_plugin *const *readers, const qb_probe_input *in, qbh_probe_score *scores);
 
+/* Runs plugin p's probe in a forked child that has timeout_s seconds to
+ * answer; the host survives a crash or hang of the probe. Returns the
+ * score (0..100 as the plugin said), or -1 when the child crashed, timed
+ * out or exited without answering; then a warning naming the plugin and
+ * the signal (or "timed out") has been logged and the plugin should be
+ * skipped for this run. Main thread only (fork). */
+int qbh_probe_contained(qbh_plugin *p, const qb_probe_input *in, int timeout_s);
+
 /* Picks the winner among n scores: highest score; a tie at the top is
  * broken by config priority; a remaining tie is QB_E_MISMATCH listing the
  * candidates; a winner below min_score (or 0) is QB_E_NOT_FOUND suggesting
@@ -411,6 +429,63 @@ qb_status qbh_outdir_commit(qbh_outdir *od);
 void qbh_outdir_abort(qbh_outdir *od);
 /* Recursively removes `path` without following symlinks. QB_E_IO. */
 qb_status qbh_rmtree(const char *path);
+
+/* ---- stale.c -------------------------------------------------------------- */
+
+/* Start time of process `pid` (field 22 of /proc/<pid>/stat, clock ticks
+ * since boot) into *out. QB_E_NOT_FOUND when there is no such process or
+ * the field cannot be read. Thread-safe. */
+qb_status qbh_proc_start_time(long pid, unsigned long long *out);
+/* This boot's id (/proc/sys/kernel/random/boot_id) into out[40]; "" when
+ * unavailable. */
+void qbh_boot_id(char out[40]);
+/* Looks beside `output` for temporary directories a convert of the same
+ * output left (.<name>.qbtmp-*) and removes each one it can prove is a
+ * leftover of a quantbridge run that is gone: its marker names a pid that
+ * no longer runs, or a pid now held by a process started at another time
+ * (or in another boot). Prints one line per removed directory saying why;
+ * a directory whose owner still runs, or without a readable marker, is
+ * left alone (logged at info level). Never fails the conversion: returns
+ * the number removed. Main thread only. */
+int qbh_outdir_reap_stale(const char *output);
+
+/* ---- fatal.c -------------------------------------------------------------- */
+
+/* Installs a SIGBUS handler: a mapped source that shrank while being read
+ * faults on access (mmap(2): SIGBUS beyond the end of the file). The
+ * handler prints "quantbridge: error: source file changed or truncated
+ * while reading (SIGBUS at address X)", removes the armed temporary
+ * directory (flat: the sink creates plain names only) with async-signal-
+ * safe calls and _exits 1. Idempotent. */
+void qbh_fatal_install(void);
+/* Arms (path non-NULL: copied into a static buffer; longer than PATH_MAX
+ * is ignored) or disarms (NULL) the directory the handler removes. Main
+ * thread only. */
+void qbh_fatal_arm(const char *tmp_path);
+
+/* ---- testhooks.c ---------------------------------------------------------- */
+
+/* TEST-ONLY hooks, read once from the environment by qbh_testhooks_init
+ * (secure_getenv; ignored in set-uid runs):
+ *   QUANTBRIDGE_TEST_ALLOC_FAIL=N      the allocator refuses the (N+1)-th
+ *                                      allocation and every later one; at
+ *                                      exit "quantbridge: test: K
+ *                                      allocation(s) refused" on stderr
+ *   QUANTBRIDGE_TEST_WRITE_LIMIT=N     the sink accepts N bytes of file data
+ *                                      in total, then write fails (ENOSPC)
+ *   QUANTBRIDGE_TEST_STOP_AFTER=K      convert raises SIGSTOP on itself after
+ *                                      the K-th tensor is written, so a test
+ *                                      can act on a known state (signal it,
+ *                                      truncate the source) and continue it
+ * No effect without the variables. Main thread only. */
+void qbh_testhooks_init(void);
+/* Bytes (<= want) the sink may still write; SIZE_MAX semantics: `want`
+ * when no limit is set. Thread-safe. */
+size_t qbh_testhook_write_allow(size_t want);
+/* Called after tensor k (1-based) was written. */
+void qbh_testhook_tensor_done(size_t k);
+/* Called at the end of convert: the allocation report, when enabled. */
+void qbh_testhooks_report(void);
 
 /* ---- signals.c / progress.c ---------------------------------------------- */
 

@@ -70,7 +70,8 @@ void qbh_registry_free(qbh_registry *reg)
         return;
     for (i = 0; i < reg->n_plugins; i++) {
         qbh_plugin *p = reg->plugins[i];
-        if (p->state == QBH_LOAD_OK && p->desc->teardown)
+        /* state is 0 (OK) in a calloc'd entry the OOM path left unloaded */
+        if (p->state == QBH_LOAD_OK && p->desc && p->desc->teardown)
             p->desc->teardown(p->desc->ctx);
         pthread_mutex_destroy(&p->read_lock);
         qbh_free(p->name);
