@@ -1,0 +1,437 @@
+/*
+ * Faults during a real conversion (issue 8), through the built binary on a
+ * tiny generated HF checkpoint (hf-dense -> sm86-w4a16):
+ *   - allocation failure at every host allocation of the conversion
+ *     (SQLite-style countdown, QUANTBRIDGE_TEST_ALLOC_FAIL=N for N = 0, 1,
+ *     2, ... until a run succeeds with nothing refused);
+ *   - a sink that fails after N bytes and RLIMIT_FSIZE (EFBIG), with and
+ *     without --overwrite;
+ *   - the source truncated while mapped (SIGBUS);
+ *   - SIGTERM/SIGINT mid-conversion; SIGKILL, then the next run removing
+ *     the stale temp dir it can prove is its own, and leaving alone one it
+ *     cannot.
+ * Every failure must be one "quantbridge: error:" line, exit 1, no sanitizer
+ * report, no temp dir, and the final path as it was (absent, or the old
+ * output byte for byte).
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qbt_cli.h"
+#include "qbt_fault_run.h"
+
+static char *make_source(const char *dir)
+{
+    char gen[4096], *src = qbt_path(dir, "src");
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    pid_t pid;
+    int st;
+    ck_assert_ptr_nonnull(bd);
+    snprintf(gen, sizeof gen, "%s/tests/bin/qb-gen-hf-dense", bd);
+    pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        execl(gen, gen, "--arch", "llama", "--dtype", "bf16", "--layers", "1", "--hidden", "64",
+              "--intermediate", "128", "--vocab", "64", "--tied", "0", "--seed", "7", "--out",
+              src, (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    return src;
+}
+
+/* Every file of a flat directory, "name\nsize\nbytes" in name order. */
+static char *snapshot(const char *dir, size_t *len)
+{
+    struct dirent **ents;
+    int n = scandir(dir, &ents, NULL, alphasort), i;
+    char *buf = NULL;
+    size_t cap = 0;
+    FILE *m = open_memstream(&buf, &cap);
+    ck_assert(n > 2);
+    for (i = 0; i < n; i++) {
+        if (ents[i]->d_name[0] != '.') {
+            char *p = qbt_path(dir, ents[i]->d_name);
+            size_t fl = 0;
+            char *data = qbt_read_file(p, &fl);
+            ck_assert_ptr_nonnull(data);
+            fprintf(m, "%s\n%zu\n", ents[i]->d_name, fl);
+            fwrite(data, 1, fl, m);
+            free(data);
+            free(p);
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    fclose(m);
+    *len = cap;
+    return buf;
+}
+
+/* The common verdict on a run that must fail cleanly. */
+static void assert_clean_failure(const qbt_frun *r, const char *work, const char *out)
+{
+    ck_assert_msg(r->status == 1, "exit %d, stderr:\n%s", r->status, r->err);
+    ck_assert_msg(qbt_count_lines(r->err, "quantbridge: error:") == 1, "stderr:\n%s", r->err);
+    ck_assert_msg(!strstr(r->err, "Sanitizer") && !strstr(r->err, "runtime error:"),
+                  "sanitizer report:\n%s", r->err);
+    ck_assert_msg(qbt_count_entries(work, ".qbtmp-") == 0, "temp dir left; stderr:\n%s", r->err);
+    ck_assert_msg(qbt_count_entries(work, ".qbold-") == 0, "old output left aside");
+    if (out)
+        ck_assert_msg(!qbt_exists(out), "output %s exists after a failure", out);
+}
+
+static const char *const convert_argv[] = {"convert", "--source", "src", "--output", "out",
+                                           "--threads", "1", NULL};
+static const char *const overwrite_argv[] = {"convert", "--source", "src", "--output", "out",
+                                             "--overwrite", NULL};
+
+START_TEST(alloc_fails_at_every_site)
+{
+    char *work = qbt_mkdtemp("fault-alloc"), *src = make_source(work);
+    char *out = qbt_path(work, "out");
+    long n, refused = -1;
+    for (n = 0; n < 5000; n++) {
+        char var[64];
+        const char *env[] = {var, NULL};
+        qbt_frun r;
+        const char *t;
+        snprintf(var, sizeof var, "QUANTBRIDGE_TEST_ALLOC_FAIL=%ld", n);
+        qbt_frun_run(&r, convert_argv, env, 0, work, NULL, NULL);
+        t = strstr(r.err, "quantbridge: test: ");
+        ck_assert_msg(t, "n=%ld: no allocation report; stderr:\n%s", n, r.err);
+        refused = strtol(t + strlen("quantbridge: test: "), NULL, 10);
+        if (refused == 0) {
+            /* The countdown ran past the last allocation: a normal run. */
+            ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
+            ck_assert(qbt_exists(out));
+            qbt_frun_free(&r);
+            break;
+        }
+        /* A refused allocation is never papered over: the run fails. */
+        assert_clean_failure(&r, work, out);
+        ck_assert_msg(strstr(r.err, "out of memory"), "n=%ld: %s", n, r.err);
+        qbt_frun_free(&r);
+    }
+    ck_assert_int_eq(refused, 0);
+    /* A conversion touches far more than a handful of allocation sites:
+     * a tiny count would mean the hook stopped reaching them. */
+    ck_assert_msg(n > 60, "only %ld allocation sites reached", n);
+    fprintf(stderr, "alloc_fails_at_every_site: %ld failure points, each clean\n", n);
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
+START_TEST(sink_fails_after_n_bytes)
+{
+    static const char *const limits[] = {"0", "1", "4096", "20000", "40000"};
+    char *work = qbt_mkdtemp("fault-sink"), *src = make_source(work);
+    char *out = qbt_path(work, "out");
+    size_t i;
+    for (i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        char var[64];
+        const char *env[] = {var, NULL};
+        qbt_frun r;
+        snprintf(var, sizeof var, "QUANTBRIDGE_TEST_WRITE_LIMIT=%s", limits[i]);
+        qbt_frun_run(&r, convert_argv, env, 0, work, NULL, NULL);
+        assert_clean_failure(&r, work, out);
+        /* names the file being written, and says why */
+        ck_assert_msg(strstr(r.err, ".safetensors: write") || strstr(r.err, ".json: write"),
+                      "%s", r.err);
+        ck_assert_msg(strstr(r.err, "No space left on device"), "%s", r.err);
+        qbt_frun_free(&r);
+    }
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
+/* A complete output, then a failing --overwrite: the old one survives. */
+static void overwrite_survives(const char *const *env, long fsize, const char *expect)
+{
+    char *work = qbt_mkdtemp("fault-overwrite"), *src = make_source(work);
+    char *out = qbt_path(work, "out"), *before, *after;
+    size_t lb, la;
+    qbt_frun r;
+    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    qbt_frun_free(&r);
+    before = snapshot(out, &lb);
+    qbt_frun_run(&r, overwrite_argv, env, fsize, work, NULL, NULL);
+    assert_clean_failure(&r, work, NULL);
+    ck_assert_msg(strstr(r.err, expect), "%s", r.err);
+    after = snapshot(out, &la);
+    ck_assert_uint_eq(lb, la);
+    ck_assert(memcmp(before, after, lb) == 0);
+    qbt_frun_free(&r);
+    free(before);
+    free(after);
+    free(out);
+    free(src);
+    free(work);
+}
+
+START_TEST(sink_failure_keeps_old_output)
+{
+    const char *env[] = {"QUANTBRIDGE_TEST_WRITE_LIMIT=30000", NULL};
+    overwrite_survives(env, 0, "No space left on device");
+}
+END_TEST
+
+START_TEST(rlimit_fsize)
+{
+    char *work = qbt_mkdtemp("fault-fsize"), *src = make_source(work);
+    char *out = qbt_path(work, "out");
+    qbt_frun r;
+    qbt_frun_run(&r, convert_argv, NULL, 8192, work, NULL, NULL);
+    assert_clean_failure(&r, work, out);
+    ck_assert_msg(strstr(r.err, "File too large") && strstr(r.err, ": write"), "%s", r.err);
+    qbt_frun_free(&r);
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
+START_TEST(rlimit_fsize_keeps_old_output)
+{
+    overwrite_survives(NULL, 8192, "File too large");
+}
+END_TEST
+
+static void truncate_source(pid_t pid, void *arg)
+{
+    (void)pid;
+    ck_assert_int_eq(truncate((const char *)arg, 0), 0);
+}
+
+START_TEST(source_truncated_while_mapped)
+{
+    char *work = qbt_mkdtemp("fault-sigbus"), *src = make_source(work);
+    char *out = qbt_path(work, "out"), *st = qbt_path(src, "model.safetensors");
+    const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=1", NULL};
+    qbt_frun r;
+    qbt_frun_run(&r, convert_argv, env, 0, work, truncate_source, st);
+    assert_clean_failure(&r, work, out);
+    ck_assert_msg(strstr(r.err, "quantbridge: error: source file changed or truncated while "
+                         "reading (SIGBUS at address 0x"), "%s", r.err);
+    qbt_frun_free(&r);
+    free(st);
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
+static void send_signal(pid_t pid, void *arg)
+{
+    ck_assert_int_eq(kill(pid, *(int *)arg), 0);
+}
+
+START_TEST(term_and_int_remove_temp)
+{
+    static int sigs[] = {SIGTERM, SIGINT};
+    char *work = qbt_mkdtemp("fault-signal"), *src = make_source(work);
+    char *out = qbt_path(work, "out");
+    const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=2", NULL};
+    size_t i;
+    for (i = 0; i < 2; i++) {
+        qbt_frun r;
+        qbt_frun_run(&r, convert_argv, env, 0, work, send_signal, &sigs[i]);
+        assert_clean_failure(&r, work, out);
+        ck_assert_msg(strstr(r.err, "cancelled"), "%s", r.err);
+        qbt_frun_free(&r);
+    }
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
+START_TEST(term_keeps_old_output)
+{
+    static int sig = SIGTERM;
+    char *work = qbt_mkdtemp("fault-signal-ow"), *src = make_source(work);
+    char *out = qbt_path(work, "out"), *before, *after;
+    const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=2", NULL};
+    size_t lb, la;
+    qbt_frun r;
+    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    ck_assert_int_eq(r.status, 0);
+    qbt_frun_free(&r);
+    before = snapshot(out, &lb);
+    qbt_frun_run(&r, overwrite_argv, env, 0, work, send_signal, &sig);
+    assert_clean_failure(&r, work, NULL);
+    after = snapshot(out, &la);
+    ck_assert(lb == la && memcmp(before, after, lb) == 0);
+    qbt_frun_free(&r);
+    free(before);
+    free(after);
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
+/* Name of the one entry of dir containing needle (free), or NULL. */
+static char *find_entry(const char *dir, const char *needle)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char *name = NULL;
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, needle)) {
+            ck_assert_ptr_null(name);
+            name = strdup(e->d_name);
+        }
+    closedir(d);
+    return name;
+}
+
+START_TEST(sigkill_then_next_run_removes_stale)
+{
+    static int sig = SIGKILL;
+    char *work = qbt_mkdtemp("fault-kill"), *src = make_source(work);
+    char *out = qbt_path(work, "out"), *stale, *line;
+    const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=2", NULL};
+    qbt_frun r;
+    qbt_frun_run(&r, convert_argv, env, 0, work, send_signal, &sig);
+    ck_assert_int_eq(r.status, 128 + SIGKILL);
+    ck_assert(!qbt_exists(out));
+    stale = find_entry(work, ".qbtmp-");
+    ck_assert_ptr_nonnull(stale);
+    qbt_frun_free(&r);
+
+    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(asprintf(&line, "quantbridge: removed stale temporary directory ./%s (left by "
+                       "pid ", stale) > 0);
+    ck_assert_msg(strstr(r.err, line) && strstr(r.err, "which is no longer running"), "%s",
+                  r.err);
+    ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
+    ck_assert(qbt_exists(out));
+    qbt_frun_free(&r);
+    free(line);
+    free(stale);
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
+/* Start time of this process from /proc/self/stat (field 22). */
+static unsigned long long my_start_time(void)
+{
+    char s[1024], *p;
+    FILE *f0 = fopen("/proc/self/stat", "r");
+    size_t n;
+    int f;
+    unsigned long long v;
+    /* procfs reports size 0: read, don't stat */
+    ck_assert_ptr_nonnull(f0);
+    n = fread(s, 1, sizeof s - 1, f0);
+    fclose(f0);
+    s[n] = '\0';
+    p = strrchr(s, ')');
+    ck_assert_ptr_nonnull(p);
+    for (f = 3, p++; f < 22; f++)
+        p = strchr(p + 1, ' ');
+    v = strtoull(p + 1, NULL, 10);
+    return v;
+}
+
+static void fake_tmp(const char *work, const char *name, const char *marker)
+{
+    char *d = qbt_path(work, name), *m = qbt_path(d, ".quantbridge-tmp");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    if (marker)
+        qbt_write_file(m, marker);
+    free(m);
+    free(d);
+}
+
+START_TEST(stale_dirs_only_when_provable)
+{
+    char *work = qbt_mkdtemp("fault-stale"), *src = make_source(work), *boot, marker[512];
+    unsigned long long me = my_start_time();
+    qbt_frun r;
+    {
+        FILE *bf = fopen("/proc/sys/kernel/random/boot_id", "r");
+        ck_assert_ptr_nonnull(bf);
+        boot = calloc(1, 64);
+        ck_assert(fgets(boot, 64, bf) != NULL);
+        fclose(bf);
+    }
+    boot[strcspn(boot, "\n")] = '\0';
+    /* owner alive (this test process, same start time): left alone */
+    snprintf(marker, sizeof marker, "quantbridge temporary output\npid=%ld\nproc_start=%llu\n"
+             "boot_id=%s\n", (long)getpid(), me, boot);
+    fake_tmp(work, ".out.qbtmp-alive", marker);
+    /* same pid, other start time: the pid was reused, the owner is gone */
+    snprintf(marker, sizeof marker, "quantbridge temporary output\npid=%ld\nproc_start=%llu\n"
+             "boot_id=%s\n", (long)getpid(), me + 12345, boot);
+    fake_tmp(work, ".out.qbtmp-reused", marker);
+    /* another boot */
+    snprintf(marker, sizeof marker, "quantbridge temporary output\npid=%ld\nproc_start=%llu\n"
+             "boot_id=00000000-0000-0000-0000-000000000000\n", (long)getpid(), me);
+    fake_tmp(work, ".out.qbtmp-oldboot", marker);
+    /* no marker: nothing proves it is ours */
+    fake_tmp(work, ".out.qbtmp-nomarker", NULL);
+    /* another output's temp dir is none of this run's business */
+    fake_tmp(work, ".other.qbtmp-1", "pid=999999999\n");
+
+    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "temporary directory ./.out.qbtmp-alive left alone: its owner"),
+                  "%s", r.err);
+    ck_assert_msg(strstr(r.err, "removed stale temporary directory ./.out.qbtmp-reused (left by "
+                         "pid") && strstr(r.err, "now belongs to a process started at"), "%s",
+                  r.err);
+    ck_assert_msg(strstr(r.err, "removed stale temporary directory ./.out.qbtmp-oldboot (left "
+                         "by pid") && strstr(r.err, "before the last reboot"), "%s", r.err);
+    ck_assert_int_eq(qbt_count_entries(work, ".out.qbtmp-alive"), 1);
+    ck_assert_int_eq(qbt_count_entries(work, ".out.qbtmp-nomarker"), 1);
+    ck_assert_int_eq(qbt_count_entries(work, ".out.qbtmp-reused"), 0);
+    ck_assert_int_eq(qbt_count_entries(work, ".out.qbtmp-oldboot"), 0);
+    ck_assert_int_eq(qbt_count_entries(work, ".other.qbtmp-1"), 1);
+    qbt_frun_free(&r);
+    free(boot);
+    free(src);
+    free(work);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("faults");
+    TCase *tc = tcase_create("faults");
+    tcase_set_timeout(tc, 900);
+    tcase_add_test(tc, alloc_fails_at_every_site);
+    tcase_add_test(tc, sink_fails_after_n_bytes);
+    tcase_add_test(tc, sink_failure_keeps_old_output);
+    tcase_add_test(tc, rlimit_fsize);
+    tcase_add_test(tc, rlimit_fsize_keeps_old_output);
+    tcase_add_test(tc, source_truncated_while_mapped);
+    tcase_add_test(tc, term_and_int_remove_temp);
+    tcase_add_test(tc, term_keeps_old_output);
+    tcase_add_test(tc, sigkill_then_next_run_removes_stale);
+    tcase_add_test(tc, stale_dirs_only_when_provable);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+#include "qbt_check_main.h"
