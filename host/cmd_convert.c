@@ -181,6 +181,9 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     rc = qbh_sink_open(od.tmp_path, &sink);
     if (rc)
         goto out;
+    rc = qbh_sink_set_shown(sink, od.final_path);
+    if (rc)
+        goto out;
     order = qbh_calloc(src.info.n_tensors ? src.info.n_tensors : 1, sizeof *order);
     if (!order) {
         rc = qbh_error_set(QB_E_NOMEM, "out of memory");

@@ -4,8 +4,10 @@
  *
  * The final path is touched only by rename(2) after the writer's finish
  * succeeded, so a failure, a crash or a signal leaves it as it was. With
- * --overwrite the old output is moved aside only at that moment and deleted
- * after the new one is in place.
+ * --overwrite the old and new outputs are exchanged atomically at that
+ * moment (renameat2 RENAME_EXCHANGE) and the old one deleted; where the
+ * filesystem cannot exchange, the old one is moved aside just before the
+ * rename and deleted after it.
  */
 #include "qbh.h"
 
@@ -274,6 +276,21 @@ qb_status qbh_outdir_commit(qbh_outdir *od)
                                    od->final_path);
                 goto out;
             }
+            /* One atomic step where the filesystem can (renameat2(2),
+             * Linux >= 3.15): the new output takes the final path and the
+             * old one takes the temp path, so no crash leaves the final
+             * path empty; then the old one is deleted. */
+            if (renameat2(AT_FDCWD, od->tmp_path, AT_FDCWD, od->final_path,
+                          RENAME_EXCHANGE) == 0) {
+                sync_dir(parent);
+                if (qbh_rmtree(od->tmp_path) != QB_OK)
+                    qbh_log(QB_LOG_WARN, NULL, "could not remove the old output, now at %s: %s",
+                            od->tmp_path, qbh_error_message());
+                qbh_free(od->tmp_path);
+                od->tmp_path = NULL;
+                goto out;
+            }
+            /* EINVAL/ENOSYS: no exchange here; move the old one aside. */
             rc = sibling_name(od->final_path, "qbold", &aside);
             if (rc)
                 goto out;

@@ -393,6 +393,9 @@ typedef struct qbh_sink qbh_sink;
  * qbh_sink_table(). Returns QB_E_NOMEM/QB_E_IO. */
 qb_status qbh_sink_open(const char *dir, qbh_sink **out);
 const qb_sink *qbh_sink_table(qbh_sink *s);
+/* Names `name` (the final output path) instead of the directory in the
+ * sink's error messages: "out/model.safetensors: write: ...". QB_E_NOMEM. */
+qb_status qbh_sink_set_shown(qbh_sink *s, const char *name);
 /* Number of files created and still open; files closed; bytes closed. */
 size_t qbh_sink_open_files(qbh_sink *s);
 size_t qbh_sink_closed_files(qbh_sink *s);

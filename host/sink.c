@@ -35,6 +35,7 @@ struct qb_sink_file {
 struct qbh_sink {
     qb_sink table;
     char *dir;
+    char *shown;            /* directory named in messages (NULL: dir) */
     int dirfd;
     pthread_mutex_t mu;
     GHashTable *names;      /* every name created */
@@ -43,14 +44,21 @@ struct qbh_sink {
     uint64_t bytes;
 };
 
+/* The temporary directory is gone by the time a user reads the message:
+ * messages name the final output when the caller said which it is. */
+static const char *shown(const qbh_sink *s)
+{
+    return s->shown ? s->shown : s->dir;
+}
+
 static qb_status io_error(qb_sink_file *f, int err, const char *what)
 {
     f->failed = 1;
     f->err = (err == ENOSPC || err == EFBIG || err == EDQUOT) ? QB_E_NOSPACE : QB_E_IO;
     if (f->err == QB_E_NOSPACE)
         return qbh_error_set(QB_E_NOSPACE, "%s/%s: %s: %s (output device full or file size "
-                             "limit reached)", f->s->dir, f->name, what, strerror(err));
-    return qbh_error_set(QB_E_IO, "%s/%s: %s: %s", f->s->dir, f->name, what, strerror(err));
+                             "limit reached)", shown(f->s), f->name, what, strerror(err));
+    return qbh_error_set(QB_E_IO, "%s/%s: %s: %s", shown(f->s), f->name, what, strerror(err));
 }
 
 static qb_status write_all(qb_sink_file *f, const uint8_t *p, size_t n)
@@ -105,12 +113,12 @@ static qb_status sink_create(void *handle, const char *name, qb_sink_file **out)
     *out = NULL;
     if (!name_ok(name))
         return qbh_error_set(QB_E_INVALID, "%s: output file name '%s' is not a plain name "
-                             "(no '/', not starting with '.')", s->dir, name ? name : "(null)");
+                             "(no '/', not starting with '.')", shown(s), name ? name : "(null)");
     if (qbh_cancel_requested())
         return qbh_error_set(QB_E_CANCELLED, "cancelled");
     pthread_mutex_lock(&s->mu);
     if (g_hash_table_contains(s->names, name)) {
-        rc = qbh_error_set(QB_E_INVALID, "%s: output file %s created twice", s->dir, name);
+        rc = qbh_error_set(QB_E_INVALID, "%s: output file %s created twice", shown(s), name);
         goto out;
     }
     f = qbh_calloc(1, sizeof *f);
@@ -119,13 +127,13 @@ static qb_status sink_create(void *handle, const char *name, qb_sink_file **out)
         f->buf = qbh_alloc(QBH_SINK_BUF);
     }
     if (!f || !f->name || !f->buf) {
-        rc = qbh_error_set(QB_E_NOMEM, "%s/%s: out of memory", s->dir, name);
+        rc = qbh_error_set(QB_E_NOMEM, "%s/%s: out of memory", shown(s), name);
         goto out;
     }
     f->s = s;
     f->fd = openat(s->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (f->fd < 0) {
-        rc = qbh_error_set(QB_E_IO, "%s/%s: %s", s->dir, name, strerror(errno));
+        rc = qbh_error_set(QB_E_IO, "%s/%s: %s", shown(s), name, strerror(errno));
         goto out;
     }
     qbh_sha256_init(&f->sha);
@@ -154,7 +162,7 @@ static qb_status sink_write(qb_sink_file *f, const void *buf, size_t len)
     if (!f)
         return qbh_error_set(QB_E_INVALID, "sink write on a NULL file");
     if (f->failed)
-        return qbh_error_set(QB_E_IO, "%s/%s: write after an earlier error", f->s->dir, f->name);
+        return qbh_error_set(QB_E_IO, "%s/%s: write after an earlier error", shown(f->s), f->name);
     if (qbh_cancel_requested()) {
         f->failed = 1;
         f->err = QB_E_CANCELLED;
@@ -264,6 +272,16 @@ qb_status qbh_sink_open(const char *dir, qbh_sink **out)
     return QB_OK;
 }
 
+qb_status qbh_sink_set_shown(qbh_sink *s, const char *name)
+{
+    char *c = qbh_strdup(name);
+    if (!c)
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
+    qbh_free(s->shown);
+    s->shown = c;
+    return QB_OK;
+}
+
 const qb_sink *qbh_sink_table(qbh_sink *s)
 {
     return &s->table;
@@ -287,7 +305,7 @@ uint64_t qbh_sink_bytes(qbh_sink *s)
 qb_status qbh_sink_sync(qbh_sink *s)
 {
     if (fsync(s->dirfd) != 0)
-        return qbh_error_set(QB_E_IO, "%s: fsync: %s", s->dir, strerror(errno));
+        return qbh_error_set(QB_E_IO, "%s: fsync: %s", shown(s), strerror(errno));
     return QB_OK;
 }
 
@@ -304,5 +322,6 @@ void qbh_sink_free(qbh_sink *s)
     pthread_mutex_destroy(&s->mu);
     close(s->dirfd);
     qbh_free(s->dir);
+    qbh_free(s->shown);
     qbh_free(s);
 }

@@ -147,8 +147,10 @@ START_TEST(sink_fails_after_n_bytes)
         snprintf(var, sizeof var, "QUANTBRIDGE_TEST_WRITE_LIMIT=%s", limits[i]);
         qbt_frun_run(&r, convert_argv, env, 0, work, NULL, NULL);
         assert_clean_failure(&r, work, out);
-        /* names the file being written, and says why */
-        ck_assert_msg(strstr(r.err, ".safetensors: write") || strstr(r.err, ".json: write"),
+        /* names the output file being written (the final path: the temp
+         * dir is gone when the user reads this), and says why */
+        ck_assert_msg(strstr(r.err, "quantbridge: error: out/") &&
+                      (strstr(r.err, ".safetensors: write") || strstr(r.err, ".json: write")),
                       "%s", r.err);
         ck_assert_msg(strstr(r.err, "No space left on device"), "%s", r.err);
         qbt_frun_free(&r);
@@ -177,6 +179,13 @@ static void overwrite_survives(const char *const *env, long fsize, const char *e
     ck_assert_uint_eq(lb, la);
     ck_assert(memcmp(before, after, lb) == 0);
     qbt_frun_free(&r);
+    /* and a --overwrite that succeeds replaces it, leaving nothing beside */
+    qbt_frun_run(&r, overwrite_argv, NULL, 0, work, NULL, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
+    ck_assert_int_eq(qbt_count_entries(work, ".qbold-"), 0);
+    ck_assert(qbt_exists(out));
+    qbt_frun_free(&r);
     free(before);
     free(after);
     free(out);
@@ -198,7 +207,7 @@ START_TEST(rlimit_fsize)
     qbt_frun r;
     qbt_frun_run(&r, convert_argv, NULL, 8192, work, NULL, NULL);
     assert_clean_failure(&r, work, out);
-    ck_assert_msg(strstr(r.err, "File too large") && strstr(r.err, ": write"), "%s", r.err);
+    ck_assert_msg(strstr(r.err, "File too large") && strstr(r.err, "error: out/"), "%s", r.err);
     qbt_frun_free(&r);
     free(out);
     free(src);
