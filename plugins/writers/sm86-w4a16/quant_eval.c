@@ -6,11 +6,14 @@
  */
 #include "quant_eval.h"
 
+#include <quantbridge/qb_half.h>
+
 #include <math.h>
 #include <string.h>
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define W4W_QE_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -24,8 +27,12 @@ int w4w_qe_have_avx2(void)
     static int cached;
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (v == 0) {
+        unsigned a, b, c, d;
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") ? 2 : 1;
+        /* F16C: CPUID.1:ECX bit 29 */
+        v = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29))
+                ? 2
+                : 1;
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
     return v == 2;
@@ -113,10 +120,22 @@ static double codes_c(const float *w, size_t n, float s, float inv, int use_div,
     return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+static int to_f16_c(const float *w, size_t n, uint16_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint16_t h = qb_f32_to_f16(w[i]);
+        if ((h & 0x7c00u) == 0x7c00u)
+            return -1;
+        out[i] = h;
+    }
+    return 0;
+}
+
 /* ---- AVX2 ---------------------------------------------------------------- */
 
 #ifdef W4W_QE_X86
-#define W4W_AVX2 __attribute__((target("avx2")))
+#define W4W_AVX2 __attribute__((target("avx2,f16c")))
 
 W4W_AVX2 static __m256 load_tail(const float *w, size_t m)
 {
@@ -244,6 +263,22 @@ W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, 
     t = _mm_add_pd(_mm256_castpd256_pd128(a0), _mm256_extractf128_pd(a0, 1)); /* t0+t2, t1+t3 */
     return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
 }
+
+W4W_AVX2 static int to_f16_avx2(const float *w, size_t n, uint16_t *out)
+{
+    const __m128i expm = _mm_set1_epi16(0x7c00);
+    __m128i bad = _mm_setzero_si128();
+    size_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(w + i), _MM_FROUND_TO_NEAREST_INT);
+        /* inf, nan and overflow all come out with an all-ones exponent */
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi16(_mm_and_si128(h, expm), expm));
+        _mm_storeu_si128((__m128i *)(void *)(out + i), h);
+    }
+    if (!_mm_testz_si128(bad, bad))
+        return -1;
+    return to_f16_c(w + i, n - i, out + i);
+}
 #endif
 
 /* ---- entry points -------------------------------------------------------- */
@@ -282,4 +317,14 @@ double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float i
 #endif
     (void)impl;
     return codes_c(w, n, s, inv, use_div, q);
+}
+
+int w4w_qe_to_f16(w4w_qe_impl impl, const float *w, size_t n, uint16_t *out)
+{
+#ifdef W4W_QE_X86
+    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+        return to_f16_avx2(w, n, out);
+#endif
+    (void)impl;
+    return to_f16_c(w, n, out);
 }

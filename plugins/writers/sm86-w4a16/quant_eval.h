@@ -20,8 +20,8 @@ typedef enum w4w_qe_impl {
     W4W_QE_AVX2 = 2      /* AVX2; only valid when w4w_qe_have_avx2() */
 } w4w_qe_impl;
 
-/* 1 when this CPU runs the AVX2 kernels (cached after the first call;
- * thread-safe). */
+/* 1 when this CPU runs the AVX2 kernels: AVX2 and F16C (cached after the
+ * first call; thread-safe). */
 int w4w_qe_have_avx2(void);
 
 /* Resolves W4W_QE_AUTO to the implementation this CPU runs; other values
@@ -48,6 +48,12 @@ float w4w_qe_err(w4w_qe_impl impl, const float *w, size_t n, float s, float inv,
  * s == 0 gives all-zero codes. Pure. */
 double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, int use_div,
                     int8_t *q);
+
+/* fp16 of w[0..n) into out, rounded to nearest even as qb_f32_to_f16
+ * (AVX2 path: the F16C conversion, identical for every finite float).
+ * Returns 0, or -1 when an element is NaN, infinite or rounds to
+ * infinity (out then unspecified). Pure. */
+int w4w_qe_to_f16(w4w_qe_impl impl, const float *w, size_t n, uint16_t *out);
 
 /* w4w_quant_group (quantize.c) with a chosen implementation: the tests
  * compare W4W_QE_PORTABLE and W4W_QE_AVX2 for identical codes, scales
