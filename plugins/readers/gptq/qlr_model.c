@@ -258,6 +258,15 @@ uint64_t qlr_word(const qb_st_tensor *st, uint64_t idx)
     uint32_t nb = qlr_word_bits(st->dtype) / 8, b;
     const uint8_t *p = st->data + idx * nb;
     uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (nb == 4) {
+        /* the common int32 word: one load (perf: the byte loop was ~11 %
+         * of an exact GPTQ repack) */
+        uint32_t u;
+        memcpy(&u, p, 4);
+        return u;
+    }
+#endif
     for (b = 0; b < nb; b++)
         v |= (uint64_t)p[b] << (8 * b);
     return v;
