@@ -134,6 +134,50 @@ START_TEST(alloc_fails_at_every_site)
 }
 END_TEST
 
+/* The allocations the host countdown cannot reach: plugins' own malloc
+ * (and libcjson's on their behalf), failed through failmalloc.c preloaded.
+ * Only in builds without sanitizers ($QBT_FAILMALLOC set by CMake). The
+ * message is not asserted to say "out of memory": a probe or cJSON that
+ * swallows the failure reports what it saw (a low score, "not valid
+ * JSON"); the run must still fail cleanly and leave nothing behind. */
+START_TEST(plugin_malloc_fails_at_every_site)
+{
+    const char *lib = getenv("QBT_FAILMALLOC");
+    char *work, *src, *out, pre[4200];
+    long n, refused = -1;
+    if (!lib || !*lib)
+        return; /* sanitizer build: not applicable */
+    work = qbt_mkdtemp("fault-pmalloc");
+    src = make_source(work);
+    out = qbt_path(work, "out");
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
+    for (n = 0; n < 20000; n++) {
+        char var[64];
+        const char *env[] = {pre, var, NULL};
+        qbt_frun r;
+        const char *t;
+        snprintf(var, sizeof var, "QBT_FAILMALLOC_PLUGIN_AFTER=%ld", n);
+        qbt_frun_run(&r, convert_argv, env, 0, work, NULL, NULL);
+        t = strstr(r.err, "failmalloc: ");
+        ck_assert_msg(t, "n=%ld: no failmalloc report; stderr:\n%s", n, r.err);
+        refused = strtol(t + strlen("failmalloc: "), NULL, 10);
+        if (refused == 0) {
+            ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
+            qbt_frun_free(&r);
+            break;
+        }
+        assert_clean_failure(&r, work, out);
+        qbt_frun_free(&r);
+    }
+    ck_assert_int_eq(refused, 0);
+    ck_assert_msg(n > 100, "only %ld plugin allocation sites reached", n);
+    fprintf(stderr, "plugin_malloc_fails_at_every_site: %ld failure points, each clean\n", n);
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
 START_TEST(sink_fails_after_n_bytes)
 {
     static const char *const limits[] = {"0", "1", "4096", "20000", "40000"};
@@ -430,6 +474,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("faults");
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, alloc_fails_at_every_site);
+    tcase_add_test(tc, plugin_malloc_fails_at_every_site);
     tcase_add_test(tc, sink_fails_after_n_bytes);
     tcase_add_test(tc, sink_failure_keeps_old_output);
     tcase_add_test(tc, rlimit_fsize);
