@@ -19,6 +19,6 @@ cmake -S . -B build-asan -DQB_WERROR=ON -DQB_SANITIZE=address,undefined -DQB_ENA
       -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$jobs"
 echo "== tests: ASan + UBSan build =="
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
