@@ -45,7 +45,9 @@ static qb_status ct_format_from(const qb_host *h, const char *dir, const char *w
 
 static int ct_num(const cJSON *j, int64_t *v)
 {
-    if (!cJSON_IsNumber(j) || j->valuedouble != (double)(int64_t)j->valuedouble)
+    /* (int64_t) of a double outside [-2^63, 2^63) is undefined behaviour */
+    if (!cJSON_IsNumber(j) || !(j->valuedouble >= -0x1p63 && j->valuedouble < 0x1p63) ||
+        j->valuedouble != (double)(int64_t)j->valuedouble)
         return 0;
     *v = (int64_t)j->valuedouble;
     return 1;
