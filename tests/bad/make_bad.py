@@ -428,6 +428,11 @@ def build(case):
             qc_edit(d, lambda q: w(q).update(group_size=1e300))
         elif case == "ct-ignore-bad-regex":
             qc_edit(d, lambda q: q.update(ignore=["re:model.layers.(0"]))
+        elif case == "ct-ignore-regex-blowup":
+            # found by fuzz_ct_config (corpus/ct_config/regress-ignore-regex-time-blowup)
+            pat = ("re:/" + "?" * 13 + "n_id" + "?" * 21 + "num_" + "?" * 6 + "+" * 5 + "?" * 5 + "+" * 4 +
+                   "?" * 14 + "scalsbo_token_id" + "?" * 17 + "num_bits" + "?" * 13 + "r")
+            qc_edit(d, lambda q: q.update(ignore=[pat]))
         elif case == "ct-weight-scale-missing":
             drop_tensor(d + "/model.safetensors", lambda k: k.endswith("q_proj.weight_scale"))
     elif case.startswith("fp8-"):
