@@ -36,6 +36,9 @@ qb_status qbh_parse_threads(const char *s, uint32_t *out)
 qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg)
 {
     qb_status rc;
+    /* Every command may read mapped sources (inspect, verify): a file
+     * truncated under them ends in one error line, not a bare SIGBUS. */
+    qbh_fatal_install();
     qbh_rt.verbose = co->verbose;
     qbh_rt.progress_tty = isatty(STDERR_FILENO);
     rc = qbh_pool_start(co->threads);

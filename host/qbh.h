@@ -527,7 +527,8 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co);
 int qbh_cli_main(int argc, char **argv);
 /* Prints "quantbridge: error: <msg>" for the thread's current error. */
 void qbh_cli_report(void);
-/* Applies co (verbosity, threads, tty detection), starts the pool and
+/* Installs the SIGBUS handler (fatal.c), applies co (verbosity, threads,
+ * tty detection), starts the pool and
  * opens the registry from co->config. Returns QB_OK or an error (message
  * set). Main thread only. */
 qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg);
