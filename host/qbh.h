@@ -482,8 +482,8 @@ void qbh_fatal_arm(const char *tmp_path);
  *                                      truncate the source) and continue it
  * No effect without the variables. Main thread only. */
 void qbh_testhooks_init(void);
-/* Bytes (<= want) the sink may still write; SIZE_MAX semantics: `want`
- * when no limit is set. Thread-safe. */
+/* How many of `want` bytes the sink may write now (taken from the limit's
+ * budget; 0 once it is spent); `want` when no limit is set. Thread-safe. */
 size_t qbh_testhook_write_allow(size_t want);
 /* Called after tensor k (1-based) was written. */
 void qbh_testhook_tensor_done(size_t k);
