@@ -15,9 +15,12 @@
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_plugin.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static const qb_host *g_host;
 
@@ -30,6 +33,7 @@ struct gguf_reader {
     size_t n;
     char *config_json, *gen_json, *chat_template;
     char summary[256];
+    size_t last_read; /* 1 + index of the tensor read last, 0 none (note_read) */
 };
 
 static int reader_probe(void *ctx, const qb_probe_input *in)
@@ -137,6 +141,35 @@ static const uint8_t *src_row(const gguf_ctensor *c, int64_t r)
     return c->src->data + (uint64_t)(c->row0 + g) * c->src->row_bytes;
 }
 
+/* Drops the whole pages of canonical tensor c's rows from this process
+ * when its file is mapped (read-only, MAP_PRIVATE: MADV_DONTNEED only
+ * unmaps them; the page cache keeps them and a later read maps them
+ * again). Without this every source byte touched stays in the peak RSS. */
+static void drop_pages(const gguf_ctensor *c)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t a, e, p;
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->n_dims != 2)
+        return;
+    p = (uintptr_t)(c->src->data + (uint64_t)c->row0 * c->src->row_bytes);
+    a = (p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    e = (p + (uintptr_t)((uint64_t)c->n_rows * c->src->row_bytes)) & ~((uintptr_t)pg - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+/* Notes a read of tensor index; when the previous read was of another
+ * tensor, drops that one's pages. A writer streams tensor after tensor,
+ * so the mapped RSS stays about one tensor; other access orders only
+ * cost page faults. Thread-safe (atomic exchange on a field of the
+ * reader, which is not itself const). */
+static void note_read(const gguf_reader *r, size_t index)
+{
+    size_t prev = __atomic_exchange_n(&((gguf_reader *)r)->last_read, index + 1, __ATOMIC_RELAXED);
+    if (prev != 0 && prev != index + 1 && prev - 1 < r->n)
+        drop_pages(&r->t[prev - 1]);
+}
+
 qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows, float *dst)
 {
     const gguf_ctensor *c;
@@ -144,6 +177,7 @@ qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0
     qb_status st = check_range(r, index, row0, n_rows);
     if (st)
         return st;
+    note_read(r, index);
     c = &r->t[index];
     if (c->n_dims == 1 && c->perm_heads && n_rows == 1) {
         /* A permuted bias: its elements are what LlamaModel.permute moved. */
@@ -194,6 +228,7 @@ qb_status gguf_reader_read_grid(const gguf_reader *r, size_t index, int64_t row0
     qb_status st = check_range(r, index, row0, n_rows);
     if (st)
         return st;
+    note_read(r, index);
     c = &r->t[index];
     if (!c->has_grid)
         return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s: %s has no integer grid", c->src->file->path, c->name,

@@ -2,9 +2,12 @@
 #include "qlr_model.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <quantbridge/qb_half.h>
@@ -302,6 +305,50 @@ float qlr_float_at(const qb_st_tensor *st, uint64_t idx)
     }
 }
 
+/* Drops the whole pages inside st's bytes from this process's mapping.
+ * The bytes are a read-only file mapping (qb_safetensors.h: "mapped
+ * bytes"), so MADV_DONTNEED only unmaps them: the page cache keeps them
+ * and a later read maps them again. Without this every source byte
+ * touched stays in the peak RSS (a 7B source is 4-14 GB). */
+static void qlr_drop_range(const uint8_t *p, uint64_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t a, e;
+    if (!p || n == 0 || pg <= 0)
+        return;
+    a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    e = ((uintptr_t)p + (uintptr_t)n) & ~((uintptr_t)pg - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+static void qlr_drop_pages(const qb_st_tensor *st)
+{
+    if (st)
+        qlr_drop_range(st->data, st->n_bytes);
+}
+
+/* Notes a read of tensor i; when the previous read was of another tensor,
+ * drops that tensor's pages. A writer streams tensor after tensor (all
+ * blocks of one before the next), so this bounds the mapped RSS to about
+ * one tensor; any other access order only costs page faults. Thread-safe
+ * (an atomic exchange; m itself is not const, only the read API is). */
+static void qlr_note_read(const qlr_model *m, size_t i)
+{
+    size_t prev = __atomic_exchange_n(&((qlr_model *)m)->last_read, i + 1, __ATOMIC_RELAXED);
+    const qlr_tensor *t;
+    if (prev == 0 || prev == i + 1 || prev - 1 >= m->n)
+        return;
+    t = &m->t[prev - 1];
+    if (t->kind == QLR_DENSE) {
+        qlr_drop_pages(t->st);
+    } else {
+        qlr_drop_pages(t->qweight);
+        qlr_drop_pages(t->qzeros);
+        qlr_drop_pages(t->scales);
+    }
+}
+
 static int64_t qlr_rows_of(const qlr_tensor *t)
 {
     int64_t r = 1;
@@ -341,6 +388,7 @@ qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
     int64_t r0;
     if (st != QB_OK)
         return st;
+    qlr_note_read(m, i);
     t = &m->t[i];
     if (t->kind == QLR_DENSE) {
         int64_t cols = t->dims[t->n_dims - 1];
@@ -360,6 +408,13 @@ qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
         } else {
             for (e = 0; e < n; e++)
                 dst[e] = qlr_float_at(t->st, base + e);
+        }
+        /* dense rows are contiguous and read once: drop them now (a 32000 x
+         * 4096 fp16 embedding alone is 250 MiB) */
+        {
+            /* element sizes as qlr_float_at reads them */
+            uint64_t esz = t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16 ? 2 : 4;
+            qlr_drop_range(t->st->data + base * esz, n * esz);
         }
         return QB_OK;
     }
@@ -435,6 +490,7 @@ qb_status qlr_read_grid(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
     qb_status st = qlr_check_range(m, i, row0, n_rows);
     if (st != QB_OK)
         return st;
+    qlr_note_read(m, i);
     t = &m->t[i];
     if (t->kind != QLR_QUANT)
         return m->host->set_error(m->host, QB_E_UNSUPPORTED, "%s: %s: dense tensor has no integer grid",

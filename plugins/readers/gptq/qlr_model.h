@@ -77,6 +77,8 @@ typedef struct qlr_model {
     char *source_format;   /* static string */
     char *summary;         /* owned */
     char *tokenizer_dir;   /* owned or NULL */
+    size_t last_read;      /* 1 + index of the tensor read last, 0 none (qlr_model.c:
+                            * its mapped pages are dropped when another is read) */
 } qlr_model;
 
 /* Allocates an empty model for directory `dir` (copied). Returns NULL on
