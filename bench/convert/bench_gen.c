@@ -109,10 +109,16 @@ static tspec *add(const char *name, const char *dtype, int n_dims, int64_t d0, i
     return t;
 }
 
-/* Writes `bytes` of data of kind t->fill to f, in 1 MiB chunks. */
+/* Chunk of emit: a multiple of every block size filled below (ggml
+ * Q4_0 18, Q4_K 144, Q6_K 210 bytes; 8-byte words), so that no block
+ * straddles two chunks (a straddling block got random bytes as its fp16
+ * scale: values up to 1e5 that the writer rightly refused). */
+#define EMIT_CHUNK (5040u * 200u)
+
+/* Writes `bytes` of data of kind t->fill to f, in EMIT_CHUNK chunks. */
 static void emit(FILE *f, const tspec *t)
 {
-    static uint8_t buf[1 << 20];
+    static uint8_t buf[EMIT_CHUNK];
     uint64_t left = t->bytes, pos = 0;
     int32_t *perm = NULL;
     if (t->fill == F_GIDX_ACT) {

@@ -5,7 +5,10 @@
 # usage: bench/convert/run.sh [BUILD_DIR] [CACHE_DIR]
 #   BUILD_DIR  default: build            (needs bin/quantbridge and bench/bin/qb-bench-gen)
 #   CACHE_DIR  default: ${TMPDIR:-/tmp}/quantbridge-bench   (never inside the repository)
-# env: QB_BENCH_CASES="kind:shape ..." to choose cases; QB_BENCH_KEEP=1 keeps outputs.
+# env: QB_BENCH_CASES="kind:shape ..." to choose cases; QB_BENCH_KEEP=1 keeps outputs;
+#      QB_BENCH_VERIFY=all|2l|none: which outputs `quantbridge verify` checks against
+#      their source after the timed runs (default 2l: the 2-layer cases, whose tensors
+#      have the full-size shapes; a full-size verify reads everything again).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 cache=${2:-${TMPDIR:-/tmp}/quantbridge-bench}
@@ -20,7 +23,8 @@ nthreads=$(nproc)
 json="$cache/results.json"
 now() { date +%s.%N; }
 
-printf '%-28s %8s %8s %8s %8s %8s %9s %9s %8s %8s\n' case src_GB floor_s t1_s tN_s ratio Mw/s/core t1/tN rss1_MB rssN_MB
+verify_sel=${QB_BENCH_VERIFY:-2l}
+printf '%-28s %8s %8s %8s %8s %8s %9s %9s %8s %8s %6s %6s\n' case src_GB floor_s t1_s tN_s ratio Mw/s/core t1/tN rss1_MB rssN_MB load verify
 echo "[" >"$json"
 first=1
 for c in $cases; do
@@ -31,6 +35,8 @@ for c in $cases; do
     "$gen" "$kind" "$shape" "$src" >"$src.weights" && touch "$src/.complete"
   fi
   weights=$(cat "$src.weights")
+  srcarg=$src
+  [ -f "$src/model.gguf" ] && srcarg=$src/model.gguf  # GGUF: the reader takes the file
   src_bytes=$(du -sb --exclude=.complete "$src" | cut -f1)
   # I/O floor, same run: read the source from a warm page cache, then write the
   # output's byte count to the output filesystem with fsync (convert fsyncs too).
@@ -42,12 +48,21 @@ for c in $cases; do
   for th in 1 "$nthreads"; do
     rm -rf "$out"
     /usr/bin/time -f '%e %U %S %M' -o "$cache/time.txt" \
-      "$qb" convert --source "$src" --output "$out" --threads "$th" >/dev/null 2>"$cache/convert.err" \
+      "$qb" convert --source "$srcarg" --output "$out" --threads "$th" >/dev/null 2>"$cache/convert.err" \
       || { echo "convert failed for $c:" >&2; cat "$cache/convert.err" >&2; exit 1; }
     read -r e u s m <"$cache/time.txt"
     wall[$th]=$e; cpu[$th]=$(echo "$u + $s" | bc -l); rss[$th]=$((m / 1024))
   done
   out_bytes=$(du -sb "$out" | cut -f1)
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  verified=skip
+  if [ "$verify_sel" = all ] || { [ "$verify_sel" = 2l ] && [ "${shape%-2l}" != "$shape" ]; }; then
+    if "$qb" verify --source "$srcarg" --converted "$out" >"$cache/verify.txt" 2>&1; then
+      verified=ok
+    else
+      verified=FAIL; echo "verify failed for $c: see $cache/verify.txt" >&2
+    fi
+  fi
   t0=$(now)
   dd if=/dev/zero of="$cache/floor.bin" bs=4M count=$(( (out_bytes + 4194303) / 4194304 )) conv=fsync status=none
   t1=$(now); rm -f "$cache/floor.bin"
@@ -57,13 +72,14 @@ for c in $cases; do
   ratio=$(echo "$best / $floor" | bc -l)
   mwps=$(echo "$weights / ${wall[1]} / 1000000" | bc -l)
   speedup=$(echo "${wall[1]} / ${wall[$nthreads]}" | bc -l)
-  printf '%-28s %8.2f %8.2f %8.2f %8.2f %8.2f %9.1f %9.2f %8d %8d\n' "$kind:$shape" \
-    "$(echo "$src_bytes/1e9" | bc -l)" "$floor" "${wall[1]}" "$best" "$ratio" "$mwps" "$speedup" "${rss[1]}" "${rss[$nthreads]}"
+  printf '%-28s %8.2f %8.2f %8.2f %8.2f %8.2f %9.1f %9.2f %8d %8d %6s %6s\n' "$kind:$shape" \
+    "$(echo "$src_bytes/1000000000" | bc -l)" "$floor" "${wall[1]}" "$best" "$ratio" "$mwps" "$speedup" "${rss[1]}" "${rss[$nthreads]}" \
+    "$load" "$verified"
   [ $first = 1 ] || echo "," >>"$json"; first=0
-  printf '{"case":"%s","source_bytes":%s,"output_bytes":%s,"weights":%s,"read_floor_s":%.3f,"write_floor_s":%.3f,"wall_1t_s":%s,"cpu_1t_s":%.2f,"wall_%st_s":%s,"cpu_%st_s":%.2f,"peak_rss_1t_mb":%s,"peak_rss_%st_mb":%s,"convert_over_floor":%.3f,"mweights_per_s_1t":%.1f,"speedup_%st":%.2f}' \
+  printf '{"case":"%s","source_bytes":%s,"output_bytes":%s,"weights":%s,"read_floor_s":%.3f,"write_floor_s":%.3f,"wall_1t_s":%s,"cpu_1t_s":%.2f,"wall_%st_s":%s,"cpu_%st_s":%.2f,"peak_rss_1t_mb":%s,"peak_rss_%st_mb":%s,"convert_over_floor":%.3f,"mweights_per_s_1t":%.1f,"speedup_%st":%.2f,"cpu_mweights_per_s_1t":%.1f,"load1":%s,"verify":"%s"}' \
     "$kind:$shape" "$src_bytes" "$out_bytes" "$weights" "$read_s" "$write_s" "${wall[1]}" "${cpu[1]}" \
     "$nthreads" "${wall[$nthreads]}" "$nthreads" "${cpu[$nthreads]}" "${rss[1]}" "$nthreads" "${rss[$nthreads]}" \
-    "$ratio" "$mwps" "$nthreads" "$speedup" >>"$json"
+    "$ratio" "$mwps" "$nthreads" "$speedup" "$(echo "$weights / ${cpu[1]} / 1000000" | bc -l)" "$load" "$verified" >>"$json"
   [ -n "${QB_BENCH_KEEP:-}" ] || rm -rf "$out"
 done
 echo "]" >>"$json"
