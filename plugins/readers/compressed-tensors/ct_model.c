@@ -276,7 +276,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     const qb_st_tensor *p[4] = {NULL, NULL, NULL, NULL}; /* scale, zp, g_idx, shape */
     char *module = NULL, *nm = NULL;
     int ignored, n_match, by_name, i;
-    ct_tensor *t;
+    ct_tensor *t = NULL;
     qb_status st;
 
     module = ct_cat(w->name, stem, "");
@@ -452,7 +452,7 @@ out:
 
 static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
 {
-    ct_tensor *t;
+    ct_tensor *t = NULL;
     size_t stem;
     uint32_t k;
     qb_status st;

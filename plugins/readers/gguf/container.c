@@ -124,12 +124,12 @@ static qb_status skip_value(cursor *c, uint32_t t, const char *key, int depth)
         return cur_bytes(c, NULL, (size_t)sz, key);
     if (t == GGUF_VT_STRING) {
         const uint8_t *s;
-        uint64_t n;
+        uint64_t n = 0;
         return cur_string(c, &s, &n, key);
     }
     {
-        uint32_t et;
-        uint64_t n, i, min_elem;
+        uint32_t et = 0;
+        uint64_t n = 0, i, min_elem;
         int esz;
         if (depth >= GGUF_MAX_NESTING)
             return c->h->set_error(c->h, QB_E_FORMAT, "%s: metadata '%s': arrays nested deeper than %d", c->path, key,
@@ -179,8 +179,8 @@ static qb_status parse_kvs(cursor *c, gguf_file *f)
     char **names = NULL;
     for (i = 0; i < f->n_kv; i++) {
         gguf_kv *kv = &f->kv[i];
-        const uint8_t *s;
-        uint64_t len;
+        const uint8_t *s = NULL;
+        uint64_t len = 0;
         char what[64];
         snprintf(what, sizeof(what), "metadata key #%llu", (unsigned long long)i);
         if ((st = cur_string(c, &s, &len, what)))
@@ -245,8 +245,8 @@ static qb_status read_alignment(cursor *c, gguf_file *f)
 static qb_status parse_tensor_info(cursor *c, gguf_file *f, gguf_tinfo *t, uint64_t idx)
 {
     const qb_host *h = c->h;
-    const uint8_t *s;
-    uint64_t len, nrows = 1;
+    const uint8_t *s = NULL;
+    uint64_t len = 0, nrows = 1;
     uint32_t i;
     qb_status st;
     const gguf_ggml_type_info *ti;
@@ -269,7 +269,7 @@ static qb_status parse_tensor_info(cursor *c, gguf_file *f, gguf_tinfo *t, uint6
     for (i = 0; i < GGUF_MAX_DIMS; i++)
         t->ne[i] = 1;
     for (i = 0; i < t->n_dims; i++) {
-        uint64_t d;
+        uint64_t d = 0;
         if ((st = cur_u64(c, &d, t->name)))
             return st;
         if (d == 0 || d > (uint64_t)INT64_MAX)
