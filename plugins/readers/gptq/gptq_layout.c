@@ -19,11 +19,38 @@
  */
 #include "gptq_layout.h"
 
+#include <string.h>
+
 static void gptq_codes(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
 {
     const uint32_t W = t->word_bits, b = t->bits;
     const uint64_t N = (uint64_t)t->N;
     int64_t r, k;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (W == 32 && b == 4 && t->K % 8 == 0 && t->qweight->n_bytes >= (uint64_t)t->K / 2 * N) {
+        /* the common 4-bit int32 layout: one load and eight nibbles per
+         * word, no per-code bounds test (perf: the generic loop below and
+         * its qlr_word calls were ~30 % of an exact GPTQ repack) */
+        const uint8_t *base = t->qweight->data;
+        int64_t w;
+        for (w = 0; w < t->K / 8; w++) {
+            for (r = 0; r < nr; r++) {
+                uint32_t v;
+                uint8_t *c = codes + r * t->K + w * 8;
+                memcpy(&v, base + 4 * ((uint64_t)w * N + (uint64_t)(n0 + r)), 4);
+                c[0] = (uint8_t)(v & 15u);
+                c[1] = (uint8_t)((v >> 4) & 15u);
+                c[2] = (uint8_t)((v >> 8) & 15u);
+                c[3] = (uint8_t)((v >> 12) & 15u);
+                c[4] = (uint8_t)((v >> 16) & 15u);
+                c[5] = (uint8_t)((v >> 20) & 15u);
+                c[6] = (uint8_t)((v >> 24) & 15u);
+                c[7] = (uint8_t)(v >> 28);
+            }
+        }
+        return;
+    }
+#endif
     if (W % b == 0) {
         /* no value straddles: walk qweight rows so reads stay contiguous in n */
         const uint32_t pf = W / b;
