@@ -58,7 +58,9 @@ static qb_status awq_parse(const qb_host *h, const cJSON *o, awq_config *c)
                             v->valuedouble);
     c->bits = 4;
     v = awq_get2(o, "group_size", "q_group_size");
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
+    /* (int64_t) of a double outside [-2^63, 2^63) (1e300, inf, nan) is undefined behaviour */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= -0x1p63 && v->valuedouble < 0x1p63) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble ||
         (v->valuedouble < 1 && v->valuedouble != -1))
         return h->set_error(h, QB_E_FORMAT, "%s: group_size missing or not > 0 / -1", src);
     c->group_size = (int64_t)v->valuedouble;

@@ -25,7 +25,8 @@ static int gptq_is_int(const cJSON *v, int64_t *out)
     if (!cJSON_IsNumber(v))
         return 0;
     d = v->valuedouble;
-    if (d != (double)(int64_t)d)
+    /* (int64_t) of a double outside [-2^63, 2^63) (1e300, inf, nan) is undefined behaviour */
+    if (!(d >= -0x1p63 && d < 0x1p63) || d != (double)(int64_t)d)
         return 0;
     *out = (int64_t)d;
     return 1;
