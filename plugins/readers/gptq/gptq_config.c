@@ -172,28 +172,39 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
         if (!(r->pattern = strdup(key)))
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
         r->p = cfg->base;
+        /* Rule i only counts in n_rules (what gptq_config_free releases) once its regex is
+         * compiled, so a refused rule frees its own pattern here. */
         st = gptq_parse_params(h, src, e->string, e, &r->p, &r->has_bits, &r->has_gs, &r->has_sym,
                                &r->has_desc);
         if (st != QB_OK)
-            return st;
+            goto refused;
         ere = gptq_regex_translate(key, &ok);
-        if (!ere)
-            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
+        if (!ere) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
+            goto refused;
+        }
         if (!ok) {
             free(ere);
-            return h->set_error(h, QB_E_UNSUPPORTED,
-                                "%s: dynamic pattern \"%s\" uses Python regex syntax this reader "
-                                "cannot match exactly",
-                                src, e->string);
+            st = h->set_error(h, QB_E_UNSUPPORTED,
+                              "%s: dynamic pattern \"%s\" uses Python regex syntax this reader "
+                              "cannot match exactly",
+                              src, e->string);
+            goto refused;
         }
         rc = regcomp(&r->re, ere, REG_EXTENDED | REG_NOSUB);
         free(ere);
-        if (rc != 0)
-            return h->set_error(h, QB_E_FORMAT, "%s: dynamic pattern \"%s\" is not a valid regex",
-                                src, e->string);
+        if (rc != 0) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: dynamic pattern \"%s\" is not a valid regex",
+                              src, e->string);
+            goto refused;
+        }
         cfg->n_rules = ++i;
     }
     return QB_OK;
+refused:
+    free(cfg->rules[i].pattern);
+    cfg->rules[i].pattern = NULL;
+    return st;
 }
 
 /* One config object (the quantization_config dict or quantize_config.json). */
