@@ -146,6 +146,7 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
                                     gptq_config *cfg)
 {
     const cJSON *e;
+    qb_status st;
     size_t n = (size_t)cJSON_GetArraySize(dyn), i = 0;
     if (!cJSON_IsObject(dyn))
         return h->set_error(h, QB_E_FORMAT, "%s: dynamic is not an object", src);
@@ -160,7 +161,6 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
         const char *key = e->string;
         char *ere;
         int ok, rc;
-        qb_status st;
         if (!cJSON_IsObject(e))
             return h->set_error(h, QB_E_FORMAT, "%s: dynamic[\"%s\"] is not an object", src, key);
         if (strncmp(key, "-:", 2) == 0) {
