@@ -37,6 +37,9 @@ for c in $cases; do
   weights=$(cat "$src.weights")
   srcarg=$src
   [ -f "$src/model.gguf" ] && srcarg=$src/model.gguf  # GGUF: the reader takes the file
+  # Q4_0 repacks exactly only at its own group width (32); other kinds use the default 128
+  gs_opt=""
+  [ "$kind" = gguf-q4_0 ] && gs_opt="--group-size 32"
   src_bytes=$(du -sb --exclude=.complete "$src" | cut -f1)
   # I/O floor, same run: read the source from a warm page cache, then write the
   # output's byte count to the output filesystem with fsync (convert fsyncs too).
@@ -48,7 +51,7 @@ for c in $cases; do
   for th in 1 "$nthreads"; do
     rm -rf "$out"
     /usr/bin/time -f '%e %U %S %M' -o "$cache/time.txt" \
-      "$qb" convert --source "$srcarg" --output "$out" --threads "$th" >/dev/null 2>"$cache/convert.err" \
+      "$qb" convert --source "$srcarg" --output "$out" --threads "$th" $gs_opt >/dev/null 2>"$cache/convert.err" \
       || { echo "convert failed for $c:" >&2; cat "$cache/convert.err" >&2; exit 1; }
     read -r e u s m <"$cache/time.txt"
     wall[$th]=$e; cpu[$th]=$(echo "$u + $s" | bc -l); rss[$th]=$((m / 1024))
