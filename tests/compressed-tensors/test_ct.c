@@ -385,6 +385,51 @@ START_TEST(test_patterns)
 }
 END_TEST
 
+/* Python re refuses stacked quantifiers ("multiple repeat") and a
+ * quantifier with nothing before it; glibc regcomp would take minutes and
+ * gigabytes for "a??????" or "+++++", so they are refused before it. */
+START_TEST(test_pattern_quantifiers)
+{
+    static const char *bad[] = {"re:a??????", "re:+++++", "re:a**", "re:a*?*", "re:a*??",
+                                "re:a{2}{3}", "re:a{2}*", "re:*a", "re:(*a)", "re:x|*",
+                                "re:^*", "re:a{300}", "re:a{3,2}"};
+    ct_pattern p;
+    char why[128];
+    char *long_pat;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(ct_pattern_init(&p, bad[i], why, sizeof(why)) != 0, "%s accepted", bad[i]);
+        ct_pattern_free(&p);
+    }
+    ck_assert_int_ne(ct_pattern_init(&p, "re:a+++", why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "multiple repeat"), "%s", why);
+    ct_pattern_free(&p);
+    /* a single lazy '?' after a quantifier is Python syntax; counted repeats work */
+    ck_assert(match("re:.*?mlp", "x.mlp", 1));
+    ck_assert(match("re:a+?b", "aab", 1));
+    ck_assert(match("re:a??b", "b", 1));
+    ck_assert(match("re:x\\.\\d{2}$", "x.12", 1));
+    ck_assert(!match("re:x\\.\\d{2}$", "x.123", 1));
+    ck_assert(match("re:x\\d{2,}$", "x123", 1));
+    ck_assert(match("re:x\\d{,2}$", "x", 1));
+    ck_assert(!match("re:x\\d{,2}$", "x123", 1));
+    ck_assert(match("re:(ab)*c", "ababc", 1));
+    /* '{' that is no counted repeat is a literal in Python */
+    ck_assert(match("re:a{b", "a{b", 1));
+    ck_assert(match("re:a{}", "a{}", 1));
+    long_pat = malloc(2000);
+    ck_assert_ptr_nonnull(long_pat);
+    memcpy(long_pat, "re:", 3);
+    memset(long_pat + 3, 'a', 1500);
+    long_pat[1503] = '\0';
+    ck_assert_int_ne(ct_pattern_init(&p, long_pat, why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "longer"), "%s", why);
+    ct_pattern_free(&p);
+    free(long_pat);
+}
+END_TEST
+
 static qb_status parse(const char *json)
 {
     cJSON *q = cJSON_Parse(json);
@@ -489,6 +534,7 @@ static Suite *ct_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("config");
     tcase_add_test(tc, test_patterns);
+    tcase_add_test(tc, test_pattern_quantifiers);
     tcase_add_test(tc, test_config_refusals);
     tcase_add_test(tc, test_probe);
     suite_add_tcase(s, tc);
