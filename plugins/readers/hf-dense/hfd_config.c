@@ -36,10 +36,10 @@ hfd_config_kind hfd_config_classify(const char *text)
     hfd_config_kind k;
 
     if (!text)
-        return HFD_CONFIG_INVALID;
+        return HFD_CONFIG_BROKEN;
     root = cJSON_Parse(text);
     if (!cJSON_IsObject(root))
-        k = HFD_CONFIG_INVALID;
+        k = HFD_CONFIG_BROKEN;
     else if (hfd_quant_object(root, &key))
         k = HFD_CONFIG_QUANTIZED;
     else if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "model_type")))

@@ -71,6 +71,7 @@ static int hfd_probe(void *ctx, const qb_probe_input *in)
     const char *const *sib;
     size_t i;
     int score;
+    hfd_config_kind kind;
 
     (void)ctx;
     if (!in || !in->path)
@@ -84,14 +85,9 @@ static int hfd_probe(void *ctx, const qb_probe_input *in)
     if (!in->config_json)
         /* A lone .safetensors file: maybe ours, but nothing says which model. */
         return in->is_dir ? QB_PROBE_NONE : QB_PROBE_WEAK;
-    switch (hfd_config_classify(in->config_json)) {
-    case HFD_CONFIG_QUANTIZED:
+    kind = hfd_config_classify(in->config_json);
+    if (kind == HFD_CONFIG_QUANTIZED)
         return QB_PROBE_NONE;
-    case HFD_CONFIG_INVALID:
-        return QB_PROBE_WEAK;
-    case HFD_CONFIG_DENSE:
-        break;
-    }
     if (in->is_dir) {
         int any = 0;
         for (i = 0; sib && sib[i]; i++)
@@ -101,6 +97,13 @@ static int hfd_probe(void *ctx, const qb_probe_input *in)
         if (!any)
             return QB_PROBE_NONE;
     }
+    /* config.json beside safetensors but unparsable or not an object: most
+     * likely ours and damaged. POSSIBLE lets open() name config.json and the
+     * JSON error; WEAK would leave the host naming only the directory. */
+    if (kind == HFD_CONFIG_BROKEN)
+        return QB_PROBE_POSSIBLE;
+    if (kind == HFD_CONFIG_INVALID)
+        return QB_PROBE_WEAK;
 
     /* Dense by config; the dtypes decide how sure. A broken file still
      * scores POSSIBLE so that open() reports the parser's precise error. */
