@@ -581,6 +581,166 @@ START_TEST(built_plugin_via_dlopen)
 }
 END_TEST
 
+/* Writes config.json and a model.safetensors of 2x2 F32 tensors `names`
+ * (NULL-terminated), plus model.embed_tokens.weight of embed_rows x
+ * embed_cols when embed_rows > 0. */
+static void write_layers(const char *config, const char *const *names, int64_t embed_rows,
+                         int64_t embed_cols)
+{
+    qbt_st_writer *w = qbt_st_writer_new();
+    float f[4] = {1, 2, 3, 4};
+    int64_t d[2] = {2, 2};
+    size_t i;
+    ck_assert_int_eq(qbt_write_text(path_in("config.json"), config), 0);
+    for (i = 0; names[i]; i++)
+        ck_assert_int_eq(qbt_st_writer_add(w, names[i], "F32", 2, d, f, sizeof(f)), 0);
+    if (embed_rows > 0) {
+        int64_t e[2] = {embed_rows, embed_cols};
+        float *v = calloc((size_t)(embed_rows * embed_cols), sizeof(float));
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(qbt_st_writer_add(w, "model.embed_tokens.weight", "F32", 2, e, v,
+                                           (size_t)(embed_rows * embed_cols) * sizeof(float)),
+                         0);
+        free(v);
+    }
+    ck_assert_int_eq(qbt_st_writer_save(w, path_in("model.safetensors")), 0);
+    qbt_st_writer_free(w);
+}
+
+/* open() result; the reader is closed again when it opened. */
+static qb_status try_open(void)
+{
+    qb_reader_handle r = NULL;
+    qb_status st;
+    qbt_fake_clear_error();
+    st = rd->open(plugin->ctx, tmp, NULL, &r);
+    if (st == QB_OK)
+        rd->close(r);
+    return st;
+}
+
+static void assert_error_has(const char *a, const char *b)
+{
+    ck_assert_msg(strstr(qbt_fake_last_error(), a) && strstr(qbt_fake_last_error(), b),
+                  "want '%s' and '%s' in: %s", a, b, qbt_fake_last_error());
+}
+
+START_TEST(broken_config_reported)
+{
+    static const char *const names[] = {"a.weight", NULL};
+    /* unparsable or not an object beside safetensors: POSSIBLE, so open()
+     * runs and names config.json (WEAK left the host naming the directory) */
+    write_layers("{\"model_type\": \"llama\", ", names, 0, 0);
+    ck_assert_int_eq(probe(tmp, 1), QB_PROBE_POSSIBLE);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has(path_in("config.json"), "JSON");
+    write_layers("[{\"model_type\": \"llama\"}]", names, 0, 0);
+    ck_assert_int_eq(probe(tmp, 1), QB_PROBE_POSSIBLE);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has(path_in("config.json"), "object");
+    /* an object without model_type stays WEAK (maybe another format's config) */
+    write_layers("{\"a\": 1}", names, 0, 0);
+    ck_assert_int_eq(probe(tmp, 1), QB_PROBE_WEAK);
+}
+END_TEST
+
+START_TEST(layer_count_checked)
+{
+    static const char *const two[] = {"model.layers.0.a.weight", "model.layers.1.a.weight", NULL};
+    static const char *const gap[] = {"model.layers.0.a.weight", "model.layers.2.a.weight", NULL};
+    static const char *const three[] = {"model.layers.0.a.weight", "model.layers.1.a.weight",
+                                        "model.layers.2.a.weight", NULL};
+    write_layers("{\"model_type\": \"llama\", \"num_hidden_layers\": 2}", two, 0, 0);
+    ck_assert_int_eq(try_open(), QB_OK);
+    write_layers("{\"model_type\": \"llama\", \"num_hidden_layers\": 3}", two, 0, 0);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has(path_in("config.json"), "num_hidden_layers is 3");
+    write_layers("{\"model_type\": \"llama\", \"num_hidden_layers\": 1e300}", two, 0, 0);
+    ck_assert_int_eq(try_open(), QB_OK); /* not an integer: not checked, no UB */
+    write_layers("{\"model_type\": \"llama\"}", gap, 0, 0);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has("model.layers.1 ", "model.safetensors");
+    /* DeepSeek-V3 style: MTP layers after num_hidden_layers */
+    write_layers("{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, "
+                 "\"num_nextn_predict_layers\": 1}",
+                 three, 0, 0);
+    ck_assert_int_eq(try_open(), QB_OK);
+}
+END_TEST
+
+START_TEST(layer_tensor_missing)
+{
+    static const char *const missing[] = {
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.1.self_attn.q_proj.weight",
+        "model.layers.1.post_attention_layernorm.weight", "model.layers.2.self_attn.q_proj.weight",
+        "model.layers.2.post_attention_layernorm.weight", NULL};
+    /* dense layer 0, MoE layers 1-2 (first_k_dense_replace / mlp_only_layers) */
+    static const char *const mixed[] = {
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.norm.weight",
+        "model.layers.1.self_attn.q_proj.weight", "model.layers.1.mlp.gate.weight",
+        "model.layers.1.mlp.experts.0.w1.weight", "model.layers.2.self_attn.q_proj.weight",
+        "model.layers.2.mlp.gate.weight", "model.layers.2.mlp.experts.0.w1.weight", NULL};
+    static const char *const mixed_missing[] = {
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.norm.weight",
+        "model.layers.1.self_attn.q_proj.weight", "model.layers.1.mlp.gate.weight",
+        "model.layers.1.mlp.experts.0.w1.weight", "model.layers.2.self_attn.q_proj.weight",
+        "model.layers.2.mlp.gate.weight", NULL};
+    /* hybrid: attention and Mamba mixers, neither a subset of the other */
+    static const char *const hybrid[] = {
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.norm.weight",
+        "model.layers.1.mamba.in_proj.weight", "model.layers.1.norm.weight", NULL};
+    write_layers("{\"model_type\": \"llama\", \"num_hidden_layers\": 3}", missing, 0, 0);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has("model.layers.0.post_attention_layernorm.weight", "missing");
+    assert_error_has(path_in("model.safetensors"), "missing");
+    write_layers("{\"model_type\": \"qwen2_moe\", \"num_hidden_layers\": 3}", mixed, 0, 0);
+    ck_assert_int_eq(try_open(), QB_OK);
+    write_layers("{\"model_type\": \"qwen2_moe\", \"num_hidden_layers\": 3}", mixed_missing, 0, 0);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has("model.layers.2.mlp.experts.0.w1.weight", "missing");
+    write_layers("{\"model_type\": \"jamba\", \"num_hidden_layers\": 2}", hybrid, 0, 0);
+    ck_assert_int_eq(try_open(), QB_OK);
+}
+END_TEST
+
+START_TEST(mlp_projection_missing)
+{
+    /* one layer: nothing to compare with, but a gated MLP has all three */
+    static const char *const gated[] = {"model.layers.0.mlp.gate_proj.weight",
+                                        "model.layers.0.mlp.down_proj.weight", NULL};
+    static const char *const plain[] = {"model.layers.0.mlp.up_proj.weight",
+                                        "model.layers.0.mlp.down_proj.weight", NULL};
+    static const char *const fused[] = {"model.layers.0.mlp.gate_up_proj.weight",
+                                        "model.layers.0.mlp.down_proj.weight", NULL};
+    write_layers("{\"model_type\": \"llama\", \"num_hidden_layers\": 1}", gated, 0, 0);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has("'model.layers.0.mlp.up_proj.weight' is missing", "model.safetensors");
+    write_layers("{\"model_type\": \"nemotron\", \"num_hidden_layers\": 1}", plain, 0, 0);
+    ck_assert_int_eq(try_open(), QB_OK); /* non-gated MLP */
+    write_layers("{\"model_type\": \"phi3\", \"num_hidden_layers\": 1}", fused, 0, 0);
+    ck_assert_int_eq(try_open(), QB_OK); /* Phi-3's fused gate_up_proj */
+}
+END_TEST
+
+START_TEST(embedding_vs_config)
+{
+    static const char *const none[] = {NULL};
+    write_layers("{\"model_type\": \"llama\", \"hidden_size\": 4, \"vocab_size\": 8}", none, 8, 4);
+    ck_assert_int_eq(try_open(), QB_OK);
+    write_layers("{\"model_type\": \"llama\", \"hidden_size\": 4, \"vocab_size\": 10}", none, 8, 4);
+    ck_assert_int_eq(try_open(), QB_OK); /* fewer rows than vocab_size: left alone */
+    write_layers("{\"model_type\": \"llama\", \"hidden_size\": 1099511627776}", none, 8, 4);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has("model.embed_tokens.weight", "hidden_size");
+    write_layers("{\"model_type\": \"llama\", \"hidden_size\": 4, \"vocab_size\": 6}", none, 8, 4);
+    ck_assert_int_eq(try_open(), QB_E_FORMAT);
+    assert_error_has("model.embed_tokens.weight", "vocab_size is 6");
+    write_layers("{\"model_type\": \"opt\", \"hidden_size\": 8, \"word_embed_proj_dim\": 4}", none,
+                 8, 4);
+    ck_assert_int_eq(try_open(), QB_OK);
+}
+END_TEST
+
 static Suite *hfd_suite(void)
 {
     Suite *s = suite_create("hf-dense");
@@ -610,6 +770,11 @@ static Suite *hfd_suite(void)
     tcase_add_test(e, missing_config_refused);
     tcase_add_test(e, no_model_type_refused);
     tcase_add_test(e, malformed_file_reported);
+    tcase_add_test(e, broken_config_reported);
+    tcase_add_test(e, layer_count_checked);
+    tcase_add_test(e, layer_tensor_missing);
+    tcase_add_test(e, embedding_vs_config);
+    tcase_add_test(e, mlp_projection_missing);
     tcase_add_test(x, concurrent_reads);
     tcase_add_test(x, built_plugin_via_dlopen);
     suite_add_tcase(s, v);

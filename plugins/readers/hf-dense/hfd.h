@@ -38,6 +38,26 @@ hfd_config_kind hfd_config_classify(const char *text);
  * QB_E_NOMEM. Thread-safe. */
 qb_status hfd_config_check(const qb_host *h, const char *path, const char *text, char **model_type);
 
+/* Checks config.json (`path`, text already accepted by hfd_config_check)
+ * against the tensors of `set`, with no per-architecture table:
+ *   - decoder layers "model.layers.N.*" are 0..K-1 without a gap, and K is
+ *     num_hidden_layers (plus num_nextn_predict_layers, whose MTP layers
+ *     follow the decoder layers) when the config has it;
+ *   - no layer's tensor suffixes are a strict subset of another layer's
+ *     (layers of different kinds, dense/MoE MLP or attention/Mamba, differ
+ *     without either being a subset, so they pass; a layer lacking a tensor
+ *     its kind has does not); the error names model.layers.N.<suffix> and
+ *     the file;
+ *   - a module with gate_proj.weight has up_proj.weight (a gated HF MLP;
+ *     catches a one-layer model missing up_proj, which the layer
+ *     comparison cannot);
+ *   - model.embed_tokens.weight has hidden_size columns and at most
+ *     vocab_size rows (when those are in the config).
+ * Returns QB_OK, QB_E_FORMAT (message names the file and tensor or
+ * config.json) or QB_E_NOMEM. Reads only; thread-safe. */
+qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const char *text,
+                                   const qb_st_set *set);
+
 /* Encoding text of a dense float dtype ("f32", "f16", "bf16"), or NULL for
  * any other dtype. Pure. */
 const char *hfd_dtype_encoding(qb_dtype dt);

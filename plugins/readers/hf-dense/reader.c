@@ -310,6 +310,9 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     st = hfd_describe(r);
     if (st != QB_OK)
         goto out;
+    st = hfd_config_check_tensors(h, cfg_path, r->config_text, r->set);
+    if (st != QB_OK)
+        goto out;
     snprintf(r->summary, sizeof(r->summary), "Hugging Face dense safetensors, %zu tensors (%s first)",
              r->n, r->t[0].encoding);
 out:
