@@ -51,9 +51,12 @@ static void make_tmp(void)
 static int convert(const qbt_hfd_spec *spec, const char *src, const char *out, const char *extra)
 {
     char cmd[2048];
+    int n;
     ck_assert_int_eq(qbt_hfd_write(spec, src), 0);
-    snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s' %s >/dev/null 2>'%s.err'",
-             getenv("QB_TEST_BIN"), src, out, extra, out);
+    /* a truncated command would run something else: refuse it */
+    n = snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s' %s >/dev/null 2>'%s.err'",
+                 getenv("QB_TEST_BIN"), src, out, extra, out);
+    ck_assert(n > 0 && (size_t)n < sizeof(cmd));
     return system(cmd);
 }
 

@@ -25,14 +25,16 @@ static int run_chromium(const char *what, const char *url, const char *out_file)
 {
     char cmd[16384], prof[4096];
     char *p = vt_tmpdir("chromium");
-    int rc;
+    int rc, n;
     snprintf(prof, sizeof prof, "%s", p);
-    snprintf(cmd, sizeof cmd,
+    /* a truncated command would run something else: refuse it */
+    n = snprintf(cmd, sizeof cmd,
              "timeout 180 '%s' --headless --no-sandbox --disable-gpu "
              "--disable-background-networking --disable-component-update --disable-sync "
              "--no-first-run --user-data-dir='%s' --window-size=1200,1600 %s '%s' >'%s' "
              "2>/dev/null",
              chromium, prof, what, url, out_file);
+    ck_assert(n > 0 && (size_t)n < sizeof cmd);
     rc = system(cmd);
     vt_rmtree(p);
     free(p);
