@@ -13,7 +13,11 @@
  * one to one (literals, . * + ? {m,n} | () [] ^ $, \d \w \s \D \W \S and
  * escaped punctuation, lazy quantifiers as greedy since only "is there a
  * match" is asked); anything else ("(?...)", back references, other
- * escapes) is an error rather than a guess.
+ * escapes) is an error rather than a guess. What Python's re refuses is
+ * refused too, before regcomp (which accepts some of it and then needs
+ * minutes and gigabytes): a quantifier after a quantifier other than one
+ * lazy '?' ("multiple repeat"), a quantifier with nothing to repeat. Also
+ * refused: patterns over 1024 characters, {m,n} counts above 255.
  */
 #ifndef CT_MATCH_H
 #define CT_MATCH_H
