@@ -43,18 +43,17 @@ qb_status hfd_config_check(const qb_host *h, const char *path, const char *text,
  *   - decoder layers "model.layers.N.*" are 0..K-1 without a gap, and K is
  *     num_hidden_layers (plus num_nextn_predict_layers, whose MTP layers
  *     follow the decoder layers) when the config has it;
- *   - no layer's tensor suffixes are a strict subset of another layer's
- *     (layers of different kinds, dense/MoE MLP or attention/Mamba, differ
- *     without either being a subset, so they pass; a layer lacking a tensor
- *     its kind has does not); the error names model.layers.N.<suffix> and
- *     the file;
- *   - a module with gate_proj.weight has up_proj.weight (a gated HF MLP;
- *     catches a one-layer model missing up_proj, which the layer
- *     comparison cannot);
+ *   - a module with gate_proj.weight and down_proj.weight (a gated HF MLP)
+ *     has up_proj.weight;
+ *   - the size fields (num_hidden_layers, hidden_size, vocab_size,
+ *     intermediate_size, num_attention_heads, num_key_value_heads,
+ *     head_dim), when numbers, are non-negative integers in int64_t;
  *   - model.embed_tokens.weight has hidden_size columns and at most
  *     vocab_size rows (when those are in the config).
  * Returns QB_OK, QB_E_FORMAT (message names the file and tensor or
- * config.json) or QB_E_NOMEM. Reads only; thread-safe. */
+ * config.json) or QB_E_NOMEM. Layers are not compared with each other: an
+ * incomplete layer is served, for the consumer to name in its own terms
+ * (writer plans, `quantbridge verify`). Reads only; thread-safe. */
 qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const char *text,
                                    const qb_st_set *set);
 

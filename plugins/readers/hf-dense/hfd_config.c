@@ -144,42 +144,24 @@ static int hfd_layer_name(const char *name, int64_t *layer, const char **suffix)
     return 1;
 }
 
-/* Layer a (sorted range [a0, a1)) against layer b ([b0, b1)): when every
- * suffix of a is in b and b has more, returns the first suffix of b that a
- * lacks; otherwise NULL. */
-static const char *hfd_strict_subset(const hfd_layer_tensor *a0, const hfd_layer_tensor *a1,
-                                     const hfd_layer_tensor *b0, const hfd_layer_tensor *b1)
-{
-    const char *lack = NULL;
-    if (a1 - a0 >= b1 - b0)
-        return NULL;
-    while (b0 < b1) {
-        int c = a0 < a1 ? strcmp(a0->suffix, b0->suffix) : 1;
-        if (c < 0)
-            return NULL; /* a has a suffix b lacks */
-        if (c == 0) {
-            a0++;
-        } else if (!lack) {
-            lack = b0->suffix;
-        }
-        b0++;
-    }
-    return a0 == a1 ? lack : NULL;
-}
-
-/* Compares the decoder layers with each other and with num_hidden_layers. */
+/* Checks that the decoder layers are 0..K-1 and as many as num_hidden_layers.
+ * Layers are not compared with each other: a tensor missing from one layer
+ * is left to the consumer, which names it in its own terms (the
+ * sm86-w4a16 plan knows each architecture's tensors; `quantbridge verify`
+ * opens an incomplete output to report exactly what is missing), and
+ * layer kinds differ legitimately anyway (dense/MoE MLPs, attention/Mamba
+ * mixers). */
 static qb_status hfd_check_layers(const qb_host *h, const char *path, const cJSON *root,
                                   hfd_layer_tensor *lt, size_t n)
 {
-    size_t *start = NULL, *rep = NULL, n_rep = 0, i, j;
+    size_t *start = NULL, i;
     int64_t k, nhl, nextn = 0, l;
     qb_status st = QB_OK;
 
     qsort(lt, n, sizeof(*lt), hfd_layer_cmp);
     k = lt[n - 1].layer + 1;
     start = malloc(((size_t)k + 1) * sizeof(*start));
-    rep = malloc((size_t)k * sizeof(*rep));
-    if (!start || !rep) {
+    if (!start) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
@@ -210,59 +192,20 @@ static qb_status hfd_check_layers(const qb_host *h, const char *path, const cJSO
             goto out;
         }
     }
-    /* Layers of one kind carry the same tensor suffixes, but kinds differ
-     * legitimately (dense and MoE MLPs with first_k_dense_replace,
-     * mlp_only_layers or decoder_sparse_step; attention and Mamba or linear
-     * attention mixers in hybrids), so no per-layer set is required. What is
-     * certain: a layer whose suffixes are a strict subset of another layer's
-     * lacks a tensor, since no layer kind is another kind minus tensors. */
-    for (l = 0; l < k; l++) {
-        for (j = 0; j < n_rep; j++) {
-            size_t r = rep[j];
-            if (start[l + 1] - start[l] != start[r + 1] - start[r])
-                continue;
-            for (i = 0; i < start[l + 1] - start[l]; i++)
-                if (strcmp(lt[start[l] + i].suffix, lt[start[r] + i].suffix) != 0)
-                    break;
-            if (i == start[l + 1] - start[l])
-                break;
-        }
-        if (j == n_rep)
-            rep[n_rep++] = (size_t)l;
-    }
-    for (i = 0; i < n_rep; i++) {
-        for (j = 0; j < n_rep; j++) {
-            size_t a = rep[i], b = rep[j];
-            const char *lack;
-            if (i == j)
-                continue;
-            lack = hfd_strict_subset(lt + start[a], lt + start[a + 1], lt + start[b],
-                                     lt + start[b + 1]);
-            if (lack) {
-                st = h->set_error(h, QB_E_FORMAT,
-                                  "%s: model.layers.%zu.%s is missing (model.layers.%zu.%s exists "
-                                  "and layer %zu has no tensor layer %zu lacks)",
-                                  lt[start[a]].t->file, a, lack, b, lack, a, b);
-                goto out;
-            }
-        }
-    }
 out:
     free(start);
-    free(rep);
     return st;
 }
 
-/* Projections that come together in every Hugging Face module using these
- * names: a gated MLP (transformers LlamaMLP and its copies) computes
- * down_proj(act(gate_proj(x)) * up_proj(x)), so gate_proj never comes
- * without up_proj. Nothing else is required: up_proj without gate_proj is a
- * non-gated MLP (NemotronMLP), Phi-3 fuses them into gate_up_proj, and
- * down_proj is left to the writer, which knows the architecture. */
+/* A module with gate_proj and down_proj is a gated MLP (transformers
+ * LlamaMLP and its copies: down_proj(act(gate_proj(x)) * up_proj(x))), which
+ * has up_proj. Only this combination is certain: up_proj without gate_proj
+ * is a non-gated MLP (NemotronMLP), Phi-3 fuses gate_up_proj, and a lone
+ * gate_proj is left to the consumer to explain. */
 static const struct {
-    const char *has, *needs[2];
+    const char *has, *also, *needs;
 } hfd_proj_rules[] = {
-    {"gate_proj.weight", {"up_proj.weight", NULL}},
+    {"gate_proj.weight", "down_proj.weight", "up_proj.weight"},
 };
 
 /* Checks hfd_proj_rules for tensor t: returns QB_OK or QB_E_FORMAT naming
@@ -271,7 +214,7 @@ static qb_status hfd_check_projections(const qb_host *h, const qb_st_set *set,
                                        const qb_st_tensor *t)
 {
     const qb_st_api *api = h->safetensors;
-    size_t r, k, len = strlen(t->name), plen;
+    size_t r, len = strlen(t->name), plen;
     char *want = NULL;
     qb_status st = QB_OK;
 
@@ -282,26 +225,30 @@ static qb_status hfd_check_projections(const qb_host *h, const qb_st_set *set,
             (len > hl && t->name[len - hl - 1] != '.'))
             continue;
         plen = len - hl;
-        for (k = 0; k < 2 && hfd_proj_rules[r].needs[k]; k++) {
-            size_t nl = strlen(hfd_proj_rules[r].needs[k]);
-            want = malloc(plen + nl + 1);
-            if (!want)
-                return h->set_error(h, QB_E_NOMEM, "%s: out of memory", t->file);
-            memcpy(want, t->name, plen);
-            memcpy(want + plen, hfd_proj_rules[r].needs[k], nl + 1);
-            if (!api->find(set, want)) {
+        want = malloc(plen + 32);
+        if (!want)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", t->file);
+        memcpy(want, t->name, plen);
+        strcpy(want + plen, hfd_proj_rules[r].also);
+        if (api->find(set, want)) {
+            strcpy(want + plen, hfd_proj_rules[r].needs);
+            if (!api->find(set, want))
                 st = h->set_error(h, QB_E_FORMAT,
-                                  "%s: tensor '%s' is missing (the module has '%s', which never "
-                                  "comes without it)",
-                                  t->file, want, t->name);
-                free(want);
-                return st;
-            }
-            free(want);
+                                  "%s: tensor '%s' is missing (the module has %s and %s: a gated "
+                                  "MLP)",
+                                  t->file, want, hfd_proj_rules[r].has, hfd_proj_rules[r].also);
         }
+        free(want);
+        if (st != QB_OK)
+            return st;
     }
     return QB_OK;
 }
+
+/* transformers PretrainedConfig size fields (LlamaConfig names). */
+static const char *const hfd_size_keys[] = {"num_hidden_layers", "hidden_size", "vocab_size",
+                                            "intermediate_size", "num_attention_heads",
+                                            "num_key_value_heads", "head_dim"};
 
 qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const char *text,
                                    const qb_st_set *set)
@@ -318,6 +265,17 @@ qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const cha
     if (!cJSON_IsObject(root)) {
         st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", path);
         goto out;
+    }
+    /* Size fields that writers turn into integers: a number that is no
+     * int64_t (1e300, 4096.5, -1) is refused here, naming config.json,
+     * rather than cast later (undefined behaviour) or misread. */
+    for (i = 0; i < sizeof(hfd_size_keys) / sizeof(hfd_size_keys[0]); i++) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, hfd_size_keys[i]);
+        if (cJSON_IsNumber(j) && (!hfd_json_int(root, hfd_size_keys[i], &unused) || unused < 0)) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: %s is %g, not a non-negative integer", path,
+                              hfd_size_keys[i], j->valuedouble);
+            goto out;
+        }
     }
     lt = malloc((n ? n : 1) * sizeof(*lt));
     if (!lt) {
