@@ -337,7 +337,21 @@ static void qlr_note_read(const qlr_model *m, size_t i)
 {
     size_t prev = __atomic_exchange_n(&((qlr_model *)m)->last_read, i + 1, __ATOMIC_RELAXED);
     const qlr_tensor *t;
-    if (prev == 0 || prev == i + 1 || prev - 1 >= m->n)
+    size_t k;
+    if (prev == 0) {
+        /* first read: open touched every tensor's scales / qzeros / g_idx
+         * (checks, symmetric decision); drop them all once, else they stay
+         * resident until each tensor's turn (~160 MB on a 7B model) */
+        for (k = 0; k < m->n; k++)
+            if (k != i) {
+                qlr_drop_pages(m->t[k].st);
+                qlr_drop_pages(m->t[k].qweight);
+                qlr_drop_pages(m->t[k].qzeros);
+                qlr_drop_pages(m->t[k].scales);
+            }
+        return;
+    }
+    if (prev == i + 1 || prev - 1 >= m->n)
         return;
     t = &m->t[prev - 1];
     if (t->kind == QLR_DENSE) {
