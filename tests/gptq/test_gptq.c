@@ -252,6 +252,55 @@ START_TEST(gptq4_sharded_side_file)
 }
 END_TEST
 
+/* gptq_config_load of config.json text in a directory without side files. */
+static qb_status load_cfg(const char *config_json, int *matches, const char *module)
+{
+    gptq_config cfg;
+    gptq_params p;
+    qb_status st;
+    char *dir = qbt_tmpdir("gptqcfg");
+    ck_assert_ptr_nonnull(dir);
+    memset(&cfg, 0, sizeof(cfg));
+    qbt_fake_clear_error();
+    st = gptq_config_load(qbt_fake_host(), dir, config_json, &cfg);
+    if (st == QB_OK && matches)
+        *matches = gptq_config_resolve(&cfg, module, &p) == 0 && p.bits == 8;
+    gptq_config_free(&cfg);
+    qbt_rmtree(dir);
+    free(dir);
+    return st;
+}
+
+/* Python's re refuses stacked quantifiers ("multiple repeat"); glibc
+ * regcomp accepted "a++++..." and needed gigabytes (30 '+': > 16 GB). */
+START_TEST(gptq_dynamic_stacked_quantifiers)
+{
+    static const char *bad[] = {"+:a++++++++++++++++++++++++++++++", "+:a**", "+:a*??",
+                                "+:a{2}{3}", "+:a{2}*", "+:a+?+"};
+    static const char head[] = "{\"model_type\": \"llama\", \"quantization_config\": "
+                               "{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128, "
+                               "\"sym\": true, \"desc_act\": false, \"dynamic\": {\"";
+    char json[512];
+    int m = 0;
+    size_t i;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(json, sizeof(json), "%s%s\": {\"bits\": 8}}}}", head, bad[i]);
+        ck_assert_msg(load_cfg(json, NULL, NULL) != QB_OK, "%s accepted", bad[i]);
+        ck_assert_msg(strstr(qbt_fake_last_error(), bad[i]), "%s", qbt_fake_last_error());
+    }
+    /* one lazy '?' after a quantifier and counted repeats stay accepted */
+    snprintf(json, sizeof(json), "%s+:.*?layers\\\\.\\\\d{1,2}\\\\.mlp\\\\..*\": {\"bits\": 8}}}}",
+             head);
+    ck_assert_int_eq(load_cfg(json, &m, "model.layers.12.mlp.up_proj"), QB_OK);
+    ck_assert_int_eq(m, 1);
+    ck_assert_int_eq(load_cfg(json, &m, "model.layers.123.mlp.up_proj"), QB_OK);
+    ck_assert_int_eq(m, 0);
+    snprintf(json, sizeof(json), "%s+:.*[+*]x\": {\"bits\": 8}}}}", head);
+    ck_assert_int_eq(load_cfg(json, &m, "a+x"), QB_OK);
+    ck_assert_int_eq(m, 1);
+}
+END_TEST
+
 START_TEST(gptq_dynamic_overrides)
 {
     /* layer 1: 8-bit g32 by a "+:" rule; layer 0 down_proj dense by "-:" */
@@ -470,6 +519,7 @@ int main(void)
     tcase_add_test(g, gptq4_sharded_side_file);
     tcase_add_test(g, gptq_pack_dtype_words);
     tcase_add_test(g, gptq_dynamic_overrides);
+    tcase_add_test(g, gptq_dynamic_stacked_quantifiers);
     tcase_add_test(g, gptq_option_overrides_data_with_warning);
     tcase_add_test(b, broken_desc_act_without_g_idx);
     tcase_add_test(b, broken_qweight_shape_vs_bits);

@@ -87,6 +87,8 @@ static qb_status gptq_parse_params(const qb_host *h, const char *src, const char
 static char *gptq_regex_translate(const char *pat, int *ok)
 {
     size_t n = strlen(pat), i, o = 0;
+    /* after a quantifier: 0 no, 1 yes, 2 yes and its lazy '?' */
+    int quant = 0, in_class = 0;
     char *out = malloc(16 * n + 8);
     *ok = 1;
     if (!out)
@@ -95,6 +97,50 @@ static char *gptq_regex_translate(const char *pat, int *ok)
     out[o++] = '(';
     for (i = 0; i < n; i++) {
         char c = pat[i];
+        if (in_class) {
+            if (c == ']')
+                in_class = 0;
+            out[o++] = c;
+            continue;
+        }
+        if (c == '[') {
+            in_class = 1;
+            quant = 0;
+            out[o++] = c;
+            if (i + 1 < n && pat[i + 1] == '^')
+                out[o++] = pat[++i];
+            if (i + 1 < n && pat[i + 1] == ']')
+                out[o++] = pat[++i]; /* a leading ']' is a literal in both */
+            continue;
+        }
+        if (c == '*' || c == '+' || c == '?' ||
+            (c == '{' && i + 1 < n && ((pat[i + 1] >= '0' && pat[i + 1] <= '9') || pat[i + 1] == ','))) {
+            /* Python's re refuses a quantifier after a quantifier ("multiple
+             * repeat") except one lazy '?'; glibc regcomp accepts "a+++..."
+             * and needs gigabytes for it (30 '+': > 16 GB). The lazy '?'
+             * changes no match/no-match answer of re.match; ERE has no such
+             * syntax, so it is dropped. */
+            if (c == '?' && quant == 1) {
+                quant = 2;
+                continue;
+            }
+            if (quant) {
+                *ok = 0;
+                return out;
+            }
+            quant = 1;
+            if (c == '{') {
+                while (i < n && pat[i] != '}')
+                    out[o++] = pat[i++];
+                if (i == n) {
+                    *ok = 0;
+                    return out;
+                }
+            }
+            out[o++] = pat[i];
+            continue;
+        }
+        quant = 0;
         if (c == '\\' && i + 1 < n) {
             const char *rep = NULL;
             switch (pat[i + 1]) {
@@ -127,13 +173,6 @@ static char *gptq_regex_translate(const char *pat, int *ok)
             out[o++] = '(';
             i += 2;
             continue;
-        }
-        /* lazy quantifiers change no match/no-match answer of re.match, but
-         * ERE has no such syntax: drop the '?' */
-        if (c == '?' && i > 0 && (pat[i - 1] == '*' || pat[i - 1] == '+' || pat[i - 1] == '?' ||
-                                  pat[i - 1] == '}')) {
-            if (!(i > 1 && pat[i - 2] == '\\'))
-                continue;
         }
         out[o++] = c;
     }
