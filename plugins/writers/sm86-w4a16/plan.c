@@ -302,7 +302,8 @@ static int64_t cfg_int(const cJSON *cfg, const char *key, int64_t def)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (!v || cJSON_IsNull(v))
         return def;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+    /* Range first: casting a double outside int64 (1e300, inf) is undefined. */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e15) ||
         v->valuedouble != (double)(int64_t)v->valuedouble)
         return -2;
     return (int64_t)v->valuedouble;

@@ -102,7 +102,8 @@ static w4r_tensor *add_tensor(w4r_reader *r)
 static int64_t cfg_int(const cJSON *cfg, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+    /* Range first: casting a double outside int64 (1e300, inf) is undefined. */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= 1e15) ||
         v->valuedouble != (double)(int64_t)v->valuedouble)
         return -1;
     return (int64_t)v->valuedouble;
