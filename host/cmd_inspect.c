@@ -26,9 +26,13 @@ static void print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
     size_t i, w = 4;
     printf("source: %s\n", path);
     if (n_sc) {
+        size_t nw = 0;
+        for (i = 0; i < n_sc; i++)
+            if (strlen(sc[i].plugin->name) > nw)
+                nw = strlen(sc[i].plugin->name);
         printf("probe scores:\n");
         for (i = 0; i < n_sc; i++)
-            printf("  %-16s %3d%s\n", sc[i].plugin->name, sc[i].score,
+            printf("  %-*s %3d%s\n", (int)nw, sc[i].plugin->name, sc[i].score,
                    sc[i].plugin == s->reader ? "  <- chosen" : "");
     }
     printf("format: %s (reader %s %s)\n", s->info.source_format, s->reader->name,
