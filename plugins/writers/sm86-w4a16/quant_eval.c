@@ -1,8 +1,8 @@
 /*
  * sm86-w4a16 — inner loops of the int4 rules, portable C and AVX2 with
  * bit-identical results (see quant_eval.h for the operation order both
- * follow). The scale search spends nearly all of a requantizing
- * conversion here (perf: ~90 % in the scalar error loop before this file).
+ * follow). The scale search spends most of a requantizing conversion
+ * here (perf: ~90 % in a scalar error loop before this file).
  */
 #include "quant_eval.h"
 
@@ -85,23 +85,19 @@ static int absmax_c(const float *w, size_t n, float *amax, float *extreme)
     return 0;
 }
 
-static float err_c(const float *w, size_t n, float s, float inv, float bound)
+static void fit_c(const float *w, size_t n, float inv, float *qw, float *qq)
 {
-    float acc[4][8];
+    float a[4][8], b[4][8];
     size_t i;
-    memset(acc, 0, sizeof acc);
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
     for (i = 0; i < n; i++) {
         float r = clamp_code(rintf(w[i] * inv));
-        float d = r * s - w[i];
-        acc[(i / 8) % 4][i % 8] += d * d;
-        /* same checkpoints as the AVX2 path: after every 64 elements */
-        if ((i + 1) % 64 == 0 && i + 1 < n) {
-            float p = reduce_f(acc);
-            if (p > bound)
-                return p;
-        }
+        a[(i / 8) % 4][i % 8] += r * w[i];
+        b[(i / 8) % 4][i % 8] += r * r;
     }
-    return reduce_f(acc);
+    *qw = reduce_f(a);
+    *qq = reduce_f(b);
 }
 
 static double codes_c(const float *w, size_t n, float s, float inv, int use_div, int8_t *q)
@@ -184,43 +180,36 @@ W4W_AVX2 static int absmax_avx2(const float *w, size_t n, float *amax, float *ex
     return 0;
 }
 
-/* one vector of 8 elements: squared error in float */
-W4W_AVX2 static __m256 err8(__m256 v, __m256 vi, __m256 vs, __m256 lo, __m256 hi)
+/* one vector of 8 elements: codes, then q*w into *a and q*q into *b */
+W4W_AVX2 static void fit8(__m256 v, __m256 vi, __m256 lo, __m256 hi, __m256 *a, __m256 *b)
 {
     __m256 r = _mm256_round_ps(_mm256_mul_ps(v, vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 d = _mm256_sub_ps(_mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(r, lo), hi), vs), v);
-    return _mm256_mul_ps(d, d);
+    r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+    *a = _mm256_add_ps(*a, _mm256_mul_ps(r, v));
+    *b = _mm256_add_ps(*b, _mm256_mul_ps(r, r));
 }
 
-W4W_AVX2 static float err_avx2(const float *w, size_t n, float s, float inv, float bound)
+W4W_AVX2 static void fit_avx2(const float *w, size_t n, float inv, float *qw, float *qq)
 {
-    const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s);
+    const __m256 vi = _mm256_set1_ps(inv);
     const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f);
-    __m256 a[4];
+    __m256 a[4], b[4];
     size_t i = 0, k;
     a[0] = a[1] = a[2] = a[3] = _mm256_setzero_ps();
-    /* whole blocks of 64: 8 vectors, two per accumulator, then a check */
-    for (; i + 64 <= n; i += 64) {
-        a[0] = _mm256_add_ps(a[0], err8(_mm256_loadu_ps(w + i), vi, vs, lo, hi));
-        a[1] = _mm256_add_ps(a[1], err8(_mm256_loadu_ps(w + i + 8), vi, vs, lo, hi));
-        a[2] = _mm256_add_ps(a[2], err8(_mm256_loadu_ps(w + i + 16), vi, vs, lo, hi));
-        a[3] = _mm256_add_ps(a[3], err8(_mm256_loadu_ps(w + i + 24), vi, vs, lo, hi));
-        a[0] = _mm256_add_ps(a[0], err8(_mm256_loadu_ps(w + i + 32), vi, vs, lo, hi));
-        a[1] = _mm256_add_ps(a[1], err8(_mm256_loadu_ps(w + i + 40), vi, vs, lo, hi));
-        a[2] = _mm256_add_ps(a[2], err8(_mm256_loadu_ps(w + i + 48), vi, vs, lo, hi));
-        a[3] = _mm256_add_ps(a[3], err8(_mm256_loadu_ps(w + i + 56), vi, vs, lo, hi));
-        if (i + 64 < n) {
-            float p = reduce_v(a[0], a[1], a[2], a[3]);
-            if (p > bound)
-                return p;
-        }
+    b[0] = b[1] = b[2] = b[3] = _mm256_setzero_ps();
+    for (; i + 32 <= n; i += 32) {
+        fit8(_mm256_loadu_ps(w + i), vi, lo, hi, &a[0], &b[0]);
+        fit8(_mm256_loadu_ps(w + i + 8), vi, lo, hi, &a[1], &b[1]);
+        fit8(_mm256_loadu_ps(w + i + 16), vi, lo, hi, &a[2], &b[2]);
+        fit8(_mm256_loadu_ps(w + i + 24), vi, lo, hi, &a[3], &b[3]);
     }
-    for (k = (i / 8) % 4; i < n; i += 8, k = (k + 1) % 4) {
+    for (k = 0; i < n; i += 8, k++) {
+        /* zero padding: code 0, adds +0 to both sums */
         __m256 v = i + 8 <= n ? _mm256_loadu_ps(w + i) : load_tail(w + i, n - i);
-        /* zero padding adds +0 to a lane: x + 0 == x for x >= 0 */
-        a[k] = _mm256_add_ps(a[k], err8(v, vi, vs, lo, hi));
+        fit8(v, vi, lo, hi, &a[k], &b[k]);
     }
-    return reduce_v(a[0], a[1], a[2], a[3]);
+    *qw = reduce_v(a[0], a[1], a[2], a[3]);
+    *qq = reduce_v(b[0], b[1], b[2], b[3]);
 }
 
 W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, int use_div,
@@ -293,14 +282,16 @@ int w4w_qe_absmax(w4w_qe_impl impl, const float *w, size_t n, float *amax, float
     return absmax_c(w, n, amax, extreme);
 }
 
-float w4w_qe_err(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, float bound)
+void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, float inv, float *qw, float *qq)
 {
 #ifdef W4W_QE_X86
-    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
-        return err_avx2(w, n, s, inv, bound);
+    if (w4w_qe_resolve(impl) == W4W_QE_AVX2) {
+        fit_avx2(w, n, inv, qw, qq);
+        return;
+    }
 #endif
     (void)impl;
-    return err_c(w, n, s, inv, bound);
+    fit_c(w, n, inv, qw, qq);
 }
 
 double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, int use_div,

@@ -33,13 +33,12 @@ w4w_qe_impl w4w_qe_resolve(w4w_qe_impl impl);
  * element is NaN or infinite (outputs then unspecified). Pure. */
 int w4w_qe_absmax(w4w_qe_impl impl, const float *w, size_t n, float *amax, float *extreme);
 
-/* Squared error of w[0..n) against scale s in float, codes
- * q = clamp(rint(w * inv), -8, 7) with inv = 1/s (0 when s == 0), summed
- * in the fixed lane order above. Stops early and returns a value > bound
- * as soon as a partial sum (checked every 64 elements) exceeds bound: the
- * total is then larger too (squares are >= 0 and rounding is monotone).
- * Pass INFINITY for the full sum. Pure. */
-float w4w_qe_err(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, float bound);
+/* The sums a scale search needs for codes q = clamp(rint(w * inv), -8, 7):
+ * *qw = sum of q * w[i] and *qq = sum of q * q, in float, in the fixed
+ * lane order above. With them the squared error of scale s is
+ * sum(w^2) - 2 s qw + s^2 qq, and qw / qq is the scale of least error
+ * for these codes. Pure. */
+void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, float inv, float *qw, float *qq);
 
 /* Writes the codes of w[0..n) against s into q (unless q is NULL) and returns their squared
  * error in double, (double)(q*s) - (double)w squared, summed in a fixed
