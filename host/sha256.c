@@ -92,6 +92,9 @@ __attribute__((target("sha,ssse3,sse4.1"))) static void compress_shani(uint32_t 
     for (; nblk > 0; nblk--, p += 64) {
         save0 = abef;
         save1 = cdgh;
+        /* fully unrolled, m[] indices become constants and m stays in
+         * registers: 1.1 -> 1.5 GB/s (openssl's 1.5 on this CPU) */
+#pragma GCC unroll 16
         for (g = 0; g < 16; g++) {
             __m128i *x = &m[g & 3];
             if (g < 4) {
