@@ -455,6 +455,19 @@ qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
                     int64_t k1 = k0 + t->gs < t->K ? k0 + t->gs : t->K;
                     int32_t zg = z[k0 / t->gs];
                     float sg = s[k0 / t->gs];
+                    if (t->bits <= 4) {
+                        /* a group's 16 possible values, each the same
+                         * product as below: one lookup per code instead of
+                         * a convert and a multiply (perf: this loop was
+                         * ~13 % of an AWQ convert) */
+                        float lut[16];
+                        int j;
+                        for (j = 0; j < 16; j++)
+                            lut[j] = (float)(j - zg) * sg;
+                        for (k = k0; k < k1; k++)
+                            d[k] = lut[c[k] & 15u];
+                        continue;
+                    }
                     for (k = k0; k < k1; k++)
                         d[k] = (float)((int32_t)c[k] - zg) * sg;
                 }
