@@ -169,6 +169,7 @@ static qb_status gptq_add_linear(qlr_model *m, const char *module, const gptq_pa
             free(t->g_idx);
             t->g_idx = NULL;
         }
+        qlr_drop_pages(gi); /* copied above; never read again */
     }
     return QB_OK;
 }
@@ -188,6 +189,7 @@ static qb_status gptq_decide_zero(qlr_model *m, const gptq_config *cfg, int zero
             continue;
         any = 1;
         gptq_stored_zero_uniform(&m->t[i], &lo, &hi);
+        qlr_drop_pages(m->t[i].qzeros);
         data_lo &= lo;
         data_hi &= hi;
     }

@@ -322,7 +322,7 @@ static void qlr_drop_range(const uint8_t *p, uint64_t n)
         (void)madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-static void qlr_drop_pages(const qb_st_tensor *st)
+void qlr_drop_pages(const qb_st_tensor *st)
 {
     if (st)
         qlr_drop_range(st->data, st->n_bytes);
@@ -584,6 +584,12 @@ qb_status qlr_compute_symmetric(const qb_host *h, qlr_tensor *t)
             }
     }
 out:
+    /* the scan read every row's zeros (and, through params, its scales):
+     * without this, open kept ~150 MB of a 7B model's scales and zeros
+     * mapped until the first read (measured VmHWM 147 MB vs 42 MB while
+     * streaming) */
+    qlr_drop_pages(t->qzeros);
+    qlr_drop_pages(t->scales);
     free(s);
     free(z);
     return st;

@@ -135,6 +135,12 @@ uint32_t qlr_word_bits(qb_dtype dt);
 uint32_t qlr_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
                    uint32_t bits, uint64_t j);
 
+/* Unmaps the whole pages of st's mapped bytes from this process (the page
+ * cache keeps them; a later access maps them again). NULL is a no-op. Used
+ * after scanning a tensor at open so that open's memory does not grow
+ * with the number of tensors. */
+void qlr_drop_pages(const qb_st_tensor *st);
+
 /* Float value of element `idx` of an F16/BF16/F32 tensor. */
 float qlr_float_at(const qb_st_tensor *st, uint64_t idx);
 
