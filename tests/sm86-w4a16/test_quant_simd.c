@@ -169,6 +169,61 @@ START_TEST(test_fit_reference)
 }
 END_TEST
 
+/* xorshift64: the test's own integers */
+static uint64_t qbx_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* The exact-repack group check: both paths accept a block whose ref is
+ * (code - zero) * sf bit for bit, give the same q and sum of q^2 as a
+ * plain loop, and reject a flipped low bit anywhere or a code outside the
+ * grid (also in the scalar tail). */
+START_TEST(test_check_group)
+{
+    static const size_t sizes[] = {1, 7, 8, 9, 32, 64, 100, 128, 131};
+    static const int32_t zeros[] = {8, 4, 2, 1};
+    uint64_t seed = 21;
+    uint8_t codes[131];
+    float ref[131];
+    int8_t q[131];
+    int trial, impl;
+    for (trial = 0; trial < 600; trial++) {
+        size_t n = sizes[trial % 9], i, at;
+        int32_t zero = zeros[trial % 4];
+        float sf = qb_f16_to_f32(qb_f32_to_f16((float)(w4t_normal(&seed) * 0.01)));
+        int64_t want_qq = 0;
+        for (i = 0; i < n; i++) {
+            codes[i] = (uint8_t)(qbx_rand(&seed) % (uint64_t)(2 * zero));
+            ref[i] = (float)((int)codes[i] - zero) * sf;
+            want_qq += ((int)codes[i] - zero) * ((int)codes[i] - zero);
+        }
+        at = (size_t)(qbx_rand(&seed) % n);
+        for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
+            int64_t qq = -1;
+            uint32_t bits;
+            uint8_t saved;
+            ck_assert_int_eq(w4w_qe_check_group((w4w_qe_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
+            ck_assert_int_eq(qq, want_qq);
+            for (i = 0; i < n; i++)
+                ck_assert_int_eq(q[i], (int)codes[i] - zero);
+            bits = qb_f32_bits(ref[at]) ^ 1u;
+            memcpy(&ref[at], &bits, 4);
+            ck_assert_int_ne(w4w_qe_check_group((w4w_qe_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
+            bits ^= 1u;
+            memcpy(&ref[at], &bits, 4);
+            saved = codes[at];
+            codes[at] = (uint8_t)(2 * zero + (int)(trial % 3));
+            ck_assert_int_ne(w4w_qe_check_group((w4w_qe_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
+            codes[at] = saved;
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_nonfinite_both)
 {
     float w[40];
@@ -199,6 +254,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_kernels_equal);
     tcase_add_test(tc, test_codes_reference);
     tcase_add_test(tc, test_fit_reference);
+    tcase_add_test(tc, test_check_group);
     tcase_add_test(tc, test_nonfinite_both);
     suite_add_tcase(s, tc);
     return s;

@@ -100,6 +100,28 @@ static void fit_c(const float *w, size_t n, float inv, float *qw, float *qq)
     *qq = reduce_f(b);
 }
 
+static int check_c(const uint8_t *codes, const float *ref, size_t n, int32_t zero, float sf,
+                   int8_t *q, int64_t *qq)
+{
+    const unsigned lim = 2u * (unsigned)zero;
+    float lut[16];
+    uint32_t bad = 0;
+    int64_t sq = 0;
+    size_t i;
+    int k;
+    for (k = 0; k < 16; k++)
+        lut[k] = (float)(k - zero) * sf;
+    for (i = 0; i < n; i++) {
+        unsigned code = codes[i];
+        int v = (int)code - zero;
+        bad |= (uint32_t)(code >= lim) | (qb_f32_bits(lut[code & 15u]) ^ qb_f32_bits(ref[i]));
+        q[i] = (int8_t)v;
+        sq += v * v;
+    }
+    *qq = sq;
+    return bad != 0;
+}
+
 static double codes_c(const float *w, size_t n, float s, float inv, int use_div, int8_t *q)
 {
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t[4];
@@ -212,6 +234,47 @@ W4W_AVX2 static void fit_avx2(const float *w, size_t n, float inv, float *qw, fl
     *qq = reduce_v(b[0], b[1], b[2], b[3]);
 }
 
+W4W_AVX2 static int check_avx2(const uint8_t *codes, const float *ref, size_t n, int32_t zero,
+                               float sf, int8_t *q, int64_t *qq)
+{
+    float lut[16];
+    __m256 lo, hi;
+    const __m256i vz = _mm256_set1_epi32(zero), vl = _mm256_set1_epi32(2 * zero - 1);
+    __m256i bad = _mm256_setzero_si256(), sq = _mm256_setzero_si256();
+    int32_t part[8];
+    int64_t tot = 0;
+    size_t i;
+    int k;
+    for (k = 0; k < 16; k++)
+        lut[k] = (float)(k - zero) * sf;
+    lo = _mm256_loadu_ps(lut);
+    hi = _mm256_loadu_ps(lut + 8);
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(codes + i)));
+        /* entries 0-7 or 8-15 by bit 3 of the code (moved to the sign bit) */
+        __m256 dec = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, c), _mm256_permutevar8x32_ps(hi, c),
+                                      _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
+        __m256i v = _mm256_sub_epi32(c, vz);
+        __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(c, vl));
+        bad = _mm256_or_si256(bad, _mm256_xor_si256(_mm256_castps_si256(dec),
+                                                    _mm256_castps_si256(_mm256_loadu_ps(ref + i))));
+        _mm_storel_epi64((__m128i *)(void *)(q + i), _mm_packs_epi16(v16, v16));
+        sq = _mm256_add_epi32(sq, _mm256_mullo_epi32(v, v));
+    }
+    _mm256_storeu_si256((__m256i *)(void *)part, sq);
+    for (k = 0; k < 8; k++)
+        tot += part[k];
+    if (i < n) {
+        int64_t t2;
+        if (check_c(codes + i, ref + i, n - i, zero, sf, q + i, &t2))
+            return 1;
+        tot += t2;
+    }
+    *qq = tot;
+    return !_mm256_testz_si256(bad, bad);
+}
+
 W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, int use_div,
                                   int8_t *q)
 {
@@ -308,6 +371,17 @@ double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float i
 #endif
     (void)impl;
     return codes_c(w, n, s, inv, use_div, q);
+}
+
+int w4w_qe_check_group(w4w_qe_impl impl, const uint8_t *codes, const float *ref, size_t n,
+                       int32_t zero, float sf, int8_t *q, int64_t *qq)
+{
+#ifdef W4W_QE_X86
+    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+        return check_avx2(codes, ref, n, zero, sf, q, qq);
+#endif
+    (void)impl;
+    return check_c(codes, ref, n, zero, sf, q, qq);
 }
 
 int w4w_qe_to_f16(w4w_qe_impl impl, const float *w, size_t n, uint16_t *out)

@@ -54,6 +54,15 @@ double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float i
  * infinity (out then unspecified). Pure. */
 int w4w_qe_to_f16(w4w_qe_impl impl, const float *w, size_t n, uint16_t *out);
 
+/* The exact-repack check of one group: for each i, codes[i] < lim
+ * (lim = 2 * zero <= 16) and the fp32 product (codes[i] - zero) * sf has
+ * the bits of ref[i]. Writes q[i] = codes[i] - zero and *qq = sum of q[i]^2
+ * (an integer, the same on every path). Returns 0 when every element
+ * passed, nonzero otherwise (q and qq then unspecified; the caller finds
+ * the element). Pure. */
+int w4w_qe_check_group(w4w_qe_impl impl, const uint8_t *codes, const float *ref, size_t n,
+                       int32_t zero, float sf, int8_t *q, int64_t *qq);
+
 /* w4w_quant_group (quantize.c) with a chosen implementation: the tests
  * compare W4W_QE_PORTABLE and W4W_QE_AVX2 for identical codes, scales
  * and errors. Same contract as w4w_quant_group. */

@@ -168,36 +168,21 @@ static int repack_block(w4w_job *j, w4w_slot *s)
         /* group by group, the scale converted once, the sum of squares in
          * a local (s->q may alias s->ref2 for the compiler): perf showed
          * the per-element fp16 conversion, c / gs and the ref2 store
-         * dominating the exact path; same additions in the same order */
+         * dominating the exact path */
         r2 = s->ref2;
         for (g = 0; g < j->ng; g++) {
             int64_t c1 = (g + 1) * j->gs < cols ? (g + 1) * j->gs : cols;
             float sf = qb_f16_to_f32(sc[g]);
             if (!j->perm && j->zero <= 8) {
-                /* the common case without branches per element: a table of
-                 * the group's 16 decoded values, mismatches OR-ed together,
-                 * four sums of squares (perf: the loop below was ~30 % of an
-                 * exact GPTQ repack, bound by its one double-add chain). On
-                 * any mismatch the loop below runs to name the element. */
-                const uint8_t *cd = s->codes + r * cols;
-                const float *rf = s->w + r * cols;
-                const unsigned lim = 2u * (unsigned)j->zero;
-                float lut[16];
-                double a[4] = {0.0, 0.0, 0.0, 0.0};
-                uint32_t bad = 0;
-                int k;
-                for (k = 0; k < 16; k++)
-                    lut[k] = (float)(k - j->zero) * sf;
-                for (c = g * j->gs; c < c1; c++) {
-                    unsigned code = cd[c];
-                    float ref = rf[c];
-                    bad |= (uint32_t)(code >= lim) |
-                           (qb_f32_bits(lut[code & 15u]) ^ qb_f32_bits(ref));
-                    s->q[c] = (int8_t)((int)code - j->zero);
-                    a[c & 3] += (double)ref * (double)ref;
-                }
-                if (!bad) {
-                    r2 += (a[0] + a[1]) + (a[2] + a[3]);
+                /* the common case, vectorised (quant_eval.c; perf: the
+                 * element loop below was ~30 % of an exact GPTQ repack).
+                 * ref is q * sf exactly, so ref^2 = q^2 sf^2 and the sum of
+                 * squares follows from the integer sum of q^2. On any
+                 * mismatch the loop below runs to name the element. */
+                int64_t c0 = g * j->gs, qq;
+                if (!w4w_qe_check_group(W4W_QE_AUTO, s->codes + r * cols + c0, s->w + r * cols + c0,
+                                        (size_t)(c1 - c0), j->zero, sf, s->q + c0, &qq)) {
+                    r2 += (double)sf * (double)sf * (double)qq;
                     continue;
                 }
             }
