@@ -36,16 +36,15 @@ static void gptq_codes(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t *cod
         for (w = 0; w < t->K / 8; w++) {
             for (r = 0; r < nr; r++) {
                 uint32_t v;
-                uint8_t *c = codes + r * t->K + w * 8;
+                uint64_t x;
                 memcpy(&v, base + 4 * ((uint64_t)w * N + (uint64_t)(n0 + r)), 4);
-                c[0] = (uint8_t)(v & 15u);
-                c[1] = (uint8_t)((v >> 4) & 15u);
-                c[2] = (uint8_t)((v >> 8) & 15u);
-                c[3] = (uint8_t)((v >> 12) & 15u);
-                c[4] = (uint8_t)((v >> 16) & 15u);
-                c[5] = (uint8_t)((v >> 20) & 15u);
-                c[6] = (uint8_t)((v >> 24) & 15u);
-                c[7] = (uint8_t)(v >> 28);
+                /* nibble j -> byte j in a few word operations (SWAR):
+                 * spread the 8 nibbles to the low halves of 8 bytes */
+                x = (uint64_t)v;
+                x = (x | (x << 16)) & 0x0000ffff0000ffffull;
+                x = (x | (x << 8)) & 0x00ff00ff00ff00ffull;
+                x = (x | (x << 4)) & 0x0f0f0f0f0f0f0f0full;
+                memcpy(codes + r * t->K + w * 8, &x, 8);
             }
         }
         return;
