@@ -12,6 +12,8 @@
 #include <cjson/cJSON.h>
 #include <quantbridge/qb_half.h>
 
+#include "../../common/qbp_half_row.h"
+
 /* Rows decoded per scratch chunk: bounds read_rows memory to
  * QLR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
 #define QLR_CHUNK 32
@@ -387,44 +389,6 @@ static qb_status qlr_check_range(const qlr_model *m, size_t i, int64_t row0, int
     return QB_OK;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define QLR_HAVE_F16C 1
-
-/* vcvtph2ps: the exact widening qb_f16_to_f32 performs, eight at a time
- * (signaling NaNs come out quieted, as on every F16C/FP16 conversion). */
-__attribute__((target("avx,f16c"))) static void qlr_f16_row_f16c(const uint8_t *p, float *dst,
-                                                                 uint64_t n)
-{
-    uint64_t e = 0;
-    for (; e + 8 <= n; e += 8)
-        _mm256_storeu_ps(dst + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 2 * e))));
-    for (; e < n; e++) {
-        uint16_t h;
-        memcpy(&h, p + 2 * e, 2);
-        dst[e] = qb_f16_to_f32(h);
-    }
-}
-#endif
-
-/* fp16 or bf16 items to float; perf: the scalar fp16 loop over a 7B
- * model's embeddings and lm_head was ~12 % of an exact GPTQ repack. */
-static void qlr_half_row(const uint8_t *p, int bf, float *dst, uint64_t n)
-{
-    uint64_t e;
-#ifdef QLR_HAVE_F16C
-    if (!bf && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
-        qlr_f16_row_f16c(p, dst, n);
-        return;
-    }
-#endif
-    for (e = 0; e < n; e++) {
-        uint16_t h;
-        memcpy(&h, p + 2 * e, 2);
-        dst[e] = bf ? qb_bf16_to_f32(h) : qb_f16_to_f32(h);
-    }
-}
-
 static inline uint32_t qlr_group_of(const qlr_tensor *t, int64_t k)
 {
     return t->g_idx ? (uint32_t)t->g_idx[k] : (uint32_t)(k / t->gs);
@@ -450,7 +414,10 @@ qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
         if (t->st->dtype == QB_DT_F32) {
             memcpy(dst, t->st->data + 4 * base, 4 * n);
         } else if (t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16) {
-            qlr_half_row(t->st->data + 2 * base, t->st->dtype == QB_DT_BF16, dst, n);
+            if (t->st->dtype == QB_DT_BF16)
+                qbp_bf16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
+            else
+                qbp_f16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
         } else {
             for (e = 0; e < n; e++)
                 dst[e] = qlr_float_at(t->st, base + e);

@@ -4,6 +4,7 @@
 #include <quantbridge/qb_half.h>
 
 #include "hfd.h"
+#include "../../common/qbp_half_row.h"
 
 /* safetensors stores little-endian; the copies below rely on the host
  * being little-endian too. */
@@ -27,9 +28,6 @@ const char *hfd_dtype_encoding(qb_dtype dt)
 
 int hfd_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst)
 {
-    size_t i;
-    uint16_t v;
-
     /* safetensors data is little-endian and may be unaligned (third-party
      * writers do not pad), so elements are memcpy'd, never dereferenced. */
     switch (dt) {
@@ -37,16 +35,10 @@ int hfd_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst)
         memcpy(dst, src, n * sizeof(float));
         return 0;
     case QB_DT_F16:
-        for (i = 0; i < n; i++) {
-            memcpy(&v, src + 2 * i, 2);
-            dst[i] = qb_f16_to_f32(v);
-        }
+        qbp_f16_row_to_f32(src, dst, n);
         return 0;
     case QB_DT_BF16:
-        for (i = 0; i < n; i++) {
-            memcpy(&v, src + 2 * i, 2);
-            dst[i] = qb_bf16_to_f32(v);
-        }
+        qbp_bf16_row_to_f32(src, dst, n);
         return 0;
     default:
         return -1;
