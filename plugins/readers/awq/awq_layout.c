@@ -24,6 +24,46 @@
 static const uint32_t awq_reverse_order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 static const uint32_t awq_order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
+/* tr[i] byte j = nibble i of v[j]: an 8 x 8 nibble transpose. SSE2 (every
+ * x86-64): nibbles spread to bytes, then three unpack rounds; elsewhere the
+ * same by shifts. perf: the shift-per-nibble loop was ~19 % of a 7B AWQ
+ * convert. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static void awq_transpose8(const uint32_t v[8], uint64_t tr[8])
+{
+    const __m128i m = _mm_set1_epi8(0x0f);
+    __m128i w0 = _mm_loadu_si128((const __m128i *)(const void *)v);
+    __m128i w1 = _mm_loadu_si128((const __m128i *)(const void *)(v + 4));
+    __m128i l0 = _mm_and_si128(w0, m), h0 = _mm_and_si128(_mm_srli_epi32(w0, 4), m);
+    __m128i l1 = _mm_and_si128(w1, m), h1 = _mm_and_si128(_mm_srli_epi32(w1, 4), m);
+    /* rows (one per word, byte i = nibble i): r01 holds rows 0 and 1, ... */
+    __m128i r01 = _mm_unpacklo_epi8(l0, h0), r23 = _mm_unpackhi_epi8(l0, h0);
+    __m128i r45 = _mm_unpacklo_epi8(l1, h1), r67 = _mm_unpackhi_epi8(l1, h1);
+    __m128i a0 = _mm_unpacklo_epi8(r01, _mm_unpackhi_epi64(r01, r01));
+    __m128i a1 = _mm_unpacklo_epi8(r23, _mm_unpackhi_epi64(r23, r23));
+    __m128i a2 = _mm_unpacklo_epi8(r45, _mm_unpackhi_epi64(r45, r45));
+    __m128i a3 = _mm_unpacklo_epi8(r67, _mm_unpackhi_epi64(r67, r67));
+    __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);
+    __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);
+    _mm_storeu_si128((__m128i *)(void *)tr, _mm_unpacklo_epi32(b0, b2));
+    _mm_storeu_si128((__m128i *)(void *)(tr + 2), _mm_unpackhi_epi32(b0, b2));
+    _mm_storeu_si128((__m128i *)(void *)(tr + 4), _mm_unpacklo_epi32(b1, b3));
+    _mm_storeu_si128((__m128i *)(void *)(tr + 6), _mm_unpackhi_epi32(b1, b3));
+}
+#else
+static void awq_transpose8(const uint32_t v[8], uint64_t tr[8])
+{
+    int i, j;
+    for (i = 0; i < 8; i++) {
+        uint64_t out = 0;
+        for (j = 0; j < 8; j++)
+            out |= (uint64_t)((v[j] >> (4 * i)) & 15u) << (8 * j);
+        tr[i] = out;
+    }
+}
+#endif
+
 static void awq_gemm_codes(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
 {
     const uint64_t wpr = (uint64_t)t->N / 8; /* words per qweight row */
@@ -41,9 +81,12 @@ static void awq_gemm_codes(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t 
             int64_t c;
             for (c = c0; c < c1; c++) {
                 uint32_t v[8], i;
+                uint64_t tr[8];
                 int64_t j;
                 for (j = 0; j < kt; j++)
                     memcpy(&v[j], base + 4 * ((uint64_t)(k + j) * wpr + (uint64_t)c), 4);
+                if (kt == 8)
+                    awq_transpose8(v, tr);
                 for (i = 0; i < 8; i++) {
                     const int64_t col = 8 * c + awq_order[i];
                     uint8_t *dst;
@@ -51,10 +94,7 @@ static void awq_gemm_codes(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t 
                         continue;
                     dst = codes + (col - n0) * t->K + k;
                     if (kt == 8) {
-                        uint64_t out = 0;
-                        for (j = 0; j < 8; j++)
-                            out |= (uint64_t)((v[j] >> (4 * i)) & 15u) << (8 * j);
-                        memcpy(dst, &out, 8);
+                        memcpy(dst, &tr[i], 8);
                     } else {
                         for (j = 0; j < kt; j++)
                             dst[j] = (uint8_t)((v[j] >> (4 * i)) & 15u);

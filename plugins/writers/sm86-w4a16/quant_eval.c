@@ -193,12 +193,24 @@ W4W_AVX2 static int absmax_avx2(const float *w, size_t n, float *amax, float *ex
     mx = _mm_cvtss_f32(h);
     *amax = mx;
     *extreme = 0.0f;
-    /* the first element of largest magnitude, as the portable scan finds */
-    for (i = 0; i < n && mx != 0.0f; i++)
-        if (fabsf(w[i]) == mx) {
-            *extreme = w[i];
-            break;
+    /* the first element of largest magnitude, as the portable scan finds
+     * (eight at a time: the scalar scan was ~5 % of a requantization) */
+    if (mx != 0.0f) {
+        const __m256 vm = _mm256_set1_ps(mx);
+        for (i = 0; i + 8 <= n; i += 8) {
+            int hit = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(w + i), absm), vm, _CMP_EQ_OQ));
+            if (hit) {
+                *extreme = w[i + (size_t)__builtin_ctz((unsigned)hit)];
+                return 0;
+            }
         }
+        for (; i < n; i++)
+            if (fabsf(w[i]) == mx) {
+                *extreme = w[i];
+                break;
+            }
+    }
     return 0;
 }
 

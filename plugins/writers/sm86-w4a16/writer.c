@@ -383,7 +383,10 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
     j.pcols = w4w_packed_cols(cols);
     j.ng = w4w_n_groups(cols, j.gs);
     br = W4W_BLOCK_ELEMS / cols;
-    br = br < 1 ? 1 : br > W4W_BLOCK_MAX_ROWS ? W4W_BLOCK_MAX_ROWS : br;
+    /* a multiple of 8 rows: packed sources store 8 output rows per word
+     * (AWQ GEMM), and blocks starting inside a word decode it twice */
+    br = br < 8 ? (br < 1 ? 1 : br) : (br + 4) / 8 * 8;
+    br = br > W4W_BLOCK_MAX_ROWS ? W4W_BLOCK_MAX_ROWS : br;
     nblocks = (rows + br - 1) / br;
     /* two blocks per thread and batch: the items vary in cost (the write
      * item most), and more of them per batch even out the threads' ends */
