@@ -94,10 +94,26 @@ START_TEST(test_kernels_equal)
         if (trial % 2)
             s = -s;
         inv = s != 0.0f ? 1.0f / s : 0.0f;
-        w4w_qe_fit(W4W_QE_PORTABLE, w, n, inv, &fp, &gp);
-        w4w_qe_fit(W4W_QE_AVX2, w, n, inv, &fv, &gv);
+        w4w_qe_fit(W4W_QE_PORTABLE, w, n, &inv, 1, &fp, &gp);
+        w4w_qe_fit(W4W_QE_AVX2, w, n, &inv, 1, &fv, &gv);
         ck_assert(qb_f32_bits(fp) == qb_f32_bits(fv));
         ck_assert(qb_f32_bits(gp) == qb_f32_bits(gv));
+        {
+            /* four candidates in one pass: each equals its own single pass,
+             * on both paths (one accumulator per candidate, same lanes) */
+            float inv4[4] = {inv * 0.9f, inv, -inv * 1.1f, inv * 1.25f}, a4[2][4], b4[2][4];
+            int j, im;
+            for (im = 0; im < 2; im++)
+                w4w_qe_fit(im ? W4W_QE_AVX2 : W4W_QE_PORTABLE, w, n, inv4, 4, a4[im], b4[im]);
+            for (j = 0; j < 4; j++) {
+                float a1, b1;
+                w4w_qe_fit(W4W_QE_PORTABLE, w, n, &inv4[j], 1, &a1, &b1);
+                ck_assert(qb_f32_bits(a4[0][j]) == qb_f32_bits(a1));
+                ck_assert(qb_f32_bits(b4[0][j]) == qb_f32_bits(b1));
+                ck_assert(qb_f32_bits(a4[1][j]) == qb_f32_bits(a1));
+                ck_assert(qb_f32_bits(b4[1][j]) == qb_f32_bits(b1));
+            }
+        }
         dp = w4w_qe_codes(W4W_QE_PORTABLE, w, n, s, inv, trial % 3 == 0, qp);
         dv = w4w_qe_codes(W4W_QE_AVX2, w, n, s, inv, trial % 3 == 0, qv);
         ck_assert(memcmp(&dp, &dv, sizeof dp) == 0);
@@ -154,7 +170,7 @@ START_TEST(test_fit_reference)
         for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
             double a = 0.0, b = 0.0, aw = 0.0;
             float qw, qq;
-            w4w_qe_fit((w4w_qe_impl)impl, w, n, inv, &qw, &qq);
+            w4w_qe_fit((w4w_qe_impl)impl, w, n, &inv, 1, &qw, &qq);
             for (i = 0; i < n; i++) {
                 float r = rintf(w[i] * inv);
                 double q = r < -8.0f ? -8.0 : r > 7.0f ? 7.0 : (double)r;

@@ -8,6 +8,7 @@
 
 #include <quantbridge/qb_half.h>
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -55,18 +56,6 @@ static float clamp_code(float r)
     return r < -8.0f ? -8.0f : r > 7.0f ? 7.0f : r;
 }
 
-/* The fixed reduction tree of 4 accumulators of 8 lanes. */
-static float reduce_f(float acc[4][8])
-{
-    float t[8], u[4];
-    int l;
-    for (l = 0; l < 8; l++)
-        t[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
-    for (l = 0; l < 4; l++)
-        u[l] = t[l] + t[l + 4];
-    return (u[0] + u[2]) + (u[1] + u[3]);
-}
-
 static int absmax_c(const float *w, size_t n, float *amax, float *extreme)
 {
     float m = 0.0f, e = 0.0f;
@@ -85,19 +74,33 @@ static int absmax_c(const float *w, size_t n, float *amax, float *extreme)
     return 0;
 }
 
-static void fit_c(const float *w, size_t n, float inv, float *qw, float *qq)
+/* One 8-lane accumulator summed as the AVX2 path does: lane l and l + 4,
+ * then (0 + 2) + (1 + 3). */
+static float reduce8_f(const float a[8])
+{
+    float u[4];
+    int l;
+    for (l = 0; l < 4; l++)
+        u[l] = a[l] + a[l + 4];
+    return (u[0] + u[2]) + (u[1] + u[3]);
+}
+
+static void fit_c(const float *w, size_t n, const float *inv, size_t k, float *qw, float *qq)
 {
     float a[4][8], b[4][8];
-    size_t i;
+    size_t i, j;
     memset(a, 0, sizeof a);
     memset(b, 0, sizeof b);
-    for (i = 0; i < n; i++) {
-        float r = clamp_code(rintf(w[i] * inv));
-        a[(i / 8) % 4][i % 8] += r * w[i];
-        b[(i / 8) % 4][i % 8] += r * r;
+    for (i = 0; i < n; i++)
+        for (j = 0; j < k; j++) {
+            float r = clamp_code(rintf(w[i] * inv[j]));
+            a[j][i % 8] += r * w[i];
+            b[j][i % 8] += r * r;
+        }
+    for (j = 0; j < k; j++) {
+        qw[j] = reduce8_f(a[j]);
+        qq[j] = reduce8_f(b[j]);
     }
-    *qw = reduce_f(a);
-    *qq = reduce_f(b);
 }
 
 static int check_c(const uint8_t *codes, const float *ref, size_t n, int32_t zero, float sf,
@@ -162,14 +165,6 @@ W4W_AVX2 static __m256 load_tail(const float *w, size_t m)
     return _mm256_loadu_ps(b);
 }
 
-W4W_AVX2 static float reduce_v(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
-{
-    __m256 t = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-    __m128 u = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-    __m128 x = _mm_add_ps(u, _mm_movehl_ps(u, u)); /* u0+u2, u1+u3 */
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
-}
-
 W4W_AVX2 static int absmax_avx2(const float *w, size_t n, float *amax, float *extreme)
 {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -223,27 +218,53 @@ W4W_AVX2 static void fit8(__m256 v, __m256 vi, __m256 lo, __m256 hi, __m256 *a, 
     *b = _mm256_add_ps(*b, _mm256_mul_ps(r, r));
 }
 
-W4W_AVX2 static void fit_avx2(const float *w, size_t n, float inv, float *qw, float *qq)
+W4W_AVX2 static float reduce8_v(__m256 a)
 {
-    const __m256 vi = _mm256_set1_ps(inv);
-    const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f);
-    __m256 a[4], b[4];
-    size_t i = 0, k;
-    a[0] = a[1] = a[2] = a[3] = _mm256_setzero_ps();
-    b[0] = b[1] = b[2] = b[3] = _mm256_setzero_ps();
-    for (; i + 32 <= n; i += 32) {
-        fit8(_mm256_loadu_ps(w + i), vi, lo, hi, &a[0], &b[0]);
-        fit8(_mm256_loadu_ps(w + i + 8), vi, lo, hi, &a[1], &b[1]);
-        fit8(_mm256_loadu_ps(w + i + 16), vi, lo, hi, &a[2], &b[2]);
-        fit8(_mm256_loadu_ps(w + i + 24), vi, lo, hi, &a[3], &b[3]);
-    }
-    for (k = 0; i < n; i += 8, k++) {
+    __m128 u = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 x = _mm_add_ps(u, _mm_movehl_ps(u, u)); /* u0+u2, u1+u3 */
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+
+/* One candidate; accumulators stay in registers (indexing them by a
+ * runtime j put them in memory: the 4-candidate pass ran slower than four
+ * single ones). */
+W4W_AVX2 static void fit1_avx2(const float *w, size_t n, float inv, float *qw, float *qq)
+{
+    const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f), vi = _mm256_set1_ps(inv);
+    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+    size_t i;
+    for (i = 0; i < n; i += 8) {
         /* zero padding: code 0, adds +0 to both sums */
         __m256 v = i + 8 <= n ? _mm256_loadu_ps(w + i) : load_tail(w + i, n - i);
-        fit8(v, vi, lo, hi, &a[k], &b[k]);
+        fit8(v, vi, lo, hi, &a, &b);
     }
-    *qw = reduce_v(a[0], a[1], a[2], a[3]);
-    *qq = reduce_v(b[0], b[1], b[2], b[3]);
+    *qw = reduce8_v(a);
+    *qq = reduce8_v(b);
+}
+
+/* Four candidates, four independent chains per element vector. */
+W4W_AVX2 static void fit4_avx2(const float *w, size_t n, const float *inv, float *qw, float *qq)
+{
+    const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f);
+    const __m256 v0 = _mm256_set1_ps(inv[0]), v1 = _mm256_set1_ps(inv[1]);
+    const __m256 v2 = _mm256_set1_ps(inv[2]), v3 = _mm256_set1_ps(inv[3]);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    size_t i;
+    for (i = 0; i < n; i += 8) {
+        __m256 v = i + 8 <= n ? _mm256_loadu_ps(w + i) : load_tail(w + i, n - i);
+        fit8(v, v0, lo, hi, &a0, &b0);
+        fit8(v, v1, lo, hi, &a1, &b1);
+        fit8(v, v2, lo, hi, &a2, &b2);
+        fit8(v, v3, lo, hi, &a3, &b3);
+    }
+    qw[0] = reduce8_v(a0);
+    qq[0] = reduce8_v(b0);
+    qw[1] = reduce8_v(a1);
+    qq[1] = reduce8_v(b1);
+    qw[2] = reduce8_v(a2);
+    qq[2] = reduce8_v(b2);
+    qw[3] = reduce8_v(a3);
+    qq[3] = reduce8_v(b3);
 }
 
 W4W_AVX2 static int check_avx2(const uint8_t *codes, const float *ref, size_t n, int32_t zero,
@@ -357,16 +378,24 @@ int w4w_qe_absmax(w4w_qe_impl impl, const float *w, size_t n, float *amax, float
     return absmax_c(w, n, amax, extreme);
 }
 
-void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, float inv, float *qw, float *qq)
+void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, const float *inv, size_t k, float *qw,
+                float *qq)
 {
+    assert(k >= 1 && k <= 4);
 #ifdef W4W_QE_X86
     if (w4w_qe_resolve(impl) == W4W_QE_AVX2) {
-        fit_avx2(w, n, inv, qw, qq);
+        size_t j;
+        if (k == 4) {
+            fit4_avx2(w, n, inv, qw, qq);
+            return;
+        }
+        for (j = 0; j < k; j++)
+            fit1_avx2(w, n, inv[j], &qw[j], &qq[j]);
         return;
     }
 #endif
     (void)impl;
-    fit_c(w, n, inv, qw, qq);
+    fit_c(w, n, inv, k, qw, qq);
 }
 
 double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, int use_div,

@@ -2,8 +2,8 @@
  * sm86-w4a16 — the inner loops of the int4 rules (quant_eval.c): absmax
  * scan, a candidate scale's error, and a group's codes. Each exists as
  * portable C and as AVX2 (chosen at run time); the two give bit-identical
- * results because both fix the same order of float operations: element i
- * of a group goes to lane i % 8 of accumulator (i / 8) % 4, and the lanes
+ * results because both fix the same order of float operations: elements go
+ * to fixed lanes of fixed accumulators (stated per function), and the lanes
  * are summed in one fixed tree. No fused multiply-add is used on either
  * side (the AVX2 code is compiled for "avx2" only, not "fma").
  */
@@ -33,12 +33,14 @@ w4w_qe_impl w4w_qe_resolve(w4w_qe_impl impl);
  * element is NaN or infinite (outputs then unspecified). Pure. */
 int w4w_qe_absmax(w4w_qe_impl impl, const float *w, size_t n, float *amax, float *extreme);
 
-/* The sums a scale search needs for codes q = clamp(rint(w * inv), -8, 7):
- * *qw = sum of q * w[i] and *qq = sum of q * q, in float, in the fixed
- * lane order above. With them the squared error of scale s is
- * sum(w^2) - 2 s qw + s^2 qq, and qw / qq is the scale of least error
- * for these codes. Pure. */
-void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, float inv, float *qw, float *qq);
+/* The sums a scale search needs, for k (1..4) candidates at once: for
+ * candidate j, codes q = clamp(rint(w * inv[j]), -8, 7), qw[j] = sum of
+ * q * w[i] and qq[j] = sum of q * q, in float; element i goes to lane i % 8
+ * of one accumulator per candidate, lanes summed in a fixed tree. With
+ * them the squared error of scale s is sum(w^2) - 2 s qw + s^2 qq, and
+ * qw / qq is the scale of least error for these codes. Pure. */
+void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, const float *inv, size_t k, float *qw,
+                float *qq);
 
 /* Writes the codes of w[0..n) against s into q (unless q is NULL) and returns their squared
  * error in double, (double)(q*s) - (double)w squared, summed in a fixed

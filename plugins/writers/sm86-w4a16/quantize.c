@@ -99,17 +99,21 @@ typedef struct w4w_cand {
     double refit;
 } w4w_cand;
 
-/* Evaluates scale s (already fp16-exact, nonzero) for w[0..n). The error
- * is formed in double from the float sums: s^2 qq - 2 s qw. */
-static w4w_cand eval_scale(w4w_qe_impl impl, const float *w, size_t n, float s)
+/* Evaluates k (1..4) scales s[] (fp16-exact, nonzero) for w[0..n) in one
+ * pass. The error is formed in double from the float sums: s^2 qq - 2 s qw. */
+static void eval_scales(w4w_qe_impl impl, const float *w, size_t n, const float *s, size_t k,
+                        w4w_cand *c)
 {
-    w4w_cand c;
-    float qw, qq;
-    w4w_qe_fit(impl, w, n, 1.0f / s, &qw, &qq);
-    c.s = s;
-    c.err = (double)s * (double)s * (double)qq - 2.0 * (double)s * (double)qw;
-    c.refit = qq > 0.0f ? (double)qw / (double)qq : 0.0;
-    return c;
+    float inv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, qw[4], qq[4];
+    size_t j;
+    for (j = 0; j < k; j++)
+        inv[j] = 1.0f / s[j];
+    w4w_qe_fit(impl, w, n, inv, k, qw, qq);
+    for (j = 0; j < k; j++) {
+        c[j].s = s[j];
+        c[j].err = (double)s[j] * (double)s[j] * (double)qq[j] - 2.0 * (double)s[j] * (double)qw[j];
+        c[j].refit = qq[j] > 0.0f ? (double)qw[j] / (double)qq[j] : 0.0;
+    }
 }
 
 /* SEARCH's scale (see the rules above); 0 when every coarse candidate
@@ -125,7 +129,10 @@ static int search_scale(w4w_qe_impl impl, const float *w, size_t n, float amax, 
     best.err = 0.0;
     best.refit = 0.0;
     for (k = 0; k < 2; k++) {
-        float base = k == 0 ? amax / 7.0f : sign8 * amax / 8.0f;
+        /* one pass per base: its usable coarse scales together */
+        float base = k == 0 ? amax / 7.0f : sign8 * amax / 8.0f, sc[W4W_N_COARSE];
+        w4w_cand cs[W4W_N_COARSE];
+        size_t m = 0;
         for (i = 0; i < W4W_N_COARSE; i++) {
             float s;
             if (round_scale_fast(base * g_coarse[i], &s) != 0) {
@@ -134,12 +141,16 @@ static int search_scale(w4w_qe_impl impl, const float *w, size_t n, float amax, 
             }
             if (s == 0.0f) /* underflows fp16: all codes would be 0 */
                 continue;
-            c = eval_scale(impl, w, n, s);
-            if (!have || c.err < best.err) {
-                best = c;
+            sc[m++] = s;
+        }
+        if (m == 0)
+            continue;
+        eval_scales(impl, w, n, sc, m, cs);
+        for (i = 0; i < m; i++)
+            if (!have || cs[i].err < best.err) {
+                best = cs[i];
                 have = 1;
             }
-        }
     }
     if (!have) {
         /* only underflowing candidates: scale 0 (codes 0) is the answer */
@@ -152,7 +163,7 @@ static int search_scale(w4w_qe_impl impl, const float *w, size_t n, float amax, 
         if (best.refit == 0.0 || fabs(best.refit) >= 65504.0 ||
             round_scale_fast((float)best.refit, &s) != 0 || s == 0.0f || s == best.s)
             break;
-        c = eval_scale(impl, w, n, s);
+        eval_scales(impl, w, n, &s, 1, &c);
         if (!(c.err < best.err))
             break;
         best = c;
