@@ -39,14 +39,18 @@ START_TEST(test_pack_round_trip)
 {
     uint64_t seed = 7;
     int64_t cols, c;
-    for (cols = 1; cols <= 33; cols++) {
-        int8_t q[33], back[33];
-        uint8_t p[17];
+    /* beyond 32 columns the SSE2 path packs 32 at a time, then the tail */
+    for (cols = 1; cols <= 100; cols++) {
+        int8_t q[100], back[100];
+        uint8_t p[50];
         for (c = 0; c < cols; c++)
             q[c] = (int8_t)((int)(fabs(w4t_normal(&seed)) * 1000) % 16 - 8);
         w4w_pack_row(q, cols, p);
         w4w_unpack_row(p, cols, back);
         ck_assert_mem_eq(back, q, (size_t)cols);
+        /* the format's own words: byte c/2 = (q[c] + 8) | (q[c+1] + 8) << 4 */
+        for (c = 0; c + 1 < cols; c += 2)
+            ck_assert_uint_eq(p[c / 2], (unsigned)(q[c] + 8) | (unsigned)(q[c + 1] + 8) << 4);
         if (cols & 1)
             ck_assert_uint_eq(p[cols / 2] >> 4, 8);
     }
