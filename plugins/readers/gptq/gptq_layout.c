@@ -32,19 +32,27 @@ static void gptq_codes(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t *cod
          * word, no per-code bounds test (perf: the generic loop below and
          * its qlr_word calls were ~30 % of an exact GPTQ repack) */
         const uint8_t *base = t->qweight->data;
-        int64_t w;
-        for (w = 0; w < t->K / 8; w++) {
+        const int64_t nw = t->K / 8;
+        int64_t wb, w;
+        /* 8 words (64 codes, one cache line of a codes row) per row at a
+         * time: writing 8 bytes to every row at stride K put all rows in one
+         * L1 set for K = 4096 (perf: 31 % of a 7B exact repack) */
+        for (wb = 0; wb < nw; wb += 8) {
+            const int64_t we = wb + 8 < nw ? wb + 8 : nw;
             for (r = 0; r < nr; r++) {
-                uint32_t v;
-                uint64_t x;
-                memcpy(&v, base + 4 * ((uint64_t)w * N + (uint64_t)(n0 + r)), 4);
-                /* nibble j -> byte j in a few word operations (SWAR):
-                 * spread the 8 nibbles to the low halves of 8 bytes */
-                x = (uint64_t)v;
-                x = (x | (x << 16)) & 0x0000ffff0000ffffull;
-                x = (x | (x << 8)) & 0x00ff00ff00ff00ffull;
-                x = (x | (x << 4)) & 0x0f0f0f0f0f0f0f0full;
-                memcpy(codes + r * t->K + w * 8, &x, 8);
+                uint8_t *dst = codes + r * t->K;
+                for (w = wb; w < we; w++) {
+                    uint32_t v;
+                    uint64_t x;
+                    memcpy(&v, base + 4 * ((uint64_t)w * N + (uint64_t)(n0 + r)), 4);
+                    /* nibble j -> byte j in a few word operations (SWAR):
+                     * spread the 8 nibbles to the low halves of 8 bytes */
+                    x = (uint64_t)v;
+                    x = (x | (x << 16)) & 0x0000ffff0000ffffull;
+                    x = (x | (x << 8)) & 0x00ff00ff00ff00ffull;
+                    x = (x | (x << 4)) & 0x0f0f0f0f0f0f0f0full;
+                    memcpy(dst + w * 8, &x, 8);
+                }
             }
         }
         return;

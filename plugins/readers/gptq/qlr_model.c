@@ -389,6 +389,37 @@ static qb_status qlr_check_range(const qlr_model *m, size_t i, int64_t row0, int
     return QB_OK;
 }
 
+/* d[i] = (float)(c[i] - z) * s for one contiguous group: the integer
+ * difference converts exactly, then one rounded fp32 multiply (the
+ * qb_tensor.h promise). SSE2 (part of x86-64) does 16 codes per step with
+ * the same operations; perf: the scalar loop, then a 16-entry table, was
+ * 12-14 % of a 7B GPTQ/AWQ convert. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+static void qlr_dequant_group(const uint8_t *c, int64_t n, int32_t z, float s, float *d)
+{
+    int64_t k = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128(), vz = _mm_set1_epi32(z);
+    const __m128 vs = _mm_set1_ps(s);
+    for (; k + 16 <= n; k += 16) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(c + k));
+        __m128i lo = _mm_unpacklo_epi8(b, zero), hi = _mm_unpackhi_epi8(b, zero);
+        __m128i q0 = _mm_sub_epi32(_mm_unpacklo_epi16(lo, zero), vz);
+        __m128i q1 = _mm_sub_epi32(_mm_unpackhi_epi16(lo, zero), vz);
+        __m128i q2 = _mm_sub_epi32(_mm_unpacklo_epi16(hi, zero), vz);
+        __m128i q3 = _mm_sub_epi32(_mm_unpackhi_epi16(hi, zero), vz);
+        _mm_storeu_ps(d + k, _mm_mul_ps(_mm_cvtepi32_ps(q0), vs));
+        _mm_storeu_ps(d + k + 4, _mm_mul_ps(_mm_cvtepi32_ps(q1), vs));
+        _mm_storeu_ps(d + k + 8, _mm_mul_ps(_mm_cvtepi32_ps(q2), vs));
+        _mm_storeu_ps(d + k + 12, _mm_mul_ps(_mm_cvtepi32_ps(q3), vs));
+    }
+#endif
+    for (; k < n; k++)
+        d[k] = (float)((int32_t)c[k] - z) * s;
+}
+
 static inline uint32_t qlr_group_of(const qlr_tensor *t, int64_t k)
 {
     return t->g_idx ? (uint32_t)t->g_idx[k] : (uint32_t)(k / t->gs);
@@ -454,21 +485,7 @@ qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
                     int64_t k1 = k0 + t->gs < t->K ? k0 + t->gs : t->K;
                     int32_t zg = z[k0 / t->gs];
                     float sg = s[k0 / t->gs];
-                    if (t->bits <= 4) {
-                        /* a group's 16 possible values, each the same
-                         * product as below: one lookup per code instead of
-                         * a convert and a multiply (perf: this loop was
-                         * ~13 % of an AWQ convert) */
-                        float lut[16];
-                        int j;
-                        for (j = 0; j < 16; j++)
-                            lut[j] = (float)(j - zg) * sg;
-                        for (k = k0; k < k1; k++)
-                            d[k] = lut[c[k] & 15u];
-                        continue;
-                    }
-                    for (k = k0; k < k1; k++)
-                        d[k] = (float)((int32_t)c[k] - zg) * sg;
+                    qlr_dequant_group(c + k0, k1 - k0, zg, sg, d + k0);
                 }
                 continue;
             }
