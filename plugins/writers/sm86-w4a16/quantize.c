@@ -19,13 +19,15 @@
  *           2. up to three refits from the best so far: for its codes the
  *              error is least at scale sum(q*w) / sum(q*q); that scale
  *              (in fp16) is tried and kept while it lowers the error.
- *           Each candidate costs one pass giving sum(q*w) and sum(q*q)
- *           (quant_eval.c, vectorised), from which both its error and its
- *           refit follow. The winner is kept only if its double error is
- *           below ABSMAX's, so SEARCH is never worse than ABSMAX.
- *           Measured against the former exhaustive grid (f = 0.80, 0.81,
- *           ..., 1.05 for both bases, 52 passes per group): 4.5x fewer
- *           passes, error within 0.2 % (numbers in bench/RESULTS.md).
+ *           The four scales of a base share one pass over the group
+ *           (quant_eval.c, vectorised), which gives each its sum(q*w) and
+ *           sum(q*q), hence its error and its refit; a refit costs one more
+ *           pass. The winner is kept only if its double error is below
+ *           ABSMAX's, so SEARCH is never worse than ABSMAX.
+ *           Against the former exhaustive grid (f = 0.80, 0.81, ..., 1.05
+ *           for both bases: 52 candidate passes per group), 2 + at most 3
+ *           passes, and the error is the same to 3 digits
+ *           (tests/sm86-w4a16/measure_rules.sh; bench/RESULTS.md).
  *   AUTO    per group the smaller error of ABSMAX and SEARCH (ABSMAX on ties).
  *
  * Results are identical on every x86-64 CPU: the AVX2 and portable loops
