@@ -400,7 +400,9 @@ qb_status qbh_sink_set_shown(qbh_sink *s, const char *name);
 size_t qbh_sink_open_files(qbh_sink *s);
 size_t qbh_sink_closed_files(qbh_sink *s);
 uint64_t qbh_sink_bytes(qbh_sink *s);
-/* fsyncs the directory. QB_E_IO on failure. */
+/* fsyncs every closed file whose fsync was deferred (sink.c), then the
+ * directory. QB_E_IO (QB_E_NOSPACE for ENOSPC/EDQUOT) naming the first file
+ * that failed; every pending descriptor is closed either way. */
 qb_status qbh_sink_sync(qbh_sink *s);
 /* Frees the sink (files still open are closed and their data discarded). */
 void qbh_sink_free(qbh_sink *s);

@@ -2,8 +2,14 @@
  * quantbridge host — the output sink (qb_sink) over the temporary output
  * directory. Writers never see paths: they create plain file names here.
  * Writes are buffered (1 MiB per file), hashed with SHA-256 as they pass
- * (no re-read), and every file is fsynced on close, the directory before
- * the host renames it into place.
+ * (no re-read). Durability without stalls: every QBH_SINK_WB bytes of a
+ * file, and at its close, writeback is started (sync_file_range WRITE,
+ * which does not wait); the fsyncs themselves are deferred to
+ * qbh_sink_sync, which the host calls before renaming the directory into
+ * place, so no file becomes visible before all are on disk. (An fsync at
+ * each close blocked the conversion: 41 fsyncs, 2.0 s of a 27 s 2-thread
+ * 7B conversion with every thread idle.) At most QBH_SINK_PENDING closed
+ * files keep their descriptor for that; older ones are fsynced then.
  */
 #include "qbh.h"
 
@@ -18,6 +24,8 @@
 
 #define QBH_SINK_BUF (1u << 20)
 #define QBH_SINK_NAME_MAX 255
+#define QBH_SINK_WB ((uint64_t)32 << 20)
+#define QBH_SINK_PENDING 64
 
 struct qb_sink_file {
     qbh_sink *s;
@@ -28,9 +36,17 @@ struct qb_sink_file {
     uint8_t *buf;
     size_t used;
     uint64_t bytes;
+    uint64_t off; /* bytes handed to write(2) */
+    uint64_t wb;  /* writeback started for [0, wb) */
     qbh_sha256 sha;
     qb_sink_file *prev, *next;
 };
+
+/* A closed file whose fsync is still due (see the top of this file). */
+typedef struct qbh_sink_pending {
+    int fd;
+    char *name;
+} qbh_sink_pending;
 
 struct qbh_sink {
     qb_sink table;
@@ -42,6 +58,8 @@ struct qbh_sink {
     qb_sink_file *open;     /* files not yet closed */
     size_t n_open, n_closed;
     uint64_t bytes;
+    qbh_sink_pending pending[QBH_SINK_PENDING]; /* guarded by mu */
+    size_t n_pending;
 };
 
 /* The temporary directory is gone by the time a user reads the message:
@@ -79,6 +97,14 @@ static qb_status write_all(qb_sink_file *f, const uint8_t *p, size_t n)
             return io_error(f, ENOSPC, "write");
         p += w;
         n -= (size_t)w;
+        f->off += (uint64_t)w;
+    }
+    if (f->off - f->wb >= QBH_SINK_WB) {
+        /* start writeback of what is written, without waiting: the deferred
+         * fsync then finds little left to do. Advisory: a failure here
+         * shows again at that fsync. */
+        (void)sync_file_range(f->fd, (off64_t)f->wb, (off64_t)(f->off - f->wb), SYNC_FILE_RANGE_WRITE);
+        f->wb = f->off;
     }
     return QB_OK;
 }
@@ -207,6 +233,52 @@ static void release(qb_sink_file *f)
     qbh_free(f);
 }
 
+/* fsync and close one pending file; an error names it. */
+static qb_status sync_pending(qbh_sink *s, qbh_sink_pending *p)
+{
+    qb_status rc = QB_OK;
+    if (fsync(p->fd) != 0) {
+        int e = errno;
+        rc = qbh_error_set((e == ENOSPC || e == EDQUOT) ? QB_E_NOSPACE : QB_E_IO, "%s/%s: fsync: %s",
+                           shown(s), p->name, strerror(e));
+    }
+    if (close(p->fd) != 0 && rc == QB_OK)
+        rc = qbh_error_set(QB_E_IO, "%s/%s: close: %s", shown(s), p->name, strerror(errno));
+    p->fd = -1;
+    qbh_free(p->name);
+    p->name = NULL;
+    return rc;
+}
+
+/* Hands f's descriptor to the pending list (its fsync waits for
+ * qbh_sink_sync); when the list is full, the oldest entry is synced now. */
+static qb_status defer_fsync(qb_sink_file *f)
+{
+    qbh_sink *s = f->s;
+    qbh_sink_pending oldest = {-1, NULL};
+    qb_status rc = QB_OK;
+    char *name = qbh_strdup(f->name);
+    if (!name)
+        return qbh_error_set(QB_E_NOMEM, "%s/%s: out of memory", shown(s), f->name);
+    pthread_mutex_lock(&s->mu);
+    if (s->n_pending == QBH_SINK_PENDING) {
+        oldest = s->pending[0];
+        memmove(s->pending, s->pending + 1, (QBH_SINK_PENDING - 1) * sizeof *s->pending);
+        s->n_pending--;
+    }
+    s->pending[s->n_pending].fd = f->fd;
+    s->pending[s->n_pending].name = name;
+    s->n_pending++;
+    f->fd = -1;
+    pthread_mutex_unlock(&s->mu);
+    if (oldest.fd >= 0) {
+        rc = sync_pending(s, &oldest);
+        if (rc != QB_OK)
+            f->failed = 1;
+    }
+    return rc;
+}
+
 static qb_status sink_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32])
 {
     qb_status rc = QB_OK;
@@ -219,13 +291,10 @@ static qb_status sink_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32]
         rc = f->err ? f->err : QB_E_IO;
     if (rc == QB_OK)
         rc = flush(f);
-    if (rc == QB_OK && fsync(f->fd) != 0)
-        rc = io_error(f, errno, "fsync");
     if (rc == QB_OK) {
-        int fd = f->fd;
-        f->fd = -1;
-        if (close(fd) != 0)
-            rc = io_error(f, errno, "close");
+        if (f->off > f->wb)
+            (void)sync_file_range(f->fd, (off64_t)f->wb, 0, SYNC_FILE_RANGE_WRITE);
+        rc = defer_fsync(f);
     }
     if (rc == QB_OK) {
         uint8_t d[32];
@@ -304,6 +373,18 @@ uint64_t qbh_sink_bytes(qbh_sink *s)
 
 qb_status qbh_sink_sync(qbh_sink *s)
 {
+    size_t i;
+    qb_status rc = QB_OK;
+    /* every file before the directory: on return all bytes and names of
+     * the temporary directory are on disk */
+    for (i = 0; i < s->n_pending; i++) {
+        qb_status r = sync_pending(s, &s->pending[i]);
+        if (rc == QB_OK)
+            rc = r;
+    }
+    s->n_pending = 0;
+    if (rc != QB_OK)
+        return rc;
     if (fsync(s->dirfd) != 0)
         return qbh_error_set(QB_E_IO, "%s: fsync: %s", shown(s), strerror(errno));
     return QB_OK;
@@ -317,6 +398,11 @@ void qbh_sink_free(qbh_sink *s)
         qb_sink_file *f = s->open;
         s->open = f->next;
         release(f);
+    }
+    while (s->n_pending) {
+        qbh_sink_pending *p = &s->pending[--s->n_pending];
+        close(p->fd);
+        qbh_free(p->name);
     }
     g_hash_table_destroy(s->names);
     pthread_mutex_destroy(&s->mu);
