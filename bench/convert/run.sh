@@ -43,6 +43,10 @@ for c in $cases; do
   gs_opt=""
   [ "$kind" = gguf-q4_0 ] && gs_opt="--group-size 32"
   src_bytes=$(du -sb --exclude=.complete "$src" | cut -f1)
+  # The other cached sources fill the page cache (the full set is ~30 GB): each
+  # write then reclaims first, and sys time swung 3-13 s between identical runs.
+  # As root, start each case from an empty cache (then warm only this source).
+  if [ -w /proc/sys/vm/drop_caches ]; then sync; echo 1 >/proc/sys/vm/drop_caches; fi
   # I/O floor, same run: read the source from a warm page cache, then write the
   # output's byte count to the output filesystem with fsync (convert fsyncs too).
   cat "$src"/* >/dev/null
