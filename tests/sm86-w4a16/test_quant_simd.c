@@ -114,6 +114,22 @@ START_TEST(test_kernels_equal)
                 ck_assert(qb_f32_bits(b4[1][j]) == qb_f32_bits(b1));
             }
         }
+        {
+            /* the fused pass: bit for bit the two separate ones, both paths */
+            float a = qb_f16_to_f32(qb_f32_to_f16(amax_p / 7.0f));
+            int im;
+            if (a != 0.0f)
+                for (im = 1; im <= 2; im++) {
+                    double es, ea, es1, ea1;
+                    int8_t q1[300], q2[300];
+                    w4w_qe_codes2((w4w_qe_impl)im, w, n, s, inv, a, q2, &es, &ea);
+                    es1 = w4w_qe_codes(W4W_QE_PORTABLE, w, n, s, inv, 0, q1);
+                    ea1 = w4w_qe_codes(W4W_QE_PORTABLE, w, n, a, 0.0f, 1, NULL);
+                    ck_assert(memcmp(&es, &es1, sizeof es) == 0);
+                    ck_assert(memcmp(&ea, &ea1, sizeof ea) == 0);
+                    ck_assert_mem_eq(q1, q2, n);
+                }
+        }
         dp = w4w_qe_codes(W4W_QE_PORTABLE, w, n, s, inv, trial % 3 == 0, qp);
         dv = w4w_qe_codes(W4W_QE_AVX2, w, n, s, inv, trial % 3 == 0, qv);
         ck_assert(memcmp(&dp, &dv, sizeof dp) == 0);

@@ -141,6 +141,28 @@ static double codes_c(const float *w, size_t n, float s, float inv, int use_div,
     return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+/* codes_c(s, inv, multiply, q) and codes_c(a, -, divide, NULL) in one
+ * pass, each sum in its own lanes: the same bits as the two calls. */
+static void codes2_c(const float *w, size_t n, float s, float inv, float a, int8_t *q, double *es,
+                     double *ea)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acd[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t[4];
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float r = clamp_code(rintf(w[i] * inv)), ra = clamp_code(rintf(w[i] / a));
+        double d = (double)(r * s) - (double)w[i], da = (double)(ra * a) - (double)w[i];
+        q[i] = (int8_t)(int)r;
+        acc[i % 8] += d * d;
+        acd[i % 8] += da * da;
+    }
+    for (i = 0; i < 4; i++)
+        t[i] = acc[i] + acc[i + 4];
+    *es = (t[0] + t[2]) + (t[1] + t[3]);
+    for (i = 0; i < 4; i++)
+        t[i] = acd[i] + acd[i + 4];
+    *ea = (t[0] + t[2]) + (t[1] + t[3]);
+}
+
 static int to_f16_c(const float *w, size_t n, uint16_t *out)
 {
     size_t i;
@@ -308,13 +330,33 @@ W4W_AVX2 static int check_avx2(const uint8_t *codes, const float *ref, size_t n,
     return !_mm256_testz_si256(bad, bad);
 }
 
+/* Squared error of reconstruction x = r * vs against v, into (a0, a1) in
+ * double: lanes 0-3 and 4-7, as codes_avx2 sums them. */
+W4W_AVX2 static void err_pd(__m256 r, __m256 vs, __m256 v, __m256d *a0, __m256d *a1)
+{
+    __m256 d = _mm256_mul_ps(r, vs);
+    __m256d e0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(d)),
+                               _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    __m256d e1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)),
+                               _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    *a0 = _mm256_add_pd(*a0, _mm256_mul_pd(e0, e0));
+    *a1 = _mm256_add_pd(*a1, _mm256_mul_pd(e1, e1));
+}
+
+W4W_AVX2 static double sum_pd(__m256d a0, __m256d a1)
+{
+    __m128d t;
+    a0 = _mm256_add_pd(a0, a1);
+    t = _mm_add_pd(_mm256_castpd256_pd128(a0), _mm256_extractf128_pd(a0, 1)); /* t0+t2, t1+t3 */
+    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+}
+
 W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, int use_div,
                                   int8_t *q)
 {
     const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s);
     const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f);
     __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
-    __m128d t;
     size_t i;
     for (i = 0; i < n; i += 8) {
         size_t m = n - i < 8 ? n - i : 8;
@@ -323,13 +365,7 @@ W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, 
         __m256 r = _mm256_min_ps(
             _mm256_max_ps(_mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo),
             hi);
-        __m256 d = _mm256_mul_ps(r, vs);
-        __m256d e0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(d)),
-                                   _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-        __m256d e1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)),
-                                   _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-        a0 = _mm256_add_pd(a0, _mm256_mul_pd(e0, e0));
-        a1 = _mm256_add_pd(a1, _mm256_mul_pd(e1, e1));
+        err_pd(r, vs, v, &a0, &a1);
         if (q) {
             __m256i qi = _mm256_cvtps_epi32(r); /* r is integral: exact */
             __m128i q16 =
@@ -344,9 +380,43 @@ W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, 
             }
         }
     }
-    a0 = _mm256_add_pd(a0, a1);
-    t = _mm_add_pd(_mm256_castpd256_pd128(a0), _mm256_extractf128_pd(a0, 1)); /* t0+t2, t1+t3 */
-    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+    return sum_pd(a0, a1);
+}
+
+/* codes2_c with AVX2 (the same operations as codes_avx2 for each error). */
+W4W_AVX2 static void codes2_avx2(const float *w, size_t n, float s, float inv, float a, int8_t *q,
+                                 double *es, double *ea)
+{
+    const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s), va = _mm256_set1_ps(a);
+    const __m256 lo = _mm256_set1_ps(-8.0f), hi = _mm256_set1_ps(7.0f);
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, d0 = s0, d1 = s0;
+    size_t i;
+    for (i = 0; i < n; i += 8) {
+        size_t m = n - i < 8 ? n - i : 8;
+        __m256 v = m == 8 ? _mm256_loadu_ps(w + i) : load_tail(w + i, m);
+        __m256 r = _mm256_min_ps(
+            _mm256_max_ps(_mm256_round_ps(_mm256_mul_ps(v, vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                          lo),
+            hi);
+        __m256 ra = _mm256_min_ps(
+            _mm256_max_ps(_mm256_round_ps(_mm256_div_ps(v, va), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                          lo),
+            hi);
+        __m256i qi = _mm256_cvtps_epi32(r); /* r is integral: exact */
+        __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+        __m128i q8 = _mm_packs_epi16(q16, q16);
+        err_pd(r, vs, v, &s0, &s1);
+        err_pd(ra, va, v, &d0, &d1);
+        if (m == 8) {
+            _mm_storel_epi64((__m128i *)(void *)(q + i), q8);
+        } else {
+            int8_t b[16];
+            _mm_storeu_si128((__m128i *)(void *)b, q8);
+            memcpy(q + i, b, m);
+        }
+    }
+    *es = sum_pd(s0, s1);
+    *ea = sum_pd(d0, d1);
 }
 
 W4W_AVX2 static int to_f16_avx2(const float *w, size_t n, uint16_t *out)
@@ -412,6 +482,22 @@ double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float i
 #endif
     (void)impl;
     return codes_c(w, n, s, inv, use_div, q);
+}
+
+void w4w_qe_codes2(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, float a,
+                   int8_t *q, double *es, double *ea)
+{
+    assert(a != 0.0f);
+    if (s == 0.0f)
+        inv = 0.0f;
+#ifdef W4W_QE_X86
+    if (w4w_qe_resolve(impl) == W4W_QE_AVX2) {
+        codes2_avx2(w, n, s, inv, a, q, es, ea);
+        return;
+    }
+#endif
+    (void)impl;
+    codes2_c(w, n, s, inv, a, q, es, ea);
 }
 
 int w4w_qe_check_group(w4w_qe_impl impl, const uint8_t *codes, const float *ref, size_t n,

@@ -56,6 +56,13 @@ double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float i
  * infinity (out then unspecified). Pure. */
 int w4w_qe_to_f16(w4w_qe_impl impl, const float *w, size_t n, uint16_t *out);
 
+/* Both errors the search ends with, in one pass: *es and q as
+ * w4w_qe_codes(impl, w, n, s, inv, 0, q) and *ea as w4w_qe_codes(impl, w,
+ * n, a, -, 1, NULL) return them, bit for bit (each sum keeps its own
+ * lanes). a != 0. Pure. */
+void w4w_qe_codes2(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, float a,
+                   int8_t *q, double *es, double *ea);
+
 /* The exact-repack check of one group: for each i, codes[i] < lim
  * (lim = 2 * zero <= 16) and the fp32 product (codes[i] - zero) * sf has
  * the bits of ref[i]. Writes q[i] = codes[i] - zero and *qq = sum of q[i]^2
