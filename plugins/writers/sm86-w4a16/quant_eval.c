@@ -351,6 +351,27 @@ W4W_AVX2 static double sum_pd(__m256d a0, __m256d a1)
     return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
 }
 
+/* m (1..8) integral codes r to q as int8 */
+W4W_AVX2 static void store_codes(__m256 r, int8_t *q, size_t m)
+{
+    __m256i qi = _mm256_cvtps_epi32(r); /* r is integral: exact */
+    __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+    __m128i q8 = _mm_packs_epi16(q16, q16);
+    if (m == 8) {
+        _mm_storel_epi64((__m128i *)(void *)q, q8);
+    } else {
+        int8_t b[16];
+        _mm_storeu_si128((__m128i *)(void *)b, q8);
+        memcpy(q, b, m);
+    }
+}
+
+/* clamp(rint(x), -8, 7) */
+W4W_AVX2 static __m256 code8(__m256 x, __m256 lo, __m256 hi)
+{
+    return _mm256_min_ps(_mm256_max_ps(_mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo), hi);
+}
+
 W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, int use_div,
                                   int8_t *q)
 {
@@ -362,23 +383,10 @@ W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, 
         size_t m = n - i < 8 ? n - i : 8;
         __m256 v = m == 8 ? _mm256_loadu_ps(w + i) : load_tail(w + i, m);
         __m256 x = use_div ? _mm256_div_ps(v, vs) : _mm256_mul_ps(v, vi);
-        __m256 r = _mm256_min_ps(
-            _mm256_max_ps(_mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo),
-            hi);
+        __m256 r = code8(x, lo, hi);
         err_pd(r, vs, v, &a0, &a1);
-        if (q) {
-            __m256i qi = _mm256_cvtps_epi32(r); /* r is integral: exact */
-            __m128i q16 =
-                _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
-            __m128i q8 = _mm_packs_epi16(q16, q16);
-            if (m == 8) {
-                _mm_storel_epi64((__m128i *)(void *)(q + i), q8);
-            } else {
-                int8_t b[16];
-                _mm_storeu_si128((__m128i *)(void *)b, q8);
-                memcpy(q + i, b, m);
-            }
-        }
+        if (q)
+            store_codes(r, q + i, m);
     }
     return sum_pd(a0, a1);
 }
@@ -394,26 +402,10 @@ W4W_AVX2 static void codes2_avx2(const float *w, size_t n, float s, float inv, f
     for (i = 0; i < n; i += 8) {
         size_t m = n - i < 8 ? n - i : 8;
         __m256 v = m == 8 ? _mm256_loadu_ps(w + i) : load_tail(w + i, m);
-        __m256 r = _mm256_min_ps(
-            _mm256_max_ps(_mm256_round_ps(_mm256_mul_ps(v, vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                          lo),
-            hi);
-        __m256 ra = _mm256_min_ps(
-            _mm256_max_ps(_mm256_round_ps(_mm256_div_ps(v, va), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                          lo),
-            hi);
-        __m256i qi = _mm256_cvtps_epi32(r); /* r is integral: exact */
-        __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
-        __m128i q8 = _mm_packs_epi16(q16, q16);
+        __m256 r = code8(_mm256_mul_ps(v, vi), lo, hi), ra = code8(_mm256_div_ps(v, va), lo, hi);
         err_pd(r, vs, v, &s0, &s1);
         err_pd(ra, va, v, &d0, &d1);
-        if (m == 8) {
-            _mm_storel_epi64((__m128i *)(void *)(q + i), q8);
-        } else {
-            int8_t b[16];
-            _mm_storeu_si128((__m128i *)(void *)b, q8);
-            memcpy(q + i, b, m);
-        }
+        store_codes(r, q + i, m);
     }
     *es = sum_pd(s0, s1);
     *ea = sum_pd(d0, d1);
