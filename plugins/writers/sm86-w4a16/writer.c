@@ -455,7 +455,6 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
             }
         }
     }
-    j.slots = slots;
 
     /* batches alternate between the two halves of slots; one more round
      * after the last batch writes it */
