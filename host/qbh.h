@@ -37,6 +37,8 @@
 
 #include <quantbridge/quantbridge.h>
 
+#include "qbk_sha256.h"
+
 #define QBH_VERSION_STRING "0.1.0"
 
 /* CLI exit codes. */
@@ -368,21 +370,6 @@ typedef struct qbh_source {
 qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *params,
                           qbh_source *s);
 void qbh_source_close(qbh_source *s);
-
-/* ---- sha256.c ------------------------------------------------------------- */
-
-typedef struct qbh_sha256 {
-    uint32_t h[8];
-    uint64_t n_bytes;
-    uint8_t buf[64];
-    size_t buf_len;
-} qbh_sha256;
-
-void qbh_sha256_init(qbh_sha256 *c);
-void qbh_sha256_update(qbh_sha256 *c, const void *data, size_t len);
-void qbh_sha256_final(qbh_sha256 *c, uint8_t out[32]);
-/* Lowercase hex of a digest into out[65]. */
-void qbh_sha256_hex(const uint8_t d[32], char out[65]);
 
 /* ---- sink.c --------------------------------------------------------------- */
 

@@ -15,9 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifdef QBH_HAVE_SAFETENSORS
-#include "qbh_safetensors.h"
-#endif
+#include "qbk_safetensors.h"
 
 qbh_runtime qbh_rt = {0, 0, 1};
 
@@ -276,52 +274,9 @@ static void *svc_get_proc(const qb_host *h, const char *name)
     return NULL;
 }
 
-#ifndef QBH_HAVE_SAFETENSORS
-/* Stand-in while host/safetensors/ is absent: every open fails clearly. */
-static qb_status st_stub_open_file(const qb_host *h, const char *path, qb_st_set **out)
-{
-    (void)h;
-    *out = NULL;
-    return qbh_error_set(QB_E_UNSUPPORTED, "%s: this quantbridge was built without the "
-                         "safetensors parser", path);
-}
-static qb_status st_stub_open_dir(const qb_host *h, const char *dir, qb_st_set **out)
-{
-    return st_stub_open_file(h, dir, out);
-}
-static void st_stub_close(qb_st_set *s) { (void)s; }
-static size_t st_stub_count(const qb_st_set *s) { (void)s; return 0; }
-static const qb_st_tensor *st_stub_tensor(const qb_st_set *s, size_t i)
-{
-    (void)s;
-    (void)i;
-    return NULL;
-}
-static const qb_st_tensor *st_stub_find(const qb_st_set *s, const char *n)
-{
-    (void)s;
-    (void)n;
-    return NULL;
-}
-static const char *st_stub_metadata(const qb_st_set *s, const char *k)
-{
-    (void)s;
-    (void)k;
-    return NULL;
-}
-static const qb_st_api st_stub = {
-    sizeof(qb_st_api), st_stub_open_file, st_stub_open_dir, st_stub_close, st_stub_count,
-    st_stub_tensor, st_stub_find, st_stub_metadata,
-};
-#endif
-
 static const qb_st_api *safetensors_api(void)
 {
-#ifdef QBH_HAVE_SAFETENSORS
-    return qbh_safetensors_api();
-#else
-    return &st_stub;
-#endif
+    return qbk_safetensors_api();
 }
 
 static void fill(qb_host *h, void *priv)

@@ -38,7 +38,7 @@ struct qb_sink_file {
     uint64_t bytes;
     uint64_t off; /* bytes handed to write(2) */
     uint64_t wb;  /* writeback started for [0, wb) */
-    qbh_sha256 sha;
+    qbk_sha256 sha;
     qb_sink_file *prev, *next;
 };
 
@@ -162,7 +162,7 @@ static qb_status sink_create(void *handle, const char *name, qb_sink_file **out)
         rc = qbh_error_set(QB_E_IO, "%s/%s: %s", shown(s), name, strerror(errno));
         goto out;
     }
-    qbh_sha256_init(&f->sha);
+    qbk_sha256_init(&f->sha);
     g_hash_table_add(s->names, g_strdup(name));
     f->next = s->open;
     if (s->open)
@@ -194,7 +194,7 @@ static qb_status sink_write(qb_sink_file *f, const void *buf, size_t len)
         f->err = QB_E_CANCELLED;
         return qbh_error_set(QB_E_CANCELLED, "cancelled");
     }
-    qbh_sha256_update(&f->sha, p, len);
+    qbk_sha256_update(&f->sha, p, len);
     f->bytes += len;
     if (len >= QBH_SINK_BUF) {
         rc = flush(f);
@@ -298,7 +298,7 @@ static qb_status sink_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32]
     }
     if (rc == QB_OK) {
         uint8_t d[32];
-        qbh_sha256_final(&f->sha, d);
+        qbk_sha256_final(&f->sha, d);
         if (sha256)
             memcpy(sha256, d, 32);
         if (bytes)

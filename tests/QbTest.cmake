@@ -7,7 +7,7 @@
 function(qb_add_check_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;INCLUDES;ENV;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE PkgConfig::CHECK QuantbridgeSDK::headers ${T_LIBS})
+  target_link_libraries(${T_NAME} PRIVATE PkgConfig::CHECK QuantbridgeSDK::headers ${T_LIBS} qbk)
   if(T_INCLUDES)
     target_include_directories(${T_NAME} PRIVATE ${T_INCLUDES})
   endif()

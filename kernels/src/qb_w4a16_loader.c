@@ -1,7 +1,7 @@
 /*
  * libquantbridge-w4a16 loader: validates manifest.json of a converted
  * directory against format "sm86-w4a16" version 1 (w4a16-format.md), maps
- * its safetensors files through the host's strict parser (qbh_safetensors,
+ * its safetensors files through the host's strict parser (qbk_safetensors,
  * linked statically) and hands out tensors by name.
  */
 #include <quantbridge/qb_host.h>
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "qbh_safetensors.h"
+#include "qbk_safetensors.h"
 #include "w4a16_sha256.h"
 
 enum { MANIFEST_MAX = 64 << 20, ERR_LEN = 1024 };
@@ -234,7 +234,7 @@ static qb_status check_file(qb_w4a16_model *m, const char *mp, const cJSON *e, u
     const cJSON *jn = cJSON_GetObjectItemCaseSensitive(e, "name");
     const cJSON *jb = cJSON_GetObjectItemCaseSensitive(e, "bytes");
     const cJSON *jh = cJSON_GetObjectItemCaseSensitive(e, "sha256");
-    const qb_st_api *api = qbh_safetensors_api();
+    const qb_st_api *api = qbk_safetensors_api();
     char *path = NULL, hex[65];
     struct stat sb;
     int64_t bytes;
@@ -377,7 +377,7 @@ void qb_w4a16_close(qb_w4a16_model *m)
         return;
     for (size_t i = 0; i < m->n_files; i++) {
         if (m->files[i].set)
-            qbh_safetensors_api()->close(m->files[i].set);
+            qbk_safetensors_api()->close(m->files[i].set);
         free(m->files[i].name);
     }
     free(m->files);
@@ -440,7 +440,7 @@ qb_status qb_w4a16_tensor_get(qb_w4a16_model *m, const char *file, const char *n
     int dt;
     for (size_t i = 0; i < m->n_files; i++)
         if (strcmp(m->files[i].name, file) == 0) {
-            t = qbh_safetensors_api()->find(m->files[i].set, name);
+            t = qbk_safetensors_api()->find(m->files[i].set, name);
             if (!t)
                 return fail(m, QB_E_NOT_FOUND, "%s/%s: tensor '%s' not found", m->dir, file, name);
             break;

@@ -54,26 +54,26 @@ CFLAGS=(-std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,unde
         -D_GNU_SOURCE -I"$root/sdk/include" -I"$here")
 # clang before 15 rejects __builtin_cpu_supports("f16c") (ggml_dequant_plain.c
 # uses it for the F16C row path): there, ask for "avx" instead. The fuzz
-# build only; the F16C and plain paths give the same bits (tests/gguf-dequant).
+# build only; the F16C and plain paths give the same bits (plugins/gguf/tests/dequant).
 printf 'int main(void){return __builtin_cpu_supports("f16c");}\n' > "$out/f16c.c"
 if ! "$CC" -c "$out/f16c.c" -o "$out/f16c.o" 2>/dev/null; then
   CFLAGS+=('-D__builtin_cpu_supports(x)=__builtin_cpu_supports("avx")')
 fi
 PKG_CFLAGS=$(pkg-config --cflags glib-2.0 libcjson)
 PKG_LIBS=$(pkg-config --libs glib-2.0 libcjson)
-ST="$root/host/safetensors"
-ST_SRC=("$ST/qbh_st_file.c" "$ST/qbh_st_set.c" "$ST/qbh_st_dir.c")
+ST="$root/sdk/kit"
+ST_SRC=("$ST/qbk_st_file.c" "$ST/qbk_st_set.c" "$ST/qbk_st_dir.c")
 HOST_SRC=("$here/fuzz_host.c" "${ST_SRC[@]}")
-G="$root/plugins/readers/gguf"
+G="$root/plugins/gguf"
 GG="$G/ggml"
 GGML_SRC=("$GG/ggml_type_table.c" "$GG/ggml_dequant.c" "$GG/ggml_dequant_plain.c"
           "$GG/ggml_dequant_legacy.c" "$GG/ggml_dequant_kquants.c" "$GG/ggml_dequant_ternary.c"
           "$GG/ggml_dequant_nl4.c" "$GG/ggml_dequant_iquants.c" "$GG/ggml_iq_grids.c")
 GGUF_SRC=("$G/container.c" "$G/kv.c" "$G/split.c" "$G/arch.c" "$G/names.c" "$G/hfconfig.c" "$G/reader.c")
-Q="$root/plugins/readers/gptq"
-A="$root/plugins/readers/awq"
-CT="$root/plugins/readers/compressed-tensors"
-F="$root/plugins/readers/fp8"
+Q="$root/plugins/gptq"
+A="$root/plugins/awq"
+CT="$root/plugins/compressed-tensors"
+F="$root/plugins/fp8"
 TARGETS="safetensors gguf ggml gptq_config awq_config ct_config fp8_config host_config"
 
 build() { # name, then sources and flags
@@ -94,13 +94,13 @@ build gguf -I"$ST" -I"$G" -I"$GG" -ffp-contract=off "$here/fuzz_gguf.c" "${HOST_
   "${GGUF_SRC[@]}" "${GGML_SRC[@]}" || fail=1
 build ggml -I"$GG" -ffp-contract=off "$here/fuzz_ggml.c" "${GGML_SRC[@]}" || fail=1
 build gptq_config -I"$ST" -I"$Q" "$here/fuzz_gptq_config.c" "${HOST_SRC[@]}" "$Q/gptq_config.c" \
-  "$Q/qlr_model.c" || fail=1
+  "$ST/qbk_qlinear.c" || fail=1
 build awq_config -I"$ST" -I"$Q" -I"$A" "$here/fuzz_awq_config.c" "${HOST_SRC[@]}" \
-  "$A/awq_layout.c" "$Q/qlr_model.c" || fail=1
+  "$A/awq_layout.c" "$ST/qbk_qlinear.c" || fail=1
 build ct_config -I"$ST" -I"$CT" "$here/fuzz_ct_config.c" "${HOST_SRC[@]}" "$CT/ct_config.c" \
   "$CT/ct_match.c" || fail=1
-build fp8_config -I"$ST" -I"$F" "$here/fuzz_fp8_config.c" "${HOST_SRC[@]}" "$F/fp8_hfdir.c" \
-  "$F/fp8_decode.c" || fail=1
+build fp8_config -I"$ST" -I"$F" "$here/fuzz_fp8_config.c" "${HOST_SRC[@]}" "$ST/qbk_hfdir.c" \
+  "$ST/qbk_fp8_decode.c" || fail=1
 # host/config.c with error.c and alloc.c; fuzz_host_stubs.c stands in for
 # the three services.c functions it calls (services.c drags in the rest of
 # the host).

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the AWQ reader's config interpretation
- * (plugins/readers/awq/awq_open.c awq_config_load / awq_parse, static
+ * (plugins/awq/awq_open.c awq_config_load / awq_parse, static
  * there, so that file is compiled into this target by #include). The input
  * is split at its first NUL: config.json before, quant_config.json (the
  * pre-2023-11 side file) after. The probe sees the same text.

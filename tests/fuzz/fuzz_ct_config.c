@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the compressed-tensors reader's quantization_config
- * (plugins/readers/compressed-tensors/ct_config.c, ct_match.c): the input
+ * (plugins/compressed-tensors/ct_config.c, ct_match.c): the input
  * is a config.json text; its quantization_config object (or the whole
  * document when it has none) goes to ct_config_parse, and a parsed config
  * is asked for a few module names. The probe sees the same text.

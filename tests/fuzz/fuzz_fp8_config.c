@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the fp8 reader's quantization_config interpretation
- * (plugins/readers/fp8/fp8_model.c fp8_parse_config, static there, so that
+ * (plugins/fp8/fp8_model.c fp8_parse_config, static there, so that
  * file is compiled into this target by #include) and its probe, plus the
  * modules_to_not_convert / ignored_layers matcher, on a config.json text.
  */

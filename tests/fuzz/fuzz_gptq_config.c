@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the GPTQ reader's quantization config
- * (plugins/readers/gptq/gptq_config.c). The input is split at its first
+ * (plugins/gptq/gptq_config.c). The input is split at its first
  * NUL byte: the part before is config.json, the part after (when present)
  * is quantize_config.json of the same virtual directory, so the "two
  * configs must agree" path is reached too. A loaded config resolves a few

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "qbh_safetensors.h"
+#include "qbk_safetensors.h"
 
 #define FH_MAX_VFILES 8
 
@@ -229,7 +229,7 @@ static qb_host fh_host = {
 const qb_host *qbt_fuzz_host(void)
 {
     if (!fh_host.safetensors)
-        fh_host.safetensors = qbh_safetensors_api();
+        fh_host.safetensors = qbk_safetensors_api();
     return &fh_host;
 }
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the host's strict safetensors parser (host/safetensors).
+ * libFuzzer target: the host's strict safetensors parser (sdk/kit).
  *
  * The parser has no in-memory entry point (it memory-maps what it opens),
  * so the input goes to a scratch file. First byte chooses the mode:

@@ -150,9 +150,11 @@ def main():
 
         # host config: the shipped files
         put("host_config", read(ROOT + "/conf/quantbridge.conf"), "quantbridge.conf")
-        pd = ROOT + "/conf/plugins.d"
-        for f in sorted(os.listdir(pd)):
-            put("host_config", read(pd + "/" + f), f)
+        pd = ROOT + "/plugins"
+        for name in sorted(os.listdir(pd)):
+            f = "%s/%s/%s.conf" % (pd, name, name)
+            if os.path.isfile(f):
+                put("host_config", read(f), name + ".conf")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -5,7 +5,7 @@
  * (formats.md §6.2) and decode close to the input, but the codes are not
  * promised to equal what ggml's own quantize_row_*_ref would choose.
  *
- * Block layouts and type ids: plugins/readers/gguf/ggml/ggml_types.h.
+ * Block layouts and type ids: plugins/gguf/ggml/ggml_types.h.
  * All functions are pure and thread-safe; nothing allocates.
  */
 #ifndef QBT_GGML_QUANT_H

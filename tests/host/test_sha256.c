@@ -9,12 +9,12 @@
 
 static void hex_of(const void *data, size_t len, char out[65])
 {
-    qbh_sha256 c;
+    qbk_sha256 c;
     uint8_t d[32];
-    qbh_sha256_init(&c);
-    qbh_sha256_update(&c, data, len);
-    qbh_sha256_final(&c, d);
-    qbh_sha256_hex(d, out);
+    qbk_sha256_init(&c);
+    qbk_sha256_update(&c, data, len);
+    qbk_sha256_final(&c, d);
+    qbk_sha256_hex(d, out);
 }
 
 START_TEST(standard_vectors)
@@ -60,13 +60,13 @@ START_TEST(chunked_equals_oneshot)
     hex_of(buf, sizeof buf, want);
     /* Chunk sizes around the 64-byte block and the 56-byte padding edge. */
     for (step = 1; step <= 130; step++) {
-        qbh_sha256 c;
+        qbk_sha256 c;
         uint8_t d[32];
-        qbh_sha256_init(&c);
+        qbk_sha256_init(&c);
         for (pos = 0; pos < sizeof buf; pos += step)
-            qbh_sha256_update(&c, buf + pos, pos + step > sizeof buf ? sizeof buf - pos : step);
-        qbh_sha256_final(&c, d);
-        qbh_sha256_hex(d, got);
+            qbk_sha256_update(&c, buf + pos, pos + step > sizeof buf ? sizeof buf - pos : step);
+        qbk_sha256_final(&c, d);
+        qbk_sha256_hex(d, got);
         ck_assert_str_eq(got, want);
     }
     /* Lengths 55, 56, 63, 64 exercise both padding branches. */

@@ -42,7 +42,7 @@ START_TEST(bytes_and_hash)
     qbh_sink *s;
     const qb_sink *t;
     qb_sink_file *f;
-    qbh_sha256 c;
+    qbk_sha256 c;
     size_t i;
     for (i = 0; i < n; i++)
         buf[i] = (uint8_t)(i * 2654435761u >> 13);
@@ -65,11 +65,11 @@ START_TEST(bytes_and_hash)
     back = qbt_read_file(p, &len);
     ck_assert_uint_eq(len, n);
     ck_assert_int_eq(memcmp(back, buf, n), 0);
-    qbh_sha256_init(&c);
-    qbh_sha256_update(&c, buf, n);
-    qbh_sha256_final(&c, d2);
-    qbh_sha256_hex(sha, hex);
-    qbh_sha256_hex(d2, want);
+    qbk_sha256_init(&c);
+    qbk_sha256_update(&c, buf, n);
+    qbk_sha256_final(&c, d2);
+    qbk_sha256_hex(sha, hex);
+    qbk_sha256_hex(d2, want);
     ck_assert_str_eq(hex, want);
     free(back);
     free(p);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "qbh_safetensors.h"
+#include "qbk_safetensors.h"
 
 static _Thread_local char fh_msg[4096];
 static _Thread_local qb_status fh_code;
@@ -183,7 +183,7 @@ const qb_host *qbt_fake_host(void)
         host.cancelled = fh_cancelled;
         host.parallel_for = fh_parallel_for;
         host.thread_count = fh_thread_count;
-        host.safetensors = qbh_safetensors_api();
+        host.safetensors = qbk_safetensors_api();
         host.get_proc = fh_get_proc;
         host.struct_size = sizeof(host);
     }

@@ -8,7 +8,7 @@
 
 #include <quantbridge/qb_host.h>
 
-/* The fake host: a static table, safetensors = qbh_safetensors_api(),
+/* The fake host: a static table, safetensors = qbk_safetensors_api(),
  * parallel_for runs serially. Thread-safe as the real one promises. */
 const qb_host *qbt_fake_host(void);
 

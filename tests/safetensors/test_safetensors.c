@@ -1,5 +1,5 @@
 /*
- * Tests of the strict safetensors parser (host/safetensors): good files
+ * Tests of the strict safetensors parser (sdk/kit): good files
  * (single, sharded, scalar, empty, unaligned) read back to known values,
  * and malformed files each refused with the right status and a message
  * naming the file.
@@ -14,7 +14,7 @@
 
 #include <quantbridge/qb_half.h>
 
-#include "qbh_safetensors.h"
+#include "qbk_safetensors.h"
 #include "qbt_fake_host.h"
 #include "qbt_st_writer.h"
 
@@ -26,7 +26,7 @@ static void setup(void)
 {
     tmp = qbt_tmpdir("st");
     ck_assert_ptr_nonnull(tmp);
-    api = qbh_safetensors_api();
+    api = qbk_safetensors_api();
     host = qbt_fake_host();
     qbt_fake_clear_error();
 }

@@ -181,14 +181,14 @@ void vt_manifest_reseal(const char *dir, const char *file_name)
     size_t n;
     char *b = vt_slurp(vt_path(dir, file_name), &n);
     cJSON *j = cJSON_Parse(m), *files, *f;
-    qbh_sha256 c;
+    qbk_sha256 c;
     uint8_t d[32];
     int done = 0;
     ck_assert_ptr_nonnull(j);
-    qbh_sha256_init(&c);
-    qbh_sha256_update(&c, b, n);
-    qbh_sha256_final(&c, d);
-    qbh_sha256_hex(d, hex);
+    qbk_sha256_init(&c);
+    qbk_sha256_update(&c, b, n);
+    qbk_sha256_final(&c, d);
+    qbk_sha256_hex(d, hex);
     files = cJSON_GetObjectItemCaseSensitive(j, "files");
     cJSON_ArrayForEach(f, files)
     {

@@ -1,0 +1,102 @@
+/*
+ * AWQ reader plugin — entry point, descriptor, probe and reader vtable (the
+ * work is in awq_open.c, awq_layout.c and the shared core qlr_model.c).
+ */
+#include <string.h>
+
+#include <quantbridge/qb_plugin.h>
+
+#include "awq_open.h"
+#include "qbk_qlinear.h"
+
+static const qb_host *awq_host;
+
+static int awq_probe(void *ctx, const qb_probe_input *in)
+{
+    int has_qc = 0;
+    const char *const *s;
+    (void)ctx;
+    if (in->siblings)
+        for (s = in->siblings; *s; s++)
+            if (strcmp(*s, "quant_config.json") == 0)
+                has_qc = 1;
+    return awq_probe_config(in->config_json, has_qc);
+}
+
+static qb_status awq_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
+{
+    qlr_model *m = NULL;
+    qb_status st;
+    (void)ctx;
+    (void)params;
+    *out = NULL;
+    st = awq_open_model(awq_host, path, &m);
+    if (st == QB_OK)
+        *out = m;
+    return st;
+}
+
+static void awq_close(qb_reader_handle r)
+{
+    qlr_model_free(r);
+}
+
+static qb_status awq_model_info(qb_reader_handle r, qb_model_info *out)
+{
+    return qlr_get_model_info(r, out);
+}
+
+static qb_status awq_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out)
+{
+    return qlr_get_tensor_info(r, i, out);
+}
+
+static qb_status awq_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst)
+{
+    return qlr_read_rows(r, i, row0, n, dst);
+}
+
+static qb_status awq_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out)
+{
+    return qlr_grid_info(r, i, out);
+}
+
+static qb_status awq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n, qb_grid_rows *out)
+{
+    return qlr_read_grid(r, i, row0, n, out);
+}
+
+static const qb_reader_vtable awq_reader = {
+    sizeof(qb_reader_vtable), awq_probe,     awq_open,      awq_close,    awq_model_info,
+    awq_tensor_info,          awq_read_rows, awq_grid_info, awq_read_grid};
+
+static const qb_plugin awq_plugin = {
+    sizeof(qb_plugin),
+    QB_ABI_CURRENT,
+    "awq",
+    "1.0.0",
+    "AWQ reader (AutoAWQ gemm and gemv 4-bit, zero_point true/false)",
+    "quantbridge",
+    "MIT",
+    QB_PLUGIN_CONCURRENT_READS,
+    NULL,
+    NULL,
+    &awq_reader,
+    NULL,
+    NULL,
+    NULL};
+
+/* The only exported symbol (qb_plugin.h): negotiates ABI major 1, keeps the
+ * host table for the process lifetime and hands out the static descriptor.
+ * QB_E_ABI when the host serves no ABI 1.x. Called once, main thread. */
+QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
+                                       const qb_plugin **out)
+{
+    if (QB_ABI_GET_MAJOR(neg->host_abi_min) > QB_ABI_MAJOR ||
+        QB_ABI_GET_MAJOR(neg->host_abi_max) < QB_ABI_MAJOR)
+        return QB_E_ABI;
+    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    awq_host = host;
+    *out = &awq_plugin;
+    return QB_OK;
+}

@@ -1,0 +1,642 @@
+/*
+ * compressed-tensors reader — pairing and validation. See ct_model.h.
+ */
+#include "ct_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qbk_fp8_decode.h"
+
+/* Pointer set of consumed partner tensors (open addressing). */
+typedef struct ct_pset {
+    const void **slot;
+    size_t mask;
+} ct_pset;
+
+static int ct_pset_init(ct_pset *s, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n + 2)
+        cap *= 2;
+    s->slot = calloc(cap, sizeof(*s->slot));
+    s->mask = cap - 1;
+    return s->slot ? 0 : -1;
+}
+
+static size_t ct_pset_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static void ct_pset_add(ct_pset *s, const void *p)
+{
+    size_t i = ct_pset_hash(p) & s->mask;
+    while (s->slot[i] && s->slot[i] != p)
+        i = (i + 1) & s->mask;
+    s->slot[i] = p;
+}
+
+static int ct_pset_has(const ct_pset *s, const void *p)
+{
+    size_t i = ct_pset_hash(p) & s->mask;
+    while (s->slot[i]) {
+        if (s->slot[i] == p)
+            return 1;
+        i = (i + 1) & s->mask;
+    }
+    return 0;
+}
+
+static int ct_ends_with(const char *s, const char *suf, size_t *stem)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    if (a <= b || strcmp(s + a - b, suf) != 0)
+        return 0;
+    *stem = a - b;
+    return 1;
+}
+
+static char *ct_cat(const char *s, size_t n, const char *suffix)
+{
+    size_t b = strlen(suffix);
+    char *p = malloc(n + b + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, s, n);
+    memcpy(p + n, suffix, b + 1);
+    return p;
+}
+
+static int64_t ct_numel(const qb_st_tensor *t)
+{
+    int64_t n = 1;
+    uint32_t i;
+    for (i = 0; i < t->n_dims; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+static int64_t ct_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static int64_t ct_le_int(const uint8_t *p, size_t size)
+{
+    uint64_t v = 0;
+    size_t i;
+    for (i = 0; i < size; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    if (size == 4)
+        return (int64_t)(int32_t)(uint32_t)v;
+    return (int64_t)v;
+}
+
+static const char *const ct_partner_suffix[] = {".weight_scale", ".weight_zero_point",
+                                                ".weight_g_idx", ".weight_shape", NULL};
+
+/* Activation / KV-cache parameters: not weights (formats.md §3.6). */
+static int ct_is_activation_param(const char *name)
+{
+    static const char *const suf[] = {".input_scale", ".input_zero_point", ".output_scale",
+                                      ".output_zero_point", ".k_scale", ".v_scale",
+                                      ".kv_scale", ".q_scale", ".input_g_idx", NULL};
+    size_t i, stem;
+    for (i = 0; suf[i]; i++)
+        if (ct_ends_with(name, suf[i], &stem))
+            return 1;
+    return 0;
+}
+
+static qb_status ct_add(const qb_host *h, ct_model *m, ct_tensor **out)
+{
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        ct_tensor *nt = realloc(m->t, cap * sizeof(*nt));
+        if (!nt)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->d->dir);
+        m->t = nt;
+        m->cap = cap;
+    }
+    *out = &m->t[m->n++];
+    memset(*out, 0, sizeof(**out));
+    return QB_OK;
+}
+
+/* Validates the scale of t (strategy geometry) and sets n_groups / gs. */
+static qb_status ct_check_scale(const qb_host *h, const ct_scheme *sc, ct_tensor *t)
+{
+    const qb_st_tensor *s = t->scale;
+    int64_t N = t->rows, K = t->cols, er = 0, ec = 0;
+    int ok = 0;
+
+    if (!fp8_store_is_float(s->dtype) || fp8_store_size(s->dtype) < 2)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16", s->file,
+                            s->name, s->dtype_name);
+    switch (sc->strategy) {
+    case CT_S_TENSOR:
+        ok = ct_numel(s) == 1 && s->n_dims <= 2;
+        t->n_groups = 1;
+        t->gs = K;
+        er = ec = 1;
+        break;
+    case CT_S_CHANNEL:
+        ok = (s->n_dims == 2 && s->dims[0] == N && s->dims[1] == 1) ||
+             (s->n_dims == 1 && s->dims[0] == N);
+        t->n_groups = 1;
+        t->gs = K;
+        er = N;
+        ec = 1;
+        break;
+    case CT_S_GROUP:
+        t->n_groups = ct_cdiv(K, sc->group_size);
+        t->gs = sc->group_size;
+        ok = s->n_dims == 2 && s->dims[0] == N && s->dims[1] == t->n_groups;
+        er = N;
+        ec = t->n_groups;
+        break;
+    case CT_S_BLOCK:
+        t->bh = sc->bh;
+        t->bw = sc->bw;
+        t->n_groups = ct_cdiv(K, sc->bw);
+        t->gs = sc->bw;
+        er = ct_cdiv(N, sc->bh);
+        ec = t->n_groups;
+        ok = s->n_dims == 2 && s->dims[0] == er && s->dims[1] == ec;
+        break;
+    }
+    if (!ok)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: scale shape does not fit weight [%lld, %lld] "
+                            "under the scheme's strategy (expected [%lld, %lld])", s->file, s->name,
+                            (long long)N, (long long)K, (long long)er, (long long)ec);
+    return QB_OK;
+}
+
+static qb_status ct_check_zp(const qb_host *h, const ct_scheme *sc, ct_tensor *t)
+{
+    const qb_st_tensor *z = t->zp, *s = t->scale;
+    int64_t N = t->rows, G = t->n_groups, pf = 32 / t->bits, r, g, zq;
+    int32_t half = 1 << (t->bits - 1), lo = -half, hi = half - 1;
+    uint32_t mask = (uint32_t)((1u << t->bits) - 1u);
+    uint32_t i;
+
+    t->grid_symmetric = 1;
+    if (t->kind == CT_K_PACKED && z->dtype == QB_DT_I32 &&
+        (sc->strategy == CT_S_GROUP || sc->strategy == CT_S_CHANNEL)) {
+        /* compressed-tensors >= 0.10: pack_to_int32(zero_point, packed_dim=0) */
+        if (z->n_dims != 2 || z->dims[0] != ct_cdiv(N, pf) || z->dims[1] != G)
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: packed zero points should be I32 "
+                                "[%lld, %lld] for weight [%lld, %lld]", z->file, z->name,
+                                (long long)ct_cdiv(N, pf), (long long)G, (long long)N,
+                                (long long)t->cols);
+        t->zp_packed = 1;
+        for (r = 0; r < N; r++)
+            for (g = 0; g < G; g++) {
+                uint32_t w = (uint32_t)ct_le_int(z->data + 4 * (size_t)((r / pf) * G + g), 4);
+                if (((w >> (t->bits * (r % pf))) & mask) != (uint32_t)half)
+                    t->grid_symmetric = 0;
+            }
+        return QB_OK;
+    }
+    /* unpacked signed zero points (older pack-quantized, naive, tensor
+     * strategy): I8 in the scale's shape */
+    if (z->dtype != QB_DT_I8 || z->n_dims != s->n_dims)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: zero points should be I8 shaped like %s "
+                            "(or I32 packed along rows)", z->file, z->name, s->name);
+    for (i = 0; i < z->n_dims; i++)
+        if (z->dims[i] != s->dims[i])
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: zero point shape differs from %s",
+                                z->file, z->name, s->name);
+    for (r = 0; r < ct_numel(z); r++) {
+        zq = (int8_t)z->data[r];
+        if (zq < lo || zq > hi)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: zero point %lld outside [%d, %d] of "
+                                "%d-bit codes", z->file, z->name, (long long)zq, lo, hi, t->bits);
+        if (zq != 0)
+            t->grid_symmetric = 0;
+    }
+    return QB_OK;
+}
+
+static qb_status ct_check_gidx(const qb_host *h, ct_tensor *t, const qb_st_tensor *gi)
+{
+    int64_t k, v;
+
+    if (gi->dtype != QB_DT_I32 || gi->n_dims != 1 || gi->dims[0] != t->cols)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: g_idx should be I32 [%lld]", gi->file,
+                            gi->name, (long long)t->cols);
+    t->g_idx = malloc((size_t)t->cols * sizeof(int32_t));
+    if (!t->g_idx)
+        return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", gi->file, gi->name);
+    for (k = 0; k < t->cols; k++) {
+        v = ct_le_int(gi->data + 4 * (size_t)k, 4);
+        if (v < 0 || v >= t->n_groups)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: g_idx[%lld] = %lld outside [0, %lld)",
+                                gi->file, gi->name, (long long)k, (long long)v,
+                                (long long)t->n_groups);
+        t->g_idx[k] = (int32_t)v;
+    }
+    return QB_OK;
+}
+
+static qb_status ct_encoding(const qb_host *h, const ct_scheme *sc, ct_tensor *t)
+{
+    char enc[128], strat[48];
+
+    switch (sc->strategy) {
+    case CT_S_TENSOR: snprintf(strat, sizeof(strat), "tensor"); break;
+    case CT_S_CHANNEL: snprintf(strat, sizeof(strat), "channel"); break;
+    case CT_S_GROUP: snprintf(strat, sizeof(strat), "g%lld", (long long)sc->group_size); break;
+    case CT_S_BLOCK:
+        snprintf(strat, sizeof(strat), "block%lldx%lld", (long long)sc->bh, (long long)sc->bw);
+        break;
+    }
+    snprintf(enc, sizeof(enc), "ct %s%d %s %s%s%s%s", sc->is_float ? "fp" : "int", sc->bits, strat,
+             sc->symmetric ? "sym" : "asym", t->g_idx ? " act-order" : "",
+             sc->format == CT_F_PACK ? "" : " ", sc->format == CT_F_PACK ? "" : sc->format_name);
+    t->encoding = strdup(enc);
+    if (!t->encoding)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", t->w->file);
+    return QB_OK;
+}
+
+/* One quantized module: its weight tensor w (weight_packed or a quantized
+ * weight), found by suffix; module name is w->name[0..stem). */
+static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, const qb_st_tensor *w,
+                              size_t stem, int packed)
+{
+    const qb_st_api *api = h->safetensors;
+    const ct_scheme *sc;
+    const qb_st_tensor *p[4] = {NULL, NULL, NULL, NULL}; /* scale, zp, g_idx, shape */
+    char *module = NULL, *nm = NULL;
+    int ignored, n_match, by_name, i;
+    ct_tensor *t = NULL;
+    qb_status st;
+
+    module = ct_cat(w->name, stem, "");
+    if (!module)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
+    for (i = 0; i < 4; i++) {
+        nm = ct_cat(w->name, stem, ct_partner_suffix[i]);
+        if (!nm) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
+            goto out;
+        }
+        p[i] = api->find(m->d->st, nm);
+        free(nm);
+        nm = NULL;
+    }
+    if (!packed) {
+        nm = ct_cat(w->name, stem, ".weight_packed");
+        if (!nm) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
+            goto out;
+        }
+        if (api->find(m->d->st, nm)) {
+            free(nm);
+            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a quantized weight and "
+                              "weight_packed", w->file, w->name);
+            goto out;
+        }
+        free(nm);
+        nm = NULL;
+    }
+    sc = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
+    if (ignored) {
+        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: module %s is in "
+                          "the ignore list", w->file, w->name, module);
+        goto out;
+    }
+    if (!sc || !sc->has_weights) {
+        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: no config_groups "
+                          "scheme quantizes the weights of module %s", w->file, w->name, module);
+        goto out;
+    }
+    if (n_match > 1) {
+        st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: module %s matches several config_groups "
+                          "with different weight schemes; which applies is ambiguous", w->file,
+                          w->name, module);
+        goto out;
+    }
+    if (packed != (sc->format == CT_F_PACK)) {
+        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: tensor layout disagrees with format \"%s\" of "
+                          "config_groups.%s", w->file, w->name, sc->format_name, sc->name);
+        goto out;
+    }
+    if (!packed && (sc->is_float ? w->dtype != QB_DT_F8_E4M3 : w->dtype != QB_DT_I8)) {
+        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config_groups.%s stores %s",
+                          w->file, w->name, w->dtype_name, sc->name,
+                          sc->is_float ? "F8_E4M3" : "I8");
+        goto out;
+    }
+    if (!p[0]) {
+        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_scale is missing", w->file,
+                          w->name, module);
+        goto out;
+    }
+    if (!sc->symmetric && !p[1]) {
+        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_zero_point is missing "
+                          "(config_groups.%s is asymmetric)", w->file, w->name, module, sc->name);
+        goto out;
+    }
+    if (sc->act_group != !!p[2]) {
+        st = h->set_error(h, p[2] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                          p[2] ? "%s: %s: leftover %s.weight_g_idx: config_groups.%s has no "
+                                 "actorder group" : "%s: %s: partner %s.weight_g_idx is missing "
+                                 "(config_groups.%s has actorder group)",
+                          w->file, w->name, module, sc->name);
+        goto out;
+    }
+    if (packed != !!p[3]) {
+        st = h->set_error(h, packed ? QB_E_NOT_FOUND : QB_E_MISMATCH,
+                          packed ? "%s: %s: partner %s.weight_shape is missing"
+                                 : "%s: %s: leftover %s.weight_shape for an unpacked weight",
+                          w->file, w->name, module);
+        goto out;
+    }
+    st = ct_add(h, m, &t);
+    if (st != QB_OK)
+        goto out;
+    t->w = w;
+    t->scale = p[0];
+    t->zp = p[1];
+    t->bits = sc->bits;
+    t->strategy = sc->strategy;
+    t->kind = packed ? CT_K_PACKED : sc->is_float ? CT_K_FLOAT : CT_K_INT;
+    t->name = ct_cat(w->name, stem, ".weight");
+    if (!t->name) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
+        goto out;
+    }
+    if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1) {
+        st = h->set_error(h, QB_E_FORMAT, "%s: %s: not a 2-D [out, in] tensor", w->file, w->name);
+        goto out;
+    }
+    if (packed) {
+        const qb_st_tensor *ws = p[3];
+        int64_t pf = 32 / sc->bits, n0, k0;
+        size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
+        if (w->dtype != QB_DT_I32) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not I32", w->file,
+                              w->name, w->dtype_name);
+            goto out;
+        }
+        /* declared int32, written from torch.tensor(weight.shape) = int64
+         * (compress_weight); both occur */
+        if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
+            ws->dims[0] != 2) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_shape is not an I32/I64 [2]",
+                              ws->file, ws->name);
+            goto out;
+        }
+        n0 = ct_le_int(ws->data, es);
+        k0 = ct_le_int(ws->data + es, es);
+        if (n0 != w->dims[0] || k0 < 1 || ct_cdiv(k0, pf) != w->dims[1]) {
+            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape [%lld, %lld] disagrees with "
+                              "weight_packed [%lld, %lld] at %d bits (%lld codes per word)",
+                              ws->file, ws->name, (long long)n0, (long long)k0,
+                              (long long)w->dims[0], (long long)w->dims[1], sc->bits,
+                              (long long)pf);
+            goto out;
+        }
+        t->rows = n0;
+        t->cols = k0;
+    } else {
+        t->rows = w->dims[0];
+        t->cols = w->dims[1];
+    }
+    st = ct_check_scale(h, sc, t);
+    if (st == QB_OK && p[2])
+        st = ct_check_gidx(h, t, p[2]);
+    if (st == QB_OK && p[1])
+        st = ct_check_zp(h, sc, t);
+    else
+        t->grid_symmetric = 1;
+    if (st != QB_OK)
+        goto out;
+    if (sc->symmetric && p[1]) {
+        /* BaseQuantizationCompressor.compress skips the zero point of a
+         * symmetric scheme, but older writers saved it (all zero); only
+         * zeros agree with the config, anything else is a contradiction */
+        if (!t->grid_symmetric) {
+            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover weight_zero_point with nonzero "
+                              "zero points although config_groups.%s is symmetric", p[1]->file,
+                              p[1]->name, sc->name);
+            goto out;
+        }
+        h->log(h, QB_LOG_WARN, "%s: %s: zero points of a symmetric scheme (all zero); ignored",
+               p[1]->file, p[1]->name);
+        t->zp = NULL;
+        t->zp_packed = 0;
+    }
+    t->has_grid = t->kind != CT_K_FLOAT && t->strategy != CT_S_BLOCK;
+    st = ct_encoding(h, sc, t);
+    if (st != QB_OK)
+        goto out;
+    m->scheme_use[sc - m->cfg.s]++;
+    for (i = 0; i < 4; i++)
+        if (p[i])
+            ct_pset_add(used, p[i]);
+    ct_pset_add(used, w);
+    m->n_quant++;
+out:
+    free(module);
+    return st;
+}
+
+static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
+{
+    ct_tensor *t = NULL;
+    size_t stem;
+    uint32_t k;
+    qb_status st;
+
+    if (!fp8_store_is_float(x->dtype) || fp8_store_size(x->dtype) < 2)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is not a float dense tensor and "
+                            "no compressed-tensors scheme explains it", x->file, x->name,
+                            x->dtype_name);
+    if (ct_ends_with(x->name, ".weight", &stem) && x->n_dims == 2) {
+        int ignored, n_match, by_name;
+        const ct_scheme *sc;
+        char *module = ct_cat(x->name, stem, "");
+        char *packed = ct_cat(x->name, stem, ".weight_packed");
+        if (!module || !packed) {
+            free(module);
+            free(packed);
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
+        }
+        if (h->safetensors->find(m->d->st, packed)) {
+            free(module);
+            free(packed);
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a dense weight and "
+                                "weight_packed", x->file, x->name);
+        }
+        free(packed);
+        sc = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
+        free(module);
+        if (!ignored && sc && sc->has_weights) {
+            if (by_name)
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: config_groups.%s quantizes this "
+                                    "module but its weight is stored dense (missing "
+                                    "weight_packed/weight_scale?)", x->file, x->name, sc->name);
+            /* matched only by class "Linear": an Embedding is 2-D too and is
+             * never a Linear, so a dense float weight is taken as it is */
+            h->log(h, QB_LOG_INFO, "%s: %s: dense 2-D weight although \"Linear\" is targeted; "
+                   "taken as a non-Linear module (embedding) and passed through", x->file,
+                   x->name);
+        }
+    }
+    st = ct_add(h, m, &t);
+    if (st != QB_OK)
+        return st;
+    t->kind = CT_K_DENSE;
+    t->w = x;
+    t->rows = 1;
+    t->cols = x->n_dims ? x->dims[x->n_dims - 1] : 1;
+    for (k = 0; k + 1 < x->n_dims; k++)
+        t->rows *= x->dims[k];
+    t->name = strdup(x->name);
+    t->encoding = strdup(fp8_dtype_name(x->dtype));
+    if (!t->name || !t->encoding)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
+    return QB_OK;
+}
+
+qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
+{
+    const qb_st_api *api = h->safetensors;
+    ct_pset used = {NULL, 0};
+    ct_model *m;
+    size_t n_st, i, stem, j;
+    qb_status st;
+
+    *out = NULL;
+    m = calloc(1, sizeof(*m));
+    if (!m)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+    st = fp8_hfdir_open(h, path, &m->d);
+    if (st != QB_OK)
+        goto out;
+    st = ct_config_parse(h, m->d->dir, m->d->qcfg, &m->cfg);
+    if (st != QB_OK)
+        goto out;
+    n_st = api->count(m->d->st);
+    m->scheme_use = calloc(m->cfg.n ? m->cfg.n : 1, sizeof(size_t));
+    if (!m->scheme_use || ct_pset_init(&used, n_st) != 0) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    /* Pass 1: quantized modules take their partners, in source order. */
+    for (i = 0; i < n_st; i++) {
+        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        if (ct_ends_with(x->name, ".weight_packed", &stem))
+            st = ct_quantized(h, m, &used, x, stem, 1);
+        else if (ct_ends_with(x->name, ".weight", &stem) &&
+                 (x->dtype == QB_DT_I8 || x->dtype == QB_DT_F8_E4M3 ||
+                  x->dtype == QB_DT_F8_E5M2))
+            st = ct_quantized(h, m, &used, x, stem, 0);
+        else if (ct_ends_with(x->name, ".weight_global_scale", &stem))
+            st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: global scales (NVFP4/tensor_group) "
+                              "are not supported", x->file, x->name);
+        if (st != QB_OK)
+            goto out;
+    }
+    /* Pass 2: leftovers are errors, activation parameters are dropped,
+     * the rest is dense. */
+    for (i = 0; i < n_st; i++) {
+        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        if (ct_pset_has(&used, x))
+            continue;
+        for (j = 0; ct_partner_suffix[j]; j++)
+            if (ct_ends_with(x->name, ct_partner_suffix[j], &stem))
+                break;
+        if (ct_partner_suffix[j]) {
+            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantization tensor: its module "
+                              "has no quantized weight", x->file, x->name);
+            goto out;
+        }
+        if (ct_is_activation_param(x->name)) {
+            h->log(h, QB_LOG_DEBUG, "%s: %s: activation parameter, not a weight; dropped",
+                   x->file, x->name);
+            continue;
+        }
+        st = ct_dense(h, m, x);
+        if (st != QB_OK)
+            goto out;
+    }
+    if (m->n_quant == 0) {
+        st = h->set_error(h, QB_E_FORMAT, "%s: config says compressed-tensors but no quantized "
+                          "weight was found", m->d->dir);
+        goto out;
+    }
+    {
+        /* one line for inspect: format, then per scheme bits, strategy,
+         * group size, symmetry, act-order and how many modules use it */
+        char buf[512];
+        size_t off;
+        off = (size_t)snprintf(buf, sizeof(buf), "compressed-tensors %s;",
+                               m->cfg.global_format ? m->cfg.global_format : "(per scheme)");
+        for (i = 0; i < m->cfg.n && off < sizeof(buf) - 1; i++) {
+            const ct_scheme *sc = &m->cfg.s[i];
+            static const char *const strat[] = {"tensor", "channel", "group", "block"};
+            char gs[48] = "", ty[16];
+            if (!sc->has_weights || !m->scheme_use[i])
+                continue;
+            if (sc->is_float)
+                snprintf(ty, sizeof(ty), "fp8-e4m3");
+            else
+                snprintf(ty, sizeof(ty), "int%d", sc->bits);
+            if (sc->strategy == CT_S_GROUP)
+                snprintf(gs, sizeof(gs), " group_size %lld", (long long)sc->group_size);
+            else if (sc->strategy == CT_S_BLOCK)
+                snprintf(gs, sizeof(gs), " block %lldx%lld", (long long)sc->bh,
+                         (long long)sc->bw);
+            off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+                                    " %s: %s %s%s %s%s %s (%zu modules);", sc->name, ty,
+                                    strat[sc->strategy], gs,
+                                    sc->symmetric ? "symmetric" : "asymmetric",
+                                    sc->act_group ? " act-order" : "", sc->format_name,
+                                    m->scheme_use[i]);
+        }
+        if (off < sizeof(buf) - 1)
+            snprintf(buf + off, sizeof(buf) - off, " %zu quantized + %zu dense tensors",
+                     m->n_quant, m->n - m->n_quant);
+        m->summary = strdup(buf);
+        if (!m->summary) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+    }
+    st = QB_OK;
+out:
+    free(used.slot);
+    if (st != QB_OK)
+        ct_model_close(h, m);
+    else
+        *out = m;
+    return st;
+}
+
+void ct_model_close(const qb_host *h, ct_model *m)
+{
+    size_t i;
+    if (!m)
+        return;
+    for (i = 0; i < m->n; i++) {
+        free(m->t[i].name);
+        free(m->t[i].encoding);
+        free(m->t[i].g_idx);
+    }
+    free(m->t);
+    free(m->summary);
+    free(m->scheme_use);
+    ct_config_free(&m->cfg);
+    fp8_hfdir_close(h, m->d);
+    free(m);
+}

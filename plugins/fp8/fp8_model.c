@@ -1,0 +1,502 @@
+/*
+ * fp8 reader — configuration, pairing and row decoding. See fp8_model.h.
+ *
+ * Conventions and where they come from:
+ *   - block scales: deepseek-ai/DeepSeek-V3 inference/kernel.py
+ *     weight_dequant_kernel (`y = x * s`, x the fp8 value cast to float32,
+ *     s = weight_scale_inv[row / 128][col / 128] in float32) and
+ *     README_WEIGHTS.md ("(128x128 weight block) * weight_scale_inv");
+ *     partial edge blocks as in transformers/llama.cpp dequant helpers
+ *     (repeat_interleave the scale grid, then crop to [N, K]);
+ *   - scale shape [ceil(N/bn), ceil(K/bk)] F32: vllm fp8.py
+ *     Fp8LinearMethod.create_weights;
+ *   - per-tensor `weight_scale` (a one-element F32) and per-channel
+ *     `weight_scale` ([N] or [N, 1]): vllm fp8.py / llm-compressor FP8
+ *     exports, W = fp8 * weight_scale;
+ *   - `fmt`: "e4m3" (default, torch.float8_e4m3fn) or "e5m2".
+ */
+#include "fp8_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qbk_fp8_decode.h"
+
+static int fp8_ends_with(const char *s, const char *suf, size_t *stem)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    if (a <= b || strcmp(s + a - b, suf) != 0)
+        return 0;
+    *stem = a - b;
+    return 1;
+}
+
+static char *fp8_strndup2(const char *s, size_t n, const char *suffix)
+{
+    size_t b = suffix ? strlen(suffix) : 0;
+    char *p = malloc(n + b + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, s, n);
+    if (b)
+        memcpy(p + n, suffix, b);
+    p[n + b] = '\0';
+    return p;
+}
+
+static int64_t fp8_numel(const qb_st_tensor *t)
+{
+    int64_t n = 1;
+    uint32_t i;
+    for (i = 0; i < t->n_dims; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+int fp8_config_probe(const char *config_json)
+{
+    cJSON *root;
+    const cJSON *q, *m;
+    int score = 0;
+
+    if (!config_json)
+        return 0;
+    root = cJSON_Parse(config_json);
+    if (!root)
+        return 0;
+    q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    m = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
+    if (cJSON_IsString(m) && !strcmp(m->valuestring, "fp8"))
+        score = 90; /* the config names the format; tensors are checked at open */
+    cJSON_Delete(root);
+    return score;
+}
+
+/* Module names listed as not converted (HF FineGrainedFP8Config
+ * modules_to_not_convert, vLLM ignored_layers) are matched like
+ * transformers' should_convert_module: the entry appears in the name. */
+static int fp8_module_not_converted(const cJSON *qcfg, const char *module)
+{
+    static const char *const keys[] = {"modules_to_not_convert", "ignored_layers"};
+    const cJSON *arr, *e;
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        arr = cJSON_GetObjectItemCaseSensitive(qcfg, keys[i]);
+        if (!cJSON_IsArray(arr))
+            continue;
+        cJSON_ArrayForEach(e, arr)
+            if (cJSON_IsString(e) && e->valuestring[0] && strstr(module, e->valuestring))
+                return 1;
+    }
+    return 0;
+}
+
+static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
+{
+    static const char *const known[] = {"quant_method", "fmt", "activation_scheme",
+                                        "weight_block_size", "modules_to_not_convert",
+                                        "ignored_layers", "scale_fmt", "dequantize", NULL};
+    const char *dir = m->d->dir;
+    const cJSON *q = m->d->qcfg, *it, *e;
+    size_t i;
+    int n;
+
+    if (!q)
+        return h->set_error(h, QB_E_FORMAT, "%s/config.json: no quantization_config", dir);
+    it = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+    if (!cJSON_IsString(it) || strcmp(it->valuestring, "fp8") != 0)
+        return h->set_error(h, QB_E_FORMAT, "%s/config.json: quant_method is not \"fp8\"", dir);
+    cJSON_ArrayForEach(e, q) {
+        for (i = 0; known[i] && strcmp(known[i], e->string); i++)
+            ;
+        if (!known[i])
+            h->log(h, QB_LOG_WARN, "%s/config.json: quantization_config.%s not known to the fp8 "
+                   "reader; it does not change how weights are read here", dir, e->string);
+    }
+    it = cJSON_GetObjectItemCaseSensitive(q, "fmt");
+    m->fmt = QB_DT_F8_E4M3;
+    if (it && !cJSON_IsNull(it)) {
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, "e4m3"))
+            m->fmt = QB_DT_F8_E4M3;
+        else if (cJSON_IsString(it) && !strcmp(it->valuestring, "e5m2"))
+            m->fmt = QB_DT_F8_E5M2;
+        else
+            return h->set_error(h, QB_E_UNSUPPORTED,
+                                "%s/config.json: quantization_config.fmt is neither \"e4m3\" nor "
+                                "\"e5m2\"", dir);
+    }
+    it = cJSON_GetObjectItemCaseSensitive(q, "dequantize");
+    if (cJSON_IsTrue(it))
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s/config.json: quantization_config.dequantize is true (weights are "
+                            "meant to be dequantized at load; not an FP8 checkpoint layout this "
+                            "reader knows)", dir);
+    it = cJSON_GetObjectItemCaseSensitive(q, "scale_fmt");
+    if (it && !cJSON_IsNull(it) &&
+        !(cJSON_IsString(it) && (!strcmp(it->valuestring, "ue8m0") ||
+                                 !strcmp(it->valuestring, "float32"))))
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: unknown scale_fmt", dir);
+    it = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+    if (it && !cJSON_IsNull(it)) {
+        n = cJSON_GetArraySize(it);
+        if (!cJSON_IsArray(it) || n != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(it, 0)) ||
+            !cJSON_IsNumber(cJSON_GetArrayItem(it, 1)) ||
+            cJSON_GetArrayItem(it, 0)->valuedouble < 1 ||
+            cJSON_GetArrayItem(it, 1)->valuedouble < 1 ||
+            cJSON_GetArrayItem(it, 0)->valuedouble > 1e9 ||
+            cJSON_GetArrayItem(it, 1)->valuedouble > 1e9)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s/config.json: weight_block_size is not two positive integers",
+                                dir);
+        m->bn = (int64_t)cJSON_GetArrayItem(it, 0)->valuedouble;
+        m->bk = (int64_t)cJSON_GetArrayItem(it, 1)->valuedouble;
+        if ((double)m->bn != cJSON_GetArrayItem(it, 0)->valuedouble ||
+            (double)m->bk != cJSON_GetArrayItem(it, 1)->valuedouble)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s/config.json: weight_block_size is not two positive integers",
+                                dir);
+    }
+    return QB_OK;
+}
+
+/* Checks the scale partner of FP8 weight w and fills t's geometry. */
+static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
+                          const qb_st_tensor *s, fp8_tensor *t)
+{
+    char enc[96];
+    int64_t n_el;
+
+    t->rows = w->dims[0];
+    t->cols = w->dims[1];
+    if (!fp8_store_is_float(s->dtype) || fp8_store_size(s->dtype) < 2)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16",
+                            s->file, s->name, s->dtype_name);
+    n_el = fp8_numel(s);
+    if (m->bn) {
+        t->kind = FP8_K_BLOCK;
+        t->bn = m->bn;
+        t->bk = m->bk;
+        t->sc_cols = (t->cols + m->bk - 1) / m->bk;
+        if (s->n_dims != 2 || s->dims[0] != (t->rows + m->bn - 1) / m->bn ||
+            s->dims[1] != t->sc_cols)
+            return h->set_error(h, QB_E_MISMATCH,
+                                "%s: %s: block scale shape disagrees with weight [%lld, %lld] and "
+                                "weight_block_size [%lld, %lld] (expected [%lld, %lld])",
+                                s->file, s->name, (long long)t->rows, (long long)t->cols,
+                                (long long)m->bn, (long long)m->bk,
+                                (long long)((t->rows + m->bn - 1) / m->bn), (long long)t->sc_cols);
+        snprintf(enc, sizeof(enc), "fp8 %s block%lldx%lld",
+                 m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", (long long)m->bn, (long long)m->bk);
+    } else if (n_el == 1 && s->n_dims <= 2) {
+        t->kind = FP8_K_TENSOR;
+        snprintf(enc, sizeof(enc), "fp8 %s tensor", m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+    } else if ((s->n_dims == 1 && s->dims[0] == t->rows) ||
+               (s->n_dims == 2 && s->dims[0] == t->rows && s->dims[1] == 1)) {
+        t->kind = FP8_K_CHANNEL;
+        snprintf(enc, sizeof(enc), "fp8 %s channel", m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+    } else {
+        return h->set_error(h, QB_E_MISMATCH,
+                            "%s: %s: scale of %lld elements is neither per-tensor (1) nor "
+                            "per-channel ([%lld] or [%lld, 1]) for weight [%lld, %lld]",
+                            s->file, s->name, (long long)n_el, (long long)t->rows,
+                            (long long)t->rows, (long long)t->rows, (long long)t->cols);
+    }
+    t->w = w;
+    t->scale = s;
+    t->encoding = strdup(enc);
+    if (!t->encoding)
+        return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->file, w->name);
+    return QB_OK;
+}
+
+/* Names of activation / KV-cache parameters: not weights, dropped. */
+static int fp8_is_activation_param(const char *name)
+{
+    static const char *const suf[] = {".input_scale", ".k_scale", ".v_scale", ".kv_scale",
+                                      ".q_scale", ".prob_scale", NULL};
+    size_t stem, i;
+    for (i = 0; suf[i]; i++)
+        if (fp8_ends_with(name, suf[i], &stem))
+            return 1;
+    return 0;
+}
+
+qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
+{
+    const qb_st_api *api = h->safetensors;
+    fp8_model *m;
+    unsigned char *used = NULL;
+    size_t n_st, i, stem;
+    qb_status st;
+    char *module = NULL;
+
+    *out = NULL;
+    m = calloc(1, sizeof(*m));
+    if (!m)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+    st = fp8_hfdir_open(h, path, &m->d);
+    if (st != QB_OK)
+        goto out;
+    st = fp8_parse_config(h, m);
+    if (st != QB_OK)
+        goto out;
+    n_st = api->count(m->d->st);
+    used = calloc(n_st ? n_st : 1, 1);
+    m->t = calloc(n_st ? n_st : 1, sizeof(*m->t));
+    if (!used || !m->t) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    /* Pass 1: every FP8 weight takes its scale. */
+    for (i = 0; i < n_st; i++) {
+        const qb_st_tensor *w = api->tensor(m->d->st, i), *s_inv, *s_plain, *s;
+        fp8_tensor *t;
+
+        if (w->dtype != QB_DT_F8_E4M3 && w->dtype != QB_DT_F8_E5M2)
+            continue;
+        if (!fp8_ends_with(w->name, ".weight", &stem)) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: %s: FP8 tensor that is not a <module>.weight",
+                              w->file, w->name);
+            goto out;
+        }
+        if (w->dtype != m->fmt) {
+            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config fmt says %s", w->file,
+                              w->name, w->dtype_name, m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+            goto out;
+        }
+        if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1) {
+            st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: FP8 weight is not a 2-D [out, in] matrix",
+                              w->file, w->name);
+            goto out;
+        }
+        free(module);
+        module = fp8_strndup2(w->name, stem, NULL);
+        if (!module) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        if (fp8_module_not_converted(m->d->qcfg, module)) {
+            st = h->set_error(h, QB_E_MISMATCH,
+                              "%s: %s: FP8 weight in a module the config lists as not converted",
+                              w->file, w->name);
+            goto out;
+        }
+        {
+            char *n1 = fp8_strndup2(w->name, stem, ".weight_scale_inv");
+            char *n2 = fp8_strndup2(w->name, stem, ".weight_scale");
+            if (!n1 || !n2) {
+                free(n1);
+                free(n2);
+                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+                goto out;
+            }
+            s_inv = api->find(m->d->st, n1);
+            s_plain = api->find(m->d->st, n2);
+            free(n1);
+            free(n2);
+        }
+        if (s_inv && s_plain) {
+            st = h->set_error(h, QB_E_MISMATCH,
+                              "%s: %s: both weight_scale_inv and weight_scale present; which one "
+                              "applies is ambiguous", w->file, w->name);
+            goto out;
+        }
+        if (m->bn && !s_inv) {
+            st = h->set_error(h, s_plain ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                              "%s: %s: weight_block_size is set but %s.weight_scale_inv is %s",
+                              w->file, w->name, module, s_plain ? "replaced by weight_scale" : "missing");
+            goto out;
+        }
+        if (!m->bn && !s_plain) {
+            st = h->set_error(h, s_inv ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                              "%s: %s: no weight_block_size in config, so %s.weight_scale is "
+                              "needed but %s", w->file, w->name, module,
+                              s_inv ? "weight_scale_inv was found" : "it is missing");
+            goto out;
+        }
+        s = m->bn ? s_inv : s_plain;
+        t = &m->t[i];
+        st = fp8_pair(h, m, w, s, t);
+        if (st != QB_OK)
+            goto out;
+        t->name = strdup(w->name);
+        if (!t->name) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        used[i] = 1;
+    }
+    /* Pass 2: what is left is dense, an activation parameter, or an error. */
+    for (i = 0; i < n_st; i++) {
+        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        fp8_tensor *t = &m->t[i];
+        uint32_t k;
+
+        if (used[i])
+            continue;
+        if (fp8_ends_with(x->name, ".weight_scale_inv", &stem) ||
+            fp8_ends_with(x->name, ".weight_scale", &stem)) {
+            /* consumed when its module's FP8 weight exists: pass 1 paired
+             * exactly this scale (the other kind present is an error there) */
+            const qb_st_tensor *w;
+            char *wn = fp8_strndup2(x->name, stem, ".weight");
+            if (!wn) {
+                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+                goto out;
+            }
+            w = api->find(m->d->st, wn);
+            free(wn);
+            if (w && (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2))
+                continue;
+            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover scale: no FP8 weight uses it",
+                              x->file, x->name);
+            goto out;
+        }
+        if (fp8_is_activation_param(x->name)) {
+            h->log(h, QB_LOG_DEBUG, "%s: %s: activation parameter, not a weight; dropped", x->file,
+                   x->name);
+            used[i] = 3;
+            continue;
+        }
+        if (!fp8_store_is_float(x->dtype) || fp8_store_size(x->dtype) < 2) {
+            st = h->set_error(h, QB_E_UNSUPPORTED,
+                              "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
+                              x->file, x->name, x->dtype_name);
+            goto out;
+        }
+        t->kind = FP8_K_DENSE;
+        t->w = x;
+        t->rows = 1;
+        t->cols = x->n_dims ? x->dims[x->n_dims - 1] : 1;
+        for (k = 0; k + 1 < x->n_dims; k++)
+            t->rows *= x->dims[k];
+        t->name = strdup(x->name);
+        t->encoding = strdup(fp8_dtype_name(x->dtype));
+        if (!t->name || !t->encoding) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+        used[i] = 4;
+    }
+    /* Compact to the canonical list (source order, scales and activation
+     * parameters removed). */
+    {
+        size_t j = 0;
+        for (i = 0; i < n_st; i++) {
+            if (used[i] == 1 || used[i] == 4) {
+                fp8_tensor tmp = m->t[i];
+                if (used[i] == 1)
+                    m->n_quant++;
+                memset(&m->t[i], 0, sizeof(m->t[i]));
+                m->t[j++] = tmp;
+            }
+        }
+        m->n = j;
+    }
+    {
+        char buf[160];
+        if (m->bn)
+            snprintf(buf, sizeof(buf), "FP8 %s block %lldx%lld, %zu quantized + %zu dense tensors",
+                     m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", (long long)m->bn,
+                     (long long)m->bk, m->n_quant, m->n - m->n_quant);
+        else {
+            size_t n_tensor = 0, n_channel = 0;
+            for (i = 0; i < m->n; i++) {
+                n_tensor += m->t[i].kind == FP8_K_TENSOR;
+                n_channel += m->t[i].kind == FP8_K_CHANNEL;
+            }
+            snprintf(buf, sizeof(buf), "FP8 %s %s scales, %zu quantized + %zu dense tensors",
+                     m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2",
+                     n_channel == 0 ? "per-tensor" : n_tensor == 0 ? "per-channel"
+                                                                   : "per-tensor and per-channel",
+                     m->n_quant, m->n - m->n_quant);
+        }
+        m->summary = strdup(buf);
+        if (!m->summary) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+            goto out;
+        }
+    }
+    if (m->n_quant == 0) {
+        st = h->set_error(h, QB_E_FORMAT, "%s: config says fp8 but no FP8 weight was found",
+                          m->d->dir);
+        goto out;
+    }
+    st = QB_OK;
+out:
+    free(module);
+    free(used);
+    if (st != QB_OK)
+        fp8_model_close(h, m);
+    else
+        *out = m;
+    return st;
+}
+
+void fp8_model_close(const qb_host *h, fp8_model *m)
+{
+    size_t i, cap;
+    if (!m)
+        return;
+    if (m->t) {
+        /* entries past n were zeroed by compaction or never filled */
+        cap = m->d && m->d->st ? h->safetensors->count(m->d->st) : m->n;
+        for (i = 0; i < cap; i++) {
+            free(m->t[i].name);
+            free(m->t[i].encoding);
+        }
+    }
+    free(m->t);
+    free(m->summary);
+    fp8_hfdir_close(h, m->d);
+    free(m);
+}
+
+qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t row0,
+                               int64_t n_rows, float *dst)
+{
+    const qb_st_tensor *w = t->w, *s = t->scale;
+    size_t ss;
+    float *srow = NULL;
+    int64_t r, k;
+    float sc = 0.0f;
+
+    if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
+        return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
+                            t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
+    if (t->kind == FP8_K_DENSE) {
+        size_t es = fp8_store_size(w->dtype);
+        fp8_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
+                         (size_t)(n_rows * t->cols), dst);
+        return QB_OK;
+    }
+    ss = fp8_store_size(s->dtype);
+    if (t->kind == FP8_K_TENSOR)
+        fp8_store_to_f32(s->dtype, s->data, 1, &sc);
+    if (t->kind == FP8_K_BLOCK) {
+        srow = malloc((size_t)t->sc_cols * sizeof(float));
+        if (!srow)
+            return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->file, t->name);
+    }
+    for (r = row0; r < row0 + n_rows; r++) {
+        const uint8_t *src = w->data + (size_t)(r * t->cols);
+        float *d = dst + (size_t)((r - row0) * t->cols);
+        if (t->kind == FP8_K_CHANNEL)
+            fp8_store_to_f32(s->dtype, s->data + (size_t)r * ss, 1, &sc);
+        if (t->kind == FP8_K_BLOCK)
+            fp8_store_to_f32(s->dtype, s->data + (size_t)((r / t->bn) * t->sc_cols) * ss,
+                             (size_t)t->sc_cols, srow);
+        fp8_store_to_f32(w->dtype, src, (size_t)t->cols, d);
+        /* value = (float)fp8 * scale, one float32 product (weight_dequant_kernel) */
+        if (t->kind == FP8_K_BLOCK)
+            for (k = 0; k < t->cols; k++)
+                d[k] = d[k] * srow[k / t->bk];
+        else
+            for (k = 0; k < t->cols; k++)
+                d[k] = d[k] * sc;
+    }
+    free(srow);
+    return QB_OK;
+}

@@ -1,0 +1,126 @@
+/*
+ * GPTQ reader plugin — entry point, descriptor, probe and the reader vtable
+ * (the work is in gptq_open.c and the shared core qlr_model.c).
+ */
+#include <string.h>
+
+#include <quantbridge/qb_plugin.h>
+
+#include "gptq_config.h"
+#include "gptq_open.h"
+#include "qbk_qlinear.h"
+
+static const qb_host *gptq_host;
+
+static int gptq_probe(void *ctx, const qb_probe_input *in)
+{
+    int has_qc = 0;
+    const char *const *s;
+    (void)ctx;
+    if (in->siblings)
+        for (s = in->siblings; *s; s++)
+            if (strcmp(*s, "quantize_config.json") == 0)
+                has_qc = 1;
+    return gptq_config_probe(in->config_json, has_qc);
+}
+
+static qb_status gptq_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
+{
+    const qb_param *zc = qb_param_find(params, "zero_convention");
+    int opt = GPTQ_OPT_AUTO;
+    qlr_model *m = NULL;
+    qb_status st;
+    (void)ctx;
+    *out = NULL;
+    if (zc && zc->type == QB_PARAM_STRING && zc->is_set && zc->v.s) {
+        if (strcmp(zc->v.s, "v1") == 0)
+            opt = GPTQ_OPT_V1;
+        else if (strcmp(zc->v.s, "v2") == 0)
+            opt = GPTQ_OPT_V2;
+        else if (strcmp(zc->v.s, "auto") != 0)
+            return gptq_host->set_error(gptq_host, QB_E_INVALID,
+                                        "gptq: zero_convention \"%s\" is not auto, v1 or v2", zc->v.s);
+    }
+    st = gptq_open_model(gptq_host, path, opt, &m);
+    if (st == QB_OK)
+        *out = m;
+    return st;
+}
+
+static void gptq_close(qb_reader_handle r)
+{
+    qlr_model_free(r);
+}
+
+static qb_status gptq_model_info(qb_reader_handle r, qb_model_info *out)
+{
+    return qlr_get_model_info(r, out);
+}
+
+static qb_status gptq_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out)
+{
+    return qlr_get_tensor_info(r, i, out);
+}
+
+static qb_status gptq_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst)
+{
+    return qlr_read_rows(r, i, row0, n, dst);
+}
+
+static qb_status gptq_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out)
+{
+    return qlr_grid_info(r, i, out);
+}
+
+static qb_status gptq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
+                                qb_grid_rows *out)
+{
+    return qlr_read_grid(r, i, row0, n, out);
+}
+
+static const qb_reader_vtable gptq_reader = {
+    sizeof(qb_reader_vtable), gptq_probe,     gptq_open,      gptq_close,    gptq_model_info,
+    gptq_tensor_info,         gptq_read_rows, gptq_grid_info, gptq_read_grid};
+
+static const qb_option_decl gptq_opt_zero = {
+    sizeof(qb_option_decl),
+    "zero_convention",
+    QB_PARAM_STRING,
+    "auto",
+    "GPTQ zero points: auto (stored zeros, then checkpoint_format), v1 (stored = zero - 1), v2",
+    "auto|v1|v2",
+    1,
+    0};
+
+static const qb_option_decl *const gptq_options[] = {&gptq_opt_zero, NULL};
+
+static const qb_plugin gptq_plugin = {
+    sizeof(qb_plugin),
+    QB_ABI_CURRENT,
+    "gptq",
+    "1.0.0",
+    "GPTQ reader (AutoGPTQ/GPTQModel: 2/3/4/8-bit, v1/v2 zeros, act-order g_idx, dynamic)",
+    "quantbridge",
+    "MIT",
+    QB_PLUGIN_CONCURRENT_READS,
+    NULL,
+    NULL,
+    &gptq_reader,
+    NULL,
+    gptq_options,
+    NULL};
+
+/* The only exported symbol (qb_plugin.h): negotiates ABI major 1, keeps the
+ * host table for the process lifetime and hands out the static descriptor.
+ * QB_E_ABI when the host serves no ABI 1.x. Called once, main thread. */
+QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
+                                       const qb_plugin **out)
+{
+    if (QB_ABI_GET_MAJOR(neg->host_abi_min) > QB_ABI_MAJOR ||
+        QB_ABI_GET_MAJOR(neg->host_abi_max) < QB_ABI_MAJOR)
+        return QB_E_ABI;
+    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    gptq_host = host;
+    *out = &gptq_plugin;
+    return QB_OK;
+}
