@@ -1,7 +1,7 @@
 /*
  * quantbridge host — SIGBUS: a source that changed under its mapping.
  *
- * Readers mmap their sources (plugin-design.md); when a file shrinks while
+ * Readers mmap their sources (docs/plugin-design.md, "Mapped sources"); when a file shrinks while
  * mapped, touching a page past its new end raises SIGBUS (mmap(2)). The
  * reader cannot recover: the data it was promised is gone, and unwinding
  * from a signal through plugin code (siglongjmp) would skip its locks and

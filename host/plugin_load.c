@@ -1,7 +1,7 @@
 /*
  * quantbridge host — loading one plugin library.
  *
- * Sequence (plugin-design.md, "Discovery and load sequence"): resolve the
+ * Sequence (docs/plugin-design.md, "Discovery and load sequence"): resolve the
  * file, check it is an ELF shared object, dlopen(RTLD_NOW | RTLD_LOCAL |
  * RTLD_NODELETE), dlsym the entry, negotiate the ABI, validate the
  * descriptor, refuse a duplicate name. Each failure has its own category

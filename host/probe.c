@@ -1,7 +1,7 @@
 /*
  * quantbridge host — probe input and reader arbitration (--format auto).
  *
- * Every enabled reader scores the same input (plugin-design.md, "Reader
+ * Every enabled reader scores the same input (docs/plugin-design.md, "Reader
  * choice"): the highest score wins; equal top scores are decided by config
  * priority; a tie that remains is an error listing the candidates (no
  * silent pick), and a winner below [general] min-probe-score is refused

@@ -10,7 +10,7 @@
  * Values are valid for their format (finite positive fp16 scales, codes in
  * range, a real act-order g_idx) but random: the benchmark measures speed
  * and memory; correctness lives in the tests. Layouts follow
- * ../shared/docs/formats.md (GPTQ §1.2-1.3, AWQ §2.3, GGUF §5-§7).
+ * docs/formats/gptq.md, docs/formats/awq.md, docs/formats/gguf.md.
  */
 #include <errno.h>
 #include <inttypes.h>

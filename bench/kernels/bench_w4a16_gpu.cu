@@ -1,5 +1,5 @@
 /*
- * GPU benchmark of the W4A16 kernels (issue 6, protocol of kernels.md 4.2):
+ * GPU benchmark of the W4A16 kernels (issue 6, protocol of docs/kernels.md "Benchmark protocol"):
  *   - linear shapes of Llama-2-7B, Llama-3-8B and Qwen2.5-3B (N x K = out x
  *     in) at M = 1, 2, 4, 8, 16, group size 128 (--group);
  *   - weights rotated over >= 256 MB of copies (--rotate-mb) so L2 cannot

@@ -39,7 +39,7 @@ __device__ __forceinline__ uint32_t w4a16_h2_u32(half2 h)
  * to four fp16x2 registers holding the exact codes q = nibble - 8:
  *   h[0] = (q0, q4), h[1] = (q1, q5), h[2] = (q2, q6), h[3] = (q3, q7)
  * with the magic-number trick (FasterTransformer / CUTLASS
- * FastInterleavedAndBiasedNumericArrayConverter, kernels.md 1.1): OR-ing a
+ * FastInterleavedAndBiasedNumericArrayConverter, docs/kernels.md "Int4 to fp16"): OR-ing a
  * nibble into the mantissa of fp16 1024 (0x6400) gives 1024 + n; the high
  * nibble of a byte gives 1024 + 16n, scaled by 1/16 (0x2C00) -> 64 + n.
  * Subtracting 1032 (0x6408) or adding -72 (0xD480) folds in the -8 offset.

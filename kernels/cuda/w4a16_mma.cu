@@ -1,5 +1,5 @@
 /*
- * Tensor-core W4A16 kernel for M = 1..16 ("swap-AB", kernels.md section 5):
+ * Tensor-core W4A16 kernel for M = 1..16 ("swap-AB", docs/kernels.md "Swap-AB mma kernel"):
  * the weights are the A operand of mma.sync.m16n8k16 (16 rows x 16 k, read
  * straight from global memory into registers), the activations the B
  * operand (k x up to 8 tokens, staged in shared memory); D is 16 rows x 8
@@ -243,7 +243,7 @@ int w4a16_mma_splits(int N, int K, int sms)
 {
     const int ctas = (N + 15) / 16, chunks = (K + kChunk - 1) / kChunk;
     /* Aim for >= 4 CTAs per SM so the weight stream has enough loads in
-     * flight (kernels.md 5, "Work split"); keep >= 8 chunks (one per warp)
+     * flight (docs/kernels.md, "Work split"); keep >= 8 chunks (one per warp)
      * per split. */
     int splits = 1;
     while (splits < 16 && ctas * splits < 4 * sms && chunks / (2 * splits) >= kWarps)

@@ -1,5 +1,5 @@
 /*
- * AWQ reader — GEMM and GEMV bit layouts (formats.md §2.3, §2.4), checked
+ * AWQ reader — GEMM and GEMV bit layouts (docs/formats/awq.md, "GEMM layout", "GEMV layout"), checked
  * against casper-hansen/AutoAWQ:
  *
  * GEMM (awq/modules/linear/gemm.py WQLinear_GEMM.__init__/from_linear):

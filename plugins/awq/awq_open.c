@@ -129,7 +129,7 @@ static qb_status awq_config_load(const qb_host *h, const char *dir, const char *
         st = awq_parse(h, qc, c);
         goto out;
     }
-    /* AutoAWQ before 2023-10-31 wrote quant_config.json (formats.md §9) */
+    /* AutoAWQ before 2023-10-31 wrote quant_config.json (docs/formats/awq.md, "Config") */
     if ((st = qlr_read_text(h, dir, "quant_config.json", &text)) != QB_OK)
         goto out;
     if (!text) {

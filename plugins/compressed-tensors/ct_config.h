@@ -5,7 +5,7 @@
  * Schema: compressed-tensors quantization/quant_config.py (QuantizationConfig),
  * quant_scheme.py (QuantizationScheme), quant_args.py (QuantizationArgs,
  * validate_model_after for strategy inference), config/base.py
- * (CompressionFormat names). See ../shared/docs/formats.md §3.1.
+ * (CompressionFormat names). See docs/formats/compressed-tensors.md, "Config schema".
  *
  * Decisions (documented in the error texts too):
  *   - formats read: pack-quantized, naive-quantized, int-quantized,

@@ -101,7 +101,7 @@ static int64_t ct_le_int(const uint8_t *p, size_t size)
 static const char *const ct_partner_suffix[] = {".weight_scale", ".weight_zero_point",
                                                 ".weight_g_idx", ".weight_shape", NULL};
 
-/* Activation / KV-cache parameters: not weights (formats.md §3.6). */
+/* Activation / KV-cache parameters: not weights (docs/formats/compressed-tensors.md, "Non-weight parameters"). */
 static int ct_is_activation_param(const char *name)
 {
     static const char *const suf[] = {".input_scale", ".input_zero_point", ".output_scale",

@@ -5,7 +5,7 @@
  *   - block scales: deepseek-ai/DeepSeek-V3 inference/kernel.py
  *     weight_dequant_kernel (`y = x * s`, x the fp8 value cast to float32,
  *     s = weight_scale_inv[row / 128][col / 128] in float32) and
- *     README_WEIGHTS.md ("(128x128 weight block) * weight_scale_inv");
+ *     docs/formats/fp8.md, "Block scales" (the scale multiplies);
  *     partial edge blocks as in transformers/llama.cpp dequant helpers
  *     (repeat_interleave the scale grid, then crop to [N, K]);
  *   - scale shape [ceil(N/bn), ceil(K/bk)] F32: vllm fp8.py

@@ -2,7 +2,7 @@
  * fp8 reader — the model: the `quant_method: fp8` configuration, every
  * FP8 weight paired with its scale, and the canonical tensor list.
  *
- * Variants read (facts in ../shared/docs/formats.md §3.7, checked against
+ * Variants read (facts in docs/formats/fp8.md, checked against
  * upstream; see fp8_model.c for the functions each comes from):
  *   block:   `weight_block_size: [bn, bk]`, <m>.weight F8 [N, K] and
  *            <m>.weight_scale_inv [ceil(N/bn), ceil(K/bk)] (multiplied);

@@ -11,7 +11,7 @@
 
 /* permute_qk: only arch "llama" among these is written by LlamaModel with
  * undo_permute (NORM rope); qwen*, gemma*, phi3 use NEOX rope and are not
- * permuted (llama_model_rope_type; formats.md §7.2, §10 trap 13).
+ * permuted (llama_model_rope_type; docs/formats/gguf.md "Q/K permutation").
  * norm_plus_one: GemmaModel/Gemma2Model modify_tensors and
  * Gemma3Model.norm_shift add 1 to every tensor ending in "norm.weight". */
 static const gguf_arch arch_table[] = {
@@ -116,7 +116,7 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
 
     switch (b) {
     case GGUF_A_LLAMA:
-        /* Mistral and Mixtral are written as "llama" (formats.md §7.1, §8). */
+        /* Mistral and Mixtral are written as "llama" (docs/formats/gguf.md, "Tensor names"). */
         if (hp->n_expert > 0) {
             hp->model_type = "mixtral";
             hp->hf_class = "MixtralForCausalLM";

@@ -1,7 +1,7 @@
 /*
  * GGUF container parsing: header, metadata and tensor infos (see
  * gguf_container.h). Facts: ggml-org/ggml src/gguf.cpp
- * (gguf_init_from_file_impl), docs/gguf.md; docs formats.md §5.1.
+ * (gguf_init_from_file_impl), docs/formats/gguf.md "Container layout".
  */
 #include "gguf_container.h"
 
@@ -185,7 +185,7 @@ static qb_status parse_kvs(cursor *c, gguf_file *f)
         snprintf(what, sizeof(what), "metadata key #%llu", (unsigned long long)i);
         if ((st = cur_string(c, &s, &len, what)))
             return st;
-        /* Keys are short dotted names (docs/gguf.md); a huge "key" is
+        /* Keys are short dotted names (docs/formats/gguf.md, "Container layout"); a huge "key" is
          * corruption, refused before it is copied. */
         if (len == 0 || len > GGUF_MAX_KEY)
             return c->h->set_error(c->h, QB_E_FORMAT, "%s: %s: length %llu not in 1..%d", f->path, what,

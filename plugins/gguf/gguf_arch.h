@@ -7,7 +7,7 @@
  * Facts: llama.cpp convert_hf_to_gguf.py (LlamaModel.permute/undo_permute,
  * GemmaModel/Gemma2Model/Gemma3Model norm shift, Phi3MiniModel,
  * Qwen2MoeModel), src/llama-model.cpp llama_model_rope_type; docs
- * formats.md §7, §8. Internal to the gguf plugin.
+ * docs/formats/gguf.md "Tensor names", "Q/K permutation". Internal to the gguf plugin.
  */
 #ifndef GGUF_ARCH_H
 #define GGUF_ARCH_H

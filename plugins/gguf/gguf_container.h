@@ -4,7 +4,7 @@
  * before anything is allocated.
  *
  * Layout facts: ggml-org/ggml `src/gguf.cpp` (gguf_init_from_file_impl) and
- * `docs/gguf.md`; docs formats.md §5. Internal to the gguf plugin.
+ * docs/formats/gguf.md "Container layout". Internal to the gguf plugin.
  */
 #ifndef GGUF_CONTAINER_H
 #define GGUF_CONTAINER_H

@@ -2,7 +2,7 @@
  * GGUF reader — Hugging Face config.json and generation_config.json built
  * from GGUF metadata. Key names: llama.cpp gguf-py/gguf/constants.py
  * (class Keys); HF fields: transformers integrations/ggml.py
- * GGUF_CONFIG_MAPPING; docs formats.md §8. Internal to the gguf plugin.
+ * GGUF_CONFIG_MAPPING; docs/formats/gguf.md "Metadata to config.json". Internal to the gguf plugin.
  */
 #ifndef GGUF_HFCONFIG_H
 #define GGUF_HFCONFIG_H

@@ -1,7 +1,7 @@
 /*
  * GGUF reader — typed access to metadata values of a parsed file
  * (gguf_container.h). Integer widths vary between converters (u32, u64,
- * i32; formats.md §10 trap 18), so integer getters accept every integer
+ * i32; docs/formats/gguf.md "Metadata values"), so integer getters accept every integer
  * type. Internal to the gguf plugin. All functions are pure reads of the
  * parsed file and safe to call from any thread.
  */

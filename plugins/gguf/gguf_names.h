@@ -5,7 +5,7 @@
  * with the Q/K rope permutation and Gemma's +1 to undo.
  *
  * Facts: llama.cpp gguf-py/gguf/constants.py (TENSOR_NAMES),
- * tensor_mapping.py, convert_hf_to_gguf.py; docs formats.md §7.
+ * tensor_mapping.py, convert_hf_to_gguf.py; docs/formats/gguf.md "Tensor names".
  * Internal to the gguf plugin.
  */
 #ifndef GGUF_NAMES_H
@@ -28,7 +28,7 @@ typedef struct gguf_ctensor {
     char encoding[32];       /* "gguf Q4_0" */
 } gguf_ctensor;
 
-/* Tensors consumed into config.json instead of emitted (formats.md §8). */
+/* Tensors consumed into config.json instead of emitted (docs/formats/gguf.md, "Metadata to config.json"). */
 typedef struct gguf_special {
     const gguf_tinfo *rope_freqs;        /* llama3 rope factors */
     const gguf_tinfo *rope_long, *rope_short; /* phi3 longrope factors */
@@ -48,7 +48,7 @@ void gguf_names_free(gguf_ctensor *t, size_t n);
 
 /* GGUF row index of HF row r (0 <= r < rows) under LlamaModel.permute
  * with `heads` heads: the inverse of
- * GGUF_row[h*D + 2i + j] = HF_row[h*D + j*(D/2) + i] (formats.md §7.3).
+ * GGUF_row[h*D + 2i + j] = HF_row[h*D + j*(D/2) + i] (docs/formats/gguf.md, "Q/K permutation").
  * rows must be a multiple of 2*heads (checked by the mapper). */
 int64_t gguf_unpermute_row(int64_t r, int64_t rows, uint32_t heads);
 

@@ -2,7 +2,7 @@
  * GGUF reader — one model from one file or from a complete set of split
  * files (`<prefix>-00001-of-0000N.gguf`, keys split.no / split.count /
  * split.tensors.count). Facts: llama.cpp src/llama.cpp llama_split_path
- * and tools/gguf-split; docs formats.md §5.4. Internal to the gguf plugin.
+ * and tools/gguf-split; docs/formats/gguf.md "Split files". Internal to the gguf plugin.
  */
 #ifndef GGUF_SPLIT_H
 #define GGUF_SPLIT_H

@@ -112,8 +112,8 @@ static qb_status vector_json(cfg *c, const gguf_tinfo *t, cJSON **arr, float **v
     return QB_OK;
 }
 
-/* llama3 rope scaling is stored only as rope_freqs.weight (formats.md §10
- * trap 19). Its parameters are not stored; rather than guess, recompute the
+/* llama3 rope scaling is stored only as rope_freqs.weight (docs/formats/gguf.md,
+ * "Metadata to config.json"). Its parameters are not stored; rather than guess, recompute the
  * factors of each published Llama 3.x parameter set exactly as
  * LlamaModel.generate_extra_tensors does and accept the one that matches. */
 static qb_status llama3_rope(cfg *c, const gguf_tinfo *t, double theta)

@@ -1,6 +1,6 @@
 /*
  * Typed metadata access (see gguf_kv.h). Value encodings: ggml-org/ggml
- * include/gguf.h enum gguf_type; docs formats.md §5.1.
+ * include/gguf.h enum gguf_type; docs/formats/gguf.md "Metadata values".
  */
 #include "gguf_kv.h"
 

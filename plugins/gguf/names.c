@@ -285,7 +285,7 @@ static qb_status map_one(builder *b, const gguf_tinfo *t, gguf_special *sp)
                 return bad_shape(b, t, "unexpected number of dimensions");
             return add(b, t, top_maps[i].hf, 0, i == 1 ? 1 : t->ne[1], i == 1, 0);
         }
-    /* Rope factor tensors are config, not weights (formats.md §8). */
+    /* Rope factor tensors are config, not weights (docs/formats/gguf.md, "Metadata to config.json"). */
     if ((hp->arch->bit & GGUF_A_LLAMA) && strcmp(t->name, "rope_freqs.weight") == 0) {
         sp->rope_freqs = t;
         return QB_OK;

@@ -275,7 +275,7 @@ qb_status gguf_reader_read_grid(const gguf_reader *r, size_t index, int64_t row0
             out->scales[i * nb + b] = qb_f16_to_f32(d);
             out->zeros[i * nb + b] = 8;
             /* Split halves: byte j holds element j (low nibble) and j + 16
-             * (high nibble) (formats.md §10 trap 5). */
+             * (high nibble) (docs/formats/gguf.md, "Legacy blocks"). */
             for (j = 0; j < 16; j++) {
                 codes[b * 32 + j] = blk[2 + j] & 0x0f;
                 codes[b * 32 + j + 16] = blk[2 + j] >> 4;

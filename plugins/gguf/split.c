@@ -1,7 +1,7 @@
 /*
  * Split GGUF sets (see gguf_split.h). Shard file names follow llama.cpp
  * llama_split_path: "%s-%05d-of-%05d.gguf" with a 1-based number, while
- * split.no is 0-based (docs formats.md §5.4, §10 trap 16).
+ * split.no is 0-based (docs/formats/gguf.md, "Split files").
  */
 #include "gguf_split.h"
 

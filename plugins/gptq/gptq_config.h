@@ -2,7 +2,7 @@
  * GPTQ reader — the quantization config: where it lives, which fields and
  * synonyms count, the on-disk format label and GPTQModel `dynamic` rules.
  *
- * Facts (formats.md §1.1, checked against upstream):
+ * Facts (docs/formats/gptq.md, "Config", checked against upstream):
  *   - search order quantize_config.json, quant_config.json,
  *     config.json:quantization_config (AutoGPTQ BaseQuantizeConfig.
  *     from_pretrained; GPTQModel QUANT_CONFIG_FILENAME_COMPAT); when two of

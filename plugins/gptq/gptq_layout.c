@@ -1,5 +1,5 @@
 /*
- * GPTQ reader — bit layout of qweight / qzeros / scales (formats.md §1.2-1.5).
+ * GPTQ reader — bit layout of qweight / qzeros / scales (docs/formats/gptq.md).
  *
  *   qweight [ceil(K*bits/W), N]: codes packed along K (down the rows), value
  *     k of column n at bits [k*bits, k*bits+bits) of the little-endian bit

@@ -4,7 +4,7 @@
  * Quantized checkpoints announce themselves with
  * config.json:quantization_config.quant_method (transformers
  * PreTrainedConfig; GPTQModel may write `method`), older compressed-tensors
- * ones with `compression_config` (formats.md §9). hf-dense understands no
+ * ones with `compression_config` (docs/formats/hf-dense.md "Quantized checkpoints"). hf-dense understands no
  * quant_method yet, so any of them is refused by name.
  */
 #include <inttypes.h>

@@ -129,7 +129,7 @@ static qb_status plan_f16(builder *b, size_t src, const char *out_name)
 
 /* act_order=permute: for a grid whose column-to-group map is not the
  * contiguous c / gs, the stable order of columns by group makes groups
- * contiguous (GPTQ desc_act g_idx, see formats.md); usable when no target
+ * contiguous (GPTQ desc_act g_idx, see docs/formats/gptq.md "Act-order and g_idx"); usable when no target
  * group then straddles two source groups. Sets it->perm or leaves it NULL
  * (the tensor is then requantized in source order). */
 static qb_status plan_perm(builder *b, w4w_item *it)

@@ -2,7 +2,7 @@
  * sm86-w4a16 plugin — internal declarations shared by its files.
  *
  * The plugin writes and reads the native layered W4A16 checkpoint
- * defined in shared/docs/w4a16-format.md, version 1. Files:
+ * defined in docs/w4a16-format.md, version 1. Files:
  *   plugin.c      entry point, descriptor, options
  *   arch.c        tensor roles per architecture (data, role paths)
  *   layout.c      per-layer role instances from config.json (experts, MoE layers)

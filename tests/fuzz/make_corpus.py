@@ -37,7 +37,7 @@ def read(p):
         return f.read()
 
 
-# ---- GGUF (facts: ggml docs/gguf.md; value types per enum gguf_type) ----
+# ---- GGUF (facts: docs/formats/gguf.md "Metadata values"; enum gguf_type) ----
 def gstr(s):
     b = s.encode()
     return struct.pack("<Q", len(b)) + b

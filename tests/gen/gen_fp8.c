@@ -3,7 +3,7 @@
  * F32 scales (see gen_ct.h).
  *
  * Conventions mirrored from upstream:
- *   - deepseek-ai/DeepSeek-V3 README_WEIGHTS.md / inference/kernel.py
+ *   - deepseek-ai/DeepSeek-V3 inference/kernel.py (docs/formats/fp8.md)
  *     weight_dequant: <m>.weight F8_E4M3 [N, K], <m>.weight_scale_inv F32
  *     [ceil(N/bn), ceil(K/bk)] multiplied per block, partial edge blocks;
  *     config {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme":

@@ -2,7 +2,7 @@
  * Test fixtures: a GGUF v3 writer and a synthetic-model builder (tests
  * only; never linked into the tool).
  *
- * The writer follows the GGUF layout (ggml-org/ggml docs/gguf.md, src/
+ * The writer follows the GGUF layout (docs/formats/gguf.md; ggml src/
  * gguf.cpp): header, metadata, tensor infos, zero padding to the
  * alignment, data with each tensor padded to the alignment.
  *

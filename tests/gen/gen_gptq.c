@@ -493,7 +493,7 @@ int qbt_gptq_write(const char *dir, const qbt_gptq_spec *sp, qbt_qmodel **truth)
     size_t i;
     int rc = -1;
     char qc[2048], dyn[512] = "", label[96] = "", path[1024];
-    /* v1 cannot store a real zero of 0 intact (formats.md §1.5) */
+    /* v1 cannot store a real zero of 0 intact (docs/formats/gptq.md, "Zero points") */
     int zmin = sp->v2 || sp->v1_zero0 ? 0 : 1;
     int conv_v2 = sp->wrong_label ? !sp->v2 : sp->v2;
 

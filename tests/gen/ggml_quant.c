@@ -1,7 +1,7 @@
 /*
  * ggml block quantizers for test fixtures (see ggml_quant.h). Simple
- * round-to-nearest schemes written from the block layouts of formats.md
- * §6.2; each block is encoded with the scales it will be decoded with (the
+ * round-to-nearest schemes written from the block layouts of docs/formats/gguf.md,
+ * "Block layouts"; each block is encoded with the scales it will be decoded with (the
  * fp16-rounded ones), so decode error stays within half a step.
  */
 #include "ggml_quant.h"

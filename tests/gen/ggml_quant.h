@@ -2,7 +2,7 @@
  * Test fixtures: ggml block quantizers (float -> ggml blocks), so tests can
  * write GGUF tensors of any common ggml type from known weights without a
  * download. Any reasonable quantizer: the blocks are valid for the format
- * (formats.md §6.2) and decode close to the input, but the codes are not
+ * (docs/formats/gguf.md, "Block layouts") and decode close to the input, but the codes are not
  * promised to equal what ggml's own quantize_row_*_ref would choose.
  *
  * Block layouts and type ids: plugins/gguf/ggml/ggml_types.h.

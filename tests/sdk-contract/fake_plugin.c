@@ -2,7 +2,7 @@
  * A fake quantbridge plugin, built from this one source into several
  * variants (-D flags) that each break one rule of the SDK contract, so the
  * host's loader can be shown to report each failure distinctly
- * (plugin-design.md "Testing plan", the Vulkan-Loader pattern).
+ * (docs/plugin-design.md, "Testing plan", the Vulkan-Loader pattern).
  *
  * The good variant is a trivial reader + writer over an in-memory model so
  * `quantbridge convert` runs end to end without any real plugin:

@@ -5,7 +5,7 @@
  * Each group of 8 (IQ2, IQ1) or 4 (IQ3) elements is one grid entry whose
  * bytes are the magnitudes (ggml_iq_grids.c), with per-element signs from
  * a sign byte (bit j set = negative). Layouts: ggml-common.h block_iq* and
- * formats.md §6.2. Float operations follow ggml-quants.c
+ * docs/formats/gguf.md "I-quants". Float operations follow ggml-quants.c
  * dequantize_row_iq2_xxs ... _iq1_m: sub-block scale first (e.g.
  * d * (0.5f + s) * 0.25f), then scale * magnitude, then the sign (ggml
  * multiplies by +-1.f, exact; done here as a sign-bit flip, see

@@ -1,7 +1,7 @@
 /*
  * K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K (256-element super-blocks).
  *
- * Layouts: ggml-common.h block_q2_K ... block_q8_K (formats.md §6.2).
+ * Layouts: ggml-common.h block_q2_K ... block_q8_K (docs/formats/gguf.md, "K-quants").
  * Float operations follow ggml-quants.c dequantize_row_q2_K ... _q8_K: the
  * per-sub-block products (d * scale, dmin * min) are rounded to float
  * first, then each element is `dl * q - ml` (two roundings, never fused:
@@ -39,7 +39,7 @@ void gguf_ggml_deq_q2_k(const uint8_t *src, float *dst, int64_t n)
 }
 
 /* The 16 6-bit scales of Q3_K: low 4 bits in s[0..7] (two per byte), high
- * 2 bits in s[8..11] (formats.md §6.2; the kmask unpacking in
+ * 2 bits in s[8..11] (docs/formats/gguf.md, "K-quants"; the kmask unpacking in
  * dequantize_row_q3_K yields the same numbers). */
 static int ggml_q3k_scale(const uint8_t *s, int i)
 {

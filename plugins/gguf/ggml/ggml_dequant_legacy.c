@@ -2,8 +2,8 @@
  * Legacy 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1) and
  * the newer single-scale Q1_0 (128 elements) and Q2_0 (64 elements).
  *
- * Layouts: ggml-common.h block_q4_0 ... block_q8_1, block_q1_0 (formats.md
- * §6.2). Quant nibbles use the "split-half" order: byte j holds element j
+ * Layouts: ggml-common.h block_q4_0 ... block_q8_1, block_q1_0 (docs/formats/gguf.md,
+ * "Legacy blocks"). Quant nibbles use the "split-half" order: byte j holds element j
  * in its low nibble and element j+16 in its high nibble. Float operations
  * follow ggml-quants.c dequantize_row_q4_0 ... _q8_0, _q1_0, _q2_0 one for one
  * (int code converted to float, times d, then + m where there is a min).

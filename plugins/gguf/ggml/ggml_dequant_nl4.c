@@ -4,7 +4,7 @@
  * doubled as int8, with a halved power-of-two / UE4M3 scale).
  *
  * Layouts: ggml-common.h block_iq4_nl, block_iq4_xs, block_mxfp4,
- * block_nvfp4 (formats.md §6.2). Float operations follow ggml-quants.c
+ * block_nvfp4 (docs/formats/gguf.md, "Codebook blocks"). Float operations follow ggml-quants.c
  * dequantize_row_iq4_nl / _iq4_xs / _mxfp4 / _nvfp4; the scale helpers
  * follow ggml-impl.h ggml_e8m0_to_fp32_half and ggml_ue4m3_to_fp32.
  */

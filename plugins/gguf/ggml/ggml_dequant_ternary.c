@@ -2,7 +2,7 @@
  * Ternary types TQ1_0 and TQ2_0 (BitNet b1.58 / TriLM), 256 elements.
  *
  * Layouts: ggml-common.h block_tq1_0 { u8 qs[48]; u8 qh[4]; f16 d; } = 54,
- * block_tq2_0 { u8 qs[64]; f16 d; } = 66 (formats.md §6.2). Float
+ * block_tq2_0 { u8 qs[64]; f16 d; } = 66 (docs/formats/gguf.md, "Ternary"). Float
  * operations follow ggml-quants.c dequantize_row_tq1_0 / _tq2_0:
  * (float)(t - 1) * d.
  */

@@ -3,7 +3,7 @@
  *
  * Origin of the numbers: ggml-org/ggml src/ggml.c `type_traits[]`
  * (blck_size, type_size) and src/ggml-common.h block structs/static_asserts;
- * also docs formats.md §6.1. Removed ids (4, 5, 31-33, 36-38) have no row.
+ * also docs/formats/gguf.md "ggml type table". Removed ids (4, 5, 31-33, 36-38) have no row.
  */
 #include "ggml_types.h"
 

@@ -5,7 +5,7 @@
  *
  * Facts follow ggml-org/ggml `include/ggml.h` (enum ggml_type),
  * `src/ggml.c` (type_traits[]: blck_size, type_size) and `src/ggml-quants.c`
- * (dequantize_row_*); see also docs formats.md §6.
+ * (dequantize_row_*); see also docs/formats/gguf.md "ggml type table".
  *
  * Exactness: gguf_ggml_dequantize_row produces the same fp32 bits as ggml's
  * own scalar dequantize_row_<type> for the same bytes (same float operations

@@ -292,7 +292,7 @@ END_TEST
 
 START_TEST(nested_arrays_parse)
 {
-    /* ARRAY of ARRAY of UINT32: [[1, 2], [3]] (docs/gguf.md allows nesting). */
+    /* ARRAY of ARRAY of UINT32: [[1, 2], [3]] (nesting allowed: docs/formats/gguf.md "Metadata values"). */
     qbt_gguf *g = qbt_gguf_new();
     uint8_t raw[12 + 12 + 8 + 12 + 4];
     uint32_t et = 9, et2 = 4, v;

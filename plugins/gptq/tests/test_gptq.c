@@ -158,7 +158,7 @@ END_TEST
 
 START_TEST(gptq4_asym_v1_zero0_kernel_view)
 {
-    /* formats.md trap 3: a real zero of 0 packed as uint32 -1 corrupts the
+    /* docs/formats/gptq.md "Zero points", v1 trap: a real zero of 0 packed as uint32 -1 corrupts the
      * higher fields of its word; the reader reproduces the kernels
      * ((field + 1) & mask), never "repairs" */
     qbt_gptq_spec s = spec(4, 32, 0, 0);

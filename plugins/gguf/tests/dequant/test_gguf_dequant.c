@@ -1,7 +1,7 @@
 /*
  * gguf_ggml: type table, plain types, and the non-grid block types decoded
  * from hand-built blocks (random codes, random fp16 scales) against an
- * independent per-element restatement of each format (formats.md §6.2).
+ * independent per-element restatement of each format (docs/formats/gguf.md, "Block layouts").
  *
  * Exactness: every comparison in this file is EXACT-BIT (the expected value
  * is rounded once per operation in the order ggml's dequantize_row_* uses).
@@ -200,7 +200,7 @@ END_TEST
 
 /* ------------------------------------- legacy 32-element types, Q1_0, Q2_0 */
 
-/* nib(e) of a split-half packed 16-byte qs (formats.md §6.2) */
+/* nib(e) of a split-half packed 16-byte qs (docs/formats/gguf.md, "Legacy blocks") */
 static int nib(const uint8_t *qs, int e)
 {
     return e < 16 ? qs[e] & 15 : qs[e - 16] >> 4;
@@ -317,7 +317,7 @@ static float ref_q8_k(const uint8_t *b, int e)
 
 /* ---------------------------------------------------- 4-bit codebook types */
 
-/* formats.md §6.1 (kvalues_iq4nl, kvalues_fp4), restated here on purpose */
+/* docs/formats/gguf.md "ggml type table" (kvalues_iq4nl, kvalues_fp4), restated here on purpose */
 static const int kv_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 static const int kv_fp4x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
@@ -486,7 +486,7 @@ START_TEST(test_nvfp4_blocks)
 END_TEST
 
 /* TQ1_0 from chosen trits: byte = ceil(v * 256 / 243) of the base-3 number
- * v (first trit most significant); element -> (byte, trit) per formats.md */
+ * v (first trit most significant); element -> (byte, trit) per docs/formats/gguf.md "Ternary" */
 START_TEST(test_tq1_0_blocks)
 {
     qbt_rng r = {1234};

@@ -2,7 +2,7 @@
  * gguf_ggml i-quants: the lookup tables' structure, and IQ2_XXS, IQ2_XS,
  * IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M decoded from hand-built blocks: the
  * test picks grid indices, signs and scales, packs them by the layout of
- * formats.md §6.2, and expects grid magnitude x sign x sub-block scale.
+ * docs/formats/gguf.md "I-quants", and expects grid magnitude x sign x sub-block scale.
  *
  * Exactness: all block comparisons are EXACT-BIT (scale steps rounded once
  * each, in ggml's order). The grid tables are data carried over from
@@ -28,7 +28,7 @@ static void wr32(uint8_t *p, uint32_t v)
 static int rnd(qbt_rng *r, int n) { return (int)(qbt_rng_u64(r) % (uint64_t)n); }
 
 /* The 8-bit sign pattern of a 7-bit sign index: bit 7 makes the number of
- * negative signs even (formats.md §6.1 ksigns_iq2xs). */
+ * negative signs even (docs/formats/gguf.md "ggml type table", ksigns_iq2xs). */
 static int sign_pattern(int s7)
 {
     return s7 | ((__builtin_popcount((unsigned)s7) & 1) << 7);
