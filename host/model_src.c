@@ -181,6 +181,14 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
                           qbh_status_name(rc));
         goto out;
     }
+    /* The reader fills a struct the host sized; one that rewrote
+     * struct_size below ABI 1.0 broke the contract (qb_abi.h). Fields
+     * after 1.0 are read only under QB_HAS_FIELD. */
+    if (s->info.struct_size < QB_MODEL_INFO_SIZE_1_0) {
+        rc = qbh_error_set(QB_E_INTERNAL, "%s: reader %s: model info struct_size %u below ABI 1.0",
+                           path, p->name, s->info.struct_size);
+        goto out;
+    }
     if (!s->info.architecture || !s->info.source_format) {
         rc = qbh_error_set(QB_E_FORMAT, "%s: reader %s gives no %s", path, p->name,
                            !s->info.architecture ? "architecture" : "source format");
@@ -199,6 +207,12 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
             if (!qbh_error_message()[0])
                 qbh_error_set(rc, "%s: reader %s: get_tensor_info(%zu) failed (%s)", path,
                               p->name, i, qbh_status_name(rc));
+            goto out;
+        }
+        if (s->tensors[i].struct_size < QB_TENSOR_INFO_SIZE_1_0) {
+            rc = qbh_error_set(QB_E_INTERNAL,
+                               "%s: reader %s: tensor %zu info struct_size %u below ABI 1.0", path,
+                               p->name, i, s->tensors[i].struct_size);
             goto out;
         }
         rc = validate_tensor(s, i);

@@ -27,12 +27,15 @@
 #define QBH_PLUGIN_REL_DIR "lib/quantbridge/plugins"
 #endif
 
-/* sizeof of each struct as ABI 1.0 defined it: a plugin may be newer
- * (bigger), never smaller. These headers are 1.0, so sizeof is the 1.0 size. */
-#define QBH_PLUGIN_SIZE_1_0 sizeof(qb_plugin)
-#define QBH_READER_SIZE_1_0 sizeof(qb_reader_vtable)
-#define QBH_WRITER_SIZE_1_0 sizeof(qb_writer_vtable)
-#define QBH_OPTION_SIZE_1_0 sizeof(qb_option_decl)
+/* A plugin's structs may be newer (bigger) than these headers, never
+ * smaller than ABI 1.0 made them. The minimums are the SDK's frozen 1.0
+ * constants (qb_abi.h), never sizeof: sizeof grows with the first appended
+ * field and would then refuse every 1.0 plugin. Fields after 1.0 are read
+ * only under QB_HAS_FIELD. */
+#define QBH_PLUGIN_SIZE_1_0 ((size_t)QB_PLUGIN_SIZE_1_0)
+#define QBH_READER_SIZE_1_0 ((size_t)QB_READER_VTABLE_SIZE_1_0)
+#define QBH_WRITER_SIZE_1_0 ((size_t)QB_WRITER_VTABLE_SIZE_1_0)
+#define QBH_OPTION_SIZE_1_0 ((size_t)QB_OPTION_DECL_SIZE_1_0)
 
 const char *qbh_load_state_name(qbh_load_state s)
 {
@@ -382,7 +385,7 @@ qb_status qbh_plugin_load(qbh_plugin *p)
 
     qbh_services_init(p);
     memset(&neg, 0, sizeof neg);
-    neg.struct_size = sizeof neg;
+    neg.struct_size = sizeof neg; /* the host's own struct: its size, not 1.0's */
     neg.host_abi_min = QBH_ABI_MIN;
     neg.host_abi_max = QB_ABI_CURRENT;
     qbh_error_clear();
@@ -411,7 +414,7 @@ qb_status qbh_plugin_load(qbh_plugin *p)
 
     /* Duplicate check before the section-name check: a second library that
      * claims an already loaded name deserves that exact diagnosis. */
-    if (desc && desc->struct_size >= offsetof(qb_plugin, name) + sizeof(desc->name) &&
+    if (desc && QB_HAS_FIELD(desc, qb_plugin, name) &&
         desc->name && p->reg) {
         for (i = 0; i < p->reg->n_plugins; i++) {
             qbh_plugin *o = p->reg->plugins[i];

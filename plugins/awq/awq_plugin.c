@@ -8,6 +8,7 @@
 
 #include "awq_open.h"
 #include "qbk_qlinear.h"
+#include "qbk_alloc.h"
 
 static const qb_host *awq_host;
 
@@ -67,24 +68,29 @@ static qb_status awq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64
 }
 
 static const qb_reader_vtable awq_reader = {
-    sizeof(qb_reader_vtable), awq_probe,     awq_open,      awq_close,    awq_model_info,
-    awq_tensor_info,          awq_read_rows, awq_grid_info, awq_read_grid};
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = awq_probe,
+    .open = awq_open,
+    .close = awq_close,
+    .get_model_info = awq_model_info,
+    .get_tensor_info = awq_tensor_info,
+    .read_rows = awq_read_rows,
+    .get_grid_info = awq_grid_info,
+    .read_grid = awq_read_grid,
+};
 
-static const qb_plugin awq_plugin = {
-    sizeof(qb_plugin),
-    QB_ABI_CURRENT,
-    "awq",
-    "1.0.0",
-    "AWQ reader (AutoAWQ gemm and gemv 4-bit, zero_point true/false)",
-    "quantbridge",
-    "MIT",
-    QB_PLUGIN_CONCURRENT_READS,
-    NULL,
-    NULL,
-    &awq_reader,
-    NULL,
-    NULL,
-    NULL};
+/* Not const: the entry writes the negotiated ABI into .abi. */
+static qb_plugin awq_plugin = {
+    .struct_size = sizeof(qb_plugin),
+    .abi = QB_ABI_CURRENT,
+    .name = "awq",
+    .version = "1.0.0",
+    .description = "AWQ reader (AutoAWQ gemm and gemv 4-bit, zero_point true/false)",
+    .vendor = "quantbridge",
+    .license = "MIT",
+    .flags = QB_PLUGIN_CONCURRENT_READS,
+    .reader = &awq_reader,
+};
 
 /* The only exported symbol (qb_plugin.h): negotiates ABI major 1, keeps the
  * host table for the process lifetime and hands out the static descriptor.
@@ -92,11 +98,14 @@ static const qb_plugin awq_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    if (QB_ABI_GET_MAJOR(neg->host_abi_min) > QB_ABI_MAJOR ||
-        QB_ABI_GET_MAJOR(neg->host_abi_max) < QB_ABI_MAJOR)
-        return QB_E_ABI;
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
+    if (!host || !out)
+        return QB_E_INVALID;
+    awq_plugin.abi = neg->plugin_abi;
     awq_host = host;
+    qbk_alloc_init(host);
     *out = &awq_plugin;
     return QB_OK;
 }

@@ -14,6 +14,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "ct_model.h"
+#include "qbk_alloc.h"
 
 static const qb_host *ct_host;
 
@@ -134,32 +135,27 @@ static qb_status ct_read_grid(qb_reader_handle r, size_t index, int64_t row0, in
 }
 
 static const qb_reader_vtable ct_reader = {
-    sizeof(qb_reader_vtable),
-    ct_probe,
-    ct_open,
-    ct_close,
-    ct_get_model_info,
-    ct_get_tensor_info,
-    ct_read_rows,
-    ct_get_grid_info,
-    ct_read_grid,
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = ct_probe,
+    .open = ct_open,
+    .close = ct_close,
+    .get_model_info = ct_get_model_info,
+    .get_tensor_info = ct_get_tensor_info,
+    .read_rows = ct_read_rows,
+    .get_grid_info = ct_get_grid_info,
+    .read_grid = ct_read_grid,
 };
 
-static const qb_plugin ct_plugin = {
-    sizeof(qb_plugin),
-    QB_ABI_CURRENT,
-    "compressed-tensors",
-    "0.1.0",
-    "compressed-tensors reader (pack-quantized int4/int8, naive/int/float-quantized)",
-    "quantbridge",
-    NULL,
-    QB_PLUGIN_CONCURRENT_READS,
-    NULL,
-    NULL,
-    &ct_reader,
-    NULL,
-    NULL,
-    NULL,
+/* Not const: the entry writes the negotiated ABI into .abi. */
+static qb_plugin ct_plugin = {
+    .struct_size = sizeof(qb_plugin),
+    .abi = QB_ABI_CURRENT,
+    .name = "compressed-tensors",
+    .version = "0.1.0",
+    .description = "compressed-tensors reader (pack-quantized int4/int8, naive/int/float-quantized)",
+    .vendor = "quantbridge",
+    .flags = QB_PLUGIN_CONCURRENT_READS,
+    .reader = &ct_reader,
 };
 
 /* Plugin entry (qb_plugin.h): negotiates ABI major 1, keeps the host
@@ -168,14 +164,14 @@ static const qb_plugin ct_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    if (!neg || !host || !out)
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
+    if (!host || !out)
         return QB_E_INVALID;
-    /* speak min(our ABI, host's newest); refuse when that is older than
-     * the host's oldest or not major 1 */
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
-    if (neg->plugin_abi < neg->host_abi_min || QB_ABI_GET_MAJOR(neg->plugin_abi) != QB_ABI_MAJOR)
-        return QB_E_ABI;
+    ct_plugin.abi = neg->plugin_abi;
     ct_host = host;
+    qbk_alloc_init(host);
     *out = &ct_plugin;
     return QB_OK;
 }

@@ -12,6 +12,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "fp8_model.h"
+#include "qbk_alloc.h"
 
 static const qb_host *fp8_host;
 
@@ -88,32 +89,26 @@ static qb_status fp8_read_rows(qb_reader_handle r, size_t index, int64_t row0, i
 }
 
 static const qb_reader_vtable fp8_reader = {
-    sizeof(qb_reader_vtable),
-    fp8_probe,
-    fp8_open,
-    fp8_close,
-    fp8_get_model_info,
-    fp8_get_tensor_info,
-    fp8_read_rows,
-    NULL, /* FP8 values are not a uniform integer grid: no grid view */
-    NULL,
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = fp8_probe,
+    .open = fp8_open,
+    .close = fp8_close,
+    .get_model_info = fp8_get_model_info,
+    .get_tensor_info = fp8_get_tensor_info,
+    .read_rows = fp8_read_rows,
+    /* no get_grid_info/read_grid: FP8 values are not a uniform integer grid */
 };
 
-static const qb_plugin fp8_plugin = {
-    sizeof(qb_plugin),
-    QB_ABI_CURRENT,
-    "fp8",
-    "0.1.0",
-    "FP8 (quant_method fp8: block weight_scale_inv, per-tensor/channel weight_scale) reader",
-    "quantbridge",
-    NULL,
-    QB_PLUGIN_CONCURRENT_READS,
-    NULL,
-    NULL,
-    &fp8_reader,
-    NULL,
-    NULL,
-    NULL,
+/* Not const: the entry writes the negotiated ABI into .abi. */
+static qb_plugin fp8_plugin = {
+    .struct_size = sizeof(qb_plugin),
+    .abi = QB_ABI_CURRENT,
+    .name = "fp8",
+    .version = "0.1.0",
+    .description = "FP8 (quant_method fp8: block weight_scale_inv, per-tensor/channel weight_scale) reader",
+    .vendor = "quantbridge",
+    .flags = QB_PLUGIN_CONCURRENT_READS,
+    .reader = &fp8_reader,
 };
 
 /* Plugin entry (qb_plugin.h): negotiates ABI major 1, keeps the host
@@ -122,14 +117,14 @@ static const qb_plugin fp8_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    if (!neg || !host || !out)
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
+    if (!host || !out)
         return QB_E_INVALID;
-    /* speak min(our ABI, host's newest); refuse when that is older than
-     * the host's oldest or not major 1 */
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
-    if (neg->plugin_abi < neg->host_abi_min || QB_ABI_GET_MAJOR(neg->plugin_abi) != QB_ABI_MAJOR)
-        return QB_E_ABI;
+    fp8_plugin.abi = neg->plugin_abi;
     fp8_host = host;
+    qbk_alloc_init(host);
     *out = &fp8_plugin;
     return QB_OK;
 }

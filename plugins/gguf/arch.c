@@ -4,6 +4,7 @@
 #include "gguf_arch.h"
 
 #include "gguf_kv.h"
+#include "qbk_alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,10 +77,10 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     hp->arch = gguf_arch_find(name);
     if (!hp->arch) {
         st = h->set_error(h, QB_E_UNSUPPORTED, "%s: unknown GGUF architecture '%s'", f->path, name);
-        free(name);
+        qbk_free(name);
         return st;
     }
-    free(name);
+    qbk_free(name);
     b = hp->arch->bit;
     if ((st = get(h, f, hp, "block_count", 1, &hp->n_layer)) ||
         (st = get(h, f, hp, "embedding_length", 1, &hp->n_embd)) ||

@@ -6,6 +6,7 @@
 #include "gguf_container.h"
 
 #include "ggml_types.h"
+#include "qbk_alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,7 +77,7 @@ static qb_status cur_string(cursor *c, const uint8_t **s, uint64_t *len, const c
 
 static char *dup_n(const uint8_t *s, size_t n)
 {
-    char *r = malloc(n + 1);
+    char *r = qbk_malloc(n + 1);
     if (r) {
         memcpy(r, s, n);
         r[n] = '\0';
@@ -208,13 +209,13 @@ static qb_status parse_kvs(cursor *c, gguf_file *f)
         }
     }
     if (f->n_kv) {
-        names = malloc((size_t)f->n_kv * sizeof(*names));
+        names = qbk_malloc((size_t)f->n_kv * sizeof(*names));
         if (!names)
             return c->h->set_error(c->h, QB_E_NOMEM, "%s: out of memory", f->path);
         for (i = 0; i < f->n_kv; i++)
             names[i] = f->kv[i].key;
         st = check_unique(c->h, f->path, "metadata key", names, (size_t)f->n_kv);
-        free(names);
+        qbk_free(names);
         if (st)
             return st;
     }
@@ -340,8 +341,8 @@ static qb_status place_tensors(cursor *c, gguf_file *f)
                                 (unsigned long long)data_len);
         t->data = f->map + f->data_start + t->offset;
     }
-    by_off = malloc((size_t)f->n_tensors * sizeof(*by_off));
-    names = malloc((size_t)f->n_tensors * sizeof(*names));
+    by_off = qbk_malloc((size_t)f->n_tensors * sizeof(*by_off));
+    names = qbk_malloc((size_t)f->n_tensors * sizeof(*names));
     if (!by_off || !names) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", f->path);
         goto out;
@@ -361,8 +362,8 @@ static qb_status place_tensors(cursor *c, gguf_file *f)
         }
     }
 out:
-    free(by_off);
-    free(names);
+    qbk_free(by_off);
+    qbk_free(names);
     return st;
 }
 
@@ -375,9 +376,9 @@ qb_status gguf_file_parse(const qb_host *h, const char *path, const uint8_t *buf
     qb_status st;
 
     *out = NULL;
-    f = calloc(1, sizeof(*f));
-    if (!f || !(f->path = strdup(path))) {
-        free(f);
+    f = qbk_calloc(1, sizeof(*f));
+    if (!f || !(f->path = qbk_strdup(path))) {
+        qbk_free(f);
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     }
     f->map = buf;
@@ -422,7 +423,7 @@ qb_status gguf_file_parse(const qb_host *h, const char *path, const uint8_t *buf
                           (unsigned long long)f->n_tensors, size);
         goto out;
     }
-    if (f->n_kv && !(f->kv = calloc((size_t)f->n_kv, sizeof(*f->kv)))) {
+    if (f->n_kv && !(f->kv = qbk_calloc((size_t)f->n_kv, sizeof(*f->kv)))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
@@ -433,7 +434,7 @@ qb_status gguf_file_parse(const qb_host *h, const char *path, const uint8_t *buf
                           (unsigned long long)f->n_tensors, cur_left(&c));
         goto out;
     }
-    if (f->n_tensors && !(f->t = calloc((size_t)f->n_tensors, sizeof(*f->t)))) {
+    if (f->n_tensors && !(f->t = qbk_calloc((size_t)f->n_tensors, sizeof(*f->t)))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
@@ -490,16 +491,16 @@ void gguf_file_close(gguf_file *f)
         return;
     if (f->kv)
         for (i = 0; i < f->n_kv; i++)
-            free(f->kv[i].key);
+            qbk_free(f->kv[i].key);
     if (f->t)
         for (i = 0; i < f->n_tensors; i++)
-            free(f->t[i].name);
-    free(f->kv);
-    free(f->t);
+            qbk_free(f->t[i].name);
+    qbk_free(f->kv);
+    qbk_free(f->t);
     if (f->mapped)
         munmap((void *)f->map, f->size);
-    free(f->path);
-    free(f);
+    qbk_free(f->path);
+    qbk_free(f);
 }
 
 const gguf_tinfo *gguf_file_find_tensor(const gguf_file *f, const char *name)

@@ -6,6 +6,7 @@
 
 #include "ggml_types.h"
 #include "gguf_kv.h"
+#include "qbk_alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -92,10 +93,10 @@ static qb_status vector_json(cfg *c, const gguf_tinfo *t, cJSON **arr, float **v
     int64_t i;
     if (t->n_dims != 1 || t->ne[0] > 65536)
         return c->h->set_error(c->h, QB_E_FORMAT, "%s: tensor '%s': expected a short vector", t->file->path, t->name);
-    v = malloc((size_t)t->ne[0] * sizeof(float));
+    v = qbk_malloc((size_t)t->ne[0] * sizeof(float));
     *arr = cJSON_CreateArray();
     if (!v || !*arr) {
-        free(v);
+        qbk_free(v);
         cJSON_Delete(*arr);
         return c->h->set_error(c->h, QB_E_NOMEM, "%s: out of memory", t->file->path);
     }
@@ -108,7 +109,7 @@ static qb_status vector_json(cfg *c, const gguf_tinfo *t, cJSON **arr, float **v
     if (vals)
         *vals = v;
     else
-        free(v);
+        qbk_free(v);
     return QB_OK;
 }
 
@@ -164,11 +165,11 @@ static qb_status llama3_rope(cfg *c, const gguf_tinfo *t, double theta)
                 put_num(c, rs, "high_freq_factor", hi);
                 put_num(c, rs, "original_max_position_embeddings", old);
             }
-            free(v);
+            qbk_free(v);
             return QB_OK;
         }
     }
-    free(v);
+    qbk_free(v);
     return c->h->set_error(c->h, QB_E_UNSUPPORTED,
                            "%s: tensor 'rope_freqs.weight': llama3 rope factors match no known parameter set; refusing to guess rope_scaling",
                            t->file->path);
@@ -191,18 +192,18 @@ static qb_status rope_scaling(cfg *c, const gguf_special *sp, double theta)
     if (st && st != QB_E_NOT_FOUND)
         return st;
     if (type && strcmp(type, "none") == 0) {
-        free(type);
+        qbk_free(type);
         return QB_OK;
     }
     rs = cJSON_AddObjectToObject(c->root, "rope_scaling");
     if (!rs) {
-        free(type);
+        qbk_free(type);
         return c->h->set_error(c->h, QB_E_NOMEM, "%s: out of memory", c->f->path);
     }
     if ((sp->rope_long || sp->rope_short) && (!type || strcmp(type, "longrope") == 0)) {
         cJSON *arr;
         if (!sp->rope_long || !sp->rope_short) {
-            free(type);
+            qbk_free(type);
             return c->h->set_error(c->h, QB_E_FORMAT, "%s: only one of rope_factors_long/short is present", c->f->path);
         }
         if (!cJSON_AddStringToObject(rs, "type", "longrope"))
@@ -236,7 +237,7 @@ static qb_status rope_scaling(cfg *c, const gguf_special *sp, double theta)
                                           "original_max_position_embeddings", NULL)))
         goto out;
 out:
-    free(type);
+    qbk_free(type);
     return st;
 }
 
@@ -381,8 +382,8 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
     if (cJSON_GetArraySize(gen) > 0)
         *gen_json = cJSON_Print(gen);
     if (!*config_json || (cJSON_GetArraySize(gen) > 0 && !*gen_json)) {
-        free(*config_json);
-        free(*gen_json);
+        cJSON_free(*config_json); /* cJSON_Print memory: cJSON's allocator */
+        cJSON_free(*gen_json);
         *config_json = *gen_json = NULL;
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", c.f->path);
     }

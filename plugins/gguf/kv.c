@@ -3,6 +3,7 @@
  * include/gguf.h enum gguf_type; docs/formats/gguf.md "Metadata values".
  */
 #include "gguf_kv.h"
+#include "qbk_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +152,7 @@ qb_status gguf_kv_string(const qb_host *h, const gguf_file *f, const char *key, 
     if (kv->type != GGUF_VT_STRING)
         return wrong_type(h, f, kv, "STRING");
     memcpy(&len, kv->val, 8); /* validated against the file size by the parser */
-    s = malloc((size_t)len + 1);
+    s = qbk_malloc((size_t)len + 1);
     if (!s)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", f->path);
     memcpy(s, kv->val + 8, (size_t)len);

@@ -4,6 +4,7 @@
 #include "gguf_names.h"
 
 #include "ggml_types.h"
+#include "qbk_alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +98,8 @@ void gguf_names_free(gguf_ctensor *t, size_t n)
     if (!t)
         return;
     for (i = 0; i < n; i++)
-        free(t[i].name);
-    free(t);
+        qbk_free(t[i].name);
+    qbk_free(t);
 }
 
 typedef struct builder {
@@ -116,7 +117,7 @@ static qb_status add(builder *b, const gguf_tinfo *src, const char *name, int64_
     size_t nl = strlen(name);
     if (b->n == b->cap) {
         size_t nc = b->cap ? 2 * b->cap : 64;
-        gguf_ctensor *nt = realloc(b->t, nc * sizeof(*nt));
+        gguf_ctensor *nt = qbk_realloc(b->t, nc * sizeof(*nt));
         if (!nt)
             return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", src->file->path);
         b->t = nt;
@@ -124,7 +125,7 @@ static qb_status add(builder *b, const gguf_tinfo *src, const char *name, int64_
     }
     c = &b->t[b->n];
     memset(c, 0, sizeof(*c));
-    if (!(c->name = malloc(nl + 1)))
+    if (!(c->name = qbk_malloc(nl + 1)))
         return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", src->file->path);
     memcpy(c->name, name, nl + 1);
     b->n++;

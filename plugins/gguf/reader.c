@@ -11,6 +11,9 @@
 #include "gguf_reader.h"
 
 #include "ggml_types.h"
+#include "qbk_alloc.h"
+
+#include <cjson/cJSON.h>
 
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_plugin.h>
@@ -53,10 +56,10 @@ void gguf_reader_close(gguf_reader *r)
         return;
     gguf_names_free(r->t, r->n);
     gguf_model_close(r->m);
-    free(r->config_json);
-    free(r->gen_json);
-    free(r->chat_template);
-    free(r);
+    cJSON_free(r->config_json); /* from cJSON_Print (hfconfig.c) */
+    cJSON_free(r->gen_json);
+    qbk_free(r->chat_template);
+    qbk_free(r);
 }
 
 /* "GGUF v3 llama 2 shard(s): Q4_0 x 7, F32 x 5" */
@@ -83,7 +86,7 @@ qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out
     qb_status st;
 
     *out = NULL;
-    r = calloc(1, sizeof(*r));
+    r = qbk_calloc(1, sizeof(*r));
     if (!r)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     r->h = h;
@@ -209,13 +212,13 @@ qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0
     c = &r->t[index];
     if (c->n_dims == 1 && c->perm_heads && n_rows == 1) {
         /* A permuted bias: its elements are what LlamaModel.permute moved. */
-        float *tmp = malloc((size_t)c->cols * sizeof(float));
+        float *tmp = qbk_malloc((size_t)c->cols * sizeof(float));
         if (!tmp)
             return r->h->set_error(r->h, QB_E_NOMEM, "%s: %s: out of memory", c->src->file->path, c->name);
         gguf_ggml_dequantize_row(c->src->type, c->src->data, tmp, c->cols);
         for (j = 0; j < c->cols; j++)
             dst[j] = tmp[gguf_unpermute_row(j, c->cols, c->perm_heads)];
-        free(tmp);
+        qbk_free(tmp);
         return QB_OK;
     }
     for (i = 0; i < n_rows; i++) {
@@ -370,25 +373,28 @@ static qb_status vt_read_grid(qb_reader_handle h, size_t index, int64_t row0, in
 }
 
 static const qb_reader_vtable reader_vtable = {
-    sizeof(qb_reader_vtable), reader_probe, vt_open, vt_close, vt_model_info, vt_tensor_info, vt_read_rows,
-    vt_grid_info, vt_read_grid,
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = reader_probe,
+    .open = vt_open,
+    .close = vt_close,
+    .get_model_info = vt_model_info,
+    .get_tensor_info = vt_tensor_info,
+    .read_rows = vt_read_rows,
+    .get_grid_info = vt_grid_info,
+    .read_grid = vt_read_grid,
 };
 
-static const qb_plugin plugin = {
-    sizeof(qb_plugin),
-    QB_ABI_CURRENT,
-    "gguf",
-    "0.1.0",
-    "GGUF (llama.cpp) reader: every ggml type, split files, llama.cpp names to Hugging Face",
-    "quantbridge",
-    "MIT",
-    QB_PLUGIN_CONCURRENT_READS,
-    NULL,
-    NULL,
-    &reader_vtable,
-    NULL,
-    NULL,
-    NULL,
+/* Not const: the entry writes the negotiated ABI into .abi. */
+static qb_plugin plugin = {
+    .struct_size = sizeof(qb_plugin),
+    .abi = QB_ABI_CURRENT,
+    .name = "gguf",
+    .version = "0.1.0",
+    .description = "GGUF (llama.cpp) reader: every ggml type, split files, llama.cpp names to Hugging Face",
+    .vendor = "quantbridge",
+    .license = "MIT",
+    .flags = QB_PLUGIN_CONCURRENT_READS,
+    .reader = &reader_vtable,
 };
 
 const qb_reader_vtable *gguf_reader_vtable(void)
@@ -398,11 +404,14 @@ const qb_reader_vtable *gguf_reader_vtable(void)
 
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host, const qb_plugin **out)
 {
-    if (QB_ABI_GET_MAJOR(neg->host_abi_max) != QB_ABI_MAJOR ||
-        QB_ABI_GET_MAJOR(neg->host_abi_min) > QB_ABI_MAJOR)
-        return QB_E_ABI;
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
+    if (!host || !out)
+        return QB_E_INVALID;
+    plugin.abi = neg->plugin_abi;
     g_host = host;
+    qbk_alloc_init(host);
     *out = &plugin;
     return QB_OK;
 }

@@ -6,6 +6,7 @@
 #include "gguf_split.h"
 
 #include "gguf_kv.h"
+#include "qbk_alloc.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -48,9 +49,9 @@ void gguf_model_close(gguf_model *m)
         return;
     for (i = 0; i < m->n_files; i++)
         gguf_file_close(m->files[i]);
-    free(m->files);
-    free(m->by_name);
-    free(m);
+    qbk_free(m->files);
+    qbk_free(m->by_name);
+    qbk_free(m);
 }
 
 const gguf_file *gguf_model_meta(const gguf_model *m)
@@ -108,7 +109,7 @@ static qb_status index_tensors(const qb_host *h, gguf_model *m)
         m->n_tensors += (size_t)m->files[i]->n_tensors;
     if (m->n_tensors == 0)
         return h->set_error(h, QB_E_FORMAT, "%s: GGUF model holds no tensors", m->files[0]->path);
-    m->by_name = malloc(m->n_tensors * sizeof(*m->by_name));
+    m->by_name = qbk_malloc(m->n_tensors * sizeof(*m->by_name));
     if (!m->by_name)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->files[0]->path);
     for (i = 0; i < m->n_files; i++)
@@ -142,12 +143,12 @@ static qb_status open_set(const qb_host *h, gguf_model *m, gguf_file *given, con
                             "%s: shard %lld of %lld by its split keys, but the file name is not <prefix>-%05lld-of-%05lld.gguf",
                             path, (long long)no + 1, (long long)count, (long long)no + 1, (long long)count);
     }
-    m->files = calloc((size_t)count, sizeof(*m->files));
+    m->files = qbk_calloc((size_t)count, sizeof(*m->files));
     /* room for "-%05lld-of-%05lld.gguf" with two 20-digit numbers */
-    shard_path = malloc(dir_len + prefix_len + 64);
+    shard_path = qbk_malloc(dir_len + prefix_len + 64);
     if (!m->files || !shard_path) {
         gguf_file_close(given);
-        free(shard_path);
+        qbk_free(shard_path);
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     }
     m->n_files = (size_t)count;
@@ -180,7 +181,7 @@ static qb_status open_set(const qb_host *h, gguf_model *m, gguf_file *given, con
         st = h->set_error(h, QB_E_MISMATCH, "%s: split set holds %llu tensors, split.tensors.count says %lld", path,
                           (unsigned long long)sum, (long long)total);
 out:
-    free(shard_path);
+    qbk_free(shard_path);
     return st;
 }
 
@@ -216,7 +217,7 @@ static qb_status pick_in_dir(const qb_host *h, const char *dir, char **out)
                           dir, n_plain, n_first);
     } else {
         size_t dl = strlen(dir);
-        *out = malloc(dl + strlen(pick) + 2);
+        *out = qbk_malloc(dl + strlen(pick) + 2);
         if (!*out)
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
         else
@@ -241,9 +242,9 @@ qb_status gguf_model_open(const qb_host *h, const char *path, gguf_model **out)
             return st;
         path = picked;
     }
-    m = calloc(1, sizeof(*m));
+    m = qbk_calloc(1, sizeof(*m));
     if (!m) {
-        free(picked);
+        qbk_free(picked);
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     }
     if ((st = gguf_file_open(h, path, &f)))
@@ -264,7 +265,7 @@ qb_status gguf_model_open(const qb_host *h, const char *path, gguf_model **out)
             gguf_file_close(f);
             goto out;
         }
-        m->files = calloc(1, sizeof(*m->files));
+        m->files = qbk_calloc(1, sizeof(*m->files));
         if (!m->files) {
             gguf_file_close(f);
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
@@ -277,7 +278,7 @@ qb_status gguf_model_open(const qb_host *h, const char *path, gguf_model **out)
     }
     st = index_tensors(h, m);
 out:
-    free(picked);
+    qbk_free(picked);
     if (st) {
         gguf_model_close(m);
         return st;

@@ -9,6 +9,7 @@
 #include "gptq_config.h"
 #include "gptq_open.h"
 #include "qbk_qlinear.h"
+#include "qbk_alloc.h"
 
 static const qb_host *gptq_host;
 
@@ -79,36 +80,43 @@ static qb_status gptq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int6
 }
 
 static const qb_reader_vtable gptq_reader = {
-    sizeof(qb_reader_vtable), gptq_probe,     gptq_open,      gptq_close,    gptq_model_info,
-    gptq_tensor_info,         gptq_read_rows, gptq_grid_info, gptq_read_grid};
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = gptq_probe,
+    .open = gptq_open,
+    .close = gptq_close,
+    .get_model_info = gptq_model_info,
+    .get_tensor_info = gptq_tensor_info,
+    .read_rows = gptq_read_rows,
+    .get_grid_info = gptq_grid_info,
+    .read_grid = gptq_read_grid,
+};
 
 static const qb_option_decl gptq_opt_zero = {
-    sizeof(qb_option_decl),
-    "zero_convention",
-    QB_PARAM_STRING,
-    "auto",
-    "GPTQ zero points: auto (stored zeros, then checkpoint_format), v1 (stored = zero - 1), v2",
-    "auto|v1|v2",
-    1,
-    0};
+    .struct_size = sizeof(qb_option_decl),
+    .name = "zero_convention",
+    .type = QB_PARAM_STRING,
+    .default_value = "auto",
+    .help = "GPTQ zero points: auto (stored zeros, then checkpoint_format), v1 (stored = zero - 1), v2",
+    .choices = "auto|v1|v2",
+    .min_int = 1,
+    .max_int = 0,
+};
 
 static const qb_option_decl *const gptq_options[] = {&gptq_opt_zero, NULL};
 
-static const qb_plugin gptq_plugin = {
-    sizeof(qb_plugin),
-    QB_ABI_CURRENT,
-    "gptq",
-    "1.0.0",
-    "GPTQ reader (AutoGPTQ/GPTQModel: 2/3/4/8-bit, v1/v2 zeros, act-order g_idx, dynamic)",
-    "quantbridge",
-    "MIT",
-    QB_PLUGIN_CONCURRENT_READS,
-    NULL,
-    NULL,
-    &gptq_reader,
-    NULL,
-    gptq_options,
-    NULL};
+/* Not const: the entry writes the negotiated ABI into .abi. */
+static qb_plugin gptq_plugin = {
+    .struct_size = sizeof(qb_plugin),
+    .abi = QB_ABI_CURRENT,
+    .name = "gptq",
+    .version = "1.0.0",
+    .description = "GPTQ reader (AutoGPTQ/GPTQModel: 2/3/4/8-bit, v1/v2 zeros, act-order g_idx, dynamic)",
+    .vendor = "quantbridge",
+    .license = "MIT",
+    .flags = QB_PLUGIN_CONCURRENT_READS,
+    .reader = &gptq_reader,
+    .options = gptq_options,
+};
 
 /* The only exported symbol (qb_plugin.h): negotiates ABI major 1, keeps the
  * host table for the process lifetime and hands out the static descriptor.
@@ -116,11 +124,14 @@ static const qb_plugin gptq_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    if (QB_ABI_GET_MAJOR(neg->host_abi_min) > QB_ABI_MAJOR ||
-        QB_ABI_GET_MAJOR(neg->host_abi_max) < QB_ABI_MAJOR)
-        return QB_E_ABI;
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
+    if (!host || !out)
+        return QB_E_INVALID;
+    gptq_plugin.abi = neg->plugin_abi;
     gptq_host = host;
+    qbk_alloc_init(host);
     *out = &gptq_plugin;
     return QB_OK;
 }

@@ -7,24 +7,22 @@
 #include <stddef.h>
 
 #include "hfw.h"
+#include "qbk_alloc.h"
 
 const qb_host *hfd_host;
 
-static const qb_plugin hfd_plugin = {
-    sizeof(qb_plugin),
-    QB_ABI_CURRENT,
-    "hf-dense",
-    "0.1.0",
-    "Hugging Face dense checkpoints (config.json + F32/F16/BF16 safetensors, sharded or not), read and written",
-    "quantbridge",
-    NULL,
-    QB_PLUGIN_CONCURRENT_READS,
-    NULL,
-    NULL,
-    &hfd_reader_vtable,
-    &hfd_writer_vtable,
-    hfd_option_decls,
-    NULL,
+/* Not const: the entry writes the negotiated ABI into .abi. */
+static qb_plugin hfd_plugin = {
+    .struct_size = sizeof(qb_plugin),
+    .abi = QB_ABI_CURRENT,
+    .name = "hf-dense",
+    .version = "0.1.0",
+    .description = "Hugging Face dense checkpoints (config.json + F32/F16/BF16 safetensors, sharded or not), read and written",
+    .vendor = "quantbridge",
+    .flags = QB_PLUGIN_CONCURRENT_READS,
+    .reader = &hfd_reader_vtable,
+    .writer = &hfd_writer_vtable,
+    .options = hfd_option_decls,
 };
 
 /* Plugin entry (qb_plugin.h): speaks min(ABI 1.x compiled in, host's
@@ -33,12 +31,14 @@ static const qb_plugin hfd_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    if (!neg || !host || !out)
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
+    if (!host || !out)
         return QB_E_INVALID;
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
-    if (neg->plugin_abi < neg->host_abi_min || QB_ABI_GET_MAJOR(neg->plugin_abi) != QB_ABI_MAJOR)
-        return QB_E_ABI;
+    hfd_plugin.abi = neg->plugin_abi;
     hfd_host = host;
+    qbk_alloc_init(host);
     *out = &hfd_plugin;
     return QB_OK;
 }

@@ -178,6 +178,69 @@ START_TEST(plugin_malloc_fails_at_every_site)
 }
 END_TEST
 
+/* The same countdown through the gguf reader: its allocations go through
+ * host->alloc (sdk/kit/qbk_alloc.h), so QUANTBRIDGE_TEST_ALLOC_FAIL now
+ * reaches plugin sites too, also under ASan where LD_PRELOAD cannot. */
+START_TEST(gguf_alloc_fails_at_every_site)
+{
+    static const char *const argv[] = {"convert", "--source", "model.gguf", "--output", "out",
+                                       "--group-size", "32", "--threads", "1", NULL};
+    char *work = qbt_mkdtemp("fault-gguf"), *src = qbt_path(work, "model.gguf");
+    char *out = qbt_path(work, "out"), gen[4096];
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    long n, refused = -1, plugin_sites = 0;
+    pid_t pid;
+    int st;
+    ck_assert_ptr_nonnull(bd);
+    snprintf(gen, sizeof gen, "%s/tests/bin/qb-gen-gguf", bd);
+    if (access(gen, X_OK) != 0) { /* gguf plugin not in this build */
+        free(out);
+        free(src);
+        free(work);
+        return;
+    }
+    pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        execl(gen, gen, "llama", "q4_0", src, (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    for (n = 0; n < 5000; n++) {
+        char var[64];
+        const char *env[] = {var, NULL};
+        qbt_frun r;
+        const char *t;
+        snprintf(var, sizeof var, "QUANTBRIDGE_TEST_ALLOC_FAIL=%ld", n);
+        qbt_frun_run(&r, argv, env, 0, work, NULL, NULL);
+        t = strstr(r.err, "quantbridge: test: ");
+        ck_assert_msg(t, "n=%ld: no allocation report; stderr:\n%s", n, r.err);
+        refused = strtol(t + strlen("quantbridge: test: "), NULL, 10);
+        if (refused == 0) {
+            ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
+            ck_assert(qbt_exists(out));
+            qbt_frun_free(&r);
+            break;
+        }
+        assert_clean_failure(&r, work, out);
+        ck_assert_msg(strstr(r.err, "out of memory"), "n=%ld: %s", n, r.err);
+        /* the gguf reader's own messages name the file it was reading */
+        if (strstr(r.err, "model.gguf: out of memory"))
+            plugin_sites++;
+        qbt_frun_free(&r);
+    }
+    ck_assert_int_eq(refused, 0);
+    ck_assert_msg(plugin_sites > 5, "only %ld gguf plugin allocation sites reached", plugin_sites);
+    fprintf(stderr, "gguf_alloc_fails_at_every_site: %ld failure points (%ld in the plugin), each clean\n",
+            n, plugin_sites);
+    free(out);
+    free(src);
+    free(work);
+}
+END_TEST
+
 START_TEST(sink_fails_after_n_bytes)
 {
     static const char *const limits[] = {"0", "1", "4096", "20000", "40000"};
@@ -474,6 +537,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("faults");
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, alloc_fails_at_every_site);
+    tcase_add_test(tc, gguf_alloc_fails_at_every_site);
     tcase_add_test(tc, plugin_malloc_fails_at_every_site);
     tcase_add_test(tc, sink_fails_after_n_bytes);
     tcase_add_test(tc, sink_failure_keeps_old_output);

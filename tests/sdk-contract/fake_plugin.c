@@ -412,9 +412,9 @@ static qb_status entry(qb_negotiation *neg, const qb_host *host, const qb_plugin
     (void)fake_desc;
     return host->set_error(host, QB_E_IO, "fake-init-fails: license file /nonexistent missing");
 #else
-    if (neg->host_abi_min > QB_ABI_CURRENT)
-        return QB_E_ABI;
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
     fake_desc.abi = neg->plugin_abi;
     *out = &fake_desc;
     return QB_OK;

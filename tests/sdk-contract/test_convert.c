@@ -155,6 +155,46 @@ START_TEST(convert_exact_values_and_manifest)
 }
 END_TEST
 
+/* The frozen ABI 1.0 build of the fake plugin (abi-1.0/README.md) as
+ * reader and writer: the current host must load it and convert exactly. */
+START_TEST(abi10_plugin_converts)
+{
+    static const char *only_abi10[] = {"fake-abi10", NULL};
+    fixture fx;
+    qbt_result r;
+    const char *extra[] = {"--writer", "fake-abi10", "--threads", "2", NULL};
+    setup_fx(&fx, only_abi10);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "3 tensors, 4 files"));
+    check_tensor(fx.out, "model.embed_tokens.weight", 0, 6, 8, 0.0f);
+    check_tensor(fx.out, "model.layers.0.self_attn.q_proj.weight", 1, 8, 8, 0.0f);
+    check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.0f);
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+/* A 1.0 reader feeding a writer built from the current headers, with a
+ * reader option (routed through the 1.0 option declarations). */
+START_TEST(abi10_reader_current_writer)
+{
+    static const char *both[] = {"fake-abi10:90", "fake:10", NULL};
+    fixture fx;
+    qbt_result r;
+    const char *extra[] = {"--writer", "fake", "--option", "bias=0.5", NULL};
+    setup_fx(&fx, both);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    check_tensor(fx.out, "model.embed_tokens.weight", 0, 6, 8, 0.5f);
+    check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.5f);
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
 START_TEST(reader_option_routed)
 {
     fixture fx;
@@ -562,6 +602,8 @@ int main(void)
     int failed;
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, convert_exact_values_and_manifest);
+    tcase_add_test(tc, abi10_plugin_converts);
+    tcase_add_test(tc, abi10_reader_current_writer);
     tcase_add_test(tc, reader_option_routed);
     tcase_add_test(tc, unknown_option_is_usage_error);
     tcase_add_test(tc, bad_values_rejected_before_conversion);

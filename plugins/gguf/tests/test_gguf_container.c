@@ -4,6 +4,7 @@
  */
 #include "fake_host.h"
 #include "gen_gguf.h"
+#include "qbk_alloc.h"
 #include "gguf_container.h"
 #include "gguf_kv.h"
 
@@ -90,7 +91,7 @@ START_TEST(valid_small_file)
     ck_assert_int_eq(n, 3);
     ck_assert_int_eq(gguf_kv_string(fake_host(), f, "general.architecture", &s), QB_OK);
     ck_assert_str_eq(s, "llama");
-    free(s);
+    qbk_free(s); /* gguf_kv_string allocates with qbk_malloc */
     ck_assert_int_eq(gguf_kv_int(fake_host(), f, "general.architecture", &v), QB_E_FORMAT);
     ck_assert_int_eq(gguf_kv_int(fake_host(), f, "nope", &v), QB_E_NOT_FOUND);
     gguf_file_close(f);

@@ -297,25 +297,41 @@ static qb_status npy_read_rows(qb_reader_handle r, size_t index, int64_t row0, i
     return QB_OK;
 }
 
+/* Designated initializers: a field appended in a later minor is simply
+ * zero here, and the order of fields never matters. */
 static const qb_reader_vtable npy_reader = {
-    sizeof(qb_reader_vtable), npy_probe, npy_open, npy_close, npy_get_model_info,
-    npy_get_tensor_info, npy_read_rows, NULL, NULL,
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = npy_probe,
+    .open = npy_open,
+    .close = npy_close,
+    .get_model_info = npy_get_model_info,
+    .get_tensor_info = npy_get_tensor_info,
+    .read_rows = npy_read_rows,
+    /* no integer grid: get_grid_info and read_grid stay NULL */
 };
 
-static const qb_plugin npy_plugin = {
-    sizeof(qb_plugin), QB_ABI_CURRENT, "npy", "1.0.0",
-    "Example: directory of NumPy .npy tensors + config.json", "quantbridge examples", "MIT",
-    QB_PLUGIN_CONCURRENT_READS, NULL, NULL, &npy_reader, NULL, NULL, NULL,
+/* Not const: the entry writes the negotiated ABI into .abi. */
+static qb_plugin npy_plugin = {
+    .struct_size = sizeof(qb_plugin),
+    .abi = QB_ABI_CURRENT,
+    .name = "npy",
+    .version = "1.0.0",
+    .description = "Example: directory of NumPy .npy tensors + config.json",
+    .vendor = "quantbridge examples",
+    .license = "MIT",
+    .flags = QB_PLUGIN_CONCURRENT_READS,
+    .reader = &npy_reader,
 };
 
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host, const qb_plugin **out)
 {
-    if (!neg || !host || !out || neg->struct_size < sizeof(*neg))
+    /* Uses nothing newer than ABI 1.0, so any 1.x host serves it. */
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
+    if (rc)
+        return rc;
+    if (!host || !out)
         return QB_E_INVALID;
-    /* Built against ABI 1.0; any 1.x host with minor >= 0 serves it. */
-    if (QB_ABI_GET_MAJOR(neg->host_abi_max) != QB_ABI_MAJOR || neg->host_abi_min > QB_ABI_CURRENT)
-        return QB_E_ABI;
-    neg->plugin_abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    npy_plugin.abi = neg->plugin_abi;
     npy_host = host;
     *out = &npy_plugin;
     return QB_OK;

@@ -45,6 +45,41 @@ extern "C" {
 #define QB_HAS_FIELD(p, T, F) \
     ((p)->struct_size >= offsetof(T, F) + sizeof(((const T *)0)->F))
 
+/* ABI 1.0 sizes. Each versioned struct has QB_<STRUCT>_SIZE_1_0: the
+ * struct_size that a 1.0 filler writes, i.e. the end of its last 1.0 field
+ * rounded up to the struct's alignment (= sizeof of the 1.0 struct, tail
+ * padding included, as in the Vulkan loader's "struct_size of the version
+ * that added it" rule). A reader of a struct refuses a struct_size below
+ * it and uses QB_HAS_FIELD for anything later. It is a constant, not
+ * sizeof(T), so that appending a field leaves it unchanged; the header of
+ * each struct checks at compile time that it still equals sizeof(T) of
+ * the 1.0 layout (edit that check to the 1.0 constant when appending).
+ * Appending: the first field after 1.0 must start at or after
+ * QB_<STRUCT>_SIZE_1_0; a field that would fit in 1.0's tail padding
+ * would otherwise appear "present" in a 1.0 struct (QB_HAS_FIELD true,
+ * bytes never written). Precede it with explicit padding then. */
+#define QB_ABI_END_OF(T, F) (offsetof(T, F) + sizeof(((const T *)0)->F))
+#define QB_ABI_ROUND_UP(n, a) ((((n) + (a) - 1) / (a)) * (a))
+/* Alignment of T in C99 (no _Alignof): offset of T after a char in
+ * QB_ABI_ALIGN_HELPER(T), a named struct declared once per T. */
+#define QB_ABI_ALIGN_HELPER(T) \
+    struct qb_abi_align_##T##_ {   \
+        char c;                  \
+        T t;                     \
+    }
+#define QB_ABI_ALIGNOF(T) offsetof(struct qb_abi_align_##T##_, t)
+/* struct_size of T as ABI 1.0 defined it; F is T's last 1.0 field. */
+#define QB_ABI_SIZE_1_0(T, F) QB_ABI_ROUND_UP(QB_ABI_END_OF(T, F), QB_ABI_ALIGNOF(T))
+
+/* Compile-time check usable in C99 and C++98 at file scope: a negative
+ * array size when `cond` is false. `name` must be unique per header. */
+#define QB_ABI_STATIC_ASSERT(cond, name) typedef char qb_abi_check_##name[(cond) ? 1 : -1]
+
+/* Enums that cross the boundary end with QB_<ENUM>_MAX_ENUM = 0x7FFFFFFF so
+ * every compiler gives them the size of int32_t (Vulkan's VK_*_MAX_ENUM
+ * idiom); each header checks sizeof == 4. Never a valid value. */
+#define QB_ABI_ENUM_MAX 0x7FFFFFFF
+
 /* Status codes. 0 is success; failures are negative and never reused.
  * A host maps a negative code it does not know to QB_E_INTERNAL. */
 typedef int32_t qb_status;

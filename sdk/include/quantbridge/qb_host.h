@@ -24,8 +24,11 @@ typedef enum qb_log_level {
     QB_LOG_ERROR = 1,
     QB_LOG_WARN = 2,
     QB_LOG_INFO = 3,
-    QB_LOG_DEBUG = 4
+    QB_LOG_DEBUG = 4,
+    QB_LOG_LEVEL_MAX_ENUM = QB_ABI_ENUM_MAX /* pins the size; not a level */
 } qb_log_level;
+QB_ABI_STATIC_ASSERT(sizeof(qb_log_level) == 4, qb_log_level_is_32_bits);
+
 
 /* Work item for parallel_for: process item i of [0, n). Return QB_OK or a
  * negative status (after set_error). */
@@ -103,6 +106,12 @@ typedef struct qb_host {
      * NULL when the host has no function of that name. */
     void *(*get_proc)(const struct qb_host *h, const char *name);
 } qb_host;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_host, <first new field>) >= QB_HOST_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_host);
+#define QB_HOST_SIZE_1_0 QB_ABI_SIZE_1_0(qb_host, get_proc)
+QB_ABI_STATIC_ASSERT(QB_HOST_SIZE_1_0 == sizeof(qb_host), qb_host_size_1_0);
 
 #ifdef __cplusplus
 }

@@ -26,8 +26,11 @@ typedef enum qb_param_type {
     QB_PARAM_INT = 2,   /* decimal int64, checked against [min_int, max_int] */
     QB_PARAM_DOUBLE = 3,
     QB_PARAM_STRING = 4,/* checked against `choices` when non-NULL */
-    QB_PARAM_SIZE = 5   /* byte count, "5GB", "500MiB", "4096": parsed to int64 */
+    QB_PARAM_SIZE = 5,  /* byte count, "5GB", "500MiB", "4096": parsed to int64 */
+    QB_PARAM_TYPE_MAX_ENUM = QB_ABI_ENUM_MAX /* pins the size; not a type */
 } qb_param_type;
+QB_ABI_STATIC_ASSERT(sizeof(qb_param_type) == 4, qb_param_type_is_32_bits);
+
 
 /* One declared option. Lives in the plugin's static data. */
 typedef struct qb_option_decl {
@@ -39,6 +42,12 @@ typedef struct qb_option_decl {
     const char *choices;       /* STRING only: "v1|v2|auto" or NULL for free text */
     int64_t min_int, max_int;  /* INT/SIZE only; ignored when min_int > max_int */
 } qb_option_decl;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_option_decl, <first new field>) >= QB_OPTION_DECL_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_option_decl);
+#define QB_OPTION_DECL_SIZE_1_0 QB_ABI_SIZE_1_0(qb_option_decl, max_int)
+QB_ABI_STATIC_ASSERT(QB_OPTION_DECL_SIZE_1_0 == sizeof(qb_option_decl), qb_option_decl_size_1_0);
 
 /* One option value as handed to a plugin. Arrays end with type == QB_PARAM_END.
  * Owned by the host; valid for the duration of the call that received it
@@ -56,6 +65,12 @@ typedef struct qb_param {
         const char *s;
     } v;
 } qb_param;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_param, <first new field>) >= QB_PARAM_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_param);
+#define QB_PARAM_SIZE_1_0 QB_ABI_SIZE_1_0(qb_param, v)
+QB_ABI_STATIC_ASSERT(QB_PARAM_SIZE_1_0 == sizeof(qb_param), qb_param_size_1_0);
 
 /* Finds `key` in a QB_PARAM_END-terminated array; NULL when absent.
  * Header-only helper: plugins need no host symbol to call it. */

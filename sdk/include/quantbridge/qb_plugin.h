@@ -37,6 +37,48 @@ typedef struct qb_negotiation {
     uint32_t plugin_abi;   /* OUT: ABI the plugin speaks, within the range */
 } qb_negotiation;
 
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_negotiation, <first new field>) >= QB_NEGOTIATION_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_negotiation);
+#define QB_NEGOTIATION_SIZE_1_0 QB_ABI_SIZE_1_0(qb_negotiation, plugin_abi)
+QB_ABI_STATIC_ASSERT(QB_NEGOTIATION_SIZE_1_0 == sizeof(qb_negotiation), qb_negotiation_size_1_0);
+
+/* The plugin's half of the negotiation (header-only, so every plugin
+ * answers the same way and an old binary keeps its compiled-in answer).
+ *
+ * plugin_abi_min_needed: the oldest host ABI whose fields and functions
+ * this plugin uses unconditionally, QB_MAKE_ABI(1, m) with m <= QB_ABI_MINOR
+ * (QB_MAKE_ABI(1, 0) for a plugin that checks QB_HAS_FIELD for everything
+ * newer). The plugin always compiles against QB_ABI_CURRENT.
+ *
+ * On QB_OK, neg->plugin_abi = min(QB_ABI_CURRENT, host_abi_max), which is
+ * inside the host's range and >= plugin_abi_min_needed; copy it into the
+ * descriptor's `abi`. Returns QB_E_ABI when no ABI fits (neg->plugin_abi
+ * then says what the plugin would have needed, for the host's message),
+ * QB_E_INVALID for a NULL or pre-1.0-sized `neg` or a
+ * plugin_abi_min_needed of another major or newer than these headers.
+ * Touches nothing but neg->plugin_abi. */
+static inline qb_status qb_negotiate(qb_negotiation *neg, uint32_t plugin_abi_min_needed)
+{
+    uint32_t abi;
+    if (!neg || neg->struct_size < QB_NEGOTIATION_SIZE_1_0)
+        return QB_E_INVALID;
+    if (QB_ABI_GET_MAJOR(plugin_abi_min_needed) != QB_ABI_MAJOR ||
+        plugin_abi_min_needed > QB_ABI_CURRENT)
+        return QB_E_INVALID;
+    abi = neg->host_abi_max < QB_ABI_CURRENT ? neg->host_abi_max : QB_ABI_CURRENT;
+    if (neg->host_abi_min > neg->host_abi_max || abi < neg->host_abi_min) {
+        neg->plugin_abi = QB_ABI_CURRENT; /* the host is newer than this major */
+        return QB_E_ABI;
+    }
+    if (abi < plugin_abi_min_needed) {
+        neg->plugin_abi = plugin_abi_min_needed; /* the host is too old */
+        return QB_E_ABI;
+    }
+    neg->plugin_abi = abi;
+    return QB_OK;
+}
+
 /* Descriptor flags. */
 #define QB_PLUGIN_CONCURRENT_READS (1u << 0) /* read_rows/read_grid may overlap on one handle */
 
@@ -62,6 +104,12 @@ typedef struct qb_plugin {
     /* Optional: vendor or experimental functions by name; NULL if unknown. */
     void *(*get_proc)(void *ctx, const char *name);
 } qb_plugin;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_plugin, <first new field>) >= QB_PLUGIN_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_plugin);
+#define QB_PLUGIN_SIZE_1_0 QB_ABI_SIZE_1_0(qb_plugin, get_proc)
+QB_ABI_STATIC_ASSERT(QB_PLUGIN_SIZE_1_0 == sizeof(qb_plugin), qb_plugin_size_1_0);
 
 /* The entry point's type and the symbol name of ABI major 1.
  *

@@ -59,6 +59,12 @@ typedef struct qb_probe_input {
                                     directory (<= 4 MiB), or NULL */
 } qb_probe_input;
 
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_probe_input, <first new field>) >= QB_PROBE_INPUT_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_probe_input);
+#define QB_PROBE_INPUT_SIZE_1_0 QB_ABI_SIZE_1_0(qb_probe_input, config_json)
+QB_ABI_STATIC_ASSERT(QB_PROBE_INPUT_SIZE_1_0 == sizeof(qb_probe_input), qb_probe_input_size_1_0);
+
 typedef void *qb_reader_handle; /* plugin-defined instance, opaque to the host */
 
 typedef struct qb_reader_vtable {
@@ -100,6 +106,12 @@ typedef struct qb_reader_vtable {
     qb_status (*read_grid)(qb_reader_handle r, size_t index, int64_t row0, int64_t n_rows,
                            qb_grid_rows *out);
 } qb_reader_vtable;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_reader_vtable, <first new field>) >= QB_READER_VTABLE_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_reader_vtable);
+#define QB_READER_VTABLE_SIZE_1_0 QB_ABI_SIZE_1_0(qb_reader_vtable, read_grid)
+QB_ABI_STATIC_ASSERT(QB_READER_VTABLE_SIZE_1_0 == sizeof(qb_reader_vtable), qb_reader_vtable_size_1_0);
 
 #ifdef __cplusplus
 }

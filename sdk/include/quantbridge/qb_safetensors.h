@@ -44,6 +44,12 @@ typedef struct qb_st_tensor {
     const char *file;           /* path of the file holding it */
 } qb_st_tensor;
 
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_st_tensor, <first new field>) >= QB_ST_TENSOR_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_st_tensor);
+#define QB_ST_TENSOR_SIZE_1_0 QB_ABI_SIZE_1_0(qb_st_tensor, file)
+QB_ABI_STATIC_ASSERT(QB_ST_TENSOR_SIZE_1_0 == sizeof(qb_st_tensor), qb_st_tensor_size_1_0);
+
 typedef struct qb_st_api {
     uint32_t struct_size;
 
@@ -75,6 +81,12 @@ typedef struct qb_st_api {
     /* Value of a `__metadata__` key of the (first) file, or NULL. */
     const char *(*metadata)(const qb_st_set *set, const char *key);
 } qb_st_api;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_st_api, <first new field>) >= QB_ST_API_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_st_api);
+#define QB_ST_API_SIZE_1_0 QB_ABI_SIZE_1_0(qb_st_api, metadata)
+QB_ABI_STATIC_ASSERT(QB_ST_API_SIZE_1_0 == sizeof(qb_st_api), qb_st_api_size_1_0);
 
 #ifdef __cplusplus
 }

@@ -56,8 +56,11 @@ typedef enum qb_dtype {
     QB_DT_U64 = 23,
     QB_DT_BOOL = 24,
     QB_DT_F8_E8M0 = 25,
-    QB_DT_QUANTIZED = 64 /* a format-specific quantized encoding */
+    QB_DT_QUANTIZED = 64, /* a format-specific quantized encoding */
+    QB_DTYPE_MAX_ENUM = QB_ABI_ENUM_MAX /* pins the size; not a dtype */
 } qb_dtype;
+QB_ABI_STATIC_ASSERT(sizeof(qb_dtype) == 4, qb_dtype_is_32_bits);
+
 
 /* Description of one canonical tensor. Filled by the reader; all pointers
  * are owned by the reader and stay valid until its close(). */
@@ -71,6 +74,12 @@ typedef struct qb_tensor_info {
                                     "gguf Q4_K"; never NULL */
     int32_t has_grid;            /* 1: get_grid_info/read_grid work for it */
 } qb_tensor_info;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_tensor_info, <first new field>) >= QB_TENSOR_INFO_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_tensor_info);
+#define QB_TENSOR_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_tensor_info, has_grid)
+QB_ABI_STATIC_ASSERT(QB_TENSOR_INFO_SIZE_1_0 == sizeof(qb_tensor_info), qb_tensor_info_size_1_0);
 
 /* Integer-grid description of one tensor (see the file comment for the
  * promise it carries). Filled by the reader; pointers owned by the reader,
@@ -88,6 +97,12 @@ typedef struct qb_grid_info {
     qb_dtype scale_dtype;    /* precision the source stored scales in */
 } qb_grid_info;
 
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_grid_info, <first new field>) >= QB_GRID_INFO_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_grid_info);
+#define QB_GRID_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_grid_info, scale_dtype)
+QB_ABI_STATIC_ASSERT(QB_GRID_INFO_SIZE_1_0 == sizeof(qb_grid_info), qb_grid_info_size_1_0);
+
 /* Caller-provided buffers for a grid row range [row0, row0 + n_rows).
  * The caller sets struct_size and the three pointers; the reader fills:
  *   codes  [n_rows * cols]      one code per element, row-major
@@ -99,6 +114,12 @@ typedef struct qb_grid_rows {
     float *scales;
     int32_t *zeros;
 } qb_grid_rows;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_grid_rows, <first new field>) >= QB_GRID_ROWS_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_grid_rows);
+#define QB_GRID_ROWS_SIZE_1_0 QB_ABI_SIZE_1_0(qb_grid_rows, zeros)
+QB_ABI_STATIC_ASSERT(QB_GRID_ROWS_SIZE_1_0 == sizeof(qb_grid_rows), qb_grid_rows_size_1_0);
 
 /* Description of a whole model. Filled by the reader; pointers owned by the
  * reader, valid until close(). */
@@ -117,6 +138,12 @@ typedef struct qb_model_info {
     const char *chat_template;     /* chat template text the source carries
                                       outside tokenizer files (GGUF), or NULL */
 } qb_model_info;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_model_info, <first new field>) >= QB_MODEL_INFO_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_model_info);
+#define QB_MODEL_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_model_info, chat_template)
+QB_ABI_STATIC_ASSERT(QB_MODEL_INFO_SIZE_1_0 == sizeof(qb_model_info), qb_model_info_size_1_0);
 
 /* Number of rows/cols of the matrix view (see file comment). */
 static inline int64_t qb_tensor_rows(const qb_tensor_info *ti)

@@ -52,6 +52,12 @@ typedef struct qb_sink {
     qb_status (*close)(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32]);
 } qb_sink;
 
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_sink, <first new field>) >= QB_SINK_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_sink);
+#define QB_SINK_SIZE_1_0 QB_ABI_SIZE_1_0(qb_sink, close)
+QB_ABI_STATIC_ASSERT(QB_SINK_SIZE_1_0 == sizeof(qb_sink), qb_sink_size_1_0);
+
 /* ---- the model, as the writer sees it ------------------------------------ */
 
 /* Host-implemented view of the opened source, forwarding to the reader
@@ -77,6 +83,12 @@ typedef struct qb_model_src {
     qb_status (*read_grid)(void *handle, size_t index, int64_t row0, int64_t n_rows,
                            qb_grid_rows *out);
 } qb_model_src;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_model_src, <first new field>) >= QB_MODEL_SRC_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_model_src);
+#define QB_MODEL_SRC_SIZE_1_0 QB_ABI_SIZE_1_0(qb_model_src, read_grid)
+QB_ABI_STATIC_ASSERT(QB_MODEL_SRC_SIZE_1_0 == sizeof(qb_model_src), qb_model_src_size_1_0);
 
 /* ---- writer vtable ------------------------------------------------------- */
 
@@ -109,6 +121,12 @@ typedef struct qb_writer_vtable {
      * the output. Open sink files are closed by the writer here. */
     void (*abort)(qb_writer_handle w);
 } qb_writer_vtable;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_writer_vtable, <first new field>) >= QB_WRITER_VTABLE_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_writer_vtable);
+#define QB_WRITER_VTABLE_SIZE_1_0 QB_ABI_SIZE_1_0(qb_writer_vtable, abort)
+QB_ABI_STATIC_ASSERT(QB_WRITER_VTABLE_SIZE_1_0 == sizeof(qb_writer_vtable), qb_writer_vtable_size_1_0);
 
 #ifdef __cplusplus
 }
