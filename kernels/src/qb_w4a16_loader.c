@@ -1,25 +1,23 @@
 /*
  * libquantbridge-w4a16 loader: validates manifest.json of a converted
- * directory against format "sm86-w4a16" version 1 (w4a16-format.md), maps
- * its safetensors files through the host's strict parser (qbk_safetensors,
- * linked statically) and hands out tensors by name.
+ * directory against format "sm86-w4a16" version 1 (w4a16-format.md) with
+ * the kit's manifest check (qbk_w4a16_manifest, the one the sm86-w4a16
+ * plugin's reader uses), maps its safetensors files through the kit's
+ * strict parser (qbk_safetensors, linked statically, no qb_host) and hands
+ * out tensors by name.
  */
-#include <quantbridge/qb_host.h>
 #include <quantbridge/qb_w4a16.h>
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <pthread.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "qbk_safetensors.h"
-#include "w4a16_sha256.h"
+#include "qbk_w4a16_manifest.h"
 
 enum { MANIFEST_MAX = 64 << 20, ERR_LEN = 1024 };
 
@@ -43,25 +41,11 @@ struct qb_w4a16_model {
         void *copy;
     } *copies;
     size_t n_copies, cap_copies;
-    qb_host host; /* set_error target of the parser: writes into tl_err */
 };
 
 /* Message of the calling thread's last failure: queries may run
  * concurrently on one model, so the text cannot live in the model. */
 static _Thread_local char tl_err[ERR_LEN];
-
-/* The features this library implements (w4a16-format.md "Optional features"). */
-static const char *const known_features[] = {"input_permutation", "quantized_lm_head"};
-
-static qb_status model_set_error(const qb_host *h, qb_status code, const char *fmt, ...)
-{
-    char *buf = h->host_private;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, ERR_LEN, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 static qb_status fail(qb_w4a16_model *m, qb_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -87,7 +71,7 @@ static char *path_join(const char *dir, const char *name)
     return p;
 }
 
-static qb_status read_manifest(qb_w4a16_model *m, char **text)
+static qb_status read_manifest(qb_w4a16_model *m, char **text, size_t *text_len)
 {
     char *path = path_join(m->dir, "manifest.json"), *buf = NULL;
     FILE *f = NULL;
@@ -120,6 +104,7 @@ static qb_status read_manifest(qb_w4a16_model *m, char **text)
     }
     buf[len] = '\0';
     *text = buf;
+    *text_len = (size_t)len;
     buf = NULL;
 out:
     if (f)
@@ -129,177 +114,20 @@ out:
     return st;
 }
 
-/* Integer value of a JSON number that is exactly an integer in [lo, hi]. */
-static int json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *v)
-{
-    double d;
-    if (!cJSON_IsNumber(j))
-        return 0;
-    d = j->valuedouble;
-    if (!(d >= (double)lo && d <= (double)hi) || floor(d) != d || fabs(d) > 9007199254740992.0)
-        return 0;
-    *v = (int64_t)d;
-    return 1;
-}
-
-/* First key that occurs twice in object `o`, or NULL. The manifest is
- * small; a quadratic scan is fine. */
-static const char *dup_key(const cJSON *o)
-{
-    for (const cJSON *a = o->child; a; a = a->next)
-        for (const cJSON *b = a->next; b; b = b->next)
-            if (a->string && b->string && strcmp(a->string, b->string) == 0)
-                return a->string;
-    return NULL;
-}
-
-static int plain_name(const char *s)
-{
-    return s[0] && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
-}
-
 static int ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static qb_status check_header(qb_w4a16_model *m, const char *mp, const cJSON *root)
-{
-    const cJSON *j;
-    const char *d;
-    int64_t v;
-
-    if (!cJSON_IsObject(root))
-        return fail(m, QB_E_FORMAT, "%s: not a JSON object", mp);
-    if ((d = dup_key(root)) != NULL)
-        return fail(m, QB_E_FORMAT, "%s: duplicate key '%s'", mp, d);
-    j = cJSON_GetObjectItemCaseSensitive(root, "format");
-    if (!cJSON_IsString(j) || strcmp(j->valuestring, "sm86-w4a16") != 0)
-        return fail(m, QB_E_FORMAT, "%s: \"format\" is not \"sm86-w4a16\"", mp);
-    j = cJSON_GetObjectItemCaseSensitive(root, "format_version");
-    if (!json_int(j, INT32_MIN, INT32_MAX, &v))
-        return fail(m, QB_E_FORMAT, "%s: \"format_version\" missing or not an integer", mp);
-    if (v != 1)
-        return fail(m, QB_E_UNSUPPORTED,
-                    "%s: format_version %" PRId64 " is not supported (this library reads 1)", mp, v);
-    j = cJSON_GetObjectItemCaseSensitive(root, "bits");
-    if (!json_int(j, 0, 64, &v) || v != 4)
-        return fail(m, QB_E_FORMAT, "%s: \"bits\" is not 4", mp);
-    j = cJSON_GetObjectItemCaseSensitive(root, "symmetric");
-    if (!cJSON_IsTrue(j))
-        return fail(m, QB_E_FORMAT, "%s: \"symmetric\" is not true", mp);
-    j = cJSON_GetObjectItemCaseSensitive(root, "code_offset");
-    if (!json_int(j, INT32_MIN, INT32_MAX, &v) || v != 8)
-        return fail(m, QB_E_FORMAT, "%s: \"code_offset\" is not 8", mp);
-    j = cJSON_GetObjectItemCaseSensitive(root, "nibble_order");
-    if (!cJSON_IsString(j) || strcmp(j->valuestring, "low-even") != 0)
-        return fail(m, QB_E_FORMAT, "%s: \"nibble_order\" is not \"low-even\"", mp);
-    j = cJSON_GetObjectItemCaseSensitive(root, "group_size");
-    if (!json_int(j, 1, INT32_MAX, &m->group_size))
-        return fail(m, QB_E_FORMAT, "%s: \"group_size\" is not an integer >= 1", mp);
-    j = cJSON_GetObjectItemCaseSensitive(root, "num_layers");
-    if (!json_int(j, 0, 100000, &m->num_layers))
-        return fail(m, QB_E_FORMAT, "%s: \"num_layers\" is not an integer in [0, 100000]", mp);
-    j = cJSON_GetObjectItemCaseSensitive(root, "architecture");
-    if (!cJSON_IsString(j))
-        return fail(m, QB_E_FORMAT, "%s: \"architecture\" missing or not a string", mp);
-    if (!(m->architecture = strdup(j->valuestring)))
-        return fail(m, QB_E_NOMEM, "%s: out of memory", mp);
-
-    j = cJSON_GetObjectItemCaseSensitive(root, "features");
-    if (!cJSON_IsArray(j))
-        return fail(m, QB_E_FORMAT, "%s: \"features\" missing or not a list", mp);
-    for (const cJSON *f = j->child; f; f = f->next) {
-        size_t i;
-        if (!cJSON_IsString(f))
-            return fail(m, QB_E_FORMAT, "%s: \"features\" holds a non-string", mp);
-        for (i = 0; i < sizeof(known_features) / sizeof(known_features[0]); i++)
-            if (strcmp(f->valuestring, known_features[i]) == 0)
-                break;
-        if (i == sizeof(known_features) / sizeof(known_features[0]))
-            return fail(m, QB_E_UNSUPPORTED, "%s: unknown feature \"%s\": refusing the model", mp,
-                        f->valuestring);
-        if (i == 0)
-            m->feat_perm = 1;
-        else
-            m->feat_qhead = 1;
-    }
-    return QB_OK;
-}
-
-/* Checks one "files" entry against the file on disk; maps .safetensors. */
-static qb_status check_file(qb_w4a16_model *m, const char *mp, const cJSON *e, unsigned flags)
-{
-    const cJSON *jn = cJSON_GetObjectItemCaseSensitive(e, "name");
-    const cJSON *jb = cJSON_GetObjectItemCaseSensitive(e, "bytes");
-    const cJSON *jh = cJSON_GetObjectItemCaseSensitive(e, "sha256");
-    const qb_st_api *api = qbk_safetensors_api();
-    char *path = NULL, hex[65];
-    struct stat sb;
-    int64_t bytes;
-    qb_status st = QB_OK;
-
-    if (!cJSON_IsObject(e) || !cJSON_IsString(jn) || !plain_name(jn->valuestring))
-        return fail(m, QB_E_FORMAT, "%s: a \"files\" entry has no plain \"name\"", mp);
-    if (!json_int(jb, 0, INT64_MAX, &bytes))
-        return fail(m, QB_E_FORMAT, "%s: files[%s]: \"bytes\" is not an integer >= 0", mp,
-                    jn->valuestring);
-    if (!cJSON_IsString(jh) || strlen(jh->valuestring) != 64 ||
-        strspn(jh->valuestring, "0123456789abcdef") != 64)
-        return fail(m, QB_E_FORMAT, "%s: files[%s]: \"sha256\" is not 64 lowercase hex digits", mp,
-                    jn->valuestring);
-    for (size_t i = 0; i < m->n_files; i++)
-        if (strcmp(m->files[i].name, jn->valuestring) == 0)
-            return fail(m, QB_E_FORMAT, "%s: files[%s] listed twice", mp, jn->valuestring);
-    if (!(path = path_join(m->dir, jn->valuestring)))
-        return fail(m, QB_E_NOMEM, "%s: out of memory", mp);
-    if (stat(path, &sb) != 0) {
-        st = fail(m, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s (listed in %s)", path,
-                  strerror(errno), mp);
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = fail(m, QB_E_FORMAT, "%s: not a regular file", path);
-        goto out;
-    }
-    if ((int64_t)sb.st_size != bytes) {
-        st = fail(m, QB_E_MISMATCH, "%s: %lld bytes, manifest says %" PRId64, path,
-                  (long long)sb.st_size, bytes);
-        goto out;
-    }
-    if (flags & QB_W4A16_OPEN_VERIFY_SHA256) {
-        if (w4a16_sha256_file(path, hex) != 0) {
-            st = fail(m, QB_E_IO, "%s: %s", path, strerror(errno));
-            goto out;
-        }
-        if (strcmp(hex, jh->valuestring) != 0) {
-            st = fail(m, QB_E_MISMATCH, "%s: sha256 %s, manifest says %s", path, hex,
-                      jh->valuestring);
-            goto out;
-        }
-    }
-    if (ends_with(jn->valuestring, ".safetensors")) {
-        mapped_file *mf = &m->files[m->n_files];
-        if (!(mf->name = strdup(jn->valuestring))) {
-            st = fail(m, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-        m->n_files++;
-        st = api->open_file(&m->host, path, &mf->set);
-    }
-out:
-    free(path);
-    return st;
-}
-
 qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, char *err,
                         size_t err_len)
 {
     qb_w4a16_model *m = NULL;
-    cJSON *root = NULL;
+    qbk_w4a16_manifest man = {0};
+    qbk_st_err *e = NULL;
     char *text = NULL, *mp = NULL;
-    const cJSON *files;
+    size_t text_len = 0;
     qb_status st = QB_OK;
 
     if (out)
@@ -319,43 +147,44 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
         goto out;
     }
     pthread_mutex_init(&m->copies_lock, NULL);
-    m->host.struct_size = sizeof(m->host);
-    m->host.abi = QB_ABI_CURRENT;
-    m->host.host_private = tl_err; /* the parser runs only inside this call */
-    m->host.set_error = model_set_error;
-    if (!(mp = path_join(dir, "manifest.json"))) {
+    /* the kit's message buffer is larger than a thread-local one should be */
+    if (!(e = malloc(sizeof(*e))) || !(mp = path_join(dir, QBK_W4A16_MANIFEST))) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", dir);
         goto out;
     }
-    if ((st = read_manifest(m, &text)) != QB_OK)
+    if ((st = read_manifest(m, &text, &text_len)) != QB_OK)
         goto out;
-    if (!(root = cJSON_Parse(text))) {
-        st = fail(m, QB_E_FORMAT, "%s: not valid JSON", mp);
-        goto out;
-    }
-    if ((st = check_header(m, mp, root)) != QB_OK)
-        goto out;
-    files = cJSON_GetObjectItemCaseSensitive(root, "files");
-    if (!cJSON_IsArray(files)) {
-        st = fail(m, QB_E_FORMAT, "%s: \"files\" missing or not a list", mp);
+    if ((st = qbk_w4a16_manifest_parse(e, mp, text, text_len, &man)) != QB_OK) {
+        fail(m, st, "%s", e->msg);
         goto out;
     }
-    if (!(m->files = calloc((size_t)cJSON_GetArraySize(files) + 1, sizeof(*m->files)))) {
+    m->group_size = man.group_size;
+    m->num_layers = man.num_layers;
+    m->feat_perm = man.input_perm;
+    m->feat_qhead = man.quantized_head;
+    m->architecture = man.architecture;
+    man.architecture = NULL;
+    if (!(m->files = calloc(man.n_files + 1, sizeof(*m->files)))) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", mp);
         goto out;
     }
-    for (const cJSON *e = files->child; e; e = e->next)
-        if ((st = check_file(m, mp, e, flags)) != QB_OK)
-            goto out;
-    /* The format numbers every decoder layer; a runtime must find them all. */
-    for (int64_t l = 0; l < m->num_layers; l++) {
-        char name[32];
-        int found = 0;
-        qb_w4a16_layer_file(m, l, name, sizeof(name));
-        for (size_t i = 0; i < m->n_files && !found; i++)
-            found = strcmp(m->files[i].name, name) == 0;
-        if (!found) {
-            st = fail(m, QB_E_FORMAT, "%s: %s is not listed in \"files\"", mp, name);
+    for (size_t i = 0; i < man.n_files; i++) {
+        const qbk_w4a16_file *f = &man.files[i];
+        char *path;
+        st = qbk_w4a16_file_check(e, dir, f, (flags & QB_W4A16_OPEN_VERIFY_SHA256) != 0);
+        if (st == QB_OK && ends_with(f->name, ".safetensors")) {
+            mapped_file *mf = &m->files[m->n_files];
+            if (!(path = path_join(dir, f->name)) || !(mf->name = strdup(f->name))) {
+                free(path);
+                st = fail(m, QB_E_NOMEM, "%s: out of memory", mp);
+                goto out;
+            }
+            m->n_files++;
+            st = qbk_st_open_file(e, path, &mf->set);
+            free(path);
+        }
+        if (st != QB_OK) {
+            fail(m, st, "%s", e->msg);
             goto out;
         }
     }
@@ -364,7 +193,8 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
 out:
     if (m && err && err_len)
         snprintf(err, err_len, "%s", tl_err[0] ? tl_err : "qb_w4a16_open failed");
-    cJSON_Delete(root);
+    qbk_w4a16_manifest_free(&man);
+    free(e);
     free(text);
     free(mp);
     qb_w4a16_close(m);
@@ -377,7 +207,7 @@ void qb_w4a16_close(qb_w4a16_model *m)
         return;
     for (size_t i = 0; i < m->n_files; i++) {
         if (m->files[i].set)
-            qbk_safetensors_api()->close(m->files[i].set);
+            qbk_st_set_free(m->files[i].set);
         free(m->files[i].name);
     }
     free(m->files);
@@ -407,9 +237,9 @@ const char *qb_w4a16_architecture(const qb_w4a16_model *m)
 
 int qb_w4a16_has_feature(const qb_w4a16_model *m, const char *name)
 {
-    if (strcmp(name, known_features[0]) == 0)
+    if (strcmp(name, QBK_W4A16_FEAT_PERM) == 0)
         return m->feat_perm;
-    if (strcmp(name, known_features[1]) == 0)
+    if (strcmp(name, QBK_W4A16_FEAT_QHEAD) == 0)
         return m->feat_qhead;
     return 0;
 }
@@ -422,14 +252,9 @@ const char *qb_w4a16_error(const qb_w4a16_model *m)
 
 qb_status qb_w4a16_layer_file(const qb_w4a16_model *m, int64_t layer, char *buf, size_t len)
 {
-    int n;
     if (layer < 0 || layer >= m->num_layers)
         return QB_E_RANGE;
-    /* w4a16-format.md: at least two digits, three when more than 100 layers. */
-    n = snprintf(buf, len, m->num_layers > 100 ? "layer_%03" PRId64 ".safetensors"
-                                                : "layer_%02" PRId64 ".safetensors",
-                 layer);
-    return n < 0 || (size_t)n >= len ? QB_E_INVALID : QB_OK;
+    return qbk_w4a16_layer_file(layer, m->num_layers, buf, len) == 0 ? QB_OK : QB_E_INVALID;
 }
 
 qb_status qb_w4a16_tensor_get(qb_w4a16_model *m, const char *file, const char *name,
@@ -440,7 +265,7 @@ qb_status qb_w4a16_tensor_get(qb_w4a16_model *m, const char *file, const char *n
     int dt;
     for (size_t i = 0; i < m->n_files; i++)
         if (strcmp(m->files[i].name, file) == 0) {
-            t = qbk_safetensors_api()->find(m->files[i].set, name);
+            t = qbk_st_find(m->files[i].set, name);
             if (!t)
                 return fail(m, QB_E_NOT_FOUND, "%s/%s: tensor '%s' not found", m->dir, file, name);
             break;

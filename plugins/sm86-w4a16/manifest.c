@@ -5,6 +5,9 @@
  */
 #include "w4w.h"
 
+#include "qbk_sha256.h"
+#include "qbk_w4a16_names.h"
+
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,35 +79,35 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
     char *text = NULL, hex[65], base[1024];
     const char *bn;
     qb_status rc = QB_OK;
-    size_t i, k, bl;
+    size_t i, bl;
     int ok = m != NULL;
 
 #define ADD(x) ok = ok && (x) != NULL
-    ADD(cJSON_AddStringToObject(m, "format", W4W_PLUGIN_NAME));
-    ADD(cJSON_AddNumberToObject(m, "format_version", W4W_FORMAT_VERSION));
-    ADD(cJSON_AddNumberToObject(m, "bits", 4));
-    ADD(cJSON_AddBoolToObject(m, "symmetric", 1));
-    ADD(cJSON_AddNumberToObject(m, "code_offset", 8));
-    ADD(cJSON_AddStringToObject(m, "nibble_order", "low-even"));
-    ADD(cJSON_AddNumberToObject(m, "group_size", (double)plan->opt.group_size));
-    ADD(cJSON_AddStringToObject(m, "architecture", plan->arch->model_type));
-    ADD(cJSON_AddNumberToObject(m, "num_layers", (double)plan->n_layers));
-    ADD(cJSON_AddBoolToObject(m, "tie_word_embeddings", plan->tied));
-    ADD(cJSON_AddStringToObject(m, "lm_head", plan->opt.quantized_head ? "quantized" : "f16"));
+    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_FORMAT, QBK_W4A16_FORMAT));
+    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_VERSION, QBK_W4A16_FORMAT_VERSION));
+    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_BITS, QBK_W4A16_BITS));
+    ADD(cJSON_AddBoolToObject(m, QBK_W4A16_K_SYMMETRIC, 1));
+    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_CODE_OFFSET, QBK_W4A16_CODE_OFFSET));
+    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_NIBBLE_ORDER, QBK_W4A16_NIBBLE_ORDER));
+    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_GROUP_SIZE, (double)plan->opt.group_size));
+    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_ARCH, plan->arch->model_type));
+    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_NUM_LAYERS, (double)plan->n_layers));
+    ADD(cJSON_AddBoolToObject(m, QBK_W4A16_K_TIED, plan->tied));
+    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_LM_HEAD,
+                                  plan->opt.quantized_head ? QBK_W4A16_LM_HEAD_QUANTIZED : QBK_W4A16_LM_HEAD_F16));
     ADD(a = cJSON_AddArrayToObject(m, "features"));
     if (ok && plan->has_perm)
-        ok = cJSON_AddItemToArray(a, cJSON_CreateString("input_permutation"));
+        ok = cJSON_AddItemToArray(a, cJSON_CreateString(QBK_W4A16_FEAT_PERM));
     if (ok && plan->opt.quantized_head)
-        ok = cJSON_AddItemToArray(a, cJSON_CreateString("quantized_lm_head"));
-    ADD(a = cJSON_AddArrayToObject(m, "files"));
+        ok = cJSON_AddItemToArray(a, cJSON_CreateString(QBK_W4A16_FEAT_QHEAD));
+    ADD(a = cJSON_AddArrayToObject(m, QBK_W4A16_K_FILES));
     for (i = 0; ok && i < list->n; i++) {
-        for (k = 0; k < 32; k++)
-            snprintf(hex + 2 * k, 3, "%02x", list->v[i].sha256[k]);
+        qbk_sha256_hex(list->v[i].sha256, hex);
         o = cJSON_CreateObject();
         ok = o && cJSON_AddItemToArray(a, o);
-        ADD(cJSON_AddStringToObject(o, "name", list->v[i].name));
-        ADD(cJSON_AddNumberToObject(o, "bytes", (double)list->v[i].bytes));
-        ADD(cJSON_AddStringToObject(o, "sha256", hex));
+        ADD(cJSON_AddStringToObject(o, QBK_W4A16_K_FILE_NAME, list->v[i].name));
+        ADD(cJSON_AddNumberToObject(o, QBK_W4A16_K_FILE_BYTES, (double)list->v[i].bytes));
+        ADD(cJSON_AddStringToObject(o, QBK_W4A16_K_FILE_SHA256, hex));
     }
     bn = basename_of(src->source_path);
     bl = strcspn(bn, "/");
@@ -112,7 +115,7 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
         bl = sizeof base - 1;
     memcpy(base, bn, bl);
     base[bl] = '\0';
-    ADD(o = cJSON_AddObjectToObject(m, "source"));
+    ADD(o = cJSON_AddObjectToObject(m, QBK_W4A16_K_SOURCE));
     ADD(cJSON_AddStringToObject(o, "format",
                                 src->info->source_format ? src->info->source_format : ""));
     ADD(cJSON_AddStringToObject(o, "path", base));
@@ -124,7 +127,7 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
     ADD(cJSON_AddStringToObject(o, "version", src->host_version ? src->host_version : ""));
     ADD(cJSON_AddStringToObject(o, "writer", W4W_PLUGIN_NAME));
     ADD(cJSON_AddStringToObject(o, "writer_version", W4W_PLUGIN_VERSION));
-    ADD(a = cJSON_AddObjectToObject(m, "tensors"));
+    ADD(a = cJSON_AddObjectToObject(m, QBK_W4A16_K_TENSORS));
     for (i = 0; ok && i < plan->n_items; i++) {
         const w4w_item *it = &plan->items[i];
         if (it->kind != W4W_ITEM_LINEAR)

@@ -27,6 +27,8 @@
  */
 #include "w4w.h"
 
+#include "qbk_w4a16_names.h"
+
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,11 +326,10 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     size_t *fslot = NULL;                     /* [layer * n_fused + f] fused source */
     int64_t *part_r0 = NULL, *part_rows = NULL; /* [layer * K + slot], -1: whole tensor */
     size_t embed = NONE, fnorm = NONE, head = NONE, i, nt = mi->n_tensors;
-    int64_t hidden = -1, vocab = -1, L, l, m;
+    int64_t hidden = -1, vocab = -1, L, l;
     const w4w_arch *a;
     qb_status rc = QB_OK;
     char name[512];
-    int digits;
 
     *out = NULL;
     memset(&lo, 0, sizeof lo);
@@ -637,13 +638,14 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     if ((rc = add_file(&b, "embed.safetensors")) != QB_OK ||
         (rc = plan_f16(&b, embed, "embed_tokens.weight")) != QB_OK)
         goto out;
-    /* at least two digits, three from 101 layers on (w4a16-format.md) */
-    digits = 2;
-    for (m = 100; L - 1 >= m; m *= 10)
-        digits++;
     for (l = 0; l < L; l++) {
         size_t k;
-        snprintf(name, sizeof name, "layer_%0*d.safetensors", digits & 7, (int)l);
+        /* the kit names layer files for the writer and both readers alike */
+        if (qbk_w4a16_layer_file(l, L, name, sizeof name) != 0) {
+            rc = h->set_error(h, QB_E_FORMAT, "%lld layers: more than the format allows (%d)",
+                              (long long)L, QBK_W4A16_MAX_LAYERS);
+            goto out;
+        }
         if ((rc = add_file(&b, name)) != QB_OK)
             goto out;
         w4w_layout_order(&lo, l, inst, &n_inst);

@@ -14,7 +14,6 @@
  *   config_out.c  config.json, generation_config.json, tokenizer files
  *   manifest.c    manifest.json
  *   writer.c      the qb_writer_vtable (begin / write_tensor / finish / abort)
- *   sha256.c      SHA-256 for the reader's digest checks
  *   manifest_in.c reading and checking manifest.json
  *   reader.c      the qb_reader_vtable (the format read back as canonical tensors)
  *
@@ -190,21 +189,6 @@ void w4w_layout_order(const w4w_layout *lo, int64_t l, w4w_inst *out, size_t *n)
 /* The config key behind a width, for messages. Pure. */
 const char *w4w_width_key(w4w_in_dim d);
 
-/* ---- SHA-256 (sha256.c) -------------------------------------------------- */
-
-typedef struct w4w_sha256_ctx {
-    uint32_t h[8];
-    uint64_t len;
-    uint8_t buf[64];
-    size_t n;
-} w4w_sha256_ctx;
-
-/* Streaming SHA-256 (FIPS 180-4). Pure, no allocation; one context per
- * thread. */
-void w4w_sha256_init(w4w_sha256_ctx *c);
-void w4w_sha256_update(w4w_sha256_ctx *c, const void *data, size_t len);
-void w4w_sha256_final(w4w_sha256_ctx *c, uint8_t out[32]);
-
 /* ---- reader (reader.c, manifest_in.c) ------------------------------------ */
 
 extern const qb_reader_vtable w4w_reader_vtable;
@@ -220,12 +204,12 @@ typedef struct w4w_manifest_in {
     char source_format[64];
 } w4w_manifest_in;
 
-/* Reads DIR/manifest.json and checks it against format version 1: format
- * name and version (QB_E_UNSUPPORTED for another version), the fixed
- * encoding fields, features (an unknown one is QB_E_UNSUPPORTED), and
- * every listed file's size and SHA-256 recomputed from disk (QB_E_MISMATCH
- * naming the file); every safetensors file the layout needs and
- * config.json must be listed. Messages name the file. Single-threaded. */
+/* Reads DIR/manifest.json and checks it with qbk_w4a16_manifest_parse
+ * (format version 1, strict reading: QB_E_FORMAT, QB_E_UNSUPPORTED for
+ * another version or an unknown feature), the architecture against the
+ * table (QB_E_UNSUPPORTED), and every listed file's size and SHA-256
+ * recomputed from disk (QB_E_MISMATCH naming the file). Messages name the
+ * file. Single-threaded. */
 qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *out);
 
 /* ---- exact repack decision (repack.c) ----------------------------------- */

@@ -1,12 +1,17 @@
 /*
- * quantbridge host — SHA-256 (FIPS 180-4, section 6.2), used by the sink to
- * hash every output file while it is written. Written from the standard;
+ * quantbridge internal kit — SHA-256 (FIPS 180-4, section 6.2): the sink
+ * hashes every output file with it while it is written, the W4A16 manifest
+ * checks recompute file digests with it. Written from the standard;
  * the round constants K and initial hash values H(0) are the standard's
  * (FIPS 180-4 sections 4.2.2 and 5.3.3).
  */
 #include "qbk_sha256.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -204,4 +209,43 @@ void qbk_sha256_hex(const uint8_t d[32], char out[65])
         out[2 * i + 1] = hex[d[i] & 15];
     }
     out[64] = '\0';
+}
+
+int qbk_sha256_file(const char *path, uint8_t out[32], uint64_t *bytes)
+{
+    enum { CHUNK = 1 << 20 };
+    qbk_sha256 c;
+    uint8_t *buf = malloc(CHUNK);
+    int fd = -1, rc = -1, saved;
+
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        goto out;
+    qbk_sha256_init(&c);
+    *bytes = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf, CHUNK);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            goto out;
+        if (got == 0)
+            break;
+        qbk_sha256_update(&c, buf, (size_t)got);
+        *bytes += (uint64_t)got;
+    }
+    qbk_sha256_final(&c, out);
+    rc = 0;
+out:
+    /* close and free must not clobber the errno the caller reports */
+    saved = errno;
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    errno = saved;
+    return rc;
 }

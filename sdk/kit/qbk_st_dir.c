@@ -49,24 +49,24 @@ static int st_str_cmp(const void *a, const void *b)
 /* Checks that `path` resolves (through any symlinks) to a file directly or
  * indirectly inside `realdir`, so a shard can never read outside the model
  * directory. */
-static qb_status st_check_inside(const qb_host *h, const char *realdir, const char *path)
+static qb_status st_check_inside(qbk_st_err *err, const char *realdir, const char *path)
 {
     char *rp = realpath(path, NULL);
     size_t n = strlen(realdir);
     qb_status st = QB_OK;
 
     if (!rp)
-        return h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", path,
+        return qbk_st_fail(err, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", path,
                             errno == ENOENT ? "file does not exist" : strerror(errno));
     if (strncmp(rp, realdir, n) != 0 || (n > 1 && rp[n] != '/') || rp[n] == '\0')
-        st = h->set_error(h, QB_E_MISMATCH, "%s: resolves to %s, outside the model directory %s",
+        st = qbk_st_fail(err, QB_E_MISMATCH, "%s: resolves to %s, outside the model directory %s",
                           path, rp, realdir);
     free(rp);
     return st;
 }
 
 /* Reads a whole small regular file into a NUL-terminated malloc buffer. */
-static qb_status st_read_text(const qb_host *h, const char *path, char **out)
+static qb_status st_read_text(qbk_st_err *err, const char *path, char **out)
 {
     int fd;
     struct stat sb;
@@ -77,20 +77,20 @@ static qb_status st_read_text(const qb_host *h, const char *path, char **out)
     *out = NULL;
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: cannot open: %s",
+        return qbk_st_fail(err, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: cannot open: %s",
                             path, strerror(errno));
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = h->set_error(h, QB_E_IO, "%s: not a readable regular file", path);
+        st = qbk_st_fail(err, QB_E_IO, "%s: not a readable regular file", path);
         goto out;
     }
     if ((uint64_t)sb.st_size > ST_MAX_INDEX) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: %lld bytes, larger than an index may be", path,
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: %lld bytes, larger than an index may be", path,
                           (long long)sb.st_size);
         goto out;
     }
     buf = malloc((size_t)sb.st_size + 1);
     if (!buf) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
     while (got < (size_t)sb.st_size) {
@@ -98,7 +98,7 @@ static qb_status st_read_text(const qb_host *h, const char *path, char **out)
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            st = h->set_error(h, QB_E_IO, "%s: read failed: %s", path,
+            st = qbk_st_fail(err, QB_E_IO, "%s: read failed: %s", path,
                               r < 0 ? strerror(errno) : "file shrank");
             goto out;
         }
@@ -106,7 +106,7 @@ static qb_status st_read_text(const qb_host *h, const char *path, char **out)
     }
     buf[got] = '\0';
     if (memchr(buf, 0, got)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: contains a NUL byte", path);
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: contains a NUL byte", path);
         goto out;
     }
     *out = buf;
@@ -118,22 +118,22 @@ out:
 }
 
 /* Loads one file of the directory after the containment check. */
-static qb_status st_load_member(const qb_host *h, qb_st_set *set, const char *dir,
+static qb_status st_load_member(qbk_st_err *err, qb_st_set *set, const char *dir,
                                 const char *realdir, const char *name, int want_meta)
 {
     char *path = st_join(dir, name);
     qb_status st;
     if (!path)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-    st = st_check_inside(h, realdir, path);
+        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", dir);
+    st = st_check_inside(err, realdir, path);
     if (st == QB_OK)
-        st = qbk_st_file_load(h, set, path, want_meta);
+        st = qbk_st_file_load(err, set, path, want_meta);
     free(path);
     return st;
 }
 
 /* The sharded case: the index decides which files and tensors exist. */
-static qb_status st_open_index(const qb_host *h, const char *dir, const char *realdir,
+static qb_status st_open_index(qbk_st_err *err, const char *dir, const char *realdir,
                                const char *idx_path, qb_st_set *set)
 {
     char *text = NULL, *shard_path = NULL;
@@ -145,43 +145,43 @@ static qb_status st_open_index(const qb_host *h, const char *dir, const char *re
     qb_status st = QB_OK;
     int nomem;
 
-    st = st_read_text(h, idx_path, &text);
+    st = st_read_text(err, idx_path, &text);
     if (st != QB_OK)
         goto out;
     root = cJSON_Parse(text);
     if (!cJSON_IsObject(root)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", idx_path);
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: not a JSON object", idx_path);
         goto out;
     }
     dup = qbk_st_json_dup_key(root, &nomem);
     if (nomem || dup) {
-        st = nomem ? h->set_error(h, QB_E_NOMEM, "%s: out of memory", idx_path)
-                   : h->set_error(h, QB_E_FORMAT, "%s: duplicate key '%s'", idx_path, dup);
+        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path)
+                   : qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s'", idx_path, dup);
         goto out;
     }
     wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(wm)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: no weight_map object", idx_path);
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: no weight_map object", idx_path);
         goto out;
     }
     dup = qbk_st_json_dup_key(wm, &nomem);
     if (nomem || dup) {
-        st = nomem ? h->set_error(h, QB_E_NOMEM, "%s: out of memory", idx_path)
-                   : h->set_error(h, QB_E_FORMAT, "%s: weight_map: tensor '%s' listed twice",
+        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path)
+                   : qbk_st_fail(err, QB_E_FORMAT, "%s: weight_map: tensor '%s' listed twice",
                                   idx_path, dup);
         goto out;
     }
     for (c = wm->child; c; c = c->next) {
         const char *s = c->valuestring;
         if (!cJSON_IsString(c)) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': shard is not a string", idx_path,
+            st = qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': shard is not a string", idx_path,
                               c->string);
             goto out;
         }
         /* A shard is a plain file name in the directory: nothing else may
          * be named by a downloaded index. */
         if (!*s || strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
-            st = h->set_error(h, QB_E_MISMATCH,
+            st = qbk_st_fail(err, QB_E_MISMATCH,
                               "%s: tensor '%s': shard '%s' is not a file name inside the directory",
                               idx_path, c->string, s);
             goto out;
@@ -190,7 +190,7 @@ static qb_status st_open_index(const qb_host *h, const char *dir, const char *re
     }
     shards = malloc((n_map ? n_map : 1) * sizeof(*shards));
     if (!shards) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", idx_path);
+        st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path);
         goto out;
     }
     for (c = wm->child; c; c = c->next)
@@ -201,11 +201,11 @@ static qb_status st_open_index(const qb_host *h, const char *dir, const char *re
             shards[n_shards++] = shards[i + 1];
 
     for (i = 0; i < n_shards; i++) {
-        st = st_load_member(h, set, dir, realdir, shards[i], i == 0);
+        st = st_load_member(err, set, dir, realdir, shards[i], i == 0);
         if (st != QB_OK)
             goto out;
     }
-    st = qbk_st_set_index(h, set);
+    st = qbk_st_set_index(err, set);
     if (st != QB_OK)
         goto out;
 
@@ -216,16 +216,16 @@ static qb_status st_open_index(const qb_host *h, const char *dir, const char *re
         free(shard_path);
         shard_path = st_join(dir, c->valuestring);
         if (!shard_path) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", idx_path);
+            st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path);
             goto out;
         }
         if (!t) {
-            st = h->set_error(h, QB_E_MISMATCH, "%s: tensor '%s': listed for %s but not in any shard",
+            st = qbk_st_fail(err, QB_E_MISMATCH, "%s: tensor '%s': listed for %s but not in any shard",
                               idx_path, c->string, shard_path);
             goto out;
         }
         if (strcmp(t->file, shard_path) != 0) {
-            st = h->set_error(h, QB_E_MISMATCH, "%s: tensor '%s': listed for %s but stored in %s",
+            st = qbk_st_fail(err, QB_E_MISMATCH, "%s: tensor '%s': listed for %s but stored in %s",
                               idx_path, c->string, shard_path, t->file);
             goto out;
         }
@@ -234,7 +234,7 @@ static qb_status st_open_index(const qb_host *h, const char *dir, const char *re
         for (i = 0; i < set->n; i++)
             if (!cJSON_GetObjectItemCaseSensitive(wm, set->t[i].name))
                 break;
-        st = h->set_error(h, QB_E_MISMATCH, "%s: tensor '%s': not listed in %s",
+        st = qbk_st_fail(err, QB_E_MISMATCH, "%s: tensor '%s': not listed in %s",
                           i < set->n ? set->t[i].file : dir, i < set->n ? set->t[i].name : "?",
                           idx_path);
         goto out;
@@ -249,7 +249,7 @@ out:
 
 /* Finds the one *.safetensors file of `dir`; QB_E_NOT_FOUND for none,
  * QB_E_MISMATCH for several. *name is malloc'd. */
-static qb_status st_find_single(const qb_host *h, const char *dir, char **name)
+static qb_status st_find_single(qbk_st_err *err, const char *dir, char **name)
 {
     DIR *d;
     struct dirent *de;
@@ -261,7 +261,7 @@ static qb_status st_find_single(const qb_host *h, const char *dir, char **name)
     *name = NULL;
     d = opendir(dir);
     if (!d)
-        return h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: cannot list: %s",
+        return qbk_st_fail(err, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: cannot list: %s",
                             dir, strerror(errno));
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
@@ -269,19 +269,19 @@ static qb_status st_find_single(const qb_host *h, const char *dir, char **name)
             continue;
         if (first) {
             /* readdir order is arbitrary; name both so the message is useful. */
-            st = h->set_error(h, QB_E_MISMATCH,
+            st = qbk_st_fail(err, QB_E_MISMATCH,
                               "%s: several .safetensors files (%s, %s) and no %s to choose", dir,
                               first, de->d_name, ST_INDEX_NAME);
             goto out;
         }
         first = strdup(de->d_name);
         if (!first) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+            st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", dir);
             goto out;
         }
     }
     if (!first) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s: no .safetensors file in the directory", dir);
+        st = qbk_st_fail(err, QB_E_NOT_FOUND, "%s: no .safetensors file in the directory", dir);
         goto out;
     }
     *name = first;
@@ -292,7 +292,7 @@ out:
     return st;
 }
 
-qb_status qbk_st_open_dir(const qb_host *h, const char *dir, qb_st_set **out)
+qb_status qbk_st_open_dir(qbk_st_err *err, const char *dir, qb_st_set **out)
 {
     qb_st_set *set = NULL;
     char *realdir = NULL, *idx = NULL, *single = NULL, *name = NULL;
@@ -301,12 +301,12 @@ qb_status qbk_st_open_dir(const qb_host *h, const char *dir, qb_st_set **out)
 
     *out = NULL;
     if (stat(dir, &sb) != 0) {
-        st = h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", dir,
+        st = qbk_st_fail(err, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", dir,
                           strerror(errno));
         goto out;
     }
     if (!S_ISDIR(sb.st_mode)) {
-        st = h->set_error(h, QB_E_INVALID, "%s: not a directory", dir);
+        st = qbk_st_fail(err, QB_E_INVALID, "%s: not a directory", dir);
         goto out;
     }
     realdir = realpath(dir, NULL);
@@ -314,31 +314,31 @@ qb_status qbk_st_open_dir(const qb_host *h, const char *dir, qb_st_set **out)
     idx = st_join(dir, ST_INDEX_NAME);
     single = st_join(dir, ST_SINGLE_NAME);
     if (!realdir || !set || !idx || !single) {
-        st = h->set_error(h, realdir ? QB_E_NOMEM : QB_E_IO, "%s: cannot resolve or out of memory",
+        st = qbk_st_fail(err, realdir ? QB_E_NOMEM : QB_E_IO, "%s: cannot resolve or out of memory",
                           dir);
         goto out;
     }
     if (lstat(idx, &sb) == 0) {
         /* the index decides which files are read: it must not come from
          * outside either */
-        st = st_check_inside(h, realdir, idx);
+        st = st_check_inside(err, realdir, idx);
         if (st == QB_OK)
-            st = st_open_index(h, dir, realdir, idx, set);
+            st = st_open_index(err, dir, realdir, idx, set);
         goto out;
     }
     if (errno != ENOENT) {
-        st = h->set_error(h, QB_E_IO, "%s: %s", idx, strerror(errno));
+        st = qbk_st_fail(err, QB_E_IO, "%s: %s", idx, strerror(errno));
         goto out;
     }
     if (lstat(single, &sb) == 0) {
-        st = st_load_member(h, set, dir, realdir, ST_SINGLE_NAME, 1);
+        st = st_load_member(err, set, dir, realdir, ST_SINGLE_NAME, 1);
     } else {
-        st = st_find_single(h, dir, &name);
+        st = st_find_single(err, dir, &name);
         if (st == QB_OK)
-            st = st_load_member(h, set, dir, realdir, name, 1);
+            st = st_load_member(err, set, dir, realdir, name, 1);
     }
     if (st == QB_OK)
-        st = qbk_st_set_index(h, set);
+        st = qbk_st_set_index(err, set);
 out:
     if (st == QB_OK) {
         *out = set;

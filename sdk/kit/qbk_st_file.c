@@ -161,7 +161,7 @@ static int st_entry_cmp(const void *a, const void *b)
 }
 
 /* Validates one tensor object of the header into *e. */
-static qb_status st_parse_entry(const qb_host *h, const char *path, const cJSON *item, st_entry *e)
+static qb_status st_parse_entry(qbk_st_err *err, const char *path, const cJSON *item, st_entry *e)
 {
     const cJSON *c, *dtype = NULL, *shape = NULL, *offs = NULL;
     const char *name = item->string;
@@ -170,12 +170,12 @@ static qb_status st_parse_entry(const qb_host *h, const char *path, const cJSON 
     const char *dup;
 
     if (!cJSON_IsObject(item))
-        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': entry is not a JSON object", path, name);
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': entry is not a JSON object", path, name);
     dup = qbk_st_json_dup_key(item, &nomem);
     if (nomem)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     if (dup)
-        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': duplicate key '%s'", path, name, dup);
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': duplicate key '%s'", path, name, dup);
     for (c = item->child; c; c = c->next) {
         if (strcmp(c->string, "dtype") == 0)
             dtype = c;
@@ -184,11 +184,11 @@ static qb_status st_parse_entry(const qb_host *h, const char *path, const cJSON 
         else if (strcmp(c->string, "data_offsets") == 0)
             offs = c;
         else
-            return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': unknown key '%s'", path, name,
+            return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': unknown key '%s'", path, name,
                                 c->string);
     }
     if (!cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offs))
-        return h->set_error(h, QB_E_FORMAT,
+        return qbk_st_fail(err, QB_E_FORMAT,
                             "%s: tensor '%s': needs string dtype, array shape and array data_offsets",
                             path, name);
 
@@ -196,44 +196,44 @@ static qb_status st_parse_entry(const qb_host *h, const char *path, const cJSON 
     e->name = name;
     e->dt = st_dtype_lookup(dtype->valuestring);
     if (!e->dt)
-        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': unknown dtype '%s'", path, name,
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': unknown dtype '%s'", path, name,
                             dtype->valuestring);
     if (e->dt->dt == QB_DT_UNKNOWN)
-        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': dtype '%s' is not supported", path,
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': dtype '%s' is not supported", path,
                             name, dtype->valuestring);
 
     for (c = shape->child; c; c = c->next) {
         if (e->n_dims == QB_MAX_DIMS)
-            return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': more than %d dimensions", path,
+            return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': more than %d dimensions", path,
                                 name, QB_MAX_DIMS);
         if (!st_json_uint(c, &v))
-            return h->set_error(h, QB_E_FORMAT,
+            return qbk_st_fail(err, QB_E_FORMAT,
                                 "%s: tensor '%s': dimension %u is not a non-negative integer", path,
                                 name, e->n_dims);
         e->dims[e->n_dims++] = (int64_t)v;
         if (__builtin_mul_overflow(elems, v, &elems))
-            return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': shape element count overflows",
+            return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': shape element count overflows",
                                 path, name);
     }
     bits = e->dt->bits;
     if (__builtin_mul_overflow(elems, bits, &nbytes))
-        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': byte count overflows", path, name);
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': byte count overflows", path, name);
     if (nbytes % 8)
-        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': %s data is not a whole number of bytes",
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': %s data is not a whole number of bytes",
                             path, name, e->dt->name);
     nbytes /= 8;
 
     c = offs->child;
     if (!c || !c->next || c->next->next || !st_json_uint(c, &e->begin) ||
         !st_json_uint(c->next, &e->end))
-        return h->set_error(h, QB_E_FORMAT,
+        return qbk_st_fail(err, QB_E_FORMAT,
                             "%s: tensor '%s': data_offsets must be two non-negative integers", path,
                             name);
     if (e->end < e->begin)
-        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu) reversed",
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu) reversed",
                             path, name, (unsigned long long)e->begin, (unsigned long long)e->end);
     if (e->end - e->begin != nbytes)
-        return h->set_error(h, QB_E_FORMAT,
+        return qbk_st_fail(err, QB_E_FORMAT,
                             "%s: tensor '%s': data_offsets span %llu bytes but %s shape needs %llu",
                             path, name, (unsigned long long)(e->end - e->begin), e->dt->name,
                             (unsigned long long)nbytes);
@@ -241,7 +241,7 @@ static qb_status st_parse_entry(const qb_host *h, const char *path, const cJSON 
 }
 
 /* Copies the string→string __metadata__ object into set->meta. */
-static qb_status st_parse_meta(const qb_host *h, const char *path, const cJSON *meta, qb_st_set *set,
+static qb_status st_parse_meta(qbk_st_err *err, const char *path, const cJSON *meta, qb_st_set *set,
                                int keep)
 {
     const cJSON *c;
@@ -250,27 +250,27 @@ static qb_status st_parse_meta(const qb_host *h, const char *path, const cJSON *
     const char *dup;
 
     if (!cJSON_IsObject(meta))
-        return h->set_error(h, QB_E_FORMAT, "%s: __metadata__ is not a JSON object", path);
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: __metadata__ is not a JSON object", path);
     dup = qbk_st_json_dup_key(meta, &nomem);
     if (nomem)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     if (dup)
-        return h->set_error(h, QB_E_FORMAT, "%s: __metadata__: duplicate key '%s'", path, dup);
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: __metadata__: duplicate key '%s'", path, dup);
     for (c = meta->child; c; c = c->next, n++)
         if (!cJSON_IsString(c))
-            return h->set_error(h, QB_E_FORMAT, "%s: __metadata__: value of '%s' is not a string",
+            return qbk_st_fail(err, QB_E_FORMAT, "%s: __metadata__: value of '%s' is not a string",
                                 path, c->string);
     if (!keep || n == 0)
         return QB_OK;
     set->meta = calloc(2 * n, sizeof(char *));
     if (!set->meta)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     set->n_meta = n;
     for (c = meta->child; c; c = c->next, i++) {
         set->meta[2 * i] = strdup(c->string);
         set->meta[2 * i + 1] = strdup(c->valuestring);
         if (!set->meta[2 * i] || !set->meta[2 * i + 1])
-            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+            return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     }
     return QB_OK;
 }
@@ -293,7 +293,7 @@ static int st_grow(void **arr, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, int want_meta)
+qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, int want_meta)
 {
     qb_status st = QB_OK;
     int fd = -1;
@@ -311,61 +311,61 @@ qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
 
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        st = h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: cannot open: %s",
+        st = qbk_st_fail(err, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: cannot open: %s",
                           path, strerror(errno));
         goto out;
     }
     if (fstat(fd, &sb) != 0) {
-        st = h->set_error(h, QB_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+        st = qbk_st_fail(err, QB_E_IO, "%s: cannot stat: %s", path, strerror(errno));
         goto out;
     }
     if (!S_ISREG(sb.st_mode)) {
-        st = h->set_error(h, QB_E_IO, "%s: not a regular file", path);
+        st = qbk_st_fail(err, QB_E_IO, "%s: not a regular file", path);
         goto out;
     }
     if ((uint64_t)sb.st_size < 8) {
-        st = h->set_error(h, QB_E_FORMAT,
+        st = qbk_st_fail(err, QB_E_FORMAT,
                           "%s: %lld bytes, too short for the 8-byte safetensors header length",
                           path, (long long)sb.st_size);
         goto out;
     }
     if ((uint64_t)sb.st_size > SIZE_MAX) {
-        st = h->set_error(h, QB_E_IO, "%s: too large to map", path);
+        st = qbk_st_fail(err, QB_E_IO, "%s: too large to map", path);
         goto out;
     }
     flen = (size_t)sb.st_size;
     base = mmap(NULL, flen, PROT_READ, MAP_PRIVATE, fd, 0);
     if (base == MAP_FAILED) {
-        st = h->set_error(h, errno == ENOMEM ? QB_E_NOMEM : QB_E_IO, "%s: mmap failed: %s", path,
+        st = qbk_st_fail(err, errno == ENOMEM ? QB_E_NOMEM : QB_E_IO, "%s: mmap failed: %s", path,
                           strerror(errno));
         goto out;
     }
     for (i = 0; i < 8; i++)
         hlen |= (uint64_t)base[i] << (8 * i);
     if (hlen > ST_MAX_HEADER) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: header length %llu exceeds the limit of %llu", path,
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: header length %llu exceeds the limit of %llu", path,
                           (unsigned long long)hlen, ST_MAX_HEADER);
         goto out;
     }
     if (hlen > flen - 8) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: header length %llu runs past the end of the file (%zu bytes)",
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: header length %llu runs past the end of the file (%zu bytes)",
                           path, (unsigned long long)hlen, flen);
         goto out;
     }
     dlen = flen - 8 - hlen;
     if (st_utf8_check(base + 8, (size_t)hlen) != hlen) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: header is not valid UTF-8 (byte %zu)", path,
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: header is not valid UTF-8 (byte %zu)", path,
                           (size_t)8 + st_utf8_check(base + 8, (size_t)hlen));
         goto out;
     }
     if (memchr(base + 8, 0, (size_t)hlen)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: header contains a NUL byte", path);
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: header contains a NUL byte", path);
         goto out;
     }
     /* A NUL-terminated copy: cJSON stops at the first NUL otherwise unseen. */
     hbuf = malloc((size_t)hlen + 1);
     if (!hbuf) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory for the header", path);
+        st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory for the header", path);
         goto out;
     }
     memcpy(hbuf, base + 8, (size_t)hlen);
@@ -373,32 +373,32 @@ qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
     root = cJSON_ParseWithOpts(hbuf, &end, 0);
     if (!root) {
         /* cJSON_GetErrorPtr() is process-global, so no position is given. */
-        st = h->set_error(h, QB_E_FORMAT, "%s: header is not valid JSON", path);
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: header is not valid JSON", path);
         goto out;
     }
     /* serde_json accepts trailing whitespace (the writer pads with spaces)
      * and nothing else. */
     for (; *end; end++) {
         if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
-            st = h->set_error(h, QB_E_FORMAT, "%s: trailing bytes after the header JSON", path);
+            st = qbk_st_fail(err, QB_E_FORMAT, "%s: trailing bytes after the header JSON", path);
             goto out;
         }
     }
     if (!cJSON_IsObject(root)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: header is not a JSON object", path);
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: header is not a JSON object", path);
         goto out;
     }
     dup = qbk_st_json_dup_key(root, &nomem);
     if (nomem || dup) {
-        st = nomem ? h->set_error(h, QB_E_NOMEM, "%s: out of memory", path)
-                   : h->set_error(h, QB_E_FORMAT, "%s: duplicate key '%s' in the header", path, dup);
+        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path)
+                   : qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s' in the header", path, dup);
         goto out;
     }
     for (c = root->child; c; c = c->next)
         n_entries++;
     ents = calloc(n_entries ? n_entries : 1, sizeof(*ents));
     if (!ents) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
     n_entries = 0;
@@ -407,7 +407,7 @@ qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
             meta = c;
             continue;
         }
-        st = st_parse_entry(h, path, c, &ents[n_entries]);
+        st = st_parse_entry(err, path, c, &ents[n_entries]);
         if (st != QB_OK)
             goto out;
         n_entries++;
@@ -421,14 +421,14 @@ qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
         for (i = 0; i < n_entries; i++) {
             const st_entry *e = &ents[i];
             if (e->end > dlen) {
-                st = h->set_error(h, QB_E_FORMAT,
+                st = qbk_st_fail(err, QB_E_FORMAT,
                                   "%s: tensor '%s': data_offsets [%llu, %llu) outside the data buffer (%llu bytes)",
                                   path, e->name, (unsigned long long)e->begin,
                                   (unsigned long long)e->end, (unsigned long long)dlen);
                 goto out;
             }
             if (e->begin != pos) {
-                st = h->set_error(h, QB_E_FORMAT,
+                st = qbk_st_fail(err, QB_E_FORMAT,
                                   "%s: tensor '%s': data_offsets [%llu, %llu) %s the previous tensor (ends at %llu)",
                                   path, e->name, (unsigned long long)e->begin,
                                   (unsigned long long)e->end,
@@ -438,14 +438,14 @@ qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
             pos = e->end;
         }
         if (pos != dlen) {
-            st = h->set_error(h, QB_E_FORMAT,
+            st = qbk_st_fail(err, QB_E_FORMAT,
                               "%s: tensors end at data byte %llu but the file has %llu data bytes (trailing bytes)",
                               path, (unsigned long long)pos, (unsigned long long)dlen);
             goto out;
         }
     }
     if (meta) {
-        st = st_parse_meta(h, path, meta, set, want_meta && !set->meta);
+        st = st_parse_meta(err, path, meta, set, want_meta && !set->meta);
         if (st != QB_OK)
             goto out;
     }
@@ -453,13 +453,13 @@ qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
     /* Commit: record the mapping, then the tensors in offset order. */
     if (st_grow((void **)&set->maps, &set->cap_maps, set->n_maps + 1, sizeof(*set->maps)) ||
         st_grow((void **)&set->t, &set->cap, set->n + n_entries, sizeof(*set->t))) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
     m = &set->maps[set->n_maps];
     m->path = strdup(path);
     if (!m->path) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
     m->base = base;
@@ -473,7 +473,7 @@ qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, i
         t->struct_size = sizeof(*t);
         t->name = strdup(e->name);
         if (!t->name) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+            st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
         }
         t->dtype = e->dt->dt;

@@ -8,8 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <quantbridge/qb_host.h>
 #include <quantbridge/qb_safetensors.h>
+
+#include "qbk_safetensors.h"
 
 /* One mapped file. path is owned; base/len describe the read-only mapping. */
 typedef struct qbk_st_map {
@@ -32,20 +33,17 @@ struct qb_st_set {
 /* New empty set, or NULL when out of memory. */
 qb_st_set *qbk_st_set_new(void);
 
-/* Frees the set, its tensors, metadata and unmaps every file. NULL is a no-op. */
-void qbk_st_set_free(qb_st_set *set);
-
 /* Maps `path`, validates its header strictly (qb_safetensors.h) and appends
  * its tensors to `set` in offset order. When `want_meta` is nonzero and the
  * set has no metadata yet, the file's __metadata__ becomes the set's.
  * Returns QB_OK or QB_E_NOT_FOUND / QB_E_IO / QB_E_FORMAT / QB_E_NOMEM with
- * the message set through h; on failure the set is unchanged apart from
+ * the message in *err; on failure the set is unchanged apart from
  * possibly grown arrays. Not thread-safe for one set. */
-qb_status qbk_st_file_load(const qb_host *h, qb_st_set *set, const char *path, int want_meta);
+qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, int want_meta);
 
 /* Builds the name index of `set`. Two tensors with one name are
  * QB_E_MISMATCH naming both files. QB_E_NOMEM on allocation failure. */
-qb_status qbk_st_set_index(const qb_host *h, qb_st_set *set);
+qb_status qbk_st_set_index(qbk_st_err *err, qb_st_set *set);
 
 /* Finds a key that appears twice among the children of the cJSON object
  * `obj` (cJSON keeps duplicates as separate items; safetensors and JSON
@@ -53,8 +51,5 @@ qb_status qbk_st_set_index(const qb_host *h, qb_st_set *set);
  * *nomem is set when the scratch array could not be allocated. Pure. */
 struct cJSON;
 const char *qbk_st_json_dup_key(const struct cJSON *obj, int *nomem);
-
-/* qb_st_api.open_dir (see qb_safetensors.h). */
-qb_status qbk_st_open_dir(const qb_host *h, const char *dir, qb_st_set **out);
 
 #endif /* QBK_ST_INTERNAL_H */

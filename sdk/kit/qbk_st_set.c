@@ -1,6 +1,7 @@
 /*
  * quantbridge host — safetensors: the set of tensors (one file or the
- * shards of a checkpoint), its O(1) name index, and the qb_st_api table.
+ * shards of a checkpoint), its O(1) name index, the direct entry points
+ * and the qb_st_api table adapting them to a qb_host.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static uint64_t st_hash(const char *s)
     return x;
 }
 
-qb_status qbk_st_set_index(const qb_host *h, qb_st_set *set)
+qb_status qbk_st_set_index(qbk_st_err *err, qb_st_set *set)
 {
     size_t ns = 16, i;
 
@@ -55,13 +56,13 @@ qb_status qbk_st_set_index(const qb_host *h, qb_st_set *set)
     set->slots = calloc(ns, sizeof(*set->slots));
     set->n_slots = set->slots ? ns : 0;
     if (!set->slots)
-        return h->set_error(h, QB_E_NOMEM, "safetensors: out of memory for the tensor index");
+        return qbk_st_fail(err, QB_E_NOMEM, "safetensors: out of memory for the tensor index");
     for (i = 0; i < set->n; i++) {
         size_t s = (size_t)st_hash(set->t[i].name) & (ns - 1);
         while (set->slots[s]) {
             const qb_st_tensor *o = &set->t[set->slots[s] - 1];
             if (strcmp(o->name, set->t[i].name) == 0)
-                return h->set_error(h, QB_E_MISMATCH, "%s: tensor '%s': also present in %s",
+                return qbk_st_fail(err, QB_E_MISMATCH, "%s: tensor '%s': also present in %s",
                                     set->t[i].file, set->t[i].name, o->file);
             s = (s + 1) & (ns - 1);
         }
@@ -70,7 +71,7 @@ qb_status qbk_st_set_index(const qb_host *h, qb_st_set *set)
     return QB_OK;
 }
 
-static qb_status st_open_file(const qb_host *h, const char *path, qb_st_set **out)
+qb_status qbk_st_open_file(qbk_st_err *err, const char *path, qb_st_set **out)
 {
     qb_st_set *set;
     qb_status st;
@@ -78,10 +79,10 @@ static qb_status st_open_file(const qb_host *h, const char *path, qb_st_set **ou
     *out = NULL;
     set = qbk_st_set_new();
     if (!set)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_st_file_load(h, set, path, 1);
+        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
+    st = qbk_st_file_load(err, set, path, 1);
     if (st == QB_OK)
-        st = qbk_st_set_index(h, set);
+        st = qbk_st_set_index(err, set);
     if (st != QB_OK) {
         qbk_st_set_free(set);
         return st;
@@ -126,9 +127,29 @@ static const char *st_metadata(const qb_st_set *set, const char *key)
     return NULL;
 }
 
+const qb_st_tensor *qbk_st_find(const qb_st_set *set, const char *name)
+{
+    return st_find(set, name);
+}
+
+/* The host's table: the same parser, its message handed to h->set_error. */
+static qb_status api_open_file(const qb_host *h, const char *path, qb_st_set **out)
+{
+    qbk_st_err err;
+    qb_status st = qbk_st_open_file(&err, path, out);
+    return st == QB_OK ? QB_OK : h->set_error(h, st, "%s", err.msg);
+}
+
+static qb_status api_open_dir(const qb_host *h, const char *dir, qb_st_set **out)
+{
+    qbk_st_err err;
+    qb_status st = qbk_st_open_dir(&err, dir, out);
+    return st == QB_OK ? QB_OK : h->set_error(h, st, "%s", err.msg);
+}
+
 static const qb_st_api st_api = {
-    sizeof(qb_st_api), st_open_file, qbk_st_open_dir, qbk_st_set_free,
-    st_count,          st_tensor,    st_find,         st_metadata,
+    sizeof(qb_st_api), api_open_file, api_open_dir, qbk_st_set_free,
+    st_count,          st_tensor,     st_find,      st_metadata,
 };
 
 const qb_st_api *qbk_safetensors_api(void)

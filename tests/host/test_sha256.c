@@ -1,8 +1,11 @@
-/* sha256.c against the FIPS 180-2/180-4 example vectors (NIST CSRC
- * "SHA256.pdf" examples: "abc", the 448- and 896-bit messages, one million
- * 'a'), the empty string, and chunked updates equal to one-shot updates. */
+/* The kit's SHA-256 (sdk/kit/qbk_sha256.c) against the FIPS 180-2/180-4
+ * example vectors (NIST CSRC "SHA256.pdf" examples: "abc", the 448- and
+ * 896-bit messages, one million 'a'), the empty string, chunked updates
+ * equal to one-shot updates, and the whole-file helper. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qbh.h"
 #include "qbt_check_main.h"
@@ -77,6 +80,28 @@ START_TEST(chunked_equals_oneshot)
 }
 END_TEST
 
+/* qbk_sha256_file: the FIPS "abc" vector from a file, its size, and a
+ * missing file reported through errno. */
+START_TEST(file_digest)
+{
+    char path[] = "/tmp/qbk-sha256-XXXXXX", h[65];
+    uint8_t d[32];
+    uint64_t n = 0;
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "abc", 3), 3);
+    close(fd);
+    ck_assert_int_eq(qbk_sha256_file(path, d, &n), 0);
+    qbk_sha256_hex(d, h);
+    ck_assert_str_eq(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    ck_assert_uint_eq(n, 3);
+    unlink(path);
+    errno = 0;
+    ck_assert_int_eq(qbk_sha256_file(path, d, &n), -1);
+    ck_assert_int_eq(errno, ENOENT);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sha256");
@@ -84,6 +109,7 @@ static Suite *suite(void)
     tcase_add_test(tc, standard_vectors);
     tcase_add_test(tc, million_a);
     tcase_add_test(tc, chunked_equals_oneshot);
+    tcase_add_test(tc, file_digest);
     suite_add_tcase(s, tc);
     return s;
 }

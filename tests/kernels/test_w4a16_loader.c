@@ -3,7 +3,10 @@
  * (tensors come back with the known bytes, shapes and a product equal to
  * the known one), and broken ones: bad sha256 (caught only with the flag),
  * wrong size, unknown feature, wrong format_version, wrong fixed fields,
- * missing layer file, perm without the feature, shape mismatches.
+ * missing layer file, perm without the feature, shape mismatches; and the
+ * cases docs/w4a16-format.md "Strict reading" settles (uppercase digest,
+ * duplicate key, name starting with '.', zero layers, layer file width
+ * above 1,000 layers), each checked against the text of that document.
  */
 #include <check.h>
 #include <errno.h>
@@ -18,7 +21,7 @@
 
 #include "qbt_st_writer.h"
 #include "qbt_w4a16_case.h"
-#include "w4a16_sha256.h"
+#include "qbk_sha256.h"
 
 enum { N = 6, K = 11, G = 4, SC = (K + G - 1) / G, PC = (K + 1) / 2 };
 
@@ -38,6 +41,8 @@ typedef struct variant {
     int bad_bytes;              /* corrupt layer_00's size */
     int num_layers;
     int with_perm;
+    int upper_sha;              /* layer_00's sha256 in uppercase hex */
+    const char *extra_member;   /* JSON text "key": value added at the top, or NULL */
 } variant;
 
 static void make_dir(void)
@@ -57,9 +62,13 @@ static void file_info(const char *name, char hex[65], long long *bytes)
     char path[700];
     struct stat sb;
     snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+    uint8_t d[32];
+    uint64_t n;
     ck_assert_int_eq(stat(path, &sb), 0);
     *bytes = (long long)sb.st_size;
-    ck_assert_int_eq(w4a16_sha256_file(path, hex), 0);
+    ck_assert_int_eq(qbk_sha256_file(path, d, &n), 0);
+    ck_assert_uint_eq(n, (uint64_t)sb.st_size);
+    qbk_sha256_hex(d, hex);
 }
 
 static void write_st(const char *name, qbt_st_writer *w)
@@ -103,19 +112,25 @@ static void build(const variant *v)
     w = qbt_st_writer_new();
     qbt_st_writer_add(w, "norm.weight", "F16", 1, dk, g_norm, sizeof(g_norm));
     write_st("norm.safetensors", w);
+    w = qbt_st_writer_new();
+    qbt_st_writer_add(w, "embed_tokens.weight", "F16", 1, dk, g_norm, sizeof(g_norm));
+    write_st("embed.safetensors", w);
     snprintf(path, sizeof(path), "%s/config.json", g_dir);
     ck_assert_int_eq(qbt_write_text(path, "{\"model_type\": \"llama\"}\n"), 0);
 
     {
         static const char *const names[] = {"layer_00.safetensors", "norm.safetensors",
-                                            "config.json"};
-        for (int i = 0; i < 3; i++) {
+                                            "config.json", "embed.safetensors"};
+        for (int i = 0; i < 4; i++) {
             size_t l = strlen(files);
             file_info(names[i], hex, &bytes);
             if (i == 0 && v->bad_sha)
                 hex[0] = hex[0] == '0' ? '1' : '0';
             if (i == 0 && v->bad_bytes)
                 bytes += 1;
+            for (int c = 0; i == 0 && v->upper_sha && c < 64; c++)
+                if (hex[c] >= 'a' && hex[c] <= 'f')
+                    hex[c] = (char)(hex[c] - 'a' + 'A');
             snprintf(files + l, sizeof(files) - l, "%s{\"name\": \"%s\", \"bytes\": %lld, \"sha256\": \"%s\"}",
                      i ? ", " : "", names[i], bytes, hex);
         }
@@ -128,10 +143,11 @@ static void build(const variant *v)
              "{\"format\": \"sm86-w4a16\", \"format_version\": %s, \"bits\": %s,\n"
              " \"symmetric\": true, \"code_offset\": 8, \"nibble_order\": \"low-even\",\n"
              " \"group_size\": %d, \"architecture\": \"llama\", \"num_layers\": %d,\n"
-             " \"tie_word_embeddings\": true, \"lm_head\": \"tied\", \"features\": %s,\n"
+             " \"tie_word_embeddings\": true, \"lm_head\": \"f16\", \"features\": %s,%s%s\n"
              " \"files\": [%s], \"tensors\": {}}\n",
              v->format_version ? v->format_version : "1", v->bits ? v->bits : "4", G,
-             v->num_layers, v->features ? v->features : "[]", files);
+             v->num_layers, v->features ? v->features : "[]", v->extra_member ? " " : "",
+             v->extra_member ? v->extra_member : "", files);
     snprintf(path, sizeof(path), "%s/manifest.json", g_dir);
     ck_assert_int_eq(qbt_write_text(path, man), 0);
 }
@@ -144,22 +160,6 @@ static qb_status open_variant(const variant *v, unsigned flags, qb_w4a16_model *
 }
 
 static const variant good = {.num_layers = 1};
-
-START_TEST(test_sha256_vectors)
-{
-    /* FIPS 180-2 appendix B examples. */
-    w4a16_sha256 s;
-    char hex[65];
-    w4a16_sha256_init(&s);
-    w4a16_sha256_update(&s, "abc", 3);
-    w4a16_sha256_final_hex(&s, hex);
-    ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    w4a16_sha256_init(&s);
-    w4a16_sha256_update(&s, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56);
-    w4a16_sha256_final_hex(&s, hex);
-    ck_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-}
-END_TEST
 
 START_TEST(test_open_valid)
 {
@@ -217,6 +217,7 @@ START_TEST(test_open_valid)
     ck_assert_int_eq(t.n_dims, 1);
     ck_assert_int_eq(t.dims[0], K);
     ck_assert_int_eq(qb_w4a16_tensor_get(m, "embed.safetensors", "x", &t), QB_E_NOT_FOUND);
+    ck_assert_int_eq(qb_w4a16_tensor_get(m, "absent.safetensors", "x", &t), QB_E_NOT_FOUND);
     ck_assert_int_eq(qb_w4a16_tensor_get(m, "config.json", "x", &t), QB_E_NOT_FOUND);
     qb_w4a16_close(m);
 }
@@ -260,7 +261,7 @@ START_TEST(test_bad_sha)
                      QB_E_MISMATCH);
     ck_assert_ptr_null(m);
     ck_assert_ptr_nonnull(strstr(err, "layer_00.safetensors"));
-    ck_assert_ptr_nonnull(strstr(err, "sha256"));
+    ck_assert_ptr_nonnull(strstr(err, "SHA-256"));
     /* without the flag the hash is not read */
     ck_assert_int_eq(qb_w4a16_open(g_dir, 0, &m, err, sizeof(err)), 0);
     qb_w4a16_close(m);
@@ -321,10 +322,10 @@ START_TEST(test_missing_layer_and_files)
     ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
     ck_assert_ptr_nonnull(strstr(err, "layer_01.safetensors"));
     v.num_layers = 1;
-    v.extra_file = "{\"name\": \"embed.safetensors\", \"bytes\": 1, \"sha256\": "
+    v.extra_file = "{\"name\": \"extra.safetensors\", \"bytes\": 1, \"sha256\": "
                    "\"0000000000000000000000000000000000000000000000000000000000000000\"}";
     ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_NOT_FOUND);
-    ck_assert_ptr_nonnull(strstr(err, "embed.safetensors"));
+    ck_assert_ptr_nonnull(strstr(err, "extra.safetensors"));
     v.extra_file = "{\"name\": \"../x\", \"bytes\": 1, \"sha256\": "
                    "\"0000000000000000000000000000000000000000000000000000000000000000\"}";
     ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
@@ -354,13 +355,95 @@ START_TEST(test_corrupt_safetensors)
 }
 END_TEST
 
+/* docs/w4a16-format.md "Strict reading": sha256 is 64 lowercase hex digits. */
+START_TEST(test_strict_uppercase_sha)
+{
+    variant v = {.num_layers = 1, .upper_sha = 1};
+    qb_w4a16_model *m = NULL;
+    char err[1024];
+    /* refused even without hashing: the field itself is malformed */
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(err, "layer_00.safetensors"));
+    ck_assert_ptr_nonnull(strstr(err, "lowercase"));
+}
+END_TEST
+
+/* "Strict reading": a key twice in any object is refused. */
+START_TEST(test_strict_duplicate_key)
+{
+    variant v = {.num_layers = 1, .extra_member = "\"group_size\": 8,"};
+    qb_w4a16_model *m = NULL;
+    char err[1024];
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "duplicate key 'group_size'"));
+    /* inside a files entry too */
+    v.extra_member = NULL;
+    v.extra_file = "{\"name\": \"x.bin\", \"name\": \"y.bin\", \"bytes\": 1, \"sha256\": "
+                   "\"0000000000000000000000000000000000000000000000000000000000000000\"}";
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "duplicate key 'name'"));
+}
+END_TEST
+
+/* "Strict reading": a file name starting with '.' is refused, even when
+ * the file exists and its size and digest match. */
+START_TEST(test_strict_dot_name)
+{
+    variant v = {.num_layers = 1};
+    qb_w4a16_model *m = NULL;
+    char err[1024], path[700];
+    v.extra_file = "{\"name\": \".hidden\", \"bytes\": 0, \"sha256\": "
+                   "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}";
+    build(&v);
+    snprintf(path, sizeof(path), "%s/.hidden", g_dir);
+    ck_assert_int_eq(qbt_write_text(path, ""), 0);
+    ck_assert_int_eq(qb_w4a16_open(g_dir, QB_W4A16_OPEN_VERIFY_SHA256, &m, err, sizeof(err)),
+                     QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "'.'"));
+}
+END_TEST
+
+/* "Strict reading": num_layers is at least 1. */
+START_TEST(test_strict_zero_layers)
+{
+    variant v = {.num_layers = 0};
+    qb_w4a16_model *m = NULL;
+    char err[1024];
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "num_layers"));
+}
+END_TEST
+
+/* "Directory": layer numbers have the digits of the largest index, at
+ * least two: 1000 layers are layer_000 .. layer_999, 1001 layers
+ * layer_0000 .. layer_1000. The first missing file names the width. */
+START_TEST(test_layer_name_width)
+{
+    variant v = {.num_layers = 1000};
+    qb_w4a16_model *m = NULL;
+    char err[1024];
+    /* the fixture's layer_00 does not count: the first needed is missing */
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "layer_000.safetensors is not listed"));
+    v.num_layers = 1001;
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "layer_0000.safetensors is not listed"));
+    v.num_layers = 101;
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "layer_000.safetensors is not listed"));
+    v.num_layers = 100;
+    ck_assert_int_eq(open_variant(&v, 0, &m, err, sizeof(err)), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "layer_01.safetensors is not listed"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("w4a16_loader");
     TCase *tc = tcase_create("core");
     SRunner *sr;
     int failed;
-    tcase_add_test(tc, test_sha256_vectors);
     tcase_add_test(tc, test_open_valid);
     tcase_add_test(tc, test_perm_needs_feature);
     tcase_add_test(tc, test_bad_sha);
@@ -370,6 +453,11 @@ int main(void)
     tcase_add_test(tc, test_wrong_fixed_fields);
     tcase_add_test(tc, test_missing_layer_and_files);
     tcase_add_test(tc, test_corrupt_safetensors);
+    tcase_add_test(tc, test_strict_uppercase_sha);
+    tcase_add_test(tc, test_strict_duplicate_key);
+    tcase_add_test(tc, test_strict_dot_name);
+    tcase_add_test(tc, test_strict_zero_layers);
+    tcase_add_test(tc, test_layer_name_width);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

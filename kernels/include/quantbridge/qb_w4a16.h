@@ -96,8 +96,11 @@ typedef struct qb_w4a16_linear {
 /* Opens the converted directory `dir`:
  *   - manifest.json must say format "sm86-w4a16", format_version 1, bits 4,
  *     symmetric true, code_offset 8, nibble_order "low-even", an integer
- *     group_size >= 1, num_layers >= 0, features a list of known features
- *     ("input_permutation", "quantized_lm_head"); anything else is refused;
+ *     group_size >= 1, num_layers >= 1, features a list of known features
+ *     ("input_permutation", "quantized_lm_head"), and what w4a16-format.md
+ *     "Strict reading" settles (lowercase digests, no duplicate keys, no
+ *     file name starting with '.', config/embed/norm/lm_head listed as the
+ *     layout needs); anything else is refused;
  *   - every "files" entry must be a plain name in `dir` whose size equals
  *     "bytes" (and, with QB_W4A16_OPEN_VERIFY_SHA256, whose SHA-256 equals
  *     "sha256"); every layer_NN.safetensors for 0..num_layers-1 must be
@@ -135,8 +138,8 @@ const char *qb_w4a16_error(const qb_w4a16_model *model);
 qb_status qb_w4a16_tensor_get(qb_w4a16_model *model, const char *file, const char *name,
                               qb_w4a16_tensor *out);
 
-/* Name of layer `layer`'s file as the format numbers it (two digits, three
- * when num_layers > 100). Returns 0, QB_E_RANGE (layer outside
+/* Name of layer `layer`'s file as the format numbers it (the digits of
+ * num_layers - 1, at least two: w4a16-format.md "Directory"). Returns 0, QB_E_RANGE (layer outside
  * [0, num_layers)) or QB_E_INVALID (buffer too small). */
 qb_status qb_w4a16_layer_file(const qb_w4a16_model *model, int64_t layer, char *buf, size_t len);
 

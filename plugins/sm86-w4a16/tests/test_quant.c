@@ -219,42 +219,6 @@ START_TEST(test_decode_row_short_group)
 }
 END_TEST
 
-/* The reader's SHA-256: FIPS 180-2 appendix B vectors, and streaming in
- * uneven chunks equals one shot (and the test-side implementation). */
-START_TEST(test_sha256)
-{
-    static const char *abc_hex = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-    static const char *two_hex = "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1";
-    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    w4w_sha256_ctx c;
-    uint8_t d[32], e[32], buf[1000];
-    char hex[65];
-    size_t i, off, step;
-    w4w_sha256_init(&c);
-    w4w_sha256_update(&c, "abc", 3);
-    w4w_sha256_final(&c, d);
-    for (i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    ck_assert_str_eq(hex, abc_hex);
-    w4w_sha256_init(&c);
-    w4w_sha256_update(&c, two, strlen(two));
-    w4w_sha256_final(&c, d);
-    for (i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    ck_assert_str_eq(hex, two_hex);
-    for (i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)(i * 7 + 3);
-    for (step = 1; step < 130; step += 13) {
-        w4w_sha256_init(&c);
-        for (off = 0; off < sizeof buf; off += step)
-            w4w_sha256_update(&c, buf + off, off + step <= sizeof buf ? step : sizeof buf - off);
-        w4w_sha256_final(&c, d);
-        w4t_sha256(buf, sizeof buf, e);
-        ck_assert_mem_eq(d, e, 32);
-    }
-}
-END_TEST
-
 static Suite *suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-quant");
@@ -268,7 +232,6 @@ static Suite *suite(void)
     tcase_add_test(tc, test_zero_group);
     tcase_add_test(tc, test_nonfinite_and_overflow);
     tcase_add_test(tc, test_decode_row_short_group);
-    tcase_add_test(tc, test_sha256);
     suite_add_tcase(s, tc);
     return s;
 }
