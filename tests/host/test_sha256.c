@@ -77,7 +77,7 @@ START_TEST(chunked_equals_oneshot)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sha256");
     TCase *tc = tcase_create("fips180");

@@ -6,6 +6,8 @@
  * missing layer file, perm without the feature, shape mismatches.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,12 +356,10 @@ START_TEST(test_corrupt_safetensors)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("w4a16_loader");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, test_sha256_vectors);
     tcase_add_test(tc, test_open_valid);
     tcase_add_test(tc, test_perm_needs_feature);
@@ -371,9 +371,5 @@ int main(void)
     tcase_add_test(tc, test_missing_layer_and_files);
     tcase_add_test(tc, test_corrupt_safetensors);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
