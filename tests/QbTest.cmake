@@ -3,11 +3,12 @@
 # Builds a `check` test program and registers it with CTest. check forks each
 # test by default, so one crashing test cannot take the suite down.
 # Tests find the built tool and plugins through QB_TEST_BIN / QB_TEST_BUILD_DIR /
-# QB_TEST_SOURCE_DIR in the environment.
+# QB_TEST_SOURCE_DIR in the environment. Every test links qbt_support
+# (tests/support): a test that defines qbt_suite() and no main() gets its main.
 function(qb_add_check_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;INCLUDES;ENV;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE PkgConfig::CHECK QuantbridgeSDK::headers ${T_LIBS} qbk)
+  target_link_libraries(${T_NAME} PRIVATE PkgConfig::CHECK QuantbridgeSDK::headers ${T_LIBS} qbt_support qbk)
   if(T_INCLUDES)
     target_include_directories(${T_NAME} PRIVATE ${T_INCLUDES})
   endif()

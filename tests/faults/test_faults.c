@@ -25,28 +25,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "qbt_cli.h"
-#include "qbt_fault_run.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static char *make_source(const char *dir)
 {
     char gen[4096], *src = qbt_path(dir, "src");
     const char *bd = getenv("QB_TEST_BUILD_DIR");
-    pid_t pid;
-    int st;
     ck_assert_ptr_nonnull(bd);
     snprintf(gen, sizeof gen, "%s/tests/bin/qb-gen-hf-dense", bd);
-    pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        freopen("/dev/null", "w", stdout);
-        execl(gen, gen, "--arch", "llama", "--dtype", "bf16", "--layers", "1", "--hidden", "64",
-              "--intermediate", "128", "--vocab", "64", "--tied", "0", "--seed", "7", "--out",
-              src, (char *)NULL);
-        _exit(127);
+    {
+        const char *const gargv[] = {"--arch", "llama", "--dtype", "bf16", "--layers", "1",
+                                     "--hidden", "64", "--intermediate", "128", "--vocab", "64",
+                                     "--tied", "0", "--seed", "7", "--out", src, NULL};
+        qbt_result r;
+        qbt_run_ex(&r, &(qbt_run_opts){.prog = gen}, gargv);
+        ck_assert_msg(r.status == 0, "%s: %s", gen, r.err);
+        qbt_result_free(&r);
     }
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     return src;
 }
 
@@ -79,7 +75,7 @@ static char *snapshot(const char *dir, size_t *len)
 }
 
 /* The common verdict on a run that must fail cleanly. */
-static void assert_clean_failure(const qbt_frun *r, const char *work, const char *out)
+static void assert_clean_failure(const qbt_result *r, const char *work, const char *out)
 {
     ck_assert_msg(r->status == 1, "exit %d, stderr:\n%s", r->status, r->err);
     ck_assert_msg(qbt_count_lines(r->err, "quantbridge: error:") == 1, "stderr:\n%s", r->err);
@@ -104,10 +100,10 @@ START_TEST(alloc_fails_at_every_site)
     for (n = 0; n < 5000; n++) {
         char var[64];
         const char *env[] = {var, NULL};
-        qbt_frun r;
+        qbt_result r;
         const char *t;
         snprintf(var, sizeof var, "QUANTBRIDGE_TEST_ALLOC_FAIL=%ld", n);
-        qbt_frun_run(&r, convert_argv, env, 0, work, NULL, NULL);
+        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, convert_argv);
         t = strstr(r.err, "quantbridge: test: ");
         ck_assert_msg(t, "n=%ld: no allocation report; stderr:\n%s", n, r.err);
         refused = strtol(t + strlen("quantbridge: test: "), NULL, 10);
@@ -115,13 +111,13 @@ START_TEST(alloc_fails_at_every_site)
             /* The countdown ran past the last allocation: a normal run. */
             ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
             ck_assert(qbt_exists(out));
-            qbt_frun_free(&r);
+            qbt_result_free(&r);
             break;
         }
         /* A refused allocation is never papered over: the run fails. */
         assert_clean_failure(&r, work, out);
         ck_assert_msg(strstr(r.err, "out of memory"), "n=%ld: %s", n, r.err);
-        qbt_frun_free(&r);
+        qbt_result_free(&r);
     }
     ck_assert_int_eq(refused, 0);
     /* A conversion touches far more than a handful of allocation sites:
@@ -154,20 +150,20 @@ START_TEST(plugin_malloc_fails_at_every_site)
     for (n = 0; n < 20000; n++) {
         char var[64];
         const char *env[] = {pre, var, NULL};
-        qbt_frun r;
+        qbt_result r;
         const char *t;
         snprintf(var, sizeof var, "QBT_FAILMALLOC_PLUGIN_AFTER=%ld", n);
-        qbt_frun_run(&r, convert_argv, env, 0, work, NULL, NULL);
+        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, convert_argv);
         t = strstr(r.err, "failmalloc: ");
         ck_assert_msg(t, "n=%ld: no failmalloc report; stderr:\n%s", n, r.err);
         refused = strtol(t + strlen("failmalloc: "), NULL, 10);
         if (refused == 0) {
             ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
-            qbt_frun_free(&r);
+            qbt_result_free(&r);
             break;
         }
         assert_clean_failure(&r, work, out);
-        qbt_frun_free(&r);
+        qbt_result_free(&r);
     }
     ck_assert_int_eq(refused, 0);
     ck_assert_msg(n > 100, "only %ld plugin allocation sites reached", n);
@@ -189,8 +185,6 @@ START_TEST(gguf_alloc_fails_at_every_site)
     char *out = qbt_path(work, "out"), gen[4096];
     const char *bd = getenv("QB_TEST_BUILD_DIR");
     long n, refused = -1, plugin_sites = 0;
-    pid_t pid;
-    int st;
     ck_assert_ptr_nonnull(bd);
     snprintf(gen, sizeof gen, "%s/tests/bin/qb-gen-gguf", bd);
     if (access(gen, X_OK) != 0) { /* gguf plugin not in this build */
@@ -199,29 +193,27 @@ START_TEST(gguf_alloc_fails_at_every_site)
         free(work);
         return;
     }
-    pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        freopen("/dev/null", "w", stdout);
-        execl(gen, gen, "llama", "q4_0", src, (char *)NULL);
-        _exit(127);
+    {
+        const char *const gargv[] = {"llama", "q4_0", src, NULL};
+        qbt_result r;
+        qbt_run_ex(&r, &(qbt_run_opts){.prog = gen}, gargv);
+        ck_assert_msg(r.status == 0, "%s: %s", gen, r.err);
+        qbt_result_free(&r);
     }
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     for (n = 0; n < 5000; n++) {
         char var[64];
         const char *env[] = {var, NULL};
-        qbt_frun r;
+        qbt_result r;
         const char *t;
         snprintf(var, sizeof var, "QUANTBRIDGE_TEST_ALLOC_FAIL=%ld", n);
-        qbt_frun_run(&r, argv, env, 0, work, NULL, NULL);
+        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, argv);
         t = strstr(r.err, "quantbridge: test: ");
         ck_assert_msg(t, "n=%ld: no allocation report; stderr:\n%s", n, r.err);
         refused = strtol(t + strlen("quantbridge: test: "), NULL, 10);
         if (refused == 0) {
             ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
             ck_assert(qbt_exists(out));
-            qbt_frun_free(&r);
+            qbt_result_free(&r);
             break;
         }
         assert_clean_failure(&r, work, out);
@@ -229,7 +221,7 @@ START_TEST(gguf_alloc_fails_at_every_site)
         /* the gguf reader's own messages name the file it was reading */
         if (strstr(r.err, "model.gguf: out of memory"))
             plugin_sites++;
-        qbt_frun_free(&r);
+        qbt_result_free(&r);
     }
     ck_assert_int_eq(refused, 0);
     ck_assert_msg(plugin_sites > 5, "only %ld gguf plugin allocation sites reached", plugin_sites);
@@ -250,9 +242,9 @@ START_TEST(sink_fails_after_n_bytes)
     for (i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         char var[64];
         const char *env[] = {var, NULL};
-        qbt_frun r;
+        qbt_result r;
         snprintf(var, sizeof var, "QUANTBRIDGE_TEST_WRITE_LIMIT=%s", limits[i]);
-        qbt_frun_run(&r, convert_argv, env, 0, work, NULL, NULL);
+        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, convert_argv);
         assert_clean_failure(&r, work, out);
         /* names the output file being written (the final path: the temp
          * dir is gone when the user reads this), and says why */
@@ -260,7 +252,7 @@ START_TEST(sink_fails_after_n_bytes)
                       (strstr(r.err, ".safetensors: write") || strstr(r.err, ".json: write")),
                       "%s", r.err);
         ck_assert_msg(strstr(r.err, "No space left on device"), "%s", r.err);
-        qbt_frun_free(&r);
+        qbt_result_free(&r);
     }
     free(out);
     free(src);
@@ -274,25 +266,25 @@ static void overwrite_survives(const char *const *env, long fsize, const char *e
     char *work = qbt_mkdtemp("fault-overwrite"), *src = make_source(work);
     char *out = qbt_path(work, "out"), *before, *after;
     size_t lb, la;
-    qbt_frun r;
-    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    qbt_result r;
+    qbt_run_ex(&r, &(qbt_run_opts){.cwd = work}, convert_argv);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     before = snapshot(out, &lb);
-    qbt_frun_run(&r, overwrite_argv, env, fsize, work, NULL, NULL);
+    qbt_run_ex(&r, &(qbt_run_opts){.env = env, .fsize_limit = fsize, .cwd = work}, overwrite_argv);
     assert_clean_failure(&r, work, NULL);
     ck_assert_msg(strstr(r.err, expect), "%s", r.err);
     after = snapshot(out, &la);
     ck_assert_uint_eq(lb, la);
     ck_assert(memcmp(before, after, lb) == 0);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     /* and a --overwrite that succeeds replaces it, leaving nothing beside */
-    qbt_frun_run(&r, overwrite_argv, NULL, 0, work, NULL, NULL);
+    qbt_run_ex(&r, &(qbt_run_opts){.cwd = work}, overwrite_argv);
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
     ck_assert_int_eq(qbt_count_entries(work, ".qbold-"), 0);
     ck_assert(qbt_exists(out));
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(before);
     free(after);
     free(out);
@@ -311,11 +303,11 @@ START_TEST(rlimit_fsize)
 {
     char *work = qbt_mkdtemp("fault-fsize"), *src = make_source(work);
     char *out = qbt_path(work, "out");
-    qbt_frun r;
-    qbt_frun_run(&r, convert_argv, NULL, 8192, work, NULL, NULL);
+    qbt_result r;
+    qbt_run_ex(&r, &(qbt_run_opts){.fsize_limit = 8192, .cwd = work}, convert_argv);
     assert_clean_failure(&r, work, out);
     ck_assert_msg(strstr(r.err, "File too large") && strstr(r.err, "error: out/"), "%s", r.err);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(out);
     free(src);
     free(work);
@@ -339,12 +331,12 @@ START_TEST(source_truncated_while_mapped)
     char *work = qbt_mkdtemp("fault-sigbus"), *src = make_source(work);
     char *out = qbt_path(work, "out"), *st = qbt_path(src, "model.safetensors");
     const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=1", NULL};
-    qbt_frun r;
-    qbt_frun_run(&r, convert_argv, env, 0, work, truncate_source, st);
+    qbt_result r;
+    qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work, .on_stop = truncate_source, .on_stop_arg = st}, convert_argv);
     assert_clean_failure(&r, work, out);
     ck_assert_msg(strstr(r.err, "quantbridge: error: source file changed or truncated while "
                          "reading (SIGBUS at address 0x"), "%s", r.err);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(st);
     free(out);
     free(src);
@@ -365,11 +357,11 @@ START_TEST(term_and_int_remove_temp)
     const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=2", NULL};
     size_t i;
     for (i = 0; i < 2; i++) {
-        qbt_frun r;
-        qbt_frun_run(&r, convert_argv, env, 0, work, send_signal, &sigs[i]);
+        qbt_result r;
+        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work, .on_stop = send_signal, .on_stop_arg = &sigs[i]}, convert_argv);
         assert_clean_failure(&r, work, out);
         ck_assert_msg(strstr(r.err, "cancelled"), "%s", r.err);
-        qbt_frun_free(&r);
+        qbt_result_free(&r);
     }
     free(out);
     free(src);
@@ -384,16 +376,16 @@ START_TEST(term_keeps_old_output)
     char *out = qbt_path(work, "out"), *before, *after;
     const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=2", NULL};
     size_t lb, la;
-    qbt_frun r;
-    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    qbt_result r;
+    qbt_run_ex(&r, &(qbt_run_opts){.cwd = work}, convert_argv);
     ck_assert_int_eq(r.status, 0);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     before = snapshot(out, &lb);
-    qbt_frun_run(&r, overwrite_argv, env, 0, work, send_signal, &sig);
+    qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work, .on_stop = send_signal, .on_stop_arg = &sig}, overwrite_argv);
     assert_clean_failure(&r, work, NULL);
     after = snapshot(out, &la);
     ck_assert(lb == la && memcmp(before, after, lb) == 0);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(before);
     free(after);
     free(out);
@@ -424,15 +416,15 @@ START_TEST(sigkill_then_next_run_removes_stale)
     char *work = qbt_mkdtemp("fault-kill"), *src = make_source(work);
     char *out = qbt_path(work, "out"), *stale, *line;
     const char *env[] = {"QUANTBRIDGE_TEST_STOP_AFTER=2", NULL};
-    qbt_frun r;
-    qbt_frun_run(&r, convert_argv, env, 0, work, send_signal, &sig);
+    qbt_result r;
+    qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work, .on_stop = send_signal, .on_stop_arg = &sig}, convert_argv);
     ck_assert_int_eq(r.status, 128 + SIGKILL);
     ck_assert(!qbt_exists(out));
     stale = find_entry(work, ".qbtmp-");
     ck_assert_ptr_nonnull(stale);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
 
-    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    qbt_run_ex(&r, &(qbt_run_opts){.cwd = work}, convert_argv);
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert(asprintf(&line, "quantbridge: removed stale temporary directory ./%s (left by "
                        "pid ", stale) > 0);
@@ -440,7 +432,7 @@ START_TEST(sigkill_then_next_run_removes_stale)
                   r.err);
     ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
     ck_assert(qbt_exists(out));
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(line);
     free(stale);
     free(out);
@@ -484,7 +476,7 @@ START_TEST(stale_dirs_only_when_provable)
 {
     char *work = qbt_mkdtemp("fault-stale"), *src = make_source(work), *boot, marker[512];
     unsigned long long me = my_start_time();
-    qbt_frun r;
+    qbt_result r;
     {
         FILE *bf = fopen("/proc/sys/kernel/random/boot_id", "r");
         ck_assert_ptr_nonnull(bf);
@@ -510,7 +502,7 @@ START_TEST(stale_dirs_only_when_provable)
     /* another output's temp dir is none of this run's business */
     fake_tmp(work, ".other.qbtmp-1", "pid=999999999\n");
 
-    qbt_frun_run(&r, convert_argv, NULL, 0, work, NULL, NULL);
+    qbt_run_ex(&r, &(qbt_run_opts){.cwd = work}, convert_argv);
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_msg(strstr(r.err, "temporary directory ./.out.qbtmp-alive left alone: its owner"),
                   "%s", r.err);
@@ -524,14 +516,14 @@ START_TEST(stale_dirs_only_when_provable)
     ck_assert_int_eq(qbt_count_entries(work, ".out.qbtmp-reused"), 0);
     ck_assert_int_eq(qbt_count_entries(work, ".out.qbtmp-oldboot"), 0);
     ck_assert_int_eq(qbt_count_entries(work, ".other.qbtmp-1"), 1);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(boot);
     free(src);
     free(work);
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("faults");

@@ -8,7 +8,8 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
-#include "qbt_cli.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static char *mkdirs(const char *base, const char *sub)
 {
@@ -173,7 +174,7 @@ START_TEST(library_resolution)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");

@@ -8,7 +8,8 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
-#include "qbt_cli.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 START_TEST(config_load_every_failure_point)
 {
@@ -129,7 +130,7 @@ START_TEST(sink_every_failure_point)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("fault");
     TCase *tc = tcase_create("alloc");

@@ -158,7 +158,7 @@ START_TEST(serialised_without_flag)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("model_src");
     TCase *tc = tcase_create("model_src");

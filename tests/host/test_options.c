@@ -154,7 +154,7 @@ START_TEST(routing)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("options");
     TCase *tc = tcase_create("options");

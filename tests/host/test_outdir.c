@@ -7,7 +7,8 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
-#include "qbt_cli.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static char *sub(const char *a, const char *b)
 {
@@ -165,7 +166,7 @@ START_TEST(rmtree_does_not_follow_symlinks)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("outdir");
     TCase *tc = tcase_create("outdir");

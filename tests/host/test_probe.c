@@ -7,7 +7,8 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
-#include "qbt_cli.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static qbh_plugin_conf confs[4];
 static qbh_plugin plugs[4];
@@ -146,7 +147,7 @@ START_TEST(big_head_truncated)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("probe");
     TCase *tc = tcase_create("probe");

@@ -102,7 +102,7 @@ START_TEST(file_digest)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sha256");
     TCase *tc = tcase_create("fips180");

@@ -7,7 +7,8 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
-#include "qbt_cli.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 START_TEST(names_and_duplicates)
 {
@@ -163,7 +164,7 @@ START_TEST(services_read_and_list)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sink");
     TCase *tc = tcase_create("sink");

@@ -113,7 +113,7 @@ START_TEST(single_thread_serial)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("threadpool");
     TCase *tc = tcase_create("pool");

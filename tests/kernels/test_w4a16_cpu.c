@@ -11,6 +11,8 @@
  *   - argument errors.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,12 +204,10 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("w4a16_cpu");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_exact_known_codes);
     tcase_add_test(tc, test_exact_permutation);
@@ -217,9 +217,5 @@ int main(void)
     tcase_add_test(tc, test_threads_bitwise_equal);
     tcase_add_test(tc, test_bad_arguments);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

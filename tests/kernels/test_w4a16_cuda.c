@@ -16,6 +16,8 @@
  * gets a factor 2 more here.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,16 +198,14 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     int n = 0;
     Suite *s;
     TCase *tc;
-    SRunner *sr;
-    int failed;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
         printf("no CUDA device: skipped\n");
-        return 77;
+        return NULL; /* skipped */
     }
     s = suite_create("w4a16_cuda");
     tc = tcase_create("core");
@@ -214,9 +214,5 @@ int main(void)
     tcase_add_test(tc, test_exact_small);
     tcase_add_test(tc, test_bad_arguments);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -14,6 +14,8 @@
  * (e.g. -DQB_ONLY_PLUGINS=none).
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,9 @@
 
 #include "gen_hf_dense.h"
 #include "qbt_w4a16_case.h"
+#include "qbt_args.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static char g_tmp[512];
 
@@ -50,14 +55,21 @@ static void make_tmp(void)
 /* Converts spec -> out with extra CLI args; returns the exit status. */
 static int convert(const qbt_hfd_spec *spec, const char *src, const char *out, const char *extra)
 {
-    char cmd[2048];
+    char args[2048], errf[1100];
     int n;
+    qbt_result r;
+    char **av;
     ck_assert_int_eq(qbt_hfd_write(spec, src), 0);
-    /* a truncated command would run something else: refuse it */
-    n = snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s' %s >/dev/null 2>'%s.err'",
-                 getenv("QB_TEST_BIN"), src, out, extra, out);
-    ck_assert(n > 0 && (size_t)n < sizeof(cmd));
-    return system(cmd);
+    n = snprintf(args, sizeof(args), "convert --source '%s' --output '%s' %s", src, out, extra);
+    ck_assert(n > 0 && (size_t)n < sizeof(args));
+    av = qbt_args_split(args);
+    qbt_run(&r, (const char *const *)av);
+    qbt_args_free(av);
+    snprintf(errf, sizeof(errf), "%s.err", out);
+    qbt_write_file(errf, r.err);
+    n = r.status;
+    qbt_result_free(&r);
+    return n;
 }
 
 static void check_model(const qbt_hfd_spec *spec, const char *out, int64_t g)
@@ -166,28 +178,22 @@ START_TEST(test_convert_and_load)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     const char *bin = getenv("QB_TEST_BIN"), *bdir = getenv("QB_TEST_BUILD_DIR");
     char p1[1024], p2[1024];
     Suite *s;
     TCase *tc;
-    SRunner *sr;
-    int failed;
     snprintf(p1, sizeof(p1), "%s/lib/quantbridge/plugins/libqb_hf_dense.so", bdir ? bdir : ".");
     snprintf(p2, sizeof(p2), "%s/lib/quantbridge/plugins/libqb_sm86_w4a16.so", bdir ? bdir : ".");
     if (!bin || !file_exists(bin) || !file_exists(p1) || !file_exists(p2)) {
         printf("quantbridge or the hf-dense / sm86-w4a16 plugins are not built: skipped\n");
-        return 77;
+        return NULL; /* skipped */
     }
     s = suite_create("w4a16_e2e");
     tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_convert_and_load);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

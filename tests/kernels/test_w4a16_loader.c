@@ -9,6 +9,8 @@
  * above 1,000 layers), each checked against the text of that document.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,12 +440,10 @@ START_TEST(test_layer_name_width)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("w4a16_loader");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, test_open_valid);
     tcase_add_test(tc, test_perm_needs_feature);
     tcase_add_test(tc, test_bad_sha);
@@ -459,9 +459,5 @@ int main(void)
     tcase_add_test(tc, test_strict_zero_layers);
     tcase_add_test(tc, test_layer_name_width);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

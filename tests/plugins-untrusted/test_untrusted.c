@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "qbt_cli.h"
-#include "qbt_fault_run.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static const char *ut_dir(void)
 {
@@ -72,13 +72,13 @@ static void copy_file(const char *from, const char *to, mode_t mode)
     free(data);
 }
 
-static void run_tool(qbt_frun *r, const char *conf, const char *cmd, const char *cwd,
+static void run_tool(qbt_result *r, const char *conf, const char *cmd, const char *cwd,
                      const char *const *env)
 {
     const char *conv[] = {"--config", conf, "convert", "--source", "src", "--output", "out",
                           NULL};
     const char *plug[] = {"--config", conf, "plugins", NULL};
-    qbt_frun_run(r, strcmp(cmd, "convert") == 0 ? conv : plug, env, 0, cwd, NULL, NULL);
+    qbt_run_ex(r, &(qbt_run_opts){.env = env, .cwd = cwd}, strcmp(cmd, "convert") == 0 ? conv : plug);
 }
 
 START_TEST(crashing_and_hanging_probes_are_contained)
@@ -88,7 +88,7 @@ START_TEST(crashing_and_hanging_probes_are_contained)
      * host seeing a child killed by a signal. */
     const char *env[] = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=1", NULL};
     struct rlimit nocore = {0, 0};
-    qbt_frun r;
+    qbt_result r;
     setrlimit(RLIMIT_CORE, &nocore);
     ck_assert(asprintf(&extra, "[plugin:ut-segv]\nlibrary=%s/libqb_ut_segv.so\n"
                        "[plugin:ut-hang]\nlibrary=%s/libqb_ut_hang.so\n", ut_dir(),
@@ -103,7 +103,7 @@ START_TEST(crashing_and_hanging_probes_are_contained)
     out = qbt_path(work, "out");
     ck_assert(qbt_exists(out));
     ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(out);
     free(conf);
     free(extra);
@@ -120,7 +120,7 @@ static int probe_in_child(const char *trusted_line)
     char *envv, *text;
     const char *env[2];
     long pid = 0, ppid = 0;
-    qbt_frun r;
+    qbt_result r;
     int child;
     pidf = qbt_path(work, "probe.pid");
     ck_assert(asprintf(&envv, "UT_PID_FILE=%s", pidf) > 0);
@@ -136,7 +136,7 @@ static int probe_in_child(const char *trusted_line)
     ck_assert_int_eq(sscanf(text, "%ld %ld", &pid, &ppid), 2);
     ck_assert(pid == (long)r.pid || ppid == (long)r.pid);
     child = pid != (long)r.pid;
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(text);
     free(envv);
     free(pidf);
@@ -159,7 +159,7 @@ START_TEST(world_writable_refused)
 {
     char *work = qbt_mkdtemp("ut-perms"), *src = make_source(work), *lib, *from, *extra;
     char *conf, *wdir = qbt_path(work, "plugins-ww"), *lib2, *out;
-    qbt_frun r;
+    qbt_result r;
     from = qbt_path(ut_dir(), "libqb_ut_ok.so");
     lib = qbt_path(work, "libqb_ut_ok.so");
     copy_file(from, lib, 0757);
@@ -175,13 +175,13 @@ START_TEST(world_writable_refused)
                   strstr(r.out, "libqb_ut_ok.so is world-writable"), "%s", r.out);
     ck_assert_msg(strstr(r.out, "UNSAFE_PERMISSIONS: plugin ut-ok2: refused: its directory ") &&
                   strstr(r.out, "plugins-ww is world-writable"), "%s", r.out);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     /* the rest still converts */
     run_tool(&r, conf, "convert", work, NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
     out = qbt_path(work, "out");
     ck_assert(qbt_exists(out));
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(out);
     free(lib2);
     free(wdir);
@@ -200,7 +200,7 @@ START_TEST(never_from_cwd_or_model_dir)
     char *in_cwd, *envv;
     const char *rel_env[] = {"QUANTBRIDGE_PLUGIN_PATH=.", NULL};
     const char *abs_env[2];
-    qbt_frun r;
+    qbt_result r;
     from = qbt_path(ut_dir(), "libqb_ut_ok.so");
     in_src = qbt_path(src, "libqb_ut_ok.so");
     in_cwd = qbt_path(work, "libqb_ut_ok.so");
@@ -211,17 +211,17 @@ START_TEST(never_from_cwd_or_model_dir)
      * relative search path entry: not found */
     run_tool(&r, conf, "plugins", work, rel_env);
     ck_assert_msg(strstr(r.out, "FILE_MISSING: plugin ut-ok: library "), "%s", r.out);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     run_tool(&r, conf, "convert", work, rel_env);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     /* an absolute search path naming that directory is explicit: loaded */
     ck_assert(asprintf(&envv, "QUANTBRIDGE_PLUGIN_PATH=%s", work) > 0);
     abs_env[0] = envv;
     abs_env[1] = NULL;
     run_tool(&r, conf, "plugins", work, abs_env);
     ck_assert_msg(!strstr(r.out, "FILE_MISSING") && strstr(r.out, "ut-ok"), "%s", r.out);
-    qbt_frun_free(&r);
+    qbt_result_free(&r);
     free(envv);
     free(conf);
     free(in_cwd);
@@ -232,7 +232,7 @@ START_TEST(never_from_cwd_or_model_dir)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("plugins-untrusted");
     TCase *tc = tcase_create("untrusted");

@@ -4,7 +4,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,39 +203,4 @@ void qbt_fake_clear_error(void)
 {
     fh_msg[0] = '\0';
     fh_code = QB_OK;
-}
-
-char *qbt_tmpdir(const char *tag)
-{
-    const char *base = getenv("QB_TEST_TMPDIR");
-    char *p;
-    size_t n;
-    if (!base || !*base)
-        base = "/tmp";
-    mkdir(base, 0777); /* may exist */
-    n = strlen(base) + strlen(tag) + 16;
-    p = malloc(n);
-    if (!p)
-        return NULL;
-    snprintf(p, n, "%s/%s-XXXXXX", base, tag);
-    if (!mkdtemp(p)) {
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static int fh_rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-void qbt_rmtree(const char *path)
-{
-    if (path)
-        nftw(path, fh_rm, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -17,9 +17,8 @@ const char *qbt_fake_last_error(void);
 qb_status qbt_fake_last_code(void);
 void qbt_fake_clear_error(void);
 
-/* A fresh private directory under $QB_TEST_TMPDIR (or /tmp); malloc'd path. */
-char *qbt_tmpdir(const char *tag);
-/* Removes a directory tree (best effort). */
-void qbt_rmtree(const char *path);
+/* qbt_tmpdir / qbt_rmtree, which the reader tests take from here, live in
+ * tests/support (qbt_support). */
+#include "qbt_fs.h"
 
 #endif

@@ -7,6 +7,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,8 @@
 #include <unistd.h>
 
 #include "qbh.h"
-#include "qbt_cli.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 typedef struct fixture {
     char *dir, *cfg, *src, *out;
@@ -594,12 +597,10 @@ START_TEST(cli_usage_and_help)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sdk-contract-convert");
     TCase *tc = tcase_create("convert");
-    SRunner *sr;
-    int failed;
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, convert_exact_values_and_manifest);
     tcase_add_test(tc, abi10_plugin_converts);
@@ -620,9 +621,5 @@ int main(void)
     tcase_add_test(tc, config_options_and_get_config);
     tcase_add_test(tc, cli_usage_and_help);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

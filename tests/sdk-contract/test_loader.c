@@ -5,13 +5,16 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "qbt_cli.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static char *cfg_path;
 static cJSON *listing;
@@ -306,12 +309,10 @@ START_TEST(missing_config_is_error)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sdk-contract-loader");
     TCase *tc = tcase_create("variants");
-    SRunner *sr;
-    int failed;
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, good_plugin_loads);
     tcase_add_test(tc, old_abi_refused);
@@ -332,9 +333,5 @@ int main(void)
     tcase_add_test(tc, build_tree_default_config);
     tcase_add_test(tc, missing_config_is_error);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

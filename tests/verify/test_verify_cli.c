@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,12 +464,10 @@ START_TEST(usage_errors)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("verify_cli");
     TCase *tc = tcase_create("cli");
-    SRunner *sr;
-    int failed;
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, w4a16_passes_and_matches_manifest);
@@ -480,9 +480,5 @@ int main(void)
     tcase_add_test(tc, after_convert_failure_keeps_output);
     tcase_add_test(tc, usage_errors);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -7,6 +7,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -311,12 +313,10 @@ START_TEST(html_file)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("verify_metrics");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, acc_exact);
     tcase_add_test(tc, acc_known_values);
     tcase_add_test(tc, acc_signed_zero_and_nonfinite);
@@ -326,9 +326,5 @@ int main(void)
     tcase_add_test(tc, json_document);
     tcase_add_test(tc, html_file);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -16,6 +16,9 @@
 #include <cjson/cJSON.h>
 
 #include "qbh.h"
+#include "qbt_args.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 char *vt_tmpdir(const char *tag)
 {
@@ -54,9 +57,7 @@ const char *vt_path(const char *dir, const char *name)
 
 void vt_copy_dir(const char *from, const char *to)
 {
-    char cmd[8400];
-    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", from, to);
-    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+    qbt_copy_dir(from, to);
 }
 
 char *vt_slurp(const char *path, size_t *len)
@@ -88,21 +89,22 @@ void vt_spit(const char *path, const void *data, size_t len)
 
 int vt_run(const char *args, char **out, char **err)
 {
-    const char *bin = getenv("QB_TEST_BIN");
-    char cmd[16384], eo[4096];
-    char *tdir = vt_tmpdir("run");
+    char **av = qbt_args_split(args);
+    qbt_result r;
     int st;
-    ck_assert_ptr_nonnull(bin);
-    snprintf(eo, sizeof eo, "%s", tdir);
-    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out' 2>'%s/err'", bin, args, eo, eo);
-    st = system(cmd);
-    if (out)
-        *out = vt_slurp(vt_path(eo, "out"), NULL);
-    if (err)
-        *err = vt_slurp(vt_path(eo, "err"), NULL);
-    vt_rmtree(tdir);
-    free(tdir);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    qbt_run(&r, (const char *const *)av);
+    qbt_args_free(av);
+    st = r.status;
+    if (out) {
+        *out = r.out;
+        r.out = NULL;
+    }
+    if (err) {
+        *err = r.err;
+        r.err = NULL;
+    }
+    qbt_result_free(&r);
+    return st;
 }
 
 static cJSON *st_header(const char *buf, size_t len, uint64_t *hlen)

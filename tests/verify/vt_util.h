@@ -19,8 +19,9 @@ const char *vt_path(const char *dir, const char *name);
 /* Copies directory `from` to the new path `to` (cp -r). */
 void vt_copy_dir(const char *from, const char *to);
 
-/* Runs `$QB_TEST_BIN ARGS`; stdout into *out, stderr into *err (malloc'd,
- * either may be NULL to discard). Returns the exit status. */
+/* Runs $QB_TEST_BIN with ARGS split by qbt_args_split (no shell) through
+ * qbt_run; stdout into *out, stderr into *err (malloc'd, either may be NULL
+ * to discard). Returns the exit status (128 + signal when killed). */
 int vt_run(const char *args, char **out, char **err);
 
 char *vt_slurp(const char *path, size_t *len);

@@ -9,6 +9,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "qbt_run.h"
 #include "gen_ct.h"
 #include "qbt_fake_host.h"
 
@@ -56,32 +59,6 @@ static char *sub(const char *name)
     return p;
 }
 
-/* Runs `quantbridge ARGS` with stderr merged; output in *out; exit status. */
-static int run(const char *args, char **out)
-{
-    char cmd[8192];
-    FILE *p;
-    size_t len = 0, cap = 1 << 16, r;
-    int st;
-    char *buf = malloc(cap);
-    ck_assert_ptr_nonnull(buf);
-    snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("QB_TEST_BIN"), args);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    while ((r = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += r;
-        if (len + 1 == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-    }
-    buf[len] = '\0';
-    st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -113,7 +90,7 @@ static tally convert(const char *src, int gs, const char *prefix)
 
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --group-size %d", src,
              sub("out"), gs);
-    ck_assert_msg(run(args, &out) == 0, "convert %s failed: %s", src, out);
+    ck_assert_msg(qbt_run_line(args, &out) == 0, "convert %s failed: %s", src, out);
     free(out);
     snprintf(mpath, sizeof(mpath), "%s/manifest.json", sub("out"));
     text = slurp(mpath);
@@ -168,7 +145,7 @@ START_TEST(inspect_names_format_bits_group)
     const char *src = write_ct("ct", s);
 
     snprintf(args, sizeof(args), "inspect '%s'", src);
-    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_int_eq(qbt_run_line(args, &out), 0);
     ck_assert_msg(strstr(out, "compressed-tensors") && strstr(out, "int4") &&
                       strstr(out, "group_size 32") && strstr(out, "symmetric") &&
                       strstr(out, "act-order") && strstr(out, "ct int4 g32 sym act-order"),
@@ -176,7 +153,7 @@ START_TEST(inspect_names_format_bits_group)
     free(out);
     src = write_fp8("fp8", f);
     snprintf(args, sizeof(args), "inspect '%s'", src);
-    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_int_eq(qbt_run_line(args, &out), 0);
     ck_assert_msg(strstr(out, "fp8") && strstr(out, "block 48x40") &&
                       strstr(out, "fp8 e4m3 block48x40"), "inspect output: %s", out);
     free(out);
@@ -280,12 +257,12 @@ static void fails_cleanly(const char *src)
     char args[2048], *out;
     struct stat sb;
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s'", src, sub("out"));
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "quantbridge: error:"), "%s: output: %s", src, out);
     free(out);
     ck_assert_int_ne(stat(sub("out"), &sb), 0);
     snprintf(args, sizeof(args), "inspect '%s'", src);
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "quantbridge: error:"), "%s: inspect output: %s", src, out);
     free(out);
 }
@@ -316,12 +293,10 @@ START_TEST(broken_checkpoints_fail_cleanly)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("ct-fp8-cli");
     TCase *c = tcase_create("cli");
-    SRunner *sr;
-    int failed;
     tcase_add_checked_fixture(c, setup, teardown);
     tcase_set_timeout(c, 300);
     tcase_add_test(c, inspect_names_format_bits_group);
@@ -332,9 +307,5 @@ int main(void)
     tcase_add_test(c, fp8_variants_record_rmse);
     tcase_add_test(c, broken_checkpoints_fail_cleanly);
     suite_add_tcase(s, c);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

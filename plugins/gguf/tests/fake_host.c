@@ -1,6 +1,8 @@
 /* Minimal qb_host for unit tests (see fake_host.h). */
 #include "fake_host.h"
 
+#include "qbt_fs.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -127,14 +129,11 @@ const char *fake_tmpdir(const char *tag)
 {
     static char path[1024];
     const char *base = getenv("QB_TEST_TMPDIR");
-    char cmd[1200];
     if (!base)
         base = "/tmp";
     mkdir(base, 0755);
     snprintf(path, sizeof(path), "%s/gguf-%s-%d", base, tag, (int)getpid());
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-    if (system(cmd) != 0)
-        return NULL;
+    qbt_rmtree(path);
     mkdir(path, 0755);
     return path;
 }

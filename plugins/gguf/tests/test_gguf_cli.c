@@ -6,6 +6,8 @@
  * naming the file.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,28 +15,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "qbt_fs.h"
+#include "qbt_run.h"
+
 static char tmp[1024];
 
-/* Runs cmd, captures stdout+stderr into out (up to n), returns exit code. */
+/* Runs cmd (program first, no shell) through qbt_run_cmd, stdout+stderr
+ * into out (up to n, may be NULL); returns the exit code. */
 static int run(const char *cmd, char *out, size_t n)
 {
-    char full[8192];
-    FILE *p;
-    size_t got = 0;
-    int st;
-    snprintf(full, sizeof(full), "%s 2>&1", cmd);
-    p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    if (out && n) {
-        got = fread(out, 1, n - 1, p);
-        out[got] = '\0';
-    } else {
-        char sink[4096];
-        while (fread(sink, 1, sizeof(sink), p) > 0)
-            ;
-    }
-    st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char *text = NULL;
+    int st = qbt_run_cmd(cmd, &text);
+    if (out && n)
+        snprintf(out, n, "%s", text);
+    free(text);
+    return st;
 }
 
 static const char *bin(void)
@@ -59,10 +54,8 @@ static void gen(const char *arch, const char *type, const char *out, int shards)
 static void setup(void)
 {
     const char *base = getenv("QB_TEST_TMPDIR");
-    char cmd[2048];
     snprintf(tmp, sizeof(tmp), "%s/gguf-cli-%d", base ? base : "/tmp", (int)getpid());
-    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", tmp);
-    ck_assert_int_eq(system(cmd), 0);
+    qbt_mkdir_p(tmp);
 }
 
 static char *slurp(const char *path)
@@ -176,26 +169,22 @@ START_TEST(malformed_exit_1)
     snprintf(dst, sizeof(dst), "%s/out-bad", tmp);
     gen("llama", "q4_0", src, 0);
     ck_assert_int_eq(stat(src, &sb), 0);
-    snprintf(cmd, sizeof(cmd), "head -c %lld '%s' > '%s'", (long long)sb.st_size - 100, src, bad);
-    ck_assert_int_eq(system(cmd), 0);
+    qbt_copy_file(src, bad, (size_t)sb.st_size - 100);
     snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s'", bin(), bad, dst);
     ck_assert_int_eq(run(cmd, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "trunc.gguf") && strstr(out, "past the end"), "%s", out);
     ck_assert_int_ne(stat(dst, &sb), 0); /* nothing left behind */
-    snprintf(cmd, sizeof(cmd), "printf 'GGUF\\143\\0\\0\\0' > '%s'", bad); /* version 99 */
-    ck_assert_int_eq(system(cmd), 0);
+    qbt_write_bytes(bad, "GGUF\143\0\0\0", 8); /* version 99 */
     snprintf(cmd, sizeof(cmd), "'%s' inspect '%s'", bin(), bad);
     ck_assert_int_eq(run(cmd, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "version 99"), "%s", out);
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_cli");
     TCase *tc = tcase_create("all");
-    SRunner *sr;
-    int failed;
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, inspect_shows_arch_types_names);
@@ -206,9 +195,5 @@ int main(void)
     tcase_add_test(tc, convert_k_quants);
 #endif
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

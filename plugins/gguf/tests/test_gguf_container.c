@@ -9,6 +9,8 @@
 #include "gguf_kv.h"
 
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,12 +352,10 @@ START_TEST(open_missing_and_mmap)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_container");
     TCase *tc = tcase_create("all");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, valid_small_file);
     tcase_add_test(tc, version_2_and_alignment_64);
     tcase_add_test(tc, truncated_everywhere);
@@ -368,9 +368,5 @@ int main(void)
     tcase_add_test(tc, nested_arrays_parse);
     tcase_add_test(tc, open_missing_and_mmap);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -7,8 +7,11 @@
 #include "fake_host.h"
 #include "gen_gguf.h"
 #include "gguf_reader.h"
+#include "qbt_fs.h"
 
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
@@ -618,8 +621,8 @@ START_TEST(split_inconsistent_shard)
     write_split(dir, 3, &ref);
     /* Shard 3 replaced by shard 2 under its name: split.no disagrees. */
     snprintf(a, sizeof(a), "%s/m-00002-of-00003.gguf", dir);
-    snprintf(b, sizeof(b), "cp '%s' '%s/m-00003-of-00003.gguf'", a, dir);
-    ck_assert_int_eq(system(b), 0);
+    snprintf(b, sizeof(b), "%s/m-00003-of-00003.gguf", dir);
+    qbt_copy_file(a, b, (size_t)-1);
     ck_assert_int_eq(gguf_reader_open(fake_host(), a, &r), QB_E_MISMATCH);
     ck_assert_ptr_nonnull(strstr(fake_last_error(), "split.no"));
     qbt_hf_model_free(&ref);
@@ -733,12 +736,10 @@ START_TEST(probe_magic)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_models");
     TCase *tc = tcase_create("all");
-    SRunner *sr;
-    int failed;
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, llama_f32_gqa_permuted);
     tcase_add_test(tc, llama_q4_0_grid_permuted);
@@ -767,9 +768,5 @@ int main(void)
     tcase_add_test(tc, unpermute_is_inverse_of_permute);
     tcase_add_test(tc, probe_magic);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

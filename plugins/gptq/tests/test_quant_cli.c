@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "qbt_run.h"
 #include "gen_gptq.h"
 #include "qbt_fake_host.h"
 #include "qbt_st_writer.h"
@@ -43,35 +44,6 @@ static char *sub(const char *name)
     char *p = b[k++ & 3];
     snprintf(p, 1024, "%s/%s", tmp, name);
     return p;
-}
-
-/* Runs `quantbridge ARGS`, output captured into *out (malloc'd); exit status. */
-static int run(const char *args, char **out)
-{
-    char cmd[8192];
-    FILE *p;
-    size_t len = 0, cap = 1 << 16;
-    int st;
-    char *buf = malloc(cap);
-    ck_assert_ptr_nonnull(buf);
-    snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("QB_TEST_BIN"), args);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    for (;;) {
-        size_t r = fread(buf + len, 1, cap - len - 1, p);
-        len += r;
-        if (r == 0)
-            break;
-        if (len + 1 == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-    }
-    buf[len] = '\0';
-    st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static char *slurp(const char *path)
@@ -103,7 +75,7 @@ static tally convert_and_tally(const char *src, const char *extra, const char *e
     const cJSON *ts, *t;
     tally r = {0, 0, 0, 0.0};
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' %s", src, sub("out"), extra);
-    ck_assert_msg(run(args, &out) == 0, "convert failed: %s", out);
+    ck_assert_msg(qbt_run_line(args, &out) == 0, "convert failed: %s", out);
     free(out);
     snprintf(mpath, sizeof(mpath), "%s/manifest.json", sub("out"));
     text = slurp(mpath);
@@ -161,7 +133,7 @@ static void expect_clean_failure(const char *extra, const char *needle)
     char args[4096], *out;
     struct stat sb;
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' %s", sub("src"), sub("out"), extra);
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
     ck_assert_msg(strstr(out, needle) != NULL, "\"%s\" lacks \"%s\"", out, needle);
     ck_assert_int_ne(stat(sub("out"), &sb), 0);
@@ -175,7 +147,7 @@ START_TEST(inspect_gptq_names_everything)
     s.act_order = 1;
     write_gptq(&s);
     snprintf(args, sizeof(args), "inspect '%s'", sub("src"));
-    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_int_eq(qbt_run_line(args, &out), 0);
     ck_assert_msg(strstr(out, "gptq") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "GPTQ 4-bit g32 sym v1 act-order") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "zero convention v1") != NULL, "%s", out);
@@ -193,7 +165,7 @@ START_TEST(inspect_warns_on_label_data_disagreement)
     s.wrong_label = 1;
     write_gptq(&s);
     snprintf(args, sizeof(args), "inspect '%s'", sub("src"));
-    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_int_eq(qbt_run_line(args, &out), 0);
     ck_assert_msg(strstr(out, "checkpoint_format \"gptq_v2\" says v2") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "using v1") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "gptq int4 g128 sym v1") != NULL, "%s", out);
@@ -208,7 +180,7 @@ START_TEST(inspect_awq_names_everything)
     ck_assert_int_eq(mkdir(sub("src"), 0777), 0);
     ck_assert_int_eq(qbt_awq_write(sub("src"), &s, NULL), 0);
     snprintf(args, sizeof(args), "inspect '%s'", sub("src"));
-    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_int_eq(qbt_run_line(args, &out), 0);
     ck_assert_msg(strstr(out, "AWQ 4-bit g64 asym (zero_point) gemv") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "awq int4 g64 asym gemv") != NULL, "%s", out);
     free(out);

@@ -6,12 +6,15 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "qbt_run.h"
 #include "gen_hf_dense.h"
 #include "qbt_fake_host.h"
 #include "qbt_st_writer.h"
@@ -31,36 +34,6 @@ static void teardown(void)
     free(tmp);
 }
 
-/* Runs `quantbridge ARGS` with stdout+stderr captured into *out (malloc'd).
- * Returns the exit status. */
-static int run(const char *args, char **out)
-{
-    char cmd[8192];
-    FILE *p;
-    size_t len = 0, cap = 1 << 16;
-    int st;
-    char *buf = malloc(cap);
-    ck_assert_ptr_nonnull(buf);
-    snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("QB_TEST_BIN"), args);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    for (;;) {
-        size_t r = fread(buf + len, 1, cap - len - 1, p);
-        len += r;
-        if (r == 0)
-            break;
-        if (len + 1 == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-    }
-    buf[len] = '\0';
-    st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char *sub(const char *name)
 {
     static char b[4][1024];
@@ -77,7 +50,7 @@ START_TEST(inspect_generated_sharded)
     ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
     ck_assert_int_eq(qbt_hfd_write(&s, sub("m")), 0);
     snprintf(args, sizeof(args), "inspect '%s'", sub("m"));
-    ck_assert_int_eq(run(args, &out), 0);
+    ck_assert_int_eq(qbt_run_line(args, &out), 0);
     ck_assert_msg(strstr(out, "hf-dense") != NULL, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "qwen3"));
     ck_assert_ptr_nonnull(strstr(out, "model.layers.1.self_attn.k_norm.weight"));
@@ -100,7 +73,7 @@ START_TEST(convert_malformed_fails_cleanly)
     ck_assert_uint_eq(fwrite(bad, 1, sizeof(bad), f), sizeof(bad));
     fclose(f);
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s'", sub("src"), sub("out"));
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "model.safetensors") != NULL, "%s", out);
     ck_assert_int_ne(stat(sub("out"), &sb), 0);
@@ -120,7 +93,7 @@ START_TEST(inspect_malformed_fails_cleanly)
     ck_assert_uint_eq(fwrite(bad, 1, sizeof(bad), f), sizeof(bad));
     fclose(f);
     snprintf(args, sizeof(args), "inspect '%s'", sub("src"));
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
     ck_assert_msg(strstr(out, sub("src/model.safetensors")) != NULL, "%s", out);
     ck_assert_msg(strstr(out, "not a JSON object") != NULL, "%s", out);
@@ -141,7 +114,7 @@ START_TEST(quantized_config_refused_by_name)
                      0);
     snprintf(args, sizeof(args), "convert --format hf-dense --source '%s' --output '%s'", sub("q"),
              sub("out"));
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "bitsandbytes") != NULL, "%s", out);
     ck_assert_int_ne(stat(sub("out"), &sb), 0);
@@ -149,21 +122,15 @@ START_TEST(quantized_config_refused_by_name)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("hf-dense-cli");
     TCase *c = tcase_create("cli");
-    SRunner *sr;
-    int failed;
     tcase_add_checked_fixture(c, setup, teardown);
     tcase_add_test(c, inspect_generated_sharded);
     tcase_add_test(c, convert_malformed_fails_cleanly);
     tcase_add_test(c, inspect_malformed_fails_cleanly);
     tcase_add_test(c, quantized_config_refused_by_name);
     suite_add_tcase(s, c);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -20,6 +20,8 @@
 #define _GNU_SOURCE
 #include <cJSON.h>
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +36,9 @@
 #endif
 #include "qbt_st_writer.h"
 #include "w4t_fake.h"
+#include "qbt_args.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static char g_tmp[512];
 
@@ -48,28 +53,22 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup of %s failed\n", g_tmp);
+    qbt_rmtree(g_tmp);
 }
 
 /* Runs the tool; returns its exit status, stderr into err (if non-NULL). */
 static int run_tool(const char *args, char *err, size_t err_len)
 {
-    char cmd[4096], errfile[600];
+    char **av = qbt_args_split(args);
+    qbt_result r;
     int st;
-    snprintf(errfile, sizeof errfile, "%s/stderr.txt", g_tmp);
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s' >/dev/null", getenv("QB_TEST_BIN"), args, errfile);
-    st = system(cmd);
-    if (err) {
-        FILE *f = fopen(errfile, "r");
-        size_t n = f ? fread(err, 1, err_len - 1, f) : 0;
-        err[n] = '\0';
-        if (f)
-            fclose(f);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    qbt_run(&r, (const char *const *)av);
+    qbt_args_free(av);
+    if (err)
+        snprintf(err, err_len, "%s", r.err);
+    st = r.status;
+    qbt_result_free(&r);
+    return st;
 }
 
 static int load_file(const char *dir, const char *name, w4t_file *f)
@@ -486,18 +485,14 @@ END_TEST
 
 START_TEST(test_inspect_output)
 {
-    char src[700], out[700], args[2048], err[4096], cmd[2048], buf[65536];
-    FILE *p;
-    size_t n;
+    char src[700], out[700], args[2048], err[4096], cmd[2048], buf[65536], *text = NULL;
     gen_and_convert("qwen3", 0, "", src, out, sizeof src);
     snprintf(args, sizeof args, "inspect '%s'", out);
     ck_assert_msg(run_tool(args, err, sizeof err) == 0, "inspect failed: %s", err);
-    snprintf(cmd, sizeof cmd, "'%s' inspect '%s' 2>&1", getenv("QB_TEST_BIN"), out);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    n = fread(buf, 1, sizeof buf - 1, p);
-    buf[n] = '\0';
-    pclose(p);
+    snprintf(cmd, sizeof cmd, "inspect '%s'", out);
+    ck_assert_int_eq(qbt_run_line(cmd, &text), 0);
+    snprintf(buf, sizeof buf, "%s", text);
+    free(text);
     ck_assert_msg(strstr(buf, "sm86-w4a16") != NULL, "%s", buf);
     ck_assert_msg(strstr(buf, "model.layers.1.self_attn.k_norm.weight") != NULL, "%s", buf);
     ck_assert_msg(strstr(buf, "model.layers.0.mlp.down_proj.weight") != NULL, "%s", buf);
@@ -509,16 +504,11 @@ END_TEST
  * and a bad option value is refused before anything is written. */
 START_TEST(test_plugin_listed_and_options_checked)
 {
-    char cmd[2048], buf[65536], src[700], out[700], args[2048], err[4096];
+    char buf[65536], src[700], out[700], args[2048], err[4096], *text = NULL;
     struct stat st;
-    FILE *p;
-    size_t n;
-    snprintf(cmd, sizeof cmd, "'%s' plugins 2>&1", getenv("QB_TEST_BIN"));
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    n = fread(buf, 1, sizeof buf - 1, p);
-    buf[n] = '\0';
-    pclose(p);
+    qbt_run_line("plugins", &text);
+    snprintf(buf, sizeof buf, "%s", text);
+    free(text);
     {
         /* The table's column widths follow the longest plugin name: match the
          * row, not its padding. */
@@ -713,7 +703,7 @@ START_TEST(test_gptq_act_order_permute)
 END_TEST
 #endif
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-e2e");
     TCase *tc = tcase_create("e2e");
@@ -739,12 +729,3 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

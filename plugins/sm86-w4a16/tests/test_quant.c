@@ -3,6 +3,8 @@
  * (pack.c), against known integer codes and the format's own definition.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,7 +221,7 @@ START_TEST(test_decode_row_short_group)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-quant");
     TCase *tc = tcase_create("quant");
@@ -236,12 +238,3 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include <cJSON.h>
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -838,7 +840,7 @@ START_TEST(test_tokenizer_and_template)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-writer");
     TCase *tc = tcase_create("writer");
@@ -867,12 +869,3 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

@@ -10,6 +10,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include <cjson/cJSON.h>
 #include <quantbridge/quantbridge.h>
 
+#include "qbt_run.h"
 #include "gen_gguf.h"
 #include "gen_gptq.h"
 #include "gen_hf_dense.h"
@@ -45,36 +48,6 @@ static void teardown(void)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* Runs `quantbridge ARGS` with stdout+stderr captured into *out (malloc'd).
- * Returns the exit status. */
-static int run(const char *args, char **out)
-{
-    char cmd[8192];
-    FILE *p;
-    size_t len = 0, cap = 1 << 16;
-    int st;
-    char *buf = malloc(cap);
-    ck_assert_ptr_nonnull(buf);
-    snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("QB_TEST_BIN"), args);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    for (;;) {
-        size_t r = fread(buf + len, 1, cap - len - 1, p);
-        len += r;
-        if (r == 0)
-            break;
-        if (len + 1 == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-    }
-    buf[len] = '\0';
-    st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char *sub(const char *name)
 {
     static char b[8][1024];
@@ -91,7 +64,7 @@ static void convert_ok(const char *src, const char *dst, const char *extra)
     int rc;
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense %s", src,
              dst, extra);
-    rc = run(args, &out);
+    rc = qbt_run_line(args, &out);
     ck_assert_msg(rc == 0, "%s\n-> %d: %s", args, rc, out);
     free(out);
 }
@@ -491,7 +464,7 @@ START_TEST(tied_config_with_different_head_is_refused)
     write_tied_with_head(sub("src"), 0, ", \"tie_word_embeddings\": true");
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense",
              sub("src"), sub("out"));
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "lm_head.weight") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "tie_word_embeddings") != NULL, "%s", out);
     ck_assert(!exists(sub("out")));
@@ -521,7 +494,7 @@ START_TEST(bad_dtype_option_is_a_usage_error)
     ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense "
              "--option dtype=f8", sub("src"), sub("out"));
-    ck_assert_int_eq(run(args, &out), 2);
+    ck_assert_int_eq(qbt_run_line(args, &out), 2);
     ck_assert_msg(strstr(out, "dtype") != NULL, "%s", out);
     ck_assert(!exists(sub("out")));
     free(out);
@@ -619,7 +592,7 @@ static void expect_refusal_at(const char *src, const char *needle)
     char args[4096], *out;
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense", src,
              sub("out"));
-    ck_assert_int_eq(run(args, &out), 1);
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
     ck_assert_msg(strstr(out, "quantbridge: error:") != NULL, "%s", out);
     ck_assert_msg(strstr(out, needle) != NULL, "want '%s' in: %s", needle, out);
     ck_assert(!exists(sub("out")));
@@ -1016,11 +989,11 @@ START_TEST(w4a16_back_to_f32_equals_the_decoded_values)
     ck_assert_int_eq(qbt_hfd_write(&t, sub("srct")), 0);
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer sm86-w4a16",
              sub("src"), sub("w4"));
-    ck_assert_msg(run(args, &out) == 0, "%s", out);
+    ck_assert_msg(qbt_run_line(args, &out) == 0, "%s", out);
     free(out);
     snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer sm86-w4a16 "
              "--group-size 32", sub("srct"), sub("w4t"));
-    ck_assert_msg(run(args, &out) == 0, "%s", out);
+    ck_assert_msg(qbt_run_line(args, &out) == 0, "%s", out);
     free(out);
     convert_ok(sub("w4"), sub("back"), "--option dtype=f32");
     convert_ok(sub("w4t"), sub("backt"), "--option dtype=f32");
@@ -1086,7 +1059,7 @@ START_TEST(supports_refuses_a_model_without_config)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("hf-dense-writer");
     TCase *tc = tcase_create("cli");
@@ -1122,12 +1095,3 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

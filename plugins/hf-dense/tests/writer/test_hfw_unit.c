@@ -8,6 +8,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,7 +453,7 @@ START_TEST(json_edit_keeps_members_as_written)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("hf-dense-writer-unit");
     TCase *tc = tcase_create("unit");
@@ -466,12 +468,3 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

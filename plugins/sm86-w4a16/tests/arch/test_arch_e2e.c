@@ -26,6 +26,8 @@
 #define _GNU_SOURCE
 #include <cJSON.h>
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,6 +42,9 @@
 #include "gen_gguf.h"
 #include "gen_gptq.h"
 #include "qbt_st_writer.h"
+#include "qbt_args.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
 
 static char g_tmp[512];
 
@@ -54,28 +59,22 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup of %s failed\n", g_tmp);
+    qbt_rmtree(g_tmp);
 }
 
 /* Runs the tool; returns its exit status, stderr into err (if non-NULL). */
 static int run_tool(const char *args, char *err, size_t err_len)
 {
-    char cmd[4096], errfile[600];
+    char **av = qbt_args_split(args);
+    qbt_result r;
     int st;
-    snprintf(errfile, sizeof errfile, "%s/stderr.txt", g_tmp);
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s' >/dev/null", getenv("QB_TEST_BIN"), args, errfile);
-    st = system(cmd);
-    if (err) {
-        FILE *f = fopen(errfile, "r");
-        size_t n = f ? fread(err, 1, err_len - 1, f) : 0;
-        err[n] = '\0';
-        if (f)
-            fclose(f);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    qbt_run(&r, (const char *const *)av);
+    qbt_args_free(av);
+    if (err)
+        snprintf(err, err_len, "%s", r.err);
+    st = r.status;
+    qbt_result_free(&r);
+    return st;
 }
 
 /* ---- files ---------------------------------------------------------------- */
@@ -985,16 +984,14 @@ static int have_tool(void)
     return bin && access(bin, X_OK) == 0;
 }
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-arch");
     TCase *tc = tcase_create("e2e");
-    SRunner *sr;
-    int failed;
     if (!have_tool()) {
         fprintf(stderr, "test_w4w_arch: %s not built, skipping\n",
                 getenv("QB_TEST_BIN") ? getenv("QB_TEST_BIN") : "QB_TEST_BIN");
-        return 77;
+        return NULL; /* skipped */
     }
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);
@@ -1011,9 +1008,5 @@ int main(void)
     tcase_add_test(tc, test_gptq3_sym_exact);
     tcase_add_test(tc, test_gptq2_asym_requantized);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -5,6 +5,8 @@
  */
 #include <cJSON.h>
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -209,21 +211,15 @@ START_TEST(test_repack_zero)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-layout");
     TCase *tc = tcase_create("unit");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, test_arch_table);
     tcase_add_test(tc, test_role_match);
     tcase_add_test(tc, test_layout_qwen_sparse_step);
     tcase_add_test(tc, test_layout_errors);
     tcase_add_test(tc, test_repack_zero);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
