@@ -136,7 +136,7 @@ static qb_status ct_check_scale(const qb_host *h, const ct_scheme *sc, ct_tensor
     int64_t N = t->rows, K = t->cols, er = 0, ec = 0;
     int ok = 0;
 
-    if (!fp8_store_is_float(s->dtype) || fp8_store_size(s->dtype) < 2)
+    if (!qbk_float_store_ok(s->dtype) || qbk_float_store_size(s->dtype) < 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16", s->file,
                             s->name, s->dtype_name);
     switch (sc->strategy) {
@@ -457,7 +457,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
     uint32_t k;
     qb_status st;
 
-    if (!fp8_store_is_float(x->dtype) || fp8_store_size(x->dtype) < 2)
+    if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2)
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is not a float dense tensor and "
                             "no compressed-tensors scheme explains it", x->file, x->name,
                             x->dtype_name);
@@ -502,7 +502,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
     for (k = 0; k + 1 < x->n_dims; k++)
         t->rows *= x->dims[k];
     t->name = strdup(x->name);
-    t->encoding = strdup(fp8_dtype_name(x->dtype));
+    t->encoding = strdup(qbk_dtype_name(x->dtype));
     if (!t->name || !t->encoding)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
     return QB_OK;
@@ -520,7 +520,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     m = calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = fp8_hfdir_open(h, path, &m->d);
+    st = qbk_hfdir_open(h, path, &m->d);
     if (st != QB_OK)
         goto out;
     st = ct_config_parse(h, m->d->dir, m->d->qcfg, &m->cfg);
@@ -637,6 +637,6 @@ void ct_model_close(const qb_host *h, ct_model *m)
     free(m->summary);
     free(m->scheme_use);
     ct_config_free(&m->cfg);
-    fp8_hfdir_close(h, m->d);
+    qbk_hfdir_close(h, m->d);
     free(m);
 }

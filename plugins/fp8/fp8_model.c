@@ -170,7 +170,7 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
 
     t->rows = w->dims[0];
     t->cols = w->dims[1];
-    if (!fp8_store_is_float(s->dtype) || fp8_store_size(s->dtype) < 2)
+    if (!qbk_float_store_ok(s->dtype) || qbk_float_store_size(s->dtype) < 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16",
                             s->file, s->name, s->dtype_name);
     n_el = fp8_numel(s);
@@ -236,7 +236,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
     m = calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = fp8_hfdir_open(h, path, &m->d);
+    st = qbk_hfdir_open(h, path, &m->d);
     if (st != QB_OK)
         goto out;
     st = fp8_parse_config(h, m);
@@ -360,7 +360,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             used[i] = 3;
             continue;
         }
-        if (!fp8_store_is_float(x->dtype) || fp8_store_size(x->dtype) < 2) {
+        if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2) {
             st = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
                               x->file, x->name, x->dtype_name);
@@ -373,7 +373,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
         for (k = 0; k + 1 < x->n_dims; k++)
             t->rows *= x->dims[k];
         t->name = strdup(x->name);
-        t->encoding = strdup(fp8_dtype_name(x->dtype));
+        t->encoding = strdup(qbk_dtype_name(x->dtype));
         if (!t->name || !t->encoding) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -450,7 +450,7 @@ void fp8_model_close(const qb_host *h, fp8_model *m)
     }
     free(m->t);
     free(m->summary);
-    fp8_hfdir_close(h, m->d);
+    qbk_hfdir_close(h, m->d);
     free(m);
 }
 
@@ -467,14 +467,14 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
                             t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
     if (t->kind == FP8_K_DENSE) {
-        size_t es = fp8_store_size(w->dtype);
-        fp8_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
+        size_t es = qbk_float_store_size(w->dtype);
+        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
                          (size_t)(n_rows * t->cols), dst);
         return QB_OK;
     }
-    ss = fp8_store_size(s->dtype);
+    ss = qbk_float_store_size(s->dtype);
     if (t->kind == FP8_K_TENSOR)
-        fp8_store_to_f32(s->dtype, s->data, 1, &sc);
+        qbk_float_store_to_f32(s->dtype, s->data, 1, &sc);
     if (t->kind == FP8_K_BLOCK) {
         srow = malloc((size_t)t->sc_cols * sizeof(float));
         if (!srow)
@@ -484,11 +484,11 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
         const uint8_t *src = w->data + (size_t)(r * t->cols);
         float *d = dst + (size_t)((r - row0) * t->cols);
         if (t->kind == FP8_K_CHANNEL)
-            fp8_store_to_f32(s->dtype, s->data + (size_t)r * ss, 1, &sc);
+            qbk_float_store_to_f32(s->dtype, s->data + (size_t)r * ss, 1, &sc);
         if (t->kind == FP8_K_BLOCK)
-            fp8_store_to_f32(s->dtype, s->data + (size_t)((r / t->bn) * t->sc_cols) * ss,
+            qbk_float_store_to_f32(s->dtype, s->data + (size_t)((r / t->bn) * t->sc_cols) * ss,
                              (size_t)t->sc_cols, srow);
-        fp8_store_to_f32(w->dtype, src, (size_t)t->cols, d);
+        qbk_float_store_to_f32(w->dtype, src, (size_t)t->cols, d);
         /* value = (float)fp8 * scale, one float32 product (weight_dequant_kernel) */
         if (t->kind == FP8_K_BLOCK)
             for (k = 0; k < t->cols; k++)
