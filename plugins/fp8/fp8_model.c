@@ -22,28 +22,7 @@
 #include <string.h>
 
 #include "qbk_fp8_decode.h"
-
-static int fp8_ends_with(const char *s, const char *suf, size_t *stem)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    if (a <= b || strcmp(s + a - b, suf) != 0)
-        return 0;
-    *stem = a - b;
-    return 1;
-}
-
-static char *fp8_strndup2(const char *s, size_t n, const char *suffix)
-{
-    size_t b = suffix ? strlen(suffix) : 0;
-    char *p = malloc(n + b + 1);
-    if (!p)
-        return NULL;
-    memcpy(p, s, n);
-    if (b)
-        memcpy(p + n, suffix, b);
-    p[n + b] = '\0';
-    return p;
-}
+#include "qbk_str.h"
 
 static int64_t fp8_numel(const qb_st_tensor *t)
 {
@@ -218,7 +197,7 @@ static int fp8_is_activation_param(const char *name)
                                       ".q_scale", ".prob_scale", NULL};
     size_t stem, i;
     for (i = 0; suf[i]; i++)
-        if (fp8_ends_with(name, suf[i], &stem))
+        if (qbk_split_suffix(name, suf[i], &stem))
             return 1;
     return 0;
 }
@@ -256,7 +235,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
 
         if (w->dtype != QB_DT_F8_E4M3 && w->dtype != QB_DT_F8_E5M2)
             continue;
-        if (!fp8_ends_with(w->name, ".weight", &stem)) {
+        if (!qbk_split_suffix(w->name, ".weight", &stem)) {
             st = h->set_error(h, QB_E_FORMAT, "%s: %s: FP8 tensor that is not a <module>.weight",
                               w->file, w->name);
             goto out;
@@ -272,7 +251,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             goto out;
         }
         free(module);
-        module = fp8_strndup2(w->name, stem, NULL);
+        module = qbk_stem_cat(w->name, stem, NULL);
         if (!module) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -284,8 +263,8 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             goto out;
         }
         {
-            char *n1 = fp8_strndup2(w->name, stem, ".weight_scale_inv");
-            char *n2 = fp8_strndup2(w->name, stem, ".weight_scale");
+            char *n1 = qbk_stem_cat(w->name, stem, ".weight_scale_inv");
+            char *n2 = qbk_stem_cat(w->name, stem, ".weight_scale");
             if (!n1 || !n2) {
                 free(n1);
                 free(n2);
@@ -336,12 +315,12 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
 
         if (used[i])
             continue;
-        if (fp8_ends_with(x->name, ".weight_scale_inv", &stem) ||
-            fp8_ends_with(x->name, ".weight_scale", &stem)) {
+        if (qbk_split_suffix(x->name, ".weight_scale_inv", &stem) ||
+            qbk_split_suffix(x->name, ".weight_scale", &stem)) {
             /* consumed when its module's FP8 weight exists: pass 1 paired
              * exactly this scale (the other kind present is an error there) */
             const qb_st_tensor *w;
-            char *wn = fp8_strndup2(x->name, stem, ".weight");
+            char *wn = qbk_stem_cat(x->name, stem, ".weight");
             if (!wn) {
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
                 goto out;

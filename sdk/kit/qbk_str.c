@@ -30,3 +30,25 @@ int qbk_ends_with(const char *s, const char *suffix)
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
+
+int qbk_split_suffix(const char *s, const char *suffix, size_t *stem)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    if (a <= b || memcmp(s + a - b, suffix, b) != 0)
+        return 0;
+    *stem = a - b;
+    return 1;
+}
+
+char *qbk_stem_cat(const char *s, size_t n, const char *suffix)
+{
+    size_t b = suffix ? strlen(suffix) : 0;
+    char *p = malloc(n + b + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, s, n);
+    if (b)
+        memcpy(p + n, suffix, b);
+    p[n + b] = '\0';
+    return p;
+}
