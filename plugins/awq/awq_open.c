@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "awq_layout.h"
+#include "qbk_str.h"
 
 enum { AWQ_GEMM = 1, AWQ_GEMV = 2 };
 
@@ -121,7 +122,7 @@ static qb_status awq_config_load(const qb_host *h, const char *dir, const char *
     char *text = NULL;
     qb_status st;
     if (qc) {
-        c->source = qlr_strdupf("%s/config.json", dir);
+        c->source = qbk_strdupf("%s/config.json", dir);
         if (!c->source) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
             goto out;
@@ -130,14 +131,14 @@ static qb_status awq_config_load(const qb_host *h, const char *dir, const char *
         goto out;
     }
     /* AutoAWQ before 2023-10-31 wrote quant_config.json (docs/formats/awq.md, "Config") */
-    if ((st = qlr_read_text(h, dir, "quant_config.json", &text)) != QB_OK)
+    if ((st = qbk_read_text(h, dir, "quant_config.json", &text)) != QB_OK)
         goto out;
     if (!text) {
         st = h->set_error(h, QB_E_NOT_FOUND,
                           "%s: no AWQ config (config.json:quantization_config or quant_config.json)", dir);
         goto out;
     }
-    c->source = qlr_strdupf("%s/quant_config.json", dir);
+    c->source = qbk_strdupf("%s/quant_config.json", dir);
     side = cJSON_Parse(text);
     if (!c->source || !side) {
         st = h->set_error(h, c->source ? QB_E_FORMAT : QB_E_NOMEM, "%s/quant_config.json: %s", dir,
@@ -161,7 +162,7 @@ static const qb_st_tensor *awq_find(const qb_host *h, const qb_st_set *set, cons
     return h->safetensors->find(set, name);
 }
 
-static qb_status awq_add_linear(qlr_model *m, const awq_config *c, const char *module)
+static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const char *module)
 {
     const qb_host *h = m->host;
     const qb_st_tensor *qw = awq_find(h, m->set, module, ".qweight");
@@ -169,7 +170,7 @@ static qb_status awq_add_linear(qlr_model *m, const awq_config *c, const char *m
     const qb_st_tensor *sc = awq_find(h, m->set, module, ".scales");
     const char *ver = c->version == AWQ_GEMM ? "gemm" : "gemv";
     int64_t K, N, gs, G, zr, zc, sr, scl;
-    qlr_tensor *t;
+    qbk_qlinear_tensor *t;
     size_t i;
     char *w;
     qb_status st;
@@ -240,13 +241,13 @@ static qb_status awq_add_linear(qlr_model *m, const awq_config *c, const char *m
         return h->set_error(h, QB_E_FORMAT, "%s: %s.qzeros: shape [%lld, %lld], AWQ %s expects [%lld, %lld]",
                             qz->file, module, (long long)qz->dims[0], (long long)qz->dims[1], ver,
                             (long long)zr, (long long)zc);
-    if (!(w = qlr_strdupf("%s.weight", module)))
+    if (!(w = qbk_strdupf("%s.weight", module)))
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
-    t = qlr_model_append(m, w);
+    t = qbk_qlinear_append(m, w);
     free(w);
     if (!t)
         return QB_E_NOMEM;
-    t->kind = QLR_QUANT;
+    t->kind = QBK_QLINEAR_QUANT;
     t->n_dims = 2;
     t->dims[0] = t->N = N;
     t->dims[1] = t->K = K;
@@ -262,29 +263,29 @@ static qb_status awq_add_linear(qlr_model *m, const awq_config *c, const char *m
     t->word_bits = 32;
     t->implicit_zero = 8;
     t->dec = c->version == AWQ_GEMM ? &awq_gemm_decoder : &awq_gemv_decoder;
-    if ((st = qlr_compute_symmetric(h, t)) != QB_OK)
+    if ((st = qbk_qlinear_compute_symmetric(h, t)) != QB_OK)
         return st;
     if (!c->zero_point && !t->symmetric)
         return h->set_error(h, QB_E_MISMATCH,
                             "%s: %s.qzeros: config says zero_point false (symmetric, zero 8) but the "
                             "stored zero points are not all 8",
                             qz->file, module);
-    t->encoding = t->per_channel ? qlr_strdupf("awq int4 per-channel %s %s", t->symmetric ? "sym" : "asym", ver)
-                                    : qlr_strdupf("awq int4 g%lld %s %s", (long long)gs,
+    t->encoding = t->per_channel ? qbk_strdupf("awq int4 per-channel %s %s", t->symmetric ? "sym" : "asym", ver)
+                                    : qbk_strdupf("awq int4 g%lld %s %s", (long long)gs,
                                                   t->symmetric ? "sym" : "asym", ver);
     if (!t->encoding)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
     return QB_OK;
 }
 
-qb_status awq_open_model(const qb_host *h, const char *path, qlr_model **out)
+qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model **out)
 {
-    qlr_model *m = NULL;
+    qbk_qlinear_model *m = NULL;
     awq_config c;
     qb_status st;
     char *dir = NULL, *module = NULL;
     size_t i, n, nq = 0;
-    int is_file = qlr_ends_with(path, ".safetensors");
+    int is_file = qbk_ends_with(path, ".safetensors");
 
     memset(&c, 0, sizeof(c));
     *out = NULL;
@@ -298,11 +299,11 @@ qb_status awq_open_model(const qb_host *h, const char *path, qlr_model **out)
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    if (!(m = qlr_model_new(h, dir))) {
+    if (!(m = qbk_qlinear_new(h, dir))) {
         st = QB_E_NOMEM;
         goto out;
     }
-    if ((st = qlr_model_load_side_files(m)) != QB_OK)
+    if ((st = qbk_qlinear_load_side_files(m)) != QB_OK)
         goto out;
     if ((st = awq_config_load(h, dir, m->config_json, &c)) != QB_OK)
         goto out;
@@ -312,14 +313,14 @@ qb_status awq_open_model(const qb_host *h, const char *path, qlr_model **out)
     n = h->safetensors->count(m->set);
     for (i = 0; i < n; i++) {
         const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
-        const char *suf = qlr_ends_with(tt->name, ".qweight") ? ".qweight"
-                          : qlr_ends_with(tt->name, ".qzeros") ? ".qzeros"
-                          : qlr_ends_with(tt->name, ".scales") ? ".scales"
+        const char *suf = qbk_ends_with(tt->name, ".qweight") ? ".qweight"
+                          : qbk_ends_with(tt->name, ".qzeros") ? ".qzeros"
+                          : qbk_ends_with(tt->name, ".scales") ? ".scales"
                                                                : NULL;
         free(module);
         module = NULL;
         if (!suf) {
-            if ((st = qlr_model_add_dense(m, tt)) != QB_OK)
+            if ((st = qbk_qlinear_add_dense(m, tt)) != QB_OK)
                 goto out;
             continue;
         }
@@ -330,7 +331,7 @@ qb_status awq_open_model(const qb_host *h, const char *path, qlr_model **out)
         if (strcmp(suf, ".qweight") != 0) {
             if (awq_find(h, m->set, module, ".qweight"))
                 continue; /* consumed by its qweight */
-            if (qlr_ends_with(tt->name, ".act.scales"))
+            if (qbk_ends_with(tt->name, ".act.scales"))
                 /* AutoAWQ ScaledActivation (awq/modules/act.py): the activation
                  * output is divided by it; folding it is not implemented */
                 st = h->set_error(h, QB_E_UNSUPPORTED,
@@ -350,7 +351,7 @@ qb_status awq_open_model(const qb_host *h, const char *path, qlr_model **out)
         char gtxt[32] = "per-channel";
         if (c.group_size != -1)
             snprintf(gtxt, sizeof(gtxt), "g%lld", (long long)c.group_size);
-        m->summary = qlr_strdupf("AWQ 4-bit %s %s %s (%zu quantized linears)", gtxt,
+        m->summary = qbk_strdupf("AWQ 4-bit %s %s %s (%zu quantized linears)", gtxt,
                                  c.zero_point ? "asym (zero_point)" : "sym (zero_point false)",
                                  c.version == AWQ_GEMM ? "gemm" : "gemv", nq);
     }
@@ -365,7 +366,7 @@ out:
     free(module);
     free(dir);
     awq_config_free(&c);
-    qlr_model_free(m);
+    qbk_qlinear_free(m);
     return st;
 }
 

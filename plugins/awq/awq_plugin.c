@@ -1,6 +1,6 @@
 /*
  * AWQ reader plugin — entry point, descriptor, probe and reader vtable (the
- * work is in awq_open.c, awq_layout.c and the shared core qlr_model.c).
+ * work is in awq_open.c, awq_layout.c and the shared core qbk_qlinear_model.c).
  */
 #include <string.h>
 
@@ -26,7 +26,7 @@ static int awq_probe(void *ctx, const qb_probe_input *in)
 
 static qb_status awq_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
 {
-    qlr_model *m = NULL;
+    qbk_qlinear_model *m = NULL;
     qb_status st;
     (void)ctx;
     (void)params;
@@ -39,32 +39,32 @@ static qb_status awq_open(void *ctx, const char *path, const qb_param *params, q
 
 static void awq_close(qb_reader_handle r)
 {
-    qlr_model_free(r);
+    qbk_qlinear_free(r);
 }
 
 static qb_status awq_model_info(qb_reader_handle r, qb_model_info *out)
 {
-    return qlr_get_model_info(r, out);
+    return qbk_qlinear_model_info(r, out);
 }
 
 static qb_status awq_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out)
 {
-    return qlr_get_tensor_info(r, i, out);
+    return qbk_qlinear_tensor_info(r, i, out);
 }
 
 static qb_status awq_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst)
 {
-    return qlr_read_rows(r, i, row0, n, dst);
+    return qbk_qlinear_read_rows(r, i, row0, n, dst);
 }
 
 static qb_status awq_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out)
 {
-    return qlr_grid_info(r, i, out);
+    return qbk_qlinear_grid_info(r, i, out);
 }
 
 static qb_status awq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n, qb_grid_rows *out)
 {
-    return qlr_read_grid(r, i, row0, n, out);
+    return qbk_qlinear_read_grid(r, i, row0, n, out);
 }
 
 static const qb_reader_vtable awq_reader = {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "qbk_fp8_decode.h"
+#include "qbk_str.h"
 
 /* Pointer set of consumed partner tensors (open addressing). */
 typedef struct ct_pset {
@@ -53,26 +54,6 @@ static int ct_pset_has(const ct_pset *s, const void *p)
     return 0;
 }
 
-static int ct_ends_with(const char *s, const char *suf, size_t *stem)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    if (a <= b || strcmp(s + a - b, suf) != 0)
-        return 0;
-    *stem = a - b;
-    return 1;
-}
-
-static char *ct_cat(const char *s, size_t n, const char *suffix)
-{
-    size_t b = strlen(suffix);
-    char *p = malloc(n + b + 1);
-    if (!p)
-        return NULL;
-    memcpy(p, s, n);
-    memcpy(p + n, suffix, b + 1);
-    return p;
-}
-
 static int64_t ct_numel(const qb_st_tensor *t)
 {
     int64_t n = 1;
@@ -109,7 +90,7 @@ static int ct_is_activation_param(const char *name)
                                       ".kv_scale", ".q_scale", ".input_g_idx", NULL};
     size_t i, stem;
     for (i = 0; suf[i]; i++)
-        if (ct_ends_with(name, suf[i], &stem))
+        if (qbk_split_suffix(name, suf[i], &stem))
             return 1;
     return 0;
 }
@@ -136,7 +117,7 @@ static qb_status ct_check_scale(const qb_host *h, const ct_scheme *sc, ct_tensor
     int64_t N = t->rows, K = t->cols, er = 0, ec = 0;
     int ok = 0;
 
-    if (!fp8_store_is_float(s->dtype) || fp8_store_size(s->dtype) < 2)
+    if (!qbk_float_store_ok(s->dtype) || qbk_float_store_size(s->dtype) < 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16", s->file,
                             s->name, s->dtype_name);
     switch (sc->strategy) {
@@ -279,11 +260,11 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     ct_tensor *t = NULL;
     qb_status st;
 
-    module = ct_cat(w->name, stem, "");
+    module = qbk_stem_cat(w->name, stem, "");
     if (!module)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
     for (i = 0; i < 4; i++) {
-        nm = ct_cat(w->name, stem, ct_partner_suffix[i]);
+        nm = qbk_stem_cat(w->name, stem, ct_partner_suffix[i]);
         if (!nm) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
             goto out;
@@ -293,7 +274,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         nm = NULL;
     }
     if (!packed) {
-        nm = ct_cat(w->name, stem, ".weight_packed");
+        nm = qbk_stem_cat(w->name, stem, ".weight_packed");
         if (!nm) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
             goto out;
@@ -369,7 +350,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     t->bits = sc->bits;
     t->strategy = sc->strategy;
     t->kind = packed ? CT_K_PACKED : sc->is_float ? CT_K_FLOAT : CT_K_INT;
-    t->name = ct_cat(w->name, stem, ".weight");
+    t->name = qbk_stem_cat(w->name, stem, ".weight");
     if (!t->name) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
         goto out;
@@ -457,15 +438,15 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
     uint32_t k;
     qb_status st;
 
-    if (!fp8_store_is_float(x->dtype) || fp8_store_size(x->dtype) < 2)
+    if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2)
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is not a float dense tensor and "
                             "no compressed-tensors scheme explains it", x->file, x->name,
                             x->dtype_name);
-    if (ct_ends_with(x->name, ".weight", &stem) && x->n_dims == 2) {
+    if (qbk_split_suffix(x->name, ".weight", &stem) && x->n_dims == 2) {
         int ignored, n_match, by_name;
         const ct_scheme *sc;
-        char *module = ct_cat(x->name, stem, "");
-        char *packed = ct_cat(x->name, stem, ".weight_packed");
+        char *module = qbk_stem_cat(x->name, stem, "");
+        char *packed = qbk_stem_cat(x->name, stem, ".weight_packed");
         if (!module || !packed) {
             free(module);
             free(packed);
@@ -502,7 +483,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
     for (k = 0; k + 1 < x->n_dims; k++)
         t->rows *= x->dims[k];
     t->name = strdup(x->name);
-    t->encoding = strdup(fp8_dtype_name(x->dtype));
+    t->encoding = strdup(qbk_dtype_name(x->dtype));
     if (!t->name || !t->encoding)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
     return QB_OK;
@@ -520,7 +501,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     m = calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = fp8_hfdir_open(h, path, &m->d);
+    st = qbk_hfdir_open(h, path, &m->d);
     if (st != QB_OK)
         goto out;
     st = ct_config_parse(h, m->d->dir, m->d->qcfg, &m->cfg);
@@ -535,13 +516,13 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     /* Pass 1: quantized modules take their partners, in source order. */
     for (i = 0; i < n_st; i++) {
         const qb_st_tensor *x = api->tensor(m->d->st, i);
-        if (ct_ends_with(x->name, ".weight_packed", &stem))
+        if (qbk_split_suffix(x->name, ".weight_packed", &stem))
             st = ct_quantized(h, m, &used, x, stem, 1);
-        else if (ct_ends_with(x->name, ".weight", &stem) &&
+        else if (qbk_split_suffix(x->name, ".weight", &stem) &&
                  (x->dtype == QB_DT_I8 || x->dtype == QB_DT_F8_E4M3 ||
                   x->dtype == QB_DT_F8_E5M2))
             st = ct_quantized(h, m, &used, x, stem, 0);
-        else if (ct_ends_with(x->name, ".weight_global_scale", &stem))
+        else if (qbk_split_suffix(x->name, ".weight_global_scale", &stem))
             st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: global scales (NVFP4/tensor_group) "
                               "are not supported", x->file, x->name);
         if (st != QB_OK)
@@ -554,7 +535,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
         if (ct_pset_has(&used, x))
             continue;
         for (j = 0; ct_partner_suffix[j]; j++)
-            if (ct_ends_with(x->name, ct_partner_suffix[j], &stem))
+            if (qbk_split_suffix(x->name, ct_partner_suffix[j], &stem))
                 break;
         if (ct_partner_suffix[j]) {
             st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantization tensor: its module "
@@ -637,6 +618,6 @@ void ct_model_close(const qb_host *h, ct_model *m)
     free(m->summary);
     free(m->scheme_use);
     ct_config_free(&m->cfg);
-    fp8_hfdir_close(h, m->d);
+    qbk_hfdir_close(h, m->d);
     free(m);
 }

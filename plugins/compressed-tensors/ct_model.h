@@ -66,7 +66,7 @@ typedef struct ct_tensor {
 } ct_tensor;
 
 typedef struct ct_model {
-    fp8_hfdir *d;
+    qbk_hfdir *d;
     ct_config cfg;
     ct_tensor *t;
     size_t n, cap;

@@ -33,9 +33,9 @@ static int64_t ct_param_row(const ct_tensor *t, int64_t r)
 static void ct_scale_row(const ct_tensor *t, int64_t r, float *out)
 {
     const qb_st_tensor *s = t->scale;
-    size_t es = fp8_store_size(s->dtype);
+    size_t es = qbk_float_store_size(s->dtype);
 
-    fp8_store_to_f32(s->dtype, s->data + (size_t)(ct_param_row(t, r) * t->n_groups) * es,
+    qbk_float_store_to_f32(s->dtype, s->data + (size_t)(ct_param_row(t, r) * t->n_groups) * es,
                      (size_t)t->n_groups, out);
 }
 
@@ -116,8 +116,8 @@ qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
                             t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
     if (t->kind == CT_K_DENSE) {
-        size_t es = fp8_store_size(w->dtype);
-        fp8_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
+        size_t es = qbk_float_store_size(w->dtype);
+        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
                          (size_t)(n_rows * t->cols), dst);
         return QB_OK;
     }
@@ -133,7 +133,7 @@ qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0
         ct_scale_row(t, r, srow);
         if (t->kind == CT_K_FLOAT) {
             /* FP8 value times scale, one float32 product */
-            fp8_store_to_f32(QB_DT_F8_E4M3, w->data + (size_t)(r * t->cols), (size_t)t->cols, d);
+            qbk_float_store_to_f32(QB_DT_F8_E4M3, w->data + (size_t)(r * t->cols), (size_t)t->cols, d);
             for (k = 0; k < t->cols; k++)
                 d[k] = d[k] * srow[ct_col_group(t, k)];
             continue;

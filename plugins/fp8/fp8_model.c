@@ -22,28 +22,7 @@
 #include <string.h>
 
 #include "qbk_fp8_decode.h"
-
-static int fp8_ends_with(const char *s, const char *suf, size_t *stem)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    if (a <= b || strcmp(s + a - b, suf) != 0)
-        return 0;
-    *stem = a - b;
-    return 1;
-}
-
-static char *fp8_strndup2(const char *s, size_t n, const char *suffix)
-{
-    size_t b = suffix ? strlen(suffix) : 0;
-    char *p = malloc(n + b + 1);
-    if (!p)
-        return NULL;
-    memcpy(p, s, n);
-    if (b)
-        memcpy(p + n, suffix, b);
-    p[n + b] = '\0';
-    return p;
-}
+#include "qbk_str.h"
 
 static int64_t fp8_numel(const qb_st_tensor *t)
 {
@@ -170,7 +149,7 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
 
     t->rows = w->dims[0];
     t->cols = w->dims[1];
-    if (!fp8_store_is_float(s->dtype) || fp8_store_size(s->dtype) < 2)
+    if (!qbk_float_store_ok(s->dtype) || qbk_float_store_size(s->dtype) < 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16",
                             s->file, s->name, s->dtype_name);
     n_el = fp8_numel(s);
@@ -218,7 +197,7 @@ static int fp8_is_activation_param(const char *name)
                                       ".q_scale", ".prob_scale", NULL};
     size_t stem, i;
     for (i = 0; suf[i]; i++)
-        if (fp8_ends_with(name, suf[i], &stem))
+        if (qbk_split_suffix(name, suf[i], &stem))
             return 1;
     return 0;
 }
@@ -236,7 +215,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
     m = calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = fp8_hfdir_open(h, path, &m->d);
+    st = qbk_hfdir_open(h, path, &m->d);
     if (st != QB_OK)
         goto out;
     st = fp8_parse_config(h, m);
@@ -256,7 +235,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
 
         if (w->dtype != QB_DT_F8_E4M3 && w->dtype != QB_DT_F8_E5M2)
             continue;
-        if (!fp8_ends_with(w->name, ".weight", &stem)) {
+        if (!qbk_split_suffix(w->name, ".weight", &stem)) {
             st = h->set_error(h, QB_E_FORMAT, "%s: %s: FP8 tensor that is not a <module>.weight",
                               w->file, w->name);
             goto out;
@@ -272,7 +251,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             goto out;
         }
         free(module);
-        module = fp8_strndup2(w->name, stem, NULL);
+        module = qbk_stem_cat(w->name, stem, NULL);
         if (!module) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -284,8 +263,8 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             goto out;
         }
         {
-            char *n1 = fp8_strndup2(w->name, stem, ".weight_scale_inv");
-            char *n2 = fp8_strndup2(w->name, stem, ".weight_scale");
+            char *n1 = qbk_stem_cat(w->name, stem, ".weight_scale_inv");
+            char *n2 = qbk_stem_cat(w->name, stem, ".weight_scale");
             if (!n1 || !n2) {
                 free(n1);
                 free(n2);
@@ -336,12 +315,12 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
 
         if (used[i])
             continue;
-        if (fp8_ends_with(x->name, ".weight_scale_inv", &stem) ||
-            fp8_ends_with(x->name, ".weight_scale", &stem)) {
+        if (qbk_split_suffix(x->name, ".weight_scale_inv", &stem) ||
+            qbk_split_suffix(x->name, ".weight_scale", &stem)) {
             /* consumed when its module's FP8 weight exists: pass 1 paired
              * exactly this scale (the other kind present is an error there) */
             const qb_st_tensor *w;
-            char *wn = fp8_strndup2(x->name, stem, ".weight");
+            char *wn = qbk_stem_cat(x->name, stem, ".weight");
             if (!wn) {
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
                 goto out;
@@ -360,7 +339,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             used[i] = 3;
             continue;
         }
-        if (!fp8_store_is_float(x->dtype) || fp8_store_size(x->dtype) < 2) {
+        if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2) {
             st = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
                               x->file, x->name, x->dtype_name);
@@ -373,7 +352,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
         for (k = 0; k + 1 < x->n_dims; k++)
             t->rows *= x->dims[k];
         t->name = strdup(x->name);
-        t->encoding = strdup(fp8_dtype_name(x->dtype));
+        t->encoding = strdup(qbk_dtype_name(x->dtype));
         if (!t->name || !t->encoding) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -450,7 +429,7 @@ void fp8_model_close(const qb_host *h, fp8_model *m)
     }
     free(m->t);
     free(m->summary);
-    fp8_hfdir_close(h, m->d);
+    qbk_hfdir_close(h, m->d);
     free(m);
 }
 
@@ -467,14 +446,14 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
                             t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
     if (t->kind == FP8_K_DENSE) {
-        size_t es = fp8_store_size(w->dtype);
-        fp8_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
+        size_t es = qbk_float_store_size(w->dtype);
+        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
                          (size_t)(n_rows * t->cols), dst);
         return QB_OK;
     }
-    ss = fp8_store_size(s->dtype);
+    ss = qbk_float_store_size(s->dtype);
     if (t->kind == FP8_K_TENSOR)
-        fp8_store_to_f32(s->dtype, s->data, 1, &sc);
+        qbk_float_store_to_f32(s->dtype, s->data, 1, &sc);
     if (t->kind == FP8_K_BLOCK) {
         srow = malloc((size_t)t->sc_cols * sizeof(float));
         if (!srow)
@@ -484,11 +463,11 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
         const uint8_t *src = w->data + (size_t)(r * t->cols);
         float *d = dst + (size_t)((r - row0) * t->cols);
         if (t->kind == FP8_K_CHANNEL)
-            fp8_store_to_f32(s->dtype, s->data + (size_t)r * ss, 1, &sc);
+            qbk_float_store_to_f32(s->dtype, s->data + (size_t)r * ss, 1, &sc);
         if (t->kind == FP8_K_BLOCK)
-            fp8_store_to_f32(s->dtype, s->data + (size_t)((r / t->bn) * t->sc_cols) * ss,
+            qbk_float_store_to_f32(s->dtype, s->data + (size_t)((r / t->bn) * t->sc_cols) * ss,
                              (size_t)t->sc_cols, srow);
-        fp8_store_to_f32(w->dtype, src, (size_t)t->cols, d);
+        qbk_float_store_to_f32(w->dtype, src, (size_t)t->cols, d);
         /* value = (float)fp8 * scale, one float32 product (weight_dequant_kernel) */
         if (t->kind == FP8_K_BLOCK)
             for (k = 0; k < t->cols; k++)

@@ -38,7 +38,7 @@ typedef struct fp8_tensor {
 } fp8_tensor;
 
 typedef struct fp8_model {
-    fp8_hfdir *d;
+    qbk_hfdir *d;
     fp8_tensor *t;
     size_t n;
     size_t n_quant;

@@ -7,6 +7,7 @@
 
 #include "gguf_kv.h"
 #include "qbk_alloc.h"
+#include "qbk_path.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -216,12 +217,9 @@ static qb_status pick_in_dir(const qb_host *h, const char *dir, char **out)
         st = h->set_error(h, QB_E_NOT_FOUND, "%s: expected exactly one GGUF model in the directory, found %zu file(s) and %zu split set(s)",
                           dir, n_plain, n_first);
     } else {
-        size_t dl = strlen(dir);
-        *out = qbk_malloc(dl + strlen(pick) + 2);
+        *out = qbk_path_join(dir, pick);
         if (!*out)
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-        else
-            sprintf(*out, "%s%s%s", dir, (dl && dir[dl - 1] == '/') ? "" : "/", pick);
     }
     h->free_list(h, names);
     return st;

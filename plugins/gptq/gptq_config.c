@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "qbk_qlinear.h"
+#include "qbk_str.h"
 
 /* First of `a`, `b` present in object `o`, or NULL. */
 static const cJSON *gptq_get2(const cJSON *o, const char *a, const char *b)
@@ -296,7 +297,7 @@ static qb_status gptq_parse_object(const qb_host *h, const char *src, const cJSO
 static qb_status gptq_load_file(const qb_host *h, const char *dir, const char *name, cJSON **out)
 {
     char *text = NULL;
-    qb_status st = qlr_read_text(h, dir, name, &text);
+    qb_status st = qbk_read_text(h, dir, name, &text);
     *out = NULL;
     if (st != QB_OK || !text)
         return st;
@@ -328,7 +329,7 @@ qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config
             qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
     }
     if (side) {
-        cfg->source = qlr_strdupf("%s/%s", dir, side_name);
+        cfg->source = qbk_strdupf("%s/%s", dir, side_name);
         if (!cfg->source) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
             goto out;
@@ -338,7 +339,7 @@ qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config
         if (qc) {
             /* both exist (writers put it in both): they must agree */
             gptq_config other;
-            char *src2 = qlr_strdupf("%s/config.json", dir);
+            char *src2 = qbk_strdupf("%s/config.json", dir);
             memset(&other, 0, sizeof(other));
             other.source = src2;
             st = src2 ? gptq_parse_object(h, src2, qc, &other)
@@ -371,7 +372,7 @@ qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config
                 goto out;
         }
     } else if (qc) {
-        cfg->source = qlr_strdupf("%s/config.json", dir);
+        cfg->source = qbk_strdupf("%s/config.json", dir);
         if (!cfg->source) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
             goto out;

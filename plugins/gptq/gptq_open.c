@@ -7,6 +7,7 @@
 
 #include "gptq_config.h"
 #include "gptq_layout.h"
+#include "qbk_str.h"
 
 static const char *const gptq_suffixes[] = {".qweight", ".qzeros", ".scales", ".g_idx"};
 
@@ -16,7 +17,7 @@ static char *gptq_module_of(const char *name, int *which)
 {
     size_t i;
     for (i = 0; i < sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]); i++)
-        if (qlr_ends_with(name, gptq_suffixes[i])) {
+        if (qbk_ends_with(name, gptq_suffixes[i])) {
             size_t n = strlen(name) - strlen(gptq_suffixes[i]);
             char *m = malloc(n + 1);
             if (m) {
@@ -44,14 +45,14 @@ static int64_t gptq_ceil_div(int64_t a, int64_t b)
 }
 
 /* Builds and validates the quantized linear of `module`. */
-static qb_status gptq_add_linear(qlr_model *m, const char *module, const gptq_params *p)
+static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const gptq_params *p)
 {
     const qb_host *h = m->host;
     const qb_st_tensor *qw = gptq_find(h, m->set, module, ".qweight");
     const qb_st_tensor *qz = gptq_find(h, m->set, module, ".qzeros");
     const qb_st_tensor *sc = gptq_find(h, m->set, module, ".scales");
     const qb_st_tensor *gi = gptq_find(h, m->set, module, ".g_idx");
-    qlr_tensor *t;
+    qbk_qlinear_tensor *t;
     uint32_t W, Wz;
     int64_t K, N, gs, G;
     char why[256];
@@ -64,8 +65,8 @@ static qb_status gptq_add_linear(qlr_model *m, const char *module, const gptq_pa
                             qw->file, module, module);
     if (gptq_find(h, m->set, module, ".weight") != NULL)
         return h->set_error(h, QB_E_MISMATCH, "%s: %s has both .weight and .qweight", qw->file, module);
-    W = qlr_word_bits(qw->dtype);
-    Wz = qlr_word_bits(qz->dtype);
+    W = qbk_qlinear_word_bits(qw->dtype);
+    Wz = qbk_qlinear_word_bits(qz->dtype);
     if (!W || qw->n_dims != 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s.qweight: expected a 2-D integer tensor, got %s/%u-D",
                             qw->file, module, qw->dtype_name, qw->n_dims);
@@ -127,15 +128,15 @@ static qb_status gptq_add_linear(qlr_model *m, const char *module, const gptq_pa
                             qw->file, module, module);
 
     {
-        char *w = qlr_strdupf("%s.weight", module);
+        char *w = qbk_strdupf("%s.weight", module);
         if (!w)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
-        t = qlr_model_append(m, w);
+        t = qbk_qlinear_append(m, w);
         free(w);
         if (!t)
             return QB_E_NOMEM;
     }
-    t->kind = QLR_QUANT;
+    t->kind = QBK_QLINEAR_QUANT;
     t->n_dims = 2;
     t->dims[0] = N;
     t->dims[1] = K;
@@ -158,24 +159,24 @@ static qb_status gptq_add_linear(qlr_model *m, const char *module, const gptq_pa
         if (!t->g_idx)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
         for (k = 0; k < K; k++) {
-            int64_t v = gi->dtype == QB_DT_I32 ? (int32_t)qlr_word(gi, (uint64_t)k)
-                                               : (int64_t)qlr_word(gi, (uint64_t)k);
+            int64_t v = gi->dtype == QB_DT_I32 ? (int32_t)qbk_qlinear_word(gi, (uint64_t)k)
+                                               : (int64_t)qbk_qlinear_word(gi, (uint64_t)k);
             t->g_idx[k] = (v < 0 || v > INT32_MAX) ? -1 : (int32_t)v;
         }
-        if (!qlr_gidx_valid(t->g_idx, K, t->G, gs, why, sizeof(why)))
+        if (!qbk_qlinear_gidx_valid(t->g_idx, K, t->G, gs, why, sizeof(why)))
             return h->set_error(h, QB_E_FORMAT, "%s: %s.g_idx: not a valid group map: %s", gi->file,
                                 module, why);
-        if (qlr_gidx_trivial(t->g_idx, K, gs)) {
+        if (qbk_qlinear_gidx_trivial(t->g_idx, K, gs)) {
             free(t->g_idx);
             t->g_idx = NULL;
         }
-        qlr_drop_pages(gi); /* copied above; never read again */
+        qbk_qlinear_drop_pages(gi); /* copied above; never read again */
     }
     return QB_OK;
 }
 
 /* Decides the zero convention (rule in gptq_open.h). */
-static qb_status gptq_decide_zero(qlr_model *m, const gptq_config *cfg, int zero_opt, int all_sym,
+static qb_status gptq_decide_zero(qbk_qlinear_model *m, const gptq_config *cfg, int zero_opt, int all_sym,
                                   int *conv, const char **why)
 {
     const qb_host *h = m->host;
@@ -185,11 +186,11 @@ static qb_status gptq_decide_zero(qlr_model *m, const gptq_config *cfg, int zero
     static const char *const names[] = {"none", "v1", "v2"};
     for (i = 0; i < m->n; i++) {
         int lo, hi;
-        if (m->t[i].kind != QLR_QUANT)
+        if (m->t[i].kind != QBK_QLINEAR_QUANT)
             continue;
         any = 1;
         gptq_stored_zero_uniform(&m->t[i], &lo, &hi);
-        qlr_drop_pages(m->t[i].qzeros);
+        qbk_qlinear_drop_pages(m->t[i].qzeros);
         data_lo &= lo;
         data_hi &= hi;
     }
@@ -237,26 +238,26 @@ static qb_status gptq_decide_zero(qlr_model *m, const gptq_config *cfg, int zero
                         cfg->source, all_sym ? "not uniform" : "asymmetric");
 }
 
-static qb_status gptq_finish(qlr_model *m, const gptq_config *cfg, int conv, const char *why,
+static qb_status gptq_finish(qbk_qlinear_model *m, const gptq_config *cfg, int conv, const char *why,
                              size_t n_excluded)
 {
     size_t i, nq = 0, nact = 0;
     int mixed = 0, asym = 0;
-    const qlr_tensor *first = NULL;
+    const qbk_qlinear_tensor *first = NULL;
     for (i = 0; i < m->n; i++) {
-        qlr_tensor *t = &m->t[i];
+        qbk_qlinear_tensor *t = &m->t[i];
         char gtxt[32];
         qb_status st;
-        if (t->kind != QLR_QUANT)
+        if (t->kind != QBK_QLINEAR_QUANT)
             continue;
         t->zero_add = conv == GPTQ_CONV_V1 ? 1 : 0;
-        if ((st = qlr_compute_symmetric(m->host, t)) != QB_OK)
+        if ((st = qbk_qlinear_compute_symmetric(m->host, t)) != QB_OK)
             return st;
         if (t->per_channel)
             snprintf(gtxt, sizeof(gtxt), "per-channel");
         else
             snprintf(gtxt, sizeof(gtxt), "g%lld", (long long)t->gs);
-        t->encoding = qlr_strdupf("gptq int%u %s %s %s%s", t->bits, gtxt, t->symmetric ? "sym" : "asym",
+        t->encoding = qbk_strdupf("gptq int%u %s %s %s%s", t->bits, gtxt, t->symmetric ? "sym" : "asym",
                                   conv == GPTQ_CONV_V1 ? "v1" : "v2", t->g_idx ? " act-order" : "");
         if (!t->encoding)
             return m->host->set_error(m->host, QB_E_NOMEM, "%s: out of memory", m->dir);
@@ -273,7 +274,7 @@ static qb_status gptq_finish(qlr_model *m, const gptq_config *cfg, int conv, con
         char gtxt[32] = "per-channel";
         if (cfg->base.group_size != -1)
             snprintf(gtxt, sizeof(gtxt), "g%lld", (long long)cfg->base.group_size);
-        m->summary = qlr_strdupf(
+        m->summary = qbk_strdupf(
             "GPTQ %d-bit %s %s %s%s (zero convention %s: %s; %zu quantized linears%s%s%s)",
             cfg->base.bits, gtxt,
             asym ? "asym" : "sym", conv == GPTQ_CONV_V1 ? "v1" : "v2", nact ? " act-order" : "",
@@ -285,14 +286,14 @@ static qb_status gptq_finish(qlr_model *m, const gptq_config *cfg, int conv, con
     return QB_OK;
 }
 
-qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qlr_model **out)
+qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_qlinear_model **out)
 {
-    qlr_model *m = NULL;
+    qbk_qlinear_model *m = NULL;
     gptq_config cfg;
     qb_status st;
     char *dir = NULL, *module = NULL;
     size_t i, n, n_excluded = 0;
-    int all_sym = 1, conv = GPTQ_CONV_NONE, is_file = qlr_ends_with(path, ".safetensors");
+    int all_sym = 1, conv = GPTQ_CONV_NONE, is_file = qbk_ends_with(path, ".safetensors");
     const char *why = "";
 
     memset(&cfg, 0, sizeof(cfg));
@@ -307,11 +308,11 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qlr_
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    if (!(m = qlr_model_new(h, dir))) {
+    if (!(m = qbk_qlinear_new(h, dir))) {
         st = QB_E_NOMEM;
         goto out;
     }
-    if ((st = qlr_model_load_side_files(m)) != QB_OK)
+    if ((st = qbk_qlinear_load_side_files(m)) != QB_OK)
         goto out;
     if ((st = gptq_config_load(h, dir, m->config_json, &cfg)) != QB_OK)
         goto out;
@@ -331,9 +332,9 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qlr_
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", tt->name);
                 goto out;
             }
-            if ((st = qlr_model_add_dense(m, tt)) != QB_OK)
+            if ((st = qbk_qlinear_add_dense(m, tt)) != QB_OK)
                 goto out;
-            if (qlr_ends_with(tt->name, ".weight") && tt->n_dims == 2) {
+            if (qbk_ends_with(tt->name, ".weight") && tt->n_dims == 2) {
                 /* a dense linear the config expects quantized is only fine when a
                  * dynamic "-:" rule (or no quantization of that module) says so;
                  * we cannot know every linear of every architecture, so only
@@ -383,6 +384,6 @@ out:
     free(module);
     free(dir);
     gptq_config_free(&cfg);
-    qlr_model_free(m);
+    qbk_qlinear_free(m);
     return st;
 }

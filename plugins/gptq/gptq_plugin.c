@@ -1,6 +1,6 @@
 /*
  * GPTQ reader plugin — entry point, descriptor, probe and the reader vtable
- * (the work is in gptq_open.c and the shared core qlr_model.c).
+ * (the work is in gptq_open.c and the shared core qbk_qlinear_model.c).
  */
 #include <string.h>
 
@@ -29,7 +29,7 @@ static qb_status gptq_open(void *ctx, const char *path, const qb_param *params, 
 {
     const qb_param *zc = qb_param_find(params, "zero_convention");
     int opt = GPTQ_OPT_AUTO;
-    qlr_model *m = NULL;
+    qbk_qlinear_model *m = NULL;
     qb_status st;
     (void)ctx;
     *out = NULL;
@@ -50,33 +50,33 @@ static qb_status gptq_open(void *ctx, const char *path, const qb_param *params, 
 
 static void gptq_close(qb_reader_handle r)
 {
-    qlr_model_free(r);
+    qbk_qlinear_free(r);
 }
 
 static qb_status gptq_model_info(qb_reader_handle r, qb_model_info *out)
 {
-    return qlr_get_model_info(r, out);
+    return qbk_qlinear_model_info(r, out);
 }
 
 static qb_status gptq_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out)
 {
-    return qlr_get_tensor_info(r, i, out);
+    return qbk_qlinear_tensor_info(r, i, out);
 }
 
 static qb_status gptq_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst)
 {
-    return qlr_read_rows(r, i, row0, n, dst);
+    return qbk_qlinear_read_rows(r, i, row0, n, dst);
 }
 
 static qb_status gptq_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out)
 {
-    return qlr_grid_info(r, i, out);
+    return qbk_qlinear_grid_info(r, i, out);
 }
 
 static qb_status gptq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
                                 qb_grid_rows *out)
 {
-    return qlr_read_grid(r, i, row0, n, out);
+    return qbk_qlinear_read_grid(r, i, row0, n, out);
 }
 
 static const qb_reader_vtable gptq_reader = {

@@ -14,13 +14,15 @@
 #include <cjson/cJSON.h>
 
 #include "hfd.h"
+#include "qbk_hf_sidefiles.h"
 
 /* The quantization object of a config, or NULL for a dense one. */
 static const cJSON *hfd_quant_object(const cJSON *root, const char **key)
 {
-    static const char *const keys[] = {"quantization_config", "compression_config"};
+    /* the keys every writer strips: what a writer removes, a reader must see */
+    const char *const *keys = qbk_hf_quant_config_keys;
     size_t i;
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    for (i = 0; keys[i]; i++) {
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, keys[i]);
         if (q && !cJSON_IsNull(q)) {
             *key = keys[i];

@@ -35,10 +35,10 @@ int hfd_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst)
         memcpy(dst, src, n * sizeof(float));
         return 0;
     case QB_DT_F16:
-        qbp_f16_row_to_f32(src, dst, n);
+        qbk_half_f16_row_to_f32(src, dst, n);
         return 0;
     case QB_DT_BF16:
-        qbp_bf16_row_to_f32(src, dst, n);
+        qbk_half_bf16_row_to_f32(src, dst, n);
         return 0;
     default:
         return -1;

@@ -3,13 +3,15 @@
  * hfw_plan.c (which tensors go where), hfw_st.c (one safetensors file
  * through the sink), hfw_files.c (config, generation config, tokenizer
  * files, shard index), hfw_jsonedit.c (top-level JSON member edits that
- * keep the rest as written) and hfw_text.c (a growable text buffer).
+ * keep the rest as written) and the kit's qbk_text (a growable text buffer).
  * Every symbol here is hidden (the plugin exports only its entry).
  */
 #ifndef HFW_H
 #define HFW_H
 
 #include "hfd.h"
+#include "qbk_st_writer.h"
+#include "qbk_text.h"
 
 /* The writer function table and the plugin's options (writer.c). */
 extern const qb_writer_vtable hfd_writer_vtable;
@@ -23,23 +25,6 @@ typedef enum hfw_dtype { HFW_F32 = 0, HFW_F16 = 1, HFW_BF16 = 2 } hfw_dtype;
 size_t hfw_dtype_size(hfw_dtype dt);
 const char *hfw_dtype_st_name(hfw_dtype dt);
 const char *hfw_dtype_torch_name(hfw_dtype dt);
-
-/* ---- growable text (hfw_text.c) ----------------------------------------- */
-
-/* A NUL-terminated malloc'd string that grows; on allocation failure it
- * stops growing and sets oom (callers check once at the end). */
-typedef struct hfw_text {
-    char *p;
-    size_t n, cap;
-    int oom;
-} hfw_text;
-
-void hfw_text_put(hfw_text *b, const char *s, size_t len);
-void hfw_text_str(hfw_text *b, const char *s);
-/* Appends s as a JSON string literal (RFC 8259 escapes). */
-void hfw_text_json_str(hfw_text *b, const char *s);
-void hfw_text_u64(hfw_text *b, uint64_t v);
-void hfw_text_free(hfw_text *b);
 
 /* ---- the output plan (hfw_plan.c) ---------------------------------------- */
 
@@ -87,21 +72,15 @@ void hfw_plan_free(hfw_plan *p);
  * else "model-%05u-of-%05u.safetensors") into buf. */
 void hfw_plan_shard_name(const hfw_plan *p, uint32_t i, char *buf, size_t len);
 
-/* ---- one safetensors file (hfw_st.c) ------------------------------------- */
+/* ---- one safetensors shard (hfw_st.c) ----------------------------------- */
 
-typedef struct hfw_st hfw_st;
-
-/* Creates `name` through the sink and writes its header for output
- * tensors t[first .. last) in the plan's dtype; data follows in that
- * order through hfw_st_write. Errors: QB_E_NOMEM, sink errors (message
- * names the file). Not thread-safe. */
+/* Opens shard file `name` through the kit writer with the header for
+ * output tensors t[first .. last) in dtype dt; data follows in that order
+ * through qbk_st_writer_write, then qbk_st_writer_close. Errors:
+ * QB_E_NOMEM, sink errors (message names the file); *out NULL then.
+ * Not thread-safe. */
 qb_status hfw_st_open(const qb_host *h, const qb_sink *sink, const char *name, const hfw_plan *p,
-                      size_t first, size_t last, hfw_dtype dt, hfw_st **out);
-/* Appends data bytes; QB_E_INTERNAL when more than the header declared. */
-qb_status hfw_st_write(hfw_st *f, const void *buf, size_t len);
-/* Closes the file; QB_E_INTERNAL when fewer data bytes than declared were
- * written. Always frees f (NULL is a no-op returning QB_OK). */
-qb_status hfw_st_close(hfw_st *f);
+                      size_t first, size_t last, hfw_dtype dt, qbk_st_writer **out);
 
 /* ---- JSON member edits (hfw_jsonedit.c) ---------------------------------- */
 

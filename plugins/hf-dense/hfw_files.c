@@ -12,20 +12,8 @@
 #include <cjson/cJSON.h>
 
 #include "hfw.h"
-
-/* Tokenizer files transformers' PreTrainedTokenizer(Fast).from_pretrained
- * may read (tokenization_utils_base: tokenizer_config.json,
- * special_tokens_map.json, added_tokens.json, tokenizer.json, plus each
- * tokenizer class's vocab_files_names: tokenizer.model, vocab.json,
- * merges.txt, vocab.txt, spiece.model, sentencepiece.bpe.model,
- * tokenizer.tiktoken; chat_template.jinja/.json since 4.43). */
-static const char *const hfw_tokenizer_files[] = {
-    "tokenizer.json",      "tokenizer.model",        "tokenizer_config.json",
-    "special_tokens_map.json", "added_tokens.json",  "vocab.json",
-    "merges.txt",          "vocab.txt",              "spiece.model",
-    "sentencepiece.bpe.model", "tokenizer.tiktoken", "chat_template.jinja",
-    "chat_template.json",  NULL,
-};
+#include "qbk_hf_sidefiles.h"
+#include "qbk_path.h"
 
 /* Largest tokenizer_config.json edited in memory. */
 #define HFW_MAX_TOKCFG (64u * 1024u * 1024u)
@@ -82,9 +70,6 @@ int hfw_config_bool(const char *config_json, const char *key, qb_status *st)
 qb_status hfw_config_text(const qb_host *h, const char *what, const char *config_json,
                           hfw_dtype dt, int tie, char **out)
 {
-    /* The output is dense: any quantization description would make
-     * transformers apply a quantizer to plain weights. */
-    static const char *const drop[] = {"quantization_config", "compression_config", NULL};
     const char *keys[4], *values[4];
     char dtype[32];
     cJSON *root = cJSON_Parse(config_json);
@@ -106,7 +91,8 @@ qb_status hfw_config_text(const qb_host *h, const char *what, const char *config
     }
     keys[n] = values[n] = NULL;
     cJSON_Delete(root);
-    st = hfw_json_edit(h, what, config_json, drop, keys, values, out);
+    /* The one clean-up rule of every writer (qbk_hf_sidefiles.h). */
+    st = hfw_json_edit(h, what, config_json, qbk_hf_quant_config_keys, keys, values, out);
     return st;
 }
 
@@ -160,23 +146,11 @@ out:
     return st;
 }
 
-static char *hfw_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (p) {
-        memcpy(p, dir, a);
-        p[a] = '/';
-        memcpy(p + a + 1, name, b + 1);
-    }
-    return p;
-}
-
 /* Streams file dir/name into the sink under the same name. */
 static qb_status hfw_copy_file(const qb_host *h, const qb_sink *sink, const char *dir,
                                const char *name)
 {
-    char *path = hfw_join(dir, name), *buf = NULL;
+    char *path = qbk_path_join(dir, name), *buf = NULL;
     FILE *in = NULL;
     qb_sink_file *f = NULL;
     qb_status st = QB_OK;
@@ -224,11 +198,11 @@ static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sin
     char *path = NULL, *text = NULL;
     void *data = NULL;
     size_t len = 0;
-    hfw_text lit = {0};
+    qbk_text lit = {0};
     qb_status st = QB_OK;
 
     if (have) {
-        path = hfw_join(dir, "tokenizer_config.json");
+        path = qbk_path_join(dir, "tokenizer_config.json");
         if (!path) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
             goto out;
@@ -240,7 +214,7 @@ static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sin
             goto out;
         }
     }
-    hfw_text_json_str(&lit, chat_template);
+    qbk_text_json_str(&lit, chat_template);
     if (lit.oom) {
         st = h->set_error(h, QB_E_NOMEM, "tokenizer_config.json: out of memory");
         goto out;
@@ -252,7 +226,7 @@ static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sin
         st = hfw_write_text(h, sink, "tokenizer_config.json", text);
 out:
     free(text);
-    hfw_text_free(&lit);
+    qbk_text_free(&lit);
     h->free(h, data);
     free(path);
     return st;
@@ -264,16 +238,13 @@ qb_status hfw_write_tokenizer(const qb_host *h, const qb_sink *sink, const qb_mo
     char **names = NULL;
     int have_cfg = 0;
     qb_status st = QB_OK;
-    size_t i, k;
+    size_t i;
 
     if (mi->tokenizer_dir) {
         if ((st = h->list_dir(h, mi->tokenizer_dir, &names)) != QB_OK)
             goto out;
         for (i = 0; names[i]; i++) {
-            for (k = 0; hfw_tokenizer_files[k]; k++)
-                if (strcmp(names[i], hfw_tokenizer_files[k]) == 0)
-                    break;
-            if (!hfw_tokenizer_files[k])
+            if (!qbk_hf_is_tokenizer_file(names[i]))
                 continue;
             if (tmpl && strcmp(names[i], "tokenizer_config.json") == 0) {
                 have_cfg = 1;
@@ -304,7 +275,7 @@ static int hfw_cmp_tensor_name(const void *a, const void *b)
 
 qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan *p)
 {
-    hfw_text b = {0};
+    qbk_text b = {0};
     const hfw_tensor **sorted = NULL;
     qb_status st = QB_OK;
     size_t i;
@@ -319,17 +290,17 @@ qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan 
     for (i = 0; i < p->n; i++)
         sorted[i] = &p->t[i];
     qsort(sorted, p->n, sizeof(*sorted), hfw_cmp_tensor_name);
-    hfw_text_str(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
-    hfw_text_u64(&b, p->total_bytes);
-    hfw_text_str(&b, "\n  },\n  \"weight_map\": {");
+    qbk_text_str(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
+    qbk_text_u64(&b, p->total_bytes);
+    qbk_text_str(&b, "\n  },\n  \"weight_map\": {");
     for (i = 0; i < p->n; i++) {
         hfw_plan_shard_name(p, sorted[i]->shard, shard, sizeof(shard));
-        hfw_text_str(&b, i ? ",\n    " : "\n    ");
-        hfw_text_json_str(&b, sorted[i]->name);
-        hfw_text_str(&b, ": ");
-        hfw_text_json_str(&b, shard);
+        qbk_text_str(&b, i ? ",\n    " : "\n    ");
+        qbk_text_json_str(&b, sorted[i]->name);
+        qbk_text_str(&b, ": ");
+        qbk_text_json_str(&b, shard);
     }
-    hfw_text_str(&b, "\n  }\n}");
+    qbk_text_str(&b, "\n  }\n}");
     if (b.oom) {
         st = h->set_error(h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
         goto out;
@@ -337,6 +308,6 @@ qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan 
     st = hfw_write_text(h, sink, "model.safetensors.index.json", b.p);
 out:
     free(sorted);
-    hfw_text_free(&b);
+    qbk_text_free(&b);
     return st;
 }

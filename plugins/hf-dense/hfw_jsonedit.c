@@ -98,7 +98,7 @@ qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
                         const char *const *values, char **out)
 {
     cJSON *check = cJSON_Parse(text);
-    hfw_text b = {0};
+    qbk_text b = {0};
     const char *p;
     unsigned char done[16] = {0};
     int i, first = 1;
@@ -114,7 +114,7 @@ qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
             st = h->set_error(h, QB_E_INTERNAL, "%s: too many keys to set", what);
             goto out;
         }
-    hfw_text_str(&b, "{");
+    qbk_text_str(&b, "{");
     p = hfw_ws(text) + 1; /* past '{' (checked above) */
     for (;;) {
         const char *k, *v, *ve;
@@ -135,26 +135,26 @@ qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
             p++;
         if (d >= 0)
             continue;
-        hfw_text_str(&b, first ? "\n  " : ",\n  ");
+        qbk_text_str(&b, first ? "\n  " : ",\n  ");
         first = 0;
-        hfw_text_put(&b, k - 1, (size_t)(v - (k - 1)));
+        qbk_text_put(&b, k - 1, (size_t)(v - (k - 1)));
         if (s >= 0) {
-            hfw_text_str(&b, values[s]);
+            qbk_text_str(&b, values[s]);
             done[s] = 1;
         } else {
-            hfw_text_put(&b, v, (size_t)(ve - v));
+            qbk_text_put(&b, v, (size_t)(ve - v));
         }
     }
     for (i = 0; keys && keys[i]; i++) {
         if (done[i])
             continue;
-        hfw_text_str(&b, first ? "\n  " : ",\n  ");
+        qbk_text_str(&b, first ? "\n  " : ",\n  ");
         first = 0;
-        hfw_text_json_str(&b, keys[i]);
-        hfw_text_str(&b, ": ");
-        hfw_text_str(&b, values[i]);
+        qbk_text_json_str(&b, keys[i]);
+        qbk_text_str(&b, ": ");
+        qbk_text_str(&b, values[i]);
     }
-    hfw_text_str(&b, "\n}");
+    qbk_text_str(&b, "\n}");
     if (b.oom) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", what);
         goto out;
@@ -168,7 +168,7 @@ qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
     *out = b.p;
     b.p = NULL;
 out:
-    hfw_text_free(&b);
+    qbk_text_free(&b);
     cJSON_Delete(check);
     return st;
 }

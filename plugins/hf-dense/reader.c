@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hfd.h"
+#include "qbk_path.h"
 
 /* Largest config.json / generation_config.json accepted (as probe's 4 MiB
  * config_json, with room for long chat templates in generation configs). */
@@ -138,25 +139,12 @@ static void hfd_reader_free(hfd_reader *r)
     free(r);
 }
 
-/* Joins dir and name into a malloc'd path. */
-static char *hfd_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (p) {
-        memcpy(p, dir, a);
-        p[a] = '/';
-        memcpy(p + a + 1, name, b + 1);
-    }
-    return p;
-}
-
 /* Reads dir/name as text into *out (malloc'd). QB_E_NOT_FOUND passes
  * through when `optional` so the caller can skip the file. */
 static qb_status hfd_read_json(const char *dir, const char *name, int optional, char **out)
 {
     const qb_host *h = hfd_host;
-    char *path = hfd_join(dir, name);
+    char *path = qbk_path_join(dir, name);
     void *data = NULL;
     size_t len = 0;
     qb_status st;
@@ -186,7 +174,7 @@ static qb_status hfd_read_json(const char *dir, const char *name, int optional, 
 
 static int hfd_file_exists(const char *dir, const char *name)
 {
-    char *p = hfd_join(dir, name);
+    char *p = qbk_path_join(dir, name);
     struct stat sb;
     int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
     free(p);
@@ -291,7 +279,7 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     st = hfd_read_json(r->dir, "config.json", 0, &r->config_text);
     if (st != QB_OK)
         goto out;
-    cfg_path = hfd_join(r->dir, "config.json");
+    cfg_path = qbk_path_join(r->dir, "config.json");
     if (!cfg_path) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;

@@ -53,7 +53,7 @@ typedef struct hfw_writer {
     hfw_plan plan;
     size_t *order; /* copy of begin's order */
     size_t next;   /* position in order of the next write_tensor */
-    hfw_st *cur;   /* open shard, or NULL */
+    qbk_st_writer *cur;   /* open shard, or NULL */
     uint32_t next_shard;
     char *config_text;
     size_t block;  /* elements per row block (largest over the tensors) */
@@ -89,8 +89,9 @@ static void hfw_free(hfw_writer *w)
 {
     if (!w)
         return;
-    if (w->cur)
-        hfw_st_close(w->cur);
+    /* discard: a writer freed with a shard open failed already, and that
+     * first message must survive */
+    qbk_st_writer_discard(w->cur);
     hfw_plan_free(&w->plan);
     free(w->order);
     free(w->config_text);
@@ -382,7 +383,7 @@ static qb_status hfw_stream(hfw_writer *w, size_t index)
         j.per = (j.n_rows + (int64_t)pieces - 1) / (int64_t)pieces;
         if ((st = w->h->parallel_for(w->h, pieces, hfw_job_run, &j)) != QB_OK)
             return st;
-        if ((st = hfw_st_write(w->cur, w->bbuf, (size_t)j.n_rows * (size_t)j.cols * es)) != QB_OK)
+        if ((st = qbk_st_writer_write(w->cur, w->bbuf, (size_t)j.n_rows * (size_t)j.cols * es)) != QB_OK)
             return st;
     }
     return QB_OK;
@@ -418,7 +419,7 @@ static qb_status hfw_write_tensor(qb_writer_handle handle, size_t index)
     if ((st = hfw_stream(w, index)) != QB_OK)
         return st;
     if (index == t->part[t->n_parts - 1] && o + 1 == p->shard_first[t->shard + 1]) {
-        st = hfw_st_close(w->cur);
+        st = qbk_st_writer_close(w->cur, NULL, NULL);
         w->cur = NULL;
     }
     return st;

@@ -9,22 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tokenizer files of a Hugging Face model directory that are copied as they
- * are (transformers tokenization_utils_base: vocab files, special tokens,
- * tokenizer_config.json, chat_template.jinja). */
-static const char *const tokenizer_files[] = {
-    "tokenizer.json",
-    "tokenizer.model",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.json",
-    "merges.txt",
-    "vocab.txt",
-    "chat_template.jinja",
-    "chat_template.json",
-    NULL,
-};
+#include "qbk_hf_sidefiles.h"
+#include "qbk_path.h"
 
 #define W4W_TOKENIZER_MAX (512u << 20)
 
@@ -40,7 +26,8 @@ static qb_status write_json(const qb_host *h, const qb_sink *sink, const char *n
     return rc;
 }
 
-/* The source config without quantization_config, torch_dtype float16, and
+/* The source config without its quantization description (the kit's one
+ * rule, qbk_hf_sidefiles.h), torch_dtype float16, and
  * the keys a runtime needs made explicit (tie_word_embeddings,
  * architectures, model_type). */
 static qb_status write_config(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
@@ -52,7 +39,7 @@ static qb_status write_config(const qb_host *h, const qb_sink *sink, const qb_mo
         rc = h->set_error(h, QB_E_FORMAT, "config.json: source config is not a JSON object");
         goto out;
     }
-    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "quantization_config");
+    qbk_hf_config_strip_quant(cfg);
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "torch_dtype");
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "tie_word_embeddings");
     if (!cJSON_AddStringToObject(cfg, "torch_dtype", "float16") ||
@@ -152,10 +139,10 @@ static qb_status copy_tokenizer(const qb_host *h, const qb_sink *sink, const qb_
                                 w4w_written_list *list)
 {
     char **names = NULL;
-    char path[4096];
+    char *path = NULL;
     int wrote_tok_config = 0;
     qb_status rc = QB_OK;
-    size_t i, k;
+    size_t i;
 
     if (mi->tokenizer_dir) {
         rc = h->list_dir(h, mi->tokenizer_dir, &names);
@@ -164,16 +151,15 @@ static qb_status copy_tokenizer(const qb_host *h, const qb_sink *sink, const qb_
         for (i = 0; names[i]; i++) {
             void *data = NULL;
             size_t len = 0;
-            for (k = 0; tokenizer_files[k] && strcmp(tokenizer_files[k], names[i]) != 0; k++)
-                ;
-            if (!tokenizer_files[k])
+            if (!qbk_hf_is_tokenizer_file(names[i]))
                 continue;
-            if ((size_t)snprintf(path, sizeof path, "%s/%s", mi->tokenizer_dir, names[i]) >=
-                sizeof path) {
-                rc = h->set_error(h, QB_E_INVALID, "%s: path too long", mi->tokenizer_dir);
+            if (!(path = qbk_path_join(mi->tokenizer_dir, names[i]))) {
+                rc = h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", mi->tokenizer_dir, names[i]);
                 goto out;
             }
             rc = h->read_small_file(h, path, W4W_TOKENIZER_MAX, &data, &len);
+            free(path);
+            path = NULL;
             if (rc != QB_OK)
                 goto out;
             if (mi->chat_template && strcmp(names[i], "tokenizer_config.json") == 0) {

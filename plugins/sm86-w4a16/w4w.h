@@ -10,7 +10,7 @@
  *   plan.c        classification of the source tensors and the file layout
  *   quantize.c    per-group int4 rules (absmax/7, scale search, auto)
  *   pack.c        nibble packing and decoding of the format
- *   st_out.c      safetensors files written through the host sink
+ *   st_out.c      plan files as safetensors (kit qbk_st_writer)
  *   config_out.c  config.json, generation_config.json, tokenizer files
  *   manifest.c    manifest.json
  *   writer.c      the qb_writer_vtable (begin / write_tensor / finish / abort)
@@ -25,6 +25,8 @@
 #include <quantbridge/quantbridge.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "qbk_st_writer.h"
 
 #define W4W_PLUGIN_NAME "sm86-w4a16"
 #define W4W_PLUGIN_VERSION "0.1.0"
@@ -271,38 +273,19 @@ void w4w_decode_row(const uint8_t *packed, const uint16_t *scales, int64_t cols,
 
 /* ---- safetensors output (st_out.c) --------------------------------------- */
 
-typedef struct w4w_st_tensor {
-    char *name;        /* owned */
-    const char *dtype; /* "U8" or "F16" (static) */
-    uint32_t n_dims;
-    int64_t dims[QB_MAX_DIMS];
-    uint64_t n_bytes;
-} w4w_st_tensor;
+/* An output tensor of the plan: a header entry of the kit's safetensors
+ * writer (qbk_st_writer.h). name is malloc'd and owned by the plan;
+ * dtype is "U8" or "F16" (static). */
+typedef qbk_st_out_tensor w4w_st_tensor;
 
-typedef struct w4w_st_file w4w_st_file;
+struct w4w_file;
 
-/* Creates `name` through the sink and writes the complete safetensors
- * header for tensors[0..n) (data laid out in that order, no holes). The
- * array must outlive the file. Returns QB_OK, or the sink's error / QB_E_NOMEM
- * with the message set; *out NULL on failure. Not thread-safe per file. */
-qb_status w4w_st_open(const qb_host *h, const qb_sink *sink, const char *name,
-                      const w4w_st_tensor *tensors, size_t n, w4w_st_file **out);
-
-/* Appends data bytes. Writing past the declared total is QB_E_INTERNAL.
- * Sink errors pass through with the message naming the file. */
-qb_status w4w_st_write(w4w_st_file *f, const void *buf, size_t len);
-
-/* Data bytes still owed before the file is complete. */
-uint64_t w4w_st_remaining(const w4w_st_file *f);
-
-/* Closes the sink file and frees f (always). Returns QB_E_INTERNAL when data
- * is missing (the file is short), else the sink's status; bytes/sha256 as
- * qb_sink.close. f may be NULL (no-op, QB_OK). */
-qb_status w4w_st_close(w4w_st_file *f, uint64_t *bytes, uint8_t sha256[32]);
-
-/* Closes and frees f after a failure, setting no message (the first
- * failure's message must survive). NULL is a no-op. */
-void w4w_st_discard(w4w_st_file *f);
+/* Opens plan file f (its tensors are outs[f->first_out .. + f->n_out))
+ * through the kit writer; data follows through qbk_st_writer_write and
+ * ends with qbk_st_writer_close / qbk_st_writer_discard. Errors as
+ * qbk_st_writer_open (message set, *out NULL). Not thread-safe per file. */
+qb_status w4w_st_open_file(const qb_host *h, const qb_sink *sink, const struct w4w_file *f,
+                           const w4w_st_tensor *outs, qbk_st_writer **out);
 
 /* ---- plan (plan.c) ------------------------------------------------------- */
 

@@ -42,7 +42,7 @@ typedef struct w4w_writer {
     w4w_plan *plan;
     size_t next;      /* position in plan->items of the next write */
     int32_t cur_file; /* file being written, -1 none */
-    w4w_st_file *cur;
+    qbk_st_writer *cur;
     w4w_written_list written;
 } w4w_writer;
 
@@ -333,7 +333,7 @@ static qb_status batch_worker(void *arg, size_t i)
     if (j->wslots) {
         if (i == 0) {
             for (k = 0; k < j->wn; k++) {
-                qb_status rc = w4w_st_write(j->w->cur, j->wslots[k].out, slot_bytes(j, &j->wslots[k]));
+                qb_status rc = qbk_st_writer_write(j->w->cur, j->wslots[k].out, slot_bytes(j, &j->wslots[k]));
                 if (rc != QB_OK)
                     return rc;
             }
@@ -493,9 +493,9 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
         pn = nb;
     }
     if (lin) {
-        rc = w4w_st_write(w->cur, j.scales, (size_t)(rows * j.ng) * sizeof *j.scales);
+        rc = qbk_st_writer_write(w->cur, j.scales, (size_t)(rows * j.ng) * sizeof *j.scales);
         if (rc == QB_OK && it->perm)
-            rc = w4w_st_write(w->cur, it->perm, (size_t)cols * sizeof *it->perm);
+            rc = qbk_st_writer_write(w->cur, it->perm, (size_t)cols * sizeof *it->perm);
         if (rc != QB_OK)
             goto out;
         /* exact means decoded == source for every element: the grid path
@@ -554,7 +554,7 @@ static qb_status close_current(w4w_writer *w)
     if (!w->cur)
         return QB_OK;
     f = &w->plan->files[w->cur_file];
-    rc = w4w_st_close(w->cur, &f->bytes, f->sha256);
+    rc = qbk_st_writer_close(w->cur, &f->bytes, f->sha256);
     w->cur = NULL;
     if (rc != QB_OK)
         return rc;
@@ -674,7 +674,7 @@ static qb_status w4w_write_tensor(qb_writer_handle hw, size_t index)
             rc = close_current(w);
             if (rc != QB_OK)
                 return rc;
-            rc = w4w_st_open(w->h, w->sink, f->name, p->outs + f->first_out, f->n_out, &w->cur);
+            rc = w4w_st_open_file(w->h, w->sink, f, p->outs, &w->cur);
             if (rc != QB_OK)
                 return rc;
             w->cur_file = it->file;
@@ -684,7 +684,7 @@ static qb_status w4w_write_tensor(qb_writer_handle hw, size_t index)
             return rc;
         it->written = 1;
         w->next++;
-        if (w->cur && w4w_st_remaining(w->cur) == 0 && (rc = close_current(w)) != QB_OK)
+        if (w->cur && qbk_st_writer_remaining(w->cur) == 0 && (rc = close_current(w)) != QB_OK)
             return rc;
     } while (w->next < p->n_items && p->items[w->next].src == index);
     return QB_OK;
@@ -694,7 +694,7 @@ static void writer_free(w4w_writer *w)
 {
     if (!w)
         return;
-    w4w_st_discard(w->cur);
+    qbk_st_writer_discard(w->cur);
     w4w_plan_free(w->plan);
     free(w->written.v);
     free(w);

@@ -5,7 +5,7 @@
 
 #include <quantbridge/qb_half.h>
 
-float fp8_e4m3fn_to_f32(uint8_t b)
+float qbk_fp8_e4m3fn_to_f32(uint8_t b)
 {
     uint32_t sign = (uint32_t)(b & 0x80u) << 24;
     uint32_t exp = (b >> 3) & 0xfu;
@@ -25,7 +25,7 @@ float fp8_e4m3fn_to_f32(uint8_t b)
     return qb_bits_f32(sign | ((exp + 120u) << 23) | (man << 20));
 }
 
-float fp8_e5m2_to_f32(uint8_t b)
+float qbk_fp8_e5m2_to_f32(uint8_t b)
 {
     /* E5M2 is the upper byte of an IEEE binary16 with the same sign,
      * exponent and the two top mantissa bits, so the f16 decoder is exact
@@ -33,12 +33,12 @@ float fp8_e5m2_to_f32(uint8_t b)
     return qb_f16_to_f32((uint16_t)((uint16_t)b << 8));
 }
 
-int fp8_store_is_float(qb_dtype dt)
+int qbk_float_store_ok(qb_dtype dt)
 {
-    return fp8_store_size(dt) != 0;
+    return qbk_float_store_size(dt) != 0;
 }
 
-size_t fp8_store_size(qb_dtype dt)
+size_t qbk_float_store_size(qb_dtype dt)
 {
     switch (dt) {
     case QB_DT_F32:
@@ -54,7 +54,7 @@ size_t fp8_store_size(qb_dtype dt)
     }
 }
 
-void fp8_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst)
+void qbk_float_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst)
 {
     size_t i;
     uint16_t h;
@@ -77,18 +77,18 @@ void fp8_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst)
         break;
     case QB_DT_F8_E4M3:
         for (i = 0; i < n; i++)
-            dst[i] = fp8_e4m3fn_to_f32(src[i]);
+            dst[i] = qbk_fp8_e4m3fn_to_f32(src[i]);
         break;
     case QB_DT_F8_E5M2:
         for (i = 0; i < n; i++)
-            dst[i] = fp8_e5m2_to_f32(src[i]);
+            dst[i] = qbk_fp8_e5m2_to_f32(src[i]);
         break;
     default:
         break;
     }
 }
 
-const char *fp8_dtype_name(qb_dtype dt)
+const char *qbk_dtype_name(qb_dtype dt)
 {
     switch (dt) {
     case QB_DT_F32: return "f32";

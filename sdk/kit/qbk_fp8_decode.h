@@ -5,8 +5,8 @@
  * Shared with the compressed-tensors reader (float-quantized weights), which
  * compiles fp8_decode.c into its own library.
  */
-#ifndef FP8_DECODE_H
-#define FP8_DECODE_H
+#ifndef QBK_FP8_DECODE_H
+#define QBK_FP8_DECODE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,28 +17,28 @@
  * sign 1, exponent 4 with bias 7, mantissa 3, no infinities, S.1111.111 is
  * NaN, largest finite 448, subnormals m/8 * 2^-6). Exact: every value is a
  * float. Pure, thread-safe. */
-float fp8_e4m3fn_to_f32(uint8_t b);
+float qbk_fp8_e4m3fn_to_f32(uint8_t b);
 
 /* Value of an FP8 E5M2 byte (torch.float8_e5m2 = IEEE-style binary8: sign
  * 1, exponent 5 with bias 15, mantissa 2, S.11111.00 infinity, S.11111.xx
  * (xx != 0) NaN, subnormals m/4 * 2^-14). Exact. Pure, thread-safe. */
-float fp8_e5m2_to_f32(uint8_t b);
+float qbk_fp8_e5m2_to_f32(uint8_t b);
 
-/* Nonzero when `dt` is a float storage type fp8_store_to_f32 converts
+/* Nonzero when `dt` is a float storage type qbk_float_store_to_f32 converts
  * (F32, F16, BF16, F8_E4M3, F8_E5M2). */
-int fp8_store_is_float(qb_dtype dt);
+int qbk_float_store_ok(qb_dtype dt);
 
 /* Bytes per element of a float storage type above (0 for others). */
-size_t fp8_store_size(qb_dtype dt);
+size_t qbk_float_store_size(qb_dtype dt);
 
 /* Converts n elements of float storage type `dt` at `src` (little-endian,
  * possibly unaligned) to float32 in dst. Every conversion is exact. The
- * caller guarantees fp8_store_is_float(dt) and the buffer sizes. Pure,
+ * caller guarantees qbk_float_store_ok(dt) and the buffer sizes. Pure,
  * thread-safe. */
-void fp8_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst);
+void qbk_float_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst);
 
 /* Short lowercase name of a storage type for messages and encodings
  * ("bf16", "f8_e4m3", ...). Never NULL. */
-const char *fp8_dtype_name(qb_dtype dt);
+const char *qbk_dtype_name(qb_dtype dt);
 
-#endif /* FP8_DECODE_H */
+#endif /* QBK_FP8_DECODE_H */

@@ -1,5 +1,5 @@
 /*
- * qbp_half_row.h — bulk fp16 / bf16 -> fp32 for reader plugins (internal,
+ * qbk_half_row.h — bulk fp16 / bf16 -> fp32 for reader plugins (internal,
  * header-only: a plugin includes it by relative path and links nothing).
  *
  * Both conversions are exact: every fp16 and bf16 value is a float. The
@@ -10,8 +10,8 @@
  * perf: the scalar fp16 loops were ~12 % of an exact GPTQ repack (a 7B
  * model's fp16 embeddings and lm_head) and bf16 ~12 % of a BF16 convert.
  */
-#ifndef QBP_HALF_ROW_H
-#define QBP_HALF_ROW_H
+#ifndef QBK_HALF_ROW_H
+#define QBK_HALF_ROW_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,11 +22,11 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
-#define QBP_HAVE_F16C 1
+#define QBK_HALF_HAVE_F16C 1
 
 /* AVX (with OS support, as __builtin_cpu_supports checks) and F16C
  * (CPUID.1:ECX bit 29; clang 14 has no "f16c" feature string). */
-static inline int qbp_cpu_has_f16c(void)
+static inline int qbk_half_cpu_has_f16c(void)
 {
     /* 0 unknown, 1 no, 2 yes; cached (cpuid traps in a VM). Relaxed
      * atomics: racing threads compute the same answer. */
@@ -41,7 +41,7 @@ static inline int qbp_cpu_has_f16c(void)
     return v == 2;
 }
 
-__attribute__((target("avx,f16c"))) static inline void qbp_f16_row_f16c(const uint8_t *src, float *dst,
+__attribute__((target("avx,f16c"))) static inline void qbk_half_f16_row_f16c(const uint8_t *src, float *dst,
                                                                  size_t n)
 {
     size_t i = 0;
@@ -56,12 +56,12 @@ __attribute__((target("avx,f16c"))) static inline void qbp_f16_row_f16c(const ui
 #endif
 
 /* n little-endian fp16 values at src (any alignment) to dst. */
-static inline void qbp_f16_row_to_f32(const uint8_t *src, float *dst, size_t n)
+static inline void qbk_half_f16_row_to_f32(const uint8_t *src, float *dst, size_t n)
 {
     size_t i;
-#ifdef QBP_HAVE_F16C
-    if (qbp_cpu_has_f16c()) {
-        qbp_f16_row_f16c(src, dst, n);
+#ifdef QBK_HALF_HAVE_F16C
+    if (qbk_half_cpu_has_f16c()) {
+        qbk_half_f16_row_f16c(src, dst, n);
         return;
     }
 #endif
@@ -74,7 +74,7 @@ static inline void qbp_f16_row_to_f32(const uint8_t *src, float *dst, size_t n)
 
 /* n little-endian bf16 values at src (any alignment) to dst: the 16 bits
  * become the float's high half (a shift the compiler vectorises). */
-static inline void qbp_bf16_row_to_f32(const uint8_t *src, float *dst, size_t n)
+static inline void qbk_half_bf16_row_to_f32(const uint8_t *src, float *dst, size_t n)
 {
     size_t i;
     for (i = 0; i < n; i++) {

@@ -1,25 +1,14 @@
-/* fp8 reader — Hugging Face checkpoint directory. See fp8_hfdir.h. */
+/* fp8 reader — Hugging Face checkpoint directory. See qbk_hfdir.h. */
 #include "qbk_hfdir.h"
+#include "qbk_path.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#define FP8_CONFIG_MAX (4u << 20)
+#define QBK_HFDIR_TEXT_MAX (4u << 20)
 
-char *fp8_path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p)
-        return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
-static char *fp8_dir_of(const char *path)
+static char *hfdir_dir_of(const char *path)
 {
     struct stat st;
     const char *slash;
@@ -38,10 +27,10 @@ static char *fp8_dir_of(const char *path)
     return d;
 }
 
-static qb_status fp8_read_text(const qb_host *h, const char *dir, const char *name, int optional,
+static qb_status hfdir_read_text(const qb_host *h, const char *dir, const char *name, int optional,
                                char **out)
 {
-    char *p = fp8_path_join(dir, name);
+    char *p = qbk_path_join(dir, name);
     void *data = NULL;
     size_t len = 0;
     qb_status st;
@@ -50,7 +39,7 @@ static qb_status fp8_read_text(const qb_host *h, const char *dir, const char *na
     *out = NULL;
     if (!p)
         return h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
-    st = h->read_small_file(h, p, FP8_CONFIG_MAX, &data, &len);
+    st = h->read_small_file(h, p, QBK_HFDIR_TEXT_MAX, &data, &len);
     free(p);
     if (st == QB_E_NOT_FOUND && optional)
         return QB_OK;
@@ -68,9 +57,9 @@ static qb_status fp8_read_text(const qb_host *h, const char *dir, const char *na
     return QB_OK;
 }
 
-qb_status fp8_hfdir_open(const qb_host *h, const char *path, fp8_hfdir **out)
+qb_status qbk_hfdir_open(const qb_host *h, const char *path, qbk_hfdir **out)
 {
-    fp8_hfdir *d = NULL;
+    qbk_hfdir *d = NULL;
     char **names = NULL;
     const cJSON *mt;
     qb_status st;
@@ -78,11 +67,11 @@ qb_status fp8_hfdir_open(const qb_host *h, const char *path, fp8_hfdir **out)
 
     *out = NULL;
     d = calloc(1, sizeof(*d));
-    if (!d || !(d->dir = fp8_dir_of(path))) {
+    if (!d || !(d->dir = hfdir_dir_of(path))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    st = fp8_read_text(h, d->dir, "config.json", 0, &d->config_text);
+    st = hfdir_read_text(h, d->dir, "config.json", 0, &d->config_text);
     if (st != QB_OK)
         goto out;
     d->config = cJSON_Parse(d->config_text);
@@ -102,7 +91,7 @@ qb_status fp8_hfdir_open(const qb_host *h, const char *path, fp8_hfdir **out)
                           d->dir);
         goto out;
     }
-    st = fp8_read_text(h, d->dir, "generation_config.json", 1, &d->gen_text);
+    st = hfdir_read_text(h, d->dir, "generation_config.json", 1, &d->gen_text);
     if (st != QB_OK)
         goto out;
     st = h->list_dir(h, d->dir, &names);
@@ -117,13 +106,13 @@ out:
     if (names)
         h->free_list(h, names);
     if (st != QB_OK)
-        fp8_hfdir_close(h, d);
+        qbk_hfdir_close(h, d);
     else
         *out = d;
     return st;
 }
 
-void fp8_hfdir_close(const qb_host *h, fp8_hfdir *d)
+void qbk_hfdir_close(const qb_host *h, qbk_hfdir *d)
 {
     if (!d)
         return;

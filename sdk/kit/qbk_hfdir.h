@@ -3,18 +3,18 @@
  * generation_config.json, tokenizer presence and the safetensors set opened
  * through the host's parser (single file or sharded with an index).
  *
- * Shared with the compressed-tensors reader, which compiles fp8_hfdir.c
+ * Shared with the compressed-tensors reader, which compiles qbk_hfdir.c
  * into its own library (each plugin keeps its own static host pointer).
  */
-#ifndef FP8_HFDIR_H
-#define FP8_HFDIR_H
+#ifndef QBK_HFDIR_H
+#define QBK_HFDIR_H
 
 #include <cjson/cJSON.h>
 
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_safetensors.h>
 
-typedef struct fp8_hfdir {
+typedef struct qbk_hfdir {
     char *dir;              /* the directory, as given */
     char *config_text;      /* config.json text (NUL-terminated) */
     cJSON *config;          /* parsed config.json (an object) */
@@ -23,21 +23,18 @@ typedef struct fp8_hfdir {
     char *gen_text;         /* generation_config.json text or NULL */
     int has_tokenizer;      /* tokenizer.json / tokenizer.model / tokenizer_config.json present */
     qb_st_set *st;          /* the safetensors checkpoint */
-} fp8_hfdir;
+} qbk_hfdir;
 
 /* Opens the directory `path` (a file path means its directory): reads and
  * parses config.json (<= 4 MiB, must be an object with a string
  * model_type), reads generation_config.json when present, notes tokenizer
  * files and opens the safetensors checkpoint with h->safetensors->open_dir.
- * Returns QB_OK with *out owned by the caller (fp8_hfdir_close), or a
+ * Returns QB_OK with *out owned by the caller (qbk_hfdir_close), or a
  * negative status with the message set through h and *out NULL.
  * Instance-class: not concurrent with itself on one object. */
-qb_status fp8_hfdir_open(const qb_host *h, const char *path, fp8_hfdir **out);
+qb_status qbk_hfdir_open(const qb_host *h, const char *path, qbk_hfdir **out);
 
 /* Releases everything; NULL is a no-op. */
-void fp8_hfdir_close(const qb_host *h, fp8_hfdir *d);
+void qbk_hfdir_close(const qb_host *h, qbk_hfdir *d);
 
-/* Joins dir and name into a new malloc'd string, or NULL on OOM. */
-char *fp8_path_join(const char *dir, const char *name);
-
-#endif /* FP8_HFDIR_H */
+#endif /* QBK_HFDIR_H */

@@ -1,4 +1,4 @@
-/* Quantized-linear reader core: see qlr_model.h. */
+/* Quantized-linear reader core: see qbk_qlinear_model.h. */
 #include "qbk_qlinear.h"
 
 #include <stdarg.h>
@@ -13,39 +13,16 @@
 #include <quantbridge/qb_half.h>
 
 #include "qbk_half_row.h"
+#include "qbk_path.h"
+#include "qbk_str.h"
 
 /* Rows decoded per scratch chunk: bounds read_rows memory to
- * QLR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
-#define QLR_CHUNK 32
+ * QBK_QLINEAR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
+#define QBK_QLINEAR_CHUNK 32
 
-char *qlr_strdupf(const char *fmt, ...)
+qbk_qlinear_model *qbk_qlinear_new(const qb_host *host, const char *dir)
 {
-    va_list ap;
-    int n;
-    char *s;
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return NULL;
-    s = malloc((size_t)n + 1);
-    if (!s)
-        return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-int qlr_ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
-qlr_model *qlr_model_new(const qb_host *host, const char *dir)
-{
-    qlr_model *m = calloc(1, sizeof(*m));
+    qbk_qlinear_model *m = calloc(1, sizeof(*m));
     if (!m || !(m->dir = strdup(dir))) {
         free(m);
         host->set_error(host, QB_E_NOMEM, "%s: out of memory", dir);
@@ -55,7 +32,7 @@ qlr_model *qlr_model_new(const qb_host *host, const char *dir)
     return m;
 }
 
-void qlr_model_free(qlr_model *m)
+void qbk_qlinear_free(qbk_qlinear_model *m)
 {
     size_t i;
     if (!m)
@@ -77,12 +54,12 @@ void qlr_model_free(qlr_model *m)
     free(m);
 }
 
-qlr_tensor *qlr_model_append(qlr_model *m, const char *name)
+qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name)
 {
-    qlr_tensor *t;
+    qbk_qlinear_tensor *t;
     if (m->n == m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 64;
-        qlr_tensor *nt = realloc(m->t, cap * sizeof(*nt));
+        qbk_qlinear_tensor *nt = realloc(m->t, cap * sizeof(*nt));
         if (!nt)
             goto nomem;
         m->t = nt;
@@ -99,9 +76,9 @@ nomem:
     return NULL;
 }
 
-qb_status qlr_model_add_dense(qlr_model *m, const qb_st_tensor *st)
+qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st)
 {
-    qlr_tensor *t;
+    qbk_qlinear_tensor *t;
     uint32_t d;
     if (st->dtype != QB_DT_F16 && st->dtype != QB_DT_BF16 && st->dtype != QB_DT_F32)
         return m->host->set_error(m->host, QB_E_UNSUPPORTED,
@@ -115,9 +92,9 @@ qb_status qlr_model_add_dense(qlr_model *m, const qb_st_tensor *st)
         if (st->dims[d] < 1)
             return m->host->set_error(m->host, QB_E_FORMAT, "%s: %s: empty dimension", st->file,
                                       st->name);
-    if (!(t = qlr_model_append(m, st->name)))
+    if (!(t = qbk_qlinear_append(m, st->name)))
         return QB_E_NOMEM;
-    t->kind = QLR_DENSE;
+    t->kind = QBK_QLINEAR_DENSE;
     t->st = st;
     t->n_dims = st->n_dims;
     memcpy(t->dims, st->dims, sizeof(t->dims));
@@ -128,9 +105,9 @@ qb_status qlr_model_add_dense(qlr_model *m, const qb_st_tensor *st)
     return QB_OK;
 }
 
-qb_status qlr_read_text(const qb_host *h, const char *dir, const char *name, char **out)
+qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, char **out)
 {
-    char *path = qlr_strdupf("%s/%s", dir, name);
+    char *path = qbk_path_join(dir, name);
     void *data = NULL;
     size_t len = 0;
     qb_status st;
@@ -146,7 +123,7 @@ qb_status qlr_read_text(const qb_host *h, const char *dir, const char *name, cha
     return st;
 }
 
-qb_status qlr_model_load_side_files(qlr_model *m)
+qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)
 {
     const qb_host *h = m->host;
     qb_status st;
@@ -156,13 +133,13 @@ qb_status qlr_model_load_side_files(qlr_model *m)
     size_t i;
     int has_tok = 0;
 
-    if ((st = qlr_read_text(h, m->dir, "config.json", &m->config_json)) != QB_OK)
+    if ((st = qbk_read_text(h, m->dir, "config.json", &m->config_json)) != QB_OK)
         goto out;
     if (!m->config_json) {
         st = h->set_error(h, QB_E_NOT_FOUND, "%s/config.json: missing", m->dir);
         goto out;
     }
-    if ((st = qlr_read_text(h, m->dir, "generation_config.json", &m->generation_config_json)) != QB_OK)
+    if ((st = qbk_read_text(h, m->dir, "generation_config.json", &m->generation_config_json)) != QB_OK)
         goto out;
     cfg = cJSON_Parse(m->config_json);
     if (!cfg || !cJSON_IsObject(cfg)) {
@@ -198,7 +175,7 @@ out:
     return st;
 }
 
-qb_status qlr_get_model_info(const qlr_model *m, qb_model_info *out)
+qb_status qbk_qlinear_model_info(const qbk_qlinear_model *m, qb_model_info *out)
 {
     uint32_t ss = out->struct_size;
     if (ss < offsetof(qb_model_info, chat_template) + sizeof(out->chat_template))
@@ -216,9 +193,9 @@ qb_status qlr_get_model_info(const qlr_model *m, qb_model_info *out)
     return QB_OK;
 }
 
-qb_status qlr_get_tensor_info(const qlr_model *m, size_t i, qb_tensor_info *out)
+qb_status qbk_qlinear_tensor_info(const qbk_qlinear_model *m, size_t i, qb_tensor_info *out)
 {
-    const qlr_tensor *t;
+    const qbk_qlinear_tensor *t;
     uint32_t ss = out->struct_size;
     if (i >= m->n)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: tensor index %zu out of range", m->dir, i);
@@ -232,11 +209,11 @@ qb_status qlr_get_tensor_info(const qlr_model *m, size_t i, qb_tensor_info *out)
     memcpy(out->dims, t->dims, sizeof(out->dims));
     out->source_dtype = t->source_dtype;
     out->source_encoding = t->encoding;
-    out->has_grid = t->kind == QLR_QUANT;
+    out->has_grid = t->kind == QBK_QLINEAR_QUANT;
     return QB_OK;
 }
 
-uint32_t qlr_word_bits(qb_dtype dt)
+uint32_t qbk_qlinear_word_bits(qb_dtype dt)
 {
     switch (dt) {
     case QB_DT_I8:
@@ -256,11 +233,11 @@ uint32_t qlr_word_bits(qb_dtype dt)
     }
 }
 
-uint64_t qlr_word(const qb_st_tensor *st, uint64_t idx)
+uint64_t qbk_qlinear_word(const qb_st_tensor *st, uint64_t idx)
 {
     /* little-endian bytes assembled by hand: data may be unaligned and the
      * stored words are signed (trap: shift only unsigned values) */
-    uint32_t nb = qlr_word_bits(st->dtype) / 8, b;
+    uint32_t nb = qbk_qlinear_word_bits(st->dtype) / 8, b;
     const uint8_t *p = st->data + idx * nb;
     uint64_t v = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -277,20 +254,20 @@ uint64_t qlr_word(const qb_st_tensor *st, uint64_t idx)
     return v;
 }
 
-uint32_t qlr_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
+uint32_t qbk_qlinear_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
                    uint32_t bits, uint64_t j)
 {
     uint64_t pos = j * bits;
     uint64_t w = pos / word_bits;
     uint32_t sh = (uint32_t)(pos % word_bits);
     uint64_t mask = ((uint64_t)1 << bits) - 1;
-    uint64_t v = qlr_word(st, base + w * stride) >> sh;
+    uint64_t v = qbk_qlinear_word(st, base + w * stride) >> sh;
     if (sh + bits > word_bits) /* straddles into the next word (GPTQ 3-bit) */
-        v |= qlr_word(st, base + (w + 1) * stride) << (word_bits - sh);
+        v |= qbk_qlinear_word(st, base + (w + 1) * stride) << (word_bits - sh);
     return (uint32_t)(v & mask);
 }
 
-float qlr_float_at(const qb_st_tensor *st, uint64_t idx)
+float qbk_qlinear_float_at(const qb_st_tensor *st, uint64_t idx)
 {
     uint16_t h;
     float f;
@@ -312,7 +289,7 @@ float qlr_float_at(const qb_st_tensor *st, uint64_t idx)
  * bytes"), so MADV_DONTNEED only unmaps them: the page cache keeps them
  * and a later read maps them again. Without this every source byte
  * touched stays in the peak RSS (a 7B source is 4-14 GB). */
-static void qlr_drop_range(const uint8_t *p, uint64_t n)
+static void qbk_qlinear_drop_range(const uint8_t *p, uint64_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e;
@@ -324,10 +301,10 @@ static void qlr_drop_range(const uint8_t *p, uint64_t n)
         (void)madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-void qlr_drop_pages(const qb_st_tensor *st)
+void qbk_qlinear_drop_pages(const qb_st_tensor *st)
 {
     if (st)
-        qlr_drop_range(st->data, st->n_bytes);
+        qbk_qlinear_drop_range(st->data, st->n_bytes);
 }
 
 /* Notes a read of tensor i; when the previous read was of another tensor,
@@ -335,10 +312,10 @@ void qlr_drop_pages(const qb_st_tensor *st)
  * blocks of one before the next), so this bounds the mapped RSS to about
  * one tensor; any other access order only costs page faults. Thread-safe
  * (an atomic exchange; m itself is not const, only the read API is). */
-static void qlr_note_read(const qlr_model *m, size_t i)
+static void qbk_qlinear_note_read(const qbk_qlinear_model *m, size_t i)
 {
-    size_t prev = __atomic_exchange_n(&((qlr_model *)m)->last_read, i + 1, __ATOMIC_RELAXED);
-    const qlr_tensor *t;
+    size_t prev = __atomic_exchange_n(&((qbk_qlinear_model *)m)->last_read, i + 1, __ATOMIC_RELAXED);
+    const qbk_qlinear_tensor *t;
     size_t k;
     if (prev == 0) {
         /* first read: open touched every tensor's scales / qzeros / g_idx
@@ -346,26 +323,26 @@ static void qlr_note_read(const qlr_model *m, size_t i)
          * resident until each tensor's turn (~160 MB on a 7B model) */
         for (k = 0; k < m->n; k++)
             if (k != i) {
-                qlr_drop_pages(m->t[k].st);
-                qlr_drop_pages(m->t[k].qweight);
-                qlr_drop_pages(m->t[k].qzeros);
-                qlr_drop_pages(m->t[k].scales);
+                qbk_qlinear_drop_pages(m->t[k].st);
+                qbk_qlinear_drop_pages(m->t[k].qweight);
+                qbk_qlinear_drop_pages(m->t[k].qzeros);
+                qbk_qlinear_drop_pages(m->t[k].scales);
             }
         return;
     }
     if (prev == i + 1 || prev - 1 >= m->n)
         return;
     t = &m->t[prev - 1];
-    if (t->kind == QLR_DENSE) {
-        qlr_drop_pages(t->st);
+    if (t->kind == QBK_QLINEAR_DENSE) {
+        qbk_qlinear_drop_pages(t->st);
     } else {
-        qlr_drop_pages(t->qweight);
-        qlr_drop_pages(t->qzeros);
-        qlr_drop_pages(t->scales);
+        qbk_qlinear_drop_pages(t->qweight);
+        qbk_qlinear_drop_pages(t->qzeros);
+        qbk_qlinear_drop_pages(t->scales);
     }
 }
 
-static int64_t qlr_rows_of(const qlr_tensor *t)
+static int64_t qbk_qlinear_rows_of(const qbk_qlinear_tensor *t)
 {
     int64_t r = 1;
     uint32_t i;
@@ -376,12 +353,12 @@ static int64_t qlr_rows_of(const qlr_tensor *t)
     return r;
 }
 
-static qb_status qlr_check_range(const qlr_model *m, size_t i, int64_t row0, int64_t n_rows)
+static qb_status qbk_qlinear_check_range(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows)
 {
     int64_t rows;
     if (i >= m->n)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: tensor index %zu out of range", m->dir, i);
-    rows = qlr_rows_of(&m->t[i]);
+    rows = qbk_qlinear_rows_of(&m->t[i]);
     if (row0 < 0 || n_rows < 0 || row0 > rows || n_rows > rows - row0)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)",
                                   m->dir, m->t[i].name, (long long)row0, (long long)n_rows,
@@ -397,7 +374,7 @@ static qb_status qlr_check_range(const qlr_model *m, size_t i, int64_t row0, int
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-static void qlr_dequant_group(const uint8_t *c, int64_t n, int32_t z, float s, float *d)
+static void qbk_qlinear_dequant_group(const uint8_t *c, int64_t n, int32_t z, float s, float *d)
 {
     int64_t k = 0;
 #if defined(__SSE2__)
@@ -420,57 +397,57 @@ static void qlr_dequant_group(const uint8_t *c, int64_t n, int32_t z, float s, f
         d[k] = (float)((int32_t)c[k] - z) * s;
 }
 
-static inline uint32_t qlr_group_of(const qlr_tensor *t, int64_t k)
+static inline uint32_t qbk_qlinear_group_of(const qbk_qlinear_tensor *t, int64_t k)
 {
     return t->g_idx ? (uint32_t)t->g_idx[k] : (uint32_t)(k / t->gs);
 }
 
-qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst)
+qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst)
 {
-    const qlr_tensor *t;
-    qb_status st = qlr_check_range(m, i, row0, n_rows);
+    const qbk_qlinear_tensor *t;
+    qb_status st = qbk_qlinear_check_range(m, i, row0, n_rows);
     uint8_t *codes = NULL;
     float *scales = NULL;
     int32_t *zeros = NULL;
     int64_t r0;
     if (st != QB_OK)
         return st;
-    qlr_note_read(m, i);
+    qbk_qlinear_note_read(m, i);
     t = &m->t[i];
-    if (t->kind == QLR_DENSE) {
+    if (t->kind == QBK_QLINEAR_DENSE) {
         int64_t cols = t->dims[t->n_dims - 1];
         uint64_t e, base = (uint64_t)row0 * (uint64_t)cols, n = (uint64_t)n_rows * (uint64_t)cols;
-        /* one loop per dtype (not qlr_float_at per element): perf showed
+        /* one loop per dtype (not qbk_qlinear_float_at per element): perf showed
          * the per-element dtype switch at ~7 % of a GPTQ conversion */
         if (t->st->dtype == QB_DT_F32) {
             memcpy(dst, t->st->data + 4 * base, 4 * n);
         } else if (t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16) {
             if (t->st->dtype == QB_DT_BF16)
-                qbp_bf16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
+                qbk_half_bf16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
             else
-                qbp_f16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
+                qbk_half_f16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
         } else {
             for (e = 0; e < n; e++)
-                dst[e] = qlr_float_at(t->st, base + e);
+                dst[e] = qbk_qlinear_float_at(t->st, base + e);
         }
         /* dense rows are contiguous and read once: drop them now (a 32000 x
          * 4096 fp16 embedding alone is 250 MiB) */
         {
-            /* element sizes as qlr_float_at reads them */
+            /* element sizes as qbk_qlinear_float_at reads them */
             uint64_t esz = t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16 ? 2 : 4;
-            qlr_drop_range(t->st->data + base * esz, n * esz);
+            qbk_qlinear_drop_range(t->st->data + base * esz, n * esz);
         }
         return QB_OK;
     }
-    codes = malloc((size_t)QLR_CHUNK * (size_t)t->K);
-    scales = malloc((size_t)QLR_CHUNK * t->G * sizeof(float));
-    zeros = malloc((size_t)QLR_CHUNK * t->G * sizeof(int32_t));
+    codes = malloc((size_t)QBK_QLINEAR_CHUNK * (size_t)t->K);
+    scales = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
+    zeros = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
     if (!codes || !scales || !zeros) {
         st = m->host->set_error(m->host, QB_E_NOMEM, "%s: %s: out of memory", m->dir, t->name);
         goto out;
     }
-    for (r0 = 0; r0 < n_rows; r0 += QLR_CHUNK) {
-        int64_t nr = n_rows - r0 < QLR_CHUNK ? n_rows - r0 : QLR_CHUNK, r, k;
+    for (r0 = 0; r0 < n_rows; r0 += QBK_QLINEAR_CHUNK) {
+        int64_t nr = n_rows - r0 < QBK_QLINEAR_CHUNK ? n_rows - r0 : QBK_QLINEAR_CHUNK, r, k;
         t->dec->codes(t, row0 + r0, nr, codes);
         t->dec->params(t, row0 + r0, nr, scales, zeros);
         for (r = 0; r < nr; r++) {
@@ -485,12 +462,12 @@ qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
                     int64_t k1 = k0 + t->gs < t->K ? k0 + t->gs : t->K;
                     int32_t zg = z[k0 / t->gs];
                     float sg = s[k0 / t->gs];
-                    qlr_dequant_group(c + k0, k1 - k0, zg, sg, d + k0);
+                    qbk_qlinear_dequant_group(c + k0, k1 - k0, zg, sg, d + k0);
                 }
                 continue;
             }
             for (k = 0; k < t->K; k++) {
-                uint32_t g = qlr_group_of(t, k);
+                uint32_t g = qbk_qlinear_group_of(t, k);
                 /* the qb_tensor.h promise: integer difference, one fp32 multiply */
                 d[k] = (float)((int32_t)c[k] - z[g]) * s[g];
             }
@@ -503,14 +480,14 @@ out:
     return st;
 }
 
-qb_status qlr_grid_info(const qlr_model *m, size_t i, qb_grid_info *out)
+qb_status qbk_qlinear_grid_info(const qbk_qlinear_model *m, size_t i, qb_grid_info *out)
 {
-    const qlr_tensor *t;
+    const qbk_qlinear_tensor *t;
     uint32_t ss = out->struct_size;
     if (i >= m->n)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: tensor index %zu out of range", m->dir, i);
     t = &m->t[i];
-    if (t->kind != QLR_QUANT)
+    if (t->kind != QBK_QLINEAR_QUANT)
         return m->host->set_error(m->host, QB_E_UNSUPPORTED, "%s: %s: dense tensor has no integer grid",
                                   m->dir, t->name);
     if (ss < offsetof(qb_grid_info, scale_dtype) + sizeof(out->scale_dtype))
@@ -526,16 +503,16 @@ qb_status qlr_grid_info(const qlr_model *m, size_t i, qb_grid_info *out)
     return QB_OK;
 }
 
-qb_status qlr_read_grid(const qlr_model *m, size_t i, int64_t row0, int64_t n_rows,
+qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
                         qb_grid_rows *out)
 {
-    const qlr_tensor *t;
-    qb_status st = qlr_check_range(m, i, row0, n_rows);
+    const qbk_qlinear_tensor *t;
+    qb_status st = qbk_qlinear_check_range(m, i, row0, n_rows);
     if (st != QB_OK)
         return st;
-    qlr_note_read(m, i);
+    qbk_qlinear_note_read(m, i);
     t = &m->t[i];
-    if (t->kind != QLR_QUANT)
+    if (t->kind != QBK_QLINEAR_QUANT)
         return m->host->set_error(m->host, QB_E_UNSUPPORTED, "%s: %s: dense tensor has no integer grid",
                                   m->dir, t->name);
     if (!out || !out->codes || !out->scales || !out->zeros)
@@ -546,10 +523,10 @@ qb_status qlr_read_grid(const qlr_model *m, size_t i, int64_t row0, int64_t n_ro
     return QB_OK;
 }
 
-qb_status qlr_compute_symmetric(const qb_host *h, qlr_tensor *t)
+qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t)
 {
-    float *s = malloc((size_t)QLR_CHUNK * t->G * sizeof(float));
-    int32_t *z = malloc((size_t)QLR_CHUNK * t->G * sizeof(int32_t));
+    float *s = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
+    int32_t *z = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
     int32_t want = (int32_t)1 << (t->bits - 1);
     int64_t r0, e;
     qb_status st = QB_OK;
@@ -558,8 +535,8 @@ qb_status qlr_compute_symmetric(const qb_host *h, qlr_tensor *t)
         goto out;
     }
     t->symmetric = 1;
-    for (r0 = 0; r0 < t->N && t->symmetric; r0 += QLR_CHUNK) {
-        int64_t nr = t->N - r0 < QLR_CHUNK ? t->N - r0 : QLR_CHUNK;
+    for (r0 = 0; r0 < t->N && t->symmetric; r0 += QBK_QLINEAR_CHUNK) {
+        int64_t nr = t->N - r0 < QBK_QLINEAR_CHUNK ? t->N - r0 : QBK_QLINEAR_CHUNK;
         t->dec->params(t, r0, nr, s, z);
         for (e = 0; e < nr * (int64_t)t->G; e++)
             if (z[e] != want) {
@@ -572,14 +549,14 @@ out:
      * without this, open kept ~150 MB of a 7B model's scales and zeros
      * mapped until the first read (measured VmHWM 147 MB vs 42 MB while
      * streaming) */
-    qlr_drop_pages(t->qzeros);
-    qlr_drop_pages(t->scales);
+    qbk_qlinear_drop_pages(t->qzeros);
+    qbk_qlinear_drop_pages(t->scales);
     free(s);
     free(z);
     return st;
 }
 
-int qlr_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len)
+int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len)
 {
     int64_t *count = calloc(G ? G : 1, sizeof(int64_t));
     int64_t k;
@@ -613,7 +590,7 @@ out:
     return ok;
 }
 
-int qlr_gidx_trivial(const int32_t *g, int64_t K, int64_t gs)
+int qbk_qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs)
 {
     int64_t k;
     for (k = 0; k < K; k++)

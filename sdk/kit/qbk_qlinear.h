@@ -9,11 +9,11 @@
  * both kinds once, so the promise of qb_tensor.h — dense rows equal
  * (float)((int32_t)code - zero) * scale in float32 — holds by construction.
  *
- * THREADING: after qlr_model_finish() a model is immutable; the data
- * functions (qlr_read_rows, qlr_read_grid) may run concurrently.
+ * THREADING: after qbk_qlinear_finish() a model is immutable; the data
+ * functions (qbk_qlinear_read_rows, qbk_qlinear_read_grid) may run concurrently.
  */
-#ifndef QLR_MODEL_H
-#define QLR_MODEL_H
+#ifndef QBK_QLINEAR_H
+#define QBK_QLINEAR_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,33 +23,33 @@
 #include <quantbridge/qb_safetensors.h>
 #include <quantbridge/qb_tensor.h>
 
-typedef struct qlr_tensor qlr_tensor;
+typedef struct qbk_qlinear_tensor qbk_qlinear_tensor;
 
 /* Format-specific decoding of one quantized linear (N rows = out features,
  * K cols = in features, G groups). Both functions are pure reads of mapped
  * data validated at open, so they cannot fail. */
-typedef struct qlr_decoder {
+typedef struct qbk_qlinear_decoder {
     /* codes[r * K + k] for rows [n0, n0 + nr): unsigned codes 0..2^bits-1 */
-    void (*codes)(const qlr_tensor *t, int64_t n0, int64_t nr, uint8_t *codes);
+    void (*codes)(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes);
     /* scales[r * G + g] (float32 of the stored scale) and the REAL zero
      * point zeros[r * G + g] (convention offsets already undone) */
-    void (*params)(const qlr_tensor *t, int64_t n0, int64_t nr, float *scales, int32_t *zeros);
-} qlr_decoder;
+    void (*params)(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales, int32_t *zeros);
+} qbk_qlinear_decoder;
 
-enum { QLR_DENSE = 1, QLR_QUANT = 2 };
+enum { QBK_QLINEAR_DENSE = 1, QBK_QLINEAR_QUANT = 2 };
 
-struct qlr_tensor {
+struct qbk_qlinear_tensor {
     char *name;            /* canonical HF name, owned */
-    int kind;              /* QLR_DENSE or QLR_QUANT */
+    int kind;              /* QBK_QLINEAR_DENSE or QBK_QLINEAR_QUANT */
     uint32_t n_dims;
     int64_t dims[QB_MAX_DIMS];
     qb_dtype source_dtype;
     char *encoding;        /* owned */
 
-    /* QLR_DENSE */
+    /* QBK_QLINEAR_DENSE */
     const qb_st_tensor *st;
 
-    /* QLR_QUANT */
+    /* QBK_QLINEAR_QUANT */
     int64_t N, K;          /* out, in */
     uint32_t bits;
     uint32_t G;            /* groups per row */
@@ -62,14 +62,14 @@ struct qlr_tensor {
     uint32_t word_bits;    /* bits of one packed storage word */
     int32_t zero_add;      /* added to a stored zero field before masking (GPTQ v1: 1) */
     int32_t implicit_zero; /* used when qzeros == NULL */
-    const qlr_decoder *dec;
+    const qbk_qlinear_decoder *dec;
 };
 
-typedef struct qlr_model {
+typedef struct qbk_qlinear_model {
     const qb_host *host;
     qb_st_set *set;
     char *dir;             /* source directory, owned */
-    qlr_tensor *t;
+    qbk_qlinear_tensor *t;
     size_t n, cap;
     char *config_json;     /* owned, NUL-terminated (host->alloc) */
     char *generation_config_json; /* or NULL (host->alloc) */
@@ -77,92 +77,82 @@ typedef struct qlr_model {
     char *source_format;   /* static string */
     char *summary;         /* owned */
     char *tokenizer_dir;   /* owned or NULL */
-    size_t last_read;      /* 1 + index of the tensor read last, 0 none (qlr_model.c:
+    size_t last_read;      /* 1 + index of the tensor read last, 0 none (qbk_qlinear_model.c:
                             * its mapped pages are dropped when another is read) */
-} qlr_model;
+} qbk_qlinear_model;
 
 /* Allocates an empty model for directory `dir` (copied). Returns NULL on
  * allocation failure (message set). The caller owns it; free with
- * qlr_model_free. Not thread-safe. */
-qlr_model *qlr_model_new(const qb_host *host, const char *dir);
+ * qbk_qlinear_free. Not thread-safe. */
+qbk_qlinear_model *qbk_qlinear_new(const qb_host *host, const char *dir);
 
 /* Releases everything the model owns, including its safetensors set.
  * NULL is a no-op. */
-void qlr_model_free(qlr_model *m);
+void qbk_qlinear_free(qbk_qlinear_model *m);
 
 /* Appends a zeroed tensor slot named `name` (copied) and returns it, or NULL
  * on allocation failure (message set). The pointer is valid until the next
  * append. */
-qlr_tensor *qlr_model_append(qlr_model *m, const char *name);
+qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name);
 
 /* Appends safetensors tensor `st` as a dense pass-through under its own
  * name. F16, BF16 and F32 only; anything else is QB_E_UNSUPPORTED naming
  * the file and tensor (an unknown integer tensor is never guessed at). */
-qb_status qlr_model_add_dense(qlr_model *m, const qb_st_tensor *st);
+qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st);
 
 /* Reads config.json (required), generation_config.json (optional) of
  * m->dir, fills architecture from model_type and tokenizer_dir when a
  * tokenizer file exists. QB_E_NOT_FOUND / QB_E_FORMAT with message. */
-qb_status qlr_model_load_side_files(qlr_model *m);
+qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m);
 
 /* Reads `dir`/`name` as text into a new host->alloc buffer (*out), or sets
  * *out = NULL and returns QB_OK when the file does not exist. Other
  * failures return the host's status with its message. */
-qb_status qlr_read_text(const qb_host *h, const char *dir, const char *name, char **out);
+qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, char **out);
 
 /* Fills the SDK structs. Tensor index out of range: QB_E_RANGE. */
-qb_status qlr_get_model_info(const qlr_model *m, qb_model_info *out);
-qb_status qlr_get_tensor_info(const qlr_model *m, size_t i, qb_tensor_info *out);
+qb_status qbk_qlinear_model_info(const qbk_qlinear_model *m, qb_model_info *out);
+qb_status qbk_qlinear_tensor_info(const qbk_qlinear_model *m, size_t i, qb_tensor_info *out);
 
 /* Data calls (see qb_reader.h). QB_E_RANGE for a bad index or row range,
  * QB_E_NOMEM when scratch memory is short, QB_E_UNSUPPORTED from
- * qlr_grid_info for a dense tensor. Thread-safe on a finished model. */
-qb_status qlr_read_rows(const qlr_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst);
-qb_status qlr_grid_info(const qlr_model *m, size_t i, qb_grid_info *out);
-qb_status qlr_read_grid(const qlr_model *m, size_t i, int64_t row0, int64_t n_rows,
+ * qbk_qlinear_grid_info for a dense tensor. Thread-safe on a finished model. */
+qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst);
+qb_status qbk_qlinear_grid_info(const qbk_qlinear_model *m, size_t i, qb_grid_info *out);
+qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
                         qb_grid_rows *out);
 
 /* Unsigned storage word `idx` of a packed integer tensor (I8/U8/I16/U16/
  * I32/U32/I64/U64 reinterpreted as unsigned, little-endian, unaligned-safe). */
-uint64_t qlr_word(const qb_st_tensor *st, uint64_t idx);
+uint64_t qbk_qlinear_word(const qb_st_tensor *st, uint64_t idx);
 
 /* Bits per storage word of an integer dtype, or 0 when not an integer type. */
-uint32_t qlr_word_bits(qb_dtype dt);
+uint32_t qbk_qlinear_word_bits(qb_dtype dt);
 
 /* Field `j` of width `bits` of a little-endian bit stream of words
- * stream(w) = qlr_word(st, base + w * stride): bits [j*bits, j*bits+bits).
+ * stream(w) = qbk_qlinear_word(st, base + w * stride): bits [j*bits, j*bits+bits).
  * A field may straddle two words (GPTQ 3-bit). */
-uint32_t qlr_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
+uint32_t qbk_qlinear_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
                    uint32_t bits, uint64_t j);
 
 /* Unmaps the whole pages of st's mapped bytes from this process (the page
  * cache keeps them; a later access maps them again). NULL is a no-op. Used
  * after scanning a tensor at open so that open's memory does not grow
  * with the number of tensors. */
-void qlr_drop_pages(const qb_st_tensor *st);
+void qbk_qlinear_drop_pages(const qb_st_tensor *st);
 
 /* Float value of element `idx` of an F16/BF16/F32 tensor. */
-float qlr_float_at(const qb_st_tensor *st, uint64_t idx);
+float qbk_qlinear_float_at(const qb_st_tensor *st, uint64_t idx);
 
 /* Sets t->symmetric by scanning every real zero (t->dec->params). */
-qb_status qlr_compute_symmetric(const qb_host *h, qlr_tensor *t);
+qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t);
 
 /* Validates `g` as a group map of K columns into G groups of size gs (each
  * group id in [0, G), group j holding exactly gs columns, the last group
  * K - (G-1)*gs). Returns 1 when valid; else 0 with a reason in why. */
-int qlr_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len);
+int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len);
 
 /* 1 when g[k] == k / gs for every k (the contiguous layout). */
-int qlr_gidx_trivial(const int32_t *g, int64_t K, int64_t gs);
+int qbk_qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs);
 
-/* printf into a new malloc'd string, NULL on failure. */
-char *qlr_strdupf(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-/* 1 when `s` ends with `suffix`. */
-int qlr_ends_with(const char *s, const char *suffix);
-
-#endif /* QLR_MODEL_H */
+#endif /* QBK_QLINEAR_H */

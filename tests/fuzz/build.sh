@@ -63,7 +63,9 @@ PKG_CFLAGS=$(pkg-config --cflags glib-2.0 libcjson)
 PKG_LIBS=$(pkg-config --libs glib-2.0 libcjson)
 ST="$root/sdk/kit"
 ST_SRC=("$ST/qbk_st_file.c" "$ST/qbk_st_set.c" "$ST/qbk_st_dir.c")
-HOST_SRC=("$here/fuzz_host.c" "${ST_SRC[@]}")
+# Kit helpers the plugins below use (qbk_path_join, qbk_strdupf, ...).
+KIT_SRC=("$ST/qbk_path.c" "$ST/qbk_str.c")
+HOST_SRC=("$here/fuzz_host.c" "${ST_SRC[@]}" "${KIT_SRC[@]}")
 G="$root/plugins/gguf"
 GG="$G/ggml"
 GGML_SRC=("$GG/ggml_type_table.c" "$GG/ggml_dequant.c" "$GG/ggml_dequant_plain.c"

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const qb_host *h = qbt_fuzz_host();
     char *text = malloc(size + 1);
     cJSON *root;
-    fp8_hfdir d;
+    qbk_hfdir d;
     fp8_model m;
     qb_status st;
 
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     d.config = root;
     d.qcfg = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
     if (d.qcfg && !cJSON_IsObject(d.qcfg))
-        d.qcfg = NULL; /* fp8_hfdir_open keeps only an object */
+        d.qcfg = NULL; /* qbk_hfdir_open keeps only an object */
     m.d = &d;
     qbt_fuzz_reset();
     st = fp8_parse_config(h, &m);

@@ -55,7 +55,7 @@ START_TEST(test_e4m3fn_all_codes)
     unsigned b;
     for (b = 0; b < 256; b++) {
         double want = e4m3_def(b);
-        float got = fp8_e4m3fn_to_f32((uint8_t)b);
+        float got = qbk_fp8_e4m3fn_to_f32((uint8_t)b);
         if (isnan(want)) {
             ck_assert_msg(isnan(got), "code 0x%02x should be NaN", b);
             continue;
@@ -64,14 +64,14 @@ START_TEST(test_e4m3fn_all_codes)
                       "code 0x%02x: %.9g != %.9g", b, (double)got, want);
     }
     /* anchors from the OCP FP8 spec / torch.float8_e4m3fn */
-    ck_assert(fp8_e4m3fn_to_f32(0x7e) == 448.0f);
-    ck_assert(fp8_e4m3fn_to_f32(0xfe) == -448.0f);
-    ck_assert(fp8_e4m3fn_to_f32(0x38) == 1.0f);
-    ck_assert(fp8_e4m3fn_to_f32(0x01) == 0.001953125f);
-    ck_assert(fp8_e4m3fn_to_f32(0x08) == 0.015625f);
-    ck_assert(fp8_e4m3fn_to_f32(0x78) == 256.0f); /* exponent 1111 is finite in FN */
-    ck_assert(isnan(fp8_e4m3fn_to_f32(0x7f)) && isnan(fp8_e4m3fn_to_f32(0xff)));
-    ck_assert(signbit(fp8_e4m3fn_to_f32(0x80)) && fp8_e4m3fn_to_f32(0x80) == 0.0f);
+    ck_assert(qbk_fp8_e4m3fn_to_f32(0x7e) == 448.0f);
+    ck_assert(qbk_fp8_e4m3fn_to_f32(0xfe) == -448.0f);
+    ck_assert(qbk_fp8_e4m3fn_to_f32(0x38) == 1.0f);
+    ck_assert(qbk_fp8_e4m3fn_to_f32(0x01) == 0.001953125f);
+    ck_assert(qbk_fp8_e4m3fn_to_f32(0x08) == 0.015625f);
+    ck_assert(qbk_fp8_e4m3fn_to_f32(0x78) == 256.0f); /* exponent 1111 is finite in FN */
+    ck_assert(isnan(qbk_fp8_e4m3fn_to_f32(0x7f)) && isnan(qbk_fp8_e4m3fn_to_f32(0xff)));
+    ck_assert(signbit(qbk_fp8_e4m3fn_to_f32(0x80)) && qbk_fp8_e4m3fn_to_f32(0x80) == 0.0f);
 }
 END_TEST
 
@@ -80,7 +80,7 @@ START_TEST(test_e5m2_all_codes)
     unsigned b;
     for (b = 0; b < 256; b++) {
         double want = e5m2_def(b);
-        float got = fp8_e5m2_to_f32((uint8_t)b);
+        float got = qbk_fp8_e5m2_to_f32((uint8_t)b);
         if (isnan(want)) {
             ck_assert_msg(isnan(got), "code 0x%02x should be NaN", b);
             continue;
@@ -88,10 +88,10 @@ START_TEST(test_e5m2_all_codes)
         ck_assert_msg((double)got == want && !!signbit(got) == !!signbit(want),
                       "code 0x%02x: %.9g != %.9g", b, (double)got, want);
     }
-    ck_assert(fp8_e5m2_to_f32(0x7b) == 57344.0f);
-    ck_assert(isinf(fp8_e5m2_to_f32(0x7c)) && fp8_e5m2_to_f32(0x7c) > 0);
-    ck_assert(fp8_e5m2_to_f32(0x3c) == 1.0f);
-    ck_assert(fp8_e5m2_to_f32(0x01) == ldexpf(1.0f, -16));
+    ck_assert(qbk_fp8_e5m2_to_f32(0x7b) == 57344.0f);
+    ck_assert(isinf(qbk_fp8_e5m2_to_f32(0x7c)) && qbk_fp8_e5m2_to_f32(0x7c) > 0);
+    ck_assert(qbk_fp8_e5m2_to_f32(0x3c) == 1.0f);
+    ck_assert(qbk_fp8_e5m2_to_f32(0x01) == ldexpf(1.0f, -16));
 }
 END_TEST
 

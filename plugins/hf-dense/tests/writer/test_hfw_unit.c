@@ -18,6 +18,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "hfw.h"
+#include "qbk_hf_sidefiles.h"
 #include "qbt_fake_host.h"
 
 /* ---- fake model source --------------------------------------------------- */
@@ -453,6 +454,46 @@ START_TEST(json_edit_keeps_members_as_written)
 }
 END_TEST
 
+/* Both writers (hf-dense here, sm86-w4a16 config_out.c) take the side-file
+ * list and the config clean-up from qbk_hf_sidefiles: the hf-dense text
+ * edit and the kit's cJSON strip leave the same members. */
+START_TEST(config_cleanup_and_side_files_follow_the_kit_rule)
+{
+    static const char src[] = "{\"model_type\": \"llama\", \"quantization_config\": {\"bits\": 4},"
+                              " \"compression_config\": {}, \"hidden_size\": 8}";
+    static const char *const copied[] = {"tokenizer.json", "tokenizer.model", "tokenizer_config.json",
+                                         "special_tokens_map.json", "spiece.model",
+                                         "tokenizer.tiktoken", "sentencepiece.bpe.model",
+                                         "chat_template.jinja", NULL};
+    static const char *const not_copied[] = {"config.json", "model.safetensors", "quant_config.json",
+                                             "TOKENIZER.JSON", "tokenizer.json.bak", "", NULL};
+    char *out = NULL;
+    cJSON *edited, *stripped;
+    const cJSON *m;
+    size_t i;
+
+    ck_assert_int_eq(hfw_config_text(qbt_fake_host(), "config.json", src, HFW_F16, -1, &out), QB_OK);
+    edited = cJSON_Parse(out);
+    stripped = cJSON_Parse(src);
+    qbk_hf_config_strip_quant(stripped);
+    cJSON_DeleteItemFromObjectCaseSensitive(edited, "torch_dtype");
+    for (i = 0; qbk_hf_quant_config_keys[i]; i++)
+        ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(edited, qbk_hf_quant_config_keys[i]));
+    ck_assert_int_eq(cJSON_GetArraySize(edited), cJSON_GetArraySize(stripped));
+    cJSON_ArrayForEach(m, stripped)
+        ck_assert_msg(cJSON_GetObjectItemCaseSensitive(edited, m->string) != NULL, "%s", m->string);
+    cJSON_Delete(edited);
+    cJSON_Delete(stripped);
+    free(out);
+    qbk_hf_config_strip_quant(NULL); /* no-op */
+
+    for (i = 0; copied[i]; i++)
+        ck_assert_msg(qbk_hf_is_tokenizer_file(copied[i]), "%s", copied[i]);
+    for (i = 0; not_copied[i]; i++)
+        ck_assert_msg(!qbk_hf_is_tokenizer_file(not_copied[i]), "%s", not_copied[i]);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("hf-dense-writer-unit");
@@ -464,6 +505,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, out_of_order_write_is_refused);
     tcase_add_test(tc, bad_config_and_mismatched_architecture_are_refused);
     tcase_add_test(tc, json_edit_keeps_members_as_written);
+    tcase_add_test(tc, config_cleanup_and_side_files_follow_the_kit_rule);
     suite_add_tcase(s, tc);
     return s;
 }

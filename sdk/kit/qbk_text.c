@@ -1,16 +1,12 @@
-/*
- * hf-dense writer: a growable text buffer for the JSON this plugin writes
- * by hand (safetensors headers and the shard index), where exact integers
- * matter more than a JSON library's double-based numbers.
- */
+/* A growable text buffer for hand-written JSON. See qbk_text.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hfw.h"
+#include "qbk_text.h"
 
-void hfw_text_put(hfw_text *b, const char *s, size_t len)
+void qbk_text_put(qbk_text *b, const char *s, size_t len)
 {
     if (b->oom)
         return;
@@ -32,39 +28,39 @@ void hfw_text_put(hfw_text *b, const char *s, size_t len)
     b->p[b->n] = '\0';
 }
 
-void hfw_text_str(hfw_text *b, const char *s)
+void qbk_text_str(qbk_text *b, const char *s)
 {
-    hfw_text_put(b, s, strlen(s));
+    qbk_text_put(b, s, strlen(s));
 }
 
-void hfw_text_json_str(hfw_text *b, const char *s)
+void qbk_text_json_str(qbk_text *b, const char *s)
 {
-    hfw_text_put(b, "\"", 1);
+    qbk_text_put(b, "\"", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         char tmp[8];
         if (c == '"' || c == '\\') {
             tmp[0] = '\\';
             tmp[1] = (char)c;
-            hfw_text_put(b, tmp, 2);
+            qbk_text_put(b, tmp, 2);
         } else if (c < 0x20) {
             snprintf(tmp, sizeof tmp, "\\u%04x", c);
-            hfw_text_put(b, tmp, 6);
+            qbk_text_put(b, tmp, 6);
         } else {
-            hfw_text_put(b, (const char *)&c, 1);
+            qbk_text_put(b, (const char *)&c, 1);
         }
     }
-    hfw_text_put(b, "\"", 1);
+    qbk_text_put(b, "\"", 1);
 }
 
-void hfw_text_u64(hfw_text *b, uint64_t v)
+void qbk_text_u64(qbk_text *b, uint64_t v)
 {
     char tmp[32];
     snprintf(tmp, sizeof tmp, "%" PRIu64, v);
-    hfw_text_str(b, tmp);
+    qbk_text_str(b, tmp);
 }
 
-void hfw_text_free(hfw_text *b)
+void qbk_text_free(qbk_text *b)
 {
     free(b->p);
     b->p = NULL;

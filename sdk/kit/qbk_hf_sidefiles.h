@@ -1,0 +1,42 @@
+/*
+ * qbk_hf_sidefiles.h — the Hugging Face files around the weights, as every
+ * writer of an HF-style directory treats them (internal kit; the hf-dense
+ * and sm86-w4a16 writers). One list of tokenizer side files copied from
+ * the source, one rule for cleaning the source config.json of its
+ * quantization description. See docs/architecture.md, "HF side files".
+ */
+#ifndef QBK_HF_SIDEFILES_H
+#define QBK_HF_SIDEFILES_H
+
+#include <cjson/cJSON.h>
+
+/* NULL-terminated list of the tokenizer files a writer copies from the
+ * source's tokenizer directory when present: the files transformers'
+ * PreTrainedTokenizer(Fast).from_pretrained may read
+ * (tokenization_utils_base: tokenizer_config.json, special_tokens_map.json,
+ * added_tokens.json, tokenizer.json; each tokenizer class's
+ * vocab_files_names: tokenizer.model, vocab.json, merges.txt, vocab.txt,
+ * spiece.model, sentencepiece.bpe.model, tokenizer.tiktoken;
+ * chat_template.jinja / chat_template.json since transformers 4.43).
+ * Static, never freed; thread-safe. */
+extern const char *const qbk_hf_tokenizer_files[];
+
+/* Returns 1 when `name` (a bare file name, no directory) is in
+ * qbk_hf_tokenizer_files, else 0. Exact, case-sensitive. Pure. */
+int qbk_hf_is_tokenizer_file(const char *name);
+
+/* NULL-terminated list of the top-level config.json keys that describe a
+ * quantized checkpoint: "quantization_config" (transformers' quantizers)
+ * and "compression_config" (older compressed-tensors checkpoints). A
+ * writer's output is never quantized in transformers' sense (dense, or
+ * the native W4A16 format described by its own manifest), and a leftover
+ * key would make from_pretrained apply a quantizer to the written weights,
+ * so every writer removes all of them. Static; thread-safe. */
+extern const char *const qbk_hf_quant_config_keys[];
+
+/* Removes every qbk_hf_quant_config_keys member from the config object
+ * `cfg` (no-op for keys absent; cfg NULL or not an object: no-op). Cannot
+ * fail. Not thread-safe on one object. */
+void qbk_hf_config_strip_quant(cJSON *cfg);
+
+#endif /* QBK_HF_SIDEFILES_H */
