@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qbk_alloc.h"
 #include "qbk_safetensors.h"
 #include "qbk_w4a16_manifest.h"
 
@@ -62,7 +63,7 @@ static qb_status fail(qb_w4a16_model *m, qb_status code, const char *fmt, ...)
 static char *path_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
+    char *p = qbk_malloc(a + b + 2);
     if (p) {
         memcpy(p, dir, a);
         p[a] = '/';
@@ -93,7 +94,7 @@ static qb_status read_manifest(qb_w4a16_model *m, char **text, size_t *text_len)
         st = fail(m, QB_E_FORMAT, "%s: larger than %d bytes", path, MANIFEST_MAX);
         goto out;
     }
-    buf = malloc((size_t)len + 1);
+    buf = qbk_malloc((size_t)len + 1);
     if (!buf) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -109,8 +110,8 @@ static qb_status read_manifest(qb_w4a16_model *m, char **text, size_t *text_len)
 out:
     if (f)
         fclose(f);
-    free(buf);
-    free(path);
+    qbk_free(buf);
+    qbk_free(path);
     return st;
 }
 
@@ -140,7 +141,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
             snprintf(err, err_len, "qb_w4a16_open: invalid arguments");
         return QB_E_INVALID;
     }
-    if (!(m = calloc(1, sizeof(*m))) || !(m->dir = strdup(dir))) {
+    if (!(m = qbk_calloc(1, sizeof(*m))) || !(m->dir = qbk_strdup(dir))) {
         st = QB_E_NOMEM;
         if (err && err_len)
             snprintf(err, err_len, "%s: out of memory", dir);
@@ -148,7 +149,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
     }
     pthread_mutex_init(&m->copies_lock, NULL);
     /* the kit's message buffer is larger than a thread-local one should be */
-    if (!(e = malloc(sizeof(*e))) || !(mp = path_join(dir, QBK_W4A16_MANIFEST))) {
+    if (!(e = qbk_malloc(sizeof(*e))) || !(mp = path_join(dir, QBK_W4A16_MANIFEST))) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", dir);
         goto out;
     }
@@ -164,7 +165,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
     m->feat_qhead = man.quantized_head;
     m->architecture = man.architecture;
     man.architecture = NULL;
-    if (!(m->files = calloc(man.n_files + 1, sizeof(*m->files)))) {
+    if (!(m->files = qbk_calloc(man.n_files + 1, sizeof(*m->files)))) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", mp);
         goto out;
     }
@@ -174,14 +175,14 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
         st = qbk_w4a16_file_check(e, dir, f, (flags & QB_W4A16_OPEN_VERIFY_SHA256) != 0);
         if (st == QB_OK && ends_with(f->name, ".safetensors")) {
             mapped_file *mf = &m->files[m->n_files];
-            if (!(path = path_join(dir, f->name)) || !(mf->name = strdup(f->name))) {
-                free(path);
+            if (!(path = path_join(dir, f->name)) || !(mf->name = qbk_strdup(f->name))) {
+                qbk_free(path);
                 st = fail(m, QB_E_NOMEM, "%s: out of memory", mp);
                 goto out;
             }
             m->n_files++;
             st = qbk_st_open_file(e, path, &mf->set);
-            free(path);
+            qbk_free(path);
         }
         if (st != QB_OK) {
             fail(m, st, "%s", e->msg);
@@ -194,9 +195,9 @@ out:
     if (m && err && err_len)
         snprintf(err, err_len, "%s", tl_err[0] ? tl_err : "qb_w4a16_open failed");
     qbk_w4a16_manifest_free(&man);
-    free(e);
-    free(text);
-    free(mp);
+    qbk_free(e);
+    qbk_free(text);
+    qbk_free(mp);
     qb_w4a16_close(m);
     return st;
 }
@@ -208,16 +209,16 @@ void qb_w4a16_close(qb_w4a16_model *m)
     for (size_t i = 0; i < m->n_files; i++) {
         if (m->files[i].set)
             qbk_st_set_free(m->files[i].set);
-        free(m->files[i].name);
+        qbk_free(m->files[i].name);
     }
-    free(m->files);
+    qbk_free(m->files);
     for (size_t i = 0; i < m->n_copies; i++)
-        free(m->copies[i].copy);
-    free(m->copies);
+        qbk_free(m->copies[i].copy);
+    qbk_free(m->copies);
     pthread_mutex_destroy(&m->copies_lock);
-    free(m->architecture);
-    free(m->dir);
-    free(m);
+    qbk_free(m->architecture);
+    qbk_free(m->dir);
+    qbk_free(m);
 }
 
 int64_t qb_w4a16_group_size(const qb_w4a16_model *m)
@@ -303,14 +304,14 @@ qb_status qb_w4a16_tensor_get(qb_w4a16_model *m, const char *file, const char *n
                 copy = m->copies[i].copy;
         if (!copy && m->n_copies == m->cap_copies) {
             size_t cap = m->cap_copies ? 2 * m->cap_copies : 16;
-            struct aligned_copy *grown = realloc(m->copies, cap * sizeof(*grown));
+            struct aligned_copy *grown = qbk_realloc(m->copies, cap * sizeof(*grown));
             if (grown)
                 m->copies = grown, m->cap_copies = cap;
             else
                 st = QB_E_NOMEM;
         }
         if (!copy && st == QB_OK) {
-            if ((copy = malloc(t->n_bytes ? t->n_bytes : 1)) != NULL) {
+            if ((copy = qbk_malloc(t->n_bytes ? t->n_bytes : 1)) != NULL) {
                 memcpy(copy, t->data, t->n_bytes);
                 m->copies[m->n_copies].src = t->data;
                 m->copies[m->n_copies++].copy = copy;
@@ -393,17 +394,17 @@ qb_status qb_w4a16_linear_get(qb_w4a16_model *m, int64_t layer, const char *path
         if (tperm.dtype != QB_W4A16_DT_I32 || tperm.n_dims != 1 || tperm.dims[0] != k)
             return fail(m, QB_E_FORMAT, "%s/%s: %s.perm is not I32 [%" PRId64 "]", m->dir, file,
                         path, k);
-        if (!(seen = calloc((size_t)k, 1)))
+        if (!(seen = qbk_calloc((size_t)k, 1)))
             return fail(m, QB_E_NOMEM, "%s: out of memory", m->dir);
         for (int64_t i = 0; i < k; i++) {
             if (p[i] < 0 || p[i] >= k || seen[p[i]]) {
-                free(seen);
+                qbk_free(seen);
                 return fail(m, QB_E_FORMAT, "%s/%s: %s.perm is not a permutation of 0..%" PRId64
                             " (entry %" PRId64 ")", m->dir, file, path, k - 1, i);
             }
             seen[p[i]] = 1;
         }
-        free(seen);
+        qbk_free(seen);
     }
     if (tb.data && (tb.dtype != QB_W4A16_DT_F16 || tb.n_dims != 1 || tb.dims[0] != n))
         return fail(m, QB_E_FORMAT, "%s/%s: %s.bias is not F16 [%" PRId64 "]", m->dir, file, path, n);

@@ -10,6 +10,7 @@
 
 #include "awq_layout.h"
 #include "qbk_str.h"
+#include "qbk_alloc.h"
 
 enum { AWQ_GEMM = 1, AWQ_GEMV = 2 };
 
@@ -27,9 +28,9 @@ static void awq_config_free(awq_config *c)
 {
     size_t i;
     for (i = 0; i < c->n_skip; i++)
-        free(c->skip[i]);
-    free(c->skip);
-    free(c->source);
+        qbk_free(c->skip[i]);
+    qbk_free(c->skip);
+    qbk_free(c->source);
     memset(c, 0, sizeof(*c));
 }
 
@@ -98,7 +99,7 @@ static qb_status awq_parse(const qb_host *h, const cJSON *o, awq_config *c)
         size_t n = (size_t)cJSON_GetArraySize(v);
         if (!cJSON_IsArray(v))
             return h->set_error(h, QB_E_FORMAT, "%s: modules_to_not_convert is not a list", src);
-        c->skip = calloc(n ? n : 1, sizeof(char *));
+        c->skip = qbk_calloc(n ? n : 1, sizeof(char *));
         if (!c->skip)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
         cJSON_ArrayForEach(e, v)
@@ -106,7 +107,7 @@ static qb_status awq_parse(const qb_host *h, const cJSON *o, awq_config *c)
             if (!cJSON_IsString(e))
                 return h->set_error(h, QB_E_FORMAT, "%s: modules_to_not_convert entry is not a string",
                                     src);
-            if (!(c->skip[c->n_skip] = strdup(e->valuestring)))
+            if (!(c->skip[c->n_skip] = qbk_strdup(e->valuestring)))
                 return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
             c->n_skip++;
         }
@@ -244,7 +245,7 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
     if (!(w = qbk_strdupf("%s.weight", module)))
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
     t = qbk_qlinear_append(m, w);
-    free(w);
+    qbk_free(w);
     if (!t)
         return QB_E_NOMEM;
     t->kind = QBK_QLINEAR_QUANT;
@@ -291,9 +292,9 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
     *out = NULL;
     if (is_file) {
         const char *slash = strrchr(path, '/');
-        dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+        dir = slash ? qbk_strndup(path, (size_t)(slash - path)) : qbk_strdup(".");
     } else {
-        dir = strdup(path);
+        dir = qbk_strdup(path);
     }
     if (!dir) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
@@ -317,14 +318,14 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
                           : qbk_ends_with(tt->name, ".qzeros") ? ".qzeros"
                           : qbk_ends_with(tt->name, ".scales") ? ".scales"
                                                                : NULL;
-        free(module);
+        qbk_free(module);
         module = NULL;
         if (!suf) {
             if ((st = qbk_qlinear_add_dense(m, tt)) != QB_OK)
                 goto out;
             continue;
         }
-        if (!(module = strndup(tt->name, strlen(tt->name) - strlen(suf)))) {
+        if (!(module = qbk_strndup(tt->name, strlen(tt->name) - strlen(suf)))) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", tt->name);
             goto out;
         }
@@ -363,8 +364,8 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
     m = NULL;
     st = QB_OK;
 out:
-    free(module);
-    free(dir);
+    qbk_free(module);
+    qbk_free(dir);
     awq_config_free(&c);
     qbk_qlinear_free(m);
     return st;

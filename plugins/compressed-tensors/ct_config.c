@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 int ct_config_probe(const char *config_json)
 {
@@ -63,7 +64,7 @@ static qb_status ct_patterns(const qb_host *h, const char *dir, const char *wher
 
     if (!cJSON_IsArray(arr))
         return h->set_error(h, QB_E_FORMAT, "%s/config.json: %s is not a list", dir, where);
-    *out = calloc(cnt > 0 ? (size_t)cnt : 1, sizeof(ct_pattern));
+    *out = qbk_calloc(cnt > 0 ? (size_t)cnt : 1, sizeof(ct_pattern));
     if (!*out)
         return h->set_error(h, QB_E_NOMEM, "%s/config.json: out of memory", dir);
     cJSON_ArrayForEach(e, arr) {
@@ -199,7 +200,7 @@ qb_status ct_config_parse(const qb_host *h, const char *dir, const cJSON *q, ct_
                             "\"compressed-tensors\"", dir);
     it = cJSON_GetObjectItemCaseSensitive(q, "format");
     if (cJSON_IsString(it)) {
-        cfg->global_format = strdup(it->valuestring);
+        cfg->global_format = qbk_strdup(it->valuestring);
         if (!cfg->global_format)
             return h->set_error(h, QB_E_NOMEM, "%s/config.json: out of memory", dir);
         st = ct_format_from(h, dir, "format", it->valuestring, &global);
@@ -233,7 +234,7 @@ qb_status ct_config_parse(const qb_host *h, const char *dir, const cJSON *q, ct_
     groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
     if (!cJSON_IsObject(groups) || !groups->child)
         return h->set_error(h, QB_E_FORMAT, "%s/config.json: config_groups missing or empty", dir);
-    cfg->s = calloc((size_t)cJSON_GetArraySize(groups), sizeof(ct_scheme));
+    cfg->s = qbk_calloc((size_t)cJSON_GetArraySize(groups), sizeof(ct_scheme));
     if (!cfg->s)
         return h->set_error(h, QB_E_NOMEM, "%s/config.json: out of memory", dir);
     cJSON_ArrayForEach(g, groups) {
@@ -242,7 +243,7 @@ qb_status ct_config_parse(const qb_host *h, const char *dir, const cJSON *q, ct_
         char where[160];
 
         cfg->n = ++n;
-        s->name = strdup(g->string);
+        s->name = qbk_strdup(g->string);
         if (!s->name)
             return h->set_error(h, QB_E_NOMEM, "%s/config.json: out of memory", dir);
         if (!cJSON_IsObject(g))
@@ -260,10 +261,10 @@ qb_status ct_config_parse(const qb_host *h, const char *dir, const cJSON *q, ct_
             st = ct_format_from(h, dir, where, f->valuestring, &s->format);
             if (st != QB_OK)
                 return st;
-            s->format_name = strdup(f->valuestring);
+            s->format_name = qbk_strdup(f->valuestring);
         } else if (global != CT_F_NONE && global != CT_F_MIXED) {
             s->format = global;
-            s->format_name = strdup(cfg->global_format);
+            s->format_name = qbk_strdup(cfg->global_format);
         }
         if (s->format == CT_F_MIXED || (s->format == CT_F_NONE))
             return h->set_error(h, QB_E_FORMAT, "%s/config.json: config_groups.%s has no concrete "
@@ -303,15 +304,15 @@ void ct_config_free(ct_config *cfg)
     for (i = 0; i < cfg->n; i++) {
         for (j = 0; j < cfg->s[i].n_targets; j++)
             ct_pattern_free(&cfg->s[i].targets[j]);
-        free(cfg->s[i].targets);
-        free(cfg->s[i].name);
-        free(cfg->s[i].format_name);
+        qbk_free(cfg->s[i].targets);
+        qbk_free(cfg->s[i].name);
+        qbk_free(cfg->s[i].format_name);
     }
-    free(cfg->s);
+    qbk_free(cfg->s);
     for (i = 0; i < cfg->n_ignore; i++)
         ct_pattern_free(&cfg->ignore[i]);
-    free(cfg->ignore);
-    free(cfg->global_format);
+    qbk_free(cfg->ignore);
+    qbk_free(cfg->global_format);
     memset(cfg, 0, sizeof(*cfg));
 }
 

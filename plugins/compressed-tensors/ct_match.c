@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 /* Appends s to the growing buffer; -1 when it would not fit. */
 static int ct_put(char *out, size_t cap, size_t *n, const char *s)
@@ -223,7 +224,7 @@ int ct_pattern_init(ct_pattern *p, const char *text, char *why, size_t why_len)
     int rc = -1;
 
     memset(p, 0, sizeof(*p));
-    p->text = strdup(text);
+    p->text = qbk_strdup(text);
     if (!p->text) {
         snprintf(why, why_len, "out of memory");
         return -1;
@@ -231,7 +232,7 @@ int ct_pattern_init(ct_pattern *p, const char *text, char *why, size_t why_len)
     if (!strncmp(text, "re:", 3)) {
         p->kind = CT_PAT_REGEX;
         cap = 16 * strlen(text) + 16;
-        ere = malloc(cap);
+        ere = qbk_malloc(cap);
         if (!ere) {
             snprintf(why, why_len, "out of memory");
             goto out;
@@ -255,7 +256,7 @@ int ct_pattern_init(ct_pattern *p, const char *text, char *why, size_t why_len)
     }
     rc = 0;
 out:
-    free(ere);
+    qbk_free(ere);
     return rc;
 }
 
@@ -263,7 +264,7 @@ void ct_pattern_free(ct_pattern *p)
 {
     if (p->compiled)
         regfree(&p->re);
-    free(p->text);
+    qbk_free(p->text);
     memset(p, 0, sizeof(*p));
 }
 

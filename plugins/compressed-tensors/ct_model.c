@@ -9,6 +9,7 @@
 
 #include "qbk_fp8_decode.h"
 #include "qbk_str.h"
+#include "qbk_alloc.h"
 
 /* Pointer set of consumed partner tensors (open addressing). */
 typedef struct ct_pset {
@@ -21,7 +22,7 @@ static int ct_pset_init(ct_pset *s, size_t n)
     size_t cap = 16;
     while (cap < 2 * n + 2)
         cap *= 2;
-    s->slot = calloc(cap, sizeof(*s->slot));
+    s->slot = qbk_calloc(cap, sizeof(*s->slot));
     s->mask = cap - 1;
     return s->slot ? 0 : -1;
 }
@@ -99,7 +100,7 @@ static qb_status ct_add(const qb_host *h, ct_model *m, ct_tensor **out)
 {
     if (m->n == m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 64;
-        ct_tensor *nt = realloc(m->t, cap * sizeof(*nt));
+        ct_tensor *nt = qbk_realloc(m->t, cap * sizeof(*nt));
         if (!nt)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->d->dir);
         m->t = nt;
@@ -212,7 +213,7 @@ static qb_status ct_check_gidx(const qb_host *h, ct_tensor *t, const qb_st_tenso
     if (gi->dtype != QB_DT_I32 || gi->n_dims != 1 || gi->dims[0] != t->cols)
         return h->set_error(h, QB_E_MISMATCH, "%s: %s: g_idx should be I32 [%lld]", gi->file,
                             gi->name, (long long)t->cols);
-    t->g_idx = malloc((size_t)t->cols * sizeof(int32_t));
+    t->g_idx = qbk_malloc((size_t)t->cols * sizeof(int32_t));
     if (!t->g_idx)
         return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", gi->file, gi->name);
     for (k = 0; k < t->cols; k++) {
@@ -241,7 +242,7 @@ static qb_status ct_encoding(const qb_host *h, const ct_scheme *sc, ct_tensor *t
     snprintf(enc, sizeof(enc), "ct %s%d %s %s%s%s%s", sc->is_float ? "fp" : "int", sc->bits, strat,
              sc->symmetric ? "sym" : "asym", t->g_idx ? " act-order" : "",
              sc->format == CT_F_PACK ? "" : " ", sc->format == CT_F_PACK ? "" : sc->format_name);
-    t->encoding = strdup(enc);
+    t->encoding = qbk_strdup(enc);
     if (!t->encoding)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", t->w->file);
     return QB_OK;
@@ -270,7 +271,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
             goto out;
         }
         p[i] = api->find(m->d->st, nm);
-        free(nm);
+        qbk_free(nm);
         nm = NULL;
     }
     if (!packed) {
@@ -280,12 +281,12 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
             goto out;
         }
         if (api->find(m->d->st, nm)) {
-            free(nm);
+            qbk_free(nm);
             st = h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a quantized weight and "
                               "weight_packed", w->file, w->name);
             goto out;
         }
-        free(nm);
+        qbk_free(nm);
         nm = NULL;
     }
     sc = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
@@ -427,7 +428,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     ct_pset_add(used, w);
     m->n_quant++;
 out:
-    free(module);
+    qbk_free(module);
     return st;
 }
 
@@ -448,19 +449,19 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
         char *module = qbk_stem_cat(x->name, stem, "");
         char *packed = qbk_stem_cat(x->name, stem, ".weight_packed");
         if (!module || !packed) {
-            free(module);
-            free(packed);
+            qbk_free(module);
+            qbk_free(packed);
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
         }
         if (h->safetensors->find(m->d->st, packed)) {
-            free(module);
-            free(packed);
+            qbk_free(module);
+            qbk_free(packed);
             return h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a dense weight and "
                                 "weight_packed", x->file, x->name);
         }
-        free(packed);
+        qbk_free(packed);
         sc = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
-        free(module);
+        qbk_free(module);
         if (!ignored && sc && sc->has_weights) {
             if (by_name)
                 return h->set_error(h, QB_E_MISMATCH, "%s: %s: config_groups.%s quantizes this "
@@ -482,8 +483,8 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
     t->cols = x->n_dims ? x->dims[x->n_dims - 1] : 1;
     for (k = 0; k + 1 < x->n_dims; k++)
         t->rows *= x->dims[k];
-    t->name = strdup(x->name);
-    t->encoding = strdup(qbk_dtype_name(x->dtype));
+    t->name = qbk_strdup(x->name);
+    t->encoding = qbk_strdup(qbk_dtype_name(x->dtype));
     if (!t->name || !t->encoding)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
     return QB_OK;
@@ -498,7 +499,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     qb_status st;
 
     *out = NULL;
-    m = calloc(1, sizeof(*m));
+    m = qbk_calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     st = qbk_hfdir_open(h, path, &m->d);
@@ -508,7 +509,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     if (st != QB_OK)
         goto out;
     n_st = api->count(m->d->st);
-    m->scheme_use = calloc(m->cfg.n ? m->cfg.n : 1, sizeof(size_t));
+    m->scheme_use = qbk_calloc(m->cfg.n ? m->cfg.n : 1, sizeof(size_t));
     if (!m->scheme_use || ct_pset_init(&used, n_st) != 0) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -588,7 +589,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
         if (off < sizeof(buf) - 1)
             snprintf(buf + off, sizeof(buf) - off, " %zu quantized + %zu dense tensors",
                      m->n_quant, m->n - m->n_quant);
-        m->summary = strdup(buf);
+        m->summary = qbk_strdup(buf);
         if (!m->summary) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -596,7 +597,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     }
     st = QB_OK;
 out:
-    free(used.slot);
+    qbk_free(used.slot);
     if (st != QB_OK)
         ct_model_close(h, m);
     else
@@ -610,14 +611,14 @@ void ct_model_close(const qb_host *h, ct_model *m)
     if (!m)
         return;
     for (i = 0; i < m->n; i++) {
-        free(m->t[i].name);
-        free(m->t[i].encoding);
-        free(m->t[i].g_idx);
+        qbk_free(m->t[i].name);
+        qbk_free(m->t[i].encoding);
+        qbk_free(m->t[i].g_idx);
     }
-    free(m->t);
-    free(m->summary);
-    free(m->scheme_use);
+    qbk_free(m->t);
+    qbk_free(m->summary);
+    qbk_free(m->scheme_use);
     ct_config_free(&m->cfg);
     qbk_hfdir_close(h, m->d);
-    free(m);
+    qbk_free(m);
 }

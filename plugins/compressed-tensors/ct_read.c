@@ -8,6 +8,7 @@
 
 #include "qbk_fp8_decode.h"
 #include "ct_model.h"
+#include "qbk_alloc.h"
 
 static uint32_t ct_u32(const uint8_t *p)
 {
@@ -121,9 +122,9 @@ qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0
                          (size_t)(n_rows * t->cols), dst);
         return QB_OK;
     }
-    srow = malloc((size_t)t->n_groups * sizeof(float));
-    zrow = malloc((size_t)t->n_groups * sizeof(int32_t));
-    codes = malloc((size_t)t->cols);
+    srow = qbk_malloc((size_t)t->n_groups * sizeof(float));
+    zrow = qbk_malloc((size_t)t->n_groups * sizeof(int32_t));
+    codes = qbk_malloc((size_t)t->cols);
     if (!srow || !zrow || !codes) {
         st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->file, t->name);
         goto out;
@@ -151,9 +152,9 @@ qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0
         }
     }
 out:
-    free(srow);
-    free(zrow);
-    free(codes);
+    qbk_free(srow);
+    qbk_free(zrow);
+    qbk_free(codes);
     return st;
 }
 

@@ -23,6 +23,7 @@
 
 #include "qbk_fp8_decode.h"
 #include "qbk_str.h"
+#include "qbk_alloc.h"
 
 static int64_t fp8_numel(const qb_st_tensor *t)
 {
@@ -184,7 +185,7 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
     }
     t->w = w;
     t->scale = s;
-    t->encoding = strdup(enc);
+    t->encoding = qbk_strdup(enc);
     if (!t->encoding)
         return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->file, w->name);
     return QB_OK;
@@ -212,7 +213,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
     char *module = NULL;
 
     *out = NULL;
-    m = calloc(1, sizeof(*m));
+    m = qbk_calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     st = qbk_hfdir_open(h, path, &m->d);
@@ -222,8 +223,8 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
     if (st != QB_OK)
         goto out;
     n_st = api->count(m->d->st);
-    used = calloc(n_st ? n_st : 1, 1);
-    m->t = calloc(n_st ? n_st : 1, sizeof(*m->t));
+    used = qbk_calloc(n_st ? n_st : 1, 1);
+    m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
     if (!used || !m->t) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -250,7 +251,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
                               w->file, w->name);
             goto out;
         }
-        free(module);
+        qbk_free(module);
         module = qbk_stem_cat(w->name, stem, NULL);
         if (!module) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
@@ -266,15 +267,15 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
             char *n1 = qbk_stem_cat(w->name, stem, ".weight_scale_inv");
             char *n2 = qbk_stem_cat(w->name, stem, ".weight_scale");
             if (!n1 || !n2) {
-                free(n1);
-                free(n2);
+                qbk_free(n1);
+                qbk_free(n2);
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
                 goto out;
             }
             s_inv = api->find(m->d->st, n1);
             s_plain = api->find(m->d->st, n2);
-            free(n1);
-            free(n2);
+            qbk_free(n1);
+            qbk_free(n2);
         }
         if (s_inv && s_plain) {
             st = h->set_error(h, QB_E_MISMATCH,
@@ -300,7 +301,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
         st = fp8_pair(h, m, w, s, t);
         if (st != QB_OK)
             goto out;
-        t->name = strdup(w->name);
+        t->name = qbk_strdup(w->name);
         if (!t->name) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -326,7 +327,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
                 goto out;
             }
             w = api->find(m->d->st, wn);
-            free(wn);
+            qbk_free(wn);
             if (w && (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2))
                 continue;
             st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover scale: no FP8 weight uses it",
@@ -351,8 +352,8 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
         t->cols = x->n_dims ? x->dims[x->n_dims - 1] : 1;
         for (k = 0; k + 1 < x->n_dims; k++)
             t->rows *= x->dims[k];
-        t->name = strdup(x->name);
-        t->encoding = strdup(qbk_dtype_name(x->dtype));
+        t->name = qbk_strdup(x->name);
+        t->encoding = qbk_strdup(qbk_dtype_name(x->dtype));
         if (!t->name || !t->encoding) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -392,7 +393,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
                                                                    : "per-tensor and per-channel",
                      m->n_quant, m->n - m->n_quant);
         }
-        m->summary = strdup(buf);
+        m->summary = qbk_strdup(buf);
         if (!m->summary) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -405,8 +406,8 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
     }
     st = QB_OK;
 out:
-    free(module);
-    free(used);
+    qbk_free(module);
+    qbk_free(used);
     if (st != QB_OK)
         fp8_model_close(h, m);
     else
@@ -423,14 +424,14 @@ void fp8_model_close(const qb_host *h, fp8_model *m)
         /* entries past n were zeroed by compaction or never filled */
         cap = m->d && m->d->st ? h->safetensors->count(m->d->st) : m->n;
         for (i = 0; i < cap; i++) {
-            free(m->t[i].name);
-            free(m->t[i].encoding);
+            qbk_free(m->t[i].name);
+            qbk_free(m->t[i].encoding);
         }
     }
-    free(m->t);
-    free(m->summary);
+    qbk_free(m->t);
+    qbk_free(m->summary);
     qbk_hfdir_close(h, m->d);
-    free(m);
+    qbk_free(m);
 }
 
 qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t row0,
@@ -455,7 +456,7 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
     if (t->kind == FP8_K_TENSOR)
         qbk_float_store_to_f32(s->dtype, s->data, 1, &sc);
     if (t->kind == FP8_K_BLOCK) {
-        srow = malloc((size_t)t->sc_cols * sizeof(float));
+        srow = qbk_malloc((size_t)t->sc_cols * sizeof(float));
         if (!srow)
             return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->file, t->name);
     }
@@ -476,6 +477,6 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
             for (k = 0; k < t->cols; k++)
                 d[k] = d[k] * sc;
     }
-    free(srow);
+    qbk_free(srow);
     return QB_OK;
 }

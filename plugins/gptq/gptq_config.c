@@ -10,6 +10,7 @@
 
 #include "qbk_qlinear.h"
 #include "qbk_str.h"
+#include "qbk_alloc.h"
 
 /* First of `a`, `b` present in object `o`, or NULL. */
 static const cJSON *gptq_get2(const cJSON *o, const char *a, const char *b)
@@ -90,7 +91,7 @@ static char *gptq_regex_translate(const char *pat, int *ok)
     size_t n = strlen(pat), i, o = 0;
     /* after a quantifier: 0 no, 1 yes, 2 yes and its lazy '?' */
     int quant = 0, in_class = 0;
-    char *out = malloc(16 * n + 8);
+    char *out = qbk_malloc(16 * n + 8);
     *ok = 1;
     if (!out)
         return NULL;
@@ -192,7 +193,7 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
         return h->set_error(h, QB_E_FORMAT, "%s: dynamic is not an object", src);
     if (n == 0)
         return QB_OK;
-    cfg->rules = calloc(n, sizeof(*cfg->rules));
+    cfg->rules = qbk_calloc(n, sizeof(*cfg->rules));
     if (!cfg->rules)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
     cJSON_ArrayForEach(e, dyn)
@@ -209,7 +210,7 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
         } else if (strncmp(key, "+:", 2) == 0) {
             key += 2;
         }
-        if (!(r->pattern = strdup(key)))
+        if (!(r->pattern = qbk_strdup(key)))
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
         r->p = cfg->base;
         /* Rule i only counts in n_rules (what gptq_config_free releases) once its regex is
@@ -224,7 +225,7 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
             goto refused;
         }
         if (!ok) {
-            free(ere);
+            qbk_free(ere);
             st = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: dynamic pattern \"%s\" uses Python regex syntax this reader "
                               "cannot match exactly",
@@ -232,7 +233,7 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
             goto refused;
         }
         rc = regcomp(&r->re, ere, REG_EXTENDED | REG_NOSUB);
-        free(ere);
+        qbk_free(ere);
         if (rc != 0) {
             st = h->set_error(h, QB_E_FORMAT, "%s: dynamic pattern \"%s\" is not a valid regex",
                               src, e->string);
@@ -242,7 +243,7 @@ static qb_status gptq_parse_dynamic(const qb_host *h, const char *src, const cJS
     }
     return QB_OK;
 refused:
-    free(cfg->rules[i].pattern);
+    qbk_free(cfg->rules[i].pattern);
     cfg->rules[i].pattern = NULL;
     return st;
 }
@@ -274,8 +275,8 @@ static qb_status gptq_parse_object(const qb_host *h, const char *src, const cJSO
             return h->set_error(h, QB_E_UNSUPPORTED,
                                 "%s: checkpoint_format \"%s\" is not supported (gptq, gptq_v2)", src,
                                 v->valuestring);
-        free(cfg->label_text);
-        if (!(cfg->label_text = strdup(v->valuestring)))
+        qbk_free(cfg->label_text);
+        if (!(cfg->label_text = qbk_strdup(v->valuestring)))
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src);
     }
     cfg->base.bits = 0;
@@ -397,12 +398,12 @@ void gptq_config_free(gptq_config *cfg)
 {
     size_t i;
     for (i = 0; i < cfg->n_rules; i++) {
-        free(cfg->rules[i].pattern);
+        qbk_free(cfg->rules[i].pattern);
         regfree(&cfg->rules[i].re);
     }
-    free(cfg->rules);
-    free(cfg->label_text);
-    free(cfg->source);
+    qbk_free(cfg->rules);
+    qbk_free(cfg->label_text);
+    qbk_free(cfg->source);
     memset(cfg, 0, sizeof(*cfg));
 }
 

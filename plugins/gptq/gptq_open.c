@@ -8,6 +8,7 @@
 #include "gptq_config.h"
 #include "gptq_layout.h"
 #include "qbk_str.h"
+#include "qbk_alloc.h"
 
 static const char *const gptq_suffixes[] = {".qweight", ".qzeros", ".scales", ".g_idx"};
 
@@ -19,7 +20,7 @@ static char *gptq_module_of(const char *name, int *which)
     for (i = 0; i < sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]); i++)
         if (qbk_ends_with(name, gptq_suffixes[i])) {
             size_t n = strlen(name) - strlen(gptq_suffixes[i]);
-            char *m = malloc(n + 1);
+            char *m = qbk_malloc(n + 1);
             if (m) {
                 memcpy(m, name, n);
                 m[n] = '\0';
@@ -132,7 +133,7 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
         if (!w)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
         t = qbk_qlinear_append(m, w);
-        free(w);
+        qbk_free(w);
         if (!t)
             return QB_E_NOMEM;
     }
@@ -155,7 +156,7 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
     t->dec = &gptq_decoder;
     if (gi) {
         int64_t k;
-        t->g_idx = malloc((size_t)K * sizeof(int32_t));
+        t->g_idx = qbk_malloc((size_t)K * sizeof(int32_t));
         if (!t->g_idx)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
         for (k = 0; k < K; k++) {
@@ -167,7 +168,7 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
             return h->set_error(h, QB_E_FORMAT, "%s: %s.g_idx: not a valid group map: %s", gi->file,
                                 module, why);
         if (qbk_qlinear_gidx_trivial(t->g_idx, K, gs)) {
-            free(t->g_idx);
+            qbk_free(t->g_idx);
             t->g_idx = NULL;
         }
         qbk_qlinear_drop_pages(gi); /* copied above; never read again */
@@ -300,9 +301,9 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
     *out = NULL;
     if (is_file) {
         const char *slash = strrchr(path, '/');
-        dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+        dir = slash ? qbk_strndup(path, (size_t)(slash - path)) : qbk_strdup(".");
     } else {
-        dir = strdup(path);
+        dir = qbk_strdup(path);
     }
     if (!dir) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
@@ -325,7 +326,7 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
         const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
         int which = -1;
         gptq_params p;
-        free(module);
+        qbk_free(module);
         module = gptq_module_of(tt->name, &which);
         if (!module) {
             if (which >= 0) {
@@ -339,10 +340,10 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
                  * dynamic "-:" rule (or no quantization of that module) says so;
                  * we cannot know every linear of every architecture, so only
                  * count exclusions for the summary */
-                char *mod = strndup(tt->name, strlen(tt->name) - 7);
+                char *mod = qbk_strndup(tt->name, strlen(tt->name) - 7);
                 if (mod && gptq_config_resolve(&cfg, mod, &p) == 1)
                     n_excluded++;
-                free(mod);
+                qbk_free(mod);
             }
             continue;
         }
@@ -381,8 +382,8 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
     m = NULL;
     st = QB_OK;
 out:
-    free(module);
-    free(dir);
+    qbk_free(module);
+    qbk_free(dir);
     gptq_config_free(&cfg);
     qbk_qlinear_free(m);
     return st;

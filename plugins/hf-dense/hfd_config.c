@@ -15,6 +15,7 @@
 
 #include "hfd.h"
 #include "qbk_hf_sidefiles.h"
+#include "qbk_alloc.h"
 
 /* The quantization object of a config, or NULL for a dense one. */
 static const cJSON *hfd_quant_object(const cJSON *root, const char **key)
@@ -82,7 +83,7 @@ qb_status hfd_config_check(const qb_host *h, const char *path, const char *text,
         st = h->set_error(h, QB_E_FORMAT, "%s: no model_type string", path);
         goto out;
     }
-    *model_type = strdup(mt->valuestring);
+    *model_type = qbk_strdup(mt->valuestring);
     if (!*model_type)
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
 out:
@@ -162,7 +163,7 @@ static qb_status hfd_check_layers(const qb_host *h, const char *path, const cJSO
 
     qsort(lt, n, sizeof(*lt), hfd_layer_cmp);
     k = lt[n - 1].layer + 1;
-    start = malloc(((size_t)k + 1) * sizeof(*start));
+    start = qbk_malloc(((size_t)k + 1) * sizeof(*start));
     if (!start) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -195,7 +196,7 @@ static qb_status hfd_check_layers(const qb_host *h, const char *path, const cJSO
         }
     }
 out:
-    free(start);
+    qbk_free(start);
     return st;
 }
 
@@ -227,7 +228,7 @@ static qb_status hfd_check_projections(const qb_host *h, const qb_st_set *set,
             (len > hl && t->name[len - hl - 1] != '.'))
             continue;
         plen = len - hl;
-        want = malloc(plen + 32);
+        want = qbk_malloc(plen + 32);
         if (!want)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", t->file);
         memcpy(want, t->name, plen);
@@ -240,7 +241,7 @@ static qb_status hfd_check_projections(const qb_host *h, const qb_st_set *set,
                                   "MLP)",
                                   t->file, want, hfd_proj_rules[r].has, hfd_proj_rules[r].also);
         }
-        free(want);
+        qbk_free(want);
         if (st != QB_OK)
             return st;
     }
@@ -279,7 +280,7 @@ qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const cha
             goto out;
         }
     }
-    lt = malloc((n ? n : 1) * sizeof(*lt));
+    lt = qbk_malloc((n ? n : 1) * sizeof(*lt));
     if (!lt) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -324,7 +325,7 @@ qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const cha
         }
     }
 out:
-    free(lt);
+    qbk_free(lt);
     cJSON_Delete(root);
     return st;
 }

@@ -14,6 +14,7 @@
 #include "hfw.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
+#include "qbk_alloc.h"
 
 /* Largest tokenizer_config.json edited in memory. */
 #define HFW_MAX_TOKCFG (64u * 1024u * 1024u)
@@ -140,7 +141,7 @@ qb_status hfw_write_generation_config(const qb_host *h, const qb_sink *sink,
     }
     st = hfw_write_text(h, sink, "generation_config.json", text);
 out:
-    free(text);
+    cJSON_free(text); /* cJSON_Print memory */
     cJSON_Delete(src);
     cJSON_Delete(gen);
     return st;
@@ -156,7 +157,7 @@ static qb_status hfw_copy_file(const qb_host *h, const qb_sink *sink, const char
     qb_status st = QB_OK;
     size_t r;
 
-    if (!path || !(buf = malloc(HFW_COPY_BLOCK))) {
+    if (!path || !(buf = qbk_malloc(HFW_COPY_BLOCK))) {
         st = h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
         goto out;
     }
@@ -183,8 +184,8 @@ out:
         sink->close(f, NULL, NULL);
     if (in)
         fclose(in);
-    free(buf);
-    free(path);
+    qbk_free(buf);
+    qbk_free(path);
     return st;
 }
 
@@ -225,10 +226,10 @@ static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sin
     if (st == QB_OK)
         st = hfw_write_text(h, sink, "tokenizer_config.json", text);
 out:
-    free(text);
+    qbk_free(text);
     qbk_text_free(&lit);
     h->free(h, data);
-    free(path);
+    qbk_free(path);
     return st;
 }
 
@@ -281,7 +282,7 @@ qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan 
     size_t i;
     char shard[64];
 
-    sorted = malloc(p->n * sizeof(*sorted));
+    sorted = qbk_malloc(p->n * sizeof(*sorted));
     if (!sorted) {
         st = h->set_error(h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
         goto out;
@@ -307,7 +308,7 @@ qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan 
     }
     st = hfw_write_text(h, sink, "model.safetensors.index.json", b.p);
 out:
-    free(sorted);
+    qbk_free(sorted);
     qbk_text_free(&b);
     return st;
 }

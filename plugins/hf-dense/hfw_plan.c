@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "hfw.h"
+#include "qbk_alloc.h"
 
 /* Split module names and the fused name they form, per architecture
  * family (phi3 only today). */
@@ -78,10 +79,10 @@ void hfw_plan_free(hfw_plan *p)
 {
     size_t i;
     for (i = 0; p->t && i < p->n; i++)
-        free(p->t[i].name);
-    free(p->t);
-    free(p->shard_first);
-    free(p->out_of);
+        qbk_free(p->t[i].name);
+    qbk_free(p->t);
+    qbk_free(p->shard_first);
+    qbk_free(p->out_of);
     memset(p, 0, sizeof(*p));
 }
 
@@ -133,7 +134,7 @@ static qb_status hfw_add(const qb_host *h, const qb_model_src *src, hfw_plan *p,
     }
     t->n_parts = np;
     t->n_bytes = elems * hfw_dtype_size(dt);
-    t->name = strdup(name);
+    t->name = qbk_strdup(name);
     if (!t->name)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
     p->n++;
@@ -187,8 +188,8 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
 
     memset(p, 0, sizeof(*p));
     p->n_src = n_src;
-    p->t = calloc(n_src ? n_src : 1, sizeof(*p->t));
-    p->out_of = malloc((n_src ? n_src : 1) * sizeof(*p->out_of));
+    p->t = qbk_calloc(n_src ? n_src : 1, sizeof(*p->t));
+    p->out_of = qbk_malloc((n_src ? n_src : 1) * sizeof(*p->out_of));
     if (!p->t || !p->out_of) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
@@ -214,7 +215,7 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
     }
 
     /* A fused name could meet a tensor the source already had fused. */
-    sorted = malloc(p->n * sizeof(*sorted));
+    sorted = qbk_malloc(p->n * sizeof(*sorted));
     if (!sorted) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
@@ -232,7 +233,7 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
         }
     }
 
-    p->shard_first = malloc((p->n + 1) * sizeof(*p->shard_first));
+    p->shard_first = qbk_malloc((p->n + 1) * sizeof(*p->shard_first));
     if (!p->shard_first) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
@@ -260,7 +261,7 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
         st = h->set_error(h, QB_E_INTERNAL, "%s: write order covers %zu of %zu tensors",
                           src->source_path, pos, n_src);
 out:
-    free(sorted);
+    qbk_free(sorted);
     if (st != QB_OK)
         hfw_plan_free(p);
     return st;

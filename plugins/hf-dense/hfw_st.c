@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hfw.h"
+#include "qbk_alloc.h"
 
 qb_status hfw_st_open(const qb_host *h, const qb_sink *sink, const char *name, const hfw_plan *p,
                       size_t first, size_t last, hfw_dtype dt, qbk_st_writer **out)
@@ -15,7 +16,7 @@ qb_status hfw_st_open(const qb_host *h, const qb_sink *sink, const char *name, c
     size_t i, n = last - first;
 
     *out = NULL;
-    ts = calloc(n ? n : 1, sizeof *ts);
+    ts = qbk_calloc(n ? n : 1, sizeof *ts);
     if (!ts)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", name);
     for (i = 0; i < n; i++) {
@@ -27,6 +28,6 @@ qb_status hfw_st_open(const qb_host *h, const qb_sink *sink, const char *name, c
         ts[i].n_bytes = t->n_bytes;
     }
     st = qbk_st_writer_open(h, sink, name, ts, n, out);
-    free(ts);
+    qbk_free(ts);
     return st;
 }

@@ -19,6 +19,7 @@
 
 #include "hfd.h"
 #include "qbk_path.h"
+#include "qbk_alloc.h"
 
 /* Largest config.json / generation_config.json accepted (as probe's 4 MiB
  * config_json, with room for long chat templates in generation configs). */
@@ -131,12 +132,12 @@ static void hfd_reader_free(hfd_reader *r)
         return;
     if (r->set)
         hfd_host->safetensors->close(r->set);
-    free(r->t);
-    free(r->dir);
-    free(r->config_text);
-    free(r->gen_text);
-    free(r->model_type);
-    free(r);
+    qbk_free(r->t);
+    qbk_free(r->dir);
+    qbk_free(r->config_text);
+    qbk_free(r->gen_text);
+    qbk_free(r->model_type);
+    qbk_free(r);
 }
 
 /* Reads dir/name as text into *out (malloc'd). QB_E_NOT_FOUND passes
@@ -154,7 +155,7 @@ static qb_status hfd_read_json(const char *dir, const char *name, int optional, 
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
     st = h->read_small_file(h, path, HFD_MAX_JSON, &data, &len);
     if (st == QB_OK) {
-        *out = strdup(data);
+        *out = qbk_strdup(data);
         if (!*out)
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         else if (strlen(*out) != len)
@@ -164,9 +165,9 @@ static qb_status hfd_read_json(const char *dir, const char *name, int optional, 
                           path);
     }
     h->free(h, data);
-    free(path);
+    qbk_free(path);
     if (st != QB_OK) {
-        free(*out);
+        qbk_free(*out);
         *out = NULL;
     }
     return st;
@@ -177,7 +178,7 @@ static int hfd_file_exists(const char *dir, const char *name)
     char *p = qbk_path_join(dir, name);
     struct stat sb;
     int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-    free(p);
+    qbk_free(p);
     return ok;
 }
 
@@ -192,7 +193,7 @@ static qb_status hfd_describe(hfd_reader *r)
 
     if (n == 0)
         return h->set_error(h, QB_E_FORMAT, "%s: the checkpoint has no tensors", r->dir);
-    r->t = calloc(n, sizeof(*r->t));
+    r->t = qbk_calloc(n, sizeof(*r->t));
     if (!r->t)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
     for (i = 0; i < n; i++) {
@@ -245,14 +246,14 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
         return h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", path,
                             strerror(errno));
     is_dir = S_ISDIR(sb.st_mode);
-    r = calloc(1, sizeof(*r));
+    r = qbk_calloc(1, sizeof(*r));
     if (!r)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     if (is_dir) {
-        r->dir = strdup(path);
+        r->dir = qbk_strdup(path);
     } else {
         const char *slash = strrchr(path, '/');
-        r->dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+        r->dir = slash ? qbk_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : qbk_strdup(".");
     }
     if (!r->dir) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
@@ -304,7 +305,7 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     snprintf(r->summary, sizeof(r->summary), "Hugging Face dense safetensors, %zu tensors (%s first)",
              r->n, r->t[0].encoding);
 out:
-    free(cfg_path);
+    qbk_free(cfg_path);
     if (st != QB_OK) {
         hfd_reader_free(r);
         return st;

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "hfw.h"
+#include "qbk_alloc.h"
 
 /* Row block size in float32 elements (4 MiB). */
 #define HFW_BLOCK_ELEMS ((int64_t)1 << 20)
@@ -93,11 +94,11 @@ static void hfw_free(hfw_writer *w)
      * first message must survive */
     qbk_st_writer_discard(w->cur);
     hfw_plan_free(&w->plan);
-    free(w->order);
-    free(w->config_text);
-    free(w->fbuf);
-    free(w->bbuf);
-    free(w);
+    qbk_free(w->order);
+    qbk_free(w->config_text);
+    qbk_free(w->fbuf);
+    qbk_free(w->bbuf);
+    qbk_free(w);
 }
 
 static void hfw_encode(hfw_dtype dt, const float *src, size_t n, uint8_t *dst)
@@ -263,7 +264,7 @@ static qb_status hfw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     if (ps && ps->is_set && ps->v.i < 1)
         return h->set_error(h, QB_E_INVALID, "max_shard_size %lld: must be at least 1 byte",
                             (long long)ps->v.i);
-    w = calloc(1, sizeof(*w));
+    w = qbk_calloc(1, sizeof(*w));
     if (!w)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
     w->h = h;
@@ -296,11 +297,11 @@ static qb_status hfw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
         if ((size_t)(hfw_block_rows(rows, cols) * cols) > w->block)
             w->block = (size_t)(hfw_block_rows(rows, cols) * cols);
     }
-    w->order = malloc((n ? n : 1) * sizeof(*w->order));
+    w->order = qbk_malloc((n ? n : 1) * sizeof(*w->order));
     /* two blocks: the tied-head comparison reads embedding and head side
      * by side; writing uses the first */
-    w->fbuf = malloc(2 * w->block * sizeof(float));
-    w->bbuf = malloc(w->block * 4);
+    w->fbuf = qbk_malloc(2 * w->block * sizeof(float));
+    w->bbuf = qbk_malloc(w->block * 4);
     if (!w->order || !w->fbuf || !w->bbuf) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;

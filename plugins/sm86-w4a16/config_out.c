@@ -11,6 +11,7 @@
 
 #include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
+#include "qbk_alloc.h"
 
 #define W4W_TOKENIZER_MAX (512u << 20)
 
@@ -158,7 +159,7 @@ static qb_status copy_tokenizer(const qb_host *h, const qb_sink *sink, const qb_
                 goto out;
             }
             rc = h->read_small_file(h, path, W4W_TOKENIZER_MAX, &data, &len);
-            free(path);
+            qbk_free(path);
             path = NULL;
             if (rc != QB_OK)
                 goto out;

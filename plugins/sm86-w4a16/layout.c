@@ -16,6 +16,7 @@
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 #define W4W_MAX_EXPERTS 4096
 
@@ -98,8 +99,8 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
                                 where, a->experts_key, W4W_MAX_EXPERTS, a->model_type);
         out->width[W4W_IN_EXPERTS] = out->n_experts;
     }
-    out->sparse = calloc((size_t)n_layers, 1);
-    out->role_off = calloc(a->n_roles, sizeof *out->role_off);
+    out->sparse = qbk_calloc((size_t)n_layers, 1);
+    out->role_off = qbk_calloc(a->n_roles, sizeof *out->role_off);
     if (!out->sparse || !out->role_off) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", where);
         goto out;
@@ -151,8 +152,8 @@ void w4w_layout_free(w4w_layout *lo)
 {
     if (!lo)
         return;
-    free(lo->sparse);
-    free(lo->role_off);
+    qbk_free(lo->sparse);
+    qbk_free(lo->role_off);
     lo->sparse = NULL;
     lo->role_off = NULL;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 qb_status w4w_written_add(const qb_host *h, w4w_written_list *list, const char *name,
                           uint64_t bytes, const uint8_t sha256[32])
@@ -19,7 +20,7 @@ qb_status w4w_written_add(const qb_host *h, w4w_written_list *list, const char *
     w4w_written *e;
     if (list->n == list->cap) {
         size_t cap = list->cap ? list->cap * 2 : 32;
-        w4w_written *nv = realloc(list->v, cap * sizeof *nv);
+        w4w_written *nv = qbk_realloc(list->v, cap * sizeof *nv);
         if (!nv)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", name);
         list->v = nv;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 #define W4W_MANIFEST_MAX (64u << 20)
 
@@ -33,7 +34,7 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
     if (rc != QB_OK)
         return rc;
     /* a qbk_st_err is too large for the stack of a plugin call */
-    err = malloc(sizeof *err);
+    err = qbk_malloc(sizeof *err);
     if (!err) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -62,7 +63,7 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
     }
 out:
     qbk_w4a16_manifest_free(&man);
-    free(err);
+    qbk_free(err);
     h->free(h, text);
     return rc;
 }

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 #define NONE ((size_t)-1)
 
@@ -57,7 +58,7 @@ static qb_status add_file(builder *b, const char *name)
     w4w_plan *p = b->p;
     if (p->n_files == b->cap_files) {
         size_t cap = b->cap_files ? b->cap_files * 2 : 16;
-        w4w_file *nf = realloc(p->files, cap * sizeof *nf);
+        w4w_file *nf = qbk_realloc(p->files, cap * sizeof *nf);
         if (!nf)
             return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory planning files", b->sp);
         p->files = nf;
@@ -80,7 +81,7 @@ static qb_status add_out(builder *b, const char *name, const char *dtype, uint32
     uint32_t d;
     if (p->n_outs == b->cap_outs) {
         size_t cap = b->cap_outs ? b->cap_outs * 2 : 64;
-        w4w_st_tensor *no = realloc(p->outs, cap * sizeof *no);
+        w4w_st_tensor *no = qbk_realloc(p->outs, cap * sizeof *no);
         if (!no)
             return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory planning tensors", b->sp);
         p->outs = no;
@@ -88,7 +89,7 @@ static qb_status add_out(builder *b, const char *name, const char *dtype, uint32
     }
     t = &p->outs[p->n_outs];
     memset(t, 0, sizeof *t);
-    t->name = strdup(name);
+    t->name = qbk_strdup(name);
     if (!t->name)
         return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory planning tensors", b->sp);
     t->dtype = dtype;
@@ -161,9 +162,9 @@ static qb_status plan_perm(builder *b, w4w_item *it)
         ;
     if (c == cols)
         return QB_OK; /* trivial map: the plain exact repack applies */
-    perm = malloc((size_t)cols * sizeof *perm);
-    count = calloc(gi.n_groups + 1, sizeof *count);
-    next = calloc(gi.n_groups + 1, sizeof *next);
+    perm = qbk_malloc((size_t)cols * sizeof *perm);
+    count = qbk_calloc(gi.n_groups + 1, sizeof *count);
+    next = qbk_calloc(gi.n_groups + 1, sizeof *next);
     if (!perm || !count || !next) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", b->sp, it->name);
         goto out;
@@ -196,9 +197,9 @@ static qb_status plan_perm(builder *b, w4w_item *it)
     perm = NULL;
     b->p->has_perm = 1;
 out:
-    free(perm);
-    free(count);
-    free(next);
+    qbk_free(perm);
+    qbk_free(count);
+    qbk_free(next);
     return rc;
 }
 
@@ -220,7 +221,7 @@ static qb_status plan_linear(builder *b, size_t src, const char *base, int64_t r
         it->row0 = row0;
         it->rows = rows;
     }
-    it->key = malloc(kl);
+    it->key = qbk_malloc(kl);
     if (!it->key)
         return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", b->sp);
     snprintf(it->key, kl, "%s:%s", f->name, base);
@@ -370,17 +371,17 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     if ((rc = w4w_layout_init(h, b.sp, a, cfg, L, &lo)) != QB_OK)
         goto out;
     K = lo.per_layer;
-    p = calloc(1, sizeof *p);
+    p = qbk_calloc(1, sizeof *p);
     if (p)
-        p->items = calloc(nt + (size_t)L * 2 * a->n_fused + 1, sizeof *p->items);
+        p->items = qbk_calloc(nt + (size_t)L * 2 * a->n_fused + 1, sizeof *p->items);
     if (p)
-        p->item_of_src = malloc((nt ? nt : 1) * sizeof *p->item_of_src);
-    slot_w = malloc((size_t)L * K * sizeof *slot_w);
-    slot_b = malloc((size_t)L * K * sizeof *slot_b);
-    inst = malloc(K * sizeof *inst);
-    fslot = malloc(((size_t)L * a->n_fused + 1) * sizeof *fslot);
-    part_r0 = malloc((size_t)L * K * sizeof *part_r0);
-    part_rows = malloc((size_t)L * K * sizeof *part_rows);
+        p->item_of_src = qbk_malloc((nt ? nt : 1) * sizeof *p->item_of_src);
+    slot_w = qbk_malloc((size_t)L * K * sizeof *slot_w);
+    slot_b = qbk_malloc((size_t)L * K * sizeof *slot_b);
+    inst = qbk_malloc(K * sizeof *inst);
+    fslot = qbk_malloc(((size_t)L * a->n_fused + 1) * sizeof *fslot);
+    part_r0 = qbk_malloc((size_t)L * K * sizeof *part_r0);
+    part_rows = qbk_malloc((size_t)L * K * sizeof *part_rows);
     if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b || !inst || !fslot || !part_r0 ||
         !part_rows) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory planning", b.sp);
@@ -700,12 +701,12 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     p = NULL;
 out:
     w4w_plan_free(p);
-    free(slot_w);
-    free(slot_b);
-    free(inst);
-    free(fslot);
-    free(part_r0);
-    free(part_rows);
+    qbk_free(slot_w);
+    qbk_free(slot_b);
+    qbk_free(inst);
+    qbk_free(fslot);
+    qbk_free(part_r0);
+    qbk_free(part_rows);
     w4w_layout_free(&lo);
     cJSON_Delete(cfg);
     return rc;
@@ -717,14 +718,14 @@ void w4w_plan_free(w4w_plan *p)
     if (!p)
         return;
     for (i = 0; i < p->n_outs; i++)
-        free(p->outs[i].name);
+        qbk_free(p->outs[i].name);
     for (i = 0; i < p->n_items; i++) {
-        free(p->items[i].key);
-        free(p->items[i].perm);
+        qbk_free(p->items[i].key);
+        qbk_free(p->items[i].perm);
     }
-    free(p->outs);
-    free(p->files);
-    free(p->items);
-    free(p->item_of_src);
-    free(p);
+    qbk_free(p->outs);
+    qbk_free(p->files);
+    qbk_free(p->items);
+    qbk_free(p->item_of_src);
+    qbk_free(p);
 }

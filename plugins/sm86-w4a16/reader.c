@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 #define W4W_CONFIG_MAX (4u << 20)
 
@@ -89,7 +90,7 @@ static w4r_tensor *add_tensor(w4r_reader *r)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 64;
-        w4r_tensor *nt = realloc(r->t, cap * sizeof *nt);
+        w4r_tensor *nt = qbk_realloc(r->t, cap * sizeof *nt);
         if (!nt)
             return NULL;
         r->t = nt;
@@ -147,9 +148,9 @@ static qb_status add_perm(w4r_reader *r, const char *file, const qb_st_tensor *p
     if (pt->dtype != QB_DT_I32 || pt->n_dims != 1 || pt->dims[0] != t->cols)
         return h->set_error(h, QB_E_FORMAT, "%s/%s: %s is not I32 [%lld]", r->dir, file, pt->name,
                             (long long)t->cols);
-    t->perm = malloc((size_t)t->cols * sizeof *t->perm);
-    t->colmap = malloc((size_t)t->cols * sizeof *t->colmap);
-    seen = calloc((size_t)t->cols, 1);
+    t->perm = qbk_malloc((size_t)t->cols * sizeof *t->perm);
+    t->colmap = qbk_malloc((size_t)t->cols * sizeof *t->colmap);
+    seen = qbk_calloc((size_t)t->cols, 1);
     if (!t->perm || !t->colmap || !seen) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
         goto out;
@@ -166,7 +167,7 @@ static qb_status add_perm(w4r_reader *r, const char *file, const qb_st_tensor *p
         t->colmap[v] = (int32_t)(c / r->man.group_size);
     }
 out:
-    free(seen);
+    qbk_free(seen);
     return rc;
 }
 
@@ -323,16 +324,16 @@ static void reader_free(w4r_reader *r)
         return;
     for (i = 0; i < r->n_sets; i++)
         r->h->safetensors->close(r->sets[i]);
-    free(r->sets);
+    qbk_free(r->sets);
     for (i = 0; i < r->n; i++) {
-        free(r->t[i].perm);
-        free(r->t[i].colmap);
+        qbk_free(r->t[i].perm);
+        qbk_free(r->t[i].colmap);
     }
-    free(r->t);
+    qbk_free(r->t);
     r->h->free(r->h, r->config);
     r->h->free(r->h, r->gen);
-    free(r->dir);
-    free(r);
+    qbk_free(r->dir);
+    qbk_free(r);
 }
 
 static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
@@ -353,9 +354,9 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     (void)params;
     *out = NULL;
     memset(&lo, 0, sizeof lo);
-    r = calloc(1, sizeof *r);
-    if (!r || !(r->dir = strdup(path))) {
-        free(r);
+    r = qbk_calloc(1, sizeof *r);
+    if (!r || !(r->dir = qbk_strdup(path))) {
+        qbk_free(r);
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     }
     r->h = h;
@@ -395,12 +396,12 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
                           "%s/config.json: hidden_size or num_attention_heads missing", r->dir);
         goto out;
     }
-    inst = malloc((lo.per_layer ? lo.per_layer : 1) * sizeof *inst);
+    inst = qbk_malloc((lo.per_layer ? lo.per_layer : 1) * sizeof *inst);
     if (!inst) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
         goto out;
     }
-    r->sets = calloc((size_t)r->man.n_layers + 3, sizeof *r->sets);
+    r->sets = qbk_calloc((size_t)r->man.n_layers + 3, sizeof *r->sets);
     if (!r->sets) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
         goto out;
@@ -444,7 +445,7 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     *out = r;
     r = NULL;
 out:
-    free(inst);
+    qbk_free(inst);
     w4w_layout_free(&lo);
     cJSON_Delete(cfg);
     reader_free(r);

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 #define W4W_BLOCK_ELEMS 262144
 #define W4W_BLOCK_MAX_ROWS 256
@@ -352,15 +353,15 @@ static void free_slots(w4w_slot *slots, size_t n)
     if (!slots)
         return;
     for (i = 0; i < n; i++) {
-        free(slots[i].w);
-        free(slots[i].out);
-        free(slots[i].q);
-        free(slots[i].codes);
-        free(slots[i].gscales);
-        free(slots[i].gzeros);
-        free(slots[i].row);
+        qbk_free(slots[i].w);
+        qbk_free(slots[i].out);
+        qbk_free(slots[i].q);
+        qbk_free(slots[i].codes);
+        qbk_free(slots[i].gscales);
+        qbk_free(slots[i].gzeros);
+        qbk_free(slots[i].row);
     }
-    free(slots);
+    qbk_free(slots);
 }
 
 static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
@@ -423,32 +424,32 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
                 h->log(h, QB_LOG_INFO, "%s: requantizing (%s)", it->name, why);
             }
         }
-        j.scales = malloc((size_t)(rows * j.ng) * sizeof *j.scales);
+        j.scales = qbk_malloc((size_t)(rows * j.ng) * sizeof *j.scales);
         if (!j.scales) {
             rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for scales", src_path(w),
                               it->name);
             goto out;
         }
     }
-    slots = calloc(2 * nslot, sizeof *slots);
+    slots = qbk_calloc(2 * nslot, sizeof *slots);
     if (!slots) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
         goto out;
     }
     for (i = 0; i < 2 * nslot; i++) {
         w4w_slot *s = &slots[i];
-        s->w = malloc((size_t)(br * cols) * sizeof *s->w);
-        s->out = malloc(lin ? (size_t)(br * j.pcols) : (size_t)(br * cols) * 2);
-        s->q = malloc((size_t)cols);
-        s->row = malloc((size_t)cols * sizeof *s->row);
+        s->w = qbk_malloc((size_t)(br * cols) * sizeof *s->w);
+        s->out = qbk_malloc(lin ? (size_t)(br * j.pcols) : (size_t)(br * cols) * 2);
+        s->q = qbk_malloc((size_t)cols);
+        s->row = qbk_malloc((size_t)cols * sizeof *s->row);
         if (!s->w || !s->out || !s->q || !s->row) {
             rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
             goto out;
         }
         if (j.grid) {
-            s->codes = malloc((size_t)(br * cols));
-            s->gscales = malloc((size_t)br * j.src_ng * sizeof *s->gscales);
-            s->gzeros = malloc((size_t)br * j.src_ng * sizeof *s->gzeros);
+            s->codes = qbk_malloc((size_t)(br * cols));
+            s->gscales = qbk_malloc((size_t)br * j.src_ng * sizeof *s->gscales);
+            s->gzeros = qbk_malloc((size_t)br * j.src_ng * sizeof *s->gzeros);
             if (!s->codes || !s->gscales || !s->gzeros) {
                 rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
                 goto out;
@@ -505,7 +506,7 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
     }
 out:
     free_slots(slots, 2 * nslot);
-    free(j.scales);
+    qbk_free(j.scales);
     return rc;
 }
 
@@ -519,8 +520,8 @@ static qb_status check_tied(w4w_writer *w, const w4w_item *it)
     qb_status rc = QB_OK;
     if (br < 1)
         br = 1;
-    a = malloc((size_t)(br * it->cols) * sizeof *a);
-    b = malloc((size_t)(br * it->cols) * sizeof *b);
+    a = qbk_malloc((size_t)(br * it->cols) * sizeof *a);
+    b = qbk_malloc((size_t)(br * it->cols) * sizeof *b);
     if (!a || !b) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
         goto out;
@@ -541,8 +542,8 @@ static qb_status check_tied(w4w_writer *w, const w4w_item *it)
             }
     }
 out:
-    free(a);
-    free(b);
+    qbk_free(a);
+    qbk_free(b);
     return rc;
 }
 
@@ -635,7 +636,7 @@ static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     rc = parse_options(h, params, &opt);
     if (rc != QB_OK)
         return rc;
-    w = calloc(1, sizeof *w);
+    w = qbk_calloc(1, sizeof *w);
     if (!w)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", W4W_PLUGIN_NAME);
     w->h = h;
@@ -644,7 +645,7 @@ static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     w->cur_file = -1;
     rc = w4w_plan_build(h, src, &opt, &w->plan);
     if (rc != QB_OK) {
-        free(w);
+        qbk_free(w);
         return rc;
     }
     /* one entry per source tensor: a fused one's parts are consecutive */
@@ -696,8 +697,8 @@ static void writer_free(w4w_writer *w)
         return;
     qbk_st_writer_discard(w->cur);
     w4w_plan_free(w->plan);
-    free(w->written.v);
-    free(w);
+    qbk_free(w->written.v);
+    qbk_free(w);
 }
 
 static qb_status w4w_finish(qb_writer_handle hw)

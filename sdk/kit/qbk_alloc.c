@@ -69,6 +69,21 @@ char *qbk_strdup(const char *s)
     return d;
 }
 
+char *qbk_strndup(const char *s, size_t max)
+{
+    size_t n = 0;
+    char *d;
+    assert(s);
+    while (n < max && s[n])
+        n++;
+    d = qbk_malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
 void *qbk_realloc(void *p, size_t n)
 {
     qbk_hdr *old;

@@ -44,6 +44,9 @@ void qbk_alloc_init(const qb_host *host);
 void *qbk_malloc(size_t n);
 void *qbk_calloc(size_t count, size_t size);
 char *qbk_strdup(const char *s);
+/* As strndup: at most `max` bytes of s, always NUL-terminated; NULL on
+ * failure. */
+char *qbk_strndup(const char *s, size_t max);
 
 /* As realloc for a block from qbk_*: p == NULL is qbk_malloc(n); on
  * failure returns NULL and p is untouched and still owned by the caller. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "qbk_alloc.h"
 
 #define QBK_HFDIR_TEXT_MAX (4u << 20)
 
@@ -15,11 +16,11 @@ static char *hfdir_dir_of(const char *path)
     char *d;
 
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return strdup(path);
+        return qbk_strdup(path);
     slash = strrchr(path, '/');
     if (!slash)
-        return strdup(".");
-    d = malloc((size_t)(slash - path) + 1);
+        return qbk_strdup(".");
+    d = qbk_malloc((size_t)(slash - path) + 1);
     if (!d)
         return NULL;
     memcpy(d, path, (size_t)(slash - path));
@@ -40,12 +41,12 @@ static qb_status hfdir_read_text(const qb_host *h, const char *dir, const char *
     if (!p)
         return h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
     st = h->read_small_file(h, p, QBK_HFDIR_TEXT_MAX, &data, &len);
-    free(p);
+    qbk_free(p);
     if (st == QB_E_NOT_FOUND && optional)
         return QB_OK;
     if (st != QB_OK)
         return st;
-    copy = malloc(len + 1);
+    copy = qbk_malloc(len + 1);
     if (!copy) {
         h->free(h, data);
         return h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
@@ -66,7 +67,7 @@ qb_status qbk_hfdir_open(const qb_host *h, const char *path, qbk_hfdir **out)
     size_t i;
 
     *out = NULL;
-    d = calloc(1, sizeof(*d));
+    d = qbk_calloc(1, sizeof(*d));
     if (!d || !(d->dir = hfdir_dir_of(path))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -119,8 +120,8 @@ void qbk_hfdir_close(const qb_host *h, qbk_hfdir *d)
     if (d->st)
         h->safetensors->close(d->st);
     cJSON_Delete(d->config);
-    free(d->config_text);
-    free(d->gen_text);
-    free(d->dir);
-    free(d);
+    qbk_free(d->config_text);
+    qbk_free(d->gen_text);
+    qbk_free(d->dir);
+    qbk_free(d);
 }

@@ -15,6 +15,7 @@
 #include "qbk_half_row.h"
 #include "qbk_path.h"
 #include "qbk_str.h"
+#include "qbk_alloc.h"
 
 /* Rows decoded per scratch chunk: bounds read_rows memory to
  * QBK_QLINEAR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
@@ -22,9 +23,9 @@
 
 qbk_qlinear_model *qbk_qlinear_new(const qb_host *host, const char *dir)
 {
-    qbk_qlinear_model *m = calloc(1, sizeof(*m));
-    if (!m || !(m->dir = strdup(dir))) {
-        free(m);
+    qbk_qlinear_model *m = qbk_calloc(1, sizeof(*m));
+    if (!m || !(m->dir = qbk_strdup(dir))) {
+        qbk_free(m);
         host->set_error(host, QB_E_NOMEM, "%s: out of memory", dir);
         return NULL;
     }
@@ -38,20 +39,20 @@ void qbk_qlinear_free(qbk_qlinear_model *m)
     if (!m)
         return;
     for (i = 0; i < m->n; i++) {
-        free(m->t[i].name);
-        free(m->t[i].encoding);
-        free(m->t[i].g_idx);
+        qbk_free(m->t[i].name);
+        qbk_free(m->t[i].encoding);
+        qbk_free(m->t[i].g_idx);
     }
-    free(m->t);
+    qbk_free(m->t);
     if (m->set)
         m->host->safetensors->close(m->set);
     m->host->free(m->host, m->config_json);
     m->host->free(m->host, m->generation_config_json);
-    free(m->architecture);
-    free(m->summary);
-    free(m->tokenizer_dir);
-    free(m->dir);
-    free(m);
+    qbk_free(m->architecture);
+    qbk_free(m->summary);
+    qbk_free(m->tokenizer_dir);
+    qbk_free(m->dir);
+    qbk_free(m);
 }
 
 qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name)
@@ -59,7 +60,7 @@ qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name)
     qbk_qlinear_tensor *t;
     if (m->n == m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 64;
-        qbk_qlinear_tensor *nt = realloc(m->t, cap * sizeof(*nt));
+        qbk_qlinear_tensor *nt = qbk_realloc(m->t, cap * sizeof(*nt));
         if (!nt)
             goto nomem;
         m->t = nt;
@@ -67,7 +68,7 @@ qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name)
     }
     t = &m->t[m->n];
     memset(t, 0, sizeof(*t));
-    if (!(t->name = strdup(name)))
+    if (!(t->name = qbk_strdup(name)))
         goto nomem;
     m->n++;
     return t;
@@ -99,7 +100,7 @@ qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st)
     t->n_dims = st->n_dims;
     memcpy(t->dims, st->dims, sizeof(t->dims));
     t->source_dtype = st->dtype;
-    t->encoding = strdup(st->dtype == QB_DT_F16 ? "f16" : st->dtype == QB_DT_BF16 ? "bf16" : "f32");
+    t->encoding = qbk_strdup(st->dtype == QB_DT_F16 ? "f16" : st->dtype == QB_DT_BF16 ? "bf16" : "f32");
     if (!t->encoding)
         return m->host->set_error(m->host, QB_E_NOMEM, "%s: out of memory", st->name);
     return QB_OK;
@@ -115,7 +116,7 @@ qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, cha
     if (!path)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
     st = h->read_small_file(h, path, (size_t)64 << 20, &data, &len);
-    free(path);
+    qbk_free(path);
     if (st == QB_E_NOT_FOUND)
         return QB_OK;
     if (st == QB_OK)
@@ -151,7 +152,7 @@ qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)
         st = h->set_error(h, QB_E_FORMAT, "%s/config.json: model_type missing", m->dir);
         goto out;
     }
-    if (!(m->architecture = strdup(mt->valuestring))) {
+    if (!(m->architecture = qbk_strdup(mt->valuestring))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
         goto out;
     }
@@ -163,7 +164,7 @@ qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)
         if (strcmp(names[i], "tokenizer.json") == 0 || strcmp(names[i], "tokenizer_config.json") == 0 ||
             strcmp(names[i], "tokenizer.model") == 0)
             has_tok = 1;
-    if (has_tok && !(m->tokenizer_dir = strdup(m->dir))) {
+    if (has_tok && !(m->tokenizer_dir = qbk_strdup(m->dir))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
         goto out;
     }
@@ -439,9 +440,9 @@ qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t ro
         }
         return QB_OK;
     }
-    codes = malloc((size_t)QBK_QLINEAR_CHUNK * (size_t)t->K);
-    scales = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
-    zeros = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
+    codes = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * (size_t)t->K);
+    scales = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
+    zeros = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
     if (!codes || !scales || !zeros) {
         st = m->host->set_error(m->host, QB_E_NOMEM, "%s: %s: out of memory", m->dir, t->name);
         goto out;
@@ -474,9 +475,9 @@ qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t ro
         }
     }
 out:
-    free(codes);
-    free(scales);
-    free(zeros);
+    qbk_free(codes);
+    qbk_free(scales);
+    qbk_free(zeros);
     return st;
 }
 
@@ -525,8 +526,8 @@ qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t ro
 
 qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t)
 {
-    float *s = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
-    int32_t *z = malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
+    float *s = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
+    int32_t *z = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
     int32_t want = (int32_t)1 << (t->bits - 1);
     int64_t r0, e;
     qb_status st = QB_OK;
@@ -551,14 +552,14 @@ out:
      * streaming) */
     qbk_qlinear_drop_pages(t->qzeros);
     qbk_qlinear_drop_pages(t->scales);
-    free(s);
-    free(z);
+    qbk_free(s);
+    qbk_free(z);
     return st;
 }
 
 int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len)
 {
-    int64_t *count = calloc(G ? G : 1, sizeof(int64_t));
+    int64_t *count = qbk_calloc(G ? G : 1, sizeof(int64_t));
     int64_t k;
     uint32_t j;
     int ok = 0;
@@ -586,7 +587,7 @@ int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, 
     }
     ok = 1;
 out:
-    free(count);
+    qbk_free(count);
     return ok;
 }
 

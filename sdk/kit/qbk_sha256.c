@@ -64,6 +64,7 @@ static void compress(uint32_t h[8], const uint8_t blk[64])
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
+#include "qbk_alloc.h"
 #define QBH_SHA_X86 1
 
 static int have_sha_ni(void)
@@ -215,7 +216,7 @@ int qbk_sha256_file(const char *path, uint8_t out[32], uint64_t *bytes)
 {
     enum { CHUNK = 1 << 20 };
     qbk_sha256 c;
-    uint8_t *buf = malloc(CHUNK);
+    uint8_t *buf = qbk_malloc(CHUNK);
     int fd = -1, rc = -1, saved;
 
     if (!buf) {
@@ -245,7 +246,7 @@ out:
     saved = errno;
     if (fd >= 0)
         close(fd);
-    free(buf);
+    qbk_free(buf);
     errno = saved;
     return rc;
 }

@@ -23,6 +23,7 @@
 
 #include "qbk_safetensors.h"
 #include "qbk_st_internal.h"
+#include "qbk_alloc.h"
 
 #define ST_INDEX_NAME "model.safetensors.index.json"
 #define ST_SINGLE_NAME "model.safetensors"
@@ -32,7 +33,7 @@
 static char *st_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
+    char *p = qbk_malloc(a + b + 2);
     if (!p)
         return NULL;
     memcpy(p, dir, a);
@@ -61,7 +62,7 @@ static qb_status st_check_inside(qbk_st_err *err, const char *realdir, const cha
     if (strncmp(rp, realdir, n) != 0 || (n > 1 && rp[n] != '/') || rp[n] == '\0')
         st = qbk_st_fail(err, QB_E_MISMATCH, "%s: resolves to %s, outside the model directory %s",
                           path, rp, realdir);
-    free(rp);
+    free(rp); /* realpath memory is libc's */
     return st;
 }
 
@@ -88,7 +89,7 @@ static qb_status st_read_text(qbk_st_err *err, const char *path, char **out)
                           (long long)sb.st_size);
         goto out;
     }
-    buf = malloc((size_t)sb.st_size + 1);
+    buf = qbk_malloc((size_t)sb.st_size + 1);
     if (!buf) {
         st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -112,7 +113,7 @@ static qb_status st_read_text(qbk_st_err *err, const char *path, char **out)
     *out = buf;
     buf = NULL;
 out:
-    free(buf);
+    qbk_free(buf);
     close(fd);
     return st;
 }
@@ -128,7 +129,7 @@ static qb_status st_load_member(qbk_st_err *err, qb_st_set *set, const char *dir
     st = st_check_inside(err, realdir, path);
     if (st == QB_OK)
         st = qbk_st_file_load(err, set, path, want_meta);
-    free(path);
+    qbk_free(path);
     return st;
 }
 
@@ -188,7 +189,7 @@ static qb_status st_open_index(qbk_st_err *err, const char *dir, const char *rea
         }
         n_map++;
     }
-    shards = malloc((n_map ? n_map : 1) * sizeof(*shards));
+    shards = qbk_malloc((n_map ? n_map : 1) * sizeof(*shards));
     if (!shards) {
         st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path);
         goto out;
@@ -213,7 +214,7 @@ static qb_status st_open_index(qbk_st_err *err, const char *dir, const char *rea
      * bijection, so no shard holds a tensor the index does not list. */
     for (c = wm->child; c; c = c->next) {
         const qb_st_tensor *t = qbk_safetensors_api()->find(set, c->string);
-        free(shard_path);
+        qbk_free(shard_path);
         shard_path = st_join(dir, c->valuestring);
         if (!shard_path) {
             st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path);
@@ -240,10 +241,10 @@ static qb_status st_open_index(qbk_st_err *err, const char *dir, const char *rea
         goto out;
     }
 out:
-    free(shard_path);
-    free(shards);
+    qbk_free(shard_path);
+    qbk_free(shards);
     cJSON_Delete(root);
-    free(text);
+    qbk_free(text);
     return st;
 }
 
@@ -274,7 +275,7 @@ static qb_status st_find_single(qbk_st_err *err, const char *dir, char **name)
                               first, de->d_name, ST_INDEX_NAME);
             goto out;
         }
-        first = strdup(de->d_name);
+        first = qbk_strdup(de->d_name);
         if (!first) {
             st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", dir);
             goto out;
@@ -287,7 +288,7 @@ static qb_status st_find_single(qbk_st_err *err, const char *dir, char **name)
     *name = first;
     first = NULL;
 out:
-    free(first);
+    qbk_free(first);
     closedir(d);
     return st;
 }
@@ -345,9 +346,9 @@ out:
         set = NULL;
     }
     qbk_st_set_free(set);
-    free(realdir);
-    free(idx);
-    free(single);
-    free(name);
+    free(realdir); /* realpath memory is libc's */
+    qbk_free(idx);
+    qbk_free(single);
+    qbk_free(name);
     return st;
 }

@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "qbk_st_internal.h"
+#include "qbk_alloc.h"
 
 /* Upper bound of the header, as safetensors' MAX_HEADER_SIZE. */
 #define ST_MAX_HEADER 100000000ull
@@ -112,7 +113,7 @@ const char *qbk_st_json_dup_key(const cJSON *obj, int *nomem)
         n++;
     if (n < 2)
         return NULL;
-    keys = malloc(n * sizeof(*keys));
+    keys = qbk_malloc(n * sizeof(*keys));
     if (!keys) {
         *nomem = 1;
         return NULL;
@@ -124,7 +125,7 @@ const char *qbk_st_json_dup_key(const cJSON *obj, int *nomem)
     for (i = 1; i < n && !dup; i++)
         if (strcmp(keys[i - 1], keys[i]) == 0)
             dup = keys[i];
-    free(keys);
+    qbk_free(keys);
     return dup;
 }
 
@@ -262,13 +263,13 @@ static qb_status st_parse_meta(qbk_st_err *err, const char *path, const cJSON *m
                                 path, c->string);
     if (!keep || n == 0)
         return QB_OK;
-    set->meta = calloc(2 * n, sizeof(char *));
+    set->meta = qbk_calloc(2 * n, sizeof(char *));
     if (!set->meta)
         return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     set->n_meta = n;
     for (c = meta->child; c; c = c->next, i++) {
-        set->meta[2 * i] = strdup(c->string);
-        set->meta[2 * i + 1] = strdup(c->valuestring);
+        set->meta[2 * i] = qbk_strdup(c->string);
+        set->meta[2 * i + 1] = qbk_strdup(c->valuestring);
         if (!set->meta[2 * i] || !set->meta[2 * i + 1])
             return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     }
@@ -285,7 +286,7 @@ static int st_grow(void **arr, size_t *cap, size_t need, size_t size)
     nc = *cap ? *cap : 16;
     while (nc < need)
         nc *= 2;
-    p = realloc(*arr, nc * size);
+    p = qbk_realloc(*arr, nc * size);
     if (!p)
         return -1;
     *arr = p;
@@ -363,7 +364,7 @@ qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, in
         goto out;
     }
     /* A NUL-terminated copy: cJSON stops at the first NUL otherwise unseen. */
-    hbuf = malloc((size_t)hlen + 1);
+    hbuf = qbk_malloc((size_t)hlen + 1);
     if (!hbuf) {
         st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory for the header", path);
         goto out;
@@ -396,7 +397,7 @@ qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, in
     }
     for (c = root->child; c; c = c->next)
         n_entries++;
-    ents = calloc(n_entries ? n_entries : 1, sizeof(*ents));
+    ents = qbk_calloc(n_entries ? n_entries : 1, sizeof(*ents));
     if (!ents) {
         st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -457,7 +458,7 @@ qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, in
         goto out;
     }
     m = &set->maps[set->n_maps];
-    m->path = strdup(path);
+    m->path = qbk_strdup(path);
     if (!m->path) {
         st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
@@ -471,7 +472,7 @@ qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, in
         const st_entry *e = &ents[i];
         memset(t, 0, sizeof(*t));
         t->struct_size = sizeof(*t);
-        t->name = strdup(e->name);
+        t->name = qbk_strdup(e->name);
         if (!t->name) {
             st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
@@ -490,14 +491,14 @@ out:
         /* Leave no half-added tensors behind (the mapping stays with the set
          * when it was recorded and is released by close). */
         while (set->n > first_t)
-            free((void *)set->t[--set->n].name);
+            qbk_free((void *)set->t[--set->n].name);
     }
     if (base != MAP_FAILED)
         munmap(base, flen);
     if (fd >= 0)
         close(fd);
     cJSON_Delete(root);
-    free(hbuf);
-    free(ents);
+    qbk_free(hbuf);
+    qbk_free(ents);
     return st;
 }

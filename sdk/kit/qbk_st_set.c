@@ -9,10 +9,11 @@
 
 #include "qbk_safetensors.h"
 #include "qbk_st_internal.h"
+#include "qbk_alloc.h"
 
 qb_st_set *qbk_st_set_new(void)
 {
-    return calloc(1, sizeof(qb_st_set));
+    return qbk_calloc(1, sizeof(qb_st_set));
 }
 
 void qbk_st_set_free(qb_st_set *set)
@@ -21,18 +22,18 @@ void qbk_st_set_free(qb_st_set *set)
     if (!set)
         return;
     for (i = 0; i < set->n; i++)
-        free((void *)set->t[i].name);
+        qbk_free((void *)set->t[i].name);
     for (i = 0; i < set->n_maps; i++) {
         munmap(set->maps[i].base, set->maps[i].len);
-        free(set->maps[i].path);
+        qbk_free(set->maps[i].path);
     }
     for (i = 0; i < 2 * set->n_meta; i++)
-        free(set->meta[i]);
-    free(set->meta);
-    free(set->maps);
-    free(set->t);
-    free(set->slots);
-    free(set);
+        qbk_free(set->meta[i]);
+    qbk_free(set->meta);
+    qbk_free(set->maps);
+    qbk_free(set->t);
+    qbk_free(set->slots);
+    qbk_free(set);
 }
 
 /* FNV-1a, 64-bit (constants from the FNV reference, Fowler/Noll/Vo). */
@@ -52,8 +53,8 @@ qb_status qbk_st_set_index(qbk_st_err *err, qb_st_set *set)
 
     while (ns < 2 * set->n)
         ns *= 2;
-    free(set->slots);
-    set->slots = calloc(ns, sizeof(*set->slots));
+    qbk_free(set->slots);
+    set->slots = qbk_calloc(ns, sizeof(*set->slots));
     set->n_slots = set->slots ? ns : 0;
     if (!set->slots)
         return qbk_st_fail(err, QB_E_NOMEM, "safetensors: out of memory for the tensor index");

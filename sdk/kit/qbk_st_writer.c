@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "qbk_text.h"
+#include "qbk_alloc.h"
 
 struct qbk_st_writer {
     const qb_host *h;
@@ -65,7 +66,7 @@ qb_status qbk_st_writer_open(const qb_host *h, const qb_sink *sink, const char *
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory building the header", name);
         goto out;
     }
-    f = calloc(1, sizeof *f);
+    f = qbk_calloc(1, sizeof *f);
     if (!f) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", name);
         goto out;
@@ -92,7 +93,7 @@ out:
     if (f) {
         if (f->sf)
             sink->close(f->sf, NULL, NULL);
-        free(f);
+        qbk_free(f);
     }
     qbk_text_free(&b);
     return st;
@@ -123,7 +124,7 @@ qb_status qbk_st_writer_close(qbk_st_writer *f, uint64_t *bytes, uint8_t sha256[
         st = f->h->set_error(f->h, QB_E_INTERNAL,
                              "%s: writer bug: closed after %" PRIu64 " of %" PRIu64 " data bytes",
                              f->name, f->written, f->total);
-    free(f);
+    qbk_free(f);
     return st;
 }
 
@@ -132,5 +133,5 @@ void qbk_st_writer_discard(qbk_st_writer *f)
     if (!f)
         return;
     (void)f->sink->close(f->sf, NULL, NULL);
-    free(f);
+    qbk_free(f);
 }

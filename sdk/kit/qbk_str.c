@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "qbk_alloc.h"
 
 char *qbk_strdupf(const char *fmt, ...)
 {
@@ -16,7 +17,7 @@ char *qbk_strdupf(const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return NULL;
-    s = malloc((size_t)n + 1);
+    s = qbk_malloc((size_t)n + 1);
     if (!s)
         return NULL;
     va_start(ap, fmt);
@@ -43,7 +44,7 @@ int qbk_split_suffix(const char *s, const char *suffix, size_t *stem)
 char *qbk_stem_cat(const char *s, size_t n, const char *suffix)
 {
     size_t b = suffix ? strlen(suffix) : 0;
-    char *p = malloc(n + b + 1);
+    char *p = qbk_malloc(n + b + 1);
     if (!p)
         return NULL;
     memcpy(p, s, n);

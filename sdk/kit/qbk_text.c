@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "qbk_text.h"
+#include "qbk_alloc.h"
 
 void qbk_text_put(qbk_text *b, const char *s, size_t len)
 {
@@ -15,7 +16,7 @@ void qbk_text_put(qbk_text *b, const char *s, size_t len)
         char *np;
         while (cap < b->n + len + 1)
             cap *= 2;
-        np = realloc(b->p, cap);
+        np = qbk_realloc(b->p, cap);
         if (!np) {
             b->oom = 1;
             return;
@@ -62,7 +63,7 @@ void qbk_text_u64(qbk_text *b, uint64_t v)
 
 void qbk_text_free(qbk_text *b)
 {
-    free(b->p);
+    qbk_free(b->p);
     b->p = NULL;
     b->n = b->cap = 0;
     b->oom = 0;

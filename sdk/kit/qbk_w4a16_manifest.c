@@ -14,6 +14,7 @@
 
 #include "qbk_sha256.h"
 #include "qbk_st_internal.h"
+#include "qbk_alloc.h"
 
 /* Integer value of a JSON number that is exactly an integer in [lo, hi]. */
 static int json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *v)
@@ -112,7 +113,7 @@ static qb_status read_model(qbk_st_err *err, const char *path, const cJSON *root
     s = str_member(root, QBK_W4A16_K_ARCH);
     if (!s || !*s)
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"architecture\" missing or not a string", path);
-    if (!(m->architecture = strdup(s)))
+    if (!(m->architecture = qbk_strdup(s)))
         return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     j = member(root, QBK_W4A16_K_TIED);
     if (!cJSON_IsBool(j))
@@ -145,7 +146,7 @@ static qb_status read_model(qbk_st_err *err, const char *path, const cJSON *root
                            "%s: lm_head '%s' disagrees with features and tie_word_embeddings",
                            path, s ? s : "(none)");
     s = str_member(member(root, QBK_W4A16_K_SOURCE), "format");
-    if (!(m->source_format = strdup(s ? s : "")))
+    if (!(m->source_format = qbk_strdup(s ? s : "")))
         return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     return QB_OK;
 }
@@ -159,7 +160,7 @@ static qb_status read_files(qbk_st_err *err, const char *path, const cJSON *root
 
     if (!cJSON_IsArray(files))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"files\" missing or not a list", path);
-    m->files = calloc((size_t)cJSON_GetArraySize(files) + 1, sizeof(*m->files));
+    m->files = qbk_calloc((size_t)cJSON_GetArraySize(files) + 1, sizeof(*m->files));
     if (!m->files)
         return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     for (e = files->child; e; e = e->next) {
@@ -181,7 +182,7 @@ static qb_status read_files(qbk_st_err *err, const char *path, const cJSON *root
                                name);
         if (qbk_w4a16_manifest_find(m, name))
             return qbk_st_fail(err, QB_E_FORMAT, "%s: files[%s] listed twice", path, name);
-        if (!(f->name = strdup(name)))
+        if (!(f->name = qbk_strdup(name)))
             return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
         f->bytes = (uint64_t)bytes;
         memcpy(f->sha256, hex, 65);
@@ -247,10 +248,10 @@ void qbk_w4a16_manifest_free(qbk_w4a16_manifest *m)
     if (!m)
         return;
     for (size_t i = 0; i < m->n_files; i++)
-        free(m->files[i].name);
-    free(m->files);
-    free(m->architecture);
-    free(m->source_format);
+        qbk_free(m->files[i].name);
+    qbk_free(m->files);
+    qbk_free(m->architecture);
+    qbk_free(m->source_format);
     memset(m, 0, sizeof *m);
 }
 
@@ -273,7 +274,7 @@ qb_status qbk_w4a16_file_check(qbk_st_err *err, const char *dir, const qbk_w4a16
     qb_status st = QB_OK;
     size_t n = strlen(dir) + strlen(f->name) + 2;
 
-    if (!(path = malloc(n)))
+    if (!(path = qbk_malloc(n)))
         return qbk_st_fail(err, QB_E_NOMEM, "%s/%s: out of memory", dir, f->name);
     snprintf(path, n, "%s/%s", dir, f->name);
     if (stat(path, &sb) != 0) {
@@ -300,6 +301,6 @@ qb_status qbk_w4a16_file_check(qbk_st_err *err, const char *dir, const qbk_w4a16
                                  path, hex, f->sha256);
         }
     }
-    free(path);
+    qbk_free(path);
     return st;
 }

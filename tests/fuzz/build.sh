@@ -62,10 +62,9 @@ fi
 PKG_CFLAGS=$(pkg-config --cflags glib-2.0 libcjson)
 PKG_LIBS=$(pkg-config --libs glib-2.0 libcjson)
 ST="$root/sdk/kit"
-ST_SRC=("$ST/qbk_st_file.c" "$ST/qbk_st_set.c" "$ST/qbk_st_dir.c")
-# Kit helpers the plugins below use (qbk_path_join, qbk_strdupf, ...).
-KIT_SRC=("$ST/qbk_path.c" "$ST/qbk_str.c")
-HOST_SRC=("$here/fuzz_host.c" "${ST_SRC[@]}" "${KIT_SRC[@]}")
+# The whole internal kit (sdk/kit/CMakeLists.txt also takes every .c file).
+KIT_SRC=("$ST"/*.c)
+HOST_SRC=("$here/fuzz_host.c" "${KIT_SRC[@]}")
 G="$root/plugins/gguf"
 GG="$G/ggml"
 GGML_SRC=("$GG/ggml_type_table.c" "$GG/ggml_dequant.c" "$GG/ggml_dequant_plain.c"
@@ -95,19 +94,17 @@ build safetensors -I"$ST" "$here/fuzz_safetensors.c" "${HOST_SRC[@]}" || fail=1
 build gguf -I"$ST" -I"$G" -I"$GG" -ffp-contract=off "$here/fuzz_gguf.c" "${HOST_SRC[@]}" \
   "${GGUF_SRC[@]}" "${GGML_SRC[@]}" || fail=1
 build ggml -I"$GG" -ffp-contract=off "$here/fuzz_ggml.c" "${GGML_SRC[@]}" || fail=1
-build gptq_config -I"$ST" -I"$Q" "$here/fuzz_gptq_config.c" "${HOST_SRC[@]}" "$Q/gptq_config.c" \
-  "$ST/qbk_qlinear.c" || fail=1
+build gptq_config -I"$ST" -I"$Q" "$here/fuzz_gptq_config.c" "${HOST_SRC[@]}" "$Q/gptq_config.c" || fail=1
 build awq_config -I"$ST" -I"$Q" -I"$A" "$here/fuzz_awq_config.c" "${HOST_SRC[@]}" \
-  "$A/awq_layout.c" "$ST/qbk_qlinear.c" || fail=1
+  "$A/awq_layout.c" || fail=1
 build ct_config -I"$ST" -I"$CT" "$here/fuzz_ct_config.c" "${HOST_SRC[@]}" "$CT/ct_config.c" \
   "$CT/ct_match.c" || fail=1
-build fp8_config -I"$ST" -I"$F" "$here/fuzz_fp8_config.c" "${HOST_SRC[@]}" "$ST/qbk_hfdir.c" \
-  "$ST/qbk_fp8_decode.c" || fail=1
+build fp8_config -I"$ST" -I"$F" "$here/fuzz_fp8_config.c" "${HOST_SRC[@]}" || fail=1
 # host/config.c with error.c and alloc.c; fuzz_host_stubs.c stands in for
 # the three services.c functions it calls (services.c drags in the rest of
 # the host).
 build host_config -I"$root/host" -I"$ST" -DQBH_SYSCONFDIR='"/etc"' "$here/fuzz_host_config.c" \
-  "$here/fuzz_host_stubs.c" "$here/fuzz_host.c" "${ST_SRC[@]}" "$root/host/config.c" "$root/host/error.c" \
+  "$here/fuzz_host_stubs.c" "$here/fuzz_host.c" "${KIT_SRC[@]}" "$root/host/config.c" "$root/host/error.c" \
   "$root/host/alloc.c" || fail=1
 [ $fail = 0 ] || { echo "fuzz: build FAILED"; exit 1; }
 [ "$smoke" != 0 ] || exit 0

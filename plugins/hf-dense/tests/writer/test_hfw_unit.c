@@ -18,6 +18,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "hfw.h"
+#include "qbk_alloc.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbt_fake_host.h"
 
@@ -440,13 +441,13 @@ START_TEST(json_edit_keeps_members_as_written)
     ck_assert_int_eq(cJSON_GetArraySize(j), 6);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "tie_word_embeddings")));
     cJSON_Delete(j);
-    free(out);
+    qbk_free(out);
     /* an empty object gains the keys; a non-object is refused */
     ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "t", " {}", drop, keys, vals, &out), QB_OK);
     j = cJSON_Parse(out);
     ck_assert_int_eq(cJSON_GetArraySize(j), 2);
     cJSON_Delete(j);
-    free(out);
+    qbk_free(out);
     ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "bad.json", "[1]", drop, keys, vals, &out),
                      QB_E_FORMAT);
     ck_assert_ptr_null(out);
@@ -484,7 +485,7 @@ START_TEST(config_cleanup_and_side_files_follow_the_kit_rule)
         ck_assert_msg(cJSON_GetObjectItemCaseSensitive(edited, m->string) != NULL, "%s", m->string);
     cJSON_Delete(edited);
     cJSON_Delete(stripped);
-    free(out);
+    qbk_free(out);
     qbk_hf_config_strip_quant(NULL); /* no-op */
 
     for (i = 0; copied[i]; i++)
