@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "qbk_alloc.h"
+#include "qbk_int4.h"
 #include "qbk_safetensors.h"
 #include "qbk_w4a16_manifest.h"
 
@@ -380,7 +381,8 @@ qb_status qb_w4a16_linear_get(qb_w4a16_model *m, int64_t layer, const char *path
     n = tp.dims[0];
     if (k == 0)
         k = 2 * tp.dims[1];
-    if (n < 1 || tp.dims[1] != (k + 1) / 2 || ts.dims[0] != n || ts.dims[1] != (k + g - 1) / g)
+    if (n < 1 || tp.dims[1] != qbk_int4_packed_bytes(k) || ts.dims[0] != n ||
+        ts.dims[1] != qbk_int4_n_groups(k, g))
         return fail(m, QB_E_MISMATCH,
                     "%s/%s: %s: packed [%" PRId64 ", %" PRId64 "] / scales [%" PRId64 ", %" PRId64
                     "] do not match k = %" PRId64 ", group_size %" PRId64,

@@ -10,19 +10,7 @@
 
 #include <quantbridge/qb_half.h>
 
-/* Format fact (w4a16-format.md): column c lives in byte c/2, low nibble
- * when c is even; a nibble stores q + 8. */
-static void decode_row(const uint8_t *prow, int64_t K, float *codes)
-{
-    int64_t c;
-    for (c = 0; c + 1 < K; c += 2) {
-        uint8_t b = prow[c >> 1];
-        codes[c] = (float)((b & 0x0f) - 8);
-        codes[c + 1] = (float)((b >> 4) - 8);
-    }
-    if (c < K)
-        codes[c] = (float)((prow[c >> 1] & 0x0f) - 8);
-}
+#include "qbk_int4.h"
 
 static float group_dot(const float *q, const float *x, int64_t n)
 {
@@ -41,10 +29,10 @@ static float group_dot(const float *q, const float *x, int64_t n)
 void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, float *codes)
 {
     const int64_t K = job->K, g = job->g;
-    const int64_t pcols = (K + 1) / 2, scols = (K + g - 1) / g;
+    const int64_t pcols = qbk_int4_packed_bytes(K), scols = qbk_int4_n_groups(K, g);
     for (int64_t n = n0; n < n1; n++) {
         const uint16_t *srow = job->scales + n * scols;
-        decode_row(job->packed + n * pcols, K, codes);
+        qbk_int4_codes_f32(job->packed + n * pcols, K, codes);
         for (int64_t m = 0; m < job->M; m++) {
             const float *xm = job->xf + m * K;
             float acc = 0.0f;

@@ -226,12 +226,12 @@ static qb_status plan_linear(builder *b, size_t src, const char *base, int64_t r
         return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", b->sp);
     snprintf(it->key, kl, "%s:%s", f->name, base);
     dims[0] = it->rows;
-    dims[1] = w4w_packed_cols(it->cols);
+    dims[1] = qbk_int4_packed_bytes(it->cols);
     snprintf(name, sizeof name, "%s.packed", base);
     rc = add_out(b, name, "U8", 2, dims, 1);
     if (rc != QB_OK)
         return rc;
-    dims[1] = w4w_n_groups(it->cols, p->opt.group_size);
+    dims[1] = qbk_int4_n_groups(it->cols, p->opt.group_size);
     snprintf(name, sizeof name, "%s.scales", base);
     rc = add_out(b, name, "F16", 2, dims, 2);
     if (rc != QB_OK || !p->opt.act_order_permute)

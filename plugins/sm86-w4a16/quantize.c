@@ -53,7 +53,9 @@ double w4w_quant_codes(const float *w, size_t n, float s, int8_t *q)
         if (s != 0.0f) {
             r = rintf(w[i] / s);
             /* clamp in float first: w/s may exceed the int range */
-            v = r < -8.0f ? -8 : r > 7.0f ? 7 : (int)r;
+            v = r < (float)QBK_INT4_QMIN   ? QBK_INT4_QMIN
+                : r > (float)QBK_INT4_QMAX ? QBK_INT4_QMAX
+                                           : (int)r;
         }
         q[i] = (int8_t)v;
         d = (float)v * s; /* the decoder's fp32 product */

@@ -9,7 +9,6 @@
  *   repack.c      whether a source integer grid maps exactly into int4
  *   plan.c        classification of the source tensors and the file layout
  *   quantize.c    per-group int4 rules (absmax/7, scale search, auto)
- *   pack.c        nibble packing and decoding of the format
  *   st_out.c      plan files as safetensors (kit qbk_st_writer)
  *   config_out.c  config.json, generation_config.json, tokenizer files
  *   manifest.c    manifest.json
@@ -245,31 +244,24 @@ int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t
  * all zero when s == 0) and their squared error. Pure, thread-safe. */
 double w4w_quant_codes(const float *w, size_t n, float s, int8_t *q);
 
-/* ---- packing (pack.c) ---------------------------------------------------- */
+/* ---- packing (sdk/kit/qbk_int4.h) --------------------------------------- */
 
-/* Bytes of one packed row: ceil(cols / 2). */
+/* The int4 code layout lives once in the kit (qbk_int4). These names stay
+ * for writer.c until it calls qbk_int4_* itself; new code uses the kit. */
+#include "qbk_int4.h"
+
 static inline int64_t w4w_packed_cols(int64_t cols)
 {
-    return (cols + 1) / 2;
+    return qbk_int4_packed_bytes(cols);
 }
-/* Groups of one row: ceil(cols / group_size). */
 static inline int64_t w4w_n_groups(int64_t cols, int64_t group_size)
 {
-    return (cols + group_size - 1) / group_size;
+    return qbk_int4_n_groups(cols, group_size);
 }
-
-/* Packs codes q[0..cols) (each in [-8, 7]) into out[0..ceil(cols/2)):
- * column c in the low nibble when c is even, nibble = q + 8; for odd cols
- * the last high nibble is 8. Pure. */
-void w4w_pack_row(const int8_t *q, int64_t cols, uint8_t *out);
-
-/* Inverse of w4w_pack_row: q[c] = nibble - 8. Pure. */
-void w4w_unpack_row(const uint8_t *in, int64_t cols, int8_t *q);
-
-/* Decodes one packed row: out[c] = (float)q[c] * f16(scales[c / group_size]),
- * in fp32 as the format defines. Pure. */
-void w4w_decode_row(const uint8_t *packed, const uint16_t *scales, int64_t cols, int64_t group_size,
-                    float *out);
+static inline void w4w_pack_row(const int8_t *q, int64_t cols, uint8_t *out)
+{
+    qbk_int4_pack_row(q, cols, out);
+}
 
 /* ---- safetensors output (st_out.c) --------------------------------------- */
 
