@@ -1,4 +1,5 @@
-# qb_add_plugin(NAME <name> SOURCES <src>... [LIBS <lib>...] [INCLUDES <dir>...])
+# qb_add_plugin(NAME <name> SOURCES <src>... [LIBS <lib>...] [INCLUDES <dir>...]
+#               [CORE])
 #
 # Builds a quantbridge plugin as a MODULE library named libqb_<name>.so
 # ('-' in <name> becomes '_') that exports only qb_plugin_entry_v1:
@@ -6,19 +7,50 @@
 # -z defs so any accidental use of a host symbol fails at link time (a
 # plugin may only use the qb_host table). Used in-tree and, installed with
 # the SDK, by third parties through find_package(QuantbridgeSDK).
+#
+# CORE (optional): SOURCES are compiled once, into an OBJECT library
+# qb_<id>_core, and the MODULE is linked from its objects. Tests and fuzz
+# targets then link qb_<id>_core instead of listing the plugin's files again:
+# they get the same objects (same flags), its include directories (the
+# plugin folder and INCLUDES, PUBLIC) and its LIBS. The core holds every
+# source, the entry file too: unit tests call qb_plugin_entry_v1 in-process
+# with a fake host, and an entry may share its file with reader code. Why an
+# OBJECT library and not a static one: objects are linked whole, so nothing
+# the vtables reach can be dropped, and the entry is not an archive member,
+# which --exclude-libs,ALL would keep from being exported. Per-plugin
+# compile options then go on qb_<id>_core (the MODULE compiles nothing).
+# Without CORE the MODULE compiles SOURCES itself, as before, so third-party
+# calls such as target_compile_options(qb_<id> ...) keep working.
 set(_QB_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 function(qb_add_plugin)
-  cmake_parse_arguments(QBP "" "NAME" "SOURCES;LIBS;INCLUDES" ${ARGN})
+  cmake_parse_arguments(QBP "CORE" "NAME" "SOURCES;LIBS;INCLUDES" ${ARGN})
   if(NOT QBP_NAME)
     message(FATAL_ERROR "qb_add_plugin: NAME is required")
   endif()
   string(REPLACE "-" "_" _id "${QBP_NAME}")
   set(_tgt "qb_${_id}")
-  add_library(${_tgt} MODULE ${QBP_SOURCES})
-  target_link_libraries(${_tgt} PRIVATE QuantbridgeSDK::headers ${QBP_LIBS})
-  if(QBP_INCLUDES)
-    target_include_directories(${_tgt} PRIVATE ${QBP_INCLUDES})
+  if(QBP_CORE)
+    set(_core "${_tgt}_core")
+    add_library(${_core} OBJECT ${QBP_SOURCES})
+    target_link_libraries(${_core} PUBLIC QuantbridgeSDK::headers ${QBP_LIBS})
+    target_include_directories(${_core} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${QBP_INCLUDES})
+    # The plugin's own compile settings: every user of the core gets the
+    # objects the MODULE ships.
+    set_target_properties(${_core} PROPERTIES
+      POSITION_INDEPENDENT_CODE ON
+      C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden
+      VISIBILITY_INLINES_HIDDEN ON)
+    # Linking an OBJECT library adds its objects to this target's link line
+    # (and only to this one: users of the MODULE get none of them).
+    add_library(${_tgt} MODULE)
+    target_link_libraries(${_tgt} PRIVATE ${_core})
+  else()
+    add_library(${_tgt} MODULE ${QBP_SOURCES})
+    target_link_libraries(${_tgt} PRIVATE QuantbridgeSDK::headers ${QBP_LIBS})
+    if(QBP_INCLUDES)
+      target_include_directories(${_tgt} PRIVATE ${QBP_INCLUDES})
+    endif()
   endif()
   set_target_properties(${_tgt} PROPERTIES
     PREFIX "lib" OUTPUT_NAME "qb_${_id}"

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Builds quantbridge's libFuzzer targets with clang, independent of the main
-# (gcc) build, and optionally runs each for a short bounded time.
+# Builds quantbridge's libFuzzer targets with clang, in a CMake build of its
+# own apart from the main (gcc) build, and optionally runs each for a short
+# bounded time.
 #
 #   tests/fuzz/build.sh [--smoke SECONDS] [OUTDIR]
 #
-# OUTDIR defaults to build-fuzzers/ in the repository root. Exit 77 (CTest
-# SKIP_RETURN_CODE) when clang or its fuzzer runtime is missing; 1 when a
-# target fails to build or a smoke run finds a crash; 0 otherwise.
-# Targets: see TARGETS below and README.md (how to run them long).
+# OUTDIR defaults to build-fuzzers/ in the repository root; the targets are
+# built by CMake in OUTDIR/cmake (tests/fuzz/CMakeLists.txt) and land in
+# OUTDIR. Exit 77 (CTest SKIP_RETURN_CODE) when clang or its fuzzer runtime
+# (or cmake, GLib, cJSON) is missing; 1 when a target fails to build or a
+# smoke run finds a crash; 0 otherwise. Targets: see TARGETS below and
+# README.md (how to run them long). QB_FUZZ_CC: the clang to use;
+# QB_FUZZ_JOBS: build parallelism.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,6 +32,7 @@ if [ -z "$CC" ]; then
   exit 77
 fi
 mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd) # absolute: CMake is given it as QB_FUZZ_OUTPUT_DIR
 # The fuzzer runtime ships separately on Debian (libclang-rt-NN-dev): probe it.
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){(void)d;(void)n;return 0;}\n' \
   > "$out/probe.c"
@@ -42,70 +47,39 @@ for p in glib-2.0 libcjson; do
   fi
 done
 
+if ! command -v cmake >/dev/null 2>&1; then
+  echo "fuzz: no cmake found: SKIPPED"
+  exit 77
+fi
+
+# The targets are defined in tests/fuzz/CMakeLists.txt and link the plugins'
+# core libraries: a configuration of this source tree of its own (clang,
+# QB_FUZZ=ON, no test suite), so each plugin's source list is written once,
+# in plugins/<name>/CMakeLists.txt. -O1 -g with asserts, as fuzzing wants.
 # QB_FUZZ_RECOVER=1: UBSan reports and goes on (long exploratory runs past a
 # known, reported bug); the default stops at the first report, as CI wants.
-if [ "${QB_FUZZ_RECOVER:-0}" = 1 ]; then
-  recover=-fsanitize-recover=undefined
-else
-  recover=-fno-sanitize-recover=undefined
+bdir="$out/cmake"
+cfg=(-S "$root" -B "$bdir" -DCMAKE_C_COMPILER="$CC" -DQB_FUZZ=ON -DQB_BUILD_TESTS=OFF
+     -DQB_ENABLE_CUDA=OFF -DQB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1"
+     -DQB_FUZZ_OUTPUT_DIR="$out" -DQB_FUZZ_RECOVER="$([ "${QB_FUZZ_RECOVER:-0}" = 1 ] && echo ON || echo OFF)")
+if command -v ccache >/dev/null 2>&1; then
+  cfg+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-CFLAGS=(-std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-        "$recover" -Wall -Wextra -Werror -Wno-unused-function
-        -D_GNU_SOURCE -I"$root/sdk/include" -I"$here")
-# clang before 15 rejects __builtin_cpu_supports("f16c") (ggml_dequant_plain.c
-# uses it for the F16C row path): there, ask for "avx" instead. The fuzz
-# build only; the F16C and plain paths give the same bits (plugins/gguf/tests/dequant).
-printf 'int main(void){return __builtin_cpu_supports("f16c");}\n' > "$out/f16c.c"
-if ! "$CC" -c "$out/f16c.c" -o "$out/f16c.o" 2>/dev/null; then
-  CFLAGS+=('-D__builtin_cpu_supports(x)=__builtin_cpu_supports("avx")')
-fi
-PKG_CFLAGS=$(pkg-config --cflags glib-2.0 libcjson)
-PKG_LIBS=$(pkg-config --libs glib-2.0 libcjson)
-ST="$root/sdk/kit"
-# The whole internal kit (sdk/kit/CMakeLists.txt also takes every .c file).
-KIT_SRC=("$ST"/*.c)
-HOST_SRC=("$here/fuzz_host.c" "${KIT_SRC[@]}")
-G="$root/plugins/gguf"
-GG="$G/ggml"
-GGML_SRC=("$GG/ggml_type_table.c" "$GG/ggml_dequant.c" "$GG/ggml_dequant_plain.c"
-          "$GG/ggml_dequant_legacy.c" "$GG/ggml_dequant_kquants.c" "$GG/ggml_dequant_ternary.c"
-          "$GG/ggml_dequant_nl4.c" "$GG/ggml_dequant_iquants.c" "$GG/ggml_iq_grids.c")
-GGUF_SRC=("$G/container.c" "$G/kv.c" "$G/split.c" "$G/arch.c" "$G/names.c" "$G/hfconfig.c" "$G/reader.c")
-Q="$root/plugins/gptq"
-A="$root/plugins/awq"
-CT="$root/plugins/compressed-tensors"
-F="$root/plugins/fp8"
 TARGETS="safetensors gguf ggml gptq_config awq_config ct_config fp8_config host_config"
 
-build() { # name, then sources and flags
-  local name=$1
-  shift
-  echo "fuzz: building fuzz_$name"
-  # shellcheck disable=SC2086
-  if ! "$CC" "${CFLAGS[@]}" $PKG_CFLAGS "$@" -o "$out/fuzz_$name" $PKG_LIBS -lm -ldl -lpthread \
-      >"$out/fuzz_$name.log" 2>&1; then
-    cat "$out/fuzz_$name.log"
-    return 1
-  fi
-}
-
 fail=0
-build safetensors -I"$ST" "$here/fuzz_safetensors.c" "${HOST_SRC[@]}" || fail=1
-build gguf -I"$ST" -I"$G" -I"$GG" -ffp-contract=off "$here/fuzz_gguf.c" "${HOST_SRC[@]}" \
-  "${GGUF_SRC[@]}" "${GGML_SRC[@]}" || fail=1
-build ggml -I"$GG" -ffp-contract=off "$here/fuzz_ggml.c" "${GGML_SRC[@]}" || fail=1
-build gptq_config -I"$ST" -I"$Q" "$here/fuzz_gptq_config.c" "${HOST_SRC[@]}" "$Q/gptq_config.c" || fail=1
-build awq_config -I"$ST" -I"$Q" -I"$A" "$here/fuzz_awq_config.c" "${HOST_SRC[@]}" \
-  "$A/awq_layout.c" || fail=1
-build ct_config -I"$ST" -I"$CT" "$here/fuzz_ct_config.c" "${HOST_SRC[@]}" "$CT/ct_config.c" \
-  "$CT/ct_match.c" || fail=1
-build fp8_config -I"$ST" -I"$F" "$here/fuzz_fp8_config.c" "${HOST_SRC[@]}" || fail=1
-# host/config.c with error.c and alloc.c; fuzz_host_stubs.c stands in for
-# the three services.c functions it calls (services.c drags in the rest of
-# the host).
-build host_config -I"$root/host" -I"$ST" -DQBH_SYSCONFDIR='"/etc"' "$here/fuzz_host_config.c" \
-  "$here/fuzz_host_stubs.c" "$here/fuzz_host.c" "${KIT_SRC[@]}" "$root/host/config.c" "$root/host/error.c" \
-  "$root/host/alloc.c" || fail=1
+echo "fuzz: configuring $bdir with $CC"
+if ! cmake "${cfg[@]}" >"$out/configure.log" 2>&1; then
+  cat "$out/configure.log"
+  echo "fuzz: configure FAILED"
+  exit 1
+fi
+echo "fuzz: building the fuzz_* targets"
+if ! cmake --build "$bdir" --target qb_fuzz_targets -j "${QB_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
+    >"$out/build.log" 2>&1; then
+  tail -60 "$out/build.log"
+  fail=1
+fi
 [ $fail = 0 ] || { echo "fuzz: build FAILED"; exit 1; }
 [ "$smoke" != 0 ] || exit 0
 
