@@ -92,43 +92,6 @@ static const char *const convert_argv[] = {"convert", "--source", "src", "--outp
 static const char *const overwrite_argv[] = {"convert", "--source", "src", "--output", "out",
                                              "--overwrite", NULL};
 
-START_TEST(alloc_fails_at_every_site)
-{
-    char *work = qbt_mkdtemp("fault-alloc"), *src = make_source(work);
-    char *out = qbt_path(work, "out");
-    long n, refused = -1;
-    for (n = 0; n < 5000; n++) {
-        char var[64];
-        const char *env[] = {var, NULL};
-        qbt_result r;
-        const char *t;
-        snprintf(var, sizeof var, "QUANTBRIDGE_TEST_ALLOC_FAIL=%ld", n);
-        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, convert_argv);
-        t = strstr(r.err, "quantbridge: test: ");
-        ck_assert_msg(t, "n=%ld: no allocation report; stderr:\n%s", n, r.err);
-        refused = strtol(t + strlen("quantbridge: test: "), NULL, 10);
-        if (refused == 0) {
-            /* The countdown ran past the last allocation: a normal run. */
-            ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
-            ck_assert(qbt_exists(out));
-            qbt_result_free(&r);
-            break;
-        }
-        /* A refused allocation is never papered over: the run fails. */
-        assert_clean_failure(&r, work, out);
-        ck_assert_msg(strstr(r.err, "out of memory"), "n=%ld: %s", n, r.err);
-        qbt_result_free(&r);
-    }
-    ck_assert_int_eq(refused, 0);
-    /* A conversion touches far more than a handful of allocation sites:
-     * a tiny count would mean the hook stopped reaching them. */
-    ck_assert_msg(n > 60, "only %ld allocation sites reached", n);
-    fprintf(stderr, "alloc_fails_at_every_site: %ld failure points, each clean\n", n);
-    free(out);
-    free(src);
-    free(work);
-}
-END_TEST
 
 /* The allocations the host countdown cannot reach: plugins' own malloc
  * (and libcjson's on their behalf), failed through failmalloc.c preloaded.
@@ -174,30 +137,130 @@ START_TEST(plugin_malloc_fails_at_every_site)
 }
 END_TEST
 
-/* The same countdown through the gguf reader: its allocations go through
- * host->alloc (sdk/kit/qbk_alloc.h), so QUANTBRIDGE_TEST_ALLOC_FAIL now
- * reaches plugin sites too, also under ASan where LD_PRELOAD cannot. */
-START_TEST(gguf_alloc_fails_at_every_site)
+/* ---- allocation countdown, one test per bundled plugin --------------------
+ * QUANTBRIDGE_TEST_ALLOC_FAIL=N refuses the N-th allocation and every later
+ * one (host/alloc.c). Plugins and their kit copy allocate through
+ * host->alloc (sdk/kit/qbk_alloc.h), so the countdown reaches plugin sites
+ * too, also under ASan where LD_PRELOAD cannot. The host's own kit copy
+ * never calls qbk_alloc_init, so kit code in the host uses malloc and is
+ * never refused: a refused allocation is the host's or a plugin's own.
+ *
+ * "Plugin sites reached" is counted from the error line of each failure
+ * point: `sites` lists forms only the plugin under test writes for this
+ * fixture -- the source-format tensor names only its reader knows
+ * (qweight, weight_packed...), the source file it parses named with a
+ * tensor, or a message form of its own (the writer's planning messages).
+ * The host names no source tensor in its out-of-memory errors. */
+
+typedef struct cd_step {
+    const char *gen;               /* tests/bin/<gen>, or NULL: quantbridge */
+    const char *const *argv;       /* run in the work dir */
+} cd_step;
+
+typedef struct cd_case {
+    const char *name;
+    cd_step steps[2];              /* the fixture, in order; unused: gen/argv NULL */
+    const char *const *argv;       /* the conversion under the countdown */
+    const char *const *sites;      /* error-line forms of the plugin under test */
+    long min_sites;
+} cd_case;
+
+#define CD_ARGV(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define CD_CONVERT(...) CD_ARGV("convert", "--source", "src", "--output", "out", "--threads", "1", __VA_ARGS__)
+#define CD_HFD CD_ARGV("--arch", "llama", "--dtype", "bf16", "--layers", "1", "--hidden", "64", \
+                       "--intermediate", "128", "--vocab", "64", "--tied", "0", "--seed", "7", \
+                       "--out", "src")
+
+static const cd_case cd_cases[] = {
+    {"gguf", {{"qb-gen-gguf", CD_ARGV("llama", "q4_0", "model.gguf")}},
+     CD_ARGV("convert", "--source", "model.gguf", "--output", "out", "--threads", "1",
+             "--group-size", "32"),
+     /* its messages name the file it reads (container.c, kv.c, ...) */
+     CD_ARGV("model.gguf: out of memory"), 6},
+    {"gptq", {{"qb-gen-quant", CD_ARGV("src", "gptq-4-g128-sym-v1")}},
+     CD_CONVERT("--group-size", "128"),
+     CD_ARGV(".qweight: out of memory", ".qzeros: out of memory", ".scales: out of memory",
+             ".g_idx: "), 20},
+    {"awq", {{"qb-gen-quant", CD_ARGV("src", "awq-gemm-g128-zp")}},
+     CD_CONVERT("--group-size", "128"),
+     CD_ARGV(".qweight: out of memory", ".qzeros: out of memory", ".scales: out of memory"), 20},
+    {"fp8", {{"qb-gen-fp8", CD_ARGV("gen")}},
+     CD_ARGV("convert", "--source", "gen/fp8-block128", "--output", "out", "--threads", "1"),
+     /* fp8_model.c names the shard and the tensor */
+     CD_ARGV("gen/fp8-block128/model.safetensors: "), 10},
+    {"compressed-tensors", {{"qb-gen-ct", CD_ARGV("gen")}},
+     CD_ARGV("convert", "--source", "gen/ct-w4a16-g32-sym", "--output", "out", "--threads", "1",
+             "--group-size", "32"),
+     /* ct_read.c / ct_model.c name the shard with a tensor; ct_config.c the
+      * config key */
+     CD_ARGV("gen/ct-w4a16-g32-sym/model.safetensors: model.", "config.json: config_groups",
+             "config.json: ignore"), 10},
+    /* hf-dense reader into the hf-dense writer: the only other plugin is
+     * the writer, whose messages name the output files or the fixed side
+     * files (hfw_files.c), so "src/..." forms are the reader's (hfd_config.c,
+     * reader.c) or the host services it calls (read_small_file: 1 site). */
+    {"hf-dense-reader", {{"qb-gen-hf-dense", CD_HFD}}, CD_CONVERT("--writer", "hf-dense"),
+     CD_ARGV("error: src/", "error: src: out of memory\n"), 10},
+    /* a W4A16 directory (made without the countdown) read back into dense */
+    {"sm86-w4a16-reader",
+     {{"qb-gen-hf-dense", CD_HFD},
+      {NULL, CD_ARGV("convert", "--source", "src", "--output", "w4", "--threads", "1")}},
+     CD_ARGV("convert", "--source", "w4", "--output", "out", "--threads", "1", "--writer",
+             "hf-dense"),
+     /* reader.c, manifest_in.c and the kit's manifest reader name the W4A16
+      * directory or its files; the hf-dense writer names only its own */
+     CD_ARGV("error: w4: out of memory\n", "error: w4/manifest.json: ",
+             "error: w4/embed.safetensors: ", "error: w4/layer_00.safetensors: "), 10},
+    /* the default writer: its planner and quantizer name what they plan
+     * (plan.c "out of memory planning...", writer.c "... for scales", its
+     * own plugin name) */
+    {"sm86-w4a16-writer", {{"qb-gen-hf-dense", CD_HFD}}, CD_CONVERT("--group-size", "32"),
+     CD_ARGV("out of memory planning", "out of memory for scales", "error: sm86-w4a16: "), 10},
+    /* a cast (bf16 -> f32), so the writer converts rather than copies,
+     * and the conversion differs from the hf-dense-reader case */
+    {"hf-dense-writer", {{"qb-gen-hf-dense", CD_HFD}},
+     CD_CONVERT("--writer", "hf-dense", "--option", "dtype=f32"),
+     /* hfw_files.c / hfw_st.c / the kit's safetensors writer (header) */
+     CD_ARGV("error: generation_config.json: ", "error: tokenizer_config.json: ",
+             "error: model.safetensors: ", "error: config.json: "), 2},
+};
+
+/* The error line of a failure point is an out-of-memory report: the
+ * message says so, or carries strerror(ENOMEM) (kit sha256 read path). */
+static int says_oom(const char *err)
 {
-    static const char *const argv[] = {"convert", "--source", "model.gguf", "--output", "out",
-                                       "--group-size", "32", "--threads", "1", NULL};
-    char *work = qbt_mkdtemp("fault-gguf"), *src = qbt_path(work, "model.gguf");
-    char *out = qbt_path(work, "out"), gen[4096];
+    return strstr(err, "out of memory") || strstr(err, "Cannot allocate memory");
+}
+
+static int count_sites(const char *err, const char *const *forms)
+{
+    for (; *forms; forms++)
+        if (strstr(err, *forms))
+            return 1;
+    return 0;
+}
+
+static void countdown(const cd_case *c)
+{
+    char *work = qbt_mkdtemp("fault-cd"), *out = qbt_path(work, "out"), gen[4096];
     const char *bd = getenv("QB_TEST_BUILD_DIR");
-    long n, refused = -1, plugin_sites = 0;
+    long n, refused = -1, sites = 0;
+    size_t i;
     ck_assert_ptr_nonnull(bd);
-    snprintf(gen, sizeof gen, "%s/tests/bin/qb-gen-gguf", bd);
-    if (access(gen, X_OK) != 0) { /* gguf plugin not in this build */
-        free(out);
-        free(src);
-        free(work);
-        return;
-    }
-    {
-        const char *const gargv[] = {"llama", "q4_0", src, NULL};
+    for (i = 0; i < 2 && c->steps[i].argv; i++) {
         qbt_result r;
-        qbt_run_ex(&r, &(qbt_run_opts){.prog = gen}, gargv);
-        ck_assert_msg(r.status == 0, "%s: %s", gen, r.err);
+        if (c->steps[i].gen) {
+            snprintf(gen, sizeof gen, "%s/tests/bin/%s", bd, c->steps[i].gen);
+            if (access(gen, X_OK) != 0) { /* generator (and plugin) not in this build */
+                fprintf(stderr, "countdown %s: %s not built, skipped\n", c->name, gen);
+                free(out);
+                free(work);
+                return;
+            }
+        }
+        qbt_run_ex(&r, &(qbt_run_opts){.prog = c->steps[i].gen ? gen : NULL, .cwd = work},
+                   c->steps[i].argv);
+        ck_assert_msg(r.status == 0, "%s fixture step %zu: %s%s", c->name, i, r.out, r.err);
         qbt_result_free(&r);
     }
     for (n = 0; n < 5000; n++) {
@@ -206,30 +269,39 @@ START_TEST(gguf_alloc_fails_at_every_site)
         qbt_result r;
         const char *t;
         snprintf(var, sizeof var, "QUANTBRIDGE_TEST_ALLOC_FAIL=%ld", n);
-        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, argv);
+        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, c->argv);
         t = strstr(r.err, "quantbridge: test: ");
-        ck_assert_msg(t, "n=%ld: no allocation report; stderr:\n%s", n, r.err);
+        ck_assert_msg(t, "%s n=%ld: no allocation report; exit %d, stderr:\n%s", c->name, n,
+                      r.status, r.err);
         refused = strtol(t + strlen("quantbridge: test: "), NULL, 10);
         if (refused == 0) {
-            ck_assert_msg(r.status == 0, "n=%ld: %s", n, r.err);
+            /* The countdown ran past the last allocation: a normal run. */
+            ck_assert_msg(r.status == 0, "%s n=%ld: %s", c->name, n, r.err);
             ck_assert(qbt_exists(out));
             qbt_result_free(&r);
             break;
         }
+        /* A refused allocation is never papered over: the run fails. */
         assert_clean_failure(&r, work, out);
-        ck_assert_msg(strstr(r.err, "out of memory"), "n=%ld: %s", n, r.err);
-        /* the gguf reader's own messages name the file it was reading */
-        if (strstr(r.err, "model.gguf: out of memory"))
-            plugin_sites++;
+        ck_assert_msg(says_oom(r.err), "%s n=%ld: %s", c->name, n, r.err);
+        sites += count_sites(r.err, c->sites);
         qbt_result_free(&r);
     }
     ck_assert_int_eq(refused, 0);
-    ck_assert_msg(plugin_sites > 5, "only %ld gguf plugin allocation sites reached", plugin_sites);
-    fprintf(stderr, "gguf_alloc_fails_at_every_site: %ld failure points (%ld in the plugin), each clean\n",
-            n, plugin_sites);
+    /* A conversion touches far more than a handful of allocation sites:
+     * a tiny count would mean the hook stopped reaching them. */
+    ck_assert_msg(n > 60, "%s: only %ld allocation sites reached", c->name, n);
+    ck_assert_msg(sites >= c->min_sites, "%s: only %ld of %ld failure points in the plugin",
+                  c->name, sites, n);
+    fprintf(stderr, "countdown %s: %ld failure points (%ld in the plugin), each clean\n", c->name,
+            n, sites);
     free(out);
-    free(src);
     free(work);
+}
+
+START_TEST(alloc_countdown)
+{
+    countdown(&cd_cases[_i]);
 }
 END_TEST
 
@@ -527,9 +599,8 @@ Suite *qbt_suite(void)
 {
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("faults");
+    int i;
     tcase_set_timeout(tc, 900);
-    tcase_add_test(tc, alloc_fails_at_every_site);
-    tcase_add_test(tc, gguf_alloc_fails_at_every_site);
     tcase_add_test(tc, plugin_malloc_fails_at_every_site);
     tcase_add_test(tc, sink_fails_after_n_bytes);
     tcase_add_test(tc, sink_failure_keeps_old_output);
@@ -541,6 +612,16 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, sigkill_then_next_run_removes_stale);
     tcase_add_test(tc, stale_dirs_only_when_provable);
     suite_add_tcase(s, tc);
+    /* One case per plugin, each its own CTest entry (CK_RUN_CASE, see
+     * CMakeLists.txt): its own timeout, and they run in parallel. */
+    for (i = 0; i < (int)(sizeof cd_cases / sizeof cd_cases[0]); i++) {
+        static char names[sizeof cd_cases / sizeof cd_cases[0]][64];
+        snprintf(names[i], sizeof names[i], "countdown-%s", cd_cases[i].name);
+        tc = tcase_create(names[i]);
+        tcase_set_timeout(tc, 1800);
+        tcase_add_loop_test(tc, alloc_countdown, i, i + 1);
+        suite_add_tcase(s, tc);
+    }
     return s;
 }
 
