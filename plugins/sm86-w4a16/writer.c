@@ -726,5 +726,10 @@ static void w4w_abort(qb_writer_handle hw)
 }
 
 const qb_writer_vtable w4w_writer_vtable = {
-    sizeof(qb_writer_vtable), w4w_supports, w4w_begin, w4w_write_tensor, w4w_finish, w4w_abort,
+    .struct_size = sizeof(qb_writer_vtable),
+    .supports = w4w_supports,
+    .begin = w4w_begin,
+    .write_tensor = w4w_write_tensor,
+    .finish = w4w_finish,
+    .abort = w4w_abort,
 };

@@ -1,6 +1,7 @@
 /*
- * Quantized-linear reader core shared by the GPTQ and AWQ readers (both
- * compile this file; every symbol stays hidden inside each plugin).
+ * Quantized-linear reader core shared by the GPTQ and AWQ readers.
+ * Internal kit code (static library qbk, hidden symbols, never ABI): each
+ * plugin links its own copy, so nothing here is visible to the host.
  *
  * A model is a table of canonical tensors. A tensor is either DENSE (one
  * F16/BF16/F32 safetensors tensor passed through) or QUANT (one quantized
@@ -100,6 +101,22 @@ qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name);
  * the file and tensor (an unknown integer tensor is never guessed at). */
 qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st);
 
+/* Starts a model for checkpoint `path`: a path ending in ".safetensors"
+ * names one file and its directory holds the side files, anything else is
+ * the checkpoint directory. Allocates the model (qbk_qlinear_new) and loads
+ * the side files (qbk_qlinear_load_side_files); the safetensors set is not
+ * opened yet (qbk_qlinear_open_set) so that a format's config can be
+ * checked first. Returns QB_OK with *out owned by the caller
+ * (qbk_qlinear_free); otherwise a negative status with the message set
+ * through h and *out NULL. Not thread-safe on one output. */
+qb_status qbk_qlinear_begin(const qb_host *h, const char *path, qbk_qlinear_model **out);
+
+/* Opens m->set for the same `path` given to qbk_qlinear_begin: the one
+ * file through h->safetensors->open_file, else the directory m->dir
+ * through open_dir. Returns the host's status (message set by the host);
+ * the model keeps ownership of the set either way. Not thread-safe. */
+qb_status qbk_qlinear_open_set(qbk_qlinear_model *m, const char *path);
+
 /* Reads config.json (required), generation_config.json (optional) of
  * m->dir, fills architecture from model_type and tokenizer_dir when a
  * tokenizer file exists. QB_E_NOT_FOUND / QB_E_FORMAT with message. */
@@ -121,6 +138,19 @@ qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t ro
 qb_status qbk_qlinear_grid_info(const qbk_qlinear_model *m, size_t i, qb_grid_info *out);
 qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
                         qb_grid_rows *out);
+
+/* The reader vtable entries (qb_reader.h) for a handle that is a
+ * qbk_qlinear_model: a plugin whose open returns such a model puts these
+ * straight into its qb_reader_vtable. Same contracts as the functions
+ * above (close = qbk_qlinear_free); the data calls are thread-safe on a
+ * finished model. */
+void qbk_qlinear_vt_close(qb_reader_handle r);
+qb_status qbk_qlinear_vt_model_info(qb_reader_handle r, qb_model_info *out);
+qb_status qbk_qlinear_vt_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out);
+qb_status qbk_qlinear_vt_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst);
+qb_status qbk_qlinear_vt_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out);
+qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
+                                   qb_grid_rows *out);
 
 /* Unsigned storage word `idx` of a packed integer tensor (I8/U8/I16/U16/
  * I32/U32/I64/U64 reinterpreted as unsigned, little-endian, unaligned-safe). */
