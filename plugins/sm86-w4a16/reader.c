@@ -16,6 +16,7 @@
  * decoder's product.
  */
 #include "w4w.h"
+#include "qbk_int4.h"
 
 #include <cJSON.h>
 #include <stdio.h>
