@@ -1,6 +1,6 @@
 /*
  * AWQ reader plugin — entry point, descriptor, probe and reader vtable (the
- * work is in awq_open.c, awq_layout.c and the shared core qbk_qlinear_model.c).
+ * work is in awq_open.c, awq_layout.c and the kit core qbk_qlinear: sdk/kit/qbk_qlinear.h).
  */
 #include <string.h>
 
@@ -41,12 +41,7 @@ static const qb_reader_vtable awq_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = awq_probe,
     .open = awq_open,
-    .close = qbk_qlinear_vt_close,
-    .get_model_info = qbk_qlinear_vt_model_info,
-    .get_tensor_info = qbk_qlinear_vt_tensor_info,
-    .read_rows = qbk_qlinear_vt_read_rows,
-    .get_grid_info = qbk_qlinear_vt_grid_info,
-    .read_grid = qbk_qlinear_vt_read_grid,
+    QBK_QLINEAR_VT_ENTRIES,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */

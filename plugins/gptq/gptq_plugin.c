@@ -1,6 +1,6 @@
 /*
  * GPTQ reader plugin — entry point, descriptor, probe and the reader vtable
- * (the work is in gptq_open.c and the shared core qbk_qlinear_model.c).
+ * (the work is in gptq_open.c and the kit core qbk_qlinear: sdk/kit/qbk_qlinear.h).
  */
 #include <string.h>
 
@@ -52,12 +52,7 @@ static const qb_reader_vtable gptq_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = gptq_probe,
     .open = gptq_open,
-    .close = qbk_qlinear_vt_close,
-    .get_model_info = qbk_qlinear_vt_model_info,
-    .get_tensor_info = qbk_qlinear_vt_tensor_info,
-    .read_rows = qbk_qlinear_vt_read_rows,
-    .get_grid_info = qbk_qlinear_vt_grid_info,
-    .read_grid = qbk_qlinear_vt_read_grid,
+    QBK_QLINEAR_VT_ENTRIES,
 };
 
 static const qb_option_decl gptq_opt_zero = {

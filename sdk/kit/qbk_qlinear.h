@@ -155,6 +155,14 @@ qb_status qbk_qlinear_vt_grid_info(qb_reader_handle r, size_t i, qb_grid_info *o
 qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
                                    qb_grid_rows *out);
 
+/* The designated initializers of those entries, for a plugin's
+ * qb_reader_vtable after its own .struct_size, .probe and .open. */
+#define QBK_QLINEAR_VT_ENTRIES                                                     \
+    .close = qbk_qlinear_vt_close, .get_model_info = qbk_qlinear_vt_model_info,   \
+    .get_tensor_info = qbk_qlinear_vt_tensor_info,                                \
+    .read_rows = qbk_qlinear_vt_read_rows, .get_grid_info = qbk_qlinear_vt_grid_info, \
+    .read_grid = qbk_qlinear_vt_read_grid
+
 /* Unsigned storage word `idx` of a packed integer tensor (I8/U8/I16/U16/
  * I32/U32/I64/U64 reinterpreted as unsigned, little-endian, unaligned-safe).
  * The caller guarantees idx is inside the tensor. Pure, thread-safe. */
