@@ -284,32 +284,18 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
     qbk_qlinear_model *m = NULL;
     awq_config c;
     qb_status st;
-    char *dir = NULL, *module = NULL;
+    const char *dir = NULL;
+    char *module = NULL;
     size_t i, n, nq = 0;
-    int is_file = qbk_ends_with(path, ".safetensors");
 
     memset(&c, 0, sizeof(c));
     *out = NULL;
-    if (is_file) {
-        const char *slash = strrchr(path, '/');
-        dir = slash ? qbk_strndup(path, (size_t)(slash - path)) : qbk_strdup(".");
-    } else {
-        dir = qbk_strdup(path);
-    }
-    if (!dir) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+    if ((st = qbk_qlinear_begin(h, path, &m)) != QB_OK)
         goto out;
-    }
-    if (!(m = qbk_qlinear_new(h, dir))) {
-        st = QB_E_NOMEM;
-        goto out;
-    }
-    if ((st = qbk_qlinear_load_side_files(m)) != QB_OK)
-        goto out;
+    dir = m->dir;
     if ((st = awq_config_load(h, dir, m->config_json, &c)) != QB_OK)
         goto out;
-    st = is_file ? h->safetensors->open_file(h, path, &m->set) : h->safetensors->open_dir(h, dir, &m->set);
-    if (st != QB_OK)
+    if ((st = qbk_qlinear_open_set(m, path)) != QB_OK)
         goto out;
     n = h->safetensors->count(m->set);
     for (i = 0; i < n; i++) {
@@ -365,7 +351,6 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
     st = QB_OK;
 out:
     qbk_free(module);
-    qbk_free(dir);
     awq_config_free(&c);
     qbk_qlinear_free(m);
     return st;

@@ -1,6 +1,6 @@
 /*
  * AWQ reader plugin — entry point, descriptor, probe and reader vtable (the
- * work is in awq_open.c, awq_layout.c and the shared core qbk_qlinear_model.c).
+ * work is in awq_open.c, awq_layout.c and the kit core qbk_qlinear: sdk/kit/qbk_qlinear.h).
  */
 #include <string.h>
 
@@ -37,46 +37,11 @@ static qb_status awq_open(void *ctx, const char *path, const qb_param *params, q
     return st;
 }
 
-static void awq_close(qb_reader_handle r)
-{
-    qbk_qlinear_free(r);
-}
-
-static qb_status awq_model_info(qb_reader_handle r, qb_model_info *out)
-{
-    return qbk_qlinear_model_info(r, out);
-}
-
-static qb_status awq_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out)
-{
-    return qbk_qlinear_tensor_info(r, i, out);
-}
-
-static qb_status awq_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst)
-{
-    return qbk_qlinear_read_rows(r, i, row0, n, dst);
-}
-
-static qb_status awq_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out)
-{
-    return qbk_qlinear_grid_info(r, i, out);
-}
-
-static qb_status awq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n, qb_grid_rows *out)
-{
-    return qbk_qlinear_read_grid(r, i, row0, n, out);
-}
-
 static const qb_reader_vtable awq_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = awq_probe,
     .open = awq_open,
-    .close = awq_close,
-    .get_model_info = awq_model_info,
-    .get_tensor_info = awq_tensor_info,
-    .read_rows = awq_read_rows,
-    .get_grid_info = awq_grid_info,
-    .read_grid = awq_read_grid,
+    QBK_QLINEAR_VT_ENTRIES,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */

@@ -5,24 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qbk_alloc.h"
+#include "qbk_reader.h"
 
 int ct_config_probe(const char *config_json)
 {
-    cJSON *root;
-    const cJSON *q, *m;
-    int score = 0;
-
-    if (!config_json)
-        return 0;
-    root = cJSON_Parse(config_json);
-    if (!root)
-        return 0;
-    q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    m = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
-    if (cJSON_IsString(m) && !strcmp(m->valuestring, "compressed-tensors"))
-        score = 90; /* the config names the format; tensors are checked at open */
-    cJSON_Delete(root);
-    return score;
+    return qbk_reader_probe_quant_method(config_json, "compressed-tensors");
 }
 
 /* CompressionFormat value -> what this reader does with it. */

@@ -15,6 +15,7 @@
 
 #include "ct_model.h"
 #include "qbk_alloc.h"
+#include "qbk_reader.h"
 
 static const qb_host *ct_host;
 
@@ -29,14 +30,11 @@ static int ct_probe(void *ctx, const qb_probe_input *in)
 static qb_status ct_open(void *ctx, const char *path, const qb_param *params,
                          qb_reader_handle *out)
 {
-    ct_model *m = NULL;
-    qb_status st;
+    ct_model *m = NULL; /* ct_model_open leaves it NULL on failure */
+    qb_status st = ct_model_open(ct_host, path, &m);
     (void)ctx;
     (void)params;
-    *out = NULL;
-    st = ct_model_open(ct_host, path, &m);
-    if (st == QB_OK)
-        *out = m;
+    *out = m;
     return st;
 }
 
@@ -47,26 +45,15 @@ static void ct_close(qb_reader_handle r)
 
 static qb_status ct_get_model_info(qb_reader_handle r, qb_model_info *out)
 {
-    ct_model *m = r;
-    out->architecture = m->d->model_type;
-    out->config_json = m->d->config_text;
-    out->generation_config_json = m->d->gen_text;
-    out->n_tensors = m->n;
-    out->source_format = "compressed-tensors";
-    out->source_summary = m->summary;
-    out->tokenizer_dir = m->d->has_tokenizer ? m->d->dir : NULL;
-    if (QB_HAS_FIELD(out, qb_model_info, chat_template))
-        out->chat_template = NULL;
+    const ct_model *m = r;
+    qbk_reader_hfdir_info(m->d, m->n, "compressed-tensors", m->summary, out);
     return QB_OK;
 }
 
 static const ct_tensor *ct_at(ct_model *m, size_t index)
 {
-    if (index >= m->n) {
-        ct_host->set_error(ct_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
-                           m->d->dir, index, m->n);
+    if (qbk_reader_check_index(ct_host, m->d->dir, index, m->n) != QB_OK)
         return NULL;
-    }
     return &m->t[index];
 }
 
@@ -81,10 +68,7 @@ static qb_status ct_get_tensor_info(qb_reader_handle r, size_t index, qb_tensor_
     for (i = 0; i < QB_MAX_DIMS; i++)
         out->dims[i] = 0;
     if (t->kind == CT_K_DENSE) {
-        out->n_dims = t->w->n_dims ? t->w->n_dims : 1;
-        out->dims[0] = 1;
-        for (i = 0; i < t->w->n_dims; i++)
-            out->dims[i] = t->w->dims[i];
+        qbk_reader_set_dims(out, t->w->n_dims, t->w->dims);
         out->source_dtype = t->w->dtype;
     } else {
         out->n_dims = 2;

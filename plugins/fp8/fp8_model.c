@@ -24,6 +24,7 @@
 #include "qbk_fp8_decode.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
+#include "qbk_reader.h"
 
 static int64_t fp8_numel(const qb_st_tensor *t)
 {
@@ -36,21 +37,7 @@ static int64_t fp8_numel(const qb_st_tensor *t)
 
 int fp8_config_probe(const char *config_json)
 {
-    cJSON *root;
-    const cJSON *q, *m;
-    int score = 0;
-
-    if (!config_json)
-        return 0;
-    root = cJSON_Parse(config_json);
-    if (!root)
-        return 0;
-    q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    m = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
-    if (cJSON_IsString(m) && !strcmp(m->valuestring, "fp8"))
-        score = 90; /* the config names the format; tensors are checked at open */
-    cJSON_Delete(root);
-    return score;
+    return qbk_reader_probe_quant_method(config_json, "fp8");
 }
 
 /* Module names listed as not converted (HF FineGrainedFP8Config

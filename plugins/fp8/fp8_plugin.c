@@ -13,6 +13,7 @@
 
 #include "fp8_model.h"
 #include "qbk_alloc.h"
+#include "qbk_reader.h"
 
 static const qb_host *fp8_host;
 
@@ -27,14 +28,11 @@ static int fp8_probe(void *ctx, const qb_probe_input *in)
 static qb_status fp8_open(void *ctx, const char *path, const qb_param *params,
                           qb_reader_handle *out)
 {
-    fp8_model *m = NULL;
-    qb_status st;
+    fp8_model *m = NULL; /* fp8_model_open leaves it NULL on failure */
+    qb_status st = fp8_model_open(fp8_host, path, &m);
     (void)ctx;
     (void)params;
-    *out = NULL;
-    st = fp8_model_open(fp8_host, path, &m);
-    if (st == QB_OK)
-        *out = m;
+    *out = m;
     return st;
 }
 
@@ -45,16 +43,8 @@ static void fp8_close(qb_reader_handle r)
 
 static qb_status fp8_get_model_info(qb_reader_handle r, qb_model_info *out)
 {
-    fp8_model *m = r;
-    out->architecture = m->d->model_type;
-    out->config_json = m->d->config_text;
-    out->generation_config_json = m->d->gen_text;
-    out->n_tensors = m->n;
-    out->source_format = "fp8";
-    out->source_summary = m->summary;
-    out->tokenizer_dir = m->d->has_tokenizer ? m->d->dir : NULL;
-    if (QB_HAS_FIELD(out, qb_model_info, chat_template))
-        out->chat_template = NULL;
+    const fp8_model *m = r;
+    qbk_reader_hfdir_info(m->d, m->n, "fp8", m->summary, out);
     return QB_OK;
 }
 
@@ -62,16 +52,13 @@ static qb_status fp8_get_tensor_info(qb_reader_handle r, size_t index, qb_tensor
 {
     fp8_model *m = r;
     const fp8_tensor *t;
-    uint32_t i;
+    qb_status st = qbk_reader_check_index(fp8_host, m->d->dir, index, m->n);
 
-    if (index >= m->n)
-        return fp8_host->set_error(fp8_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
-                                   m->d->dir, index, m->n);
+    if (st != QB_OK)
+        return st;
     t = &m->t[index];
     out->name = t->name;
-    out->n_dims = t->w->n_dims ? t->w->n_dims : 1;
-    for (i = 0; i < QB_MAX_DIMS; i++)
-        out->dims[i] = i < t->w->n_dims ? t->w->dims[i] : (i == 0 ? 1 : 0);
+    qbk_reader_set_dims(out, t->w->n_dims, t->w->dims);
     out->source_dtype = t->w->dtype;
     out->source_encoding = t->encoding;
     out->has_grid = 0;
@@ -82,9 +69,9 @@ static qb_status fp8_read_rows(qb_reader_handle r, size_t index, int64_t row0, i
                                float *dst)
 {
     fp8_model *m = r;
-    if (index >= m->n)
-        return fp8_host->set_error(fp8_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
-                                   m->d->dir, index, m->n);
+    qb_status st = qbk_reader_check_index(fp8_host, m->d->dir, index, m->n);
+    if (st != QB_OK)
+        return st;
     return fp8_tensor_read_rows(fp8_host, &m->t[index], row0, n_rows, dst);
 }
 

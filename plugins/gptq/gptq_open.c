@@ -292,33 +292,20 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
     qbk_qlinear_model *m = NULL;
     gptq_config cfg;
     qb_status st;
-    char *dir = NULL, *module = NULL;
+    const char *dir = NULL;
+    char *module = NULL;
     size_t i, n, n_excluded = 0;
-    int all_sym = 1, conv = GPTQ_CONV_NONE, is_file = qbk_ends_with(path, ".safetensors");
+    int all_sym = 1, conv = GPTQ_CONV_NONE;
     const char *why = "";
 
     memset(&cfg, 0, sizeof(cfg));
     *out = NULL;
-    if (is_file) {
-        const char *slash = strrchr(path, '/');
-        dir = slash ? qbk_strndup(path, (size_t)(slash - path)) : qbk_strdup(".");
-    } else {
-        dir = qbk_strdup(path);
-    }
-    if (!dir) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+    if ((st = qbk_qlinear_begin(h, path, &m)) != QB_OK)
         goto out;
-    }
-    if (!(m = qbk_qlinear_new(h, dir))) {
-        st = QB_E_NOMEM;
-        goto out;
-    }
-    if ((st = qbk_qlinear_load_side_files(m)) != QB_OK)
-        goto out;
+    dir = m->dir;
     if ((st = gptq_config_load(h, dir, m->config_json, &cfg)) != QB_OK)
         goto out;
-    st = is_file ? h->safetensors->open_file(h, path, &m->set) : h->safetensors->open_dir(h, dir, &m->set);
-    if (st != QB_OK)
+    if ((st = qbk_qlinear_open_set(m, path)) != QB_OK)
         goto out;
 
     n = h->safetensors->count(m->set);
@@ -383,7 +370,6 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
     st = QB_OK;
 out:
     qbk_free(module);
-    qbk_free(dir);
     gptq_config_free(&cfg);
     qbk_qlinear_free(m);
     return st;

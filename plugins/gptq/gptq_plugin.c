@@ -1,6 +1,6 @@
 /*
  * GPTQ reader plugin — entry point, descriptor, probe and the reader vtable
- * (the work is in gptq_open.c and the shared core qbk_qlinear_model.c).
+ * (the work is in gptq_open.c and the kit core qbk_qlinear: sdk/kit/qbk_qlinear.h).
  */
 #include <string.h>
 
@@ -48,47 +48,11 @@ static qb_status gptq_open(void *ctx, const char *path, const qb_param *params, 
     return st;
 }
 
-static void gptq_close(qb_reader_handle r)
-{
-    qbk_qlinear_free(r);
-}
-
-static qb_status gptq_model_info(qb_reader_handle r, qb_model_info *out)
-{
-    return qbk_qlinear_model_info(r, out);
-}
-
-static qb_status gptq_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out)
-{
-    return qbk_qlinear_tensor_info(r, i, out);
-}
-
-static qb_status gptq_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst)
-{
-    return qbk_qlinear_read_rows(r, i, row0, n, dst);
-}
-
-static qb_status gptq_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out)
-{
-    return qbk_qlinear_grid_info(r, i, out);
-}
-
-static qb_status gptq_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
-                                qb_grid_rows *out)
-{
-    return qbk_qlinear_read_grid(r, i, row0, n, out);
-}
-
 static const qb_reader_vtable gptq_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = gptq_probe,
     .open = gptq_open,
-    .close = gptq_close,
-    .get_model_info = gptq_model_info,
-    .get_tensor_info = gptq_tensor_info,
-    .read_rows = gptq_read_rows,
-    .get_grid_info = gptq_grid_info,
-    .read_grid = gptq_read_grid,
+    QBK_QLINEAR_VT_ENTRIES,
 };
 
 static const qb_option_decl gptq_opt_zero = {

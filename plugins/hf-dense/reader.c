@@ -20,6 +20,7 @@
 #include "hfd.h"
 #include "qbk_path.h"
 #include "qbk_alloc.h"
+#include "qbk_reader.h"
 
 /* Largest config.json / generation_config.json accepted (as probe's 4 MiB
  * config_json, with room for long chat templates in generation configs). */
@@ -340,9 +341,8 @@ static qb_status hfd_get_tensor_info(qb_reader_handle handle, size_t index, qb_t
     const hfd_tensor *t;
     uint32_t d;
 
-    if (index >= r->n)
-        return hfd_host->set_error(hfd_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
-                                   r->dir, index, r->n);
+    if (qbk_reader_check_index(hfd_host, r->dir, index, r->n) != QB_OK)
+        return QB_E_RANGE;
     t = &r->t[index];
     out->name = t->st->name;
     out->n_dims = t->n_dims;
@@ -379,9 +379,8 @@ static qb_status hfd_read_rows(qb_reader_handle handle, size_t index, int64_t ro
     const hfd_tensor *t;
     size_t row_bytes;
 
-    if (index >= r->n)
-        return hfd_host->set_error(hfd_host, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)",
-                                   r->dir, index, r->n);
+    if (qbk_reader_check_index(hfd_host, r->dir, index, r->n) != QB_OK)
+        return QB_E_RANGE;
     t = &r->t[index];
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return hfd_host->set_error(hfd_host, QB_E_RANGE,
@@ -400,13 +399,12 @@ static qb_status hfd_read_rows(qb_reader_handle handle, size_t index, int64_t ro
 }
 
 const qb_reader_vtable hfd_reader_vtable = {
-    sizeof(qb_reader_vtable),
-    hfd_probe,
-    hfd_open,
-    hfd_close,
-    hfd_get_model_info,
-    hfd_get_tensor_info,
-    hfd_read_rows,
-    NULL, /* dense tensors never have an integer grid */
-    NULL,
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = hfd_probe,
+    .open = hfd_open,
+    .close = hfd_close,
+    .get_model_info = hfd_get_model_info,
+    .get_tensor_info = hfd_get_tensor_info,
+    .read_rows = hfd_read_rows,
+    /* no get_grid_info/read_grid: dense tensors never have an integer grid */
 };

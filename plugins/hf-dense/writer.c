@@ -32,16 +32,26 @@
 #define HFW_BLOCK_ELEMS ((int64_t)1 << 20)
 
 static const qb_option_decl hfw_opt_dtype = {
-    sizeof(qb_option_decl), "dtype", QB_PARAM_STRING, "f16",
-    "hf-dense writer: element type of the written weights (round to nearest even from the "
-    "reader's float32)",
-    "f32|f16|bf16", 1, 0,
+    .struct_size = sizeof(qb_option_decl),
+    .name = "dtype",
+    .type = QB_PARAM_STRING,
+    .default_value = "f16",
+    .help = "hf-dense writer: element type of the written weights (round to nearest even from the "
+            "reader's float32)",
+    .choices = "f32|f16|bf16",
+    .min_int = 1,
+    .max_int = 0,
 };
 static const qb_option_decl hfw_opt_max_shard = {
-    sizeof(qb_option_decl), "max_shard_size", QB_PARAM_SIZE, "5GB",
-    "hf-dense writer: largest safetensors file before the weights are split into shards "
-    "with model.safetensors.index.json",
-    NULL, 1, INT64_MAX,
+    .struct_size = sizeof(qb_option_decl),
+    .name = "max_shard_size",
+    .type = QB_PARAM_SIZE,
+    .default_value = "5GB",
+    .help = "hf-dense writer: largest safetensors file before the weights are split into shards "
+            "with model.safetensors.index.json",
+    .choices = NULL,
+    .min_int = 1,
+    .max_int = INT64_MAX,
 };
 
 const qb_option_decl *const hfd_option_decls[] = {&hfw_opt_dtype, &hfw_opt_max_shard, NULL};
@@ -457,5 +467,10 @@ static void hfw_abort(qb_writer_handle handle)
 }
 
 const qb_writer_vtable hfd_writer_vtable = {
-    sizeof(qb_writer_vtable), hfw_supports, hfw_begin, hfw_write_tensor, hfw_finish, hfw_abort,
+    .struct_size = sizeof(qb_writer_vtable),
+    .supports = hfw_supports,
+    .begin = hfw_begin,
+    .write_tensor = hfw_write_tensor,
+    .finish = hfw_finish,
+    .abort = hfw_abort,
 };

@@ -26,6 +26,7 @@
  * header can be written before its data is streamed.
  */
 #include "w4w.h"
+#include "qbk_int4.h"
 
 #include "qbk_w4a16_names.h"
 

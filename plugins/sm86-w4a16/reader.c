@@ -16,6 +16,7 @@
  * decoder's product.
  */
 #include "w4w.h"
+#include "qbk_int4.h"
 
 #include <cJSON.h>
 #include <stdio.h>
@@ -571,6 +572,13 @@ static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int6
 }
 
 const qb_reader_vtable w4w_reader_vtable = {
-    sizeof(qb_reader_vtable), w4r_probe,     w4r_open,      w4r_close,     w4r_model_info,
-    w4r_tensor_info,          w4r_read_rows, w4r_grid_info, w4r_read_grid,
+    .struct_size = sizeof(qb_reader_vtable),
+    .probe = w4r_probe,
+    .open = w4r_open,
+    .close = w4r_close,
+    .get_model_info = w4r_model_info,
+    .get_tensor_info = w4r_tensor_info,
+    .read_rows = w4r_read_rows,
+    .get_grid_info = w4r_grid_info,
+    .read_grid = w4r_read_grid,
 };

@@ -244,40 +244,18 @@ int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t
  * all zero when s == 0) and their squared error. Pure, thread-safe. */
 double w4w_quant_codes(const float *w, size_t n, float s, int8_t *q);
 
-/* ---- packing (sdk/kit/qbk_int4.h) --------------------------------------- */
+/* ---- packing ----------------------------------------------------------- */
 
-/* The int4 code layout lives once in the kit (qbk_int4). These names stay
- * for writer.c until it calls qbk_int4_* itself; new code uses the kit. */
+/* The int4 code layout (QBK_INT4_QMIN/QMAX, packing, group counts) is the
+ * kit's: callers use qbk_int4_* directly. */
 #include "qbk_int4.h"
 
-static inline int64_t w4w_packed_cols(int64_t cols)
-{
-    return qbk_int4_packed_bytes(cols);
-}
-static inline int64_t w4w_n_groups(int64_t cols, int64_t group_size)
-{
-    return qbk_int4_n_groups(cols, group_size);
-}
-static inline void w4w_pack_row(const int8_t *q, int64_t cols, uint8_t *out)
-{
-    qbk_int4_pack_row(q, cols, out);
-}
-
-/* ---- safetensors output (st_out.c) --------------------------------------- */
+/* ---- safetensors output (kit writer) -------------------------------------- */
 
 /* An output tensor of the plan: a header entry of the kit's safetensors
  * writer (qbk_st_writer.h). name is malloc'd and owned by the plan;
  * dtype is "U8" or "F16" (static). */
 typedef qbk_st_out_tensor w4w_st_tensor;
-
-struct w4w_file;
-
-/* Opens plan file f (its tensors are outs[f->first_out .. + f->n_out))
- * through the kit writer; data follows through qbk_st_writer_write and
- * ends with qbk_st_writer_close / qbk_st_writer_discard. Errors as
- * qbk_st_writer_open (message set, *out NULL). Not thread-safe per file. */
-qb_status w4w_st_open_file(const qb_host *h, const qb_sink *sink, const struct w4w_file *f,
-                           const w4w_st_tensor *outs, qbk_st_writer **out);
 
 /* ---- plan (plan.c) ------------------------------------------------------- */
 

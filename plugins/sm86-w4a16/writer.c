@@ -26,6 +26,7 @@
  */
 #include "w4w.h"
 #include "quant_eval.h"
+#include "qbk_int4.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,7 +106,7 @@ static int grid_usable(w4w_job *j, const qb_grid_info *gi, char *why, size_t why
     } else {
         sgs = gi->group_size;
     }
-    if (sgs < 1 || gi->n_groups != (uint32_t)w4w_n_groups(it->cols, sgs)) {
+    if (sgs < 1 || gi->n_groups != (uint32_t)qbk_int4_n_groups(it->cols, sgs)) {
         snprintf(why, why_len, "grid group size %lld with %u groups does not match %lld columns",
                  (long long)sgs, gi->n_groups, (long long)it->cols);
         return 0;
@@ -208,7 +209,7 @@ static int repack_block(w4w_job *j, w4w_slot *s)
             }
         }
         s->ref2 = r2;
-        w4w_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
+        qbk_int4_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
     }
     return 1;
 }
@@ -258,7 +259,7 @@ static qb_status requant_block(w4w_job *j, w4w_slot *s)
                 a[0] += (double)row[c] * (double)row[c];
             s->ref2 += (a[0] + a[1]) + (a[2] + a[3]);
         }
-        w4w_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
+        qbk_int4_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
     }
     return QB_OK;
 }
@@ -381,8 +382,8 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
     j.w = w;
     j.it = it;
     j.gs = w->plan->opt.group_size;
-    j.pcols = w4w_packed_cols(cols);
-    j.ng = w4w_n_groups(cols, j.gs);
+    j.pcols = qbk_int4_packed_bytes(cols);
+    j.ng = qbk_int4_n_groups(cols, j.gs);
     br = W4W_BLOCK_ELEMS / cols;
     /* a multiple of 8 rows: packed sources store 8 output rows per word
      * (AWQ GEMM), and blocks starting inside a word decode it twice */
@@ -675,7 +676,9 @@ static qb_status w4w_write_tensor(qb_writer_handle hw, size_t index)
             rc = close_current(w);
             if (rc != QB_OK)
                 return rc;
-            rc = w4w_st_open_file(w->h, w->sink, f, p->outs, &w->cur);
+            /* the file's tensors are outs[f->first_out .. + f->n_out) */
+            rc = qbk_st_writer_open(w->h, w->sink, f->name, p->outs + f->first_out, f->n_out,
+                                    &w->cur);
             if (rc != QB_OK)
                 return rc;
             w->cur_file = it->file;
@@ -726,5 +729,10 @@ static void w4w_abort(qb_writer_handle hw)
 }
 
 const qb_writer_vtable w4w_writer_vtable = {
-    sizeof(qb_writer_vtable), w4w_supports, w4w_begin, w4w_write_tensor, w4w_finish, w4w_abort,
+    .struct_size = sizeof(qb_writer_vtable),
+    .supports = w4w_supports,
+    .begin = w4w_begin,
+    .write_tensor = w4w_write_tensor,
+    .finish = w4w_finish,
+    .abort = w4w_abort,
 };

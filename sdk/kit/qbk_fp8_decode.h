@@ -1,9 +1,11 @@
 /*
- * fp8 reader — exact decoding of the two 8-bit float formats found in
- * checkpoints, and of the float storage types scales and dense tensors use.
+ * Exact decoding of the two 8-bit float formats found in checkpoints, and
+ * of the float storage types that scales and dense tensors use (fp8 and
+ * compressed-tensors readers).
  *
- * Shared with the compressed-tensors reader (float-quantized weights), which
- * compiles fp8_decode.c into its own library.
+ * Internal kit code (static library qbk, hidden symbols, never ABI): each
+ * plugin links its own copy. Nothing here allocates, fails or keeps state:
+ * every function is pure and thread-safe.
  */
 #ifndef QBK_FP8_DECODE_H
 #define QBK_FP8_DECODE_H
@@ -25,10 +27,11 @@ float qbk_fp8_e4m3fn_to_f32(uint8_t b);
 float qbk_fp8_e5m2_to_f32(uint8_t b);
 
 /* Nonzero when `dt` is a float storage type qbk_float_store_to_f32 converts
- * (F32, F16, BF16, F8_E4M3, F8_E5M2). */
+ * (F32, F16, BF16, F8_E4M3, F8_E5M2), else 0. Pure, thread-safe. */
 int qbk_float_store_ok(qb_dtype dt);
 
-/* Bytes per element of a float storage type above (0 for others). */
+/* Bytes per element of a float storage type above (0 for others: callers
+ * treat 0 as "not a float storage type"). Pure, thread-safe. */
 size_t qbk_float_store_size(qb_dtype dt);
 
 /* Converts n elements of float storage type `dt` at `src` (little-endian,
@@ -38,7 +41,9 @@ size_t qbk_float_store_size(qb_dtype dt);
 void qbk_float_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst);
 
 /* Short lowercase name of a storage type for messages and encodings
- * ("bf16", "f8_e4m3", ...). Never NULL. */
+ * ("bf16", "f8_e4m3", ...); an unknown type gets a fixed placeholder name.
+ * Never NULL; the string is static (the caller does not free it). Pure,
+ * thread-safe. */
 const char *qbk_dtype_name(qb_dtype dt);
 
 #endif /* QBK_FP8_DECODE_H */

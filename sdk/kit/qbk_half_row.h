@@ -1,6 +1,8 @@
 /*
- * qbk_half_row.h — bulk fp16 / bf16 -> fp32 for reader plugins (internal,
- * header-only: a plugin includes it by relative path and links nothing).
+ * qbk_half_row.h — bulk fp16 / bf16 -> fp32 for reader plugins.
+ * Internal kit code, header-only (static inline, never ABI): a plugin
+ * includes it from the kit's include directory and links nothing for it.
+ * No function allocates, fails or keeps pointers; all are thread-safe.
  *
  * Both conversions are exact: every fp16 and bf16 value is a float. The
  * fp16 path uses F16C (vcvtph2ps, eight at a time) when the CPU has it,
@@ -24,8 +26,9 @@
 #include <immintrin.h>
 #define QBK_HALF_HAVE_F16C 1
 
-/* AVX (with OS support, as __builtin_cpu_supports checks) and F16C
- * (CPUID.1:ECX bit 29; clang 14 has no "f16c" feature string). */
+/* 1 when the CPU has AVX (with OS support, as __builtin_cpu_supports
+ * checks) and F16C (CPUID.1:ECX bit 29; clang 14 has no "f16c" feature
+ * string), else 0. Cannot fail; thread-safe (relaxed-atomic cache). */
 static inline int qbk_half_cpu_has_f16c(void)
 {
     /* 0 unknown, 1 no, 2 yes; cached (cpuid traps in a VM). Relaxed
@@ -55,7 +58,9 @@ __attribute__((target("avx,f16c"))) static inline void qbk_half_f16_row_f16c(con
 }
 #endif
 
-/* n little-endian fp16 values at src (any alignment) to dst. */
+/* Converts n little-endian fp16 values at src (any alignment) to float32
+ * in dst (n floats, caller-owned, not overlapping src). Exact; cannot fail;
+ * thread-safe. */
 static inline void qbk_half_f16_row_to_f32(const uint8_t *src, float *dst, size_t n)
 {
     size_t i;
@@ -72,8 +77,10 @@ static inline void qbk_half_f16_row_to_f32(const uint8_t *src, float *dst, size_
     }
 }
 
-/* n little-endian bf16 values at src (any alignment) to dst: the 16 bits
- * become the float's high half (a shift the compiler vectorises). */
+/* Converts n little-endian bf16 values at src (any alignment) to float32
+ * in dst (n floats, caller-owned, not overlapping src): the 16 bits become
+ * the float's high half (a shift the compiler vectorises). Exact; cannot
+ * fail; thread-safe. */
 static inline void qbk_half_bf16_row_to_f32(const uint8_t *src, float *dst, size_t n)
 {
     size_t i;

@@ -1,10 +1,12 @@
 /*
- * fp8 reader — a Hugging Face checkpoint directory: config.json (parsed),
- * generation_config.json, tokenizer presence and the safetensors set opened
- * through the host's parser (single file or sharded with an index).
+ * A Hugging Face checkpoint directory for the fp8 and compressed-tensors
+ * readers: config.json (parsed), generation_config.json, tokenizer presence
+ * and the safetensors set opened through the host's parser (single file or
+ * sharded with an index).
  *
- * Shared with the compressed-tensors reader, which compiles qbk_hfdir.c
- * into its own library (each plugin keeps its own static host pointer).
+ * Internal kit code (static library qbk, hidden symbols, never ABI): each
+ * plugin links its own copy. Strings are allocated with qbk_malloc and
+ * owned by the qbk_hfdir; callers borrow them until qbk_hfdir_close.
  */
 #ifndef QBK_HFDIR_H
 #define QBK_HFDIR_H
@@ -34,7 +36,9 @@ typedef struct qbk_hfdir {
  * Instance-class: not concurrent with itself on one object. */
 qb_status qbk_hfdir_open(const qb_host *h, const char *path, qbk_hfdir **out);
 
-/* Releases everything; NULL is a no-op. */
+/* Releases everything d owns (texts, parsed config, safetensors set) and d
+ * itself; pointers borrowed from it become invalid. NULL is a no-op. Cannot
+ * fail. Not concurrent with any other use of d. */
 void qbk_hfdir_close(const qb_host *h, qbk_hfdir *d);
 
 #endif /* QBK_HFDIR_H */

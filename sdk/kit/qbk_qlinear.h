@@ -1,6 +1,7 @@
 /*
- * Quantized-linear reader core shared by the GPTQ and AWQ readers (both
- * compile this file; every symbol stays hidden inside each plugin).
+ * Quantized-linear reader core shared by the GPTQ and AWQ readers.
+ * Internal kit code (static library qbk, hidden symbols, never ABI): each
+ * plugin links its own copy, so nothing here is visible to the host.
  *
  * A model is a table of canonical tensors. A tensor is either DENSE (one
  * F16/BF16/F32 safetensors tensor passed through) or QUANT (one quantized
@@ -82,12 +83,12 @@ typedef struct qbk_qlinear_model {
 } qbk_qlinear_model;
 
 /* Allocates an empty model for directory `dir` (copied). Returns NULL on
- * allocation failure (message set). The caller owns it; free with
- * qbk_qlinear_free. Not thread-safe. */
+ * allocation failure (message set through host). The caller owns it; free
+ * with qbk_qlinear_free. Thread-safe (touches only the new object). */
 qbk_qlinear_model *qbk_qlinear_new(const qb_host *host, const char *dir);
 
 /* Releases everything the model owns, including its safetensors set.
- * NULL is a no-op. */
+ * NULL is a no-op. Cannot fail. Not concurrent with any other use of m. */
 void qbk_qlinear_free(qbk_qlinear_model *m);
 
 /* Appends a zeroed tensor slot named `name` (copied) and returns it, or NULL
@@ -100,6 +101,22 @@ qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name);
  * the file and tensor (an unknown integer tensor is never guessed at). */
 qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st);
 
+/* Starts a model for checkpoint `path`: a path ending in ".safetensors"
+ * names one file and its directory holds the side files, anything else is
+ * the checkpoint directory. Allocates the model (qbk_qlinear_new) and loads
+ * the side files (qbk_qlinear_load_side_files); the safetensors set is not
+ * opened yet (qbk_qlinear_open_set) so that a format's config can be
+ * checked first. Returns QB_OK with *out owned by the caller
+ * (qbk_qlinear_free); otherwise a negative status with the message set
+ * through h and *out NULL. Not thread-safe on one output. */
+qb_status qbk_qlinear_begin(const qb_host *h, const char *path, qbk_qlinear_model **out);
+
+/* Opens m->set for the same `path` given to qbk_qlinear_begin: the one
+ * file through h->safetensors->open_file, else the directory m->dir
+ * through open_dir. Returns the host's status (message set by the host);
+ * the model keeps ownership of the set either way. Not thread-safe. */
+qb_status qbk_qlinear_open_set(qbk_qlinear_model *m, const char *path);
+
 /* Reads config.json (required), generation_config.json (optional) of
  * m->dir, fills architecture from model_type and tokenizer_dir when a
  * tokenizer file exists. QB_E_NOT_FOUND / QB_E_FORMAT with message. */
@@ -110,7 +127,10 @@ qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m);
  * failures return the host's status with its message. */
 qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, char **out);
 
-/* Fills the SDK structs. Tensor index out of range: QB_E_RANGE. */
+/* Fill the SDK structs (get_model_info / get_tensor_info of qb_reader.h)
+ * with pointers borrowed from m (valid until qbk_qlinear_free). QB_OK, or
+ * QB_E_RANGE for a bad tensor index and QB_E_ABI for a struct_size too
+ * small, message set through m->host. Thread-safe on a finished model. */
 qb_status qbk_qlinear_model_info(const qbk_qlinear_model *m, qb_model_info *out);
 qb_status qbk_qlinear_tensor_info(const qbk_qlinear_model *m, size_t i, qb_tensor_info *out);
 
@@ -122,11 +142,34 @@ qb_status qbk_qlinear_grid_info(const qbk_qlinear_model *m, size_t i, qb_grid_in
 qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
                         qb_grid_rows *out);
 
+/* The reader vtable entries (qb_reader.h) for a handle that is a
+ * qbk_qlinear_model: a plugin whose open returns such a model puts these
+ * straight into its qb_reader_vtable. Same contracts as the functions
+ * above (close = qbk_qlinear_free); the data calls are thread-safe on a
+ * finished model. */
+void qbk_qlinear_vt_close(qb_reader_handle r);
+qb_status qbk_qlinear_vt_model_info(qb_reader_handle r, qb_model_info *out);
+qb_status qbk_qlinear_vt_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out);
+qb_status qbk_qlinear_vt_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst);
+qb_status qbk_qlinear_vt_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out);
+qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
+                                   qb_grid_rows *out);
+
+/* The designated initializers of those entries, for a plugin's
+ * qb_reader_vtable after its own .struct_size, .probe and .open. */
+#define QBK_QLINEAR_VT_ENTRIES                                                     \
+    .close = qbk_qlinear_vt_close, .get_model_info = qbk_qlinear_vt_model_info,   \
+    .get_tensor_info = qbk_qlinear_vt_tensor_info,                                \
+    .read_rows = qbk_qlinear_vt_read_rows, .get_grid_info = qbk_qlinear_vt_grid_info, \
+    .read_grid = qbk_qlinear_vt_read_grid
+
 /* Unsigned storage word `idx` of a packed integer tensor (I8/U8/I16/U16/
- * I32/U32/I64/U64 reinterpreted as unsigned, little-endian, unaligned-safe). */
+ * I32/U32/I64/U64 reinterpreted as unsigned, little-endian, unaligned-safe).
+ * The caller guarantees idx is inside the tensor. Pure, thread-safe. */
 uint64_t qbk_qlinear_word(const qb_st_tensor *st, uint64_t idx);
 
-/* Bits per storage word of an integer dtype, or 0 when not an integer type. */
+/* Bits per storage word of an integer dtype, or 0 when not an integer
+ * type. Pure, thread-safe. */
 uint32_t qbk_qlinear_word_bits(qb_dtype dt);
 
 /* Field `j` of width `bits` of a little-endian bit stream of words
@@ -141,10 +184,14 @@ uint32_t qbk_qlinear_field(const qb_st_tensor *st, uint64_t base, uint64_t strid
  * with the number of tensors. */
 void qbk_qlinear_drop_pages(const qb_st_tensor *st);
 
-/* Float value of element `idx` of an F16/BF16/F32 tensor. */
+/* Float value of element `idx` of an F16/BF16/F32 tensor (any
+ * other dtype is read as F32). The caller guarantees idx is inside the tensor. Pure,
+ * thread-safe. */
 float qbk_qlinear_float_at(const qb_st_tensor *st, uint64_t idx);
 
-/* Sets t->symmetric by scanning every real zero (t->dec->params). */
+/* Sets t->symmetric by scanning every real zero (t->dec->params). QB_OK,
+ * or QB_E_NOMEM (message set through h) when scratch memory is short, t
+ * unchanged. Not concurrent with reads of t (open-time only). */
 qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t);
 
 /* Validates `g` as a group map of K columns into G groups of size gs (each
@@ -152,7 +199,8 @@ qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t)
  * K - (G-1)*gs). Returns 1 when valid; else 0 with a reason in why. */
 int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len);
 
-/* 1 when g[k] == k / gs for every k (the contiguous layout). */
+/* 1 when g[k] == k / gs for every k (the contiguous layout), else 0.
+ * Pure, thread-safe. */
 int qbk_qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs);
 
 #endif /* QBK_QLINEAR_H */
