@@ -225,6 +225,12 @@ void qbh_services_init(qbh_plugin *p);
 /* A services table not tied to a plugin (tests, the host itself). Static,
  * valid for the process lifetime. get_config always answers NULL. */
 const qb_host *qbh_services_anonymous(void);
+/* Test hook (tests/support qbt_host_log): when set, every log line -- of any
+ * level, before the verbosity filter -- is also handed to fn, formatted,
+ * under the log lock (fn must not log). NULL removes it. Off in normal runs;
+ * nothing in the host sets it. Thread-safe. */
+typedef void (*qbh_log_hook_fn)(qb_log_level level, const char *who, const char *line);
+void qbh_log_hook_set(qbh_log_hook_fn fn);
 /* Host-side log with the same filtering as qb_host.log. */
 void qbh_log(qb_log_level level, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -20,10 +20,34 @@
 qbh_runtime qbh_rt = {0, 0, 1};
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static qbh_log_hook_fn log_hook; /* tests only; read and written under log_lock */
+
+void qbh_log_hook_set(qbh_log_hook_fn fn)
+{
+    pthread_mutex_lock(&log_lock);
+    log_hook = fn;
+    pthread_mutex_unlock(&log_lock);
+}
+
+/* Hands the formatted line to the test hook, if one is set. */
+static void log_to_hook(qb_log_level level, const char *who, const char *fmt, va_list ap)
+{
+    char line[1024];
+    pthread_mutex_lock(&log_lock);
+    if (log_hook) {
+        vsnprintf(line, sizeof line, fmt, ap);
+        log_hook(level, who, line);
+    }
+    pthread_mutex_unlock(&log_lock);
+}
 
 static void log_v(qb_log_level level, const char *who, const char *fmt, va_list ap)
 {
     static const char *const names[] = {"", "error", "warning", "info", "debug"};
+    va_list hook_ap;
+    va_copy(hook_ap, ap);
+    log_to_hook(level, who, fmt, hook_ap);
+    va_end(hook_ap);
     if (level > QB_LOG_WARN && (int)level - 2 > qbh_rt.verbose)
         return;
     if (level < QB_LOG_ERROR || level > QB_LOG_DEBUG)

@@ -1,4 +1,5 @@
-/* quantbridge fuzzing — the qb_host of the fuzz targets. See fuzz_host.h. */
+/* quantbridge fuzzing — the qb_host of the fuzz targets (kept apart from
+ * tests/support qbt_host on purpose: see fuzz_host.h). */
 #include "fuzz_host.h"
 
 #include <dirent.h>

@@ -7,6 +7,12 @@
  * serves in-memory "virtual" files first and real files after, list_dir
  * lists a real directory, safetensors is the host's strict parser,
  * parallel_for runs serially. Single-threaded, like libFuzzer.
+ *
+ * Why not the real host services (tests/support qbt_host, qbh_core) the
+ * check tests use: the fuzz targets are built by clang outside CMake
+ * (tests/fuzz/build.sh) from a few kit and plugin sources, without GLib or
+ * the host library, and they need the virtual files above, which the real
+ * read_small_file does not serve. This is the one other qb_host in tests.
  */
 #ifndef QBT_FUZZ_HOST_H
 #define QBT_FUZZ_HOST_H

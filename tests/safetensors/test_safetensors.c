@@ -6,6 +6,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,8 @@
 #include <quantbridge/qb_half.h>
 
 #include "qbk_safetensors.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "qbt_st_writer.h"
 
 static char *tmp;
@@ -27,8 +30,8 @@ static void setup(void)
     tmp = qbt_tmpdir("st");
     ck_assert_ptr_nonnull(tmp);
     api = qbk_safetensors_api();
-    host = qbt_fake_host();
-    qbt_fake_clear_error();
+    host = qbt_host();
+    qbt_host_clear_error();
 }
 
 static void teardown(void)
@@ -71,10 +74,10 @@ static void expect_file_error(const char *path, qb_status code)
     qb_st_set *set = (qb_st_set *)1;
     qb_status st = api->open_file(host, path, &set);
     ck_assert_msg(st == code, "%s: status %d, expected %d (%s)", path, st, code,
-                  qbt_fake_last_error());
+                  qbt_host_last_error());
     ck_assert_ptr_null(set);
-    ck_assert_msg(strstr(qbt_fake_last_error(), path) != NULL, "message '%s' does not name %s",
-                  qbt_fake_last_error(), path);
+    ck_assert_msg(strstr(qbt_host_last_error(), path) != NULL, "message '%s' does not name %s",
+                  qbt_host_last_error(), path);
 }
 
 static void expect_dir_error(const char *dir, qb_status code, const char *must_name)
@@ -82,10 +85,10 @@ static void expect_dir_error(const char *dir, qb_status code, const char *must_n
     qb_st_set *set = (qb_st_set *)1;
     qb_status st = api->open_dir(host, dir, &set);
     ck_assert_msg(st == code, "%s: status %d, expected %d (%s)", dir, st, code,
-                  qbt_fake_last_error());
+                  qbt_host_last_error());
     ck_assert_ptr_null(set);
-    ck_assert_msg(strstr(qbt_fake_last_error(), must_name) != NULL, "message '%s' does not name %s",
-                  qbt_fake_last_error(), must_name);
+    ck_assert_msg(strstr(qbt_host_last_error(), must_name) != NULL, "message '%s' does not name %s",
+                  qbt_host_last_error(), must_name);
 }
 
 static const uint8_t zeros64[64];
@@ -317,7 +320,7 @@ START_TEST(bad_header_over_limit)
     const char *p = path_in("huge.safetensors");
     write_raw(p, "{" T_U8_4 "}", 100000001ull, zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "limit"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "limit"));
 }
 END_TEST
 
@@ -345,7 +348,7 @@ START_TEST(bad_duplicate_key)
               "\"x\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]}}",
               UINT64_MAX, zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "duplicate"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "duplicate"));
 }
 END_TEST
 
@@ -355,7 +358,7 @@ START_TEST(bad_duplicate_field_in_entry)
     write_raw(p, "{\"x\":{\"dtype\":\"U8\",\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[0,4]}}",
               UINT64_MAX, zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "'x'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'x'"));
 }
 END_TEST
 
@@ -365,8 +368,8 @@ START_TEST(bad_unknown_dtype)
     write_raw(p, "{\"w\":{\"dtype\":\"Q4\",\"shape\":[4],\"data_offsets\":[0,4]}}", UINT64_MAX,
               zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "'w'"));
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "Q4"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'w'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "Q4"));
 }
 END_TEST
 
@@ -376,7 +379,7 @@ START_TEST(bad_unsupported_known_dtype)
     write_raw(p, "{\"w\":{\"dtype\":\"F4\",\"shape\":[8],\"data_offsets\":[0,4]}}", UINT64_MAX,
               zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "F4"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "F4"));
 }
 END_TEST
 
@@ -386,7 +389,7 @@ START_TEST(bad_negative_dim)
     write_raw(p, "{\"w\":{\"dtype\":\"U8\",\"shape\":[-4],\"data_offsets\":[0,4]}}", UINT64_MAX,
               zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "'w'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'w'"));
 }
 END_TEST
 
@@ -408,7 +411,7 @@ START_TEST(bad_shape_overflow)
               "\"data_offsets\":[0,4]}}",
               UINT64_MAX, zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "overflow"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "overflow"));
 }
 END_TEST
 
@@ -421,7 +424,7 @@ START_TEST(bad_bytes_overflow)
               "\"data_offsets\":[0,4]}}",
               UINT64_MAX, zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "overflow"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "overflow"));
 }
 END_TEST
 
@@ -433,7 +436,7 @@ START_TEST(bad_offsets_overlap)
               "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}",
               UINT64_MAX, zeros64, 6);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "overlap"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "overlap"));
 }
 END_TEST
 
@@ -445,7 +448,7 @@ START_TEST(bad_offsets_gap)
               "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[6,10]}}",
               UINT64_MAX, zeros64, 10);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "gap"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "gap"));
 }
 END_TEST
 
@@ -464,7 +467,7 @@ START_TEST(bad_offsets_out_of_range)
     write_raw(p, "{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]}}", UINT64_MAX,
               zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "outside"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "outside"));
 }
 END_TEST
 
@@ -474,7 +477,7 @@ START_TEST(bad_offsets_byte_count)
     write_raw(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", UINT64_MAX,
               zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "'a'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'a'"));
 }
 END_TEST
 
@@ -501,7 +504,7 @@ START_TEST(bad_trailing_bytes)
     const char *p = path_in("trail.safetensors");
     write_raw(p, "{" T_U8_4 "}", UINT64_MAX, zeros64, 5);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "trailing"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "trailing"));
 }
 END_TEST
 
@@ -519,7 +522,7 @@ START_TEST(bad_metadata_not_string)
     write_raw(p, "{\"__metadata__\":{\"format\":\"pt\",\"n\":3}," T_U8_4 "}", UINT64_MAX, zeros64,
               4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "__metadata__"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "__metadata__"));
 }
 END_TEST
 
@@ -546,7 +549,7 @@ START_TEST(bad_utf8_header)
     write_raw(p, "{\"x\xc3\x28\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}",
               UINT64_MAX, zeros64, 4);
     expect_file_error(p, QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "UTF-8"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "UTF-8"));
 }
 END_TEST
 
@@ -569,7 +572,7 @@ START_TEST(bad_index_parent_path)
     write_shard(SH1, 1, 1);
     write_index("\"t1_0\":\"../x.safetensors\"");
     expect_dir_error(tmp, QB_E_MISMATCH, "model.safetensors.index.json");
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "../x.safetensors"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "../x.safetensors"));
 }
 END_TEST
 
@@ -595,7 +598,7 @@ START_TEST(bad_index_tensor_not_listed)
     write_index("\"t1_0\":\"" SH1 "\",\"t1_1\":\"" SH1 "\",\"t1_2\":\"" SH1 "\",\"t2_0\":\"" SH2
                 "\"");
     expect_dir_error(tmp, QB_E_MISMATCH, "t2_1");
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), SH2));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), SH2));
 }
 END_TEST
 
@@ -605,7 +608,7 @@ START_TEST(bad_index_tensor_missing_from_shard)
     write_shard(SH2, 2, 2);
     write_index(GOOD_MAP ",\"t2_9\":\"" SH2 "\"");
     expect_dir_error(tmp, QB_E_MISMATCH, "t2_9");
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "index.json"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "index.json"));
 }
 END_TEST
 
@@ -664,7 +667,7 @@ START_TEST(bad_symlink_escaping_dir)
     ck_assert_int_eq(symlink(target, path_in(SH2)), 0);
     write_index("\"t1_0\":\"" SH1 "\",\"t2_0\":\"" SH2 "\"");
     expect_dir_error(tmp, QB_E_MISMATCH, SH2);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "outside"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "outside"));
     qbt_rmtree(outside);
     free(outside);
 }
@@ -715,7 +718,7 @@ START_TEST(many_shards_few_descriptors)
     }
     write_index(map);
     ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    ck_assert_msg(api->open_dir(host, tmp, &set) == QB_OK, "%s", qbt_fake_last_error());
+    ck_assert_msg(api->open_dir(host, tmp, &set) == QB_OK, "%s", qbt_host_last_error());
     ck_assert_uint_eq(api->count(set), 200);
     for (k = 0; k < 200; k++) {
         char tn[32];
@@ -732,7 +735,7 @@ START_TEST(many_shards_few_descriptors)
 }
 END_TEST
 
-static Suite *st_suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("safetensors");
     TCase *g = tcase_create("good"), *b = tcase_create("malformed"), *d = tcase_create("dir");
@@ -792,14 +795,4 @@ static Suite *st_suite(void)
     suite_add_tcase(s, b);
     suite_add_tcase(s, d);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(st_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

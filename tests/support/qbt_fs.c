@@ -46,6 +46,29 @@ char *qbt_tmpdir(const char *tag)
     return qbt_mkdtemp(tag);
 }
 
+static char *scratch[64];
+static size_t n_scratch;
+
+/* atexit: removes and frees every qbt_scratch directory. */
+static void scratch_cleanup(void)
+{
+    while (n_scratch > 0) {
+        char *d = scratch[--n_scratch];
+        qbt_rmtree(d);
+        free(d);
+    }
+}
+
+const char *qbt_scratch(const char *tag)
+{
+    ck_assert_msg(n_scratch < sizeof scratch / sizeof scratch[0], "qbt_scratch: too many");
+    static int registered;
+    if (!registered)
+        registered = atexit(scratch_cleanup) == 0;
+    scratch[n_scratch] = qbt_mkdtemp(tag);
+    return scratch[n_scratch++];
+}
+
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb;

@@ -15,6 +15,10 @@
 char *qbt_mkdtemp(const char *tag);
 /* Same as qbt_mkdtemp (the name the reader tests use). */
 char *qbt_tmpdir(const char *tag);
+/* A new directory like qbt_mkdtemp whose path qbt_fs keeps: the process
+ * removes it (tree and all) and frees the path at exit, so a test can use
+ * it without cleanup. At most 64 per process (the test aborts beyond). */
+const char *qbt_scratch(const char *tag);
 /* mkdir -p; existing directories are fine. */
 void qbt_mkdir_p(const char *path);
 /* Removes a file or directory tree; best effort, never aborts. */

@@ -7,13 +7,16 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "awq_open.h"
 #include "gen_gptq.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "qbt_st_writer.h"
 #include "qlr_check.h"
 
@@ -23,7 +26,7 @@ static void setup(void)
 {
     tmp = qbt_tmpdir("awq");
     ck_assert_ptr_nonnull(tmp);
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
 }
 
 static void teardown(void)
@@ -50,8 +53,8 @@ static qbk_qlinear_model *open_and_check_n(const qbt_awq_spec *s, int n_quant)
     qbk_qlinear_model *m = NULL;
     qb_status st;
     ck_assert_int_eq(qbt_awq_write(tmp, s, &truth), 0);
-    st = awq_open_model(qbt_fake_host(), tmp, &m);
-    ck_assert_msg(st == QB_OK, "open failed: %d %s", st, qbt_fake_last_error());
+    st = awq_open_model(qbt_host(), tmp, &m);
+    ck_assert_msg(st == QB_OK, "open failed: %d %s", st, qbt_host_last_error());
     ck_assert_int_eq(qlr_check_against_truth(m, truth), n_quant);
     ck_assert_str_eq(m->source_format, "awq");
     qbt_qmodel_free(truth);
@@ -75,10 +78,10 @@ static void expect_fail(const qbt_awq_spec *s, qb_status code, const char *needl
     qbk_qlinear_model *m = (qbk_qlinear_model *)1;
     qb_status st;
     ck_assert_int_eq(qbt_awq_write(tmp, s, NULL), 0);
-    st = awq_open_model(qbt_fake_host(), tmp, &m);
-    ck_assert_msg(st == code, "status %d, want %d (%s)", st, code, qbt_fake_last_error());
+    st = awq_open_model(qbt_host(), tmp, &m);
+    ck_assert_msg(st == code, "status %d, want %d (%s)", st, code, qbt_host_last_error());
     ck_assert_ptr_null(m);
-    ck_assert_msg(strstr(qbt_fake_last_error(), needle), "message \"%s\" lacks \"%s\"", qbt_fake_last_error(),
+    ck_assert_msg(strstr(qbt_host_last_error(), needle), "message \"%s\" lacks \"%s\"", qbt_host_last_error(),
                   needle);
 }
 
@@ -169,8 +172,8 @@ START_TEST(quantized_module_listed_as_not_converted)
                                                  "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\", "
                                                  "\"modules_to_not_convert\": [\"down_proj\"]}"),
                      0);
-    ck_assert_int_eq(awq_open_model(qbt_fake_host(), tmp, &m), QB_E_MISMATCH);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "mlp.down_proj.qweight"));
+    ck_assert_int_eq(awq_open_model(qbt_host(), tmp, &m), QB_E_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "mlp.down_proj.qweight"));
 }
 END_TEST
 
@@ -182,7 +185,7 @@ START_TEST(refuses_versions_by_name)
         qbt_awq_spec s = spec(0, 1, 128);
         s.version = names[i];
         expect_fail(&s, QB_E_UNSUPPORTED, names[i]);
-        ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "config.json"));
+        ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "config.json"));
     }
 }
 END_TEST
@@ -204,9 +207,9 @@ START_TEST(zero_point_false_but_zeros_not_8)
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": false, "
                                                  "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\"}"),
                      0);
-    ck_assert_int_eq(awq_open_model(qbt_fake_host(), tmp, &m), QB_E_MISMATCH);
+    ck_assert_int_eq(awq_open_model(qbt_host(), tmp, &m), QB_E_MISMATCH);
     ck_assert_ptr_null(m);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "model.layers.0.self_attn.q_proj.qzeros"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "model.layers.0.self_attn.q_proj.qzeros"));
 }
 END_TEST
 
@@ -218,15 +221,15 @@ START_TEST(group_size_disagrees_with_scales)
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": true, "
                                                  "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\"}"),
                      0);
-    ck_assert_int_eq(awq_open_model(qbt_fake_host(), tmp, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), ".scales: shape"));
+    ck_assert_int_eq(awq_open_model(qbt_host(), tmp, &m), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), ".scales: shape"));
     /* gemv data read as gemm: shapes cannot fit either */
     s = spec(1, 1, 128);
     ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": true, "
                                                  "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\"}"),
                      0);
-    ck_assert_int_eq(awq_open_model(qbt_fake_host(), tmp, &m), QB_E_FORMAT);
+    ck_assert_int_eq(awq_open_model(qbt_host(), tmp, &m), QB_E_FORMAT);
     ck_assert_ptr_null(m);
 }
 END_TEST
@@ -239,8 +242,8 @@ START_TEST(refuses_bits_8)
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": true, "
                                                  "\"group_size\": 128, \"bits\": 8, \"version\": \"gemm\"}"),
                      0);
-    ck_assert_int_eq(awq_open_model(qbt_fake_host(), tmp, &m), QB_E_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "bits 8"));
+    ck_assert_int_eq(awq_open_model(qbt_host(), tmp, &m), QB_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "bits 8"));
 }
 END_TEST
 
@@ -253,12 +256,10 @@ START_TEST(probe_scores)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("awq");
     TCase *g = tcase_create("good"), *b = tcase_create("refused");
-    SRunner *sr;
-    int nf;
     tcase_set_timeout(g, 120);
     tcase_add_checked_fixture(g, setup, teardown);
     tcase_add_checked_fixture(b, setup, teardown);
@@ -279,9 +280,5 @@ int main(void)
     tcase_add_test(b, probe_scores);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf == 0 ? 0 : 1;
+    return s;
 }

@@ -7,6 +7,8 @@
  * checkpoints' errors.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +20,14 @@
 #include "ct_match.h"
 #include "gen_ct.h"
 #include "qbt_cq_check.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 
 static const qb_plugin *plugin(void)
 {
     qb_negotiation neg = {sizeof(qb_negotiation), QB_MAKE_ABI(1, 0), QB_ABI_CURRENT, 0};
     const qb_plugin *p = NULL;
-    ck_assert_int_eq(qb_plugin_entry_v1(&neg, qbt_fake_host(), &p), QB_OK);
+    ck_assert_int_eq(qb_plugin_entry_v1(&neg, qbt_host(), &p), QB_OK);
     ck_assert_str_eq(p->name, "compressed-tensors");
     ck_assert_ptr_nonnull(p->reader->read_grid);
     return p;
@@ -41,7 +44,7 @@ static void run_good(const char *tag, const qbt_ct_spec *spec, size_t n_grid,
     snprintf(path, sizeof(path), "%s/model", dir);
     ck_assert_int_eq(qbt_ct_write(path, spec, &truth), 0);
     ck_assert_msg(qbt_cq_check(p, path, truth, &stats, why, sizeof(why)) == 0, "%s: %s (%s)", tag,
-                  why, qbt_fake_last_error());
+                  why, qbt_host_last_error());
     ck_assert_int_eq(stats.n_tensors, 21);
     ck_assert_int_eq(stats.n_grid, n_grid);
     ck_assert_int_eq(qbt_cq_encoding(p, path, enc_name, enc, sizeof(enc)), 0);
@@ -175,19 +178,19 @@ static void run_broken(const char *tag, int broken, int shards, qb_status code, 
 
     snprintf(path, sizeof(path), "%s/model", dir);
     ck_assert_int_eq(qbt_ct_write(path, &s, NULL), 0);
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
     st = p->reader->open(p->ctx, path, NULL, &h);
     ck_assert_ptr_null(h);
     if (code)
         ck_assert_msg(st == code, "%s: status %d, want %d (%s)", tag, st, code,
-                      qbt_fake_last_error());
+                      qbt_host_last_error());
     else
         ck_assert_int_lt(st, 0);
-    ck_assert_msg(strstr(qbt_fake_last_error(), n1), "%s: '%s' lacks '%s'", tag,
-                  qbt_fake_last_error(), n1);
+    ck_assert_msg(strstr(qbt_host_last_error(), n1), "%s: '%s' lacks '%s'", tag,
+                  qbt_host_last_error(), n1);
     if (n2)
-        ck_assert_msg(strstr(qbt_fake_last_error(), n2), "%s: '%s' lacks '%s'", tag,
-                      qbt_fake_last_error(), n2);
+        ck_assert_msg(strstr(qbt_host_last_error(), n2), "%s: '%s' lacks '%s'", tag,
+                      qbt_host_last_error(), n2);
     qbt_rmtree(dir);
     free(dir);
 }
@@ -286,9 +289,9 @@ static void run_patched(const char *tag, const char *from, const char *to, qb_st
     patch_config(path, from, to);
     st = p->reader->open(p->ctx, path, NULL, &h);
     ck_assert_ptr_null(h);
-    ck_assert_msg(st == code, "%s: status %d, want %d (%s)", tag, st, code, qbt_fake_last_error());
-    ck_assert_msg(strstr(qbt_fake_last_error(), needle), "%s: '%s' lacks '%s'", tag,
-                  qbt_fake_last_error(), needle);
+    ck_assert_msg(st == code, "%s: status %d, want %d (%s)", tag, st, code, qbt_host_last_error());
+    ck_assert_msg(strstr(qbt_host_last_error(), needle), "%s: '%s' lacks '%s'", tag,
+                  qbt_host_last_error(), needle);
     qbt_rmtree(dir);
     free(dir);
 }
@@ -308,7 +311,7 @@ START_TEST(test_symmetric_with_saved_zero_points)
     ck_assert_int_eq(qbt_ct_write(path, &s, &truth), 0);
     patch_config(path, "\"symmetric\": false", "\"symmetric\": true");
     ck_assert_msg(qbt_cq_check(p, path, truth, &stats, why, sizeof(why)) == 0, "%s (%s)", why,
-                  qbt_fake_last_error());
+                  qbt_host_last_error());
     ck_assert_int_eq(stats.n_grid, 14);
     ck_assert_int_eq(qbt_cq_encoding(p, path, Q0, enc, sizeof(enc)), 0);
     ck_assert_str_eq(enc, "ct int4 g32 sym");
@@ -437,8 +440,8 @@ static qb_status parse(const char *json)
     qb_status st;
     ck_assert_ptr_nonnull(q);
     memset(&cfg, 0, sizeof(cfg));
-    qbt_fake_clear_error();
-    st = ct_config_parse(qbt_fake_host(), "d", q, &cfg);
+    qbt_host_clear_error();
+    st = ct_config_parse(qbt_host(), "d", q, &cfg);
     ct_config_free(&cfg);
     cJSON_Delete(q);
     return st;
@@ -455,13 +458,13 @@ START_TEST(test_config_refusals)
     ck_assert_int_eq(parse(QC_HEAD "\"transform_config\": {\"config_groups\": {}}, "
                                    "\"config_groups\": {\"g\": {\"targets\": [\"Linear\"], " W4
                                    "}}}"), QB_E_UNSUPPORTED);
-    ck_assert(strstr(qbt_fake_last_error(), "transform_config"));
+    ck_assert(strstr(qbt_host_last_error(), "transform_config"));
     ck_assert_int_eq(parse(QC_HEAD "\"quantization_status\": \"frozen\", \"config_groups\": "
                                    "{\"g\": {\"targets\": [\"Linear\"], " W4 "}}}"),
                      QB_E_UNSUPPORTED);
     ck_assert_int_eq(parse(QC_HEAD "\"config_groups\": {\"W4A16\": [\"Linear\"]}}"),
                      QB_E_UNSUPPORTED);
-    ck_assert(strstr(qbt_fake_last_error(), "preset"));
+    ck_assert(strstr(qbt_host_last_error(), "preset"));
     ck_assert_int_eq(parse(QC_HEAD "\"config_groups\": {\"g\": {\"targets\": [\"Linear\"], "
                                    "\"weights\": {\"num_bits\": 4, \"strategy\": \"tensor_group\","
                                    " \"group_size\": 16}}}}"), QB_E_UNSUPPORTED);
@@ -476,7 +479,7 @@ START_TEST(test_config_refusals)
     ck_assert_int_eq(parse("{\"quant_method\": \"compressed-tensors\", \"format\": "
                            "\"nvfp4-pack-quantized\", \"config_groups\": {}}"),
                      QB_E_UNSUPPORTED);
-    ck_assert(strstr(qbt_fake_last_error(), "nvfp4-pack-quantized"));
+    ck_assert(strstr(qbt_host_last_error(), "nvfp4-pack-quantized"));
     /* strategy inferred from group_size (QuantizationArgs.validate_model_after) */
     ck_assert_int_eq(parse(QC_HEAD "\"config_groups\": {\"g\": {\"targets\": [\"Linear\"], "
                                    "\"weights\": {\"num_bits\": 4, \"group_size\": -1}}}}"),
@@ -500,7 +503,7 @@ START_TEST(test_probe)
 }
 END_TEST
 
-static Suite *ct_suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("compressed-tensors");
     TCase *tc = tcase_create("read");
@@ -539,14 +542,4 @@ static Suite *ct_suite(void)
     tcase_add_test(tc, test_probe);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(ct_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

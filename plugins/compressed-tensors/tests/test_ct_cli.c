@@ -21,7 +21,8 @@
 
 #include "qbt_run.h"
 #include "gen_ct.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 
 static char *tmp;
 static char *paths[64]; /* sources written by a test, freed in teardown */

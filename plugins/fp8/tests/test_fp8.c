@@ -5,6 +5,8 @@
  * scales, tests/gen/gen_fp8.c), and the broken checkpoints' errors.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +17,14 @@
 #include "qbk_fp8_decode.h"
 #include "gen_ct.h"
 #include "qbt_cq_check.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 
 static const qb_plugin *plugin(void)
 {
     qb_negotiation neg = {sizeof(qb_negotiation), QB_MAKE_ABI(1, 0), QB_ABI_CURRENT, 0};
     const qb_plugin *p = NULL;
-    ck_assert_int_eq(qb_plugin_entry_v1(&neg, qbt_fake_host(), &p), QB_OK);
+    ck_assert_int_eq(qb_plugin_entry_v1(&neg, qbt_host(), &p), QB_OK);
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_nonnull(p->reader);
     ck_assert_str_eq(p->name, "fp8");
@@ -123,7 +126,7 @@ static void run_good(const char *tag, const qbt_fp8_spec *spec, const char *enc_
     snprintf(path, sizeof(path), "%s/model", dir);
     ck_assert_int_eq(qbt_fp8_write(path, spec, &truth), 0);
     ck_assert_msg(qbt_cq_check(p, path, truth, &stats, why, sizeof(why)) == 0, "%s: %s (%s)", tag,
-                  why, qbt_fake_last_error());
+                  why, qbt_host_last_error());
     ck_assert_int_eq(stats.n_tensors, 21);
     ck_assert_int_eq(stats.n_quant, 14);
     ck_assert_int_eq(stats.n_grid, 0);
@@ -184,13 +187,13 @@ static void run_broken(const char *tag, const qbt_fp8_spec *spec, qb_status code
 
     snprintf(path, sizeof(path), "%s/model", dir);
     ck_assert_int_eq(qbt_fp8_write(path, spec, NULL), 0);
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
     st = p->reader->open(p->ctx, path, NULL, &h);
-    ck_assert_msg(st == code, "%s: status %d, want %d (%s)", tag, st, code, qbt_fake_last_error());
+    ck_assert_msg(st == code, "%s: status %d, want %d (%s)", tag, st, code, qbt_host_last_error());
     ck_assert_ptr_null(h);
     for (i = 0; needles[i]; i++)
-        ck_assert_msg(strstr(qbt_fake_last_error(), needles[i]), "%s: message '%s' lacks '%s'",
-                      tag, qbt_fake_last_error(), needles[i]);
+        ck_assert_msg(strstr(qbt_host_last_error(), needles[i]), "%s: message '%s' lacks '%s'",
+                      tag, qbt_host_last_error(), needles[i]);
     qbt_rmtree(dir);
     free(dir);
 }
@@ -218,7 +221,7 @@ START_TEST(test_broken_scale_in_missing_shard)
     ck_assert_int_eq(qbt_fp8_write(path, &s, NULL), 0);
     ck_assert_int_lt(p->reader->open(p->ctx, path, NULL, &h), 0);
     ck_assert_ptr_null(h);
-    ck_assert_msg(strstr(qbt_fake_last_error(), n[0]), "message '%s'", qbt_fake_last_error());
+    ck_assert_msg(strstr(qbt_host_last_error(), n[0]), "message '%s'", qbt_host_last_error());
     qbt_rmtree(dir);
     free(dir);
 }
@@ -287,13 +290,13 @@ START_TEST(test_not_converted_module_with_fp8_weight)
     patch_config(path, "\"lm_head\"", "\"mlp.down_proj\"");
     ck_assert_int_eq(p->reader->open(p->ctx, path, NULL, &h), QB_E_MISMATCH);
     ck_assert_ptr_null(h);
-    ck_assert(strstr(qbt_fake_last_error(), "mlp.down_proj.weight"));
-    ck_assert(strstr(qbt_fake_last_error(), "not converted"));
+    ck_assert(strstr(qbt_host_last_error(), "mlp.down_proj.weight"));
+    ck_assert(strstr(qbt_host_last_error(), "not converted"));
     /* e4m3 tensors under fmt e5m2 */
     patch_config(path, "\"mlp.down_proj\"", "\"lm_head\"");
     patch_config(path, "\"e4m3\"", "\"e5m2\"");
     ck_assert_int_eq(p->reader->open(p->ctx, path, NULL, &h), QB_E_MISMATCH);
-    ck_assert(strstr(qbt_fake_last_error(), "fmt"));
+    ck_assert(strstr(qbt_host_last_error(), "fmt"));
     patch_config(path, "\"e5m2\"", "\"e3m4\"");
     ck_assert_int_eq(p->reader->open(p->ctx, path, NULL, &h), QB_E_UNSUPPORTED);
     qbt_rmtree(dir);
@@ -301,7 +304,7 @@ START_TEST(test_not_converted_module_with_fp8_weight)
 }
 END_TEST
 
-static Suite *fp8_suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("fp8");
     TCase *tc = tcase_create("decode");
@@ -325,14 +328,4 @@ static Suite *fp8_suite(void)
     tcase_add_test(tc, test_not_converted_module_with_fp8_weight);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(fp8_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

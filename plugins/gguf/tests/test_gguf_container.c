@@ -2,7 +2,8 @@
  * GGUF container: malformed files give a clear error naming the file (never
  * a crash or a huge allocation); well-formed corner cases parse.
  */
-#include "fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "gen_gguf.h"
 #include "qbk_alloc.h"
 #include "gguf_container.h"
@@ -47,18 +48,18 @@ static uint8_t *small_file(qbt_gguf_layout *lay, const qbt_gguf_opts *o)
 
 static qb_status parse(const uint8_t *p, size_t n, gguf_file **f)
 {
-    return gguf_file_parse(fake_host(), PATH, p, n, f);
+    return gguf_file_parse(qbt_host(), PATH, p, n, f);
 }
 
 static void expect_fail(const uint8_t *p, size_t n, qb_status code, const char *needle)
 {
     gguf_file *f = (gguf_file *)1;
     qb_status st = parse(p, n, &f);
-    ck_assert_msg(st == code, "expected %d, got %d (%s)", code, st, fake_last_error());
+    ck_assert_msg(st == code, "expected %d, got %d (%s)", code, st, qbt_host_last_error());
     ck_assert_ptr_null(f);
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), PATH));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), PATH));
     if (needle)
-        ck_assert_msg(strstr(fake_last_error(), needle) != NULL, "message '%s' lacks '%s'", fake_last_error(), needle);
+        ck_assert_msg(strstr(qbt_host_last_error(), needle) != NULL, "message '%s' lacks '%s'", qbt_host_last_error(), needle);
 }
 
 START_TEST(valid_small_file)
@@ -83,19 +84,19 @@ START_TEST(valid_small_file)
     ck_assert(((const float *)t->data)[33] == 33.0f);
     t = gguf_file_find_tensor(f, "b.weight");
     ck_assert(((const float *)t->data)[5] == -5.0f);
-    ck_assert_int_eq(gguf_kv_int(fake_host(), f, "llama.block_count", &v), QB_OK);
+    ck_assert_int_eq(gguf_kv_int(qbt_host(), f, "llama.block_count", &v), QB_OK);
     ck_assert_int_eq(v, 1);
-    ck_assert_int_eq(gguf_kv_int_uniform(fake_host(), f, "llama.feed_forward_length", &v), QB_OK);
+    ck_assert_int_eq(gguf_kv_int_uniform(qbt_host(), f, "llama.feed_forward_length", &v), QB_OK);
     ck_assert_int_eq(v, 5);
-    ck_assert_int_eq(gguf_kv_float(fake_host(), f, "llama.rope.freq_base", &d), QB_OK);
+    ck_assert_int_eq(gguf_kv_float(qbt_host(), f, "llama.rope.freq_base", &d), QB_OK);
     ck_assert(d == 10000.0);
-    ck_assert_int_eq(gguf_kv_array_len(fake_host(), f, "tokenizer.ggml.tokens", &n), QB_OK);
+    ck_assert_int_eq(gguf_kv_array_len(qbt_host(), f, "tokenizer.ggml.tokens", &n), QB_OK);
     ck_assert_int_eq(n, 3);
-    ck_assert_int_eq(gguf_kv_string(fake_host(), f, "general.architecture", &s), QB_OK);
+    ck_assert_int_eq(gguf_kv_string(qbt_host(), f, "general.architecture", &s), QB_OK);
     ck_assert_str_eq(s, "llama");
     qbk_free(s); /* gguf_kv_string allocates with qbk_malloc */
-    ck_assert_int_eq(gguf_kv_int(fake_host(), f, "general.architecture", &v), QB_E_FORMAT);
-    ck_assert_int_eq(gguf_kv_int(fake_host(), f, "nope", &v), QB_E_NOT_FOUND);
+    ck_assert_int_eq(gguf_kv_int(qbt_host(), f, "general.architecture", &v), QB_E_FORMAT);
+    ck_assert_int_eq(gguf_kv_int(qbt_host(), f, "nope", &v), QB_E_NOT_FOUND);
     gguf_file_close(f);
     free(p);
 }
@@ -131,7 +132,7 @@ START_TEST(truncated_everywhere)
         st = parse(copy, n, &f);
         ck_assert_msg(st == QB_E_FORMAT, "prefix %zu: status %d", n, st);
         ck_assert_ptr_null(f);
-        ck_assert_ptr_nonnull(strstr(fake_last_error(), PATH));
+        ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), PATH));
         free(copy);
     }
     free(p);
@@ -211,7 +212,7 @@ START_TEST(unknown_type_id)
     uint8_t *p = small_file(&l, NULL);
     put32(p, l.first_type_field, 99);
     expect_fail(p, l.size, QB_E_UNSUPPORTED, "99");
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), "a.weight"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "a.weight"));
     put32(p, l.first_type_field, 4); /* removed Q4_2 */
     expect_fail(p, l.size, QB_E_UNSUPPORTED, "a.weight");
     free(p);
@@ -318,11 +319,11 @@ START_TEST(nested_arrays_parse)
     qbt_gguf_kv_u32(g, "after", 7);
     p = qbt_gguf_serialize(g, NULL, &l);
     ck_assert_int_eq(parse(p, l.size, &f), QB_OK);
-    ck_assert_int_eq(gguf_kv_array_len(fake_host(), f, "nested", &len), QB_OK);
+    ck_assert_int_eq(gguf_kv_array_len(qbt_host(), f, "nested", &len), QB_OK);
     ck_assert_int_eq(len, 2);
     {
         int64_t after;
-        ck_assert_int_eq(gguf_kv_int(fake_host(), f, "after", &after), QB_OK);
+        ck_assert_int_eq(gguf_kv_int(qbt_host(), f, "after", &after), QB_OK);
         ck_assert_int_eq(after, 7);
     }
     gguf_file_close(f);
@@ -334,18 +335,18 @@ END_TEST
 START_TEST(open_missing_and_mmap)
 {
     gguf_file *f;
-    const char *dir = fake_tmpdir("open");
+    const char *dir = qbt_scratch("open");
     char path[1200];
     qbt_gguf_layout l;
     uint8_t *p = small_file(&l, NULL);
     FILE *fp;
     snprintf(path, sizeof(path), "%s/nope.gguf", dir);
-    ck_assert_int_eq(gguf_file_open(fake_host(), path, &f), QB_E_NOT_FOUND);
+    ck_assert_int_eq(gguf_file_open(qbt_host(), path, &f), QB_E_NOT_FOUND);
     snprintf(path, sizeof(path), "%s/ok.gguf", dir);
     fp = fopen(path, "wb");
     ck_assert_uint_eq(fwrite(p, 1, l.size, fp), l.size);
     fclose(fp);
-    ck_assert_int_eq(gguf_file_open(fake_host(), path, &f), QB_OK);
+    ck_assert_int_eq(gguf_file_open(qbt_host(), path, &f), QB_OK);
     ck_assert_int_eq(f->mapped, 1);
     gguf_file_close(f);
     free(p);

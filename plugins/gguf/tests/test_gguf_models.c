@@ -4,7 +4,8 @@
  * under the HF names, shapes and values: exact for F32/F16/BF16/Q8_0/Q4_0
  * built from codes, and the Q4_0 integer grid equal to the codes/scales.
  */
-#include "fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "gen_gguf.h"
 #include "gguf_reader.h"
 #include "qbt_fs.h"
@@ -39,11 +40,11 @@ static qbt_gguf_spec base_spec(const char *arch, uint32_t wtype)
  * chunks so row ranges are exercised. Returns the reader (caller closes). */
 static gguf_reader *check_model(const qbt_gguf_spec *s, const char *path, qbt_hf_model *ref)
 {
-    const qb_host *h = fake_host();
+    const qb_host *h = qbt_host();
     gguf_reader *r = NULL;
     size_t i;
     qb_status st = gguf_reader_open(h, path, &r);
-    ck_assert_msg(st == QB_OK, "%s: open failed: %s", s->arch, fake_last_error());
+    ck_assert_msg(st == QB_OK, "%s: open failed: %s", s->arch, qbt_host_last_error());
     ck_assert_uint_eq(gguf_reader_count(r), ref->n);
     for (i = 0; i < gguf_reader_count(r); i++) {
         const gguf_ctensor *c = gguf_reader_tensor(r, i);
@@ -124,7 +125,7 @@ static gguf_reader *roundtrip(const qbt_gguf_spec *s, qbt_hf_model *ref, const c
 {
     qbt_gguf *g;
     char path[1200];
-    const char *dir = fake_tmpdir(tag);
+    const char *dir = qbt_scratch(tag);
     ck_assert_ptr_nonnull(dir);
     ck_assert_int_eq(qbt_gguf_build_model(s, &g, ref), 0);
     snprintf(path, sizeof(path), "%s/model.gguf", dir);
@@ -382,12 +383,12 @@ START_TEST(llama3_rope_scaling)
     /* Factors that match no known parameter set: refused, not guessed. */
     s.llama3_rope = 2;
     ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
-    snprintf(path, sizeof(path), "%s/bogus.gguf", fake_tmpdir("llama3bad"));
+    snprintf(path, sizeof(path), "%s/bogus.gguf", qbt_scratch("llama3bad"));
     ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
     qbt_gguf_free(g);
     r = NULL;
-    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), "rope_freqs"));
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "rope_freqs"));
     qbt_hf_model_free(&ref);
 }
 END_TEST
@@ -506,11 +507,11 @@ START_TEST(phi3_longrope_config)
     qbt_gguf_add_tensor(g, "rope_factors_long.weight", 1, ne, 0, lf, sizeof(lf));
     qbt_gguf_add_tensor(g, "rope_factors_short.weight", 1, ne, 0, sf, sizeof(sf));
     qbt_gguf_kv_u32(g, "phi3.rope.scaling.original_context_length", 4096);
-    snprintf(path, sizeof(path), "%s/phi3.gguf", fake_tmpdir("longrope"));
+    snprintf(path, sizeof(path), "%s/phi3.gguf", qbt_scratch("longrope"));
     ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
     qbt_gguf_free(g);
     gguf_reader_close(check_model(&s, path, &ref)); /* rope tensors are not emitted as weights */
-    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_OK);
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_OK);
     c = config_of(r);
     rs = cJSON_GetObjectItem(c, "rope_scaling");
     ck_assert_ptr_nonnull(rs);
@@ -579,7 +580,7 @@ START_TEST(split_any_shard_and_dir)
 {
     qbt_gguf_spec s = base_spec("llama", 2);
     qbt_hf_model ref;
-    const char *dir = fake_tmpdir("split");
+    const char *dir = qbt_scratch("split");
     char path[1300];
     gguf_reader *r;
     write_split(dir, 3, &ref);
@@ -598,16 +599,16 @@ END_TEST
 START_TEST(split_missing_shard)
 {
     qbt_hf_model ref;
-    const char *dir = fake_tmpdir("splitmiss");
+    const char *dir = qbt_scratch("splitmiss");
     char path[1300];
     gguf_reader *r = NULL;
     write_split(dir, 3, &ref);
     snprintf(path, sizeof(path), "%s/m-00003-of-00003.gguf", dir);
     ck_assert_int_eq(remove(path), 0);
     snprintf(path, sizeof(path), "%s/m-00001-of-00003.gguf", dir);
-    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_NOT_FOUND);
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_NOT_FOUND);
     ck_assert_ptr_null(r);
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), "m-00003-of-00003.gguf"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "m-00003-of-00003.gguf"));
     qbt_hf_model_free(&ref);
 }
 END_TEST
@@ -615,7 +616,7 @@ END_TEST
 START_TEST(split_inconsistent_shard)
 {
     qbt_hf_model ref;
-    const char *dir = fake_tmpdir("splitbad");
+    const char *dir = qbt_scratch("splitbad");
     char a[1300], b[2800];
     gguf_reader *r = NULL;
     write_split(dir, 3, &ref);
@@ -623,8 +624,8 @@ START_TEST(split_inconsistent_shard)
     snprintf(a, sizeof(a), "%s/m-00002-of-00003.gguf", dir);
     snprintf(b, sizeof(b), "%s/m-00003-of-00003.gguf", dir);
     qbt_copy_file(a, b, (size_t)-1);
-    ck_assert_int_eq(gguf_reader_open(fake_host(), a, &r), QB_E_MISMATCH);
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), "split.no"));
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), a, &r), QB_E_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "split.no"));
     qbt_hf_model_free(&ref);
 }
 END_TEST
@@ -634,7 +635,7 @@ END_TEST
 START_TEST(unknown_arch_and_tensor)
 {
     qbt_gguf *g = qbt_gguf_new();
-    const char *dir = fake_tmpdir("unk");
+    const char *dir = qbt_scratch("unk");
     char path[1200];
     float v[32] = {0};
     int64_t ne[2] = {32, 1};
@@ -644,8 +645,8 @@ START_TEST(unknown_arch_and_tensor)
     qbt_gguf_add_tensor(g, "token_embd.weight", 2, ne, 0, v, sizeof(v));
     ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
     qbt_gguf_free(g);
-    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), "bloomish"));
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "bloomish"));
 
     {
         qbt_gguf_spec s = base_spec("llama", 0);
@@ -655,9 +656,9 @@ START_TEST(unknown_arch_and_tensor)
         ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
         qbt_gguf_free(g);
         qbt_hf_model_free(&ref);
-        ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_UNSUPPORTED);
-        ck_assert_ptr_nonnull(strstr(fake_last_error(), "blk.0.attn_mystery.weight"));
-        ck_assert_ptr_nonnull(strstr(fake_last_error(), path));
+        ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "blk.0.attn_mystery.weight"));
+        ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), path));
     }
 }
 END_TEST
@@ -696,14 +697,14 @@ START_TEST(missing_or_misshaped_layer_tensor)
 {
     char path[1200];
     gguf_reader *r = NULL;
-    snprintf(path, sizeof(path), "%s/four.gguf", fake_tmpdir("layers"));
+    snprintf(path, sizeof(path), "%s/four.gguf", qbt_scratch("layers"));
     write_patched("qwen2", "qwen2.block_count", 4, path); /* 3 layers stored */
-    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), "model.layers.3."));
-    snprintf(path, sizeof(path), "%s/kv1.gguf", fake_tmpdir("layers2"));
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "model.layers.3."));
+    snprintf(path, sizeof(path), "%s/kv1.gguf", qbt_scratch("layers2"));
     write_patched("qwen2", "qwen2.attention.head_count_kv", 1, path); /* k_proj holds 2 heads */
-    ck_assert_int_eq(gguf_reader_open(fake_host(), path, &r), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(fake_last_error(), "blk.0.attn_k.weight"));
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "blk.0.attn_k.weight"));
     ck_assert_ptr_null(r);
 }
 END_TEST

@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,8 @@
 #include "gen_gptq.h"
 #include "gptq_config.h"
 #include "gptq_open.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "qbt_st_writer.h"
 #include "qlr_check.h"
 
@@ -25,7 +28,7 @@ static void setup(void)
 {
     tmp = qbt_tmpdir("gptq");
     ck_assert_ptr_nonnull(tmp);
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
 }
 
 static void teardown(void)
@@ -56,8 +59,8 @@ static qbk_qlinear_model *open_and_check(const qbt_gptq_spec *s, int opt, int ex
     qbk_qlinear_model *m = NULL;
     qb_status st;
     ck_assert_int_eq(qbt_gptq_write(tmp, s, &truth), 0);
-    st = gptq_open_model(qbt_fake_host(), tmp, opt, &m);
-    ck_assert_msg(st == QB_OK, "open failed: %d %s", st, qbt_fake_last_error());
+    st = gptq_open_model(qbt_host(), tmp, opt, &m);
+    ck_assert_msg(st == QB_OK, "open failed: %d %s", st, qbt_host_last_error());
     ck_assert_int_eq(qlr_check_against_truth(m, truth), expect_quant);
     ck_assert_str_eq(m->source_format, "gptq");
     ck_assert_str_eq(m->architecture, "llama");
@@ -77,10 +80,10 @@ static void expect_fail(const qbt_gptq_spec *s, int opt, qb_status code, const c
     qbk_qlinear_model *m = (qbk_qlinear_model *)1;
     qb_status st;
     ck_assert_int_eq(qbt_gptq_write(tmp, s, NULL), 0);
-    st = gptq_open_model(qbt_fake_host(), tmp, opt, &m);
-    ck_assert_msg(st == code, "status %d, want %d (%s)", st, code, qbt_fake_last_error());
+    st = gptq_open_model(qbt_host(), tmp, opt, &m);
+    ck_assert_msg(st == code, "status %d, want %d (%s)", st, code, qbt_host_last_error());
     ck_assert_ptr_null(m);
-    ck_assert_msg(strstr(qbt_fake_last_error(), needle), "message \"%s\" lacks \"%s\"", qbt_fake_last_error(),
+    ck_assert_msg(strstr(qbt_host_last_error(), needle), "message \"%s\" lacks \"%s\"", qbt_host_last_error(),
                   needle);
 }
 
@@ -261,8 +264,8 @@ static qb_status load_cfg(const char *config_json, int *matches, const char *mod
     char *dir = qbt_tmpdir("gptqcfg");
     ck_assert_ptr_nonnull(dir);
     memset(&cfg, 0, sizeof(cfg));
-    qbt_fake_clear_error();
-    st = gptq_config_load(qbt_fake_host(), dir, config_json, &cfg);
+    qbt_host_clear_error();
+    st = gptq_config_load(qbt_host(), dir, config_json, &cfg);
     if (st == QB_OK && matches)
         *matches = gptq_config_resolve(&cfg, module, &p) == 0 && p.bits == 8;
     gptq_config_free(&cfg);
@@ -286,7 +289,7 @@ START_TEST(gptq_dynamic_stacked_quantifiers)
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(json, sizeof(json), "%s%s\": {\"bits\": 8}}}}", head, bad[i]);
         ck_assert_msg(load_cfg(json, NULL, NULL) != QB_OK, "%s accepted", bad[i]);
-        ck_assert_msg(strstr(qbt_fake_last_error(), bad[i]), "%s", qbt_fake_last_error());
+        ck_assert_msg(strstr(qbt_host_last_error(), bad[i]), "%s", qbt_host_last_error());
     }
     /* one lazy '?' after a quantifier and counted repeats stay accepted */
     snprintf(json, sizeof(json), "%s+:.*?layers\\\\.\\\\d{1,2}\\\\.mlp\\\\..*\": {\"bits\": 8}}}}",
@@ -323,7 +326,7 @@ START_TEST(gptq_option_overrides_data_with_warning)
     qbk_qlinear_model *m = NULL;
     float row[128];
     ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
-    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_V2, &m), QB_OK);
+    ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_V2, &m), QB_OK);
     ck_assert_str_eq(m->t[qlr_check_find(m, "model.layers.0.self_attn.q_proj.weight")].encoding,
                      "gptq int4 g128 asym v2");
     ck_assert_int_eq(qbk_qlinear_read_rows(m, (size_t)qlr_check_find(m, "model.layers.0.self_attn.q_proj.weight"), 0, 1, row),
@@ -337,7 +340,7 @@ START_TEST(broken_desc_act_without_g_idx)
     qbt_gptq_spec s = spec(4, 128, 1, 0);
     s.broken = QBT_BROKEN_DESC_ACT_NO_GIDX;
     expect_fail(&s, GPTQ_OPT_AUTO, QB_E_FORMAT, "desc_act");
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "model.layers.0.self_attn.q_proj.g_idx"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "model.layers.0.self_attn.q_proj.g_idx"));
 }
 END_TEST
 
@@ -346,7 +349,7 @@ START_TEST(broken_qweight_shape_vs_bits)
     qbt_gptq_spec s = spec(4, 128, 1, 0);
     s.broken = QBT_BROKEN_QWEIGHT_BITS;
     expect_fail(&s, GPTQ_OPT_AUTO, QB_E_FORMAT, "model.layers.0.self_attn.q_proj.qweight");
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "model.safetensors"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "model.safetensors"));
 }
 END_TEST
 
@@ -358,12 +361,12 @@ START_TEST(broken_scale_in_missing_shard)
     ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
     {
         qbk_qlinear_model *m = (qbk_qlinear_model *)1;
-        qb_status st = gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m);
+        qb_status st = gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m);
         ck_assert_int_ne(st, QB_OK);
         ck_assert_ptr_null(m);
-        ck_assert_msg(strstr(qbt_fake_last_error(), "model-00003-of-00003.safetensors") ||
-                          strstr(qbt_fake_last_error(), "q_proj.scales"),
-                      "message: %s", qbt_fake_last_error());
+        ck_assert_msg(strstr(qbt_host_last_error(), "model-00003-of-00003.safetensors") ||
+                          strstr(qbt_host_last_error(), "q_proj.scales"),
+                      "message: %s", qbt_host_last_error());
     }
 }
 END_TEST
@@ -420,9 +423,9 @@ START_TEST(broken_group_size_vs_scales)
     free(cfg);
     {
         qbk_qlinear_model *m = (qbk_qlinear_model *)1;
-        ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_FORMAT);
+        ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_FORMAT);
         ck_assert_ptr_null(m);
-        ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "model.layers.0.self_attn.q_proj"));
+        ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "model.layers.0.self_attn.q_proj"));
     }
 }
 END_TEST
@@ -444,20 +447,20 @@ START_TEST(refuses_marlin_and_planar)
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128, "
                                                  "\"sym\": true, \"checkpoint_format\": \"marlin\"}"),
                      0);
-    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "marlin"));
+    ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "marlin"));
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"gptq\", \"bits\": 6, \"group_size\": 128, "
                                                  "\"sym\": true}"),
                      0);
-    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "gptq_p"));
+    ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "gptq_p"));
     snprintf(path, sizeof(path), "%s/quantize_config.json", tmp);
     ck_assert_int_eq(qbt_write_text(path, "{\"bits\": 8, \"group_size\": 128, \"sym\": true}"), 0);
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128, "
                                                  "\"sym\": true}"),
                      0);
-    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_MISMATCH);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "disagree"));
+    ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "disagree"));
 }
 END_TEST
 
@@ -467,7 +470,7 @@ START_TEST(tokenizer_dir_when_present)
     qbk_qlinear_model *m = NULL;
     char path[1024];
     ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
-    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
+    ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
     ck_assert_ptr_null(m->tokenizer_dir);
     ck_assert_ptr_null(m->generation_config_json);
     qbk_qlinear_free(m);
@@ -475,7 +478,7 @@ START_TEST(tokenizer_dir_when_present)
     ck_assert_int_eq(qbt_write_text(path, "{}"), 0);
     snprintf(path, sizeof(path), "%s/generation_config.json", tmp);
     ck_assert_int_eq(qbt_write_text(path, "{\"bos_token_id\": 1}"), 0);
-    ck_assert_int_eq(gptq_open_model(qbt_fake_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
+    ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
     ck_assert_str_eq(m->tokenizer_dir, tmp);
     ck_assert_str_eq(m->generation_config_json, "{\"bos_token_id\": 1}");
     qbk_qlinear_free(m);
@@ -493,12 +496,10 @@ START_TEST(probe_scores)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gptq");
     TCase *g = tcase_create("good"), *b = tcase_create("broken");
-    SRunner *sr;
-    int nf;
     tcase_set_timeout(g, 120);
     tcase_add_checked_fixture(g, setup, teardown);
     tcase_add_checked_fixture(b, setup, teardown);
@@ -534,9 +535,5 @@ int main(void)
     tcase_add_test(g, tokenizer_dir_when_present);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf == 0 ? 0 : 1;
+    return s;
 }

@@ -9,6 +9,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,8 @@
 
 #include "qbt_run.h"
 #include "gen_gptq.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "qbt_st_writer.h"
 
 static char *tmp;
@@ -327,12 +330,10 @@ START_TEST(broken_variants_fail_cleanly)
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("quant-cli");
     TCase *c = tcase_create("cli");
-    SRunner *sr;
-    int nf;
     tcase_set_timeout(c, 300);
     tcase_add_checked_fixture(c, setup, teardown);
     tcase_add_test(c, inspect_gptq_names_everything);
@@ -347,9 +348,5 @@ int main(void)
     tcase_add_test(c, zero_convention_option_via_cli);
     tcase_add_test(c, broken_variants_fail_cleanly);
     suite_add_tcase(s, c);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf == 0 ? 0 : 1;
+    return s;
 }

@@ -7,6 +7,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,7 +18,8 @@
 #include <quantbridge/quantbridge.h>
 
 #include "gen_hf_dense.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "qbt_st_writer.h"
 
 static char *tmp;
@@ -29,7 +32,7 @@ static void setup(void)
     qb_negotiation neg = {sizeof(neg), QB_MAKE_ABI(1, 0), QB_ABI_CURRENT, 0};
     tmp = qbt_tmpdir("hfd");
     ck_assert_ptr_nonnull(tmp);
-    host = qbt_fake_host();
+    host = qbt_host();
     ck_assert_int_eq(qb_plugin_entry_v1(&neg, host, &plugin), QB_OK);
     ck_assert_str_eq(plugin->name, "hf-dense");
     rd = plugin->reader;
@@ -37,7 +40,7 @@ static void setup(void)
     /* the host requires both grid functions or neither; dense has none */
     ck_assert_ptr_null(rd->get_grid_info);
     ck_assert_ptr_null(rd->read_grid);
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
 }
 
 static void teardown(void)
@@ -102,7 +105,7 @@ static void check_all(const qbt_hfd_spec *s, const char *path)
     size_t n = 0, i, j;
 
     ck_assert_int_eq(qbt_hfd_tensors(s, &gt, &n), 0);
-    ck_assert_msg(rd->open(plugin->ctx, path, NULL, &r) == QB_OK, "open: %s", qbt_fake_last_error());
+    ck_assert_msg(rd->open(plugin->ctx, path, NULL, &r) == QB_OK, "open: %s", qbt_host_last_error());
     memset(&mi, 0, sizeof(mi));
     mi.struct_size = sizeof(mi);
     ck_assert_int_eq(rd->get_model_info(r, &mi), QB_OK);
@@ -266,8 +269,8 @@ START_TEST(row_ranges)
     ck_assert_int_eq(rd->read_rows(r, i, 64, 0, got), QB_OK);
 
     ck_assert_int_eq(rd->read_rows(r, i, 60, 5, got), QB_E_RANGE);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "down_proj"));
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), tmp));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "down_proj"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), tmp));
     ck_assert_int_eq(rd->read_rows(r, i, -1, 1, got), QB_E_RANGE);
     ck_assert_int_eq(rd->read_rows(r, i, 0, -1, got), QB_E_RANGE);
     ck_assert_int_eq(rd->read_rows(r, i, INT64_MAX, INT64_MAX, got), QB_E_RANGE);
@@ -313,8 +316,8 @@ START_TEST(quantization_config_refused)
     ck_assert_int_eq(probe(path_in("model.safetensors"), 0), QB_PROBE_NONE);
     ck_assert_int_eq(rd->open(plugin->ctx, tmp, NULL, &r), QB_E_UNSUPPORTED);
     ck_assert_ptr_null(r);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "'awq'"));
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), path_in("config.json")));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'awq'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), path_in("config.json")));
 }
 END_TEST
 
@@ -326,7 +329,7 @@ START_TEST(compression_config_refused)
     add_to_config("\"compression_config\": {\"quant_method\": \"compressed-tensors\"}");
     ck_assert_int_eq(probe(tmp, 1), QB_PROBE_NONE);
     ck_assert_int_eq(rd->open(plugin->ctx, tmp, NULL, &r), QB_E_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "compressed-tensors"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "compressed-tensors"));
 }
 END_TEST
 
@@ -338,7 +341,7 @@ START_TEST(quantize_sidecar_refused)
     ck_assert_int_eq(qbt_write_text(path_in("quantize_config.json"), "{\"bits\": 4}"), 0);
     ck_assert_int_eq(probe(tmp, 1), QB_PROBE_NONE);
     ck_assert_int_eq(rd->open(plugin->ctx, tmp, NULL, &r), QB_E_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "quantize_config.json"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "quantize_config.json"));
 }
 END_TEST
 
@@ -376,9 +379,9 @@ START_TEST(integer_tensor_refused)
     qbt_st_writer_free(w);
     ck_assert_int_eq(probe(tmp, 1), QB_PROBE_WEAK);
     ck_assert_int_eq(rd->open(plugin->ctx, tmp, NULL, &r), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "'a.qweight'"));
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "I32"));
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), path_in("model.safetensors")));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'a.qweight'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "I32"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), path_in("model.safetensors")));
 }
 END_TEST
 
@@ -392,7 +395,7 @@ START_TEST(empty_tensor_refused)
     ck_assert_int_eq(qbt_st_writer_save(w, path_in("model.safetensors")), 0);
     qbt_st_writer_free(w);
     ck_assert_int_eq(rd->open(plugin->ctx, tmp, NULL, &r), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "'e.weight'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'e.weight'"));
 }
 END_TEST
 
@@ -423,7 +426,7 @@ START_TEST(missing_config_refused)
     ck_assert_int_eq(qbt_hfd_write(&s, tmp), 0);
     remove(path_in("config.json"));
     ck_assert_int_eq(rd->open(plugin->ctx, path_in("model.safetensors"), NULL, &r), QB_E_NOT_FOUND);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "config.json"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "config.json"));
 }
 END_TEST
 
@@ -434,7 +437,7 @@ START_TEST(no_model_type_refused)
     ck_assert_int_eq(qbt_hfd_write(&s, tmp), 0);
     ck_assert_int_eq(qbt_write_text(path_in("config.json"), "{\"hidden_size\": 64}"), 0);
     ck_assert_int_eq(rd->open(plugin->ctx, tmp, NULL, &r), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "model_type"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "model_type"));
 }
 END_TEST
 
@@ -450,7 +453,7 @@ START_TEST(malformed_file_reported)
     fclose(f);
     ck_assert_int_eq(probe(tmp, 1), QB_PROBE_POSSIBLE);
     ck_assert_int_eq(rd->open(plugin->ctx, tmp, NULL, &r), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), path_in("model.safetensors")));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), path_in("model.safetensors")));
 }
 END_TEST
 
@@ -612,7 +615,7 @@ static qb_status try_open(void)
 {
     qb_reader_handle r = NULL;
     qb_status st;
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
     st = rd->open(plugin->ctx, tmp, NULL, &r);
     if (st == QB_OK)
         rd->close(r);
@@ -621,8 +624,8 @@ static qb_status try_open(void)
 
 static void assert_error_has(const char *a, const char *b)
 {
-    ck_assert_msg(strstr(qbt_fake_last_error(), a) && strstr(qbt_fake_last_error(), b),
-                  "want '%s' and '%s' in: %s", a, b, qbt_fake_last_error());
+    ck_assert_msg(strstr(qbt_host_last_error(), a) && strstr(qbt_host_last_error(), b),
+                  "want '%s' and '%s' in: %s", a, b, qbt_host_last_error());
 }
 
 START_TEST(broken_config_reported)
@@ -748,7 +751,7 @@ START_TEST(embedding_vs_config)
 }
 END_TEST
 
-static Suite *hfd_suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("hf-dense");
     TCase *v = tcase_create("values"), *e = tcase_create("errors"), *x = tcase_create("plugin");
@@ -788,14 +791,4 @@ static Suite *hfd_suite(void)
     suite_add_tcase(s, e);
     suite_add_tcase(s, x);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(hfd_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -16,7 +16,8 @@
 
 #include "qbt_run.h"
 #include "gen_hf_dense.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "qbt_st_writer.h"
 
 static char *tmp;

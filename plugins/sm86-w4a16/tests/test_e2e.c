@@ -71,7 +71,7 @@ static int run_tool(const char *args, char *err, size_t err_len)
     return st;
 }
 
-static int load_file(const char *dir, const char *name, w4t_file *f)
+static int load_file(const char *dir, const char *name, qbt_mem_file *f)
 {
     char path[1024];
     FILE *fp;
@@ -155,7 +155,7 @@ static void run_case(const e2e_case *k)
     qbt_hfd_tensor *ts = NULL;
     size_t nt, i;
     char src[700], out[700], args[2048], err[4096];
-    w4t_file man_f, files[32];
+    qbt_mem_file man_f, files[32];
     size_t n_files = 0;
     cJSON *man, *cfg, *e;
     int is_lin;
@@ -225,7 +225,7 @@ static void run_case(const e2e_case *k)
                 cols = t->n_dims == 2 ? t->dims[1] : t->dims[0];
         float *w = malloc(n * sizeof *w), *ref = malloc(n * sizeof *ref);
         char file[64], name[128], tn[160];
-        const w4t_file *of = NULL;
+        const qbt_mem_file *of = NULL;
         w4t_st_view v, sv;
         qbt_hfd_fill(&spec, t, w);
         for (j = 0; j < n; j++)
@@ -290,7 +290,7 @@ static void run_case(const e2e_case *k)
         if (strcmp(files[i].name, "lm_head.safetensors") == 0)
             ck_assert_msg(!k->tied, "tied model has lm_head.safetensors");
     {
-        w4t_file cf;
+        qbt_mem_file cf;
         ck_assert_int_eq(load_file(out, "config.json", &cf), 0);
         cfg = cJSON_Parse((const char *)cf.data);
         ck_assert_ptr_nonnull(cfg);
@@ -418,7 +418,7 @@ static void gen_and_convert(const char *arch, int tied, const char *extra, char 
 
 static int same_file(const char *a_dir, const char *b_dir, const char *name)
 {
-    w4t_file a, b;
+    qbt_mem_file a, b;
     int same;
     ck_assert_int_eq(load_file(a_dir, name, &a), 0);
     ck_assert_int_eq(load_file(b_dir, name, &b), 0);
@@ -435,7 +435,7 @@ static int same_file(const char *a_dir, const char *b_dir, const char *name)
 static void round_trip(const char *arch, int tied, const char *extra)
 {
     char src[700], out[700], out2[800], args[2048], err[4096], f[64];
-    w4t_file mf;
+    qbt_mem_file mf;
     cJSON *man, *e;
     int l, n = 0;
     gen_and_convert(arch, tied, extra, src, out, sizeof src);
@@ -532,7 +532,7 @@ END_TEST
 /* Rewrites dir/name with one substring replaced (must occur). */
 static void edit_file(const char *dir, const char *name, const char *from, const char *to)
 {
-    w4t_file f;
+    qbt_mem_file f;
     char path[1024], *hit;
     FILE *fp;
     ck_assert_int_eq(load_file(dir, name, &f), 0);
@@ -565,7 +565,7 @@ START_TEST(test_reader_refusals)
 {
     char src[700], out[700], path[1024];
     FILE *fp;
-    w4t_file f;
+    qbt_mem_file f;
     gen_and_convert("llama", 0, "", src, out, sizeof src);
 
     /* one flipped nibble in a layer file: the digest no longer matches */
@@ -593,7 +593,7 @@ END_TEST
 
 static void sha_hex(const char *dir, const char *name, char hex[65])
 {
-    w4t_file f;
+    qbt_mem_file f;
     uint8_t sha[32];
     int i;
     ck_assert_int_eq(load_file(dir, name, &f), 0);
@@ -632,7 +632,7 @@ END_TEST
  * one must be exact. Checks the feature list (one feature or none). */
 static int count_exact(const char *dir, int want_all, const char *feature, int *n_exact)
 {
-    w4t_file mf;
+    qbt_mem_file mf;
     cJSON *man, *e;
     int n = 0;
     ck_assert_int_eq(load_file(dir, "manifest.json", &mf), 0);

@@ -7,6 +7,8 @@
  * and the test's own formatting, not from the code under test.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,8 +81,8 @@ static qb_status read_variant(const variant *v, w4w_manifest_in *out)
         fputs(man, f);
         fclose(f);
     }
-    w4t_reset();
-    return w4w_manifest_read(w4t_host(), g_dir, out);
+    qbt_host_reset();
+    return w4w_manifest_read(qbt_host(), g_dir, out);
 }
 
 START_TEST(test_valid)
@@ -100,8 +102,8 @@ START_TEST(test_uppercase_sha)
     variant v = {.num_layers = 1, .listed = 1, .upper_sha = 1};
     w4w_manifest_in m;
     ck_assert_int_eq(read_variant(&v, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "config.json"));
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "lowercase"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "config.json"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "lowercase"));
 }
 END_TEST
 
@@ -110,7 +112,7 @@ START_TEST(test_duplicate_key)
     variant v = {.num_layers = 1, .listed = 1, .extra_member = " \"num_layers\": 1,"};
     w4w_manifest_in m;
     ck_assert_int_eq(read_variant(&v, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "duplicate key 'num_layers'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "duplicate key 'num_layers'"));
 }
 END_TEST
 
@@ -119,7 +121,7 @@ START_TEST(test_dot_name)
     variant v = {.num_layers = 1, .listed = 1, .extra_file = ".hidden"};
     w4w_manifest_in m;
     ck_assert_int_eq(read_variant(&v, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "'.'"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "'.'"));
 }
 END_TEST
 
@@ -128,7 +130,7 @@ START_TEST(test_zero_layers)
     variant v = {.num_layers = 0, .listed = 0};
     w4w_manifest_in m;
     ck_assert_int_eq(read_variant(&v, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "num_layers"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "num_layers"));
 }
 END_TEST
 
@@ -139,22 +141,20 @@ START_TEST(test_layer_name_width)
     variant v = {.num_layers = 1000, .listed = 1};
     w4w_manifest_in m;
     ck_assert_int_eq(read_variant(&v, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "layer_000.safetensors is not listed"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "layer_000.safetensors is not listed"));
     v.num_layers = 1001;
     ck_assert_int_eq(read_variant(&v, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "layer_0000.safetensors is not listed"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "layer_0000.safetensors is not listed"));
     v.num_layers = 100;
     ck_assert_int_eq(read_variant(&v, &m), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(w4t_last_error(), "layer_01.safetensors is not listed"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "layer_01.safetensors is not listed"));
 }
 END_TEST
 
-int main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-manifest-in");
     TCase *tc = tcase_create("strict");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, test_valid);
     tcase_add_test(tc, test_uppercase_sha);
     tcase_add_test(tc, test_duplicate_key);
@@ -162,9 +162,5 @@ int main(void)
     tcase_add_test(tc, test_zero_layers);
     tcase_add_test(tc, test_layer_name_width);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -5,6 +5,8 @@
  * the search's fit sums match an independent scalar sum.
  */
 #include <check.h>
+
+#include "qbt_check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,7 +279,7 @@ START_TEST(test_nonfinite_both)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("w4w_quant_simd");
     TCase *tc = tcase_create("core");
@@ -290,14 +292,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_nonfinite_both);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int nf;
-    srunner_run_all(sr, CK_NORMAL);
-    nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

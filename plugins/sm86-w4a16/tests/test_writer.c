@@ -55,9 +55,9 @@ static const qb_param *params(const char *gs, const char *rule, const char *head
     return g_params;
 }
 
-static cJSON *load_json(const w4t_sink *s, const char *name)
+static cJSON *load_json(const qbt_mem_sink *s, const char *name)
 {
-    const w4t_file *f = w4t_sink_find(s, name);
+    const qbt_mem_file *f = qbt_mem_sink_find(s, name);
     char *t;
     cJSON *j;
     ck_assert_msg(f != NULL, "%s missing", name);
@@ -70,10 +70,10 @@ static cJSON *load_json(const w4t_sink *s, const char *name)
 
 /* Decodes `<base>.packed`/`.scales` of `file` independently of pack.c and
  * returns the rel error against src (rows x cols); asserts the shapes. */
-static double check_linear(const w4t_sink *s, const char *file, const char *base,
+static double check_linear(const qbt_mem_sink *s, const char *file, const char *base,
                            const w4t_tensor *src, int64_t gs, int *bit_exact)
 {
-    const w4t_file *f = w4t_sink_find(s, file);
+    const qbt_mem_file *f = qbt_mem_sink_find(s, file);
     w4t_st_view pv, sv;
     char n[256];
     int64_t rows = src->dims[0], cols = src->dims[1], r, c, ng = (cols + gs - 1) / gs;
@@ -113,9 +113,9 @@ static double check_linear(const w4t_sink *s, const char *file, const char *base
     return r2 > 0 ? sqrt(e2 / r2) : 0.0;
 }
 
-static void check_f16(const w4t_sink *s, const char *file, const char *name, const w4t_tensor *src)
+static void check_f16(const qbt_mem_sink *s, const char *file, const char *name, const w4t_tensor *src)
 {
-    const w4t_file *f = w4t_sink_find(s, file);
+    const qbt_mem_file *f = qbt_mem_sink_find(s, file);
     w4t_st_view v;
     int64_t n = src->n_dims == 1 ? src->dims[0] : src->dims[0] * src->dims[1], i;
     ck_assert_msg(f != NULL, "%s missing", file);
@@ -138,14 +138,14 @@ static const cJSON *manifest_tensor(const cJSON *m, const char *key)
 }
 
 /* Every file but manifest.json is listed with its real size and SHA-256. */
-static void check_manifest_files(const w4t_sink *s, const cJSON *m)
+static void check_manifest_files(const qbt_mem_sink *s, const cJSON *m)
 {
     const cJSON *files = cJSON_GetObjectItem(m, "files"), *e;
     size_t listed = 0, i;
     cJSON_ArrayForEach(e, files)
     {
         const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
-        const w4t_file *f = w4t_sink_find(s, name);
+        const qbt_mem_file *f = qbt_mem_sink_find(s, name);
         uint8_t sha[32];
         char hex[65];
         ck_assert_msg(f != NULL, "manifest lists %s, not written", name);
@@ -158,7 +158,7 @@ static void check_manifest_files(const w4t_sink *s, const cJSON *m)
         listed++;
     }
     ck_assert_uint_eq(listed + 1, s->n);
-    ck_assert(w4t_sink_find(s, "manifest.json") != NULL);
+    ck_assert(qbt_mem_sink_find(s, "manifest.json") != NULL);
 }
 
 static const char *const k_lin[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
@@ -170,16 +170,16 @@ static void run_dense(const char *arch, int L, int64_t hidden, int64_t inter, in
                       int gnorm, int qk, int64_t gs, const char *rule)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     cJSON *man, *cfg, *gen;
     char gsb[16], file[64], n[128];
     int l, k, exact;
-    w4t_reset();
+    qbt_host_reset();
     w4t_model_dense(m, arch, L, hidden, inter, 40, tied, bias, gnorm, qk);
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     snprintf(gsb, sizeof gsb, "%lld", (long long)gs);
     ck_assert_msg(w4t_convert(m, &s, params(gsb, rule, NULL, NULL)) == QB_OK, "%s",
-                  w4t_last_error());
+                  qbt_host_last_error());
     man = load_json(&s, "manifest.json");
     check_manifest_files(&s, man);
     ck_assert_str_eq(cJSON_GetObjectItem(man, "format")->valuestring, "sm86-w4a16");
@@ -204,13 +204,13 @@ static void run_dense(const char *arch, int L, int64_t hidden, int64_t inter, in
               w4t_find(m, "model.embed_tokens.weight"));
     check_f16(&s, "norm.safetensors", "norm.weight", w4t_find(m, "model.norm.weight"));
     if (tied)
-        ck_assert(w4t_sink_find(&s, "lm_head.safetensors") == NULL);
+        ck_assert(qbt_mem_sink_find(&s, "lm_head.safetensors") == NULL);
     else
         check_f16(&s, "lm_head.safetensors", "lm_head.weight", w4t_find(m, "lm_head.weight"));
     for (l = 0; l < L; l++) {
         int expect = 7 * 2 + 2 + (bias ? 3 : 0) + (gnorm ? 2 : 0) + (qk ? 2 : 0);
         snprintf(file, sizeof file, "layer_%02d.safetensors", l);
-        ck_assert_int_eq(w4t_st_count(w4t_sink_find(&s, file)), expect);
+        ck_assert_int_eq(w4t_st_count(qbt_mem_sink_find(&s, file)), expect);
         for (k = 0; k < 7; k++) {
             char key[128];
             const cJSON *mt;
@@ -256,7 +256,7 @@ static void run_dense(const char *arch, int L, int64_t hidden, int64_t inter, in
     cJSON_Delete(man);
     cJSON_Delete(cfg);
     cJSON_Delete(gen);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
 }
@@ -302,19 +302,19 @@ END_TEST
 START_TEST(test_layer_file_digits)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink *s = calloc(1, sizeof *s);
+    qbt_mem_sink *s = calloc(1, sizeof *s);
     cJSON *man;
-    w4t_reset();
+    qbt_host_reset();
     w4t_model_dense(m, "mistral", 101, 8, 8, 8, 1, 0, 0, 0);
-    w4t_sink_init(s);
-    ck_assert_msg(w4t_convert(m, s, NULL) == QB_OK, "%s", w4t_last_error());
-    ck_assert(w4t_sink_find(s, "layer_000.safetensors") != NULL);
-    ck_assert(w4t_sink_find(s, "layer_100.safetensors") != NULL);
-    ck_assert(w4t_sink_find(s, "layer_00.safetensors") == NULL);
+    qbt_mem_sink_init(s);
+    ck_assert_msg(w4t_convert(m, s, NULL) == QB_OK, "%s", qbt_host_last_error());
+    ck_assert(qbt_mem_sink_find(s, "layer_000.safetensors") != NULL);
+    ck_assert(qbt_mem_sink_find(s, "layer_100.safetensors") != NULL);
+    ck_assert(qbt_mem_sink_find(s, "layer_00.safetensors") == NULL);
     man = load_json(s, "manifest.json");
     (void)manifest_tensor(man, "layer_057.safetensors:mlp.up_proj");
     cJSON_Delete(man);
-    w4t_sink_free(s);
+    qbt_mem_sink_free(s);
     w4t_model_free(m);
     free(m);
     free(s);
@@ -325,16 +325,16 @@ END_TEST
 
 static void expect_begin_error(w4t_model *m, qb_status code, const char *needle)
 {
-    w4t_sink s;
+    qbt_mem_sink s;
     qb_status rc;
-    w4t_sink_init(&s);
-    w4t_reset();
+    qbt_mem_sink_init(&s);
+    qbt_host_reset();
     rc = w4t_convert(m, &s, NULL);
-    ck_assert_msg(rc == code, "status %d, want %d (%s)", rc, code, w4t_last_error());
-    ck_assert_msg(strstr(w4t_last_error(), needle) != NULL, "message '%s' lacks '%s'",
-                  w4t_last_error(), needle);
+    ck_assert_msg(rc == code, "status %d, want %d (%s)", rc, code, qbt_host_last_error());
+    ck_assert_msg(strstr(qbt_host_last_error(), needle) != NULL, "message '%s' lacks '%s'",
+                  qbt_host_last_error(), needle);
     ck_assert_uint_eq(s.n, 0); /* nothing written */
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
 }
 
 START_TEST(test_unknown_tensor_named)
@@ -388,7 +388,7 @@ END_TEST
 START_TEST(test_shape_and_arch_errors)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4w_ctx ctx = {w4t_host()};
+    w4w_ctx ctx = {qbt_host()};
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
     w4t_find(m, "model.norm.weight")->dims[0] = 15;
     expect_begin_error(m, QB_E_MISMATCH, "model.norm.weight");
@@ -411,11 +411,11 @@ END_TEST
 START_TEST(test_options_refused)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert_int_eq(w4t_convert(m, &s, params(NULL, NULL, NULL, "shuffle")), QB_E_INVALID);
-    ck_assert(strstr(w4t_last_error(), "act_order") != NULL);
+    ck_assert(strstr(qbt_host_last_error(), "act_order") != NULL);
     ck_assert_int_eq(w4t_convert(m, &s, params("0", NULL, NULL, NULL)), QB_E_INVALID);
     ck_assert_int_eq(w4t_convert(m, &s, params(NULL, "best", NULL, NULL)), QB_E_INVALID);
     ck_assert_uint_eq(s.n, 0);
@@ -425,7 +425,7 @@ START_TEST(test_options_refused)
     ck_assert_int_eq(w4t_convert(m, &s, params(NULL, NULL, "quantized", NULL)), QB_E_INVALID);
     w4t_model_free(m);
     free(m);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
 }
 END_TEST
 
@@ -434,23 +434,23 @@ END_TEST
 START_TEST(test_tied_head_equal_and_different)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     w4t_tensor *e, *h;
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 1, 0, 0, 0);
     e = w4t_find(m, "model.embed_tokens.weight");
     h = w4t_add(m, "lm_head.weight", 8, 16, 5, 1.0f);
     e = w4t_find(m, "model.embed_tokens.weight");
     memcpy(h->data, e->data, 8 * 16 * sizeof(float));
-    w4t_sink_init(&s);
-    ck_assert_msg(w4t_convert(m, &s, NULL) == QB_OK, "%s", w4t_last_error());
-    ck_assert(w4t_sink_find(&s, "lm_head.safetensors") == NULL);
-    w4t_sink_free(&s);
+    qbt_mem_sink_init(&s);
+    ck_assert_msg(w4t_convert(m, &s, NULL) == QB_OK, "%s", qbt_host_last_error());
+    ck_assert(qbt_mem_sink_find(&s, "lm_head.safetensors") == NULL);
+    qbt_mem_sink_free(&s);
     h = w4t_find(m, "lm_head.weight");
     h->data[7 * 16 + 3] += 1e-3f;
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert_int_eq(w4t_convert(m, &s, NULL), QB_E_MISMATCH);
-    ck_assert(strstr(w4t_last_error(), "row 7") != NULL);
-    w4t_sink_free(&s);
+    ck_assert(strstr(qbt_host_last_error(), "row 7") != NULL);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
 }
@@ -462,14 +462,14 @@ START_TEST(test_tie_default_by_arch)
 {
     w4t_model *m = calloc(1, sizeof *m);
     char *p;
-    w4t_sink s;
+    qbt_mem_sink s;
     w4t_model_dense(m, "gemma2", 1, 16, 16, 8, 1, 0, 1, 0);
     p = strstr(m->config, "\"tie_word_embeddings\":true,");
     memmove(p, p + 27, strlen(p + 27) + 1);
-    w4t_sink_init(&s);
-    ck_assert_msg(w4t_convert(m, &s, NULL) == QB_OK, "%s", w4t_last_error());
-    ck_assert(w4t_sink_find(&s, "lm_head.safetensors") == NULL);
-    w4t_sink_free(&s);
+    qbt_mem_sink_init(&s);
+    ck_assert_msg(w4t_convert(m, &s, NULL) == QB_OK, "%s", qbt_host_last_error());
+    ck_assert(qbt_mem_sink_find(&s, "lm_head.safetensors") == NULL);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 1, 0, 0, 0); /* tied, no head */
     p = strstr(m->config, "\"tie_word_embeddings\":true,");
@@ -488,7 +488,7 @@ END_TEST
 START_TEST(test_exact_repack)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     w4t_tensor *t;
     w4t_st_view pv;
     cJSON *man;
@@ -504,15 +504,15 @@ START_TEST(test_exact_repack)
         t->codes[c] = (uint8_t)(8 + (c % 7) - 3);
         t->data[c] = (float)((int)t->codes[c] - 8) * t->scales[0];
     }
-    w4t_sink_init(&s);
-    w4t_reset();
+    qbt_mem_sink_init(&s);
+    qbt_host_reset();
     ck_assert_msg(w4t_convert(m, &s, params("32", NULL, NULL, NULL)) == QB_OK, "%s",
-                  w4t_last_error());
-    ck_assert_int_eq(w4t_warn_count(), 0);
+                  qbt_host_last_error());
+    ck_assert_int_eq(qbt_host_warn_count(), 0);
     ck_assert(check_linear(&s, "layer_00.safetensors", "self_attn.q_proj", t, 32, &exact) == 0.0);
     ck_assert(exact);
     ck_assert(
-        w4t_st_get(w4t_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.packed", &pv) == 0);
+        w4t_st_get(qbt_mem_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.packed", &pv) == 0);
     for (r = 0; r < t->dims[0]; r++)
         for (c = 0; c < t->dims[1]; c++) {
             unsigned b = pv.data[r * (t->dims[1] / 2) + c / 2];
@@ -526,7 +526,7 @@ START_TEST(test_exact_repack)
     mt = manifest_tensor(man, "layer_00.safetensors:self_attn.k_proj");
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(mt, "exact")));
     cJSON_Delete(man);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
 }
@@ -536,7 +536,7 @@ END_TEST
 static int repack_case(int64_t src_gs, const char *tgs, int tweak, const char *rule)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     w4t_tensor *t;
     cJSON *man;
     int exact, bit_exact, c;
@@ -570,19 +570,19 @@ static int repack_case(int64_t src_gs, const char *tgs, int tweak, const char *r
         t->zeros[2] = 7;
         break;
     }
-    w4t_sink_init(&s);
-    w4t_reset();
+    qbt_mem_sink_init(&s);
+    qbt_host_reset();
     ck_assert_msg(w4t_convert(m, &s, params(tgs, rule, NULL, NULL)) == QB_OK, "%s",
-                  w4t_last_error());
+                  qbt_host_last_error());
     man = load_json(&s, "manifest.json");
     exact = cJSON_IsTrue(
         cJSON_GetObjectItem(manifest_tensor(man, "layer_00.safetensors:mlp.down_proj"), "exact"));
     (void)check_linear(&s, "layer_00.safetensors", "mlp.down_proj", t, atoll(tgs), &bit_exact);
     ck_assert_int_eq(exact, bit_exact); /* the manifest tells the truth */
     if (tweak == 1 || tweak == 2 || tweak == 6)
-        ck_assert_int_ge(w4t_warn_count(), 1);
+        ck_assert_int_ge(qbt_host_warn_count(), 1);
     cJSON_Delete(man);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
     return exact;
@@ -640,9 +640,9 @@ static w4t_tensor *act_order_model(w4t_model *m)
 START_TEST(test_act_order_permute)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     w4t_tensor *t = act_order_model(m);
-    const w4t_file *f;
+    const qbt_mem_file *f;
     w4t_st_view pv, sv, permv;
     cJSON *man;
     const cJSON *mt;
@@ -650,12 +650,12 @@ START_TEST(test_act_order_permute)
     int64_t r, c;
     uint8_t seen[128] = {0};
 
-    w4t_sink_init(&s);
-    w4t_reset();
+    qbt_mem_sink_init(&s);
+    qbt_host_reset();
     ck_assert_msg(w4t_convert(m, &s, params("32", NULL, NULL, "permute")) == QB_OK, "%s",
-                  w4t_last_error());
-    ck_assert_int_eq(w4t_warn_count(), 0);
-    f = w4t_sink_find(&s, "layer_00.safetensors");
+                  qbt_host_last_error());
+    ck_assert_int_eq(qbt_host_warn_count(), 0);
+    f = qbt_mem_sink_find(&s, "layer_00.safetensors");
     ck_assert_int_eq(w4t_st_get(f, "self_attn.q_proj.perm", &permv), 0);
     ck_assert_str_eq(permv.dtype, "I32");
     ck_assert_int_eq(permv.n_dims, 1);
@@ -686,30 +686,30 @@ START_TEST(test_act_order_permute)
     mt = manifest_tensor(man, "layer_00.safetensors:self_attn.q_proj");
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(mt, "exact")));
     cJSON_Delete(man);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
 
     /* default act_order=requant: no perm, no feature, not exact */
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert(w4t_convert(m, &s, params("32", NULL, NULL, NULL)) == QB_OK);
     ck_assert_int_ne(
-        w4t_st_get(w4t_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.perm", &permv), 0);
+        w4t_st_get(qbt_mem_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.perm", &permv), 0);
     man = load_json(&s, "manifest.json");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(man, "features")), 0);
     mt = manifest_tensor(man, "layer_00.safetensors:self_attn.q_proj");
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(mt, "exact")));
     cJSON_Delete(man);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
 
     /* permute with group_size 64: target groups would straddle source
      * groups, so no perm; requantized in source order */
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert(w4t_convert(m, &s, params("64", NULL, NULL, "permute")) == QB_OK);
     ck_assert_int_ne(
-        w4t_st_get(w4t_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.perm", &permv), 0);
+        w4t_st_get(qbt_mem_sink_find(&s, "layer_00.safetensors"), "self_attn.q_proj.perm", &permv), 0);
     man = load_json(&s, "manifest.json");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(man, "features")), 0);
     cJSON_Delete(man);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
 }
@@ -719,14 +719,14 @@ END_TEST
 START_TEST(test_quantized_head)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     cJSON *man;
     int exact;
     double rel;
     w4t_model_dense(m, "llama", 1, 64, 64, 16, 0, 0, 0, 0);
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert_msg(w4t_convert(m, &s, params(NULL, NULL, "quantized", NULL)) == QB_OK, "%s",
-                  w4t_last_error());
+                  qbt_host_last_error());
     rel = check_linear(&s, "lm_head.safetensors", "lm_head", w4t_find(m, "lm_head.weight"), 128,
                        &exact);
     ck_assert(rel > 0 && rel < W4T_REL_BOUND);
@@ -736,7 +736,7 @@ START_TEST(test_quantized_head)
     ck_assert_str_eq(cJSON_GetObjectItem(man, "lm_head")->valuestring, "quantized");
     (void)manifest_tensor(man, "lm_head.safetensors:lm_head");
     cJSON_Delete(man);
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
 }
@@ -746,21 +746,21 @@ END_TEST
 START_TEST(test_nan_refused)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
     w4t_find(m, "model.layers.0.mlp.gate_proj.weight")->data[3 * 16 + 2] = NAN;
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert_int_eq(w4t_convert(m, &s, NULL), QB_E_FORMAT);
-    ck_assert_msg(strstr(w4t_last_error(), "model.layers.0.mlp.gate_proj.weight: row 3") != NULL,
-                  "%s", w4t_last_error());
-    w4t_sink_free(&s);
+    ck_assert_msg(strstr(qbt_host_last_error(), "model.layers.0.mlp.gate_proj.weight: row 3") != NULL,
+                  "%s", qbt_host_last_error());
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
     w4t_find(m, "model.norm.weight")->data[1] = 1e6f; /* overflows F16 */
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert_int_eq(w4t_convert(m, &s, NULL), QB_E_RANGE);
-    ck_assert(strstr(w4t_last_error(), "model.norm.weight") != NULL);
-    w4t_sink_free(&s);
+    ck_assert(strstr(qbt_host_last_error(), "model.norm.weight") != NULL);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
 }
@@ -770,19 +770,19 @@ END_TEST
 START_TEST(test_order_enforced)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
-    w4w_ctx ctx = {w4t_host()};
+    qbt_mem_sink s;
+    w4w_ctx ctx = {qbt_host()};
     qb_writer_handle w = NULL;
     size_t order[64];
     qb_param none[1];
     memset(none, 0, sizeof none);
     w4t_model_dense(m, "llama", 1, 16, 16, 8, 0, 0, 0, 0);
-    w4t_sink_init(&s);
+    qbt_mem_sink_init(&s);
     ck_assert_int_eq(w4w_writer_vtable.begin(&ctx, &s.sink, &m->src, none, order, &w), QB_OK);
     ck_assert_int_eq(w4w_writer_vtable.write_tensor(w, order[1]), QB_E_INVALID);
     ck_assert_int_eq(w4w_writer_vtable.write_tensor(w, order[0]), QB_OK);
     ck_assert_int_eq(w4w_writer_vtable.finish(w), QB_E_INVALID); /* incomplete */
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
     w4t_model_free(m);
     free(m);
 }
@@ -792,7 +792,7 @@ END_TEST
 START_TEST(test_tokenizer_and_template)
 {
     w4t_model *m = calloc(1, sizeof *m);
-    w4t_sink s;
+    qbt_mem_sink s;
     char dir[] = "/tmp/w4t_tokXXXXXX", path[256];
     cJSON *tc;
     FILE *f;
@@ -813,22 +813,22 @@ START_TEST(test_tokenizer_and_template)
     m->info.tokenizer_dir = dir;
     m->info.chat_template = "{{ messages }}";
     m->info.generation_config_json = "{\"bos_token_id\": 5}";
-    w4t_sink_init(&s);
-    ck_assert_msg(w4t_convert(m, &s, NULL) == QB_OK, "%s", w4t_last_error());
-    ck_assert_uint_eq(w4t_sink_find(&s, "tokenizer.json")->len, 12);
-    ck_assert(w4t_sink_find(&s, "model.safetensors") == NULL);
+    qbt_mem_sink_init(&s);
+    ck_assert_msg(w4t_convert(m, &s, NULL) == QB_OK, "%s", qbt_host_last_error());
+    ck_assert_uint_eq(qbt_mem_sink_find(&s, "tokenizer.json")->len, 12);
+    ck_assert(qbt_mem_sink_find(&s, "model.safetensors") == NULL);
     tc = load_json(&s, "tokenizer_config.json");
     ck_assert_str_eq(cJSON_GetObjectItem(tc, "chat_template")->valuestring, "{{ messages }}");
     ck_assert_str_eq(cJSON_GetObjectItem(tc, "bos_token")->valuestring, "<s>");
     cJSON_Delete(tc);
-    ck_assert_mem_eq(w4t_sink_find(&s, "generation_config.json")->data, "{\"bos_token_id\": 5}",
+    ck_assert_mem_eq(qbt_mem_sink_find(&s, "generation_config.json")->data, "{\"bos_token_id\": 5}",
                      19);
     {
         cJSON *man = load_json(&s, "manifest.json");
         check_manifest_files(&s, man);
         cJSON_Delete(man);
     }
-    w4t_sink_free(&s);
+    qbt_mem_sink_free(&s);
     unlink(path);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     unlink(path);

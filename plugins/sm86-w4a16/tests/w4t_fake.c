@@ -1,282 +1,22 @@
-/* Tests of sm86-w4a16: the fakes of w4t_fake.h. */
+/* Tests of sm86-w4a16: the model source and helpers of w4t_fake.h. */
 #define _GNU_SOURCE
 #include "w4t_fake.h"
 
 #include "qbk_sha256.h"
 
 #include <cJSON.h>
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "w4w.h"
 
-/* ---- host ---------------------------------------------------------------- */
-
-static _Thread_local char g_msg[4096];
-static int g_warns;
-
-static void h_log(const qb_host *h, qb_log_level level, const char *fmt, ...)
+/* set_error through the real host (qbt_host_last_error reads it). */
+static qb_status m_err(qb_status code, const char *fmt, size_t index)
 {
-    va_list ap;
-    (void)h;
-    if (level == QB_LOG_WARN)
-        g_warns++;
-    if (getenv("W4T_VERBOSE") || level <= QB_LOG_WARN) {
-        va_start(ap, fmt);
-        fprintf(stderr, "[log %d] ", (int)level);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-}
-
-static qb_status h_set_error(const qb_host *h, qb_status code, const char *fmt, ...)
-{
-    va_list ap;
-    (void)h;
-    va_start(ap, fmt);
-    vsnprintf(g_msg, sizeof g_msg, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-static void *h_alloc(const qb_host *h, size_t n)
-{
-    (void)h;
-    return malloc(n ? n : 1);
-}
-
-static void h_free(const qb_host *h, void *p)
-{
-    (void)h;
-    free(p);
-}
-
-static qb_status h_read_small_file(const qb_host *h, const char *path, size_t max_len, void **data,
-                                   size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-    if (!f)
-        return h_set_error(h, QB_E_NOT_FOUND, "%s: cannot open", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (n < 0 || (size_t)n > max_len) {
-        fclose(f);
-        return h_set_error(h, QB_E_RANGE, "%s: too large", path);
-    }
-    buf = malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(buf);
-        return h_set_error(h, QB_E_IO, "%s: read", path);
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *data = buf;
-    *len = (size_t)n;
-    return QB_OK;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static qb_status h_list_dir(const qb_host *h, const char *dir, char ***names)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char **v = calloc(256, sizeof *v);
-    size_t n = 0;
-    if (!d) {
-        free(v);
-        return h_set_error(h, QB_E_NOT_FOUND, "%s: cannot open", dir);
-    }
-    while ((e = readdir(d)) && n < 255)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            v[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(v, n, sizeof *v, cmp_str);
-    *names = v;
-    return QB_OK;
-}
-
-static void h_free_list(const qb_host *h, char **names)
-{
-    size_t i;
-    (void)h;
-    for (i = 0; names && names[i]; i++)
-        free(names[i]);
-    free(names);
-}
-
-static const char *h_get_config(const qb_host *h, const char *key)
-{
-    (void)h;
-    (void)key;
-    return NULL;
-}
-
-static int h_progress(const qb_host *h, uint64_t done, uint64_t total, const char *stage)
-{
-    (void)h;
-    (void)done;
-    (void)total;
-    (void)stage;
-    return 0;
-}
-
-static int h_cancelled(const qb_host *h)
-{
-    (void)h;
-    return 0;
-}
-
-/* Serial, in reverse order, so the writer cannot depend on item order. */
-static qb_status h_parallel_for(const qb_host *h, size_t n, qb_parallel_fn fn, void *arg)
-{
-    size_t i;
-    (void)h;
-    for (i = n; i-- > 0;) {
-        qb_status rc = fn(arg, i);
-        if (rc != QB_OK)
-            return rc;
-    }
-    return QB_OK;
-}
-
-static uint32_t h_thread_count(const qb_host *h)
-{
-    (void)h;
-    return 3;
-}
-
-static void *h_get_proc(const qb_host *h, const char *name)
-{
-    (void)h;
-    (void)name;
-    return NULL;
-}
-
-const qb_host *w4t_host(void)
-{
-    static qb_host host;
-    if (!host.struct_size) {
-        host.struct_size = sizeof host;
-        host.abi = QB_ABI_CURRENT;
-        host.log = h_log;
-        host.set_error = h_set_error;
-        host.alloc = h_alloc;
-        host.free = h_free;
-        host.read_small_file = h_read_small_file;
-        host.list_dir = h_list_dir;
-        host.free_list = h_free_list;
-        host.get_config = h_get_config;
-        host.progress = h_progress;
-        host.cancelled = h_cancelled;
-        host.parallel_for = h_parallel_for;
-        host.thread_count = h_thread_count;
-        host.get_proc = h_get_proc;
-    }
-    return &host;
-}
-
-const char *w4t_last_error(void)
-{
-    return g_msg;
-}
-
-int w4t_warn_count(void)
-{
-    return g_warns;
-}
-
-void w4t_reset(void)
-{
-    g_msg[0] = '\0';
-    g_warns = 0;
-}
-
-/* ---- sink ---------------------------------------------------------------- */
-
-static qb_status s_create(void *handle, const char *name, qb_sink_file **out)
-{
-    w4t_sink *s = handle;
-    size_t i;
-    if (!name[0] || strchr(name, '/') || name[0] == '.')
-        return h_set_error(NULL, QB_E_INVALID, "%s: bad name", name);
-    for (i = 0; i < s->n; i++)
-        if (strcmp(s->files[i].name, name) == 0)
-            return h_set_error(NULL, QB_E_INVALID, "%s: created twice", name);
-    if (s->n == sizeof s->files / sizeof s->files[0])
-        return h_set_error(NULL, QB_E_IO, "too many files");
-    memset(&s->files[s->n], 0, sizeof s->files[0]);
-    snprintf(s->files[s->n].name, sizeof s->files[0].name, "%s", name);
-    *out = (qb_sink_file *)&s->files[s->n++];
-    return QB_OK;
-}
-
-static qb_status s_write(qb_sink_file *f, const void *buf, size_t len)
-{
-    w4t_file *wf = (w4t_file *)f;
-    if (wf->closed)
-        return h_set_error(NULL, QB_E_IO, "%s: write after close", wf->name);
-    if (wf->len + len > wf->cap) {
-        size_t cap = wf->cap ? wf->cap : 4096;
-        while (cap < wf->len + len)
-            cap *= 2;
-        wf->data = realloc(wf->data, cap);
-        wf->cap = cap;
-    }
-    memcpy(wf->data + wf->len, buf, len);
-    wf->len += len;
-    return QB_OK;
-}
-
-static qb_status s_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha[32])
-{
-    w4t_file *wf = (w4t_file *)f;
-    wf->closed = 1;
-    if (bytes)
-        *bytes = wf->len;
-    if (sha)
-        w4t_sha256(wf->data, wf->len, sha);
-    return QB_OK;
-}
-
-void w4t_sink_init(w4t_sink *s)
-{
-    memset(s, 0, sizeof *s);
-    s->sink.struct_size = sizeof s->sink;
-    s->sink.handle = s;
-    s->sink.create = s_create;
-    s->sink.write = s_write;
-    s->sink.close = s_close;
-}
-
-void w4t_sink_free(w4t_sink *s)
-{
-    size_t i;
-    for (i = 0; i < s->n; i++)
-        free(s->files[i].data);
-    s->n = 0;
-}
-
-const w4t_file *w4t_sink_find(const w4t_sink *s, const char *name)
-{
-    size_t i;
-    for (i = 0; i < s->n; i++)
-        if (strcmp(s->files[i].name, name) == 0)
-            return &s->files[i];
-    return NULL;
+    const qb_host *h = qbt_host();
+    return h->set_error(h, code, fmt, index);
 }
 
 /* ---- model source -------------------------------------------------------- */
@@ -287,7 +27,7 @@ static qb_status m_tensor_info(void *handle, size_t index, const qb_tensor_info 
     w4t_tensor *t;
     qb_tensor_info *ti;
     if (index >= m->n)
-        return h_set_error(NULL, QB_E_RANGE, "index %zu", index);
+        return m_err(QB_E_RANGE, "index %zu", index);
     t = &m->t[index];
     ti = &m->ti[index];
     memset(ti, 0, sizeof *ti);
@@ -329,7 +69,7 @@ static qb_status m_read_rows(void *handle, size_t index, int64_t row0, int64_t n
     w4t_model *m = handle;
     w4t_tensor *t = &m->t[index];
     if (index >= m->n || row0 < 0 || n < 0 || row0 + n > t_rows(t))
-        return h_set_error(NULL, QB_E_RANGE, "read_rows range");
+        return m_err(QB_E_RANGE, "read_rows range (tensor %zu)", index);
     memcpy(dst, t->data + row0 * t_cols(t), (size_t)(n * t_cols(t)) * sizeof(float));
     return QB_OK;
 }
@@ -355,7 +95,7 @@ static qb_status m_read_grid(void *handle, size_t index, int64_t row0, int64_t n
     w4t_tensor *t = &m->t[index];
     int64_t cols = t_cols(t);
     if (!t->has_grid || row0 + n > t_rows(t))
-        return h_set_error(NULL, QB_E_RANGE, "read_grid");
+        return m_err(QB_E_RANGE, "read_grid range (tensor %zu)", index);
     memcpy(out->codes, t->codes + row0 * cols, (size_t)(n * cols));
     memcpy(out->scales, t->scales + row0 * t->n_groups, (size_t)n * t->n_groups * sizeof(float));
     memcpy(out->zeros, t->zeros + row0 * t->n_groups, (size_t)n * t->n_groups * sizeof(int32_t));
@@ -564,7 +304,7 @@ void w4t_model_free(w4t_model *m)
 
 /* ---- safetensors view ---------------------------------------------------- */
 
-static int st_header(const w4t_file *f, cJSON **hdr, size_t *base)
+static int st_header(const qbt_mem_file *f, cJSON **hdr, size_t *base)
 {
     uint64_t n = 0;
     int i;
@@ -584,7 +324,7 @@ static int st_header(const w4t_file *f, cJSON **hdr, size_t *base)
     return *hdr ? 0 : -1;
 }
 
-int w4t_st_get(const w4t_file *f, const char *name, w4t_st_view *v)
+int w4t_st_get(const qbt_mem_file *f, const char *name, w4t_st_view *v)
 {
     cJSON *hdr = NULL, *t, *sh, *off, *e;
     size_t base;
@@ -614,7 +354,7 @@ out:
     return rc;
 }
 
-int w4t_st_count(const w4t_file *f)
+int w4t_st_count(const qbt_mem_file *f)
 {
     cJSON *hdr = NULL, *e;
     size_t base;
@@ -639,15 +379,16 @@ void w4t_sha256(const uint8_t *data, size_t len, uint8_t out[32])
 
 /* ---- driving the writer -------------------------------------------------- */
 
-qb_status w4t_convert(w4t_model *m, w4t_sink *s, const qb_param *params)
+qb_status w4t_convert(w4t_model *m, qbt_mem_sink *s, const qb_param *params)
 {
-    w4w_ctx ctx = {w4t_host()};
+    w4w_ctx ctx = {qbt_host()};
     const qb_writer_vtable *vt = &w4w_writer_vtable;
     qb_writer_handle w = NULL;
     size_t *order = calloc(m->n ? m->n : 1, sizeof *order), i;
     qb_status rc;
     qb_param none[1];
     memset(none, 0, sizeof none);
+    qbt_host_threads(W4T_THREADS);
     rc = vt->begin(&ctx, &s->sink, &m->src, params ? params : none, order, &w);
     if (rc != QB_OK)
         goto out;

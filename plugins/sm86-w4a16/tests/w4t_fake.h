@@ -1,7 +1,10 @@
 /*
- * Tests of sm86-w4a16: an in-process host, an in-memory sink and an
- * in-memory model source, so the writer's files can be compiled into the
- * test and its output decoded without the quantbridge program.
+ * Tests of sm86-w4a16: an in-memory model source (f32 tensors and int4
+ * grids, sm86-specific), decoding of the writer's safetensors output, and a
+ * driver running the writer -- over the real host services (qbt_host) and
+ * the memory sink (qbt_mem_sink) of tests/support, so the writer's files
+ * can be compiled into the test and its output decoded without the
+ * quantbridge program.
  */
 #ifndef W4T_FAKE_H
 #define W4T_FAKE_H
@@ -10,29 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- host ---- */
-const qb_host *w4t_host(void);
-const char *w4t_last_error(void);
-int w4t_warn_count(void);
-void w4t_reset(void);
-
-/* ---- sink ---- */
-typedef struct w4t_file {
-    char name[256];
-    uint8_t *data;
-    size_t len, cap;
-    int closed;
-} w4t_file;
-
-typedef struct w4t_sink {
-    qb_sink sink;
-    w4t_file files[160];
-    size_t n;
-} w4t_sink;
-
-void w4t_sink_init(w4t_sink *s);
-void w4t_sink_free(w4t_sink *s);
-const w4t_file *w4t_sink_find(const w4t_sink *s, const char *name);
+#include "qbt_host.h"
+#include "qbt_host_log.h"
+#include "qbt_mem_sink.h"
 
 /* ---- model source ---- */
 typedef struct w4t_tensor {
@@ -89,16 +72,22 @@ typedef struct w4t_st_view {
     size_t n_bytes;
 } w4t_st_view;
 /* 0 when `name` is in the file, -1 otherwise (or the file is malformed). */
-int w4t_st_get(const w4t_file *f, const char *name, w4t_st_view *v);
+int w4t_st_get(const qbt_mem_file *f, const char *name, w4t_st_view *v);
 /* Number of tensors in the header (without __metadata__), -1 malformed. */
-int w4t_st_count(const w4t_file *f);
+int w4t_st_count(const qbt_mem_file *f);
 
 /* ---- misc ---- */
 void w4t_sha256(const uint8_t *data, size_t len, uint8_t out[32]);
 double w4t_normal(uint64_t *state);
 
-/* Runs the writer over the whole model with params; returns the first
- * failure. On success the sink holds the output. */
-qb_status w4t_convert(w4t_model *m, w4t_sink *s, const qb_param *params);
+/* Threads of the host pool w4t_convert starts (qbt_host_threads): the
+ * writer sizes its batches by thread_count and must not depend on the
+ * order parallel_for items run in. */
+#define W4T_THREADS 3
+
+/* Runs the writer over the whole model with params, on a host pool of
+ * W4T_THREADS threads; returns the first failure (message:
+ * qbt_host_last_error). On success the sink holds the output. */
+qb_status w4t_convert(w4t_model *m, qbt_mem_sink *s, const qb_param *params);
 
 #endif

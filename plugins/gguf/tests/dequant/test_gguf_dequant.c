@@ -6,6 +6,7 @@
  * Exactness: every comparison in this file is EXACT-BIT (the expected value
  * is rounded once per operation in the order ggml's dequantize_row_* uses).
  */
+#include "qbt_check_main.h"
 #include "tgd.h"
 
 #include "ggml_quant.h"
@@ -622,7 +623,7 @@ START_TEST(test_row_is_concatenation)
 }
 END_TEST
 
-static Suite *suite_main(void)
+Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf-dequant");
     TCase *tc = tcase_create("core");
@@ -640,16 +641,7 @@ static Suite *suite_main(void)
     tcase_add_test(tc, test_k_known_codes);
     tcase_add_test(tc, test_row_is_concatenation);
     suite_add_tcase(s, tc);
+    tgd_add_iq(s);
+    tgd_add_roundtrip(s);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite_main());
-    srunner_add_suite(sr, tgd_suite_iq());
-    srunner_add_suite(sr, tgd_suite_roundtrip());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

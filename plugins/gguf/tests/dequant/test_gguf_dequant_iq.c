@@ -346,9 +346,8 @@ START_TEST(test_iq1_m)
 }
 END_TEST
 
-Suite *tgd_suite_iq(void)
+void tgd_add_iq(Suite *s)
 {
-    Suite *s = suite_create("gguf-dequant-iq");
     TCase *tc = tcase_create("iq");
     tcase_add_test(tc, test_grid_tables);
     tcase_add_test(tc, test_iq2_xxs);
@@ -359,5 +358,4 @@ Suite *tgd_suite_iq(void)
     tcase_add_test(tc, test_iq1_s);
     tcase_add_test(tc, test_iq1_m);
     suite_add_tcase(s, tc);
-    return s;
 }

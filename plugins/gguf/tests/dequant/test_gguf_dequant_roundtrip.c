@@ -144,14 +144,12 @@ START_TEST(test_quantize_rejects)
 }
 END_TEST
 
-Suite *tgd_suite_roundtrip(void)
+void tgd_add_roundtrip(Suite *s)
 {
-    Suite *s = suite_create("gguf-dequant-roundtrip");
     TCase *tc = tcase_create("roundtrip");
     tcase_add_loop_test(tc, test_roundtrip_gaussian, 0, (int)(sizeof rt_cases / sizeof rt_cases[0]));
     tcase_add_test(tc, test_roundtrip_exact);
     tcase_add_test(tc, test_roundtrip_element_bounds);
     tcase_add_test(tc, test_quantize_rejects);
     suite_add_tcase(s, tc);
-    return s;
 }

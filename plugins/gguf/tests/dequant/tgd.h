@@ -25,7 +25,9 @@ uint16_t tgd_rand_f16(qbt_rng *r);
 /* asserts bitwise equality of n floats, naming type and element */
 void tgd_expect_bits(const char *what, const float *want, const float *got, int64_t n);
 
-Suite *tgd_suite_iq(void);
-Suite *tgd_suite_roundtrip(void);
+/* Add the "iq" and "roundtrip" test cases to s (test_gguf_dequant.c
+ * runs them all in its one suite). */
+void tgd_add_iq(Suite *s);
+void tgd_add_roundtrip(Suite *s);
 
 #endif

@@ -26,7 +26,8 @@
 #include "gen_gguf.h"
 #include "gen_gptq.h"
 #include "gen_hf_dense.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
 #include "qbt_st_writer.h"
 
 static char *tmp;
@@ -37,7 +38,7 @@ static void setup(void)
     tmp = qbt_tmpdir("hfw");
     ck_assert_ptr_nonnull(tmp);
     ck_assert_ptr_nonnull(getenv("QB_TEST_BIN"));
-    host = qbt_fake_host();
+    host = qbt_host();
 }
 
 static void teardown(void)
@@ -108,7 +109,7 @@ static qb_st_set *open_out(const char *dir)
 {
     qb_st_set *set = NULL;
     qb_status st = host->safetensors->open_dir(host, dir, &set);
-    ck_assert_msg(st == QB_OK, "%s: %s", dir, qbt_fake_last_error());
+    ck_assert_msg(st == QB_OK, "%s: %s", dir, qbt_host_last_error());
     return set;
 }
 
@@ -953,7 +954,7 @@ static void check_against_reader(const char *lib_name, const char *src, const ch
     *(void **)&entry = dlsym(so, QB_PLUGIN_ENTRY_SYMBOL);
     ck_assert_ptr_nonnull(entry);
     ck_assert_int_eq(entry(&neg, host, &p), QB_OK);
-    ck_assert_msg(p->reader->open(p->ctx, src, NULL, &r) == QB_OK, "%s", qbt_fake_last_error());
+    ck_assert_msg(p->reader->open(p->ctx, src, NULL, &r) == QB_OK, "%s", qbt_host_last_error());
     memset(&mi, 0, sizeof(mi));
     mi.struct_size = sizeof(mi);
     ck_assert_int_eq(p->reader->get_model_info(r, &mi), QB_OK);
@@ -1046,9 +1047,9 @@ START_TEST(supports_refuses_a_model_without_config)
     mi.struct_size = sizeof(mi);
     mi.architecture = "llama";
     mi.n_tensors = 1;
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
     ck_assert_int_eq(p->writer->supports(p->ctx, &mi), 0);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "config"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "config"));
     mi.config_json = "[1, 2]";
     ck_assert_int_eq(p->writer->supports(p->ctx, &mi), 0);
     mi.config_json = "{\"model_type\": \"llama\"}";

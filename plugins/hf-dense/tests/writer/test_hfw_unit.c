@@ -20,7 +20,9 @@
 #include "hfw.h"
 #include "qbk_alloc.h"
 #include "qbk_hf_sidefiles.h"
-#include "qbt_fake_host.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
+#include "qbt_mem_sink.h"
 
 /* ---- fake model source --------------------------------------------------- */
 
@@ -113,83 +115,6 @@ static void fk_init(fake_src *f, const char *config)
     f->src.read_rows = fk_read_rows;
 }
 
-/* ---- memory sink ------------------------------------------------------------ */
-
-struct qb_sink_file {
-    char name[128];
-    uint8_t *data;
-    size_t len, cap;
-    int closed;
-};
-
-typedef struct mem_sink {
-    qb_sink sink;
-    struct qb_sink_file files[32];
-    size_t n;
-} mem_sink;
-
-static qb_status ms_create(void *handle, const char *name, qb_sink_file **out)
-{
-    mem_sink *m = handle;
-    size_t i;
-    for (i = 0; i < m->n; i++)
-        if (strcmp(m->files[i].name, name) == 0)
-            return QB_E_INVALID;
-    ck_assert_uint_lt(m->n, 32);
-    snprintf(m->files[m->n].name, sizeof(m->files[0].name), "%s", name);
-    *out = &m->files[m->n++];
-    return QB_OK;
-}
-
-static qb_status ms_write(qb_sink_file *f, const void *buf, size_t len)
-{
-    ck_assert(!f->closed);
-    if (f->len + len > f->cap) {
-        f->cap = (f->len + len) * 2;
-        f->data = realloc(f->data, f->cap);
-        ck_assert_ptr_nonnull(f->data);
-    }
-    memcpy(f->data + f->len, buf, len);
-    f->len += len;
-    return QB_OK;
-}
-
-static qb_status ms_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha[32])
-{
-    f->closed = 1;
-    if (bytes)
-        *bytes = f->len;
-    if (sha)
-        memset(sha, 0, 32);
-    return QB_OK;
-}
-
-static void ms_init(mem_sink *m)
-{
-    memset(m, 0, sizeof(*m));
-    m->sink.struct_size = sizeof(m->sink);
-    m->sink.handle = m;
-    m->sink.create = ms_create;
-    m->sink.write = ms_write;
-    m->sink.close = ms_close;
-}
-
-static void ms_free(mem_sink *m)
-{
-    size_t i;
-    for (i = 0; i < m->n; i++)
-        free(m->files[i].data);
-}
-
-static struct qb_sink_file *ms_get(mem_sink *m, const char *name)
-{
-    size_t i;
-    for (i = 0; i < m->n; i++)
-        if (strcmp(m->files[i].name, name) == 0)
-            return &m->files[i];
-    return NULL;
-}
-
 /* ---- the plugin ------------------------------------------------------------- */
 
 static const qb_plugin *plugin;
@@ -197,9 +122,9 @@ static const qb_plugin *plugin;
 static void setup(void)
 {
     qb_negotiation neg = {sizeof(neg), QB_MAKE_ABI(1, 0), QB_ABI_CURRENT, 0};
-    ck_assert_int_eq(qb_plugin_entry_v1(&neg, qbt_fake_host(), &plugin), QB_OK);
+    ck_assert_int_eq(qb_plugin_entry_v1(&neg, qbt_host(), &plugin), QB_OK);
     ck_assert_ptr_nonnull(plugin->writer);
-    qbt_fake_clear_error();
+    qbt_host_clear_error();
 }
 
 /* Params as the host hands them: every declared option present. */
@@ -220,7 +145,7 @@ static void params(qb_param p[3], const char *dtype, int64_t max_shard)
 
 /* begin + every write_tensor in order + finish; returns the status of the
  * first failure. */
-static qb_status write_all(fake_src *f, mem_sink *m, const char *dtype, int64_t max_shard)
+static qb_status write_all(fake_src *f, qbt_mem_sink *m, const char *dtype, int64_t max_shard)
 {
     const qb_writer_vtable *wv = plugin->writer;
     qb_param p[3];
@@ -230,7 +155,7 @@ static qb_status write_all(fake_src *f, mem_sink *m, const char *dtype, int64_t 
     params(p, dtype, max_shard);
     st = wv->begin(plugin->ctx, &m->sink, &f->src, p, order, &w);
     if (st != QB_OK) {
-        fprintf(stderr, "begin: %s\n", qbt_fake_last_error());
+        fprintf(stderr, "begin: %s\n", qbt_host_last_error());
         ck_assert_ptr_null(w);
         return st;
     }
@@ -244,7 +169,7 @@ static qb_status write_all(fake_src *f, mem_sink *m, const char *dtype, int64_t 
 }
 
 /* The safetensors file `name` in the sink: header parsed, data pointer. */
-static cJSON *st_header(struct qb_sink_file *f, const uint8_t **data)
+static cJSON *st_header(qbt_mem_file *f, const uint8_t **data)
 {
     uint64_t n = 0;
     int i;
@@ -262,8 +187,8 @@ static cJSON *st_header(struct qb_sink_file *f, const uint8_t **data)
 START_TEST(row_blocks_stay_bounded_and_values_are_exact)
 {
     fake_src f;
-    mem_sink m;
-    struct qb_sink_file *out;
+    qbt_mem_sink m;
+    qbt_mem_file *out;
     const uint8_t *data;
     cJSON *h, *t, *off;
     size_t i;
@@ -273,14 +198,14 @@ START_TEST(row_blocks_stay_bounded_and_values_are_exact)
     fk_add(&f, "big.weight", 2, 3000, 1000);     /* 3M elements: several blocks */
     fk_add(&f, "wide.weight", 2, 3, 3 << 20);    /* a row larger than a block */
     fk_add(&f, "vec.bias", 1, 5, 0);
-    ms_init(&m);
+    qbt_mem_sink_init(&m);
     ck_assert_int_eq(write_all(&f, &m, "f32", (int64_t)1 << 40), QB_OK);
     /* never a whole tensor at once: at most 2^20 elements, or one row */
     ck_assert_int_le(f.max_request, 3 << 20);
     ck_assert_int_le(f.max_request, f.max_whole / 3);
     ck_assert_int_eq(f.rows_read[0], 3000);
     ck_assert_int_eq(f.rows_read[1], 3);
-    out = ms_get(&m, "model.safetensors");
+    out = qbt_mem_sink_find(&m, "model.safetensors");
     ck_assert_ptr_nonnull(out);
     ck_assert(out->closed);
     h = st_header(out, &data);
@@ -308,20 +233,20 @@ START_TEST(row_blocks_stay_bounded_and_values_are_exact)
     t = cJSON_GetObjectItem(h, "vec.bias");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(t, "shape")), 1);
     cJSON_Delete(h);
-    ck_assert_ptr_nonnull(ms_get(&m, "config.json"));
-    ck_assert_ptr_nonnull(ms_get(&m, "generation_config.json"));
-    ck_assert_ptr_null(ms_get(&m, "model.safetensors.index.json"));
+    ck_assert_ptr_nonnull(qbt_mem_sink_find(&m, "config.json"));
+    ck_assert_ptr_nonnull(qbt_mem_sink_find(&m, "generation_config.json"));
+    ck_assert_ptr_null(qbt_mem_sink_find(&m, "model.safetensors.index.json"));
     for (i = 0; i < m.n; i++)
-        ck_assert_msg(m.files[i].closed, "%s left open", m.files[i].name);
-    ms_free(&m);
+        ck_assert_msg(m.files[i]->closed, "%s left open", m.files[i]->name);
+    qbt_mem_sink_free(&m);
 }
 END_TEST
 
 START_TEST(shards_cut_greedily_with_a_large_tensor_alone)
 {
     fake_src f;
-    mem_sink m;
-    struct qb_sink_file *idx;
+    qbt_mem_sink m;
+    qbt_mem_file *idx;
     cJSON *j, *wm;
     static const char *const want[][2] = {
         {"a.weight", "model-00001-of-00003.safetensors"},
@@ -339,10 +264,10 @@ START_TEST(shards_cut_greedily_with_a_large_tensor_alone)
     fk_add(&f, "c.weight", 2, 10, 10);
     fk_add(&f, "d.weight", 2, 2, 10);
     fk_add(&f, "e.weight", 1, 10, 0);
-    ms_init(&m);
+    qbt_mem_sink_init(&m);
     ck_assert_int_eq(write_all(&f, &m, "bf16", 100), QB_OK);
-    ck_assert_ptr_null(ms_get(&m, "model.safetensors"));
-    idx = ms_get(&m, "model.safetensors.index.json");
+    ck_assert_ptr_null(qbt_mem_sink_find(&m, "model.safetensors"));
+    idx = qbt_mem_sink_find(&m, "model.safetensors.index.json");
     ck_assert_ptr_nonnull(idx);
     j = cJSON_ParseWithLength((const char *)idx->data, idx->len);
     ck_assert_ptr_nonnull(j);
@@ -355,25 +280,25 @@ START_TEST(shards_cut_greedily_with_a_large_tensor_alone)
     cJSON_Delete(j);
     for (i = 0; i < 3; i++) {
         char name[64];
-        struct qb_sink_file *sf;
+        qbt_mem_file *sf;
         const uint8_t *data;
         cJSON *h;
         snprintf(name, sizeof(name), "model-%05zu-of-00003.safetensors", i + 1);
-        sf = ms_get(&m, name);
+        sf = qbt_mem_sink_find(&m, name);
         ck_assert_ptr_nonnull(sf);
         h = st_header(sf, &data);
         /* the file is exactly header + its tensors' bytes */
         ck_assert_uint_eq(sf->len - (size_t)(data - sf->data), i == 0 ? 80 : i == 1 ? 200 : 60);
         cJSON_Delete(h);
     }
-    ms_free(&m);
+    qbt_mem_sink_free(&m);
 }
 END_TEST
 
 START_TEST(out_of_order_write_is_refused)
 {
     fake_src f;
-    mem_sink m;
+    qbt_mem_sink m;
     qb_param p[3];
     size_t order[FK_MAX];
     qb_writer_handle w = NULL;
@@ -382,36 +307,36 @@ START_TEST(out_of_order_write_is_refused)
     fk_init(&f, "{\"model_type\": \"llama\"}");
     fk_add(&f, "a.weight", 2, 2, 10);
     fk_add(&f, "b.weight", 2, 2, 10);
-    ms_init(&m);
+    qbt_mem_sink_init(&m);
     params(p, "f16", 1000);
     ck_assert_int_eq(wv->begin(plugin->ctx, &m.sink, &f.src, p, order, &w), QB_OK);
     ck_assert_int_eq(wv->write_tensor(w, order[1]), QB_E_INTERNAL);
     wv->abort(w); /* frees everything, closes the open file (ASan checks) */
-    ms_free(&m);
+    qbt_mem_sink_free(&m);
     /* finish before every tensor was written */
-    ms_init(&m);
+    qbt_mem_sink_init(&m);
     ck_assert_int_eq(wv->begin(plugin->ctx, &m.sink, &f.src, p, order, &w), QB_OK);
     ck_assert_int_eq(wv->write_tensor(w, order[0]), QB_OK);
     ck_assert_int_eq(wv->finish(w), QB_E_INTERNAL);
-    ms_free(&m);
+    qbt_mem_sink_free(&m);
 }
 END_TEST
 
 START_TEST(bad_config_and_mismatched_architecture_are_refused)
 {
     fake_src f;
-    mem_sink m;
+    qbt_mem_sink m;
     fk_init(&f, "[1]");
     fk_add(&f, "a.weight", 2, 2, 10);
-    ms_init(&m);
+    qbt_mem_sink_init(&m);
     ck_assert_int_eq(write_all(&f, &m, "f16", 1000), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "fake-src"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "fake-src"));
     fk_init(&f, "{\"model_type\": \"qwen2\"}");
     fk_add(&f, "a.weight", 2, 2, 10);
     ck_assert_int_eq(write_all(&f, &m, "f16", 1000), QB_E_MISMATCH);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "qwen2"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "qwen2"));
     ck_assert_uint_eq(m.n, 0); /* nothing written */
-    ms_free(&m);
+    qbt_mem_sink_free(&m);
 }
 END_TEST
 
@@ -426,7 +351,7 @@ START_TEST(json_edit_keeps_members_as_written)
     static const char *const vals[] = {"\"float32\"", "true", NULL};
     char *out = NULL;
     cJSON *j;
-    ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "t", src, drop, keys, vals, &out), QB_OK);
+    ck_assert_int_eq(hfw_json_edit(qbt_host(), "t", src, drop, keys, vals, &out), QB_OK);
     /* numbers and strings byte for byte */
     ck_assert_msg(strstr(out, "\"a\" : 1.0") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "\"big\": 1000000000000000019884624838656") != NULL, "%s", out);
@@ -443,15 +368,15 @@ START_TEST(json_edit_keeps_members_as_written)
     cJSON_Delete(j);
     qbk_free(out);
     /* an empty object gains the keys; a non-object is refused */
-    ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "t", " {}", drop, keys, vals, &out), QB_OK);
+    ck_assert_int_eq(hfw_json_edit(qbt_host(), "t", " {}", drop, keys, vals, &out), QB_OK);
     j = cJSON_Parse(out);
     ck_assert_int_eq(cJSON_GetArraySize(j), 2);
     cJSON_Delete(j);
     qbk_free(out);
-    ck_assert_int_eq(hfw_json_edit(qbt_fake_host(), "bad.json", "[1]", drop, keys, vals, &out),
+    ck_assert_int_eq(hfw_json_edit(qbt_host(), "bad.json", "[1]", drop, keys, vals, &out),
                      QB_E_FORMAT);
     ck_assert_ptr_null(out);
-    ck_assert_ptr_nonnull(strstr(qbt_fake_last_error(), "bad.json"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "bad.json"));
 }
 END_TEST
 
@@ -473,7 +398,7 @@ START_TEST(config_cleanup_and_side_files_follow_the_kit_rule)
     const cJSON *m;
     size_t i;
 
-    ck_assert_int_eq(hfw_config_text(qbt_fake_host(), "config.json", src, HFW_F16, -1, &out), QB_OK);
+    ck_assert_int_eq(hfw_config_text(qbt_host(), "config.json", src, HFW_F16, -1, &out), QB_OK);
     edited = cJSON_Parse(out);
     stripped = cJSON_Parse(src);
     qbk_hf_config_strip_quant(stripped);

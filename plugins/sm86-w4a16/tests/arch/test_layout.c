@@ -1,45 +1,25 @@
 /*
  * sm86-w4a16 unit tests of the architecture tables, the per-layer layout
  * (layout.c) and the exact-repack decision (repack.c), compiled from the
- * plugin's sources with a minimal host (set_error only).
+ * plugin's sources over the real host services (qbt_host).
  */
 #include <cJSON.h>
 #include <check.h>
 
 #include "qbt_check_main.h"
-#include <stdarg.h>
+#include "qbt_host.h"
 #include <stdio.h>
 #include <string.h>
 
 #include "w4w.h"
-
-static char g_err[1024];
-
-static qb_status fake_set_error(const qb_host *h, qb_status code, const char *fmt, ...)
-{
-    va_list ap;
-    (void)h;
-    va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-static qb_host g_host;
-
-static const qb_host *host(void)
-{
-    g_host.set_error = fake_set_error;
-    g_err[0] = '\0';
-    return &g_host;
-}
 
 static qb_status layout_of(const char *model_type, const char *cfg_text, int64_t L, w4w_layout *lo)
 {
     cJSON *cfg = cJSON_Parse(cfg_text);
     qb_status rc;
     ck_assert_ptr_nonnull(cfg);
-    rc = w4w_layout_init(host(), "src", w4w_arch_find(model_type), cfg, L, lo);
+    qbt_host_clear_error();
+    rc = w4w_layout_init(qbt_host(), "src", w4w_arch_find(model_type), cfg, L, lo);
     cJSON_Delete(cfg);
     return rc;
 }
@@ -154,13 +134,13 @@ START_TEST(test_layout_errors)
 {
     w4w_layout lo;
     ck_assert_int_eq(layout_of("mixtral", "{\"hidden_size\": 8}", 2, &lo), QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(g_err, "num_local_experts"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "num_local_experts"));
     ck_assert_int_eq(layout_of("mixtral", "{\"num_local_experts\": 0}", 2, &lo), QB_E_FORMAT);
     ck_assert_int_eq(layout_of("mixtral", "{\"num_local_experts\": 2.5}", 2, &lo), QB_E_FORMAT);
     ck_assert_int_eq(layout_of("qwen3_moe", "{\"num_experts\": 2, \"mlp_only_layers\": [2]}", 2,
                                &lo),
                      QB_E_FORMAT);
-    ck_assert_ptr_nonnull(strstr(g_err, "mlp_only_layers"));
+    ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "mlp_only_layers"));
     ck_assert_int_eq(layout_of("qwen3_moe", "{\"num_experts\": 2, \"decoder_sparse_step\": 0}",
                                2, &lo),
                      QB_E_FORMAT);
