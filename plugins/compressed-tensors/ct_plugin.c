@@ -14,7 +14,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "ct_model.h"
-#include "qbk_alloc.h"
+#include "qbk_plugin_entry.h"
 #include "qbk_reader.h"
 
 static const qb_host *ct_host;
@@ -148,14 +148,8 @@ static qb_plugin ct_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
-    if (rc)
-        return rc;
-    if (!host || !out)
-        return QB_E_INVALID;
-    ct_plugin.abi = neg->plugin_abi;
-    ct_host = host;
-    qbk_alloc_init(host);
-    *out = &ct_plugin;
-    return QB_OK;
+    qb_status rc = qbk_plugin_enter(neg, host, QB_MAKE_ABI(1, 0), &ct_plugin, out);
+    if (rc == QB_OK)
+        ct_host = host;
+    return rc;
 }

@@ -12,7 +12,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "fp8_model.h"
-#include "qbk_alloc.h"
+#include "qbk_plugin_entry.h"
 #include "qbk_reader.h"
 
 static const qb_host *fp8_host;
@@ -104,14 +104,8 @@ static qb_plugin fp8_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
-    if (rc)
-        return rc;
-    if (!host || !out)
-        return QB_E_INVALID;
-    fp8_plugin.abi = neg->plugin_abi;
-    fp8_host = host;
-    qbk_alloc_init(host);
-    *out = &fp8_plugin;
-    return QB_OK;
+    qb_status rc = qbk_plugin_enter(neg, host, QB_MAKE_ABI(1, 0), &fp8_plugin, out);
+    if (rc == QB_OK)
+        fp8_host = host;
+    return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "ggml_types.h"
 #include "qbk_alloc.h"
+#include "qbk_plugin_entry.h"
 
 #include <cjson/cJSON.h>
 
@@ -404,14 +405,8 @@ const qb_reader_vtable *gguf_reader_vtable(void)
 
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host, const qb_plugin **out)
 {
-    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
-    if (rc)
-        return rc;
-    if (!host || !out)
-        return QB_E_INVALID;
-    plugin.abi = neg->plugin_abi;
-    g_host = host;
-    qbk_alloc_init(host);
-    *out = &plugin;
-    return QB_OK;
+    qb_status rc = qbk_plugin_enter(neg, host, QB_MAKE_ABI(1, 0), &plugin, out);
+    if (rc == QB_OK)
+        g_host = host;
+    return rc;
 }

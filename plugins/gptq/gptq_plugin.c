@@ -9,7 +9,7 @@
 #include "gptq_config.h"
 #include "gptq_open.h"
 #include "qbk_qlinear.h"
-#include "qbk_alloc.h"
+#include "qbk_plugin_entry.h"
 
 static const qb_host *gptq_host;
 
@@ -88,14 +88,8 @@ static qb_plugin gptq_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
-    if (rc)
-        return rc;
-    if (!host || !out)
-        return QB_E_INVALID;
-    gptq_plugin.abi = neg->plugin_abi;
-    gptq_host = host;
-    qbk_alloc_init(host);
-    *out = &gptq_plugin;
-    return QB_OK;
+    qb_status rc = qbk_plugin_enter(neg, host, QB_MAKE_ABI(1, 0), &gptq_plugin, out);
+    if (rc == QB_OK)
+        gptq_host = host;
+    return rc;
 }

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "hfw.h"
-#include "qbk_alloc.h"
+#include "qbk_plugin_entry.h"
 
 const qb_host *hfd_host;
 
@@ -31,14 +31,8 @@ static qb_plugin hfd_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
-    if (rc)
-        return rc;
-    if (!host || !out)
-        return QB_E_INVALID;
-    hfd_plugin.abi = neg->plugin_abi;
-    hfd_host = host;
-    qbk_alloc_init(host);
-    *out = &hfd_plugin;
-    return QB_OK;
+    qb_status rc = qbk_plugin_enter(neg, host, QB_MAKE_ABI(1, 0), &hfd_plugin, out);
+    if (rc == QB_OK)
+        hfd_host = host;
+    return rc;
 }

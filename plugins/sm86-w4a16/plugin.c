@@ -2,7 +2,7 @@
  * sm86-w4a16 — the plugin entry point, descriptor and option declarations.
  */
 #include "w4w.h"
-#include "qbk_alloc.h"
+#include "qbk_plugin_entry.h"
 
 static w4w_ctx g_ctx;
 
@@ -72,14 +72,8 @@ static qb_plugin g_plugin = {
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
                                        const qb_plugin **out)
 {
-    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 0));
-    if (rc)
-        return rc;
-    if (!host || !out)
-        return QB_E_INVALID;
-    g_plugin.abi = neg->plugin_abi;
-    g_ctx.host = host;
-    qbk_alloc_init(host);
-    *out = &g_plugin;
-    return QB_OK;
+    qb_status rc = qbk_plugin_enter(neg, host, QB_MAKE_ABI(1, 0), &g_plugin, out);
+    if (rc == QB_OK)
+        g_ctx.host = host;
+    return rc;
 }
