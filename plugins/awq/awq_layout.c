@@ -113,24 +113,17 @@ static void awq_gemm_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, 
         }
 }
 
+/* stored zero of group g, row n: row g of qzeros, AWQ order within a word */
+static int32_t awq_gemm_zero(const qbk_qlinear_tensor *t, uint32_t g, uint64_t n)
+{
+    uint64_t w = qbk_qlinear_word(t->qzeros, (uint64_t)g * ((uint64_t)t->N / 8) + n / 8);
+    return (int32_t)((w >> (4 * awq_reverse_order[n % 8])) & 15u);
+}
+
 static void awq_gemm_params(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
                             int32_t *zeros)
 {
-    const uint64_t wpr = (uint64_t)t->N / 8;
-    int64_t r;
-    uint32_t g;
-    for (r = 0; r < nr; r++) {
-        uint64_t n = (uint64_t)(n0 + r);
-        for (g = 0; g < t->G; g++) {
-            scales[r * t->G + g] = qbk_qlinear_float_at(t->scales, (uint64_t)g * (uint64_t)t->N + n);
-            if (t->qzeros) {
-                uint64_t w = qbk_qlinear_word(t->qzeros, (uint64_t)g * wpr + n / 8);
-                zeros[r * t->G + g] = (int32_t)((w >> (4 * awq_reverse_order[n % 8])) & 15u);
-            } else {
-                zeros[r * t->G + g] = t->implicit_zero;
-            }
-        }
-    }
+    qbk_qlinear_params_rows(t, n0, nr, scales, zeros, awq_gemm_zero);
 }
 
 static void awq_gemv_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)

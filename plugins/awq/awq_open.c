@@ -154,21 +154,20 @@ out:
     return st;
 }
 
-static const qb_st_tensor *awq_find(const qb_host *h, const qb_st_set *set, const char *module,
-                                    const char *suffix)
+/* qbk_qlinear_config_fn for awq_config_load */
+static qb_status awq_load_cb(const qb_host *h, const char *dir, const char *config_json, void *cfg)
 {
-    char name[1024];
-    if ((size_t)snprintf(name, sizeof(name), "%s%s", module, suffix) >= sizeof(name))
-        return NULL;
-    return h->safetensors->find(set, name);
+    return awq_config_load(h, dir, config_json, cfg);
 }
+
+static const char *const awq_suffixes[] = {".qweight", ".qzeros", ".scales"};
 
 static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const char *module)
 {
     const qb_host *h = m->host;
-    const qb_st_tensor *qw = awq_find(h, m->set, module, ".qweight");
-    const qb_st_tensor *qz = awq_find(h, m->set, module, ".qzeros");
-    const qb_st_tensor *sc = awq_find(h, m->set, module, ".scales");
+    const qb_st_tensor *qw = qbk_qlinear_find(h, m->set, module, ".qweight");
+    const qb_st_tensor *qz = qbk_qlinear_find(h, m->set, module, ".qzeros");
+    const qb_st_tensor *sc = qbk_qlinear_find(h, m->set, module, ".scales");
     const char *ver = c->version == AWQ_GEMM ? "gemm" : "gemv";
     int64_t K, N, gs, G, zr, zc, sr, scl;
     qbk_qlinear_tensor *t;
@@ -188,10 +187,10 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
     if (!qz && c->zero_point)
         return h->set_error(h, QB_E_NOT_FOUND, "%s: %s.qweight has no partner %s.qzeros in any shard",
                             qw->file, module, module);
-    if (awq_find(h, m->set, module, ".g_idx"))
+    if (qbk_qlinear_find(h, m->set, module, ".g_idx"))
         return h->set_error(h, QB_E_FORMAT, "%s: %s.g_idx: AWQ checkpoints have no g_idx (GPTQ?)", qw->file,
                             module);
-    if (awq_find(h, m->set, module, ".weight"))
+    if (qbk_qlinear_find(h, m->set, module, ".weight"))
         return h->set_error(h, QB_E_MISMATCH, "%s: %s has both .weight and .qweight", qw->file, module);
     if ((qw->dtype != QB_DT_I32 && qw->dtype != QB_DT_U32) || qw->n_dims != 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s.qweight: expected 2-D I32, got %s/%u-D", qw->file, module,
@@ -290,33 +289,20 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
 
     memset(&c, 0, sizeof(c));
     *out = NULL;
-    if ((st = qbk_qlinear_begin(h, path, &m)) != QB_OK)
+    if ((st = qbk_qlinear_open(h, path, awq_load_cb, &c, &m)) != QB_OK)
         goto out;
     dir = m->dir;
-    if ((st = awq_config_load(h, dir, m->config_json, &c)) != QB_OK)
-        goto out;
-    if ((st = qbk_qlinear_open_set(m, path)) != QB_OK)
-        goto out;
     n = h->safetensors->count(m->set);
     for (i = 0; i < n; i++) {
         const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
-        const char *suf = qbk_ends_with(tt->name, ".qweight") ? ".qweight"
-                          : qbk_ends_with(tt->name, ".qzeros") ? ".qzeros"
-                          : qbk_ends_with(tt->name, ".scales") ? ".scales"
-                                                               : NULL;
-        qbk_free(module);
-        module = NULL;
-        if (!suf) {
-            if ((st = qbk_qlinear_add_dense(m, tt)) != QB_OK)
-                goto out;
-            continue;
-        }
-        if (!(module = qbk_strndup(tt->name, strlen(tt->name) - strlen(suf)))) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", tt->name);
+        int which = -1;
+        if ((st = qbk_qlinear_split(m, tt, awq_suffixes, sizeof(awq_suffixes) / sizeof(awq_suffixes[0]),
+                                    &module, &which)) != QB_OK)
             goto out;
-        }
-        if (strcmp(suf, ".qweight") != 0) {
-            if (awq_find(h, m->set, module, ".qweight"))
+        if (!module)
+            continue;
+        if (which != 0) {
+            if (qbk_qlinear_find(h, m->set, module, ".qweight"))
                 continue; /* consumed by its qweight */
             if (qbk_ends_with(tt->name, ".act.scales"))
                 /* AutoAWQ ScaledActivation (awq/modules/act.py): the activation

@@ -436,7 +436,6 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
 {
     ct_tensor *t = NULL;
     size_t stem;
-    uint32_t k;
     qb_status st;
 
     if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2)
@@ -479,13 +478,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
         return st;
     t->kind = CT_K_DENSE;
     t->w = x;
-    t->rows = 1;
-    t->cols = x->n_dims ? x->dims[x->n_dims - 1] : 1;
-    for (k = 0; k + 1 < x->n_dims; k++)
-        t->rows *= x->dims[k];
-    t->name = qbk_strdup(x->name);
-    t->encoding = qbk_strdup(qbk_dtype_name(x->dtype));
-    if (!t->name || !t->encoding)
+    if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding))
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
     return QB_OK;
 }
@@ -610,12 +603,7 @@ void ct_model_close(const qb_host *h, ct_model *m)
     size_t i;
     if (!m)
         return;
-    for (i = 0; i < m->n; i++) {
-        qbk_free(m->t[i].name);
-        qbk_free(m->t[i].encoding);
-        qbk_free(m->t[i].g_idx);
-    }
-    qbk_free(m->t);
+    QBK_FREE_TENSORS(m->t, m->n, i);
     qbk_free(m->summary);
     qbk_free(m->scheme_use);
     ct_config_free(&m->cfg);

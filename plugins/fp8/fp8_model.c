@@ -299,7 +299,6 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
     for (i = 0; i < n_st; i++) {
         const qb_st_tensor *x = api->tensor(m->d->st, i);
         fp8_tensor *t = &m->t[i];
-        uint32_t k;
 
         if (used[i])
             continue;
@@ -335,13 +334,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
         }
         t->kind = FP8_K_DENSE;
         t->w = x;
-        t->rows = 1;
-        t->cols = x->n_dims ? x->dims[x->n_dims - 1] : 1;
-        for (k = 0; k + 1 < x->n_dims; k++)
-            t->rows *= x->dims[k];
-        t->name = qbk_strdup(x->name);
-        t->encoding = qbk_strdup(qbk_dtype_name(x->dtype));
-        if (!t->name || !t->encoding) {
+        if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding)) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
         }

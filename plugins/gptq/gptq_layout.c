@@ -83,26 +83,19 @@ static void gptq_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint
                 (uint8_t)qbk_qlinear_field(t->qweight, (uint64_t)(n0 + r), N, W, b, (uint64_t)k);
 }
 
+/* real zero of group g, row n: field n of row g of qzeros plus the
+ * convention's zero_add, masked to the code width */
+static int32_t gptq_zero(const qbk_qlinear_tensor *t, uint32_t g, uint64_t n)
+{
+    uint32_t raw = qbk_qlinear_field(t->qzeros, (uint64_t)g * (uint64_t)t->qzeros->dims[1], 1,
+                                     qbk_qlinear_word_bits(t->qzeros->dtype), t->bits, n);
+    return (int32_t)((raw + (uint32_t)t->zero_add) & ((1u << t->bits) - 1));
+}
+
 static void gptq_params_rows(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
                              int32_t *zeros)
 {
-    const uint32_t mask = (1u << t->bits) - 1;
-    const uint64_t zcols = t->qzeros ? (uint64_t)t->qzeros->dims[1] : 0;
-    int64_t r;
-    uint32_t g;
-    for (r = 0; r < nr; r++) {
-        uint64_t n = (uint64_t)(n0 + r);
-        for (g = 0; g < t->G; g++) {
-            scales[r * t->G + g] = qbk_qlinear_float_at(t->scales, (uint64_t)g * (uint64_t)t->N + n);
-            if (t->qzeros) {
-                uint32_t raw = qbk_qlinear_field(t->qzeros, (uint64_t)g * zcols, 1,
-                                         qbk_qlinear_word_bits(t->qzeros->dtype), t->bits, n);
-                zeros[r * t->G + g] = (int32_t)((raw + (uint32_t)t->zero_add) & mask);
-            } else {
-                zeros[r * t->G + g] = t->implicit_zero;
-            }
-        }
-    }
+    qbk_qlinear_params_rows(t, n0, nr, scales, zeros, gptq_zero);
 }
 
 const qbk_qlinear_decoder gptq_decoder = {gptq_codes, gptq_params_rows};

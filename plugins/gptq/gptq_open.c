@@ -12,32 +12,10 @@
 
 static const char *const gptq_suffixes[] = {".qweight", ".qzeros", ".scales", ".g_idx"};
 
-/* Module prefix of a quantized-part tensor name (malloc'd), or NULL when the
- * name has none of the GPTQ suffixes. *which = index in gptq_suffixes. */
-static char *gptq_module_of(const char *name, int *which)
+/* qbk_qlinear_config_fn for gptq_config_load */
+static qb_status gptq_load_cb(const qb_host *h, const char *dir, const char *config_json, void *cfg)
 {
-    size_t i;
-    for (i = 0; i < sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]); i++)
-        if (qbk_ends_with(name, gptq_suffixes[i])) {
-            size_t n = strlen(name) - strlen(gptq_suffixes[i]);
-            char *m = qbk_malloc(n + 1);
-            if (m) {
-                memcpy(m, name, n);
-                m[n] = '\0';
-            }
-            *which = (int)i;
-            return m;
-        }
-    return NULL;
-}
-
-static const qb_st_tensor *gptq_find(const qb_host *h, const qb_st_set *set, const char *module,
-                                     const char *suffix)
-{
-    char name[1024];
-    if ((size_t)snprintf(name, sizeof(name), "%s%s", module, suffix) >= sizeof(name))
-        return NULL;
-    return h->safetensors->find(set, name);
+    return gptq_config_load(h, dir, config_json, cfg);
 }
 
 static int64_t gptq_ceil_div(int64_t a, int64_t b)
@@ -49,10 +27,10 @@ static int64_t gptq_ceil_div(int64_t a, int64_t b)
 static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const gptq_params *p)
 {
     const qb_host *h = m->host;
-    const qb_st_tensor *qw = gptq_find(h, m->set, module, ".qweight");
-    const qb_st_tensor *qz = gptq_find(h, m->set, module, ".qzeros");
-    const qb_st_tensor *sc = gptq_find(h, m->set, module, ".scales");
-    const qb_st_tensor *gi = gptq_find(h, m->set, module, ".g_idx");
+    const qb_st_tensor *qw = qbk_qlinear_find(h, m->set, module, ".qweight");
+    const qb_st_tensor *qz = qbk_qlinear_find(h, m->set, module, ".qzeros");
+    const qb_st_tensor *sc = qbk_qlinear_find(h, m->set, module, ".scales");
+    const qb_st_tensor *gi = qbk_qlinear_find(h, m->set, module, ".g_idx");
     qbk_qlinear_tensor *t;
     uint32_t W, Wz;
     int64_t K, N, gs, G;
@@ -64,7 +42,7 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
     if (!sc)
         return h->set_error(h, QB_E_NOT_FOUND, "%s: %s.qweight has no partner %s.scales in any shard",
                             qw->file, module, module);
-    if (gptq_find(h, m->set, module, ".weight") != NULL)
+    if (qbk_qlinear_find(h, m->set, module, ".weight") != NULL)
         return h->set_error(h, QB_E_MISMATCH, "%s: %s has both .weight and .qweight", qw->file, module);
     W = qbk_qlinear_word_bits(qw->dtype);
     Wz = qbk_qlinear_word_bits(qz->dtype);
@@ -300,28 +278,19 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
 
     memset(&cfg, 0, sizeof(cfg));
     *out = NULL;
-    if ((st = qbk_qlinear_begin(h, path, &m)) != QB_OK)
+    if ((st = qbk_qlinear_open(h, path, gptq_load_cb, &cfg, &m)) != QB_OK)
         goto out;
     dir = m->dir;
-    if ((st = gptq_config_load(h, dir, m->config_json, &cfg)) != QB_OK)
-        goto out;
-    if ((st = qbk_qlinear_open_set(m, path)) != QB_OK)
-        goto out;
 
     n = h->safetensors->count(m->set);
     for (i = 0; i < n; i++) {
         const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
         int which = -1;
         gptq_params p;
-        qbk_free(module);
-        module = gptq_module_of(tt->name, &which);
+        if ((st = qbk_qlinear_split(m, tt, gptq_suffixes, sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]),
+                                    &module, &which)) != QB_OK)
+            goto out;
         if (!module) {
-            if (which >= 0) {
-                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", tt->name);
-                goto out;
-            }
-            if ((st = qbk_qlinear_add_dense(m, tt)) != QB_OK)
-                goto out;
             if (qbk_ends_with(tt->name, ".weight") && tt->n_dims == 2) {
                 /* a dense linear the config expects quantized is only fine when a
                  * dynamic "-:" rule (or no quantization of that module) says so;
@@ -336,7 +305,7 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
         }
         if (which != 0) {
             /* qzeros/scales/g_idx: consumed by their qweight, else leftover */
-            if (!gptq_find(h, m->set, module, ".qweight")) {
+            if (!qbk_qlinear_find(h, m->set, module, ".qweight")) {
                 st = h->set_error(h, QB_E_FORMAT,
                                   "%s: %s: quantized part without %s.qweight in any shard", tt->file,
                                   tt->name, module);

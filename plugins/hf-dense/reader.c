@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hfd.h"
+#include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
@@ -135,44 +136,12 @@ static void hfd_reader_free(hfd_reader *r)
         hfd_host->safetensors->close(r->set);
     qbk_free(r->t);
     qbk_free(r->dir);
-    qbk_free(r->config_text);
-    qbk_free(r->gen_text);
+    hfd_host->free(hfd_host, r->config_text);
+    hfd_host->free(hfd_host, r->gen_text);
     qbk_free(r->model_type);
     qbk_free(r);
 }
 
-/* Reads dir/name as text into *out (malloc'd). QB_E_NOT_FOUND passes
- * through when `optional` so the caller can skip the file. */
-static qb_status hfd_read_json(const char *dir, const char *name, int optional, char **out)
-{
-    const qb_host *h = hfd_host;
-    char *path = qbk_path_join(dir, name);
-    void *data = NULL;
-    size_t len = 0;
-    qb_status st;
-
-    *out = NULL;
-    if (!path)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-    st = h->read_small_file(h, path, HFD_MAX_JSON, &data, &len);
-    if (st == QB_OK) {
-        *out = qbk_strdup(data);
-        if (!*out)
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-        else if (strlen(*out) != len)
-            st = h->set_error(h, QB_E_FORMAT, "%s: contains a NUL byte", path);
-    } else if (st == QB_E_NOT_FOUND && !optional) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s: missing (a Hugging Face checkpoint needs it)",
-                          path);
-    }
-    h->free(h, data);
-    qbk_free(path);
-    if (st != QB_OK) {
-        qbk_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
 
 static int hfd_file_exists(const char *dir, const char *name)
 {
@@ -278,7 +247,8 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
             goto out;
         }
     }
-    st = hfd_read_json(r->dir, "config.json", 0, &r->config_text);
+    st = qbk_read_side_text(h, r->dir, "config.json", HFD_MAX_JSON,
+                            "missing (a Hugging Face checkpoint needs it)", 1, &r->config_text);
     if (st != QB_OK)
         goto out;
     cfg_path = qbk_path_join(r->dir, "config.json");
@@ -289,9 +259,7 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     st = hfd_config_check(h, cfg_path, r->config_text, &r->model_type);
     if (st != QB_OK)
         goto out;
-    st = hfd_read_json(r->dir, "generation_config.json", 1, &r->gen_text);
-    if (st == QB_E_NOT_FOUND)
-        st = QB_OK;
+    st = qbk_read_side_text(h, r->dir, "generation_config.json", HFD_MAX_JSON, NULL, 1, &r->gen_text);
     if (st != QB_OK)
         goto out;
     r->has_tokenizer = hfd_file_exists(r->dir, "tokenizer.json") ||

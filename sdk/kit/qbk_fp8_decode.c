@@ -5,6 +5,8 @@
 
 #include <quantbridge/qb_half.h>
 
+#include "qbk_alloc.h"
+
 float qbk_fp8_e4m3fn_to_f32(uint8_t b)
 {
     uint32_t sign = (uint32_t)(b & 0x80u) << 24;
@@ -109,4 +111,16 @@ const char *qbk_dtype_name(qb_dtype dt)
     case QB_DT_BOOL: return "bool";
     default: return "unknown";
     }
+}
+
+int qbk_dense_view(const qb_st_tensor *st, int64_t *rows, int64_t *cols, char **name, char **encoding)
+{
+    uint32_t k;
+    *rows = 1;
+    *cols = st->n_dims ? st->dims[st->n_dims - 1] : 1;
+    for (k = 0; k + 1 < st->n_dims; k++)
+        *rows *= st->dims[k];
+    *name = qbk_strdup(st->name);
+    *encoding = qbk_strdup(qbk_dtype_name(st->dtype));
+    return *name && *encoding;
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <quantbridge/qb_safetensors.h>
 #include <quantbridge/qb_tensor.h>
 
 /* Value of an FP8 E4M3FN byte (OCP 8-bit FP spec / torch.float8_e4m3fn:
@@ -45,5 +46,13 @@ void qbk_float_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *ds
  * Never NULL; the string is static (the caller does not free it). Pure,
  * thread-safe. */
 const char *qbk_dtype_name(qb_dtype dt);
+
+/* Matrix view and names of a dense tensor passed through: *cols = the last
+ * dimension (1 for a scalar), *rows = the product of the others; *name =
+ * a copy of st->name and *encoding = a copy of qbk_dtype_name(st->dtype),
+ * both qbk_malloc'd and owned by the caller (qbk_free). Returns 1, or 0
+ * when a copy failed (sets no message; whichever copy succeeded is still
+ * stored for the caller to free). Thread-safe (touches only its outputs). */
+int qbk_dense_view(const qb_st_tensor *st, int64_t *rows, int64_t *cols, char **name, char **encoding);
 
 #endif /* QBK_FP8_DECODE_H */

@@ -4,6 +4,9 @@
 
 #include <string.h>
 
+#include "qbk_alloc.h"
+#include "qbk_path.h"
+
 const char *const qbk_hf_tokenizer_files[] = {
     "tokenizer.json",
     "tokenizer.model",
@@ -39,4 +42,33 @@ void qbk_hf_config_strip_quant(cJSON *cfg)
         return;
     for (k = 0; qbk_hf_quant_config_keys[k]; k++)
         cJSON_DeleteItemFromObjectCaseSensitive(cfg, qbk_hf_quant_config_keys[k]);
+}
+
+qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, char **out)
+{
+    return qbk_read_side_text(h, dir, name, (size_t)64 << 20, NULL, 0, out);
+}
+
+qb_status qbk_read_side_text(const qb_host *h, const char *dir, const char *name, size_t max_bytes,
+                             const char *missing, int reject_nul, char **out)
+{
+    char *path = qbk_path_join(dir, name);
+    void *data = NULL;
+    size_t len = 0;
+    qb_status st;
+    *out = NULL;
+    if (!path)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+    st = h->read_small_file(h, path, max_bytes, &data, &len);
+    if (st == QB_E_NOT_FOUND)
+        st = missing ? h->set_error(h, QB_E_NOT_FOUND, "%s: %s", path, missing) : QB_OK;
+    else if (st == QB_OK && reject_nul && strlen(data) != len)
+        st = h->set_error(h, QB_E_FORMAT, "%s: contains a NUL byte", path);
+    else if (st == QB_OK) {
+        *out = data;
+        data = NULL;
+    }
+    h->free(h, data);
+    qbk_free(path);
+    return st;
 }

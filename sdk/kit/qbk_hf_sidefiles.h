@@ -8,7 +8,11 @@
 #ifndef QBK_HF_SIDEFILES_H
 #define QBK_HF_SIDEFILES_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
+
+#include <quantbridge/qb_host.h>
 
 /* NULL-terminated list of the tokenizer files a writer copies from the
  * source's tokenizer directory when present: the files transformers'
@@ -38,5 +42,22 @@ extern const char *const qbk_hf_quant_config_keys[];
  * `cfg` (no-op for keys absent; cfg NULL or not an object: no-op). Cannot
  * fail. Not thread-safe on one object. */
 void qbk_hf_config_strip_quant(cJSON *cfg);
+
+/* Reads `dir`/`name` as text into a new host->alloc buffer (*out), or sets
+ * *out = NULL and returns QB_OK when the file does not exist. Other
+ * failures return the host's status with its message. */
+qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, char **out);
+
+/* Reads `dir`/`name` (at most max_bytes, through h->read_small_file) as
+ * text into a new NUL-terminated host->alloc buffer *out (free with
+ * h->free). When the file does not exist: with `missing` NULL, sets
+ * *out = NULL and returns QB_OK; else QB_E_NOT_FOUND with the message
+ * "<path>: <missing>". With reject_nul, a file holding a NUL byte is
+ * QB_E_FORMAT "<path>: contains a NUL byte". Other failures return the
+ * host's status with its message; on any failure *out is NULL.
+ * qbk_read_text is this with 64 MiB, missing NULL and reject_nul 0.
+ * Thread-safe as h->read_small_file is. */
+qb_status qbk_read_side_text(const qb_host *h, const char *dir, const char *name, size_t max_bytes,
+                             const char *missing, int reject_nul, char **out);
 
 #endif /* QBK_HF_SIDEFILES_H */

@@ -38,12 +38,7 @@ void qbk_qlinear_free(qbk_qlinear_model *m)
     size_t i;
     if (!m)
         return;
-    for (i = 0; i < m->n; i++) {
-        qbk_free(m->t[i].name);
-        qbk_free(m->t[i].encoding);
-        qbk_free(m->t[i].g_idx);
-    }
-    qbk_free(m->t);
+    QBK_FREE_TENSORS(m->t, m->n, i);
     if (m->set)
         m->host->safetensors->close(m->set);
     m->host->free(m->host, m->config_json);
@@ -106,22 +101,46 @@ qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st)
     return QB_OK;
 }
 
-qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, char **out)
+qb_status qbk_qlinear_open(const qb_host *h, const char *path, qbk_qlinear_config_fn load_config, void *cfg,
+                           qbk_qlinear_model **out)
 {
-    char *path = qbk_path_join(dir, name);
-    void *data = NULL;
-    size_t len = 0;
-    qb_status st;
+    qbk_qlinear_model *m = NULL;
+    qb_status st = qbk_qlinear_begin(h, path, &m);
     *out = NULL;
-    if (!path)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-    st = h->read_small_file(h, path, (size_t)64 << 20, &data, &len);
-    qbk_free(path);
-    if (st == QB_E_NOT_FOUND)
-        return QB_OK;
-    if (st == QB_OK)
-        *out = data;
-    return st;
+    if (st == QB_OK && (st = load_config(h, m->dir, m->config_json, cfg)) == QB_OK)
+        st = qbk_qlinear_open_set(m, path);
+    if (st != QB_OK) {
+        qbk_qlinear_free(m);
+        return st;
+    }
+    *out = m;
+    return QB_OK;
+}
+
+const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
+                                     const char *suffix)
+{
+    char name[1024];
+    if ((size_t)snprintf(name, sizeof(name), "%s%s", module, suffix) >= sizeof(name))
+        return NULL;
+    return h->safetensors->find(set, name);
+}
+
+qb_status qbk_qlinear_split(qbk_qlinear_model *m, const qb_st_tensor *tt, const char *const *suffixes,
+                            size_t n, char **module, int *which)
+{
+    size_t i;
+    qbk_free(*module);
+    *module = NULL;
+    *which = -1;
+    for (i = 0; i < n; i++)
+        if (qbk_ends_with(tt->name, suffixes[i])) {
+            *which = (int)i;
+            if (!(*module = qbk_strndup(tt->name, strlen(tt->name) - strlen(suffixes[i]))))
+                return m->host->set_error(m->host, QB_E_NOMEM, "%s: out of memory", tt->name);
+            return QB_OK;
+        }
+    return qbk_qlinear_add_dense(m, tt);
 }
 
 qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)

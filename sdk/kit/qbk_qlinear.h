@@ -24,6 +24,8 @@
 #include <quantbridge/qb_safetensors.h>
 #include <quantbridge/qb_tensor.h>
 
+#include "qbk_hf_sidefiles.h" /* qbk_read_text */
+
 typedef struct qbk_qlinear_tensor qbk_qlinear_tensor;
 
 /* Format-specific decoding of one quantized linear (N rows = out features,
@@ -122,10 +124,50 @@ qb_status qbk_qlinear_open_set(qbk_qlinear_model *m, const char *path);
  * tokenizer file exists. QB_E_NOT_FOUND / QB_E_FORMAT with message. */
 qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m);
 
-/* Reads `dir`/`name` as text into a new host->alloc buffer (*out), or sets
- * *out = NULL and returns QB_OK when the file does not exist. Other
- * failures return the host's status with its message. */
-qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, char **out);
+/* A format's config loader for qbk_qlinear_open: reads the format's
+ * quantization config of checkpoint directory `dir` (config_json is its
+ * config.json text, NULL-safe) into `cfg`. Returns QB_OK or a negative
+ * status with the message set through h. */
+typedef qb_status (*qbk_qlinear_config_fn)(const qb_host *h, const char *dir, const char *config_json,
+                                           void *cfg);
+
+/* qbk_qlinear_begin, then load_config(h, m->dir, m->config_json, cfg),
+ * then qbk_qlinear_open_set: the opening every quantized-linear reader
+ * shares, with the format's config checked before any shard is opened.
+ * Returns QB_OK with *out owned by the caller (qbk_qlinear_free); otherwise
+ * the first failing step's status (message set) with *out NULL and the
+ * model freed; cfg keeps whatever load_config put there (the caller frees
+ * it). Not thread-safe on one output. */
+qb_status qbk_qlinear_open(const qb_host *h, const char *path, qbk_qlinear_config_fn load_config, void *cfg,
+                           qbk_qlinear_model **out);
+
+/* The tensor `module` + `suffix` of set, or NULL when there is none (or
+ * the joined name is longer than 1023 bytes). Borrowed from the set.
+ * Thread-safe as h->safetensors->find is. */
+const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
+                                     const char *suffix);
+
+/* One step of a reader's tensor loop: frees *module, then when tt's name
+ * ends with one of the n suffixes (the first that matches wins) sets
+ * *module to the name without it (qbk_malloc'd, owned by the caller) and
+ * *which to the suffix's index; otherwise sets *module = NULL, *which = -1
+ * and appends tt as dense (qbk_qlinear_add_dense). Returns QB_OK, the
+ * status of qbk_qlinear_add_dense, or QB_E_NOMEM "<tensor>: out of memory"
+ * (message set, *module NULL). Not thread-safe (open-time only). */
+qb_status qbk_qlinear_split(qbk_qlinear_model *m, const qb_st_tensor *tt, const char *const *suffixes,
+                            size_t n, char **module, int *which);
+
+/* Zero point of group g, row n of t when t->qzeros is set (a format's
+ * stored-zero decoding for qbk_qlinear_params_rows). Pure. */
+typedef int32_t (*qbk_qlinear_zero_fn)(const qbk_qlinear_tensor *t, uint32_t g, uint64_t n);
+
+/* The decoder `params` loop for scales stored [G][N]: for rows
+ * [n0, n0 + nr), scales[r * G + g] = float of t->scales at g * N + n and
+ * zeros[r * G + g] = zero_of(t, g, n) when t->qzeros is set, else
+ * t->implicit_zero. static inline so that a constant zero_of is inlined
+ * in the hot loop. Cannot fail; thread-safe on a finished model. */
+static inline void qbk_qlinear_params_rows(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
+                                           int32_t *zeros, qbk_qlinear_zero_fn zero_of);
 
 /* Fill the SDK structs (get_model_info / get_tensor_info of qb_reader.h)
  * with pointers borrowed from m (valid until qbk_qlinear_free). QB_OK, or
@@ -202,5 +244,19 @@ int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, 
 /* 1 when g[k] == k / gs for every k (the contiguous layout), else 0.
  * Pure, thread-safe. */
 int qbk_qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs);
+
+static inline void qbk_qlinear_params_rows(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
+                                           int32_t *zeros, qbk_qlinear_zero_fn zero_of)
+{
+    int64_t r;
+    uint32_t g;
+    for (r = 0; r < nr; r++) {
+        uint64_t n = (uint64_t)(n0 + r);
+        for (g = 0; g < t->G; g++) {
+            scales[r * t->G + g] = qbk_qlinear_float_at(t->scales, (uint64_t)g * (uint64_t)t->N + n);
+            zeros[r * t->G + g] = t->qzeros ? zero_of(t, g, n) : t->implicit_zero;
+        }
+    }
+}
 
 #endif /* QBK_QLINEAR_H */
