@@ -172,7 +172,6 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
     int64_t K, N, gs, G, zr, zc, sr, scl;
     qbk_qlinear_tensor *t;
     size_t i;
-    char *w;
     qb_status st;
 
     for (i = 0; i < c->n_skip; i++)
@@ -241,28 +240,16 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
         return h->set_error(h, QB_E_FORMAT, "%s: %s.qzeros: shape [%lld, %lld], AWQ %s expects [%lld, %lld]",
                             qz->file, module, (long long)qz->dims[0], (long long)qz->dims[1], ver,
                             (long long)zr, (long long)zc);
-    if (!(w = qbk_strdupf("%s.weight", module)))
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
-    t = qbk_qlinear_append(m, w);
-    qbk_free(w);
+    t = qbk_qlinear_append_quant(m, module,
+                                 &(qbk_qlinear_tensor){.N = N, .K = K, .bits = 4, .G = (uint32_t)G, .gs = gs,
+                                                       .per_channel = c->group_size == -1,
+                                                       .scale_dtype = sc->dtype, .qweight = qw,
+                                                       .qzeros = qz, .scales = sc, .word_bits = 32,
+                                                       .implicit_zero = 8,
+                                                       .dec = c->version == AWQ_GEMM ? &awq_gemm_decoder
+                                                                                     : &awq_gemv_decoder});
     if (!t)
         return QB_E_NOMEM;
-    t->kind = QBK_QLINEAR_QUANT;
-    t->n_dims = 2;
-    t->dims[0] = t->N = N;
-    t->dims[1] = t->K = K;
-    t->source_dtype = QB_DT_QUANTIZED;
-    t->bits = 4;
-    t->G = (uint32_t)G;
-    t->gs = gs;
-    t->per_channel = c->group_size == -1;
-    t->scale_dtype = sc->dtype;
-    t->qweight = qw;
-    t->qzeros = qz;
-    t->scales = sc;
-    t->word_bits = 32;
-    t->implicit_zero = 8;
-    t->dec = c->version == AWQ_GEMM ? &awq_gemm_decoder : &awq_gemv_decoder;
     if ((st = qbk_qlinear_compute_symmetric(h, t)) != QB_OK)
         return st;
     if (!c->zero_point && !t->symmetric)
@@ -278,47 +265,56 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
     return QB_OK;
 }
 
+/* Walk state of awq_open_model. */
+typedef struct awq_walk {
+    const awq_config *c;
+    size_t nq; /* quantized linears added */
+} awq_walk;
+
+/* qbk_qlinear_part_fn: a qweight becomes a linear; dense tensors need
+ * nothing more; a leftover part gets the generic error unless it is one
+ * AWQ cannot convert at all. */
+static qb_status awq_part(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *tt, const char *module,
+                          int which)
+{
+    awq_walk *w = ctx;
+    qb_status st;
+    if (!module)
+        return QB_OK;
+    if (which != 0) {
+        if (qbk_ends_with(tt->name, ".act.scales"))
+            /* AutoAWQ ScaledActivation (awq/modules/act.py): the activation
+             * output is divided by it; folding it is not implemented */
+            return m->host->set_error(m->host, QB_E_UNSUPPORTED,
+                                      "%s: %s: AWQ ScaledActivation scales are not supported", tt->file,
+                                      tt->name);
+        return QB_OK;
+    }
+    if ((st = awq_add_linear(m, w->c, module)) == QB_OK)
+        w->nq++;
+    return st;
+}
+
 qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model **out)
 {
     qbk_qlinear_model *m = NULL;
     awq_config c;
+    awq_walk w;
     qb_status st;
     const char *dir = NULL;
-    char *module = NULL;
-    size_t i, n, nq = 0;
+    size_t nq = 0;
 
     memset(&c, 0, sizeof(c));
     *out = NULL;
     if ((st = qbk_qlinear_open(h, path, awq_load_cb, &c, &m)) != QB_OK)
         goto out;
     dir = m->dir;
-    n = h->safetensors->count(m->set);
-    for (i = 0; i < n; i++) {
-        const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
-        int which = -1;
-        if ((st = qbk_qlinear_split(m, tt, awq_suffixes, sizeof(awq_suffixes) / sizeof(awq_suffixes[0]),
-                                    &module, &which)) != QB_OK)
-            goto out;
-        if (!module)
-            continue;
-        if (which != 0) {
-            if (qbk_qlinear_find(h, m->set, module, ".qweight"))
-                continue; /* consumed by its qweight */
-            if (qbk_ends_with(tt->name, ".act.scales"))
-                /* AutoAWQ ScaledActivation (awq/modules/act.py): the activation
-                 * output is divided by it; folding it is not implemented */
-                st = h->set_error(h, QB_E_UNSUPPORTED,
-                                  "%s: %s: AWQ ScaledActivation scales are not supported", tt->file,
-                                  tt->name);
-            else
-                st = h->set_error(h, QB_E_FORMAT, "%s: %s: quantized part without %s.qweight in any shard",
-                                  tt->file, tt->name, module);
-            goto out;
-        }
-        if ((st = awq_add_linear(m, &c, module)) != QB_OK)
-            goto out;
-        nq++;
-    }
+    w.c = &c;
+    w.nq = 0;
+    if ((st = qbk_qlinear_each(m, awq_suffixes, sizeof(awq_suffixes) / sizeof(awq_suffixes[0]), awq_part,
+                               &w)) != QB_OK)
+        goto out;
+    nq = w.nq;
     m->source_format = "awq";
     {
         char gtxt[32] = "per-channel";
@@ -336,7 +332,6 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
     m = NULL;
     st = QB_OK;
 out:
-    qbk_free(module);
     awq_config_free(&c);
     qbk_qlinear_free(m);
     return st;

@@ -10,6 +10,7 @@
 #include "qbk_fp8_decode.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
+#include "qbk_reader.h"
 
 /* Pointer set of consumed partner tensors (open addressing). */
 typedef struct ct_pset {
@@ -53,15 +54,6 @@ static int ct_pset_has(const ct_pset *s, const void *p)
         i = (i + 1) & s->mask;
     }
     return 0;
-}
-
-static int64_t ct_numel(const qb_st_tensor *t)
-{
-    int64_t n = 1;
-    uint32_t i;
-    for (i = 0; i < t->n_dims; i++)
-        n *= t->dims[i];
-    return n;
 }
 
 static int64_t ct_cdiv(int64_t a, int64_t b)
@@ -123,7 +115,7 @@ static qb_status ct_check_scale(const qb_host *h, const ct_scheme *sc, ct_tensor
                             s->name, s->dtype_name);
     switch (sc->strategy) {
     case CT_S_TENSOR:
-        ok = ct_numel(s) == 1 && s->n_dims <= 2;
+        ok = qbk_reader_numel(s) == 1 && s->n_dims <= 2;
         t->n_groups = 1;
         t->gs = K;
         er = ec = 1;
@@ -195,7 +187,7 @@ static qb_status ct_check_zp(const qb_host *h, const ct_scheme *sc, ct_tensor *t
         if (z->dims[i] != s->dims[i])
             return h->set_error(h, QB_E_MISMATCH, "%s: %s: zero point shape differs from %s",
                                 z->file, z->name, s->name);
-    for (r = 0; r < ct_numel(z); r++) {
+    for (r = 0; r < qbk_reader_numel(z); r++) {
         zq = (int8_t)z->data[r];
         if (zq < lo || zq > hi)
             return h->set_error(h, QB_E_FORMAT, "%s: %s: zero point %lld outside [%d, %d] of "

@@ -26,15 +26,6 @@
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
 
-static int64_t fp8_numel(const qb_st_tensor *t)
-{
-    int64_t n = 1;
-    uint32_t i;
-    for (i = 0; i < t->n_dims; i++)
-        n *= t->dims[i];
-    return n;
-}
-
 int fp8_config_probe(const char *config_json)
 {
     return qbk_reader_probe_quant_method(config_json, "fp8");
@@ -140,7 +131,7 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
     if (!qbk_float_store_ok(s->dtype) || qbk_float_store_size(s->dtype) < 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16",
                             s->file, s->name, s->dtype_name);
-    n_el = fp8_numel(s);
+    n_el = qbk_reader_numel(s);
     if (m->bn) {
         t->kind = FP8_K_BLOCK;
         t->bn = m->bn;

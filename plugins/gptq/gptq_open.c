@@ -106,32 +106,15 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
                             "%s.g_idx; the column-to-group map cannot be guessed",
                             qw->file, module, module);
 
-    {
-        char *w = qbk_strdupf("%s.weight", module);
-        if (!w)
-            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
-        t = qbk_qlinear_append(m, w);
-        qbk_free(w);
-        if (!t)
-            return QB_E_NOMEM;
-    }
-    t->kind = QBK_QLINEAR_QUANT;
-    t->n_dims = 2;
-    t->dims[0] = N;
-    t->dims[1] = K;
-    t->N = N;
-    t->K = K;
-    t->source_dtype = QB_DT_QUANTIZED;
-    t->bits = (uint32_t)p->bits;
-    t->G = (uint32_t)G;
-    t->gs = gs;
-    t->per_channel = p->group_size == -1;
-    t->scale_dtype = sc->dtype;
-    t->qweight = qw;
-    t->qzeros = qz;
-    t->scales = sc;
-    t->word_bits = W;
-    t->dec = &gptq_decoder;
+    t = qbk_qlinear_append_quant(m, module,
+                                 &(qbk_qlinear_tensor){.N = N, .K = K, .bits = (uint32_t)p->bits,
+                                                       .G = (uint32_t)G, .gs = gs,
+                                                       .per_channel = p->group_size == -1,
+                                                       .scale_dtype = sc->dtype, .qweight = qw,
+                                                       .qzeros = qz, .scales = sc, .word_bits = W,
+                                                       .dec = &gptq_decoder});
+    if (!t)
+        return QB_E_NOMEM;
     if (gi) {
         int64_t k;
         t->g_idx = qbk_malloc((size_t)K * sizeof(int32_t));
@@ -265,15 +248,57 @@ static qb_status gptq_finish(qbk_qlinear_model *m, const gptq_config *cfg, int c
     return QB_OK;
 }
 
+/* Walk state of gptq_open_model. */
+typedef struct gptq_walk {
+    const gptq_config *cfg;
+    size_t n_excluded; /* dense linears a dynamic rule leaves unquantized */
+    int all_sym;
+} gptq_walk;
+
+/* qbk_qlinear_part_fn: a qweight becomes a linear with its module's
+ * resolved parameters; a dense linear is only counted; leftovers get the
+ * generic error. */
+static qb_status gptq_part(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *tt, const char *module,
+                           int which)
+{
+    gptq_walk *w = ctx;
+    const qb_host *h = m->host;
+    gptq_params p;
+    if (!module) {
+        if (qbk_ends_with(tt->name, ".weight") && tt->n_dims == 2) {
+            /* a dense linear the config expects quantized is only fine when a
+             * dynamic "-:" rule (or no quantization of that module) says so;
+             * we cannot know every linear of every architecture, so only
+             * count exclusions for the summary */
+            char *mod = qbk_strndup(tt->name, strlen(tt->name) - 7);
+            if (mod && gptq_config_resolve(w->cfg, mod, &p) == 1)
+                w->n_excluded++;
+            qbk_free(mod);
+        }
+        return QB_OK;
+    }
+    if (which != 0)
+        return QB_OK; /* qzeros/scales/g_idx without their qweight */
+    if (gptq_config_resolve(w->cfg, module, &p) == 1)
+        return h->set_error(h, QB_E_MISMATCH,
+                            "%s: %s: the config's dynamic rules leave %s unquantized but the "
+                            "checkpoint has a qweight",
+                            tt->file, tt->name, module);
+    if (p.group_size == 0 || p.bits == 0)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: no bits/group_size for this module", w->cfg->source,
+                            module);
+    w->all_sym &= p.sym;
+    return gptq_add_linear(m, module, &p);
+}
+
 qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_qlinear_model **out)
 {
     qbk_qlinear_model *m = NULL;
     gptq_config cfg;
+    gptq_walk w;
     qb_status st;
     const char *dir = NULL;
-    char *module = NULL;
-    size_t i, n, n_excluded = 0;
-    int all_sym = 1, conv = GPTQ_CONV_NONE;
+    int conv = GPTQ_CONV_NONE;
     const char *why = "";
 
     memset(&cfg, 0, sizeof(cfg));
@@ -281,64 +306,21 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
     if ((st = qbk_qlinear_open(h, path, gptq_load_cb, &cfg, &m)) != QB_OK)
         goto out;
     dir = m->dir;
-
-    n = h->safetensors->count(m->set);
-    for (i = 0; i < n; i++) {
-        const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
-        int which = -1;
-        gptq_params p;
-        if ((st = qbk_qlinear_split(m, tt, gptq_suffixes, sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]),
-                                    &module, &which)) != QB_OK)
-            goto out;
-        if (!module) {
-            if (qbk_ends_with(tt->name, ".weight") && tt->n_dims == 2) {
-                /* a dense linear the config expects quantized is only fine when a
-                 * dynamic "-:" rule (or no quantization of that module) says so;
-                 * we cannot know every linear of every architecture, so only
-                 * count exclusions for the summary */
-                char *mod = qbk_strndup(tt->name, strlen(tt->name) - 7);
-                if (mod && gptq_config_resolve(&cfg, mod, &p) == 1)
-                    n_excluded++;
-                qbk_free(mod);
-            }
-            continue;
-        }
-        if (which != 0) {
-            /* qzeros/scales/g_idx: consumed by their qweight, else leftover */
-            if (!qbk_qlinear_find(h, m->set, module, ".qweight")) {
-                st = h->set_error(h, QB_E_FORMAT,
-                                  "%s: %s: quantized part without %s.qweight in any shard", tt->file,
-                                  tt->name, module);
-                goto out;
-            }
-            continue;
-        }
-        if (gptq_config_resolve(&cfg, module, &p) == 1) {
-            st = h->set_error(h, QB_E_MISMATCH,
-                              "%s: %s: the config's dynamic rules leave %s unquantized but the "
-                              "checkpoint has a qweight",
-                              tt->file, tt->name, module);
-            goto out;
-        }
-        if (p.group_size == 0 || p.bits == 0) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: no bits/group_size for this module", cfg.source,
-                              module);
-            goto out;
-        }
-        all_sym &= p.sym;
-        if ((st = gptq_add_linear(m, module, &p)) != QB_OK)
-            goto out;
-    }
-    if ((st = gptq_decide_zero(m, &cfg, zero_opt, all_sym, &conv, &why)) != QB_OK)
+    w.cfg = &cfg;
+    w.n_excluded = 0;
+    w.all_sym = 1;
+    if ((st = qbk_qlinear_each(m, gptq_suffixes, sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]), gptq_part,
+                               &w)) != QB_OK)
         goto out;
-    if ((st = gptq_finish(m, &cfg, conv, why, n_excluded)) != QB_OK)
+    if ((st = gptq_decide_zero(m, &cfg, zero_opt, w.all_sym, &conv, &why)) != QB_OK)
+        goto out;
+    if ((st = gptq_finish(m, &cfg, conv, why, w.n_excluded)) != QB_OK)
         goto out;
     h->log(h, QB_LOG_INFO, "%s: %s", dir, m->summary);
     *out = m;
     m = NULL;
     st = QB_OK;
 out:
-    qbk_free(module);
     gptq_config_free(&cfg);
     qbk_qlinear_free(m);
     return st;

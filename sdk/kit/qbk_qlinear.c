@@ -1,6 +1,7 @@
 /* Quantized-linear reader core: see qbk_qlinear_model.h. */
 #include "qbk_qlinear.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +73,30 @@ nomem:
     return NULL;
 }
 
+qbk_qlinear_tensor *qbk_qlinear_append_quant(qbk_qlinear_model *m, const char *module,
+                                            const qbk_qlinear_tensor *proto)
+{
+    qbk_qlinear_tensor *t;
+    char *w = qbk_strdupf("%s.weight", module), *name;
+    if (!w) {
+        m->host->set_error(m->host, QB_E_NOMEM, "%s: out of memory", module);
+        return NULL;
+    }
+    t = qbk_qlinear_append(m, w);
+    qbk_free(w);
+    if (!t)
+        return NULL;
+    name = t->name;
+    *t = *proto;
+    t->name = name;
+    t->kind = QBK_QLINEAR_QUANT;
+    t->n_dims = 2;
+    t->dims[0] = proto->N;
+    t->dims[1] = proto->K;
+    t->source_dtype = QB_DT_QUANTIZED;
+    return t;
+}
+
 qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st)
 {
     qbk_qlinear_tensor *t;
@@ -126,11 +151,12 @@ const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, con
     return h->safetensors->find(set, name);
 }
 
-qb_status qbk_qlinear_split(qbk_qlinear_model *m, const qb_st_tensor *tt, const char *const *suffixes,
+/* Splits tt's name at the first matching suffix: *module (qbk_malloc'd) and
+ * *which, or NULL / -1 for a name with none. */
+static qb_status split_name(qbk_qlinear_model *m, const qb_st_tensor *tt, const char *const *suffixes,
                             size_t n, char **module, int *which)
 {
     size_t i;
-    qbk_free(*module);
     *module = NULL;
     *which = -1;
     for (i = 0; i < n; i++)
@@ -140,7 +166,37 @@ qb_status qbk_qlinear_split(qbk_qlinear_model *m, const qb_st_tensor *tt, const 
                 return m->host->set_error(m->host, QB_E_NOMEM, "%s: out of memory", tt->name);
             return QB_OK;
         }
-    return qbk_qlinear_add_dense(m, tt);
+    return QB_OK;
+}
+
+qb_status qbk_qlinear_each(qbk_qlinear_model *m, const char *const *suffixes, size_t n_suffixes,
+                           qbk_qlinear_part_fn fn, void *ctx)
+{
+    const qb_host *h = m->host;
+    size_t i, n = h->safetensors->count(m->set);
+    char *module = NULL;
+    qb_status st = QB_OK;
+    assert(n_suffixes > 0 && fn);
+    for (i = 0; i < n && st == QB_OK; i++) {
+        const qb_st_tensor *tt = h->safetensors->tensor(m->set, i);
+        int which;
+        qbk_free(module);
+        if ((st = split_name(m, tt, suffixes, n_suffixes, &module, &which)) != QB_OK)
+            break;
+        if (!module) {
+            if ((st = qbk_qlinear_add_dense(m, tt)) == QB_OK)
+                st = fn(ctx, m, tt, NULL, -1);
+            continue;
+        }
+        if (which != 0 && qbk_qlinear_find(h, m->set, module, suffixes[0]))
+            continue; /* consumed by its quantized weight */
+        st = fn(ctx, m, tt, module, which);
+        if (st == QB_OK && which != 0)
+            st = h->set_error(h, QB_E_FORMAT, "%s: %s: quantized part without %s%s in any shard", tt->file,
+                              tt->name, module, suffixes[0]);
+    }
+    qbk_free(module);
+    return st;
 }
 
 qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)

@@ -98,6 +98,14 @@ void qbk_qlinear_free(qbk_qlinear_model *m);
  * append. */
 qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name);
 
+/* Appends the quantized linear `module`.weight: a copy of *proto (its
+ * name ignored) made a QBK_QLINEAR_QUANT tensor of shape [proto->N,
+ * proto->K] with source dtype QB_DT_QUANTIZED. Returns the slot (valid
+ * until the next append; pointers in proto, such as g_idx, now belong to
+ * the model) or NULL on allocation failure with the message set. */
+qbk_qlinear_tensor *qbk_qlinear_append_quant(qbk_qlinear_model *m, const char *module,
+                                            const qbk_qlinear_tensor *proto);
+
 /* Appends safetensors tensor `st` as a dense pass-through under its own
  * name. F16, BF16 and F32 only; anything else is QB_E_UNSUPPORTED naming
  * the file and tensor (an unknown integer tensor is never guessed at). */
@@ -147,15 +155,30 @@ qb_status qbk_qlinear_open(const qb_host *h, const char *path, qbk_qlinear_confi
 const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
                                      const char *suffix);
 
-/* One step of a reader's tensor loop: frees *module, then when tt's name
- * ends with one of the n suffixes (the first that matches wins) sets
- * *module to the name without it (qbk_malloc'd, owned by the caller) and
- * *which to the suffix's index; otherwise sets *module = NULL, *which = -1
- * and appends tt as dense (qbk_qlinear_add_dense). Returns QB_OK, the
- * status of qbk_qlinear_add_dense, or QB_E_NOMEM "<tensor>: out of memory"
- * (message set, *module NULL). Not thread-safe (open-time only). */
-qb_status qbk_qlinear_split(qbk_qlinear_model *m, const qb_st_tensor *tt, const char *const *suffixes,
-                            size_t n, char **module, int *which);
+/* What qbk_qlinear_each hands the format for one tensor tt of the set:
+ *   module == NULL (which -1): a dense tensor, already appended with
+ *     qbk_qlinear_add_dense;
+ *   which == 0: the quantized weight (suffixes[0]) of `module`;
+ *   which > 0: another part of `module` (suffixes[which]) whose quantized
+ *     weight exists in no shard, a leftover; parts that have theirs are
+ *     consumed by it and not handed out.
+ * `module` is borrowed for the call. Returns QB_OK to go on or a negative
+ * status with the message set; for a leftover, QB_OK asks the driver for
+ * its generic error. */
+typedef qb_status (*qbk_qlinear_part_fn)(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *tt,
+                                         const char *module, int which);
+
+/* The tensor loop every quantized-linear reader shares: for each tensor of
+ * m->set in order, splits its name at the first of the n_suffixes
+ * suffixes that matches (suffixes[0] is the quantized weight, e.g.
+ * ".qweight") and calls fn as described above. Returns QB_OK when every
+ * tensor was handed out; else the first failure: fn's status,
+ * qbk_qlinear_add_dense's, QB_E_NOMEM "<tensor>: out of memory", or
+ * QB_E_FORMAT "<file>: <tensor>: quantized part without <module><suffix0>
+ * in any shard" for a leftover fn did not refuse itself. Message set
+ * through m->host. Not thread-safe (open time only). */
+qb_status qbk_qlinear_each(qbk_qlinear_model *m, const char *const *suffixes, size_t n_suffixes,
+                           qbk_qlinear_part_fn fn, void *ctx);
 
 /* Zero point of group g, row n of t when t->qzeros is set (a format's
  * stored-zero decoding for qbk_qlinear_params_rows). Pure. */

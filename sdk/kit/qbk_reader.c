@@ -53,3 +53,12 @@ int qbk_reader_probe_quant_method(const char *config_json, const char *quant_met
     cJSON_Delete(root);
     return score;
 }
+
+int64_t qbk_reader_numel(const qb_st_tensor *t)
+{
+    int64_t n = 1;
+    uint32_t i;
+    for (i = 0; i < t->n_dims; i++)
+        n *= t->dims[i];
+    return n;
+}

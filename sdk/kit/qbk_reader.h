@@ -24,6 +24,11 @@
  * "<where>: tensor index <index> outside [0, <n>)" set through h. */
 qb_status qbk_reader_check_index(const qb_host *h, const char *where, size_t index, size_t n);
 
+/* Number of elements of a safetensors tensor: the product of its dims, 1
+ * for a scalar. The parser bounds each tensor's byte size, so the product
+ * cannot overflow. Pure. */
+int64_t qbk_reader_numel(const qb_st_tensor *t);
+
 /* Fills out->n_dims and out->dims from a safetensors shape: a 0-d shape
  * (a scalar) is reported as one dimension of extent 1, unused dims are 0.
  * Cannot fail. */
