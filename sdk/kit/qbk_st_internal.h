@@ -1,5 +1,5 @@
 /*
- * quantbridge host — safetensors parser internals shared by its .c files.
+ * quantbridge internal kit — safetensors parser internals shared by its .c files.
  * Not part of any public contract.
  */
 #ifndef QBK_ST_INTERNAL_H
