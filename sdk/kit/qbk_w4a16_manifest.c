@@ -288,8 +288,10 @@ qb_status qbk_w4a16_file_check(qbk_st_err *err, const char *dir, const qbk_w4a16
                          (unsigned long long)sb.st_size, (unsigned long long)f->bytes);
     } else if (verify_sha256) {
         if (qbk_sha256_file(path, d, &got) != 0) {
-            st = qbk_st_fail(err, errno == ENOMEM ? QB_E_NOMEM : QB_E_IO, "%s: read error: %s",
-                             path, strerror(errno));
+            if (errno == ENOMEM)
+                st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
+            else
+                st = qbk_st_fail(err, QB_E_IO, "%s: read error: %s", path, strerror(errno));
         } else if (got != f->bytes) {
             /* the file changed between stat and read */
             st = qbk_st_fail(err, QB_E_MISMATCH, "%s: %llu bytes, manifest.json says %llu", path,
