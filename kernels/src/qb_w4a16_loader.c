@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "qbk_alloc.h"
+#include "qbk_path.h"
 #include "qbk_int4.h"
 #include "qbk_safetensors.h"
 #include "qbk_w4a16_manifest.h"
@@ -61,21 +62,9 @@ static qb_status fail(qb_w4a16_model *m, qb_status code, const char *fmt, ...)
     return code;
 }
 
-static char *path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = qbk_malloc(a + b + 2);
-    if (p) {
-        memcpy(p, dir, a);
-        p[a] = '/';
-        memcpy(p + a + 1, name, b + 1);
-    }
-    return p;
-}
-
 static qb_status read_manifest(qb_w4a16_model *m, char **text, size_t *text_len)
 {
-    char *path = path_join(m->dir, "manifest.json"), *buf = NULL;
+    char *path = qbk_path_join(m->dir, "manifest.json"), *buf = NULL;
     FILE *f = NULL;
     long len;
     qb_status st = QB_OK;
@@ -150,7 +139,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
     }
     pthread_mutex_init(&m->copies_lock, NULL);
     /* the kit's message buffer is larger than a thread-local one should be */
-    if (!(e = qbk_malloc(sizeof(*e))) || !(mp = path_join(dir, QBK_W4A16_MANIFEST))) {
+    if (!(e = qbk_malloc(sizeof(*e))) || !(mp = qbk_path_join(dir, QBK_W4A16_MANIFEST))) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", dir);
         goto out;
     }
@@ -176,7 +165,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
         st = qbk_w4a16_file_check(e, dir, f, (flags & QB_W4A16_OPEN_VERIFY_SHA256) != 0);
         if (st == QB_OK && ends_with(f->name, ".safetensors")) {
             mapped_file *mf = &m->files[m->n_files];
-            if (!(path = path_join(dir, f->name)) || !(mf->name = qbk_strdup(f->name))) {
+            if (!(path = qbk_path_join(dir, f->name)) || !(mf->name = qbk_strdup(f->name))) {
                 qbk_free(path);
                 st = fail(m, QB_E_NOMEM, "%s: out of memory", mp);
                 goto out;

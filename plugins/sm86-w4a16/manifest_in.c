@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qbk_alloc.h"
+#include "qbk_path.h"
 
 #define W4W_MANIFEST_MAX (64u << 20)
 
@@ -19,7 +20,7 @@
  * libquantbridge-w4a16), then every listed file's size and digest. */
 qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *out)
 {
-    char path[4096];
+    char *path = qbk_path_join(dir, QBK_W4A16_MANIFEST);
     void *text = NULL;
     size_t len = 0, i;
     qbk_w4a16_manifest man;
@@ -28,11 +29,11 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
 
     memset(out, 0, sizeof *out);
     memset(&man, 0, sizeof man);
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, QBK_W4A16_MANIFEST) >= sizeof path)
-        return h->set_error(h, QB_E_INVALID, "%s: path too long", dir);
+    if (!path)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
     rc = h->read_small_file(h, path, W4W_MANIFEST_MAX, &text, &len);
     if (rc != QB_OK)
-        return rc;
+        goto out;
     /* a qbk_st_err is too large for the stack of a plugin call */
     err = qbk_malloc(sizeof *err);
     if (!err) {
@@ -64,6 +65,7 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
 out:
     qbk_w4a16_manifest_free(&man);
     qbk_free(err);
+    qbk_free(path);
     h->free(h, text);
     return rc;
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qbk_alloc.h"
+#include "qbk_path.h"
 
 #define W4W_CONFIG_MAX (4u << 20)
 
@@ -211,11 +212,12 @@ static qb_status add_linear(w4r_reader *r, const char *file, const qb_st_set *se
 
 static qb_status open_set(w4r_reader *r, const char *file, qb_st_set **out)
 {
-    char path[4096];
+    char *path = qbk_path_join(r->dir, file);
     qb_status rc;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", r->dir, file) >= sizeof path)
-        return r->h->set_error(r->h, QB_E_INVALID, "%s: path too long", r->dir);
+    if (!path)
+        return r->h->set_error(r->h, QB_E_NOMEM, "%s/%s: out of memory", r->dir, file);
     rc = r->h->safetensors->open_file(r->h, path, out);
+    qbk_free(path);
     if (rc == QB_OK)
         r->sets[r->n_sets++] = *out;
     return rc;

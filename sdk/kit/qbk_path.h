@@ -8,7 +8,7 @@
 /* Joins directory `dir` and the relative `name` with one '/': "a" + "b"
  * gives "a/b", "a/" + "b" gives "a/b", "" + "b" gives "b". No other
  * normalisation (no "..", no symlinks); `name` is taken as given.
- * Returns: a new malloc'd string owned by the caller (free), or NULL when
+ * Returns: a new string owned by the caller (qbk_free), or NULL when
  * memory is short (no message is set: the caller names the file).
  * Both arguments must be non-NULL. Pure, thread-safe. */
 char *qbk_path_join(const char *dir, const char *name);

@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-/* printf into a new malloc'd string.
- * Returns: the string, owned by the caller (free), or NULL when the
+/* printf into a new qbk_malloc'd string.
+ * Returns: the string, owned by the caller (qbk_free), or NULL when the
  * format fails or memory is short (no message is set: the caller names
  * the file or tensor). Thread-safe. */
 char *qbk_strdupf(const char *fmt, ...)
@@ -27,7 +27,7 @@ int qbk_ends_with(const char *s, const char *suffix);
 int qbk_split_suffix(const char *s, const char *suffix, size_t *stem);
 
 /* The first n bytes of s followed by `suffix` (NULL or "" for none) as a
- * new malloc'd string owned by the caller, or NULL when memory is short
+ * new string owned by the caller (qbk_free), or NULL when memory is short
  * (no message is set). s must hold at least n bytes. Thread-safe. */
 char *qbk_stem_cat(const char *s, size_t n, const char *suffix);
 

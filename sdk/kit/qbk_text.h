@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 typedef struct qbk_text {
-    char *p;    /* NUL-terminated once anything was appended; malloc'd, owned */
+    char *p;    /* NUL-terminated once anything was appended; qbk_malloc'd, owned */
     size_t n;   /* length without the NUL */
     size_t cap; /* allocated bytes */
     int oom;    /* set when an append failed; later appends are no-ops */

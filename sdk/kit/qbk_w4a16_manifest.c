@@ -15,6 +15,7 @@
 #include "qbk_sha256.h"
 #include "qbk_st_internal.h"
 #include "qbk_alloc.h"
+#include "qbk_path.h"
 
 /* Integer value of a JSON number that is exactly an integer in [lo, hi]. */
 static int json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *v)
@@ -272,11 +273,9 @@ qb_status qbk_w4a16_file_check(qbk_st_err *err, const char *dir, const qbk_w4a16
     uint64_t got;
     char hex[65];
     qb_status st = QB_OK;
-    size_t n = strlen(dir) + strlen(f->name) + 2;
 
-    if (!(path = qbk_malloc(n)))
+    if (!(path = qbk_path_join(dir, f->name)))
         return qbk_st_fail(err, QB_E_NOMEM, "%s/%s: out of memory", dir, f->name);
-    snprintf(path, n, "%s/%s", dir, f->name);
     if (stat(path, &sb) != 0) {
         st = qbk_st_fail(err, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO,
                          "%s: listed in manifest.json but cannot be opened: %s", path,
