@@ -595,7 +595,12 @@ void ct_model_close(const qb_host *h, ct_model *m)
     size_t i;
     if (!m)
         return;
-    QBK_FREE_TENSORS(m->t, m->n, i);
+    for (i = 0; i < m->n; i++) {
+        qbk_free(m->t[i].name);
+        qbk_free(m->t[i].encoding);
+        qbk_free(m->t[i].g_idx);
+    }
+    qbk_free(m->t);
     qbk_free(m->summary);
     qbk_free(m->scheme_use);
     ct_config_free(&m->cfg);

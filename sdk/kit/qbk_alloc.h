@@ -55,19 +55,4 @@ void *qbk_realloc(void *p, size_t n);
 /* Frees a block from qbk_*; NULL is a no-op. */
 void qbk_free(void *p);
 
-/* Frees the owned members name, encoding and g_idx of each element of the
- * tensor array `arr` of `n` elements (any struct type with those three
- * members, each qbk_malloc'd or NULL), then the array itself. `i` is a
- * size_t the caller lends as the loop counter. Cannot fail; not concurrent
- * with any other use of the array. */
-#define QBK_FREE_TENSORS(arr, n, i)          \
-    do {                                     \
-        for ((i) = 0; (i) < (n); (i)++) {    \
-            qbk_free((arr)[i].name);         \
-            qbk_free((arr)[i].encoding);     \
-            qbk_free((arr)[i].g_idx);        \
-        }                                    \
-        qbk_free(arr);                       \
-    } while (0)
-
 #endif

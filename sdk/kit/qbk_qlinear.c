@@ -39,7 +39,12 @@ void qbk_qlinear_free(qbk_qlinear_model *m)
     size_t i;
     if (!m)
         return;
-    QBK_FREE_TENSORS(m->t, m->n, i);
+    for (i = 0; i < m->n; i++) {
+        qbk_free(m->t[i].name);
+        qbk_free(m->t[i].encoding);
+        qbk_free(m->t[i].g_idx);
+    }
+    qbk_free(m->t);
     if (m->set)
         m->host->safetensors->close(m->set);
     m->host->free(m->host, m->config_json);
