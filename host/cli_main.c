@@ -102,8 +102,8 @@ int qbh_cli_main(int argc, char **argv)
             }
             break;
         case 'V':
-            printf("quantbridge %s (plugin ABI %u.%u)\n", QBH_VERSION_STRING, QB_ABI_MAJOR,
-                   QB_ABI_MINOR);
+            printf("quantbridge %s (plugin ABI %u.0 to %u.%u)\n", QBH_VERSION_STRING,
+                   QB_ABI_MAJOR, QB_ABI_MAJOR, QB_ABI_MINOR);
             return QBH_EXIT_OK;
         case 'h': usage(stdout); return QBH_EXIT_OK;
         case ':':

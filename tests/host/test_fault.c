@@ -69,9 +69,9 @@ END_TEST
 START_TEST(params_every_failure_point)
 {
     static const qb_option_decl s1 = {sizeof(qb_option_decl), "rule", QB_PARAM_STRING, "a",
-                                      "", "a|b", 0, -1};
+                                      "", "a|b", 0, -1, 0};
     static const qb_option_decl i1 = {sizeof(qb_option_decl), "n", QB_PARAM_INT, "3", "", NULL,
-                                      0, 9};
+                                      0, 9, 0};
     static const qb_option_decl *const opts[] = {&s1, &i1, NULL};
     qb_plugin d;
     qbh_opt cli[1] = {{"rule", "b", "--option", 0}};

@@ -7,15 +7,15 @@
 #include "qbt_check_main.h"
 
 static const qb_option_decl o_bool = {sizeof(qb_option_decl), "flag", QB_PARAM_BOOL, "false",
-                                      "a flag", NULL, 0, -1};
+                                      "a flag", NULL, 0, -1, 0};
 static const qb_option_decl o_int = {sizeof(qb_option_decl), "group_size", QB_PARAM_INT, "128",
-                                     "group", NULL, 16, 1024};
+                                     "group", NULL, 16, 1024, 0};
 static const qb_option_decl o_dbl = {sizeof(qb_option_decl), "damp", QB_PARAM_DOUBLE, NULL,
-                                     "no default", NULL, 0, -1};
+                                     "no default", NULL, 0, -1, 0};
 static const qb_option_decl o_str = {sizeof(qb_option_decl), "rule", QB_PARAM_STRING, "absmax",
-                                     "rule", "absmax|search", 0, -1};
+                                     "rule", "absmax|search", 0, -1, 0};
 static const qb_option_decl o_size = {sizeof(qb_option_decl), "budget", QB_PARAM_SIZE, "1GiB",
-                                      "bytes", NULL, 1, 1LL << 40};
+                                      "bytes", NULL, 1, 1LL << 40, 0};
 static const qb_option_decl *const all[] = {&o_bool, &o_int, &o_dbl, &o_str, &o_size, NULL};
 
 START_TEST(parse_types)
@@ -115,7 +115,7 @@ END_TEST
 START_TEST(routing)
 {
     static const qb_option_decl r_only = {sizeof(qb_option_decl), "bias", QB_PARAM_DOUBLE, "0",
-                                          "", NULL, 0, -1};
+                                          "", NULL, 0, -1, 0};
     static const qb_option_decl *const r_opts[] = {&r_only, NULL};
     qb_plugin rd = desc_named("rd"), wd = desc_named("wd");
     qbh_plugin_conf rc_ = {0}, wc_ = {0};

@@ -95,7 +95,7 @@ static const qb_reader_vtable ut_reader_vt = {
 
 static qb_plugin ut_desc = {
     sizeof(qb_plugin), QB_ABI_CURRENT, UT_NAME, "1.0.0", "misbehaving probe (tests)",
-    "quantbridge tests", "MIT", 0, NULL, NULL, &ut_reader_vt, NULL, NULL, NULL,
+    "quantbridge tests", "MIT", 0, NULL, NULL, &ut_reader_vt, NULL, NULL, NULL, NULL,
 };
 
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,

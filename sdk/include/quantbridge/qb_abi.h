@@ -26,9 +26,16 @@ extern "C" {
 #endif
 
 /* ABI version implemented by these headers. A major bump renames the entry
- * symbol (qb_plugin_entry_v<MAJOR>); a minor bump only appends. */
+ * symbol (qb_plugin_entry_v<MAJOR>); a minor bump only appends.
+ *
+ * History (each minor only appends; docs/plugin-design.md, "ABI history"):
+ *   1.0  the first stable ABI.
+ *   1.1  per-role options (qb_option_decl.roles); writer capabilities
+ *        (qb_plugin.writer_caps, qb_writer_caps); structured model facts
+ *        (qb_model_info.facts, qb_model_facts); the JSON service
+ *        (qb_host.json, qb_json.h); the failed-finish rule (qb_writer.h). */
 #define QB_ABI_MAJOR 1
-#define QB_ABI_MINOR 0
+#define QB_ABI_MINOR 1
 #define QB_MAKE_ABI(maj, min) ((((uint32_t)(maj)) << 16) | (uint32_t)(min))
 #define QB_ABI_GET_MAJOR(v) (((uint32_t)(v)) >> 16)
 #define QB_ABI_GET_MINOR(v) (((uint32_t)(v)) & 0xffffu)
@@ -68,8 +75,11 @@ extern "C" {
         T t;                     \
     }
 #define QB_ABI_ALIGNOF(T) offsetof(struct qb_abi_align_##T##_, t)
-/* struct_size of T as ABI 1.0 defined it; F is T's last 1.0 field. */
-#define QB_ABI_SIZE_1_0(T, F) QB_ABI_ROUND_UP(QB_ABI_END_OF(T, F), QB_ABI_ALIGNOF(T))
+/* struct_size of T when its last field is F: the end of F rounded up to
+ * T's alignment. QB_ABI_SIZE_1_0(T, F) names it with F the last 1.0 field;
+ * a struct grown in minor m also gets QB_<STRUCT>_SIZE_1_m. */
+#define QB_ABI_SIZE_THROUGH(T, F) QB_ABI_ROUND_UP(QB_ABI_END_OF(T, F), QB_ABI_ALIGNOF(T))
+#define QB_ABI_SIZE_1_0(T, F) QB_ABI_SIZE_THROUGH(T, F)
 
 /* Compile-time check usable in C99 and C++98 at file scope: a negative
  * array size when `cond` is false. `name` must be unique per header. */
@@ -110,6 +120,9 @@ struct qb_model_src;
 struct qb_reader_vtable;
 struct qb_writer_vtable;
 struct qb_st_api;
+struct qb_json_api;
+struct qb_model_facts;
+struct qb_writer_caps;
 
 #ifdef __cplusplus
 }

@@ -105,13 +105,19 @@ typedef struct qb_host {
     /* Named optional host functions (experimental or newer services);
      * NULL when the host has no function of that name. */
     void *(*get_proc)(const struct qb_host *h, const char *name);
+
+    /* ABI 1.1 */
+    /* The JSON parser and emitter (qb_json.h). Never NULL in a 1.1 host;
+     * check QB_HAS_FIELD(h, qb_host, json) first. */
+    const struct qb_json_api *json;
 } qb_host;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_host, <first new field>) >= QB_HOST_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h): a 1.0 host table ends at get_proc. */
 QB_ABI_ALIGN_HELPER(qb_host);
 #define QB_HOST_SIZE_1_0 QB_ABI_SIZE_1_0(qb_host, get_proc)
-QB_ABI_STATIC_ASSERT(QB_HOST_SIZE_1_0 == sizeof(qb_host), qb_host_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_host, json) >= QB_HOST_SIZE_1_0, qb_host_size_1_0);
+#define QB_HOST_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_host, json)
+QB_ABI_STATIC_ASSERT(QB_HOST_SIZE_1_1 == sizeof(qb_host), qb_host_size_1_1);
 
 #ifdef __cplusplus
 }

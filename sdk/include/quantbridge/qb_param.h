@@ -8,8 +8,8 @@
  * from config files (`option.KEY=VALUE` in the plugin's section) and the
  * command line (`--option KEY=VALUE`, `--group-size N`), checks each against
  * the declaration (type, range, choices) BEFORE any conversion starts, and
- * hands the plugin a typed array that always contains every declared option
- * (defaults filled in).
+ * hands each role (reader open, writer begin) a typed array that always
+ * contains every option declared for that role (defaults filled in).
  */
 #ifndef QUANTBRIDGE_QB_PARAM_H
 #define QUANTBRIDGE_QB_PARAM_H
@@ -32,6 +32,16 @@ typedef enum qb_param_type {
 QB_ABI_STATIC_ASSERT(sizeof(qb_param_type) == 4, qb_param_type_is_32_bits);
 
 
+/* Roles an option applies to (qb_option_decl.roles, ABI 1.1). A plugin
+ * that is both a reader and a writer says which of its halves reads the
+ * option; the host hands the value to that half only, and routes
+ * `--option K=V` to the roles of the run that declare K (`reader.K=V`,
+ * `writer.K=V` choose one). 0, or a 1.0 declaration without the field,
+ * means both: the 1.0 meaning. */
+#define QB_OPTION_ROLE_READER (1u << 0)
+#define QB_OPTION_ROLE_WRITER (1u << 1)
+#define QB_OPTION_ROLE_BOTH (QB_OPTION_ROLE_READER | QB_OPTION_ROLE_WRITER)
+
 /* One declared option. Lives in the plugin's static data. */
 typedef struct qb_option_decl {
     uint32_t struct_size;
@@ -41,13 +51,20 @@ typedef struct qb_option_decl {
     const char *help;          /* one line */
     const char *choices;       /* STRING only: "v1|v2|auto" or NULL for free text */
     int64_t min_int, max_int;  /* INT/SIZE only; ignored when min_int > max_int */
+    /* ABI 1.1 */
+    uint32_t roles;            /* QB_OPTION_ROLE_* bits; 0 = both. Bits other
+                                  than READER and WRITER: the host refuses
+                                  the descriptor. */
 } qb_option_decl;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_option_decl, <first new field>) >= QB_OPTION_DECL_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h): a 1.0 declaration ends at max_int; `roles` is
+ * read only under QB_HAS_FIELD. */
 QB_ABI_ALIGN_HELPER(qb_option_decl);
 #define QB_OPTION_DECL_SIZE_1_0 QB_ABI_SIZE_1_0(qb_option_decl, max_int)
-QB_ABI_STATIC_ASSERT(QB_OPTION_DECL_SIZE_1_0 == sizeof(qb_option_decl), qb_option_decl_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_option_decl, roles) >= QB_OPTION_DECL_SIZE_1_0,
+                     qb_option_decl_size_1_0);
+#define QB_OPTION_DECL_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_option_decl, roles)
+QB_ABI_STATIC_ASSERT(QB_OPTION_DECL_SIZE_1_1 == sizeof(qb_option_decl), qb_option_decl_size_1_1);
 
 /* One option value as handed to a plugin. Arrays end with type == QB_PARAM_END.
  * Owned by the host; valid for the duration of the call that received it

@@ -22,6 +22,7 @@
 
 #include "qb_abi.h"
 #include "qb_host.h"
+#include "qb_json.h"
 #include "qb_param.h"
 #include "qb_reader.h"
 #include "qb_writer.h"
@@ -99,25 +100,34 @@ typedef struct qb_plugin {
     const qb_reader_vtable *reader; /* NULL when not a reader */
     const qb_writer_vtable *writer; /* NULL when not a writer */
     /* NULL-terminated array of option declarations, or NULL for none.
-     * Options apply to the reader and the writer of this plugin alike. */
+     * Each applies to the roles its `roles` field names (ABI 1.1; both
+     * for a 1.0 declaration). */
     const qb_option_decl *const *options;
     /* Optional: vendor or experimental functions by name; NULL if unknown. */
     void *(*get_proc)(void *ctx, const char *name);
+    /* ABI 1.1 */
+    /* What the writer declares (qb_writer.h), or NULL: nothing declared
+     * (no architecture list, no required facts, no side files, output
+     * probed for --verify). Ignored when `writer` is NULL. */
+    const qb_writer_caps *writer_caps;
 } qb_plugin;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_plugin, <first new field>) >= QB_PLUGIN_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h): a 1.0 descriptor ends at get_proc. */
 QB_ABI_ALIGN_HELPER(qb_plugin);
 #define QB_PLUGIN_SIZE_1_0 QB_ABI_SIZE_1_0(qb_plugin, get_proc)
-QB_ABI_STATIC_ASSERT(QB_PLUGIN_SIZE_1_0 == sizeof(qb_plugin), qb_plugin_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_plugin, writer_caps) >= QB_PLUGIN_SIZE_1_0, qb_plugin_size_1_0);
+#define QB_PLUGIN_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_plugin, writer_caps)
+QB_ABI_STATIC_ASSERT(QB_PLUGIN_SIZE_1_1 == sizeof(qb_plugin), qb_plugin_size_1_1);
 
 /* The entry point's type and the symbol name of ABI major 1.
  *
  * Called once per process, on the host's main thread, before any other
  * call into the library. `host` stays valid for the process lifetime.
  * Returns QB_OK with *out set, QB_E_ABI when the range does not fit, or any
- * other negative status when the plugin cannot initialise (after
- * host->set_error explaining why). */
+ * other negative status when the plugin cannot initialise. A message set
+ * with host->set_error before returning a failure (the refusal: "needs
+ * GPU driver 550", "built for ABI 1.3") is shown to the user with the
+ * plugin's name and file; without one the host says what it knows. */
 typedef qb_status (*qb_plugin_entry_fn)(qb_negotiation *neg, const qb_host *host,
                                         const qb_plugin **out);
 #define QB_PLUGIN_ENTRY_SYMBOL "qb_plugin_entry_v1"

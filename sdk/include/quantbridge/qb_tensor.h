@@ -121,6 +121,59 @@ QB_ABI_ALIGN_HELPER(qb_grid_rows);
 #define QB_GRID_ROWS_SIZE_1_0 QB_ABI_SIZE_1_0(qb_grid_rows, zeros)
 QB_ABI_STATIC_ASSERT(QB_GRID_ROWS_SIZE_1_0 == sizeof(qb_grid_rows), qb_grid_rows_size_1_0);
 
+/* Model facts (ABI 1.1): the numbers a writer usually needs, so it need
+ * not parse config.json. Bits of qb_model_facts.known and of
+ * qb_writer_caps.required_facts. */
+#define QB_FACT_LAYERS (1u << 0)          /* n_layers: decoder layers */
+#define QB_FACT_HIDDEN (1u << 1)          /* hidden_size */
+#define QB_FACT_VOCAB (1u << 2)           /* vocab_size: rows of the embedding */
+#define QB_FACT_HEADS (1u << 3)           /* n_heads: attention heads */
+#define QB_FACT_KV_HEADS (1u << 4)        /* n_kv_heads */
+#define QB_FACT_HEAD_DIM (1u << 5)        /* head_dim */
+#define QB_FACT_INTERMEDIATE (1u << 6)    /* intermediate_size (dense MLP) */
+#define QB_FACT_TIED_EMBEDDINGS (1u << 7) /* tied_embeddings */
+#define QB_FACT_EXPERTS (1u << 8)         /* n_experts, n_experts_used (0, 0: dense) */
+#define QB_FACT_ALL ((1u << 9) - 1u)      /* the bits these headers define */
+
+/* Structured model facts. Filled by the HOST (never the reader) before a
+ * writer sees the model, each fact from one stated source:
+ *   vocab_size, hidden_size  rows and columns of model.embed_tokens.weight
+ *   tied_embeddings          1 when the model has model.embed_tokens.weight
+ *                            and no lm_head.weight, 0 when it has both
+ *   n_layers                 config.json num_hidden_layers, else one more
+ *                            than the largest N of model.layers.N.*
+ *   n_heads, n_kv_heads, head_dim, intermediate_size
+ *                            config.json num_attention_heads,
+ *                            num_key_value_heads, head_dim, intermediate_size
+ *   n_experts, n_experts_used config.json num_local_experts, num_experts or
+ *                            n_routed_experts, and num_experts_per_tok; both
+ *                            0 (known) when the config names none of them
+ *                            and no tensor name holds ".experts."
+ * (the keys are transformers' PretrainedConfig attribute names). A fact is
+ * never guessed or derived from a default: its bit is clear when its source
+ * does not state it (or states a non-integer or a value < 0), and the field
+ * then holds 0. Owned by the host; valid as long as the qb_model_info that
+ * points to it. */
+typedef struct qb_model_facts {
+    uint32_t struct_size;
+    uint32_t known;             /* QB_FACT_* bits whose fields hold a value */
+    int64_t n_layers;
+    int64_t hidden_size;
+    int64_t vocab_size;
+    int64_t n_heads;
+    int64_t n_kv_heads;
+    int64_t head_dim;
+    int64_t intermediate_size;
+    int64_t n_experts;          /* routed experts per MoE layer; 0: dense */
+    int64_t n_experts_used;     /* experts per token; 0: dense */
+    int32_t tied_embeddings;    /* 1: lm_head shares model.embed_tokens.weight */
+} qb_model_facts;
+
+/* Introduced in ABI 1.1; its first size is QB_MODEL_FACTS_SIZE_1_1. */
+QB_ABI_ALIGN_HELPER(qb_model_facts);
+#define QB_MODEL_FACTS_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_model_facts, tied_embeddings)
+QB_ABI_STATIC_ASSERT(QB_MODEL_FACTS_SIZE_1_1 == sizeof(qb_model_facts), qb_model_facts_size_1_1);
+
 /* Description of a whole model. Filled by the reader; pointers owned by the
  * reader, valid until close(). */
 typedef struct qb_model_info {
@@ -137,13 +190,21 @@ typedef struct qb_model_info {
                                       to copy, or NULL */
     const char *chat_template;     /* chat template text the source carries
                                       outside tokenizer files (GGUF), or NULL */
+    /* ABI 1.1 */
+    const qb_model_facts *facts;   /* set by the HOST in the info a writer sees
+                                      (qb_model_src.info); a reader leaves it
+                                      NULL and the host ignores what a reader
+                                      puts there. Check QB_HAS_FIELD first:
+                                      a 1.0 host does not have it. */
 } qb_model_info;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_model_info, <first new field>) >= QB_MODEL_INFO_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h): a 1.0 info ends at chat_template. */
 QB_ABI_ALIGN_HELPER(qb_model_info);
 #define QB_MODEL_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_model_info, chat_template)
-QB_ABI_STATIC_ASSERT(QB_MODEL_INFO_SIZE_1_0 == sizeof(qb_model_info), qb_model_info_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_model_info, facts) >= QB_MODEL_INFO_SIZE_1_0,
+                     qb_model_info_size_1_0);
+#define QB_MODEL_INFO_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_model_info, facts)
+QB_ABI_STATIC_ASSERT(QB_MODEL_INFO_SIZE_1_1 == sizeof(qb_model_info), qb_model_info_size_1_1);
 
 /* Number of rows/cols of the matrix view (see file comment). */
 static inline int64_t qb_tensor_rows(const qb_tensor_info *ti)

@@ -5,10 +5,12 @@
  * STABILITY: stable.
  *
  * Sequence: supports -> begin -> write_tensor for every tensor, in the order
- * begin chose -> finish (commit) | abort (discard). After finish or abort the
- * handle is gone. The host writes into a temporary directory and renames it
- * into place only after finish succeeds, so a writer never needs to clean up
- * files: abort only frees memory.
+ * begin chose -> finish (commit) | abort (discard). Exactly one of finish
+ * and abort ends a handle that begin returned, and after it the handle is
+ * gone: the host never calls abort after finish, whatever finish returned
+ * (see finish). The host writes into a temporary directory and renames it
+ * into place only after finish succeeds, so a writer never needs to clean
+ * up files: abort only frees memory.
  *
  * THREADING: supports is discovery class; begin/write_tensor/finish/abort are
  * never concurrent on one handle. Inside write_tensor the writer may use
@@ -114,7 +116,13 @@ typedef struct qb_writer_vtable {
     qb_status (*write_tensor)(qb_writer_handle w, size_t index);
 
     /* Writes what remains (manifest, configs), closes every sink file and
-     * frees the handle. The output is complete when this returns QB_OK. */
+     * frees the handle. The output is complete when this returns QB_OK.
+     * OWNERSHIP, success or failure: finish releases everything the handle
+     * owns (memory, open sink files) before it returns, and the handle is
+     * gone. On failure (message set) the host discards the output and does
+     * NOT call abort: a 1.0 host never did, and a writer that freed in
+     * finish would be freed twice. `quantbridge plugin-check` fails a
+     * writer whose failed finish leaves host memory allocated. */
     qb_status (*finish)(qb_writer_handle w);
 
     /* Frees the handle after a failure or cancellation; the host discards
@@ -127,6 +135,52 @@ typedef struct qb_writer_vtable {
 QB_ABI_ALIGN_HELPER(qb_writer_vtable);
 #define QB_WRITER_VTABLE_SIZE_1_0 QB_ABI_SIZE_1_0(qb_writer_vtable, abort)
 QB_ABI_STATIC_ASSERT(QB_WRITER_VTABLE_SIZE_1_0 == sizeof(qb_writer_vtable), qb_writer_vtable_size_1_0);
+
+/* ---- writer capabilities (ABI 1.1) -------------------------------------- */
+
+/* qb_writer_caps.flags: who writes the side files of a Hugging Face model
+ * directory -- the tokenizer files of qb_model_info.tokenizer_dir (or of
+ * --tokenizer DIR), the chat template, generation_config.json.
+ *   SIDE_FILES_SELF  the writer copies them itself, from
+ *                    qb_model_info.tokenizer_dir / chat_template /
+ *                    generation_config_json;
+ *   SIDE_FILES_HOST  the host copies them into the output after a
+ *                    successful finish (the writer must not create those
+ *                    names: the host then fails the conversion naming the
+ *                    file). The list of names is the host's
+ *                    (docs/architecture.md, "HF side files").
+ * Neither (or no caps, as every 1.0 writer): the output gets no side files;
+ * the host refuses --tokenizer for such a writer (usage error) and warns
+ * once when the source had a tokenizer that is not carried over. Both bits
+ * set: the host refuses the descriptor. */
+#define QB_WRITER_SIDE_FILES_SELF (1u << 0)
+#define QB_WRITER_SIDE_FILES_HOST (1u << 1)
+
+/* What a writer declares about itself, so the host can refuse early and
+ * `quantbridge plugins` can tell users. Lives in the plugin's static data;
+ * referenced from qb_plugin.writer_caps. */
+typedef struct qb_writer_caps {
+    uint32_t struct_size;
+    uint32_t flags;                    /* QB_WRITER_SIDE_FILES_*; other bits refused */
+    /* NULL-terminated Hugging Face model_type values this writer can write
+     * ("llama", "qwen2"), or NULL: any (supports() decides). With a list,
+     * the host refuses a model whose architecture is not in it before
+     * calling supports, naming the list. */
+    const char *const *architectures;
+    /* QB_FACT_* bits the writer relies on (qb_model_info.facts). The host
+     * refuses, before begin, a model whose facts lack one, naming it; so a
+     * writer may read those facts without checking `known`. */
+    uint32_t required_facts;
+    /* Name of the plugin whose reader reads this writer's output back
+     * (used by convert --verify and shown by `plugins`), or NULL: the host
+     * probes the output as it would any input. */
+    const char *verify_reader;
+} qb_writer_caps;
+
+/* Introduced in ABI 1.1; its first size is QB_WRITER_CAPS_SIZE_1_1. */
+QB_ABI_ALIGN_HELPER(qb_writer_caps);
+#define QB_WRITER_CAPS_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_writer_caps, verify_reader)
+QB_ABI_STATIC_ASSERT(QB_WRITER_CAPS_SIZE_1_1 == sizeof(qb_writer_caps), qb_writer_caps_size_1_1);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  *   qb_param.h        typed plugin options
  *   qb_tensor.h       canonical tensors, model info, integer grids
  *   qb_host.h         host services table
+ *   qb_json.h         the host's JSON parser and emitter (ABI 1.1)
  *   qb_safetensors.h  the host's strict safetensors parser
  *   qb_reader.h       reader interface
  *   qb_writer.h       writer interface and output sink
@@ -17,6 +18,7 @@
 #include "qb_abi.h"
 #include "qb_half.h"
 #include "qb_host.h"
+#include "qb_json.h"
 #include "qb_param.h"
 #include "qb_plugin.h"
 #include "qb_reader.h"
