@@ -158,9 +158,13 @@ python3 "$checks" manifest "$tmp/out-npy" "$hf_model" hf-dense || fail "npy-writ
 for t in model.embed_tokens.weight model.norm.weight model.layers.1.mlp.down_proj.weight; do
   python3 "$checks" same-tensor "$tmp/out-npy/$t.npy" "$hf_model" "$t" || fail "hf-dense -> npy: $t"
 done
-for f in tokenizer_config.json generation_config.json; do
-  cmp -s "$hf_model/$f" "$tmp/out-npy/$f" || fail "hf-dense -> npy: $f not copied by the host"
-done
+# Side files are the host's (SIDE_FILES_HOST): the tokenizer file byte for
+# byte, generation_config.json with the source's content.
+cmp -s "$hf_model/tokenizer_config.json" "$tmp/out-npy/tokenizer_config.json" ||
+  fail "hf-dense -> npy: tokenizer_config.json not copied by the host"
+[ -f "$tmp/out-npy/generation_config.json" ] || fail "hf-dense -> npy: no generation_config.json"
+python3 "$checks" same-json "$hf_model/generation_config.json" "$tmp/out-npy/generation_config.json" ||
+  fail "hf-dense -> npy: generation_config.json differs from the source's"
 "$qb" --plugin-dir "$pdir" inspect "$tmp/out-npy" >"$tmp/inspect-out.txt" 2>&1 ||
   { cat "$tmp/inspect-out.txt" >&2; fail "inspect of the npy-writer output"; }
 grep -q 'npy' "$tmp/inspect-out.txt" || fail "the npy reader does not read the writer's output back"

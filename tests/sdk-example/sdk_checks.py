@@ -5,6 +5,7 @@
   same-tensor A B TENSOR             tensor TENSOR holds the same float32 values
                                      in A and B; each a .npy file, or a
                                      safetensors model directory (F32 tensors)
+  same-json A B                      A and B hold equal JSON values
   manifest DIR SOURCE_DIR READER     DIR/manifest.json of the npy-writer: facts
                                      from SOURCE_DIR/config.json, one entry per
                                      .npy file, READER named as the source's
@@ -122,11 +123,19 @@ def manifest(out_dir, src_dir, reader):
         fail("output config.json keeps quantization_config")
 
 
+def same_json(a, b):
+    with open(a) as fa, open(b) as fb:
+        if json.load(fa) != json.load(fb):
+            fail(f"{a} and {b} differ")
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "listed":
         listed(argv[2], argv[3:])
     elif len(argv) == 5 and argv[1] == "same-tensor":
         same_tensor(argv[2], argv[3], argv[4])
+    elif len(argv) == 4 and argv[1] == "same-json":
+        same_json(argv[2], argv[3])
     elif len(argv) == 5 and argv[1] == "manifest":
         manifest(argv[2], argv[3], argv[4])
     else:
