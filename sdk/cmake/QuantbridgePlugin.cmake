@@ -1,12 +1,37 @@
 # qb_add_plugin(NAME <name> SOURCES <src>... [LIBS <lib>...] [INCLUDES <dir>...]
-#               [CORE])
+#               [CORE] [NO_INSTALL] [CONF <file>] [DESTINATION <dir>])
 #
 # Builds a quantbridge plugin as a MODULE library named libqb_<name>.so
 # ('-' in <name> becomes '_') that exports only qb_plugin_entry_v1:
 # hidden visibility, a version script, bundled static deps kept local, and
 # -z defs so any accidental use of a host symbol fails at link time (a
 # plugin may only use the qb_host table). Used in-tree and, installed with
-# the SDK, by third parties through find_package(QuantbridgeSDK).
+# the SDK, by third parties through find_package(QuantbridgeSDK 1).
+#
+# Installation (`cmake --install`), first rule that applies:
+#   NO_INSTALL          nothing is installed (test plugins, which must never
+#                       reach a trusted plugin directory);
+#   DESTINATION <dir>   the library, and the CONF file, go to <dir> (relative:
+#                       under CMAKE_INSTALL_PREFIX), a vendor's own directory;
+#                       users register it with $QUANTBRIDGE_PLUGIN_PATH=<dir>
+#                       or `quantbridge --plugin-dir <dir>` (the conf's
+#                       library= can then be the bare file name);
+#   in tree             QB_PLUGIN_INSTALL_DIR, the conf to
+#                       QB_PLUGIN_CONF_INSTALL_DIR (both set by the top-level
+#                       CMakeLists.txt);
+#   out of tree         the directories of the SDK that find_package found:
+#                       QUANTBRIDGE_PLUGIN_DIR (the installed host's trusted
+#                       plugin directory) and QUANTBRIDGE_PLUGIN_CONF_DIR (the
+#                       plugins.d it reads), absolute paths into that SDK's
+#                       prefix: installing there makes the plugin part of
+#                       that installation (root may be needed).
+# Neither set (this file included without the package): nothing is installed,
+# with a warning.
+#
+# CONF <file> (optional): the plugin's registration, a [plugin:<name>]
+# section (named like the plugin's descriptor), installed as described above
+# and renamed <name>.conf (one plugin per file, named after it). Use a bare
+# library=libqb_<id>.so in it: it then resolves in the plugin directory.
 #
 # CORE (optional): SOURCES are compiled once, into an OBJECT library
 # qb_<id>_core, and the MODULE is linked from its objects. Tests and fuzz
@@ -24,7 +49,7 @@
 set(_QB_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 function(qb_add_plugin)
-  cmake_parse_arguments(QBP "CORE" "NAME" "SOURCES;LIBS;INCLUDES" ${ARGN})
+  cmake_parse_arguments(QBP "CORE;NO_INSTALL" "NAME;CONF;DESTINATION" "SOURCES;LIBS;INCLUDES" ${ARGN})
   if(NOT QBP_NAME)
     message(FATAL_ERROR "qb_add_plugin: NAME is required")
   endif()
@@ -66,7 +91,44 @@ function(qb_add_plugin)
     list(APPEND _ldflags "-Wl,-z,defs")
   endif()
   target_link_options(${_tgt} PRIVATE ${_ldflags})
-  if(DEFINED QB_PLUGIN_INSTALL_DIR)
-    install(TARGETS ${_tgt} LIBRARY DESTINATION ${QB_PLUGIN_INSTALL_DIR})
-  endif()
+  _qb_plugin_install()
 endfunction()
+
+# The install rules of qb_add_plugin (see its header); a macro so it sees the
+# caller's parsed QBP_* arguments and _tgt.
+macro(_qb_plugin_install)
+  if(QBP_NO_INSTALL)
+    if(QBP_DESTINATION OR QBP_CONF)
+      message(FATAL_ERROR "qb_add_plugin(${QBP_NAME}): NO_INSTALL with DESTINATION or CONF")
+    endif()
+  else()
+    if(QBP_DESTINATION)
+      set(_lib_dest "${QBP_DESTINATION}")
+      set(_conf_dest "${QBP_DESTINATION}")
+    elseif(DEFINED QB_PLUGIN_INSTALL_DIR)
+      set(_lib_dest "${QB_PLUGIN_INSTALL_DIR}")
+      set(_conf_dest "${QB_PLUGIN_CONF_INSTALL_DIR}")
+    elseif(DEFINED QUANTBRIDGE_PLUGIN_DIR)
+      set(_lib_dest "${QUANTBRIDGE_PLUGIN_DIR}")
+      set(_conf_dest "${QUANTBRIDGE_PLUGIN_CONF_DIR}")
+    else()
+      set(_lib_dest "")
+      message(WARNING "qb_add_plugin(${QBP_NAME}): no plugin directory known (neither "
+              "QB_PLUGIN_INSTALL_DIR nor the package's QUANTBRIDGE_PLUGIN_DIR): not installed; "
+              "pass DESTINATION or use find_package(QuantbridgeSDK 1)")
+    endif()
+    if(_lib_dest)
+      install(TARGETS ${_tgt} LIBRARY DESTINATION "${_lib_dest}")
+      if(QBP_CONF)
+        if(NOT _conf_dest)
+          message(FATAL_ERROR "qb_add_plugin(${QBP_NAME}): CONF given but no conf directory known")
+        endif()
+        get_filename_component(_conf_src "${QBP_CONF}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+        if(NOT EXISTS "${_conf_src}")
+          message(FATAL_ERROR "qb_add_plugin(${QBP_NAME}): CONF file ${_conf_src} does not exist")
+        endif()
+        install(FILES "${_conf_src}" DESTINATION "${_conf_dest}" RENAME "${QBP_NAME}.conf")
+      endif()
+    endif()
+  endif()
+endmacro()

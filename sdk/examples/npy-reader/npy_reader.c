@@ -146,7 +146,7 @@ static qb_status npy_open_file(const char *dir, const char *fname, npy_tensor *t
 {
     char path[4096];
     struct stat stb;
-    size_t off;
+    size_t off = 0; /* set_error is the host's: the compiler cannot see it returns the code */
     int fd;
     qb_status rc;
 
@@ -274,6 +274,7 @@ static qb_status npy_read_rows(qb_reader_handle r, size_t index, int64_t row0, i
     const npy_tensor *t;
     qb_status rc;
 
+    memset(&ti, 0, sizeof(ti)); /* likewise: filled on success only */
     ti.struct_size = sizeof(ti);
     rc = npy_get_tensor_info(r, index, &ti);
     if (rc != QB_OK)
