@@ -10,10 +10,13 @@
  *   plugin_load.c dlopen, entry, negotiation, descriptor validation
  *   registry.c    the set of configured plugins and lookups
  *   services.c    the qb_host table served to each plugin
+ *   json.c        the JSON service (qb_json.h); json_parse.c, json_emit.c
+ *                 its parser and emitter (json_node.h: the node layout)
  *   threadpool.c  the fixed pthread pool behind parallel_for
  *   options.c     typed option parsing/validation, qb_param arrays
  *   probe.c       probe input and reader arbitration
  *   model_src.c   qb_model_src forwarding to a reader
+ *   model_facts.c qb_model_facts from the config and the tensor list
  *   sink.c        qb_sink over a directory; sha256.c FIPS 180-4
  *   outdir.c      output-path safety, temp dir, rename, cleanup
  *   signals.c     SIGINT/SIGTERM -> cancel flag
@@ -77,6 +80,10 @@ char *qbh_strdup(const char *s);
 void qbh_alloc_fail_after(long n);
 /* Number of allocations refused by injection since the process started. */
 long qbh_alloc_refused(void);
+/* Counts one allocation made by another allocator (cJSON's, json_node.h)
+ * against the injection countdown: 0 when injection refuses it (the caller
+ * then fails as if out of memory), 1 otherwise. Thread-safe. */
+int qbh_alloc_admit(void);
 
 /* ---- config.c ------------------------------------------------------------- */
 
@@ -238,6 +245,16 @@ void qbh_log(qb_log_level level, const char *who, const char *fmt, ...)
 qb_status qbh_read_small_file(const char *path, size_t max_len, void **data, size_t *len);
 qb_status qbh_list_dir(const char *dir, char ***names);
 void qbh_free_list(char **names);
+
+/* ---- json.c / json_parse.c / json_emit.c --------------------------------- */
+
+/* The JSON service every qb_host carries (qb_json.h); static. */
+const qb_json_api *qbh_json_api(void);
+/* qb_json_api.parse and .emit as host functions (same contracts; messages
+ * go to the calling thread's error slot). */
+qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json **out);
+qb_status qbh_json_emit(const qb_host *h, const qb_json *node, int indent, char **out,
+                        size_t *len);
 
 /* ---- threadpool.c --------------------------------------------------------- */
 
