@@ -378,7 +378,8 @@ typedef struct qbh_source {
     qb_model_src src;          /* what the writer sees */
     qbh_plugin *reader;
     qb_reader_handle handle;
-    qb_model_info info;
+    qb_model_info info;        /* info.facts points at facts */
+    qb_model_facts facts;      /* computed by the host (model_facts.c) */
     qb_tensor_info *tensors;   /* n_tensors copies (pointers owned by the reader) */
     void *by_name;             /* GHashTable name -> index+1 */
     int serialise;
@@ -393,6 +394,25 @@ typedef struct qbh_source {
 qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *params,
                           qbh_source *s);
 void qbh_source_close(qbh_source *s);
+
+/* ---- model_facts.c ------------------------------------------------------- */
+
+/* Computes *out (struct_size set, every field) from a reader's config text
+ * (may be NULL) and tensor list as qb_tensor.h states for qb_model_facts:
+ * each fact from its one source, its bit clear when that source does not
+ * state it. Without a config object nothing is concluded from the
+ * config's silence (no n_layers from tensor names, no dense (0, 0)
+ * experts). `what` names the config in messages. Returns QB_OK;
+ * QB_E_FORMAT when config_json is not strict JSON (qb_json.h) or not an
+ * object: *out then holds the facts of the tensor list alone and the
+ * message says why; QB_E_NOMEM. Pure; thread-safe. */
+qb_status qbh_model_facts_compute(const char *what, const char *config_json,
+                                  const qb_tensor_info *tensors, size_t n_tensors,
+                                  qb_model_facts *out);
+/* The known facts as one line into buf[n] ("layers 2, hidden 64, vocab 128,
+ * ..., tied no, experts 0", or "none known"). Returns the length written,
+ * 0 when none is known. */
+size_t qbh_model_facts_text(const qb_model_facts *f, char *buf, size_t n);
 
 /* ---- sink.c --------------------------------------------------------------- */
 
