@@ -20,7 +20,8 @@
  *
  * Variant flags: FAKE_NAME="..." (default "fake"), FAKE_OLD_ABI,
  * FAKE_NEEDS_NEWER, FAKE_FUTURE_ABI, FAKE_NO_ENTRY, FAKE_INIT_FAILS,
- * FAKE_SMALL_STRUCT, FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N.
+ * FAKE_ABI_REFUSAL, FAKE_INIT_INTERNAL, FAKE_INIT_SILENT, FAKE_SMALL_STRUCT,
+ * FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N.
  */
 #include <quantbridge/quantbridge.h>
 
@@ -443,6 +444,23 @@ static qb_status entry(qb_negotiation *neg, const qb_host *host, const qb_plugin
     (void)fake_desc;
     neg->plugin_abi = QB_MAKE_ABI(1, 7);
     return QB_E_ABI;
+#elif defined(FAKE_ABI_REFUSAL)
+    /* Refuses with its own reason and names no ABI. */
+    (void)neg;
+    (void)out;
+    (void)fake_desc;
+    return host->set_error(host, QB_E_ABI, "needs the frobnicator 2.0");
+#elif defined(FAKE_INIT_INTERNAL)
+    (void)neg;
+    (void)out;
+    (void)fake_desc;
+    return host->set_error(host, QB_E_INTERNAL, "self-test of the packer failed");
+#elif defined(FAKE_INIT_SILENT)
+    /* Fails with a status no host knows and says nothing. */
+    (void)neg;
+    (void)out;
+    (void)fake_desc;
+    return -1000;
 #elif defined(FAKE_INIT_FAILS)
     (void)neg;
     (void)out;
