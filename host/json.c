@@ -13,8 +13,9 @@
 
 #include "json_node.h"
 
-/* Bumped by every change to any tree; a cursor from another generation is
- * not trusted (its node may have moved or been freed). */
+/* Bumped before every change to any tree (before, so that memory freed by
+ * the change is never reused while the old generation is still current);
+ * a cursor from another generation is not trusted. */
 static atomic_ulong generation;
 
 typedef struct jcursor {
@@ -65,8 +66,8 @@ static void j_free(qb_json *root)
                                    "(free the root of that tree instead)");
         return;
     }
+    qbh_json_touch(); /* first: the memory may be reused as soon as it is freed */
     cJSON_Delete(n);
-    qbh_json_touch();
 }
 
 static qb_json_type j_type(const qb_json *node)
@@ -239,8 +240,8 @@ static qb_status check_move(cJSON *parent, int parent_type, cJSON *it, const cha
         return qbh_error_set(QB_E_INVALID, "JSON %s: item is %s", call,
                              it == parent ? "the target itself" : "not a root (inside a tree)");
     if (!is_type(parent, parent_type)) {
-        cJSON_Delete(it);
         qbh_json_touch();
+        cJSON_Delete(it);
         return qbh_error_set(QB_E_INVALID, "JSON %s: target is not %s", call,
                              parent_type == cJSON_Object ? "an object" : "an array");
     }
@@ -256,16 +257,15 @@ static qb_status j_add(qb_json *obj, const char *key, qb_json *item)
 
     if (rc)
         return rc;
+    qbh_json_touch(); /* before anything is freed or relinked */
     if (!key) {
         cJSON_Delete(it);
-        qbh_json_touch();
         return qbh_error_set(QB_E_INVALID, "JSON add: key is NULL");
     }
     n = strlen(key) + 1;
     k = qbh_jbuf_new(n);
     if (!k) {
         cJSON_Delete(it);
-        qbh_json_touch();
         return qbh_error_set(QB_E_NOMEM, "JSON add: out of memory");
     }
     memcpy(k, key, n);
@@ -278,7 +278,6 @@ static qb_status j_add(qb_json *obj, const char *key, qb_json *item)
         cJSON_AddItemToArray(o, it); /* links only: cannot fail */
         qbh_jcount_set(o, qbh_jcount(o) + 1);
     }
-    qbh_json_touch();
     return QB_OK;
 }
 
@@ -288,9 +287,9 @@ static qb_status j_append(qb_json *arr, qb_json *item)
     qb_status rc = check_move(a, cJSON_Array, it, "append");
     if (rc)
         return rc;
+    qbh_json_touch();
     cJSON_AddItemToArray(a, it);
     qbh_jcount_set(a, qbh_jcount(a) + 1);
-    qbh_json_touch();
     return QB_OK;
 }
 

@@ -94,7 +94,7 @@ static inline void qbh_jnumber_flag_from_value(cJSON *n)
         n->type &= ~QBH_JSON_INT_OK;
 }
 
-/* Called after every change to any tree (add, append, free): invalidates
+/* Called before every change to any tree (add, append, free): invalidates
  * the per-thread cursor that keeps at() O(1) when walking forward. */
 void qbh_json_touch(void);
 
