@@ -38,6 +38,11 @@ long qbh_alloc_refused(void)
     return atomic_load(&refused);
 }
 
+int qbh_alloc_admit(void)
+{
+    return !should_fail();
+}
+
 void *qbh_alloc(size_t n)
 {
     if (should_fail())

@@ -1,7 +1,8 @@
 /*
  * quantbridge host — `quantbridge inspect PATH [--json]`: what each reader
  * thinks of PATH, which one wins, and the model it describes (architecture,
- * summary, every tensor with shape and source encoding).
+ * summary, the model facts the host computed, every tensor with shape and
+ * source encoding).
  */
 #include "qbh.h"
 
@@ -42,6 +43,11 @@ static void print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
         printf("summary: %s\n", s->info.source_summary);
     if (s->info.tokenizer_dir)
         printf("tokenizer: %s\n", s->info.tokenizer_dir);
+    {
+        char facts[512];
+        qbh_model_facts_text(&s->facts, facts, sizeof facts);
+        printf("facts: %s\n", facts);
+    }
     printf("tensors: %zu\n", s->info.n_tensors);
     for (i = 0; i < s->info.n_tensors; i++)
         if (strlen(s->tensors[i].name) > w)
@@ -53,6 +59,33 @@ static void print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
         printf("  %-*s  %-18s  %s%s\n", (int)w, s->tensors[i].name, sh,
                s->tensors[i].source_encoding, s->tensors[i].has_grid ? " [grid]" : "");
     }
+}
+
+/* "facts": the known ones only, under qb_model_facts' field names. */
+static void add_facts(cJSON *root, const qb_model_facts *f)
+{
+    const struct {
+        uint32_t bit;
+        const char *name;
+        int64_t v;
+    } ints[] = {
+        {QB_FACT_LAYERS, "n_layers", f->n_layers},
+        {QB_FACT_HIDDEN, "hidden_size", f->hidden_size},
+        {QB_FACT_VOCAB, "vocab_size", f->vocab_size},
+        {QB_FACT_HEADS, "n_heads", f->n_heads},
+        {QB_FACT_KV_HEADS, "n_kv_heads", f->n_kv_heads},
+        {QB_FACT_HEAD_DIM, "head_dim", f->head_dim},
+        {QB_FACT_INTERMEDIATE, "intermediate_size", f->intermediate_size},
+        {QB_FACT_EXPERTS, "n_experts", f->n_experts},
+        {QB_FACT_EXPERTS, "n_experts_used", f->n_experts_used},
+    };
+    cJSON *j = cJSON_AddObjectToObject(root, "facts");
+    size_t i;
+    for (i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (f->known & ints[i].bit)
+            cJSON_AddNumberToObject(j, ints[i].name, (double)ints[i].v);
+    if (f->known & QB_FACT_TIED_EMBEDDINGS)
+        cJSON_AddBoolToObject(j, "tied_embeddings", f->tied_embeddings != 0);
 }
 
 static int print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
@@ -78,6 +111,7 @@ static int print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
         cJSON_AddStringToObject(root, "summary", s->info.source_summary);
     if (s->info.tokenizer_dir)
         cJSON_AddStringToObject(root, "tokenizer_dir", s->info.tokenizer_dir);
+    add_facts(root, &s->facts);
     arr = cJSON_AddArrayToObject(root, "tensors");
     for (i = 0; i < s->info.n_tensors; i++) {
         const qb_tensor_info *t = &s->tensors[i];
@@ -103,8 +137,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: quantbridge inspect PATH [--json] [--format auto|NAME] "
                "[--option KEY=VALUE]...\n"
                "                          [--config FILE] [--verbose]\n"
-               "Shows each reader's probe score for PATH, the chosen format, the architecture\n"
-               "and every tensor (name, shape, source encoding).\n");
+               "Shows each reader's probe score for PATH, the chosen format, the architecture,\n"
+               "the model facts and every tensor (name, shape, source encoding).\n");
 }
 
 int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)

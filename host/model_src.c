@@ -6,6 +6,7 @@
  */
 #include "qbh.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,6 +219,26 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
         rc = validate_tensor(s, i);
         if (rc)
             goto out;
+    }
+    {
+        /* The writer sees the host's facts, never a reader's (qb_tensor.h):
+         * the info is the host's own 1.1 struct, zeroed before the reader
+         * (1.0 or newer) filled its fields, so every field after those is
+         * the host's to set. */
+        char what[512];
+        snprintf(what, sizeof what, "%s: config.json of reader %s", path, p->name);
+        rc = qbh_model_facts_compute(what, s->info.config_json, s->tensors, s->info.n_tensors,
+                                     &s->facts);
+        if (rc == QB_E_FORMAT) {
+            qbh_log(QB_LOG_WARN, NULL, "%s; model facts from the config are unknown",
+                    qbh_error_message());
+            qbh_error_clear();
+            rc = QB_OK;
+        }
+        if (rc)
+            goto out;
+        s->info.struct_size = sizeof s->info;
+        s->info.facts = &s->facts;
     }
     s->src.struct_size = sizeof s->src;
     s->src.handle = s;

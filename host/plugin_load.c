@@ -388,27 +388,41 @@ qb_status qbh_plugin_load(qbh_plugin *p)
     neg.struct_size = sizeof neg; /* the host's own struct: its size, not 1.0's */
     neg.host_abi_min = QBH_ABI_MIN;
     neg.host_abi_max = QB_ABI_CURRENT;
+    /* Only what the entry itself says with set_error is its refusal text. */
     qbh_error_clear();
     rc = entry(&neg, &p->host, &desc);
     if (rc == QB_E_ABI || (rc == QB_OK && (neg.plugin_abi < QBH_ABI_MIN ||
                                             neg.plugin_abi > QB_ABI_CURRENT))) {
-        char pa[32];
+        char pa[48], why[1024];
         if (neg.plugin_abi)
-            snprintf(pa, sizeof pa, "%u.%u", QB_ABI_GET_MAJOR(neg.plugin_abi),
+            snprintf(pa, sizeof pa, "plugin speaks ABI %u.%u", QB_ABI_GET_MAJOR(neg.plugin_abi),
                      QB_ABI_GET_MINOR(neg.plugin_abi));
         else
-            snprintf(pa, sizeof pa, "unknown");
+            snprintf(pa, sizeof pa, "plugin names no ABI");
+        if (rc != QB_OK && qbh_error_message()[0]) {
+            snprintf(why, sizeof why, "%s", qbh_error_message());
+            return fail(p, QBH_LOAD_ABI_REFUSED, QB_E_ABI,
+                        "plugin %s: %s: ABI refused: %s (%s, host offers %u.%u to %u.%u)",
+                        p->name, file, why, pa, QB_ABI_GET_MAJOR(QBH_ABI_MIN),
+                        QB_ABI_GET_MINOR(QBH_ABI_MIN), QB_ABI_MAJOR, QB_ABI_MINOR);
+        }
         return fail(p, QBH_LOAD_ABI_REFUSED, QB_E_ABI,
-                    "plugin %s: %s: ABI refused: plugin speaks ABI %s, host offers %u.%u to %u.%u",
-                    p->name, file, pa, QB_ABI_GET_MAJOR(QBH_ABI_MIN), QB_ABI_GET_MINOR(QBH_ABI_MIN),
+                    "plugin %s: %s: ABI refused: %s, host offers %u.%u to %u.%u", p->name, file,
+                    pa, QB_ABI_GET_MAJOR(QBH_ABI_MIN), QB_ABI_GET_MINOR(QBH_ABI_MIN),
                     QB_ABI_MAJOR, QB_ABI_MINOR);
     }
     if (rc != QB_OK) {
-        char msg[1024];
+        char msg[1024], code[48];
+        /* A status this host does not know is QB_E_INTERNAL (qb_abi.h). */
+        if (strcmp(qbh_status_name(rc), "QB_E_UNKNOWN") == 0 || rc > 0) {
+            snprintf(code, sizeof code, "status %d", (int)rc);
+            rc = QB_E_INTERNAL;
+        } else
+            snprintf(code, sizeof code, "%s", qbh_status_name(rc));
         snprintf(msg, sizeof msg, "%s", qbh_error_message()[0] ? qbh_error_message()
-                                                               : "(no message)");
+                                                               : "the plugin gave no reason");
         return fail(p, QBH_LOAD_INIT_FAILED, rc, "plugin %s: %s: initialisation failed (%s): %s",
-                    p->name, file, qbh_status_name(rc), msg);
+                    p->name, file, code, msg);
     }
     p->abi = neg.plugin_abi;
 

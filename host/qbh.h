@@ -10,10 +10,13 @@
  *   plugin_load.c dlopen, entry, negotiation, descriptor validation
  *   registry.c    the set of configured plugins and lookups
  *   services.c    the qb_host table served to each plugin
+ *   json.c        the JSON service (qb_json.h); json_parse.c, json_emit.c
+ *                 its parser and emitter (json_node.h: the node layout)
  *   threadpool.c  the fixed pthread pool behind parallel_for
  *   options.c     typed option parsing/validation, qb_param arrays
  *   probe.c       probe input and reader arbitration
  *   model_src.c   qb_model_src forwarding to a reader
+ *   model_facts.c qb_model_facts from the config and the tensor list
  *   sink.c        qb_sink over a directory; sha256.c FIPS 180-4
  *   outdir.c      output-path safety, temp dir, rename, cleanup
  *   signals.c     SIGINT/SIGTERM -> cancel flag
@@ -77,6 +80,10 @@ char *qbh_strdup(const char *s);
 void qbh_alloc_fail_after(long n);
 /* Number of allocations refused by injection since the process started. */
 long qbh_alloc_refused(void);
+/* Counts one allocation made by another allocator (cJSON's, json_node.h)
+ * against the injection countdown: 0 when injection refuses it (the caller
+ * then fails as if out of memory), 1 otherwise. Thread-safe. */
+int qbh_alloc_admit(void);
 
 /* ---- config.c ------------------------------------------------------------- */
 
@@ -239,6 +246,16 @@ qb_status qbh_read_small_file(const char *path, size_t max_len, void **data, siz
 qb_status qbh_list_dir(const char *dir, char ***names);
 void qbh_free_list(char **names);
 
+/* ---- json.c / json_parse.c / json_emit.c --------------------------------- */
+
+/* The JSON service every qb_host carries (qb_json.h); static. */
+const qb_json_api *qbh_json_api(void);
+/* qb_json_api.parse and .emit as host functions (same contracts; messages
+ * go to the calling thread's error slot). */
+qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json **out);
+qb_status qbh_json_emit(const qb_host *h, const qb_json *node, int indent, char **out,
+                        size_t *len);
+
 /* ---- threadpool.c --------------------------------------------------------- */
 
 /* Starts the process-wide pool with n_threads - 1 workers (the caller is the
@@ -361,7 +378,8 @@ typedef struct qbh_source {
     qb_model_src src;          /* what the writer sees */
     qbh_plugin *reader;
     qb_reader_handle handle;
-    qb_model_info info;
+    qb_model_info info;        /* info.facts points at facts */
+    qb_model_facts facts;      /* computed by the host (model_facts.c) */
     qb_tensor_info *tensors;   /* n_tensors copies (pointers owned by the reader) */
     void *by_name;             /* GHashTable name -> index+1 */
     int serialise;
@@ -376,6 +394,25 @@ typedef struct qbh_source {
 qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *params,
                           qbh_source *s);
 void qbh_source_close(qbh_source *s);
+
+/* ---- model_facts.c ------------------------------------------------------- */
+
+/* Computes *out (struct_size set, every field) from a reader's config text
+ * (may be NULL) and tensor list as qb_tensor.h states for qb_model_facts:
+ * each fact from its one source, its bit clear when that source does not
+ * state it. Without a config object nothing is concluded from the
+ * config's silence (no n_layers from tensor names, no dense (0, 0)
+ * experts). `what` names the config in messages. Returns QB_OK;
+ * QB_E_FORMAT when config_json is not strict JSON (qb_json.h) or not an
+ * object: *out then holds the facts of the tensor list alone and the
+ * message says why; QB_E_NOMEM. Pure; thread-safe. */
+qb_status qbh_model_facts_compute(const char *what, const char *config_json,
+                                  const qb_tensor_info *tensors, size_t n_tensors,
+                                  qb_model_facts *out);
+/* The known facts as one line into buf[n] ("layers 2, hidden 64, vocab 128,
+ * ..., tied no, experts 0", or "none known"). Returns the length written,
+ * 0 when none is known. */
+size_t qbh_model_facts_text(const qb_model_facts *f, char *buf, size_t n);
 
 /* ---- sink.c --------------------------------------------------------------- */
 

@@ -323,6 +323,7 @@ static void fill(qb_host *h, void *priv)
     h->thread_count = svc_thread_count;
     h->safetensors = safetensors_api();
     h->get_proc = svc_get_proc;
+    h->json = qbh_json_api();
 }
 
 void qbh_services_init(qbh_plugin *p)

@@ -7,11 +7,17 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
+#include "qbt_host_log.h"
 
 static const char *names[3];
 static uint32_t ndims0 = 2;
 static atomic_int in_flight, overlap, calls;
 static int fail_silently;
+/* what the reader says about facts it must not fill (qb_tensor.h) */
+static const char *reader_config;
+static int reader_is_1_0;
+static const qb_model_facts reader_facts = {sizeof(qb_model_facts), QB_FACT_ALL, 99, 99, 99,
+                                            99, 99, 99, 99, 99, 99, 1};
 
 static int t_probe(void *c, const qb_probe_input *in)
 {
@@ -37,6 +43,11 @@ static qb_status t_info(qb_reader_handle h, qb_model_info *mi)
     mi->architecture = "llama";
     mi->source_format = "t";
     mi->n_tensors = 3;
+    mi->config_json = reader_config;
+    if (reader_is_1_0)
+        mi->struct_size = QB_MODEL_INFO_SIZE_1_0; /* as a 1.0 reader would fill it */
+    else
+        mi->facts = &reader_facts;
     return QB_OK;
 }
 static qb_status t_tinfo(qb_reader_handle h, size_t i, qb_tensor_info *ti)
@@ -86,6 +97,8 @@ static void setup(uint32_t flags)
     names[2] = "c";
     ndims0 = 2;
     fail_silently = 0;
+    reader_config = NULL;
+    reader_is_1_0 = 0;
 }
 
 START_TEST(validation)
@@ -131,6 +144,55 @@ START_TEST(bounds_and_context)
 }
 END_TEST
 
+START_TEST(host_fills_facts)
+{
+    qbh_source s;
+    setup(0);
+    names[0] = "model.embed_tokens.weight";
+    names[1] = "model.layers.4.mlp.up_proj.weight";
+    reader_config = "{\"num_attention_heads\": 2}";
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    /* the reader's facts pointer is replaced by the host's */
+    ck_assert_uint_eq(s.src.info->struct_size, sizeof(qb_model_info));
+    ck_assert_ptr_eq(s.src.info->facts, &s.facts);
+    ck_assert_uint_eq(s.facts.known, QB_FACT_LAYERS | QB_FACT_HIDDEN | QB_FACT_VOCAB |
+                                         QB_FACT_HEADS | QB_FACT_TIED_EMBEDDINGS |
+                                         QB_FACT_EXPERTS);
+    ck_assert_int_eq(s.facts.n_layers, 5);
+    ck_assert_int_eq(s.facts.vocab_size, 4);
+    ck_assert_int_eq(s.facts.hidden_size, 3);
+    ck_assert_int_eq(s.facts.n_heads, 2);
+    ck_assert_int_eq(s.facts.tied_embeddings, 1);
+    qbh_source_close(&s);
+
+    /* a 1.0 reader's info is 1.0-sized: the writer still gets 1.1 with facts */
+    reader_is_1_0 = 1;
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    ck_assert_uint_eq(s.src.info->struct_size, sizeof(qb_model_info));
+    ck_assert_ptr_eq(s.src.info->facts, &s.facts);
+    ck_assert_int_eq(s.facts.n_heads, 2);
+    qbh_source_close(&s);
+}
+END_TEST
+
+START_TEST(bad_config_warns_and_opens)
+{
+    qbh_source s;
+    setup(0);
+    qbt_host_log_install();
+    qbt_host_log_reset();
+    reader_config = "{\"num_attention_heads\": 2,}";
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    ck_assert_int_eq(qbt_host_warn_count(), 1);
+    ck_assert_str_eq(qbt_host_log_last(), "/m: config.json of reader t: invalid JSON at byte 26: "
+                                          "trailing comma before '}'; model facts from the "
+                                          "config are unknown");
+    ck_assert_uint_eq(s.facts.known & QB_FACT_HEADS, 0);
+    ck_assert_ptr_eq(s.src.info->facts, &s.facts);
+    qbh_source_close(&s);
+}
+END_TEST
+
 typedef struct job {
     qbh_source *s;
 } job;
@@ -166,6 +228,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, validation);
     tcase_add_test(tc, bounds_and_context);
     tcase_add_test(tc, serialised_without_flag);
+    tcase_add_test(tc, host_fills_facts);
+    tcase_add_test(tc, bad_config_warns_and_opens);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,12 +13,15 @@
  *   writer: one raw little-endian float32 file per tensor ("<name>.f32"),
  *           rows pulled through host->parallel_for, and "manifest.txt" with
  *           each file's size and the SHA-256 the sink reported; "note.txt"
- *           holds the raw config value option.note when its section has one.
+ *           holds the raw config value option.note when its section has one;
+ *           "facts.txt" the model facts begin() saw (qb_model_info.facts),
+ *           one "field value" line each, or "no facts".
  * Writer options script failures for the host's tests.
  *
  * Variant flags: FAKE_NAME="..." (default "fake"), FAKE_OLD_ABI,
  * FAKE_NEEDS_NEWER, FAKE_FUTURE_ABI, FAKE_NO_ENTRY, FAKE_INIT_FAILS,
- * FAKE_SMALL_STRUCT, FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N.
+ * FAKE_ABI_REFUSAL, FAKE_INIT_INTERNAL, FAKE_INIT_SILENT, FAKE_SMALL_STRUCT,
+ * FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N.
  */
 #include <quantbridge/quantbridge.h>
 
@@ -117,7 +120,9 @@ static qb_status fake_model_info(qb_reader_handle h, qb_model_info *mi)
 {
     (void)h;
     mi->architecture = "llama";
-    mi->config_json = "{\"model_type\": \"llama\"}";
+    /* no num_hidden_layers: the host counts the layers from tensor names */
+    mi->config_json = "{\"model_type\": \"llama\", \"num_attention_heads\": 2, "
+                      "\"num_key_value_heads\": 1, \"head_dim\": 4, \"intermediate_size\": 16}";
     mi->generation_config_json = NULL;
     mi->n_tensors = FAKE_N_TENSORS;
     mi->source_format = FAKE_NAME;
@@ -174,7 +179,27 @@ typedef struct fake_writer {
     size_t written;
     char manifest[4096];
     size_t mlen;
+    char facts[512];
 } fake_writer;
+
+/* The facts the host computed, as the writer sees them. */
+static void record_facts(fake_writer *w, const qb_model_info *mi)
+{
+    const qb_model_facts *f;
+    if (!QB_HAS_FIELD(mi, qb_model_info, facts) || !mi->facts) {
+        snprintf(w->facts, sizeof w->facts, "no facts\n");
+        return;
+    }
+    f = mi->facts;
+    snprintf(w->facts, sizeof w->facts,
+             "known 0x%x\nn_layers %lld\nhidden_size %lld\nvocab_size %lld\nn_heads %lld\n"
+             "n_kv_heads %lld\nhead_dim %lld\nintermediate_size %lld\nn_experts %lld\n"
+             "n_experts_used %lld\ntied_embeddings %d\n",
+             f->known, (long long)f->n_layers, (long long)f->hidden_size,
+             (long long)f->vocab_size, (long long)f->n_heads, (long long)f->n_kv_heads,
+             (long long)f->head_dim, (long long)f->intermediate_size, (long long)f->n_experts,
+             (long long)f->n_experts_used, f->tied_embeddings);
+}
 
 static int fake_supports(void *ctx, const qb_model_info *mi)
 {
@@ -208,6 +233,7 @@ static qb_status fake_begin(void *ctx, const qb_sink *sink, const qb_model_src *
     w->fail_after = fa ? fa->v.i : -1;
     w->wait_cancel = wc ? wc->v.b : 0;
     w->fail_in = fi ? fi->v.s : "none";
+    record_facts(w, src->info);
     /* Reverse order: the host must follow the writer's order, not its own. */
     for (i = 0; i < n; i++)
         order[i] = n - 1 - i;
@@ -322,6 +348,17 @@ static qb_status fake_finish(qb_writer_handle h)
     rc = w->sink->close(f, NULL, NULL);
     if (rc)
         goto out;
+    rc = w->sink->create(w->sink->handle, "facts.txt", &f);
+    if (rc)
+        goto out;
+    rc = w->sink->write(f, w->facts, strlen(w->facts));
+    if (rc) {
+        w->sink->close(f, NULL, NULL);
+        goto out;
+    }
+    rc = w->sink->close(f, NULL, NULL);
+    if (rc)
+        goto out;
     /* Raw config access: this plugin's own section only. */
     note = H->get_config(H, "note");
     if (note) {
@@ -407,6 +444,23 @@ static qb_status entry(qb_negotiation *neg, const qb_host *host, const qb_plugin
     (void)fake_desc;
     neg->plugin_abi = QB_MAKE_ABI(1, 7);
     return QB_E_ABI;
+#elif defined(FAKE_ABI_REFUSAL)
+    /* Refuses with its own reason and names no ABI. */
+    (void)neg;
+    (void)out;
+    (void)fake_desc;
+    return host->set_error(host, QB_E_ABI, "needs the frobnicator 2.0");
+#elif defined(FAKE_INIT_INTERNAL)
+    (void)neg;
+    (void)out;
+    (void)fake_desc;
+    return host->set_error(host, QB_E_INTERNAL, "self-test of the packer failed");
+#elif defined(FAKE_INIT_SILENT)
+    /* Fails with a status no host knows and says nothing. */
+    (void)neg;
+    (void)out;
+    (void)fake_desc;
+    return -1000;
 #elif defined(FAKE_INIT_FAILS)
     (void)neg;
     (void)out;

@@ -118,7 +118,7 @@ START_TEST(convert_exact_values_and_manifest)
     convert(&r, &fx, extra);
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "quantbridge: wrote"));
-    ck_assert_ptr_nonnull(strstr(r.out, "3 tensors, 4 files"));
+    ck_assert_ptr_nonnull(strstr(r.out, "3 tensors, 5 files"));
     check_tensor(fx.out, "model.embed_tokens.weight", 0, 6, 8, 0.0f);
     check_tensor(fx.out, "model.layers.0.self_attn.q_proj.weight", 1, 8, 8, 0.0f);
     check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.0f);
@@ -158,6 +158,31 @@ START_TEST(convert_exact_values_and_manifest)
 }
 END_TEST
 
+/* The writer sees the facts the host computed from the fake model: the
+ * embedding [6, 8] without lm_head (tied), one layer by tensor name (the
+ * config names no num_hidden_layers), the config's heads, dense. */
+START_TEST(writer_sees_model_facts)
+{
+    fixture fx;
+    qbt_result r;
+    const char *extra[] = {"--writer", "fake", NULL};
+    char *path, *facts;
+    setup_fx(&fx, only_fake);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    path = qbt_path(fx.out, "facts.txt");
+    facts = qbt_read_file(path, NULL);
+    ck_assert_ptr_nonnull(facts);
+    ck_assert_str_eq(facts, "known 0x1ff\nn_layers 1\nhidden_size 8\nvocab_size 6\nn_heads 2\n"
+                            "n_kv_heads 1\nhead_dim 4\nintermediate_size 16\nn_experts 0\n"
+                            "n_experts_used 0\ntied_embeddings 1\n");
+    free(facts);
+    free(path);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
 /* The frozen ABI 1.0 build of the fake plugin (abi-1.0/README.md) as
  * reader and writer: the current host must load it and convert exactly. */
 START_TEST(abi10_plugin_converts)
@@ -187,9 +212,19 @@ START_TEST(abi10_reader_current_writer)
     fixture fx;
     qbt_result r;
     const char *extra[] = {"--writer", "fake", "--option", "bias=0.5", NULL};
+    char *path, *facts;
     setup_fx(&fx, both);
     convert(&r, &fx, extra);
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    /* a 1.0 reader's model still reaches the writer with the host's facts
+     * (its config names no heads: those bits are clear) */
+    path = qbt_path(fx.out, "facts.txt");
+    facts = qbt_read_file(path, NULL);
+    ck_assert_ptr_nonnull(facts);
+    ck_assert_msg(strstr(facts, "known 0x187\nn_layers 1\nhidden_size 8\nvocab_size 6\n"
+                                "n_heads 0\n") == facts, "%s", facts);
+    free(facts);
+    free(path);
     check_tensor(fx.out, "model.embed_tokens.weight", 0, 6, 8, 0.5f);
     check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.5f);
     assert_no_leftovers(&fx);
@@ -498,6 +533,9 @@ START_TEST(inspect_lists_tensors)
         ck_assert_ptr_nonnull(strstr(r.out, "model.layers.0.self_attn.q_proj.weight"));
         ck_assert_ptr_nonnull(strstr(r.out, "8x8"));
         ck_assert_ptr_nonnull(strstr(r.out, "f32 (fake)"));
+        ck_assert_ptr_nonnull(strstr(r.out, "\nfacts: layers 1, hidden 8, vocab 6, heads 2, "
+                                            "kv heads 1, head dim 4, intermediate 16, tied yes, "
+                                            "experts 0\n"));
         qbt_result_free(&r);
     }
     {
@@ -507,6 +545,9 @@ START_TEST(inspect_lists_tensors)
         ck_assert_ptr_nonnull(strstr(r.out, "\"reader\":\t\"fake\""));
         ck_assert_ptr_nonnull(strstr(r.out, "\"score\":\t100"));
         ck_assert_ptr_nonnull(strstr(r.out, "\"model.norm.weight\""));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"n_layers\":\t1,"));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"tied_embeddings\":\ttrue"));
+        ck_assert_ptr_nonnull(strstr(r.out, "\"n_experts_used\":\t0,"));
         qbt_result_free(&r);
     }
     free_fx(&fx);
@@ -603,6 +644,7 @@ Suite *qbt_suite(void)
     TCase *tc = tcase_create("convert");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, convert_exact_values_and_manifest);
+    tcase_add_test(tc, writer_sees_model_facts);
     tcase_add_test(tc, abi10_plugin_converts);
     tcase_add_test(tc, abi10_reader_current_writer);
     tcase_add_test(tc, reader_option_routed);

@@ -47,6 +47,9 @@ static void write_config(void)
                        "[plugin:fake-future-abi]\nlibrary=%s/libqb_fake_future_abi.so\n"
                        "[plugin:fake-no-entry]\nlibrary=%s/libqb_fake_no_entry.so\n"
                        "[plugin:fake-init-fails]\nlibrary=%s/libqb_fake_init_fails.so\n"
+                       "[plugin:fake-abi-refusal]\nlibrary=%s/libqb_fake_abi_refusal.so\n"
+                       "[plugin:fake-init-internal]\nlibrary=%s/libqb_fake_init_internal.so\n"
+                       "[plugin:fake-init-silent]\nlibrary=%s/libqb_fake_init_silent.so\n"
                        "[plugin:fake-small-struct]\nlibrary=%s/libqb_fake_small_struct.so\n"
                        "[plugin:fake-bad-vtable]\nlibrary=%s/libqb_fake_bad_vtable.so\n"
                        "[plugin:fake-dup]\nlibrary=%s/libqb_fake_dup.so\n"
@@ -54,7 +57,7 @@ static void write_config(void)
                        "[plugin:fake-missing]\nlibrary=%s/libqb_does_not_exist.so\n"
                        "[plugin:fake-off]\nlibrary=%s/libqb_fake.so\nenabled=false\n"
                        "[plugin:fake-same-lib]\nlibrary=%s/libqb_fake.so\n",
-                       fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd) > 0);
+                       fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd) > 0);
     qbt_write_file(cfg_path, text);
     free(text);
     free(dir);
@@ -170,6 +173,25 @@ START_TEST(init_fails)
 }
 END_TEST
 
+START_TEST(abi_refusal_text_shown)
+{
+    /* The plugin's own reason, then what the negotiation shows. */
+    expect_failed("fake-abi-refusal", "ABI_REFUSED",
+                  "plugin fake-abi-refusal: ", "libqb_fake_abi_refusal.so: ABI refused: needs the "
+                  "frobnicator 2.0 (plugin names no ABI, host offers 1.0 to " HOST_ABI_TEXT ")");
+}
+END_TEST
+
+START_TEST(init_failure_text_shown)
+{
+    expect_failed("fake-init-internal", "INIT_FAILED",
+                  "initialisation failed (QB_E_INTERNAL): self-test of the packer failed", NULL);
+    /* silent, with a status no host knows: what the host knows */
+    expect_failed("fake-init-silent", "INIT_FAILED",
+                  "initialisation failed (status -1000): the plugin gave no reason", NULL);
+}
+END_TEST
+
 START_TEST(small_descriptor)
 {
     expect_failed("fake-small-struct", "DESCRIPTOR_INVALID", "descriptor struct_size",
@@ -228,6 +250,11 @@ START_TEST(text_listing_shows_reasons)
     ck_assert_ptr_nonnull(strstr(r.out, "ABI_REFUSED"));
     ck_assert_ptr_nonnull(strstr(r.out, "DUPLICATE_NAME"));
     ck_assert_ptr_nonnull(strstr(r.out, "option group_size (int, default 128)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ABI_REFUSED: plugin fake-abi-refusal: "));
+    ck_assert_ptr_nonnull(strstr(r.out, ": ABI refused: needs the frobnicator 2.0 (plugin names "
+                                        "no ABI, host offers 1.0 to " HOST_ABI_TEXT ")"));
+    ck_assert_ptr_nonnull(strstr(r.out, "INIT_FAILED: plugin fake-init-internal: "));
+    ck_assert_ptr_nonnull(strstr(r.out, "self-test of the packer failed"));
     qbt_result_free(&r);
 }
 END_TEST
@@ -262,7 +289,8 @@ START_TEST(unrecognised_input_mentions_failed_plugins)
     qbt_run(&r, argv);
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "no reader recognises this input"));
-    ck_assert_ptr_nonnull(strstr(r.err, "configured plugins failed to load: fake-bad-vtable"));
+    ck_assert_ptr_nonnull(strstr(r.err, "configured plugins failed to load: "
+                                        "fake-abi-refusal, fake-bad-vtable"));
     qbt_result_free(&r);
     free(src);
     free(dir);
@@ -328,6 +356,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, future_major_entry_missing);
     tcase_add_test(tc, no_entry);
     tcase_add_test(tc, init_fails);
+    tcase_add_test(tc, abi_refusal_text_shown);
+    tcase_add_test(tc, init_failure_text_shown);
     tcase_add_test(tc, small_descriptor);
     tcase_add_test(tc, small_vtable);
     tcase_add_test(tc, duplicate_name);

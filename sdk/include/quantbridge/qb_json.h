@@ -50,7 +50,8 @@ typedef struct qb_json_api {
     /* Parses `len` bytes of UTF-8 `text` (no NUL needed) into a new tree
      * in *out. Strict RFC 8259: one value, nothing but whitespace after
      * it, no comments, no trailing commas; a duplicate key in an object is
-     * QB_E_FORMAT (a JSON file must not mean two things). Errors, with a
+     * QB_E_FORMAT (a JSON file must not mean two things), as are invalid
+     * UTF-8, a byte order mark and nesting deeper than 1000. Errors, with a
      * message naming `what` (a file name for messages; may be NULL) and the
      * byte offset: QB_E_FORMAT, QB_E_NOMEM, QB_E_INVALID (NULL text or
      * out). On failure *out is NULL. */
@@ -92,7 +93,8 @@ typedef struct qb_json_api {
     /* Moves root `item` into object `obj` under `key` (copied), replacing a
      * member of that name. Returns QB_OK, QB_E_INVALID (obj not an object,
      * item NULL; item is freed), QB_E_NOMEM (item is freed). The caller
-     * never frees item after the call. */
+     * never frees item after the call. Exception: an item that is obj
+     * itself or a node inside a tree is QB_E_INVALID and left alone. */
     qb_status (*add)(qb_json *obj, const char *key, qb_json *item);
     /* Moves root `item` to the end of array `arr`. Same statuses and item
      * ownership as add. */
@@ -102,7 +104,8 @@ typedef struct qb_json_api {
      * host->alloc buffer (*out, free with host->free; *len its length
      * without the NUL, may be NULL). `indent` 0: compact; 1..8: that many
      * spaces per level and a newline at the end. Object members keep their
-     * insertion order. QB_E_NOMEM, QB_E_INVALID. On failure *out is NULL. */
+     * insertion order. QB_E_NOMEM, QB_E_INVALID (also for a string or key
+     * that is not valid UTF-8). On failure *out is NULL. */
     qb_status (*emit)(const struct qb_host *h, const qb_json *node, int indent, char **out,
                       size_t *len);
 } qb_json_api;

@@ -148,8 +148,12 @@ QB_ABI_STATIC_ASSERT(QB_GRID_ROWS_SIZE_1_0 == sizeof(qb_grid_rows), qb_grid_rows
  *   n_experts, n_experts_used config.json num_local_experts, num_experts or
  *                            n_routed_experts, and num_experts_per_tok; both
  *                            0 (known) when the config names none of them
- *                            and no tensor name holds ".experts."
- * (the keys are transformers' PretrainedConfig attribute names). A fact is
+ *                            and no tensor name holds ".experts."; count
+ *                            keys that disagree state nothing
+ * (the keys are transformers' PretrainedConfig attribute names, read from
+ * the top-level object; a key whose value is null is not stated; from a
+ * config that is absent or not strict JSON (qb_json.h) nothing is read,
+ * nor concluded from its silence). A fact is
  * never guessed or derived from a default: its bit is clear when its source
  * does not state it (or states a non-integer or a value < 0), and the field
  * then holds 0. Owned by the host; valid as long as the qb_model_info that

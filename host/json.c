@@ -1,0 +1,322 @@
+/*
+ * quantbridge host — the JSON service (qb_json.h), the qb_json_api table
+ * every qb_host carries: reading and building trees of cJSON nodes
+ * (json_node.h); parsing is json_parse.c, emitting json_emit.c.
+ *
+ * Reads never write to a tree, so concurrent reads of one tree are safe
+ * (qb_json.h THREADING). What at() remembers to stay O(1) on a forward
+ * walk is per thread and dropped by any change to any tree.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "json_node.h"
+
+/* Bumped before every change to any tree (before, so that memory freed by
+ * the change is never reused while the old generation is still current);
+ * a cursor from another generation is not trusted. */
+static atomic_ulong generation;
+
+typedef struct jcursor {
+    const cJSON *parent;
+    const cJSON *node;
+    size_t index;
+    unsigned long gen;
+} jcursor;
+
+static _Thread_local jcursor cursor;
+
+void qbh_json_touch(void)
+{
+    atomic_fetch_add(&generation, 1);
+}
+
+static int is_container(const cJSON *n)
+{
+    return n && ((n->type & 0xff) == cJSON_Array || (n->type & 0xff) == cJSON_Object);
+}
+
+static int is_type(const cJSON *n, int type)
+{
+    return n && (n->type & 0xff) == type;
+}
+
+/* A root: not linked into any tree (json_node.h). */
+static int is_root(const cJSON *n)
+{
+    return !n->prev && !n->next && !n->string;
+}
+
+static qb_status j_parse(const qb_host *h, const char *what, const char *text, size_t len,
+                         qb_json **out)
+{
+    (void)h; /* the tree is cJSON memory (json_node.h), not host->alloc */
+    return qbh_json_parse(what, text, len, out);
+}
+
+static void j_free(qb_json *root)
+{
+    cJSON *n = qbh_jnode(root);
+    if (!n)
+        return;
+    if (!is_root(n)) {
+        /* Freeing it would leave its tree pointing at freed memory. */
+        qbh_log(QB_LOG_WARN, NULL, "JSON free: the node is inside another tree; ignored "
+                                   "(free the root of that tree instead)");
+        return;
+    }
+    qbh_json_touch(); /* first: the memory may be reused as soon as it is freed */
+    cJSON_Delete(n);
+}
+
+static qb_json_type j_type(const qb_json *node)
+{
+    const cJSON *n = qbh_jcnode(node);
+    if (!n)
+        return QB_JSON_INVALID;
+    switch (n->type & 0xff) {
+    case cJSON_NULL: return QB_JSON_NULL;
+    case cJSON_False:
+    case cJSON_True: return QB_JSON_BOOL;
+    case cJSON_Number: return QB_JSON_NUMBER;
+    case cJSON_String: return QB_JSON_STRING;
+    case cJSON_Array: return QB_JSON_ARRAY;
+    case cJSON_Object: return QB_JSON_OBJECT;
+    default: return QB_JSON_INVALID;
+    }
+}
+
+static const cJSON *member(const cJSON *obj, const char *key)
+{
+    const cJSON *c;
+    for (c = obj->child; c; c = c->next)
+        if (strcmp(c->string, key) == 0)
+            return c;
+    return NULL;
+}
+
+static const qb_json *j_get(const qb_json *obj, const char *key)
+{
+    const cJSON *o = qbh_jcnode(obj);
+    if (!is_type(o, cJSON_Object) || !key)
+        return NULL;
+    return (const qb_json *)(const void *)member(o, key);
+}
+
+static size_t j_count(const qb_json *node)
+{
+    const cJSON *n = qbh_jcnode(node);
+    return is_container(n) ? qbh_jcount(n) : 0;
+}
+
+static const qb_json *j_at(const qb_json *node, size_t i, const char **key)
+{
+    const cJSON *n = qbh_jcnode(node), *c;
+    unsigned long gen;
+    size_t k;
+
+    if (key)
+        *key = NULL;
+    if (!is_container(n) || i >= qbh_jcount(n))
+        return NULL;
+    gen = atomic_load(&generation);
+    if (cursor.parent == n && cursor.gen == gen && cursor.index <= i) {
+        c = cursor.node;
+        k = cursor.index;
+    } else {
+        c = n->child;
+        k = 0;
+    }
+    for (; k < i; k++)
+        c = c->next;
+    cursor.parent = n;
+    cursor.node = c;
+    cursor.index = i;
+    cursor.gen = gen;
+    if (key && is_type(n, cJSON_Object))
+        *key = c->string;
+    return (const qb_json *)(const void *)c;
+}
+
+static const char *j_get_string(const qb_json *node)
+{
+    const cJSON *n = qbh_jcnode(node);
+    return is_type(n, cJSON_String) ? n->valuestring : NULL;
+}
+
+static int j_get_number(const qb_json *node, double *out)
+{
+    const cJSON *n = qbh_jcnode(node);
+    if (!is_type(n, cJSON_Number))
+        return 0;
+    if (out)
+        *out = n->valuedouble;
+    return 1;
+}
+
+static int j_get_int(const qb_json *node, int64_t *out)
+{
+    const cJSON *n = qbh_jcnode(node);
+    if (!is_type(n, cJSON_Number) || !(n->type & QBH_JSON_INT_OK))
+        return 0;
+    if (out)
+        *out = (int64_t)n->valuedouble;
+    return 1;
+}
+
+static int j_get_bool(const qb_json *node, int32_t *out)
+{
+    const cJSON *n = qbh_jcnode(node);
+    if (!is_type(n, cJSON_True) && !is_type(n, cJSON_False))
+        return 0;
+    if (out)
+        *out = is_type(n, cJSON_True);
+    return 1;
+}
+
+static qb_json *j_new_object(void)
+{
+    return (qb_json *)(void *)qbh_jnode_new(cJSON_Object);
+}
+
+static qb_json *j_new_array(void)
+{
+    return (qb_json *)(void *)qbh_jnode_new(cJSON_Array);
+}
+
+static qb_json *j_new_string(const char *utf8)
+{
+    size_t n;
+    char *copy;
+    cJSON *node;
+    if (!utf8)
+        return NULL;
+    n = strlen(utf8) + 1;
+    copy = qbh_jbuf_new(n);
+    if (!copy)
+        return NULL;
+    memcpy(copy, utf8, n);
+    node = qbh_jnode_new(cJSON_String);
+    if (!node) {
+        cJSON_free(copy);
+        return NULL;
+    }
+    node->valuestring = copy;
+    return (qb_json *)(void *)node;
+}
+
+static qb_json *j_new_number(double v)
+{
+    cJSON *node;
+    if (isnan(v) || isinf(v))
+        return NULL;
+    node = qbh_jnode_new(cJSON_Number);
+    if (!node)
+        return NULL;
+    node->valuedouble = v;
+    qbh_jnumber_flag_from_value(node);
+    return (qb_json *)(void *)node;
+}
+
+static qb_json *j_new_bool(int32_t v)
+{
+    return (qb_json *)(void *)qbh_jnode_new(v ? cJSON_True : cJSON_False);
+}
+
+static qb_json *j_new_null(void)
+{
+    return (qb_json *)(void *)qbh_jnode_new(cJSON_NULL);
+}
+
+/* The checks add and append share. On a refusal the item is freed unless
+ * freeing it would free something the caller still holds. */
+static qb_status check_move(cJSON *parent, int parent_type, cJSON *it, const char *call)
+{
+    if (!it)
+        return qbh_error_set(QB_E_INVALID, "JSON %s: item is NULL", call);
+    if (it == parent || !is_root(it))
+        /* not freed: it is the target itself, or belongs to another tree */
+        return qbh_error_set(QB_E_INVALID, "JSON %s: item is %s", call,
+                             it == parent ? "the target itself" : "not a root (inside a tree)");
+    if (!is_type(parent, parent_type)) {
+        qbh_json_touch();
+        cJSON_Delete(it);
+        return qbh_error_set(QB_E_INVALID, "JSON %s: target is not %s", call,
+                             parent_type == cJSON_Object ? "an object" : "an array");
+    }
+    return QB_OK;
+}
+
+static qb_status j_add(qb_json *obj, const char *key, qb_json *item)
+{
+    cJSON *o = qbh_jnode(obj), *it = qbh_jnode(item), *old;
+    qb_status rc = check_move(o, cJSON_Object, it, "add");
+    size_t n;
+    char *k;
+
+    if (rc)
+        return rc;
+    qbh_json_touch(); /* before anything is freed or relinked */
+    if (!key) {
+        cJSON_Delete(it);
+        return qbh_error_set(QB_E_INVALID, "JSON add: key is NULL");
+    }
+    n = strlen(key) + 1;
+    k = qbh_jbuf_new(n);
+    if (!k) {
+        cJSON_Delete(it);
+        return qbh_error_set(QB_E_NOMEM, "JSON add: out of memory");
+    }
+    memcpy(k, key, n);
+    it->string = k;
+    it->type &= ~cJSON_StringIsConst;
+    old = (cJSON *)member(o, key);
+    if (old)
+        cJSON_ReplaceItemViaPointer(o, old, it); /* frees old */
+    else {
+        cJSON_AddItemToArray(o, it); /* links only: cannot fail */
+        qbh_jcount_set(o, qbh_jcount(o) + 1);
+    }
+    return QB_OK;
+}
+
+static qb_status j_append(qb_json *arr, qb_json *item)
+{
+    cJSON *a = qbh_jnode(arr), *it = qbh_jnode(item);
+    qb_status rc = check_move(a, cJSON_Array, it, "append");
+    if (rc)
+        return rc;
+    qbh_json_touch();
+    cJSON_AddItemToArray(a, it);
+    qbh_jcount_set(a, qbh_jcount(a) + 1);
+    return QB_OK;
+}
+
+static const qb_json_api json_api = {
+    sizeof(qb_json_api),
+    j_parse,
+    j_free,
+    j_type,
+    j_get,
+    j_count,
+    j_at,
+    j_get_string,
+    j_get_number,
+    j_get_int,
+    j_get_bool,
+    j_new_object,
+    j_new_array,
+    j_new_string,
+    j_new_number,
+    j_new_bool,
+    j_new_null,
+    j_add,
+    j_append,
+    qbh_json_emit,
+};
+
+const qb_json_api *qbh_json_api(void)
+{
+    return &json_api;
+}
