@@ -77,6 +77,13 @@ char *qbh_strdup(const char *s);
 void qbh_alloc_fail_after(long n);
 /* Number of allocations refused by injection since the process started. */
 long qbh_alloc_refused(void);
+/* Blocks qbh_alloc/qbh_calloc/qbh_strdup (and so qb_host.alloc) returned
+ * and qbh_free has not yet released, and blocks returned in all, since the
+ * process started. A plugin call that frees what it allocates leaves
+ * qbh_alloc_live unchanged. Thread-safe (atomic; a value read while other
+ * threads allocate is already stale). */
+long qbh_alloc_live(void);
+long qbh_alloc_made(void);
 
 /* ---- config.c ------------------------------------------------------------- */
 
@@ -477,6 +484,11 @@ void qbh_fatal_arm(const char *tmp_path);
  *                                      truncate the source) and continue it
  * No effect without the variables. Main thread only. */
 void qbh_testhooks_init(void);
+/* Sets the sink's write budget in-process, as QUANTBRIDGE_TEST_WRITE_LIMIT
+ * does from the environment: n more bytes of file data, then write fails
+ * (ENOSPC); n < 0 removes the limit. For `plugin-check`'s sink-failure
+ * runs and tests. Thread-safe. */
+void qbh_testhook_write_limit(long long n);
 /* How many of `want` bytes the sink may write now (taken from the limit's
  * budget; 0 once it is spent); `want` when no limit is set. Thread-safe. */
 size_t qbh_testhook_write_allow(size_t want);
