@@ -200,6 +200,15 @@ qb_status qbh_plugin_load(qbh_plugin *p);
 qb_status qbh_plugin_validate(const qb_plugin *d, uint32_t negotiated_abi, const char *section,
                               const char *file);
 
+/* 1 when `path` starts with the ELF magic; 0 otherwise, with *io_err the
+ * errno of a failed open/read (0 when the bytes were read and differ). */
+int qbh_file_is_elf(const char *path, int *io_err);
+
+/* The entry symbol of another ABI major that the dlopen handle `dl`
+ * exports (qb_plugin_entry_v2 .. _v9): returns that major and writes the
+ * symbol name into sym[cap]; 0 (sym "") when there is none. */
+unsigned qbh_plugin_foreign_entry(void *dl, char *sym, size_t cap);
+
 /* Loads the config (see qbh_config_locate/load) and then every section's
  * plugin, in name order. A plugin that fails is kept with its state and
  * error; the registry still works. Returns QB_OK, or an error only when the
