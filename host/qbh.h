@@ -21,6 +21,7 @@
  *   stale.c       leftover temp dirs of dead runs: proof and removal
  *   probe_fork.c  probing an untrusted plugin in a forked child
  *   testhooks.c   test-only fault hooks read from the environment
+ *   plugin_check_*.c  `plugin-check`, the conformance kit (plugin_check.h)
  *   progress.c    progress display
  *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
  *
@@ -539,6 +540,8 @@ typedef struct qbh_common {
 int qbh_cmd_plugins(int argc, char **argv, qbh_common *co);
 int qbh_cmd_inspect(int argc, char **argv, qbh_common *co);
 int qbh_cmd_convert(int argc, char **argv, qbh_common *co);
+/* `plugin-check LIB`: the conformance kit (cmd_plugin_check.c). */
+int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co);
 /* The CLI: dispatches to a command; returns the exit code. */
 int qbh_cli_main(int argc, char **argv);
 /* Prints "quantbridge: error: <msg>" for the thread's current error. */
