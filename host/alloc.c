@@ -13,6 +13,10 @@
 /* < 0: injection off; otherwise allocations left before failing. */
 static atomic_long fail_countdown = -1;
 static atomic_long refused;
+/* Blocks handed out and not yet freed, and all ever handed out: what
+ * `plugin-check` compares around a plugin call (cmd_plugin_check.c). */
+static atomic_long live;
+static atomic_long made;
 
 static int should_fail(void)
 {
@@ -43,22 +47,44 @@ int qbh_alloc_admit(void)
     return !should_fail();
 }
 
+long qbh_alloc_live(void)
+{
+    return atomic_load(&live);
+}
+
+long qbh_alloc_made(void)
+{
+    return atomic_load(&made);
+}
+
+/* Counts a block that malloc/calloc returned (NULL is not a block). */
+static void *counted(void *p)
+{
+    if (p) {
+        atomic_fetch_add(&live, 1);
+        atomic_fetch_add(&made, 1);
+    }
+    return p;
+}
+
 void *qbh_alloc(size_t n)
 {
     if (should_fail())
         return NULL;
-    return malloc(n ? n : 1);
+    return counted(malloc(n ? n : 1));
 }
 
 void *qbh_calloc(size_t n, size_t size)
 {
     if (should_fail())
         return NULL;
-    return calloc(n ? n : 1, size ? size : 1);
+    return counted(calloc(n ? n : 1, size ? size : 1));
 }
 
 void qbh_free(void *p)
 {
+    if (p)
+        atomic_fetch_sub(&live, 1);
     free(p);
 }
 

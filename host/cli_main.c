@@ -62,6 +62,8 @@ static void usage(FILE *f)
             "                              convert a checkpoint\n"
             "  verify --source PATH --converted DIR [--json] [--report FILE.html]\n"
             "                              compare a conversion with its source\n"
+            "  plugin-check LIB [--sample PATH]\n"
+            "                              check a plugin library against the SDK contract\n"
             "\n"
             "global options:\n"
             "  --config FILE   configuration file (else $QUANTBRIDGE_CONFIG, the user's\n"
@@ -130,6 +132,8 @@ int qbh_cli_main(int argc, char **argv)
         rc = qbh_cmd_convert(argc, argv, &co);
     else if (strcmp(cmd, "verify") == 0)
         rc = qbh_cmd_verify(argc, argv, &co);
+    else if (strcmp(cmd, "plugin-check") == 0)
+        rc = qbh_cmd_plugin_check(argc, argv, &co);
     else if (strcmp(cmd, "help") == 0) {
         usage(stdout);
         rc = QBH_EXIT_OK;

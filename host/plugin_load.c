@@ -288,7 +288,7 @@ qb_status qbh_plugin_validate(const qb_plugin *d, uint32_t abi, const char *sect
 
 /* Reads the first bytes: a text file named .so must get its own message,
  * not dlopen's "invalid ELF header". */
-static int is_elf(const char *path, int *io_err)
+int qbh_file_is_elf(const char *path, int *io_err)
 {
     unsigned char m[4] = {0};
     ssize_t n;
@@ -303,6 +303,19 @@ static int is_elf(const char *path, int *io_err)
         *io_err = errno;
     close(fd);
     return n == 4 && m[0] == 0x7f && m[1] == 'E' && m[2] == 'L' && m[3] == 'F';
+}
+
+unsigned qbh_plugin_foreign_entry(void *dl, char *sym, size_t cap)
+{
+    unsigned m;
+    for (m = 2; m <= 9; m++) {
+        snprintf(sym, cap, "qb_plugin_entry_v%u", m);
+        if (dlsym(dl, sym))
+            return m;
+    }
+    if (cap)
+        sym[0] = '\0';
+    return 0;
 }
 
 qb_status qbh_plugin_load(qbh_plugin *p)
@@ -341,7 +354,7 @@ qb_status qbh_plugin_load(qbh_plugin *p)
     /* trusted= unset: the plugins that shipped with the host run in-process,
      * any other library has its probe contained (probe_fork.c). */
     p->contained = p->conf->trusted == 0 || (p->conf->trusted < 0 && !is_bundled(file));
-    if (!is_elf(file, &io_err))
+    if (!qbh_file_is_elf(file, &io_err))
         return fail(p, QBH_LOAD_NOT_SHARED_OBJECT, QB_E_FORMAT,
                     "plugin %s: %s is not a shared object (%s)", p->name, file,
                     io_err ? strerror(io_err) : "no ELF header");
@@ -366,18 +379,16 @@ qb_status qbh_plugin_load(qbh_plugin *p)
     }
     *(void **)&entry = dlsym(dl, QB_PLUGIN_ENTRY_SYMBOL);
     if (!entry) {
+        char sym[32];
         /* A library built for another ABI major exports a differently named
          * entry (qb_plugin_entry_v<MAJOR>): say so instead of "missing". */
-        for (i = 2; i <= 9; i++) {
-            char sym[32];
-            snprintf(sym, sizeof sym, "qb_plugin_entry_v%zu", i);
-            if (dlsym(dl, sym))
-                return fail(p, QBH_LOAD_ENTRY_MISSING, QB_E_ABI,
-                            "plugin %s: %s exports %s (built for ABI major %zu); this host "
-                            "speaks ABI %u.%u to %u.%u and needs %s", p->name, file, sym, i,
-                            QB_ABI_GET_MAJOR(QBH_ABI_MIN), QB_ABI_GET_MINOR(QBH_ABI_MIN),
-                            QB_ABI_MAJOR, QB_ABI_MINOR, QB_PLUGIN_ENTRY_SYMBOL);
-        }
+        i = qbh_plugin_foreign_entry(dl, sym, sizeof sym);
+        if (i)
+            return fail(p, QBH_LOAD_ENTRY_MISSING, QB_E_ABI,
+                        "plugin %s: %s exports %s (built for ABI major %zu); this host "
+                        "speaks ABI %u.%u to %u.%u and needs %s", p->name, file, sym, i,
+                        QB_ABI_GET_MAJOR(QBH_ABI_MIN), QB_ABI_GET_MINOR(QBH_ABI_MIN),
+                        QB_ABI_MAJOR, QB_ABI_MINOR, QB_PLUGIN_ENTRY_SYMBOL);
         return fail(p, QBH_LOAD_ENTRY_MISSING, QB_E_NOT_FOUND,
                     "plugin %s: %s does not export %s (not a quantbridge plugin?)", p->name, file,
                     QB_PLUGIN_ENTRY_SYMBOL);

@@ -24,6 +24,7 @@
  *   stale.c       leftover temp dirs of dead runs: proof and removal
  *   probe_fork.c  probing an untrusted plugin in a forked child
  *   testhooks.c   test-only fault hooks read from the environment
+ *   plugin_check_*.c  `plugin-check`, the conformance kit (plugin_check.h)
  *   progress.c    progress display
  *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
  *
@@ -84,6 +85,13 @@ long qbh_alloc_refused(void);
  * against the injection countdown: 0 when injection refuses it (the caller
  * then fails as if out of memory), 1 otherwise. Thread-safe. */
 int qbh_alloc_admit(void);
+/* Blocks qbh_alloc/qbh_calloc/qbh_strdup (and so qb_host.alloc) returned
+ * and qbh_free has not yet released, and blocks returned in all, since the
+ * process started. A plugin call that frees what it allocates leaves
+ * qbh_alloc_live unchanged. Thread-safe (atomic; a value read while other
+ * threads allocate is already stale). */
+long qbh_alloc_live(void);
+long qbh_alloc_made(void);
 
 /* ---- config.c ------------------------------------------------------------- */
 
@@ -199,6 +207,15 @@ qb_status qbh_plugin_load(qbh_plugin *p);
  * QB_E_INVALID with a message. */
 qb_status qbh_plugin_validate(const qb_plugin *d, uint32_t negotiated_abi, const char *section,
                               const char *file);
+
+/* 1 when `path` starts with the ELF magic; 0 otherwise, with *io_err the
+ * errno of a failed open/read (0 when the bytes were read and differ). */
+int qbh_file_is_elf(const char *path, int *io_err);
+
+/* The entry symbol of another ABI major that the dlopen handle `dl`
+ * exports (qb_plugin_entry_v2 .. _v9): returns that major and writes the
+ * symbol name into sym[cap]; 0 (sym "") when there is none. */
+unsigned qbh_plugin_foreign_entry(void *dl, char *sym, size_t cap);
 
 /* Loads the config (see qbh_config_locate/load) and then every section's
  * plugin, in name order. A plugin that fails is kept with its state and
@@ -514,6 +531,11 @@ void qbh_fatal_arm(const char *tmp_path);
  *                                      truncate the source) and continue it
  * No effect without the variables. Main thread only. */
 void qbh_testhooks_init(void);
+/* Sets the sink's write budget in-process, as QUANTBRIDGE_TEST_WRITE_LIMIT
+ * does from the environment: n more bytes of file data, then write fails
+ * (ENOSPC); n < 0 removes the limit. For `plugin-check`'s sink-failure
+ * runs and tests. Thread-safe. */
+void qbh_testhook_write_limit(long long n);
 /* How many of `want` bytes the sink may write now (taken from the limit's
  * budget; 0 once it is spent); `want` when no limit is set. Thread-safe. */
 size_t qbh_testhook_write_allow(size_t want);
@@ -555,6 +577,8 @@ typedef struct qbh_common {
 int qbh_cmd_plugins(int argc, char **argv, qbh_common *co);
 int qbh_cmd_inspect(int argc, char **argv, qbh_common *co);
 int qbh_cmd_convert(int argc, char **argv, qbh_common *co);
+/* `plugin-check LIB`: the conformance kit (cmd_plugin_check.c). */
+int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co);
 /* The CLI: dispatches to a command; returns the exit code. */
 int qbh_cli_main(int argc, char **argv);
 /* Prints "quantbridge: error: <msg>" for the thread's current error. */

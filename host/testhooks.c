@@ -45,6 +45,11 @@ void qbh_testhooks_init(void)
     stop_after = (long)env_count("QUANTBRIDGE_TEST_STOP_AFTER");
 }
 
+void qbh_testhook_write_limit(long long n)
+{
+    atomic_store(&write_left, n < 0 ? -1 : n);
+}
+
 size_t qbh_testhook_write_allow(size_t want)
 {
     long long left = atomic_load(&write_left);

@@ -130,6 +130,61 @@ START_TEST(sink_every_failure_point)
 }
 END_TEST
 
+/* The counts plugin-check compares around plugin calls: every block the
+ * allocator hands out is live until qbh_free, refused ones never are. */
+START_TEST(live_and_made_counts)
+{
+    long live = qbh_alloc_live(), made = qbh_alloc_made();
+    void *a = qbh_alloc(10), *b = qbh_calloc(3, 4);
+    char *c = qbh_strdup("xyz");
+    ck_assert(a && b && c);
+    ck_assert_int_eq(qbh_alloc_live() - live, 3);
+    ck_assert_int_eq(qbh_alloc_made() - made, 3);
+    qbh_free(b);
+    qbh_free(NULL); /* not a block */
+    ck_assert_int_eq(qbh_alloc_live() - live, 2);
+    qbh_alloc_fail_after(0);
+    ck_assert_ptr_null(qbh_alloc(1));
+    qbh_alloc_fail_after(-1);
+    ck_assert_int_eq(qbh_alloc_live() - live, 2);
+    ck_assert_int_eq(qbh_alloc_made() - made, 3);
+    qbh_free(a);
+    qbh_free(c);
+    ck_assert_int_eq(qbh_alloc_live(), live);
+}
+END_TEST
+
+/* The sink's write budget, set in-process as QUANTBRIDGE_TEST_WRITE_LIMIT
+ * sets it from the environment: n bytes reach the file, then ENOSPC. */
+START_TEST(write_limit_set_in_process)
+{
+    char *d = qbt_mkdtemp("fault-limit"), *p = qbt_path(d, "a.bin");
+    qbh_sink *s = NULL;
+    qb_sink_file *f = NULL;
+    const qb_sink *t;
+    size_t len = 0;
+    char *data;
+    ck_assert_int_eq(qbh_sink_open(d, &s), QB_OK);
+    t = qbh_sink_table(s);
+    qbh_testhook_write_limit(5);
+    ck_assert_int_eq(t->create(t->handle, "a.bin", &f), QB_OK);
+    ck_assert_int_eq(t->write(f, "0123456789", 10), QB_OK); /* buffered */
+    ck_assert_int_eq(t->close(f, NULL, NULL), QB_E_NOSPACE);
+    ck_assert_ptr_nonnull(strstr(qbh_error_message(), "No space left on device"));
+    qbh_testhook_write_limit(-1);
+    ck_assert_int_eq(t->create(t->handle, "b.bin", &f), QB_OK);
+    ck_assert_int_eq(t->write(f, "0123456789", 10), QB_OK);
+    ck_assert_int_eq(t->close(f, NULL, NULL), QB_OK);
+    qbh_sink_free(s);
+    data = qbt_read_file(p, &len);
+    ck_assert_uint_eq(len, 5);
+    ck_assert(memcmp(data, "01234", 5) == 0);
+    free(data);
+    free(p);
+    free(d);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("fault");
@@ -138,6 +193,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, probe_input_every_failure_point);
     tcase_add_test(tc, params_every_failure_point);
     tcase_add_test(tc, sink_every_failure_point);
+    tcase_add_test(tc, live_and_made_counts);
+    tcase_add_test(tc, write_limit_set_in_process);
     suite_add_tcase(s, tc);
     return s;
 }

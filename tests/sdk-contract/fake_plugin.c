@@ -21,13 +21,20 @@
  * Variant flags: FAKE_NAME="..." (default "fake"), FAKE_OLD_ABI,
  * FAKE_NEEDS_NEWER, FAKE_FUTURE_ABI, FAKE_NO_ENTRY, FAKE_INIT_FAILS,
  * FAKE_ABI_REFUSAL, FAKE_INIT_INTERNAL, FAKE_INIT_SILENT, FAKE_SMALL_STRUCT,
- * FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N.
+ * FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N. Writers that
+ * `quantbridge plugin-check` must fail (tests/plugin-check):
+ * FAKE_LEAK_FINISH (finish keeps a host allocation, always),
+ * FAKE_LEAK_FAILED_FINISH (a failed finish keeps its handle, as if abort
+ * followed), FAKE_SINK_CRASH (crashes when the sink reports an error).
  */
 #include <quantbridge/quantbridge.h>
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#if defined(FAKE_SINK_CRASH)
+#include <sys/mman.h>
+#endif
 
 #ifndef FAKE_NAME
 #define FAKE_NAME "fake"
@@ -241,6 +248,19 @@ static qb_status fake_begin(void *ctx, const qb_sink *sink, const qb_model_src *
     return QB_OK;
 }
 
+/* A sink call failed with rc. FAKE_SINK_CRASH: the writer that never
+ * expected it, dereferencing what it did not check (a real invalid
+ * access, not NULL, which UBSan would report first). */
+static qb_status sink_failed(qb_status rc)
+{
+#if defined(FAKE_SINK_CRASH)
+    volatile int *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED)
+        *p = rc;
+#endif
+    return rc;
+}
+
 typedef struct row_job {
     const qb_model_src *src;
     size_t index;
@@ -310,11 +330,14 @@ static qb_status fake_write_tensor(qb_writer_handle h, size_t index)
     rc = w->sink->write(f, j.buf, (size_t)(rows * j.cols) * sizeof(float));
     if (rc) {
         w->sink->close(f, NULL, NULL);
+        rc = sink_failed(rc);
         goto out;
     }
     rc = w->sink->close(f, &bytes, sha);
-    if (rc)
+    if (rc) {
+        rc = sink_failed(rc);
         goto out;
+    }
     w->mlen += (size_t)snprintf(w->manifest + w->mlen, sizeof w->manifest - w->mlen, "%s %llu ",
                                 fname, (unsigned long long)bytes);
     for (k = 0; k < 32; k++)
@@ -333,6 +356,9 @@ static qb_status fake_finish(qb_writer_handle h)
     qb_sink_file *f = NULL;
     const char *note;
     qb_status rc;
+#if defined(FAKE_LEAK_FINISH)
+    (void)H->alloc(H, 64); /* never freed */
+#endif
     if (strcmp(w->fail_in, "finish") == 0) {
         rc = H->set_error(H, QB_E_IO, "fake writer: asked to fail in finish");
         goto out;
@@ -373,6 +399,10 @@ static qb_status fake_finish(qb_writer_handle h)
         rc = w->sink->close(f, NULL, NULL);
     }
 out:
+#if defined(FAKE_LEAK_FAILED_FINISH)
+    if (rc != QB_OK)
+        return rc; /* wrongly leaves the handle to an abort that never comes */
+#endif
     H->free(H, w);
     return rc;
 }
