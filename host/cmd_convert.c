@@ -37,9 +37,14 @@ static void usage(FILE *f)
             "                        directory beside it, renamed into place at the end)\n"
             "  --format auto|NAME    reader to use (default auto: probe every reader)\n"
             "  --writer NAME         writer to use (default " QBH_DEFAULT_WRITER ")\n"
-            "  --group-size N        same as --option group_size=N\n"
-            "  --option KEY=VALUE    plugin option, routed to the reader/writer declaring it\n"
-            "  --tokenizer DIR       tokenizer files to copy (overrides the source's)\n"
+            "  --group-size N        same as --option writer.group_size=N\n"
+            "  --option KEY=VALUE    plugin option, given to the reader and/or the writer of\n"
+            "                        this run, whichever declares KEY (`quantbridge plugins`\n"
+            "                        lists each option's role); when both declare it as two\n"
+            "                        different options, name one: reader.KEY=VALUE or\n"
+            "                        writer.KEY=VALUE. A KEY neither declares is an error\n"
+            "  --tokenizer DIR       tokenizer files to copy (overrides the source's); only\n"
+            "                        for a writer that carries side files (`plugins`)\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
             "  --verify              afterwards read the output back and compare it with the\n"
             "                        source (as `quantbridge verify`, default thresholds) and\n"
@@ -314,7 +319,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         case 'W': a.overwrite = 1; break;
         case 'y': a.verify = 1; break;
         case 'g':
-            a.cli[a.n_cli].key = "group_size";
+            a.cli[a.n_cli].key = "writer.group_size";
             a.cli[a.n_cli].value = optarg;
             a.cli[a.n_cli].origin = "--group-size";
             a.n_cli++;

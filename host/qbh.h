@@ -258,7 +258,8 @@ qb_status qbh_parallel_for(size_t n, qb_parallel_fn fn, void *arg);
 
 /* ---- options.c ------------------------------------------------------------ */
 
-/* A KEY=VALUE given by the user. */
+/* A KEY=VALUE given by the user. KEY may be qualified by a role:
+ * "reader.KEY" or "writer.KEY" (qbh_option_key_split). */
 typedef struct qbh_opt {
     const char *key;
     const char *value;
@@ -276,6 +277,19 @@ qb_status qbh_option_parse(const qb_option_decl *d, const char *text, const char
  * junk or overflow. */
 qb_status qbh_parse_size(const char *text, int64_t *out);
 
+/* The QB_OPTION_ROLE_* bits declaration `d` applies to: its `roles` (ABI
+ * 1.1), or both for 0 and for a 1.0-sized declaration. Pure. */
+uint32_t qbh_option_roles(const qb_option_decl *d);
+/* "reader" for QB_OPTION_ROLE_READER, else "writer". Pure. */
+const char *qbh_role_name(uint32_t role);
+/* Splits a command-line key: "reader.K" -> QB_OPTION_ROLE_READER, "writer.K"
+ * -> QB_OPTION_ROLE_WRITER, anything else -> 0; *name points at K inside
+ * `key`. Pure. */
+uint32_t qbh_option_key_split(const char *key, const char **name);
+/* The first option of descriptor `d` named `name` whose roles include
+ * `role`, or NULL. Pure. */
+const qb_option_decl *qbh_option_find(const qb_plugin *d, uint32_t role, const char *name);
+
 /* Owned qb_param array for one plugin call. */
 typedef struct qbh_params {
     qb_param *items;   /* n + 1 entries, last has type QB_PARAM_END */
@@ -283,21 +297,29 @@ typedef struct qbh_params {
     char **strings;    /* copies the STRING values point into */
 } qbh_params;
 
-/* Builds the complete parameter array of plugin descriptor `d`: every
- * declared option, filled from (lowest to highest precedence) its default,
- * `conf` values (the plugin's option.* keys) and `cli` entries whose key it
- * declares (those get used = 1). A config key the plugin does not declare
- * is logged as a warning. Invalid values are QB_E_INVALID naming the origin.
- * On failure *out is empty. Free with qbh_params_free. */
-qb_status qbh_params_build(const qb_plugin *d, const qbh_plugin_conf *conf, qbh_opt *cli,
-                           size_t n_cli, qbh_params *out);
+/* Builds the complete parameter array of one `role` (QB_OPTION_ROLE_READER
+ * or _WRITER) of plugin descriptor `d`: every option declared for that
+ * role (qbh_option_roles), filled from (lowest to highest precedence) its
+ * default, `conf` values (the plugin's option.* keys) and `cli` entries,
+ * in order, whose key names it unqualified or qualified by this role
+ * (those get used = 1). Config keys it does not declare are left alone
+ * (qbh_params_route warns about them). Invalid values are QB_E_INVALID
+ * naming the origin. On failure *out is empty. Free with qbh_params_free. */
+qb_status qbh_params_build(const qb_plugin *d, uint32_t role, const qbh_plugin_conf *conf,
+                           qbh_opt *cli, size_t n_cli, qbh_params *out);
 void qbh_params_free(qbh_params *p);
-/* Builds the parameter arrays of `reader` and `writer` (either may be
- * NULL; the same plugin may be both) from their config and `cli`. Each cli
- * key goes to every one of them that declares it; a key neither declares
- * is QB_E_NOT_FOUND with *usage = 1 and a message listing the valid keys.
- * A bad value is QB_E_INVALID (*usage = 1 when it came from the command
- * line). On failure both outputs are empty. */
+/* Builds the parameter arrays of the reader role of `reader` and the
+ * writer role of `writer` (either may be NULL; the same plugin may be
+ * both) from their config and `cli`. A cli key goes to each of those roles
+ * that declares it; "reader.K"/"writer.K" name one role. Usage errors
+ * (*usage = 1, nothing built): a key no role of the run declares
+ * (QB_E_NOT_FOUND, the message lists the valid keys per role and which
+ * other loaded plugins declare it); an unqualified key both roles declare
+ * through different plugins or different declarations (QB_E_INVALID,
+ * asking for reader.K or writer.K). A bad value is QB_E_INVALID (*usage = 1
+ * when it came from the command line). Config option.K keys declared by
+ * no role of their plugin are warned about once per plugin. On failure
+ * both outputs are empty. Main thread (logs). */
 qb_status qbh_params_route(qbh_plugin *reader, qbh_plugin *writer, qbh_opt *cli, size_t n_cli,
                            qbh_params *rp, qbh_params *wp, int *usage);
 /* Name of a parameter type ("int"). */

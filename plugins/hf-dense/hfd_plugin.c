@@ -2,7 +2,7 @@
  * hf-dense plugin: descriptor and entry. Plain Hugging Face checkpoints
  * (config.json + F32/F16/BF16 safetensors). The reader lives in reader.c,
  * the writer in writer.c; the options (dtype, max_shard_size) are the
- * writer's, and the reader ignores them.
+ * writer's (declared for the writer role only).
  */
 #include <stddef.h>
 

@@ -14,6 +14,7 @@ static const qb_option_decl opt_group_size = {
     .help = "input columns per fp16 scale (the host maps --group-size here)",
     .min_int = 1,
     .max_int = 1 << 20,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl opt_quant_rule = {
     .struct_size = sizeof(qb_option_decl),
@@ -24,6 +25,7 @@ static const qb_option_decl opt_quant_rule = {
     .choices = "auto|absmax|search",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl opt_act_order = {
     .struct_size = sizeof(qb_option_decl),
@@ -35,6 +37,7 @@ static const qb_option_decl opt_act_order = {
     .choices = "requant|permute",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl opt_lm_head = {
     .struct_size = sizeof(qb_option_decl),
@@ -45,6 +48,7 @@ static const qb_option_decl opt_lm_head = {
     .choices = "f16|quantized",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 
 const qb_option_decl *const w4w_option_decls[] = {

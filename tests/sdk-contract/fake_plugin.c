@@ -352,21 +352,25 @@ static const qb_writer_vtable fake_writer_vt = {
 
 /* ---- descriptor ---------------------------------------------------------- */
 
+#define FAKE_R QB_OPTION_ROLE_READER
+#define FAKE_W QB_OPTION_ROLE_WRITER
 static const qb_option_decl opt_bias = {sizeof(qb_option_decl), "bias", QB_PARAM_DOUBLE, "0",
-                                        "added to every value the reader returns", NULL, 0, -1, 0};
+                                        "added to every value the reader returns", NULL, 0, -1,
+                                        FAKE_R};
 static const qb_option_decl opt_group = {sizeof(qb_option_decl), "group_size", QB_PARAM_INT,
-                                         "128", "accepted and ignored", NULL, 1, 4096, 0};
+                                         "128", "accepted and ignored", NULL, 1, 4096, FAKE_W};
 static const qb_option_decl opt_fail_after = {sizeof(qb_option_decl), "fail_after", QB_PARAM_INT,
                                               "-1", "fail write_tensor after N tensors (-1 never)",
-                                              NULL, -1, 1000, 0};
+                                              NULL, -1, 1000, FAKE_W};
 static const qb_option_decl opt_fail_in = {sizeof(qb_option_decl), "fail_in", QB_PARAM_STRING,
                                            "none", "fail in this writer call", "none|begin|finish",
-                                           0, -1, 0};
+                                           0, -1, FAKE_W};
 static const qb_option_decl opt_wait = {sizeof(qb_option_decl), "wait_cancel", QB_PARAM_BOOL,
                                         "false", "block in write_tensor until cancelled", NULL, 0,
-                                        -1, 0};
+                                        -1, FAKE_W};
 static const qb_option_decl opt_limit = {sizeof(qb_option_decl), "buffer", QB_PARAM_SIZE,
-                                         "1MiB", "a size option (unused)", NULL, 1, 1LL << 40, 0};
+                                         "1MiB", "a size option (unused)", NULL, 1, 1LL << 40,
+                                         FAKE_W};
 static const qb_option_decl *const fake_options[] = {
     &opt_bias, &opt_group, &opt_fail_after, &opt_fail_in, &opt_wait, &opt_limit, NULL,
 };

@@ -231,7 +231,8 @@ static void expect_fail(const char *const *extra, int status, const char *needle
 START_TEST(unknown_option_is_usage_error)
 {
     const char *extra[] = {"--writer", "fake", "--option", "nonsense=1", NULL};
-    expect_fail(extra, 2, "valid keys: bias (fake), group_size (fake)");
+    expect_fail(extra, 2, "--option nonsense: no option nonsense for reader fake or writer fake; "
+                          "valid keys: reader fake: bias; writer fake: group_size, fail_after");
 }
 END_TEST
 
