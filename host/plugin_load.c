@@ -303,7 +303,7 @@ qb_status qbh_plugin_validate(const qb_plugin *d, uint32_t abi, const char *sect
         if (rc)
             return rc;
     }
-    return QB_OK;
+    return qbh_writer_caps_validate(d, file);
 }
 
 /* Reads the first bytes: a text file named .so must get its own message,

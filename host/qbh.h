@@ -325,6 +325,36 @@ qb_status qbh_params_route(qbh_plugin *reader, qbh_plugin *writer, qbh_opt *cli,
 /* Name of a parameter type ("int"). */
 const char *qbh_param_type_name(qb_param_type t);
 
+/* ---- writer_caps.c -------------------------------------------------------- */
+
+/* The capabilities writer descriptor `d` declares (qb_plugin.writer_caps,
+ * read only when d's struct_size covers the field), or NULL: none declared
+ * or not a writer. Pure. */
+const qb_writer_caps *qbh_writer_caps(const qb_plugin *d);
+/* d's QB_WRITER_SIDE_FILES_* bit (0: nobody writes side files). Pure. */
+uint32_t qbh_writer_side_files(const qb_plugin *d);
+/* Validates d's writer_caps (called by qbh_plugin_validate): struct_size
+ * at least QB_WRITER_CAPS_SIZE_1_1, no unknown flag bits, not both
+ * SIDE_FILES bits, no fact bit beyond QB_FACT_ALL, a non-empty
+ * architecture list of non-empty names, verify_reader a plugin name.
+ * QB_OK, or QB_E_INVALID with a message naming `file`. Pure otherwise. */
+qb_status qbh_writer_caps_validate(const qb_plugin *d, const char *file);
+/* Name of one QB_FACT_* bit ("layers", "tied_embeddings": the macro's
+ * suffix in lower case), or NULL for any other value. Pure. */
+const char *qbh_fact_name(uint32_t bit);
+/* The names of the bits of `facts`, ", "-separated ("bit N" for a bit
+ * without a name), into buf (always terminated, truncated to size). */
+void qbh_fact_names(uint32_t facts, char *buf, size_t size);
+/* c's architecture list, ", "-separated, into buf ("" for none). */
+void qbh_writer_archs(const qb_writer_caps *c, char *buf, size_t size);
+/* Before supports: QB_E_UNSUPPORTED naming `source`, the writer and its
+ * declared architectures when w declares a list without
+ * mi->architecture; QB_OK otherwise. */
+qb_status qbh_writer_check_arch(const qbh_plugin *w, const qb_model_info *mi, const char *source);
+/* Before begin: QB_E_UNSUPPORTED naming each fact w requires that
+ * mi->facts does not know (facts NULL: none known); QB_OK otherwise. */
+qb_status qbh_writer_check_facts(const qbh_plugin *w, const qb_model_info *mi, const char *source);
+
 /* ---- probe.c -------------------------------------------------------------- */
 
 typedef struct qbh_probe_in {
@@ -419,8 +449,25 @@ uint64_t qbh_sink_bytes(qbh_sink *s);
  * directory. QB_E_IO (QB_E_NOSPACE for ENOSPC/EDQUOT) naming the first file
  * that failed; every pending descriptor is closed either way. */
 qb_status qbh_sink_sync(qbh_sink *s);
+/* 1 when the sink has created a file named `name` (open or closed). Thread-safe. */
+int qbh_sink_has_file(qbh_sink *s, const char *name);
 /* Frees the sink (files still open are closed and their data discarded). */
 void qbh_sink_free(qbh_sink *s);
+
+/* ---- side_files.c --------------------------------------------------------- */
+
+/* Writes the Hugging Face side files of model `mi` through the sink, for
+ * writer `writer` that declared QB_WRITER_SIDE_FILES_HOST, after its
+ * finish succeeded (docs/architecture.md, "HF side files"): each file of
+ * mi->tokenizer_dir named in qbk_hf_tokenizer_files, byte for byte; with
+ * mi->chat_template, tokenizer_config.json with chat_template set (made
+ * when absent) and no chat_template.* file; generation_config.json, the
+ * source's or one derived from config_json's special token ids. A name
+ * the writer already created is QB_E_INVALID naming the file and the
+ * writer; a source file that cannot be read is QB_E_IO naming it; a
+ * source JSON file that is not an object is QB_E_FORMAT. Every sink file
+ * it opens is closed again, success or not. Main thread. */
+qb_status qbh_side_files_write(qbh_sink *sink, const qb_model_info *mi, const char *writer);
 
 /* ---- outdir.c ------------------------------------------------------------- */
 

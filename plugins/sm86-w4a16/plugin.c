@@ -55,6 +55,16 @@ const qb_option_decl *const w4w_option_decls[] = {
     &opt_group_size, &opt_quant_rule, &opt_act_order, &opt_lm_head, NULL,
 };
 
+/* The writer copies the side files itself (config_out.c) and its output
+ * is read back by this plugin's own reader. */
+static const qb_writer_caps w4w_caps = {
+    .struct_size = sizeof(qb_writer_caps),
+    .flags = QB_WRITER_SIDE_FILES_SELF,
+    .architectures = w4w_arch_names,
+    .required_facts = 0,
+    .verify_reader = W4W_PLUGIN_NAME,
+};
+
 /* Not const: the entry writes the negotiated ABI into .abi. */
 static qb_plugin g_plugin = {
     .struct_size = sizeof(qb_plugin),
@@ -69,6 +79,7 @@ static qb_plugin g_plugin = {
     .reader = &w4w_reader_vtable,
     .writer = &w4w_writer_vtable,
     .options = w4w_option_decls,
+    .writer_caps = &w4w_caps,
 };
 
 /* Entry point (qb_plugin.h): negotiates ABI 1.x, keeps the host table,
