@@ -311,9 +311,21 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
         print_text(&reg);
     }
     /* After the listing, which says why each one failed. */
-    for (i = 0; check && rc == QBH_EXIT_OK && i < reg.n_plugins; i++)
-        if (failed(reg.plugins[i]))
+    if (check && rc == QBH_EXIT_OK) {
+        char names[1024];
+        size_t n = 0, len = 0;
+        names[0] = '\0';
+        for (i = 0; i < reg.n_plugins; i++)
+            if (failed(reg.plugins[i]) && len < sizeof names)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", n++ ? ", " : "",
+                                        reg.plugins[i]->name);
+        if (n) {
+            fflush(stdout);
+            fprintf(stderr, "quantbridge: error: plugins --check: %zu configured plugin%s failed "
+                    "to load: %s\n", n, n == 1 ? "" : "s", names);
             rc = QBH_EXIT_FAIL;
+        }
+    }
     qbh_registry_free(&reg);
     return rc;
 }

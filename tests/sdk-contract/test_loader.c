@@ -213,6 +213,9 @@ START_TEST(check_exit_status)
         qbt_run(&r, argv);
         ck_assert_int_eq(r.status, 1);
         ck_assert_ptr_nonnull(strstr(r.out, "ABI_REFUSED"));
+        ck_assert_msg(strstr(r.err, "quantbridge: error: plugins --check: ") &&
+                          strstr(r.err, "configured plugins failed to load: fake-bad-caps, "
+                                        "fake-bad-vtable, fake-dup"), "%s", r.err);
         qbt_result_free(&r);
     }
     {
