@@ -56,7 +56,7 @@ static void usage(FILE *f)
             "Converts quantized LLM checkpoints into the native W4A16 format.\n"
             "\n"
             "commands:\n"
-            "  plugins [--json]            list configured plugins and their load status\n"
+            "  plugins [--json] [--check]  list configured plugins and their load status\n"
             "  inspect PATH [--json]       probe a source and list its tensors\n"
             "  convert --source PATH --output DIR [options]\n"
             "                              convert a checkpoint\n"

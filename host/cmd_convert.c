@@ -2,10 +2,13 @@
  * quantbridge host — `quantbridge convert`: the pipeline.
  *
  *   reader (--format or probe) -> options checked -> output path checked ->
- *   open + model info -> writer supports -> temp dir + sink -> begin ->
- *   write_tensor in begin's order -> finish -> rename into place -> summary
+ *   open + model info -> writer's declared architectures -> writer supports
+ *   -> writer's required facts -> temp dir + sink -> begin -> write_tensor
+ *   in begin's order -> finish -> side files (writers that ask the host)
+ *   -> rename into place -> summary
  *
- * Any failure: writer abort, temp dir removed, final path untouched, one
+ * Any failure: writer abort (never after finish, which releases the writer
+ * whatever it returns: qb_writer.h), temp dir removed, final path untouched, one
  * "quantbridge: error:" line, exit 1 (2 for usage errors). A signal
  * (SIGINT/SIGTERM) cancels the same way and also exits 1.
  */
@@ -37,9 +40,14 @@ static void usage(FILE *f)
             "                        directory beside it, renamed into place at the end)\n"
             "  --format auto|NAME    reader to use (default auto: probe every reader)\n"
             "  --writer NAME         writer to use (default " QBH_DEFAULT_WRITER ")\n"
-            "  --group-size N        same as --option group_size=N\n"
-            "  --option KEY=VALUE    plugin option, routed to the reader/writer declaring it\n"
-            "  --tokenizer DIR       tokenizer files to copy (overrides the source's)\n"
+            "  --group-size N        same as --option writer.group_size=N\n"
+            "  --option KEY=VALUE    plugin option, given to the reader and/or the writer of\n"
+            "                        this run, whichever declares KEY (`quantbridge plugins`\n"
+            "                        lists each option's role); when both declare it as two\n"
+            "                        different options, name one: reader.KEY=VALUE or\n"
+            "                        writer.KEY=VALUE. A KEY neither declares is an error\n"
+            "  --tokenizer DIR       tokenizer files to copy (overrides the source's); only\n"
+            "                        for a writer that carries side files (`plugins`)\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
             "  --verify              afterwards read the output back and compare it with the\n"
             "                        source (as `quantbridge verify`, default thresholds) and\n"
@@ -116,6 +124,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     qb_writer_handle wh = NULL;
     const qb_writer_vtable *wv = NULL;
     qb_status rc;
+    uint32_t side = 0;
     int score;
 
     memset(&rp, 0, sizeof rp);
@@ -132,6 +141,14 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     writer = pick_writer(reg, a->writer, usage_err);
     if (!writer) {
         rc = qbh_error_code();
+        goto out;
+    }
+    side = qbh_writer_side_files(writer->desc);
+    if (a->tokenizer && !side) {
+        *usage_err = 1;
+        rc = qbh_error_set(QB_E_UNSUPPORTED, "--tokenizer %s: writer %s does not carry "
+                           "tokenizer files (it declares no side-file capability; see "
+                           "`quantbridge plugins`)", a->tokenizer, writer->name);
         goto out;
     }
     /* Every option is validated before anything is opened or written. */
@@ -157,7 +174,15 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
         goto out;
     if (a->tokenizer)
         src.info.tokenizer_dir = a->tokenizer;
+    if (!side && (src.info.tokenizer_dir || src.info.chat_template))
+        qbh_log(QB_LOG_WARN, NULL, "writer %s does not carry side files: the source's %s%s%s "
+                "will not be in %s", writer->name, src.info.tokenizer_dir ? "tokenizer files" : "",
+                src.info.tokenizer_dir && src.info.chat_template ? " and " : "",
+                src.info.chat_template ? "chat template" : "", a->output);
 
+    rc = qbh_writer_check_arch(writer, &src.info, a->source);
+    if (rc)
+        goto out;
     wv = writer->desc->writer;
     qbh_error_clear();
     score = wv->supports(writer->desc->ctx, &src.info);
@@ -169,6 +194,9 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
                            a->source, writer->name, src.info.architecture, why);
         goto out;
     }
+    rc = qbh_writer_check_facts(writer, &src.info, a->source);
+    if (rc)
+        goto out;
     if (qbh_cancel_requested()) {
         rc = qbh_error_set(QB_E_CANCELLED, "cancelled");
         goto out;
@@ -216,7 +244,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     }
     qbh_error_clear();
     rc = wv->finish(wh);
-    wh = NULL; /* finish frees the handle, success or not */
+    wh = NULL; /* finish frees the handle, success or not: no abort after it */
     if (rc) {
         ensure_msg(rc, "%s: writer %s: finish failed (%s)", a->output, writer->name);
         goto out;
@@ -225,6 +253,11 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
         rc = qbh_error_set(QB_E_INTERNAL, "writer %s finished with %zu output file(s) still "
                            "open", writer->name, qbh_sink_open_files(sink));
         goto out;
+    }
+    if (side == QB_WRITER_SIDE_FILES_HOST) {
+        rc = qbh_side_files_write(sink, &src.info, writer->name);
+        if (rc)
+            goto out;
     }
     if (qbh_cancel_requested()) {
         rc = qbh_error_set(QB_E_CANCELLED, "cancelled");
@@ -248,7 +281,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
      * not verify is still evidence worth keeping (the message says so),
      * and deleting it would hide what went wrong. */
     if (a->verify)
-        rc = qbh_verify_after_convert(reg, &src, a->output);
+        rc = qbh_verify_after_convert(reg, &src, a->output, writer);
 out:
     if (wh) {
         /* abort may call host services that overwrite this thread's
@@ -314,7 +347,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         case 'W': a.overwrite = 1; break;
         case 'y': a.verify = 1; break;
         case 'g':
-            a.cli[a.n_cli].key = "group_size";
+            a.cli[a.n_cli].key = "writer.group_size";
             a.cli[a.n_cli].value = optarg;
             a.cli[a.n_cli].origin = "--group-size";
             a.n_cli++;

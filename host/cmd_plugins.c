@@ -1,7 +1,10 @@
 /*
- * quantbridge host — `quantbridge plugins [--json]`: every configured
- * plugin with kind, version, ABI, library, options and load status (a
- * plugin that failed to load is listed with its category and reason).
+ * quantbridge host — `quantbridge plugins [--json] [--check]`: every
+ * configured plugin with kind, version, ABI, library, options (with their
+ * roles), what each writer declares (architectures, required facts, who
+ * writes side files, the reader of its output) and load status (a plugin
+ * that failed to load is listed with its category and reason). --check
+ * makes a failed load the exit status.
  */
 #include "qbh.h"
 
@@ -9,6 +12,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <glib.h>
 
 static const char *kind_of(const qbh_plugin *p)
 {
@@ -19,11 +23,53 @@ static const char *kind_of(const qbh_plugin *p)
     return p->desc->reader ? "reader" : "writer";
 }
 
+/* Configured, enabled, and not loaded. */
+static int failed(const qbh_plugin *p)
+{
+    return p->state != QBH_LOAD_OK && p->state != QBH_LOAD_DISABLED;
+}
+
 static const char *status_of(const qbh_plugin *p)
 {
     if (p->state == QBH_LOAD_OK)
         return "loaded";
     return p->state == QBH_LOAD_DISABLED ? "disabled" : "failed";
+}
+
+/* The roles option `o` of plugin `d` applies to, limited to the halves d
+ * has: a 1.0 option of a reader-only plugin is a reader option. */
+static uint32_t roles_of(const qb_plugin *d, const qb_option_decl *o)
+{
+    uint32_t halves = (d->reader ? QB_OPTION_ROLE_READER : 0u) |
+                      (d->writer ? QB_OPTION_ROLE_WRITER : 0u);
+    return qbh_option_roles(o) & halves;
+}
+
+static const char *roles_text(uint32_t r)
+{
+    if (r == QB_OPTION_ROLE_BOTH)
+        return "reader+writer";
+    return r == QB_OPTION_ROLE_READER ? "reader" : "writer";
+}
+
+static const char *side_files_text(uint32_t side)
+{
+    if (side == QB_WRITER_SIDE_FILES_HOST)
+        return "host copies";
+    return side == QB_WRITER_SIDE_FILES_SELF ? "writer copies" : "none";
+}
+
+static void print_writer_caps(const qb_plugin *d)
+{
+    const qb_writer_caps *c = qbh_writer_caps(d);
+    char buf[1024];
+    qbh_writer_archs(c, buf, sizeof buf);
+    printf("    writer architectures: %s\n", buf[0] ? buf : "any (supports() decides)");
+    qbh_fact_names(c ? c->required_facts : 0, buf, sizeof buf);
+    printf("    writer requires facts: %s\n", buf[0] ? buf : "none");
+    printf("    side files: %s\n", side_files_text(qbh_writer_side_files(d)));
+    printf("    verify reader: %s\n", c && c->verify_reader ? c->verify_reader
+                                                            : "none (the output is probed)");
 }
 
 static void print_text(const qbh_registry *reg)
@@ -51,12 +97,14 @@ static void print_text(const qbh_registry *reg)
         if (p->state == QBH_LOAD_OK) {
             if (p->desc->description)
                 printf("    %s\n", p->desc->description);
+            if (p->desc->writer)
+                print_writer_caps(p->desc);
             for (k = 0; p->desc->options && p->desc->options[k]; k++) {
                 const qb_option_decl *o = p->desc->options[k];
-                printf("    option %s (%s%s%s, default %s): %s\n", o->name,
-                       qbh_param_type_name(o->type), o->choices ? ": " : "",
-                       o->choices ? o->choices : "", o->default_value ? o->default_value : "unset",
-                       o->help ? o->help : "");
+                printf("    %s option %s (%s%s%s, default %s): %s\n",
+                       roles_text(roles_of(p->desc, o)), o->name, qbh_param_type_name(o->type),
+                       o->choices ? ": " : "", o->choices ? o->choices : "",
+                       o->default_value ? o->default_value : "unset", o->help ? o->help : "");
             }
         } else if (p->state != QBH_LOAD_DISABLED) {
             printf("    %s: %s\n", qbh_load_state_name(p->state), p->error ? p->error : "");
@@ -64,10 +112,34 @@ static void print_text(const qbh_registry *reg)
     }
 }
 
-static cJSON *option_json(const qb_option_decl *o)
+/* "a|b|c" as ["a", "b", "c"]. */
+static cJSON *choices_json(const char *choices)
 {
-    cJSON *j = cJSON_CreateObject();
+    cJSON *arr = cJSON_CreateArray();
+    const char *c = choices;
+    for (;;) {
+        const char *bar = strchr(c, '|');
+        size_t len = bar ? (size_t)(bar - c) : strlen(c);
+        char *one = g_strndup(c, len);
+        cJSON_AddItemToArray(arr, cJSON_CreateString(one));
+        g_free(one);
+        if (!bar)
+            break;
+        c = bar + 1;
+    }
+    return arr;
+}
+
+static cJSON *option_json(const qb_plugin *d, const qb_option_decl *o)
+{
+    cJSON *j = cJSON_CreateObject(), *roles;
+    uint32_t r = roles_of(d, o);
     cJSON_AddStringToObject(j, "name", o->name);
+    roles = cJSON_AddArrayToObject(j, "roles");
+    if (r & QB_OPTION_ROLE_READER)
+        cJSON_AddItemToArray(roles, cJSON_CreateString("reader"));
+    if (r & QB_OPTION_ROLE_WRITER)
+        cJSON_AddItemToArray(roles, cJSON_CreateString("writer"));
     cJSON_AddStringToObject(j, "type", qbh_param_type_name(o->type));
     if (o->default_value)
         cJSON_AddStringToObject(j, "default", o->default_value);
@@ -75,11 +147,38 @@ static cJSON *option_json(const qb_option_decl *o)
         cJSON_AddNullToObject(j, "default");
     cJSON_AddStringToObject(j, "help", o->help ? o->help : "");
     if (o->choices)
-        cJSON_AddStringToObject(j, "choices", o->choices);
+        cJSON_AddItemToObject(j, "choices", choices_json(o->choices));
     if ((o->type == QB_PARAM_INT || o->type == QB_PARAM_SIZE) && o->min_int <= o->max_int) {
         cJSON_AddNumberToObject(j, "min", (double)o->min_int);
         cJSON_AddNumberToObject(j, "max", (double)o->max_int);
     }
+    return j;
+}
+
+static cJSON *caps_json(const qb_plugin *d)
+{
+    const qb_writer_caps *c = qbh_writer_caps(d);
+    cJSON *j = cJSON_CreateObject(), *arr;
+    uint32_t side = qbh_writer_side_files(d), bit;
+    size_t i;
+    if (c->architectures) {
+        arr = cJSON_AddArrayToObject(j, "architectures");
+        for (i = 0; c->architectures[i]; i++)
+            cJSON_AddItemToArray(arr, cJSON_CreateString(c->architectures[i]));
+    } else {
+        cJSON_AddNullToObject(j, "architectures");
+    }
+    arr = cJSON_AddArrayToObject(j, "required_facts");
+    for (bit = 1; bit; bit <<= 1)
+        if (c->required_facts & bit)
+            cJSON_AddItemToArray(arr, cJSON_CreateString(qbh_fact_name(bit)));
+    cJSON_AddStringToObject(j, "side_files", side == QB_WRITER_SIDE_FILES_HOST ? "host"
+                                             : side == QB_WRITER_SIDE_FILES_SELF ? "writer"
+                                                                                  : "none");
+    if (c->verify_reader)
+        cJSON_AddStringToObject(j, "verify_reader", c->verify_reader);
+    else
+        cJSON_AddNullToObject(j, "verify_reader");
     return j;
 }
 
@@ -103,14 +202,16 @@ static int print_json(const qbh_registry *reg)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "name", p->name);
         cJSON_AddStringToObject(j, "status", status_of(p));
-        cJSON_AddStringToObject(j, "state", qbh_load_state_name(p->state));
         cJSON_AddStringToObject(j, "library", p->library ? p->library : "");
         cJSON_AddBoolToObject(j, "enabled", p->conf->enabled);
         cJSON_AddNumberToObject(j, "priority", p->conf->priority);
-        if (p->error)
-            cJSON_AddStringToObject(j, "error", p->error);
-        else
+        if (failed(p)) {
+            cJSON_AddStringToObject(j, "error_category", qbh_load_state_name(p->state));
+            cJSON_AddStringToObject(j, "error", p->error ? p->error : "");
+        } else {
+            cJSON_AddNullToObject(j, "error_category");
             cJSON_AddNullToObject(j, "error");
+        }
         if (p->state == QBH_LOAD_OK) {
             cJSON *opts = NULL;
             snprintf(abi, sizeof abi, "%u.%u", QB_ABI_GET_MAJOR(p->abi), QB_ABI_GET_MINOR(p->abi));
@@ -121,7 +222,9 @@ static int print_json(const qbh_registry *reg)
                                     p->desc->description ? p->desc->description : "");
             opts = cJSON_AddArrayToObject(j, "options");
             for (k = 0; p->desc->options && p->desc->options[k]; k++)
-                cJSON_AddItemToArray(opts, option_json(p->desc->options[k]));
+                cJSON_AddItemToArray(opts, option_json(p->desc, p->desc->options[k]));
+            if (qbh_writer_caps(p->desc))
+                cJSON_AddItemToObject(j, "writer_caps", caps_json(p->desc));
         }
         cJSON_AddItemToArray(arr, j);
     }
@@ -138,15 +241,24 @@ static int print_json(const qbh_registry *reg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: quantbridge plugins [--json] [--config FILE] [--verbose]\n"
-               "Lists every configured plugin: name, kind, version, ABI, library, options\n"
-               "and load status (failed plugins with the reason).\n");
+    fprintf(f, "usage: quantbridge plugins [--json] [--check] [--config FILE] [--verbose]\n"
+               "Lists every configured plugin: name, kind, version, ABI, library, load status\n"
+               "(failed plugins with the reason), its options with the role each applies to\n"
+               "(reader, writer), and for a writer what it declares: the architectures it\n"
+               "writes, the model facts it requires, who copies the tokenizer and other side\n"
+               "files (host copies / writer copies / none) and the reader of its output.\n"
+               "\n"
+               "  --json    the listing as JSON\n"
+               "  --check   exit 1 when a configured, enabled plugin failed to load\n"
+               "\n"
+               "exit status: 0 (also with failed plugins, unless --check), 1 failure, 2 usage\n");
 }
 
 int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"check", no_argument, NULL, 'c'},
         {"config", required_argument, NULL, 'C'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
@@ -154,13 +266,15 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
         {NULL, 0, NULL, 0},
     };
     qbh_registry reg;
-    int c, json = 0, rc = QBH_EXIT_OK;
+    int c, json = 0, check = 0, rc = QBH_EXIT_OK;
+    size_t i;
 
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
+        case 'c': check = 1; break;
         case 'C': co->config = optarg; break;
         case 'v': co->verbose++; break;
         case 'T':
@@ -195,6 +309,22 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
         }
     } else {
         print_text(&reg);
+    }
+    /* After the listing, which says why each one failed. */
+    if (check && rc == QBH_EXIT_OK) {
+        char names[1024];
+        size_t n = 0, len = 0;
+        names[0] = '\0';
+        for (i = 0; i < reg.n_plugins; i++)
+            if (failed(reg.plugins[i]) && len < sizeof names)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", n++ ? ", " : "",
+                                        reg.plugins[i]->name);
+        if (n) {
+            fflush(stdout);
+            fprintf(stderr, "quantbridge: error: plugins --check: %zu configured plugin%s failed "
+                    "to load: %s\n", n, n == 1 ? "" : "s", names);
+            rc = QBH_EXIT_FAIL;
+        }
     }
     qbh_registry_free(&reg);
     return rc;

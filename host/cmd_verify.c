@@ -31,7 +31,9 @@ static void usage(FILE *f)
             "  --converted DIR        the conversion's output (probed: sm86-w4a16 by\n"
             "                         manifest.json, hf-dense by config + safetensors)\n"
             "  --format auto|NAME     reader of the source (default: probe)\n"
-            "  --converted-format auto|NAME   reader of the converted model (default: probe)\n"
+            "  --converted-format auto|NAME   reader of the converted model (default: probe);\n"
+            "                         the name of a writer-only plugin means the reader its\n"
+            "                         capabilities name (`quantbridge plugins`: verify reader)\n"
             "  --option KEY=VALUE     option of the source's reader\n"
             "  --max-rel-rmse X       fail a tensor above this relative RMSE (default %g)\n"
             "  --min-cosine X         fail a tensor whose cosine or W.x cosine is below X\n"
@@ -186,7 +188,8 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
     reg_open = 1;
     if (qbh_verify_open(&reg, source, format, cli, n_opt, &src, &sp, &usage_err))
         goto report;
-    if (qbh_verify_open(&reg, converted, conv_format, NULL, 0, &conv, &cp, &usage_err))
+    if (qbh_verify_open(&reg, converted, qbh_verify_reader_for(&reg, conv_format), NULL, 0,
+                        &conv, &cp, &usage_err))
         goto report;
     if (qbh_verify_sources(&src, &conv, &vo, &res))
         goto report;

@@ -8,6 +8,7 @@
  */
 #include "qbh.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -178,15 +179,50 @@ static qb_status set_item(qbh_params *p, size_t k, const qb_option_decl *d, cons
     return QB_OK;
 }
 
-qb_status qbh_params_build(const qb_plugin *d, const qbh_plugin_conf *conf, qbh_opt *cli,
-                           size_t n_cli, qbh_params *out)
+uint32_t qbh_option_roles(const qb_option_decl *d)
 {
-    size_t n = 0, k, i;
+    uint32_t r = QB_HAS_FIELD(d, qb_option_decl, roles) ? d->roles : 0;
+    return r ? r : QB_OPTION_ROLE_BOTH;
+}
+
+const char *qbh_role_name(uint32_t role)
+{
+    return role == QB_OPTION_ROLE_READER ? "reader" : "writer";
+}
+
+uint32_t qbh_option_key_split(const char *key, const char **name)
+{
+    if (strncmp(key, "reader.", 7) == 0) {
+        *name = key + 7;
+        return QB_OPTION_ROLE_READER;
+    }
+    if (strncmp(key, "writer.", 7) == 0) {
+        *name = key + 7;
+        return QB_OPTION_ROLE_WRITER;
+    }
+    *name = key;
+    return 0;
+}
+
+const qb_option_decl *qbh_option_find(const qb_plugin *d, uint32_t role, const char *name)
+{
+    size_t k;
+    for (k = 0; d && d->options && d->options[k]; k++)
+        if ((qbh_option_roles(d->options[k]) & role) && strcmp(d->options[k]->name, name) == 0)
+            return d->options[k];
+    return NULL;
+}
+
+qb_status qbh_params_build(const qb_plugin *d, uint32_t role, const qbh_plugin_conf *conf,
+                           qbh_opt *cli, size_t n_cli, qbh_params *out)
+{
+    size_t n = 0, k, i, all = 0;
     qb_status rc = QB_OK;
 
+    assert(role == QB_OPTION_ROLE_READER || role == QB_OPTION_ROLE_WRITER);
     memset(out, 0, sizeof *out);
-    while (d->options && d->options[n])
-        n++;
+    while (d->options && d->options[all])
+        n += (qbh_option_roles(d->options[all++]) & role) != 0;
     out->items = qbh_calloc(n + 1, sizeof *out->items);
     out->strings = qbh_calloc(n + 1, sizeof *out->strings);
     out->n = n;
@@ -194,8 +230,10 @@ qb_status qbh_params_build(const qb_plugin *d, const qbh_plugin_conf *conf, qbh_
         rc = qbh_error_set(QB_E_NOMEM, "out of memory");
         goto out;
     }
-    for (k = 0; k < n; k++) {
-        const qb_option_decl *od = d->options[k];
+    for (k = 0, all = 0; k < n; all++) {
+        const qb_option_decl *od = d->options[all];
+        if (!(qbh_option_roles(od) & role))
+            continue;
         out->items[k].struct_size = sizeof(qb_param);
         out->items[k].key = od->name;
         out->items[k].type = od->type;
@@ -219,31 +257,109 @@ qb_status qbh_params_build(const qb_plugin *d, const qbh_plugin_conf *conf, qbh_
             }
         }
         for (i = 0; i < n_cli; i++) {
-            if (strcmp(cli[i].key, od->name) != 0)
+            const char *name;
+            uint32_t qual = qbh_option_key_split(cli[i].key, &name);
+            if ((qual && qual != role) || strcmp(name, od->name) != 0)
                 continue;
             rc = set_item(out, k, od, cli[i].value, cli[i].origin);
             if (rc)
                 goto out;
             cli[i].used = 1;
         }
+        k++;
     }
     out->items[n].struct_size = sizeof(qb_param);
     out->items[n].type = QB_PARAM_END;
-    if (conf) {
-        for (i = 0; i < conf->n_options; i++) {
-            int known = 0;
-            for (k = 0; k < n; k++)
-                known |= strcmp(conf->options[i].key, d->options[k]->name) == 0;
-            if (!known)
-                qbh_log(QB_LOG_WARN, NULL,
-                        "config [plugin:%s] option.%s: not an option of plugin %s; ignored",
-                        conf->name, conf->options[i].key, d->name);
-        }
-    }
 out:
     if (rc)
         qbh_params_free(out);
     return rc;
+}
+
+/* A config option.KEY that no declaration of the plugin has, whatever its
+ * role, reaches the plugin only through get_config: said once. */
+static void warn_unknown_conf(const qbh_plugin *p)
+{
+    size_t i, k;
+    if (!p->conf)
+        return;
+    for (i = 0; i < p->conf->n_options; i++) {
+        int known = 0;
+        for (k = 0; p->desc->options && p->desc->options[k]; k++)
+            known |= strcmp(p->conf->options[i].key, p->desc->options[k]->name) == 0;
+        if (!known)
+            qbh_log(QB_LOG_WARN, NULL,
+                    "config [plugin:%s] option.%s: not an option of plugin %s; ignored",
+                    p->conf->name, p->conf->options[i].key, p->desc->name);
+    }
+}
+
+/* Appends "reader NAME: a, b" (the keys `p` declares for `role`) to buf. */
+static size_t list_keys(char *buf, size_t size, size_t len, const qbh_plugin *p, uint32_t role)
+{
+    size_t k, n = 0;
+    if (len >= size)
+        return len;
+    len += (size_t)snprintf(buf + len, size - len, "%s%s %s: ", len ? "; " : "",
+                            qbh_role_name(role), p->name);
+    for (k = 0; p->desc->options && p->desc->options[k] && len < size; k++)
+        if (qbh_option_roles(p->desc->options[k]) & role)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", n++ ? ", " : "",
+                                    p->desc->options[k]->name);
+    if (!n && len < size)
+        len += (size_t)snprintf(buf + len, size - len, "(none)");
+    return len;
+}
+
+/* " (dtype is an option of writer hf-dense)": where a key the run's
+ * plugins lack is declared instead, so the message points at the fix. */
+static void hint_elsewhere(const qbh_registry *reg, const char *name, char *buf, size_t size)
+{
+    size_t i, len = 0;
+    buf[0] = '\0';
+    for (i = 0; reg && i < reg->n_plugins && len < size; i++) {
+        const qbh_plugin *o = reg->plugins[i];
+        uint32_t role;
+        if (o->state != QBH_LOAD_OK)
+            continue;
+        for (role = QB_OPTION_ROLE_READER; role <= QB_OPTION_ROLE_WRITER; role <<= 1) {
+            int has_half = role == QB_OPTION_ROLE_READER ? !!o->desc->reader : !!o->desc->writer;
+            if (has_half && qbh_option_find(o->desc, role, name) && len < size)
+                len += (size_t)snprintf(buf + len, size - len, "%s%s %s",
+                                        len ? ", " : " (declared by ", qbh_role_name(role),
+                                        o->name);
+        }
+    }
+    if (len && len < size)
+        snprintf(buf + len, size - len, ")");
+}
+
+/* Usage error for cli entry `o` that no role of the run declares. */
+static qb_status unknown_key(const qbh_opt *o, uint32_t qual, const char *name,
+                             const qbh_plugin *reader, const qbh_plugin *writer)
+{
+    char valid[1024], hint[512], whom[512];
+    size_t len = 0;
+    const qbh_registry *reg = reader ? reader->reg : writer ? writer->reg : NULL;
+    valid[0] = '\0';
+    if (reader && qual != QB_OPTION_ROLE_WRITER)
+        len = list_keys(valid, sizeof valid, len, reader, QB_OPTION_ROLE_READER);
+    if (writer && qual != QB_OPTION_ROLE_READER)
+        len = list_keys(valid, sizeof valid, len, writer, QB_OPTION_ROLE_WRITER);
+    hint_elsewhere(reg, name, hint, sizeof hint);
+    if (qual == QB_OPTION_ROLE_READER && !reader)
+        snprintf(whom, sizeof whom, "this command has no reader");
+    else if (qual == QB_OPTION_ROLE_WRITER && !writer)
+        snprintf(whom, sizeof whom, "this command has no writer");
+    else
+        snprintf(whom, sizeof whom, "no option %s for %s%s%s%s%s", name,
+                 qual == QB_OPTION_ROLE_WRITER || !reader ? "" : "reader ",
+                 qual == QB_OPTION_ROLE_WRITER || !reader ? "" : reader->name,
+                 qual || !reader || !writer ? "" : " or ",
+                 qual == QB_OPTION_ROLE_READER || !writer ? "" : "writer ",
+                 qual == QB_OPTION_ROLE_READER || !writer ? "" : writer->name);
+    return qbh_error_set(QB_E_NOT_FOUND, "%s %s: %s; valid keys: %s%s", o->origin, o->key, whom,
+                         len ? valid : "(none)", hint);
 }
 
 qb_status qbh_params_route(qbh_plugin *reader, qbh_plugin *writer, qbh_opt *cli, size_t n_cli,
@@ -255,41 +371,49 @@ qb_status qbh_params_route(qbh_plugin *reader, qbh_plugin *writer, qbh_opt *cli,
     *usage = 0;
     memset(rp, 0, sizeof *rp);
     memset(wp, 0, sizeof *wp);
-    for (i = 0; i < n_cli; i++)
+    /* Every key is resolved to its roles before any value is parsed, so a
+     * key that is unknown or ambiguous is reported as such. */
+    for (i = 0; i < n_cli; i++) {
+        const char *name;
+        uint32_t qual = qbh_option_key_split(cli[i].key, &name);
+        const qb_option_decl *dr = NULL, *dw = NULL;
         cli[i].used = 0;
+        if (reader && qual != QB_OPTION_ROLE_WRITER)
+            dr = qbh_option_find(reader->desc, QB_OPTION_ROLE_READER, name);
+        if (writer && qual != QB_OPTION_ROLE_READER)
+            dw = qbh_option_find(writer->desc, QB_OPTION_ROLE_WRITER, name);
+        if (!dr && !dw) {
+            rc = unknown_key(&cli[i], qual, name, reader, writer);
+            *usage = 1;
+            goto fail;
+        }
+        /* One declaration serving both roles of one plugin is one option;
+         * two declarations are two options that happen to share a name,
+         * and guessing which one the user meant could silently change the
+         * other half's behaviour. */
+        if (dr && dw && (reader != writer || dr != dw)) {
+            rc = qbh_error_set(QB_E_INVALID, "%s %s: both the reader %s and the writer %s "
+                               "declare option %s; say which: reader.%s=%s or writer.%s=%s",
+                               cli[i].origin, cli[i].key, reader->name, writer->name, name, name,
+                               cli[i].value, name, cli[i].value);
+            *usage = 1;
+            goto fail;
+        }
+    }
     if (reader) {
-        rc = qbh_params_build(reader->desc, reader->conf, cli, n_cli, rp);
+        rc = qbh_params_build(reader->desc, QB_OPTION_ROLE_READER, reader->conf, cli, n_cli, rp);
         if (rc)
             goto fail;
     }
     if (writer) {
-        rc = qbh_params_build(writer->desc, writer->conf, cli, n_cli, wp);
+        rc = qbh_params_build(writer->desc, QB_OPTION_ROLE_WRITER, writer->conf, cli, n_cli, wp);
         if (rc)
             goto fail;
     }
-    for (i = 0; i < n_cli; i++) {
-        char valid[1024];
-        size_t len = 0, k, w;
-        qbh_plugin *two[2] = {reader, writer};
-        if (cli[i].used)
-            continue;
-        valid[0] = '\0';
-        for (w = 0; w < 2; w++) {
-            if (!two[w] || (w == 1 && two[1] == two[0]))
-                continue;
-            for (k = 0; two[w]->desc->options && two[w]->desc->options[k]; k++)
-                if (len < sizeof valid)
-                    len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s (%s)",
-                                            len ? ", " : "", two[w]->desc->options[k]->name,
-                                            two[w]->name);
-        }
-        rc = qbh_error_set(QB_E_NOT_FOUND, "%s %s: no such option for reader %s or writer %s; "
-                           "valid keys: %s", cli[i].origin, cli[i].key,
-                           reader ? reader->name : "-", writer ? writer->name : "-",
-                           len ? valid : "(none)");
-        *usage = 1;
-        goto fail;
-    }
+    if (reader)
+        warn_unknown_conf(reader);
+    if (writer && writer != reader)
+        warn_unknown_conf(writer);
     return QB_OK;
 fail:
     /* A bad value typed on the command line is a usage error; one from a

@@ -91,10 +91,11 @@ void qbh_pc_check_negotiation(const qbh_pc_session *s, void *arg);
 void qbh_pc_check_descriptor(const qbh_pc_session *s, void *arg);
 void qbh_pc_check_options(const qbh_pc_session *s, void *arg);
 
-/* Child side: the plugin's parameter array with every declared option at
+/* Child side: the parameter array of the plugin's `role`
+ * (QB_OPTION_ROLE_READER or _WRITER) with every option declared for it at
  * its default (qbh_params_build, no config values, no command line).
  * Ends the child with a FAIL when it cannot be built. */
-void qbh_pc_default_params(const qbh_plugin *p, qbh_params *out);
+void qbh_pc_default_params(const qbh_plugin *p, uint32_t role, qbh_params *out);
 
 /* ---- plugin_check_probe.c ------------------------------------------------ */
 

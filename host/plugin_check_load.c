@@ -147,12 +147,12 @@ void qbh_pc_child_load(const qbh_pc_session *s, qbh_plugin *p)
     p->state = QBH_LOAD_OK;
 }
 
-void qbh_pc_default_params(const qbh_plugin *p, qbh_params *out)
+void qbh_pc_default_params(const qbh_plugin *p, uint32_t role, qbh_params *out)
 {
     qbh_pc_ctx("building the default parameters");
-    if (qbh_params_build(p->desc, p->conf, NULL, 0, out) != QB_OK)
-        qbh_pc_result(QBH_PC_FAIL, "the default parameters cannot be built: %s",
-                      qbh_error_message());
+    if (qbh_params_build(p->desc, role, p->conf, NULL, 0, out) != QB_OK)
+        qbh_pc_result(QBH_PC_FAIL, "the default %s parameters cannot be built: %s",
+                      qbh_role_name(role), qbh_error_message());
 }
 
 void qbh_pc_check_load(const qbh_pc_session *s, void *arg)
@@ -248,36 +248,49 @@ void qbh_pc_check_options(const qbh_pc_session *s, void *arg)
     qbh_params pp;
     qbh_plugin p;
     size_t k, n = 0, used = 0;
+    int r;
     (void)arg;
 
     qbh_pc_child_load(s, &p);
     decl = p.desc->options;
     if (!decl || !decl[0])
         qbh_pc_result(QBH_PC_PASS, "no options declared");
-    qbh_pc_default_params(&p, &pp);
-    /* The array a reader's open or a writer's begin receives: every
-     * declared option once, at its default (set exactly when it has one). */
-    for (k = 0; decl[k]; k++) {
-        const qb_option_decl *o = decl[k];
-        size_t j, seen = 0;
-        for (j = 0; j < pp.n; j++) {
-            const qb_param *v = &pp.items[j];
-            if (strcmp(v->key, o->name) != 0)
+    /* The array a reader's open or a writer's begin receives: every option
+     * declared for that role once, at its default (set exactly when it has
+     * one). */
+    for (r = 0; r < 2; r++) {
+        uint32_t role = r == 0 ? QB_OPTION_ROLE_READER : QB_OPTION_ROLE_WRITER;
+        if (!(r == 0 ? (const void *)p.desc->reader : (const void *)p.desc->writer))
+            continue;
+        qbh_pc_default_params(&p, role, &pp);
+        for (k = 0; decl[k]; k++) {
+            const qb_option_decl *o = decl[k];
+            size_t j, seen = 0;
+            if (!(qbh_option_roles(o) & role))
                 continue;
-            seen++;
-            if (v->type != o->type || v->is_set != (o->default_value != NULL))
-                qbh_pc_result(QBH_PC_FAIL, "option %s: its default parameter is %s, is_set %d",
-                              o->name, qbh_param_type_name(v->type), v->is_set);
+            for (j = 0; j < pp.n; j++) {
+                const qb_param *v = &pp.items[j];
+                if (strcmp(v->key, o->name) != 0)
+                    continue;
+                seen++;
+                if (v->type != o->type || v->is_set != (o->default_value != NULL))
+                    qbh_pc_result(QBH_PC_FAIL,
+                                  "%s option %s: its default parameter is %s, is_set %d",
+                                  qbh_role_name(role), o->name, qbh_param_type_name(v->type),
+                                  v->is_set);
+            }
+            if (seen != 1)
+                qbh_pc_result(QBH_PC_FAIL, "%s option %s appears %zu times in the parameter array",
+                              qbh_role_name(role), o->name, seen);
         }
-        if (seen != 1)
-            qbh_pc_result(QBH_PC_FAIL, "option %s appears %zu times in the parameter array",
-                          o->name, seen);
+        qbh_params_free(&pp);
+    }
+    for (k = 0; decl[k]; k++) {
         if (used < sizeof names)
             used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", n ? ", " : "",
-                                     o->name);
+                                     decl[k]->name);
         n++;
     }
-    qbh_params_free(&pp);
     qbh_pc_result(QBH_PC_PASS, "%zu option%s (%s): names unique, defaults parse under their "
                   "declarations", n, n == 1 ? "" : "s", names);
 }

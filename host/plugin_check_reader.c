@@ -32,7 +32,7 @@ typedef struct pcr {
 static void open_sample(pcr *r)
 {
     qbh_pc_child_load(r->s, &r->p);
-    qbh_pc_default_params(&r->p, &r->pp);
+    qbh_pc_default_params(&r->p, QB_OPTION_ROLE_READER, &r->pp);
     r->live0 = qbh_alloc_live();
     qbh_pc_ctx("open %s", r->s->sample);
     if (qbh_source_open(&r->p, r->s->sample, r->pp.items, &r->src) != QB_OK)

@@ -84,7 +84,7 @@ void qbh_pc_check_writer(const qbh_pc_session *s, void *arg)
         qbh_pc_result(QBH_PC_FAIL, "%s", qbh_error_message());
     src = qbh_pc_model_src(m);
     n = src->info->n_tensors;
-    qbh_pc_default_params(&p, &pp);
+    qbh_pc_default_params(&p, QB_OPTION_ROLE_WRITER, &pp);
     dir = g_strdup_printf("%s/writer-XXXXXX", s->tmp);
     order = calloc(n, sizeof *order);
     if (!g_mkdtemp(dir) || !order)

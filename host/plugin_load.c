@@ -220,9 +220,29 @@ static qb_status validate_option(const qb_plugin *d, size_t k, const char *file)
                              o->name);
     if (o->choices && (!*o->choices))
         return qbh_error_set(QB_E_INVALID, "%s: option %s: empty choices", file, o->name);
-    for (j = 0; j < k; j++)
-        if (strcmp(d->options[j]->name, o->name) == 0)
-            return qbh_error_set(QB_E_INVALID, "%s: option %s declared twice", file, o->name);
+    if (QB_HAS_FIELD(o, qb_option_decl, roles)) {
+        if (o->roles & ~(uint32_t)QB_OPTION_ROLE_BOTH)
+            return qbh_error_set(QB_E_INVALID, "%s: option %s: unknown role bits 0x%x (only "
+                                 "QB_OPTION_ROLE_READER and QB_OPTION_ROLE_WRITER exist)", file,
+                                 o->name, o->roles & ~(uint32_t)QB_OPTION_ROLE_BOTH);
+        if ((o->roles & QB_OPTION_ROLE_READER) && !d->reader)
+            return qbh_error_set(QB_E_INVALID, "%s: option %s is declared for the reader role "
+                                 "but plugin %s has no reader", file, o->name, d->name);
+        if ((o->roles & QB_OPTION_ROLE_WRITER) && !d->writer)
+            return qbh_error_set(QB_E_INVALID, "%s: option %s is declared for the writer role "
+                                 "but plugin %s has no writer", file, o->name, d->name);
+    }
+    /* One name may be declared once per role: a reader option and a
+     * writer option of one plugin may share a name, as two options. */
+    for (j = 0; j < k; j++) {
+        uint32_t shared = qbh_option_roles(d->options[j]) & qbh_option_roles(o);
+        if (shared && strcmp(d->options[j]->name, o->name) == 0)
+            return qbh_error_set(QB_E_INVALID, "%s: option %s declared twice for the %s role",
+                                 file, o->name,
+                                 qbh_role_name(shared & QB_OPTION_ROLE_READER
+                                                   ? QB_OPTION_ROLE_READER
+                                                   : QB_OPTION_ROLE_WRITER));
+    }
     if (o->default_value && qbh_option_parse(o, o->default_value, "default", &tmp))
         return qbh_error_set(QB_E_INVALID, "%s: option %s: invalid default: %s", file, o->name,
                              qbh_error_message());
@@ -283,7 +303,7 @@ qb_status qbh_plugin_validate(const qb_plugin *d, uint32_t abi, const char *sect
         if (rc)
             return rc;
     }
-    return QB_OK;
+    return qbh_writer_caps_validate(d, file);
 }
 
 /* Reads the first bytes: a text file named .so must get its own message,

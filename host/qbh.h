@@ -292,7 +292,8 @@ qb_status qbh_parallel_for(size_t n, qb_parallel_fn fn, void *arg);
 
 /* ---- options.c ------------------------------------------------------------ */
 
-/* A KEY=VALUE given by the user. */
+/* A KEY=VALUE given by the user. KEY may be qualified by a role:
+ * "reader.KEY" or "writer.KEY" (qbh_option_key_split). */
 typedef struct qbh_opt {
     const char *key;
     const char *value;
@@ -310,6 +311,19 @@ qb_status qbh_option_parse(const qb_option_decl *d, const char *text, const char
  * junk or overflow. */
 qb_status qbh_parse_size(const char *text, int64_t *out);
 
+/* The QB_OPTION_ROLE_* bits declaration `d` applies to: its `roles` (ABI
+ * 1.1), or both for 0 and for a 1.0-sized declaration. Pure. */
+uint32_t qbh_option_roles(const qb_option_decl *d);
+/* "reader" for QB_OPTION_ROLE_READER, else "writer". Pure. */
+const char *qbh_role_name(uint32_t role);
+/* Splits a command-line key: "reader.K" -> QB_OPTION_ROLE_READER, "writer.K"
+ * -> QB_OPTION_ROLE_WRITER, anything else -> 0; *name points at K inside
+ * `key`. Pure. */
+uint32_t qbh_option_key_split(const char *key, const char **name);
+/* The first option of descriptor `d` named `name` whose roles include
+ * `role`, or NULL. Pure. */
+const qb_option_decl *qbh_option_find(const qb_plugin *d, uint32_t role, const char *name);
+
 /* Owned qb_param array for one plugin call. */
 typedef struct qbh_params {
     qb_param *items;   /* n + 1 entries, last has type QB_PARAM_END */
@@ -317,25 +331,63 @@ typedef struct qbh_params {
     char **strings;    /* copies the STRING values point into */
 } qbh_params;
 
-/* Builds the complete parameter array of plugin descriptor `d`: every
- * declared option, filled from (lowest to highest precedence) its default,
- * `conf` values (the plugin's option.* keys) and `cli` entries whose key it
- * declares (those get used = 1). A config key the plugin does not declare
- * is logged as a warning. Invalid values are QB_E_INVALID naming the origin.
- * On failure *out is empty. Free with qbh_params_free. */
-qb_status qbh_params_build(const qb_plugin *d, const qbh_plugin_conf *conf, qbh_opt *cli,
-                           size_t n_cli, qbh_params *out);
+/* Builds the complete parameter array of one `role` (QB_OPTION_ROLE_READER
+ * or _WRITER) of plugin descriptor `d`: every option declared for that
+ * role (qbh_option_roles), filled from (lowest to highest precedence) its
+ * default, `conf` values (the plugin's option.* keys) and `cli` entries,
+ * in order, whose key names it unqualified or qualified by this role
+ * (those get used = 1). Config keys it does not declare are left alone
+ * (qbh_params_route warns about them). Invalid values are QB_E_INVALID
+ * naming the origin. On failure *out is empty. Free with qbh_params_free. */
+qb_status qbh_params_build(const qb_plugin *d, uint32_t role, const qbh_plugin_conf *conf,
+                           qbh_opt *cli, size_t n_cli, qbh_params *out);
 void qbh_params_free(qbh_params *p);
-/* Builds the parameter arrays of `reader` and `writer` (either may be
- * NULL; the same plugin may be both) from their config and `cli`. Each cli
- * key goes to every one of them that declares it; a key neither declares
- * is QB_E_NOT_FOUND with *usage = 1 and a message listing the valid keys.
- * A bad value is QB_E_INVALID (*usage = 1 when it came from the command
- * line). On failure both outputs are empty. */
+/* Builds the parameter arrays of the reader role of `reader` and the
+ * writer role of `writer` (either may be NULL; the same plugin may be
+ * both) from their config and `cli`. A cli key goes to each of those roles
+ * that declares it; "reader.K"/"writer.K" name one role. Usage errors
+ * (*usage = 1, nothing built): a key no role of the run declares
+ * (QB_E_NOT_FOUND, the message lists the valid keys per role and which
+ * other loaded plugins declare it); an unqualified key both roles declare
+ * through different plugins or different declarations (QB_E_INVALID,
+ * asking for reader.K or writer.K). A bad value is QB_E_INVALID (*usage = 1
+ * when it came from the command line). Config option.K keys declared by
+ * no role of their plugin are warned about once per plugin. On failure
+ * both outputs are empty. Main thread (logs). */
 qb_status qbh_params_route(qbh_plugin *reader, qbh_plugin *writer, qbh_opt *cli, size_t n_cli,
                            qbh_params *rp, qbh_params *wp, int *usage);
 /* Name of a parameter type ("int"). */
 const char *qbh_param_type_name(qb_param_type t);
+
+/* ---- writer_caps.c -------------------------------------------------------- */
+
+/* The capabilities writer descriptor `d` declares (qb_plugin.writer_caps,
+ * read only when d's struct_size covers the field), or NULL: none declared
+ * or not a writer. Pure. */
+const qb_writer_caps *qbh_writer_caps(const qb_plugin *d);
+/* d's QB_WRITER_SIDE_FILES_* bit (0: nobody writes side files). Pure. */
+uint32_t qbh_writer_side_files(const qb_plugin *d);
+/* Validates d's writer_caps (called by qbh_plugin_validate): struct_size
+ * at least QB_WRITER_CAPS_SIZE_1_1, no unknown flag bits, not both
+ * SIDE_FILES bits, no fact bit beyond QB_FACT_ALL, a non-empty
+ * architecture list of non-empty names, verify_reader a plugin name.
+ * QB_OK, or QB_E_INVALID with a message naming `file`. Pure otherwise. */
+qb_status qbh_writer_caps_validate(const qb_plugin *d, const char *file);
+/* Name of one QB_FACT_* bit ("layers", "tied_embeddings": the macro's
+ * suffix in lower case), or NULL for any other value. Pure. */
+const char *qbh_fact_name(uint32_t bit);
+/* The names of the bits of `facts`, ", "-separated ("bit N" for a bit
+ * without a name), into buf (always terminated, truncated to size). */
+void qbh_fact_names(uint32_t facts, char *buf, size_t size);
+/* c's architecture list, ", "-separated, into buf ("" for none). */
+void qbh_writer_archs(const qb_writer_caps *c, char *buf, size_t size);
+/* Before supports: QB_E_UNSUPPORTED naming `source`, the writer and its
+ * declared architectures when w declares a list without
+ * mi->architecture; QB_OK otherwise. */
+qb_status qbh_writer_check_arch(const qbh_plugin *w, const qb_model_info *mi, const char *source);
+/* Before begin: QB_E_UNSUPPORTED naming each fact w requires that
+ * mi->facts does not know (facts NULL: none known); QB_OK otherwise. */
+qb_status qbh_writer_check_facts(const qbh_plugin *w, const qb_model_info *mi, const char *source);
 
 /* ---- probe.c -------------------------------------------------------------- */
 
@@ -451,8 +503,25 @@ uint64_t qbh_sink_bytes(qbh_sink *s);
  * directory. QB_E_IO (QB_E_NOSPACE for ENOSPC/EDQUOT) naming the first file
  * that failed; every pending descriptor is closed either way. */
 qb_status qbh_sink_sync(qbh_sink *s);
+/* 1 when the sink has created a file named `name` (open or closed). Thread-safe. */
+int qbh_sink_has_file(qbh_sink *s, const char *name);
 /* Frees the sink (files still open are closed and their data discarded). */
 void qbh_sink_free(qbh_sink *s);
+
+/* ---- side_files.c --------------------------------------------------------- */
+
+/* Writes the Hugging Face side files of model `mi` through the sink, for
+ * writer `writer` that declared QB_WRITER_SIDE_FILES_HOST, after its
+ * finish succeeded (docs/architecture.md, "HF side files"): each file of
+ * mi->tokenizer_dir named in qbk_hf_tokenizer_files, byte for byte; with
+ * mi->chat_template, tokenizer_config.json with chat_template set (made
+ * when absent) and no chat_template.* file; generation_config.json, the
+ * source's or one derived from config_json's special token ids. A name
+ * the writer already created is QB_E_INVALID naming the file and the
+ * writer; a source file that cannot be read is QB_E_IO naming it; a
+ * source JSON file that is not an object is QB_E_FORMAT. Every sink file
+ * it opens is closed again, success or not. Main thread. */
+qb_status qbh_side_files_write(qbh_sink *sink, const qb_model_info *mi, const char *writer);
 
 /* ---- outdir.c ------------------------------------------------------------- */
 

@@ -371,6 +371,15 @@ uint64_t qbh_sink_bytes(qbh_sink *s)
     return s->bytes;
 }
 
+int qbh_sink_has_file(qbh_sink *s, const char *name)
+{
+    int yes;
+    pthread_mutex_lock(&s->mu);
+    yes = g_hash_table_contains(s->names, name);
+    pthread_mutex_unlock(&s->mu);
+    return yes;
+}
+
 qb_status qbh_sink_sync(qbh_sink *s)
 {
     size_t i;

@@ -412,8 +412,21 @@ void qbh_verify_result_free(qbh_verify_result *r)
     qbh_free(r);
 }
 
-qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output)
+const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name)
 {
+    const qbh_plugin *p = name ? qbh_registry_find(reg, name) : NULL;
+    const qb_writer_caps *c;
+    if (!p || p->state != QBH_LOAD_OK || p->desc->reader)
+        return name;
+    c = qbh_writer_caps(p->desc);
+    return c && c->verify_reader ? c->verify_reader : name;
+}
+
+qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
+                                   const qbh_plugin *writer)
+{
+    const qb_writer_caps *caps = qbh_writer_caps(writer->desc);
+    const char *format = NULL;
     qbh_source conv;
     qbh_params params;
     qbh_verify_opts o;
@@ -422,7 +435,16 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
     int usage = 0;
 
     qbh_verify_opts_default(&o);
-    rc = qbh_verify_open(reg, output, NULL, NULL, 0, &conv, &params, &usage);
+    if (caps && caps->verify_reader) {
+        const qbh_plugin *vr = qbh_registry_find(reg, caps->verify_reader);
+        if (vr && vr->state == QBH_LOAD_OK && vr->desc->reader)
+            format = caps->verify_reader;
+        else
+            qbh_log(QB_LOG_WARN, NULL, "--verify: writer %s names %s as the reader of its "
+                    "output, which is not a loaded reader; probing %s instead", writer->name,
+                    caps->verify_reader, output);
+    }
+    rc = qbh_verify_open(reg, output, format, NULL, 0, &conv, &params, &usage);
     if (rc) {
         char keep[1536];
         snprintf(keep, sizeof keep, "%s", qbh_error_message());

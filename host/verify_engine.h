@@ -157,12 +157,23 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
                              qbh_verify_result **out);
 void qbh_verify_result_free(qbh_verify_result *r);
 
-/* `convert --verify`: opens the just written `output` (reader by probe),
- * compares it with the still open `src` under the default thresholds and
- * prints the summary on stdout. Returns QB_OK when it passes; otherwise
- * QB_E_MISMATCH with a message naming the worst tensor and saying the
- * output was kept, or the error that stopped the comparison. */
-qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output);
+/* The reader for a model written by plugin `name`, as --converted-format
+ * takes it: `name` itself when it is not a loaded writer-only plugin, else
+ * the verify_reader its writer capabilities declare (or `name` when it
+ * declares none, so the caller's "not a reader" message names it). The
+ * string lives as long as the registry. Pure. */
+const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name);
+
+/* `convert --verify`: opens the just written `output` with the reader
+ * `writer`'s capabilities name (verify_reader, when that plugin is loaded;
+ * otherwise, with a warning when one was named, the reader found by
+ * probing), compares it with the still open `src` under the default
+ * thresholds and prints the summary on stdout. Returns QB_OK when it
+ * passes; otherwise QB_E_MISMATCH with a message naming the worst tensor
+ * and saying the output was kept, or the error that stopped the
+ * comparison. */
+qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
+                                   const qbh_plugin *writer);
 
 /* ---- verify_report.c ------------------------------------------------------ */
 

@@ -64,6 +64,7 @@ static const qb_option_decl gptq_opt_zero = {
     .choices = "auto|v1|v2",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_READER,
 };
 
 static const qb_option_decl *const gptq_options[] = {&gptq_opt_zero, NULL};

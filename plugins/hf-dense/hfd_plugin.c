@@ -2,7 +2,7 @@
  * hf-dense plugin: descriptor and entry. Plain Hugging Face checkpoints
  * (config.json + F32/F16/BF16 safetensors). The reader lives in reader.c,
  * the writer in writer.c; the options (dtype, max_shard_size) are the
- * writer's, and the reader ignores them.
+ * writer's (declared for the writer role only).
  */
 #include <stddef.h>
 
@@ -10,6 +10,17 @@
 #include "qbk_plugin_entry.h"
 
 const qb_host *hfd_host;
+
+/* The writer copies the side files itself (hfw_files.c), writes any
+ * architecture its config names, relies on no model fact, and its output
+ * is read back by this plugin's reader. */
+static const qb_writer_caps hfd_caps = {
+    .struct_size = sizeof(qb_writer_caps),
+    .flags = QB_WRITER_SIDE_FILES_SELF,
+    .architectures = NULL,
+    .required_facts = 0,
+    .verify_reader = "hf-dense",
+};
 
 /* Not const: the entry writes the negotiated ABI into .abi. */
 static qb_plugin hfd_plugin = {
@@ -23,6 +34,7 @@ static qb_plugin hfd_plugin = {
     .reader = &hfd_reader_vtable,
     .writer = &hfd_writer_vtable,
     .options = hfd_option_decls,
+    .writer_caps = &hfd_caps,
 };
 
 /* Plugin entry (qb_plugin.h): speaks min(ABI 1.x compiled in, host's

@@ -41,6 +41,7 @@ static const qb_option_decl hfw_opt_dtype = {
     .choices = "f32|f16|bf16",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl hfw_opt_max_shard = {
     .struct_size = sizeof(qb_option_decl),
@@ -52,6 +53,7 @@ static const qb_option_decl hfw_opt_max_shard = {
     .choices = NULL,
     .min_int = 1,
     .max_int = INT64_MAX,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 
 const qb_option_decl *const hfd_option_decls[] = {&hfw_opt_dtype, &hfw_opt_max_shard, NULL};

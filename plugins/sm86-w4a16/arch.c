@@ -231,6 +231,17 @@ static const w4w_arch archs[] = {
      "num_experts", NULL, 0},
 };
 
+/* Kept equal to the table above (tests/test_writer.c checks it). */
+const char *const w4w_arch_names[] = {
+    "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
+    "mixtral", "qwen2_moe", "qwen3_moe", NULL,
+};
+
+size_t w4w_arch_count(void)
+{
+    return N_OF(archs);
+}
+
 const w4w_arch *w4w_arch_find(const char *model_type)
 {
     size_t i;

@@ -14,6 +14,7 @@ static const qb_option_decl opt_group_size = {
     .help = "input columns per fp16 scale (the host maps --group-size here)",
     .min_int = 1,
     .max_int = 1 << 20,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl opt_quant_rule = {
     .struct_size = sizeof(qb_option_decl),
@@ -24,6 +25,7 @@ static const qb_option_decl opt_quant_rule = {
     .choices = "auto|absmax|search",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl opt_act_order = {
     .struct_size = sizeof(qb_option_decl),
@@ -35,6 +37,7 @@ static const qb_option_decl opt_act_order = {
     .choices = "requant|permute",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl opt_lm_head = {
     .struct_size = sizeof(qb_option_decl),
@@ -45,10 +48,21 @@ static const qb_option_decl opt_lm_head = {
     .choices = "f16|quantized",
     .min_int = 1,
     .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
 };
 
 const qb_option_decl *const w4w_option_decls[] = {
     &opt_group_size, &opt_quant_rule, &opt_act_order, &opt_lm_head, NULL,
+};
+
+/* The writer copies the side files itself (config_out.c) and its output
+ * is read back by this plugin's own reader. */
+static const qb_writer_caps w4w_caps = {
+    .struct_size = sizeof(qb_writer_caps),
+    .flags = QB_WRITER_SIDE_FILES_SELF,
+    .architectures = w4w_arch_names,
+    .required_facts = 0,
+    .verify_reader = W4W_PLUGIN_NAME,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */
@@ -65,6 +79,7 @@ static qb_plugin g_plugin = {
     .reader = &w4w_reader_vtable,
     .writer = &w4w_writer_vtable,
     .options = w4w_option_decls,
+    .writer_caps = &w4w_caps,
 };
 
 /* Entry point (qb_plugin.h): negotiates ABI 1.x, keeps the host table,

@@ -126,6 +126,11 @@ typedef struct w4w_arch {
 
 /* The table entry for `model_type`, or NULL when unsupported. Pure. */
 const w4w_arch *w4w_arch_find(const char *model_type);
+/* NULL-terminated model_type of every architecture w4w_arch_find knows,
+ * in table order: the writer's declared architectures (qb_writer_caps). */
+extern const char *const w4w_arch_names[];
+/* Number of architectures in the table. Pure. */
+size_t w4w_arch_count(void);
 
 /* The role of `a` whose path is `path` (exact), or NULL. Pure. */
 const w4w_role *w4w_arch_role(const w4w_arch *a, const char *path);

@@ -85,7 +85,7 @@ START_TEST(params_every_failure_point)
         qbh_params ps;
         qb_status rc;
         qbh_alloc_fail_after(n);
-        rc = qbh_params_build(&d, NULL, cli, 1, &ps);
+        rc = qbh_params_build(&d, QB_OPTION_ROLE_WRITER, NULL, cli, 1, &ps);
         qbh_alloc_fail_after(-1);
         ck_assert_msg(rc == QB_OK || rc == QB_E_NOMEM, "n=%ld rc=%d", n, rc);
         if (rc == QB_OK) {

@@ -7,21 +7,28 @@
  * The good variant is a trivial reader + writer over an in-memory model so
  * `quantbridge convert` runs end to end without any real plugin:
  *   reader: a file whose first bytes are "FAKEMODEL" (probe 100), or a
- *           directory holding such a file named model.fake; three
- *           tensors whose values are a closed form of (tensor, row, col),
- *           plus the reader option `bias`;
+ *           directory holding such a file named model.fake (whose
+ *           tokenizer_dir is that directory when it holds tokenizer.json);
+ *           three tensors whose values are a closed form of (tensor, row,
+ *           col), plus the reader option `bias`;
  *   writer: one raw little-endian float32 file per tensor ("<name>.f32"),
  *           rows pulled through host->parallel_for, and "manifest.txt" with
  *           each file's size and the SHA-256 the sink reported; "note.txt"
  *           holds the raw config value option.note when its section has one;
  *           "facts.txt" the model facts begin() saw (qb_model_info.facts),
  *           one "field value" line each, or "no facts".
+ *           abort logs "fake writer: abort called" (info level).
  * Writer options script failures for the host's tests.
  *
  * Variant flags: FAKE_NAME="..." (default "fake"), FAKE_OLD_ABI,
  * FAKE_NEEDS_NEWER, FAKE_FUTURE_ABI, FAKE_NO_ENTRY, FAKE_INIT_FAILS,
  * FAKE_ABI_REFUSAL, FAKE_INIT_INTERNAL, FAKE_INIT_SILENT, FAKE_SMALL_STRUCT,
- * FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N. Writers that
+ * FAKE_BAD_VTABLE, FAKE_PROBE_SCORE=N; writer
+ * capabilities: FAKE_CAPS_HOST (the host writes the side files; llama and
+ * mistral; its output, with a model.fake, is read back by this plugin),
+ * FAKE_CAPS_ARCH (only qwen2 and mistral), FAKE_CAPS_FACTS (requires
+ * QB_FACT_HEADS, which its reader's config then does not state), FAKE_BAD_CAPS
+ * (both side-file bits: refused). Writers that
  * `quantbridge plugin-check` must fail (tests/plugin-check):
  * FAKE_LEAK_FINISH (finish keeps a host allocation, always),
  * FAKE_LEAK_FAILED_FINISH (a failed finish keeps its handle, as if abort
@@ -66,7 +73,7 @@ static float fake_value(size_t t, int64_t r, int64_t c)
 
 typedef struct fake_reader {
     double bias;
-    char *path;
+    char *path; /* the source directory when it holds tokenizer.json, else NULL */
 } fake_reader;
 
 static int fake_probe(void *ctx, const qb_probe_input *in)
@@ -93,10 +100,12 @@ static qb_status fake_open(void *ctx, const char *path, const qb_param *params,
     char file[4096];
     (void)ctx;
     *out = NULL;
+    int is_dir = 0;
     snprintf(file, sizeof file, "%s", path);
     if (H->read_small_file(H, path, 4096, &data, &len) == QB_E_IO) {
         /* Not a regular file: a directory holding model.fake. */
         snprintf(file, sizeof file, "%s/model.fake", path);
+        is_dir = 1;
     } else {
         H->free(H, data);
     }
@@ -114,27 +123,48 @@ static qb_status fake_open(void *ctx, const char *path, const qb_param *params,
         return H->set_error(H, QB_E_NOMEM, "%s: out of memory", path);
     r->bias = (b && b->is_set) ? b->v.d : 0.0;
     r->path = NULL;
+    if (is_dir) {
+        char tok[4096];
+        snprintf(tok, sizeof tok, "%s/tokenizer.json", path);
+        if (H->read_small_file(H, tok, 1 << 20, &data, &len) == QB_OK) {
+            H->free(H, data);
+            r->path = H->alloc(H, strlen(path) + 1);
+            if (!r->path) {
+                H->free(H, r);
+                return H->set_error(H, QB_E_NOMEM, "%s: out of memory", path);
+            }
+            memcpy(r->path, path, strlen(path) + 1);
+        }
+    }
     *out = r;
     return QB_OK;
 }
 
 static void fake_close(qb_reader_handle h)
 {
-    H->free(H, h);
+    fake_reader *r = h;
+    H->free(H, r->path);
+    H->free(H, r);
 }
 
 static qb_status fake_model_info(qb_reader_handle h, qb_model_info *mi)
 {
-    (void)h;
+    fake_reader *r = h;
     mi->architecture = "llama";
     /* no num_hidden_layers: the host counts the layers from tensor names */
+#if defined(FAKE_CAPS_FACTS)
+    /* The fact this variant's writer requires (heads) is not stated. */
+    mi->config_json = "{\"model_type\": \"llama\", \"num_key_value_heads\": 1, "
+                      "\"head_dim\": 4, \"intermediate_size\": 16}";
+#else
     mi->config_json = "{\"model_type\": \"llama\", \"num_attention_heads\": 2, "
                       "\"num_key_value_heads\": 1, \"head_dim\": 4, \"intermediate_size\": 16}";
+#endif
     mi->generation_config_json = NULL;
     mi->n_tensors = FAKE_N_TENSORS;
     mi->source_format = FAKE_NAME;
     mi->source_summary = "fake in-memory model";
-    mi->tokenizer_dir = NULL;
+    mi->tokenizer_dir = r->path;
     mi->chat_template = NULL;
     return QB_OK;
 }
@@ -385,6 +415,20 @@ static qb_status fake_finish(qb_writer_handle h)
     rc = w->sink->close(f, NULL, NULL);
     if (rc)
         goto out;
+#ifdef FAKE_CAPS_HOST
+    /* Makes the output a fake model again, for its verify_reader. */
+    rc = w->sink->create(w->sink->handle, "model.fake", &f);
+    if (rc)
+        goto out;
+    rc = w->sink->write(f, "FAKEMODEL\n", 10);
+    if (rc) {
+        w->sink->close(f, NULL, NULL);
+        goto out;
+    }
+    rc = w->sink->close(f, NULL, NULL);
+    if (rc)
+        goto out;
+#endif
     /* Raw config access: this plugin's own section only. */
     note = H->get_config(H, "note");
     if (note) {
@@ -409,6 +453,8 @@ out:
 
 static void fake_abort(qb_writer_handle h)
 {
+    /* Tests check the host never calls this after finish (qb_writer.h). */
+    H->log(H, QB_LOG_INFO, "fake writer: abort called");
     H->free(H, h);
 }
 
@@ -419,24 +465,53 @@ static const qb_writer_vtable fake_writer_vt = {
 
 /* ---- descriptor ---------------------------------------------------------- */
 
+#define FAKE_R QB_OPTION_ROLE_READER
+#define FAKE_W QB_OPTION_ROLE_WRITER
 static const qb_option_decl opt_bias = {sizeof(qb_option_decl), "bias", QB_PARAM_DOUBLE, "0",
-                                        "added to every value the reader returns", NULL, 0, -1, 0};
+                                        "added to every value the reader returns", NULL, 0, -1,
+                                        FAKE_R};
 static const qb_option_decl opt_group = {sizeof(qb_option_decl), "group_size", QB_PARAM_INT,
-                                         "128", "accepted and ignored", NULL, 1, 4096, 0};
+                                         "128", "accepted and ignored", NULL, 1, 4096, FAKE_W};
 static const qb_option_decl opt_fail_after = {sizeof(qb_option_decl), "fail_after", QB_PARAM_INT,
                                               "-1", "fail write_tensor after N tensors (-1 never)",
-                                              NULL, -1, 1000, 0};
+                                              NULL, -1, 1000, FAKE_W};
 static const qb_option_decl opt_fail_in = {sizeof(qb_option_decl), "fail_in", QB_PARAM_STRING,
                                            "none", "fail in this writer call", "none|begin|finish",
-                                           0, -1, 0};
+                                           0, -1, FAKE_W};
 static const qb_option_decl opt_wait = {sizeof(qb_option_decl), "wait_cancel", QB_PARAM_BOOL,
                                         "false", "block in write_tensor until cancelled", NULL, 0,
-                                        -1, 0};
+                                        -1, FAKE_W};
 static const qb_option_decl opt_limit = {sizeof(qb_option_decl), "buffer", QB_PARAM_SIZE,
-                                         "1MiB", "a size option (unused)", NULL, 1, 1LL << 40, 0};
+                                         "1MiB", "a size option (unused)", NULL, 1, 1LL << 40,
+                                         FAKE_W};
 static const qb_option_decl *const fake_options[] = {
     &opt_bias, &opt_group, &opt_fail_after, &opt_fail_in, &opt_wait, &opt_limit, NULL,
 };
+
+#if defined(FAKE_CAPS_HOST) || defined(FAKE_CAPS_ARCH) || defined(FAKE_CAPS_FACTS) || \
+    defined(FAKE_BAD_CAPS)
+#define FAKE_HAS_CAPS 1
+#if defined(FAKE_CAPS_ARCH)
+static const char *const fake_archs[] = {"qwen2", "mistral", NULL};
+#else
+static const char *const fake_archs[] = {"llama", "mistral", NULL};
+#endif
+static const qb_writer_caps fake_caps = {
+    sizeof(qb_writer_caps),
+#if defined(FAKE_BAD_CAPS)
+    QB_WRITER_SIDE_FILES_SELF | QB_WRITER_SIDE_FILES_HOST,
+#else
+    QB_WRITER_SIDE_FILES_HOST,
+#endif
+    fake_archs,
+#if defined(FAKE_CAPS_FACTS)
+    QB_FACT_HEADS,
+#else
+    0,
+#endif
+    FAKE_NAME,
+};
+#endif
 
 static qb_plugin fake_desc = {
 #ifdef FAKE_SMALL_STRUCT
@@ -457,7 +532,11 @@ static qb_plugin fake_desc = {
     &fake_writer_vt,
     fake_options,
     NULL,
+#ifdef FAKE_HAS_CAPS
+    &fake_caps,
+#else
     NULL,
+#endif
 };
 
 static qb_status entry(qb_negotiation *neg, const qb_host *host, const qb_plugin **out)

@@ -266,7 +266,8 @@ static void expect_fail(const char *const *extra, int status, const char *needle
 START_TEST(unknown_option_is_usage_error)
 {
     const char *extra[] = {"--writer", "fake", "--option", "nonsense=1", NULL};
-    expect_fail(extra, 2, "valid keys: bias (fake), group_size (fake)");
+    expect_fail(extra, 2, "--option nonsense: no option nonsense for reader fake or writer fake; "
+                          "valid keys: reader fake: bias; writer fake: group_size, fail_after");
 }
 END_TEST
 
@@ -638,6 +639,231 @@ START_TEST(cli_usage_and_help)
 }
 END_TEST
 
+static void expect_fail_in(const char *const *sections, const char *const *extra, int status,
+                           const char *needle)
+{
+    fixture fx;
+    qbt_result r;
+    setup_fx(&fx, sections);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == status, "exit %d (want %d): %s", r.status, status, r.err);
+    ck_assert_msg(strstr(r.err, needle) != NULL, "stderr lacks '%s': %s", needle, r.err);
+    ck_assert(!qbt_exists(fx.out));
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+
+/* qb_writer.h: finish releases the handle whatever it returns, so the host
+ * never calls abort after it; the output of a failed finish is discarded.
+ * The fake writer's abort logs a line at info level (shown with -v). */
+START_TEST(failed_finish_is_not_aborted)
+{
+    const char *fin[] = {"--writer", "fake", "-v", "--option", "fail_in=finish", NULL};
+    const char *wr[] = {"--writer", "fake", "-v", "--option", "fail_after=1", NULL};
+    fixture fx;
+    qbt_result r;
+    setup_fx(&fx, only_fake);
+    convert(&r, &fx, fin);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "asked to fail in finish"));
+    ck_assert_msg(strstr(r.err, "abort called") == NULL, "abort after finish: %s", r.err);
+    ck_assert(!qbt_exists(fx.out));
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    /* The control: a failure before finish is aborted, and it shows. */
+    convert(&r, &fx, wr);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "fake writer: abort called") != NULL, "%s", r.err);
+    ck_assert(!qbt_exists(fx.out));
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+/* Options go to the role that declares them: bias is the reader's,
+ * group_size the writer's; --group-size means writer.group_size. */
+START_TEST(option_roles_on_the_command_line)
+{
+    static const char *abi10_and_fake[] = {"fake-abi10:90", "fake:10", NULL};
+    const char *w_bias[] = {"--writer", "fake", "--option", "writer.bias=1", NULL};
+    const char *r_group[] = {"--writer", "fake", "--option", "reader.group_size=64", NULL};
+    /* The 1.0 reader declares every option for both roles; the current
+     * writer declares group_size too: two options of one name. */
+    const char *ambiguous[] = {"--writer", "fake", "--option", "group_size=64", NULL};
+    const char *qualified[] = {"--writer", "fake", "--option", "writer.group_size=64",
+                               "--option", "reader.bias=0.5", "--group-size", "32", NULL};
+    fixture fx;
+    qbt_result r;
+    expect_fail_in(only_fake, w_bias, 2, "--option writer.bias: no option bias for writer fake; "
+                                         "valid keys: writer fake: group_size");
+    expect_fail_in(only_fake, r_group, 2, "(declared by writer fake)");
+    expect_fail_in(abi10_and_fake, ambiguous, 2,
+                   "both the reader fake-abi10 and the writer fake declare option group_size; "
+                   "say which: reader.group_size=64 or writer.group_size=64");
+    setup_fx(&fx, abi10_and_fake);
+    convert(&r, &fx, qualified);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    check_tensor(fx.out, "model.norm.weight", 2, 1, 8, 0.5f);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+/* A source directory: model.fake, two tokenizer files and one other. */
+static char *tok_source(void)
+{
+    char *d = qbt_mkdtemp("tok-src"), *p;
+    p = qbt_path(d, "model.fake");
+    qbt_write_file(p, "FAKEMODEL\n");
+    free(p);
+    p = qbt_path(d, "tokenizer.json");
+    qbt_write_file(p, "{\"model\": {\"type\": \"BPE\"}}\n");
+    free(p);
+    p = qbt_path(d, "tokenizer_config.json");
+    qbt_write_file(p, "{\"bos_token\": \"<s>\"}");
+    free(p);
+    p = qbt_path(d, "README.md");
+    qbt_write_file(p, "not a tokenizer file\n");
+    free(p);
+    return d;
+}
+
+static void convert_dir(qbt_result *r, fixture *fx, const char *src, const char *writer,
+                        const char *tokenizer)
+{
+    const char *argv[16] = {"convert", "--config", fx->cfg, "--source", src, "--output",
+                            fx->out, "--writer", writer, NULL};
+    if (tokenizer) {
+        argv[9] = "--tokenizer";
+        argv[10] = tokenizer;
+        argv[11] = NULL;
+    }
+    qbt_run(r, argv);
+}
+
+START_TEST(tokenizer_needs_a_writer_that_carries_it)
+{
+    fixture fx;
+    qbt_result r;
+    char *src = tok_source();
+    setup_fx(&fx, only_fake);
+    /* --tokenizer with a writer that declares no side files: usage error. */
+    convert_dir(&r, &fx, src, "fake", src);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--tokenizer ") && strstr(r.err, "writer fake does not carry "
+                                                               "tokenizer files"), "%s", r.err);
+    ck_assert(!qbt_exists(fx.out));
+    qbt_result_free(&r);
+    /* The source's own tokenizer: converted, with one warning. */
+    convert_dir(&r, &fx, src, "fake", NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "warning: writer fake does not carry side files: the source's "
+                                "tokenizer files will not be in") != NULL, "%s", r.err);
+    ck_assert_ptr_null(strstr(strstr(r.err, "does not carry") + 1, "does not carry"));
+    {
+        char *p = qbt_path(fx.out, "tokenizer.json");
+        ck_assert(!qbt_exists(p));
+        free(p);
+    }
+    qbt_result_free(&r);
+    qbt_rmtree(src);
+    free(src);
+    free_fx(&fx);
+}
+END_TEST
+
+/* QB_WRITER_SIDE_FILES_HOST: the host copies the tokenizer files (only
+ * those of the list, byte for byte) and writes generation_config.json
+ * after the writer's finish; --tokenizer overrides the source's. */
+START_TEST(host_copies_side_files)
+{
+    static const char *caps[] = {"fake-caps", NULL};
+    fixture fx;
+    qbt_result r;
+    char *src = tok_source(), *other = qbt_mkdtemp("tok-other"), *p, *text;
+    setup_fx(&fx, caps);
+    convert_dir(&r, &fx, src, "fake-caps", NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_null(strstr(r.err, "does not carry"));
+    /* 3 tensors, manifest.txt, facts.txt, model.fake, 2 tokenizer files,
+     * generation */
+    ck_assert_msg(strstr(r.out, "3 tensors, 9 files") != NULL, "%s", r.out);
+    text = qbt_read_file((p = qbt_path(fx.out, "tokenizer.json")), NULL);
+    ck_assert_str_eq(text, "{\"model\": {\"type\": \"BPE\"}}\n");
+    free(text);
+    free(p);
+    text = qbt_read_file((p = qbt_path(fx.out, "tokenizer_config.json")), NULL);
+    ck_assert_str_eq(text, "{\"bos_token\": \"<s>\"}");
+    free(text);
+    free(p);
+    text = qbt_read_file((p = qbt_path(fx.out, "generation_config.json")), NULL);
+    ck_assert_ptr_nonnull(strstr(text, "\"_from_model_config\":\ttrue"));
+    free(text);
+    free(p);
+    ck_assert(!qbt_exists((p = qbt_path(fx.out, "README.md"))));
+    free(p);
+    qbt_result_free(&r);
+    qbt_rmtree(fx.out);
+
+    p = qbt_path(other, "vocab.txt");
+    qbt_write_file(p, "a\nb\n");
+    free(p);
+    convert_dir(&r, &fx, src, "fake-caps", other);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert(qbt_exists((p = qbt_path(fx.out, "vocab.txt"))));
+    free(p);
+    ck_assert(!qbt_exists((p = qbt_path(fx.out, "tokenizer.json"))));
+    free(p);
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    qbt_rmtree(src);
+    qbt_rmtree(other);
+    free(src);
+    free(other);
+    free_fx(&fx);
+}
+END_TEST
+
+START_TEST(declared_architectures_and_facts)
+{
+    static const char *arch[] = {"fake-arch", NULL};
+    static const char *facts[] = {"fake-facts", NULL};
+    const char *e1[] = {"--writer", "fake-arch", NULL};
+    const char *e2[] = {"--writer", "fake-facts", NULL};
+    expect_fail_in(arch, e1, 1, "writer fake-arch cannot write this 'llama' model: it declares "
+                                "the architectures qwen2, mistral");
+    /* That variant's config states no num_attention_heads. */
+    expect_fail_in(facts, e2, 1, "writer fake-facts requires model facts the source does not "
+                                 "state: heads");
+}
+END_TEST
+
+/* convert --verify reads the output with the writer's verify_reader; a
+ * probe of that output would tie between fake-caps and fake-twin. */
+START_TEST(verify_uses_the_declared_reader)
+{
+    static const char *two[] = {"fake-caps", "fake-twin", NULL};
+    const char *extra[] = {"--format", "fake-caps", "--writer", "fake-caps", "--verify", NULL};
+    fixture fx;
+    qbt_result r;
+    setup_fx(&fx, two);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "exit %d: %s\n%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "quantbridge: verifying"));
+    qbt_result_free(&r);
+    {
+        const char *argv[] = {"verify", "--config", fx.cfg, "--source", fx.src, "--format",
+                              "fake-caps", "--converted", fx.out, NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "2 readers claim this input") != NULL, "%s", r.err);
+        qbt_result_free(&r);
+    }
+    free_fx(&fx);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sdk-contract-convert");
@@ -662,6 +888,12 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, inspect_lists_tensors);
     tcase_add_test(tc, config_options_and_get_config);
     tcase_add_test(tc, cli_usage_and_help);
+    tcase_add_test(tc, failed_finish_is_not_aborted);
+    tcase_add_test(tc, option_roles_on_the_command_line);
+    tcase_add_test(tc, tokenizer_needs_a_writer_that_carries_it);
+    tcase_add_test(tc, host_copies_side_files);
+    tcase_add_test(tc, declared_architectures_and_facts);
+    tcase_add_test(tc, verify_uses_the_declared_reader);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,7 +1,9 @@
 /*
  * SDK contract: every broken fake plugin variant is reported by
  * `quantbridge plugins --json` with its own load category and a message
- * naming the problem, and the good plugin still loads and works.
+ * naming the problem, and the good plugin still loads and works. The
+ * listing's shape (one status, choices and roles as arrays, writer
+ * capabilities) and `plugins --check`.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -56,8 +58,11 @@ static void write_config(void)
                        "[plugin:fake-text]\nlibrary=%s/libqb_fake_text.so\n"
                        "[plugin:fake-missing]\nlibrary=%s/libqb_does_not_exist.so\n"
                        "[plugin:fake-off]\nlibrary=%s/libqb_fake.so\nenabled=false\n"
-                       "[plugin:fake-same-lib]\nlibrary=%s/libqb_fake.so\n",
-                       fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd) > 0);
+                       "[plugin:fake-same-lib]\nlibrary=%s/libqb_fake.so\n"
+                       "[plugin:fake-caps]\nlibrary=%s/libqb_fake_caps.so\npriority=10\n"
+                       "[plugin:fake-bad-caps]\nlibrary=%s/libqb_fake_bad_caps.so\n",
+                       fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd, fd,
+                       fd) > 0);
     qbt_write_file(cfg_path, text);
     free(text);
     free(dir);
@@ -94,7 +99,7 @@ static const char *field(const cJSON *p, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Asserts state and that the error contains every needle. */
+/* Asserts the failure category and that the error contains every needle. */
 static void expect_failed(const char *name, const char *state, const char *n1, const char *n2)
 {
     const cJSON *p;
@@ -103,7 +108,9 @@ static void expect_failed(const char *name, const char *state, const char *n1, c
         load_listing();
     p = plugin(name);
     ck_assert_str_eq(field(p, "status"), "failed");
-    ck_assert_str_eq(field(p, "state"), state);
+    ck_assert_str_eq(field(p, "error_category"), state);
+    /* One status field: the old duplicate is gone. */
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(p, "state"));
     err = field(p, "error");
     ck_assert_msg(err != NULL, "%s: no error text", name);
     ck_assert_msg(strstr(err, n1) != NULL, "%s: '%s' lacks '%s'", name, err, n1);
@@ -134,6 +141,108 @@ START_TEST(good_plugin_loads)
     }
     ck_assert_int_eq(n, 6);
     ck_assert(found);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(p, "error")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(p, "error_category")));
+    /* No capabilities declared: no writer_caps object. */
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(p, "writer_caps"));
+}
+END_TEST
+
+/* Strings of a JSON array, joined by ','. */
+static void joined(const cJSON *arr, char *buf, size_t size)
+{
+    const cJSON *e;
+    size_t len = 0;
+    ck_assert_msg(cJSON_IsArray(arr), "not an array");
+    buf[0] = '\0';
+    cJSON_ArrayForEach(e, arr)
+    {
+        ck_assert(cJSON_IsString(e));
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "", e->valuestring);
+    }
+}
+
+static const cJSON *option_of(const cJSON *p, const char *name)
+{
+    const cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(p, "options"))
+        if (strcmp(field(o, "name"), name) == 0)
+            return o;
+    ck_abort_msg("option %s not listed", name);
+    return NULL;
+}
+
+START_TEST(json_choices_roles_and_caps)
+{
+    const cJSON *p, *caps;
+    char buf[256];
+    load_listing();
+    p = plugin("fake");
+    joined(cJSON_GetObjectItemCaseSensitive(option_of(p, "fail_in"), "choices"), buf, sizeof buf);
+    ck_assert_str_eq(buf, "none,begin,finish");
+    joined(cJSON_GetObjectItemCaseSensitive(option_of(p, "fail_in"), "roles"), buf, sizeof buf);
+    ck_assert_str_eq(buf, "writer");
+    joined(cJSON_GetObjectItemCaseSensitive(option_of(p, "bias"), "roles"), buf, sizeof buf);
+    ck_assert_str_eq(buf, "reader");
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(option_of(p, "bias"), "choices"));
+
+    caps = cJSON_GetObjectItemCaseSensitive(plugin("fake-caps"), "writer_caps");
+    ck_assert_ptr_nonnull(caps);
+    joined(cJSON_GetObjectItemCaseSensitive(caps, "architectures"), buf, sizeof buf);
+    ck_assert_str_eq(buf, "llama,mistral");
+    joined(cJSON_GetObjectItemCaseSensitive(caps, "required_facts"), buf, sizeof buf);
+    ck_assert_str_eq(buf, "");
+    ck_assert_str_eq(field(caps, "side_files"), "host");
+    ck_assert_str_eq(field(caps, "verify_reader"), "fake-caps");
+}
+END_TEST
+
+START_TEST(both_side_file_bits_refused)
+{
+    expect_failed("fake-bad-caps", "DESCRIPTOR_INVALID", "libqb_fake_bad_caps.so",
+                  "both QB_WRITER_SIDE_FILES_SELF and QB_WRITER_SIDE_FILES_HOST");
+}
+END_TEST
+
+/* `plugins --check`: the listing, then exit 1 when an enabled plugin failed
+ * to load; disabled ones do not count; without --check the exit stays 0. */
+START_TEST(check_exit_status)
+{
+    char *dir = qbt_mkdtemp("contract-check"), *ok_cfg = qbt_path(dir, "ok.conf"), *text = NULL;
+    const char *fd = fake_dir();
+    qbt_result r;
+    write_config();
+    {
+        const char *argv[] = {"--config", cfg_path, "plugins", "--check", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_ptr_nonnull(strstr(r.out, "ABI_REFUSED"));
+        ck_assert_msg(strstr(r.err, "quantbridge: error: plugins --check: ") &&
+                          strstr(r.err, "configured plugins failed to load: fake-abi-refusal, "
+                                        "fake-bad-caps, fake-bad-vtable, fake-dup"), "%s", r.err);
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"--config", cfg_path, "plugins", "--json", "--check", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_ptr_nonnull(strstr(r.out, "\"error_category\""));
+        qbt_result_free(&r);
+    }
+    ck_assert(asprintf(&text, "[plugin:fake]\nlibrary=%s/libqb_fake.so\n"
+                              "[plugin:fake-init-fails]\nlibrary=%s/libqb_fake_init_fails.so\n"
+                              "enabled=false\n", fd, fd) > 0);
+    qbt_write_file(ok_cfg, text);
+    {
+        const char *argv[] = {"--config", ok_cfg, "plugins", "--check", NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+        ck_assert_ptr_nonnull(strstr(r.out, "disabled"));
+        qbt_result_free(&r);
+    }
+    free(text);
+    free(ok_cfg);
+    free(dir);
 }
 END_TEST
 
@@ -255,6 +364,13 @@ START_TEST(text_listing_shows_reasons)
                                         "no ABI, host offers 1.0 to " HOST_ABI_TEXT ")"));
     ck_assert_ptr_nonnull(strstr(r.out, "INIT_FAILED: plugin fake-init-internal: "));
     ck_assert_ptr_nonnull(strstr(r.out, "self-test of the packer failed"));
+    ck_assert_ptr_nonnull(strstr(r.out, "writer option group_size (int, default 128)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "reader option bias (double, default 0)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "side files: none"));
+    ck_assert_ptr_nonnull(strstr(r.out, "verify reader: none (the output is probed)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "writer architectures: llama, mistral"));
+    ck_assert_ptr_nonnull(strstr(r.out, "side files: host copies"));
+    ck_assert_ptr_nonnull(strstr(r.out, "verify reader: fake-caps"));
     qbt_result_free(&r);
 }
 END_TEST
@@ -290,7 +406,7 @@ START_TEST(unrecognised_input_mentions_failed_plugins)
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.err, "no reader recognises this input"));
     ck_assert_ptr_nonnull(strstr(r.err, "configured plugins failed to load: "
-                                        "fake-abi-refusal, fake-bad-vtable"));
+                                        "fake-abi-refusal, fake-bad-caps, fake-bad-vtable"));
     qbt_result_free(&r);
     free(src);
     free(dir);
@@ -351,6 +467,9 @@ Suite *qbt_suite(void)
     TCase *tc = tcase_create("variants");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, good_plugin_loads);
+    tcase_add_test(tc, json_choices_roles_and_caps);
+    tcase_add_test(tc, both_side_file_bits_refused);
+    tcase_add_test(tc, check_exit_status);
     tcase_add_test(tc, old_abi_refused);
     tcase_add_test(tc, needs_newer_refused);
     tcase_add_test(tc, future_major_entry_missing);

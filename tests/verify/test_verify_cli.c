@@ -433,14 +433,16 @@ START_TEST(after_convert_failure_keeps_output)
     ck_assert_int_eq(qbh_registry_open(cfg, &reg), QB_OK);
     rc = qbh_verify_open(&reg, src, NULL, NULL, 0, &s, &p, &usage);
     ck_assert_msg(rc == QB_OK, "%s", qbh_error_message());
-    rc = qbh_verify_after_convert(&reg, &s, bad);
+    /* the writer's declared verify_reader (sm86-w4a16) reads it back */
+    ck_assert_ptr_nonnull(qbh_registry_find(&reg, "sm86-w4a16"));
+    rc = qbh_verify_after_convert(&reg, &s, bad, qbh_registry_find(&reg, "sm86-w4a16"));
     ck_assert_int_eq(rc, QB_E_MISMATCH);
     ck_assert_msg(strstr(qbh_error_message(), "model.layers.1.mlp.down_proj.weight") &&
                       strstr(qbh_error_message(), "kept"),
                   "%s", qbh_error_message());
     ck_assert_int_eq(stat(vt_path(bad, "manifest.json"), &sb), 0);
     /* and the clean output passes the same call */
-    rc = qbh_verify_after_convert(&reg, &s, w4);
+    rc = qbh_verify_after_convert(&reg, &s, w4, qbh_registry_find(&reg, "sm86-w4a16"));
     ck_assert_msg(rc == QB_OK, "%s", qbh_error_message());
     qbh_source_close(&s);
     qbh_params_free(&p);

@@ -840,12 +840,27 @@ START_TEST(test_tokenizer_and_template)
 }
 END_TEST
 
+/* The architectures the writer declares to the host are exactly those
+ * its table knows: a missing one would be refused before supports(). */
+START_TEST(test_declared_architectures)
+{
+    size_t n = 0;
+    for (n = 0; w4w_arch_names[n]; n++) {
+        const w4w_arch *a = w4w_arch_find(w4w_arch_names[n]);
+        ck_assert_msg(a != NULL, "%s declared but not in the table", w4w_arch_names[n]);
+        ck_assert_str_eq(a->model_type, w4w_arch_names[n]);
+    }
+    ck_assert_uint_eq(n, w4w_arch_count());
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sm86-w4a16-writer");
     TCase *tc = tcase_create("writer");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_llama_untied_g32);
+    tcase_add_test(tc, test_declared_architectures);
     tcase_add_test(tc, test_llama_odd_cols_short_group);
     tcase_add_test(tc, test_mistral_tied_g128);
     tcase_add_test(tc, test_qwen2_biases);

@@ -502,6 +502,35 @@ START_TEST(bad_dtype_option_is_a_usage_error)
 }
 END_TEST
 
+/* dtype is the hf-dense writer's option (roles: writer). With another
+ * writer it used to reach the hf-dense reader and be ignored silently;
+ * now no role of the run declares it: a usage error saying who does. */
+START_TEST(dtype_with_another_writer_is_a_usage_error)
+{
+    qbt_hfd_spec s = hspec("llama", "bf16", 0);
+    char args[4096], *out;
+    ck_assert_int_eq(qbt_hfd_write(&s, sub("src")), 0);
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --option dtype=bf16",
+             sub("src"), sub("out"));
+    ck_assert_int_eq(qbt_run_line(args, &out), 2);
+    ck_assert_msg(strstr(out, "--option dtype: no option dtype for reader hf-dense or writer "
+                              "sm86-w4a16") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "(declared by writer hf-dense)") != NULL, "%s", out);
+    ck_assert(!exists(sub("out")));
+    free(out);
+    /* Qualified for the reader role, which does not declare it. */
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s' --writer hf-dense "
+             "--option reader.dtype=bf16", sub("src"), sub("out"));
+    ck_assert_int_eq(qbt_run_line(args, &out), 2);
+    ck_assert_msg(strstr(out, "no option dtype for reader hf-dense") != NULL, "%s", out);
+    ck_assert(!exists(sub("out")));
+    free(out);
+    /* And it still works where it belongs, qualified or not. */
+    convert_ok(sub("src"), sub("out"), "--option writer.dtype=f32");
+    cJSON_Delete(check_config(sub("out"), "float32"));
+}
+END_TEST
+
 /* A tiny checkpoint of config `cfg` with F32 tensors `names` of [rows[i],
  * cols[i]] (cols NULL: 8), element j of tensor i = i * 1000 + j. */
 static void write_named_cols(const char *dir, const char *cfg, const char *const *names,
@@ -1075,6 +1104,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, tied_config_with_different_head_is_refused);
     tcase_add_test(tc, untied_head_kept_and_tie_made_explicit);
     tcase_add_test(tc, bad_dtype_option_is_a_usage_error);
+    tcase_add_test(tc, dtype_with_another_writer_is_a_usage_error);
     tcase_add_test(tc, phi3_split_hf_source_fused_in_order);
     tcase_add_test(tc, phi3_already_fused_passes_through);
     tcase_add_test(tc, phi3_missing_partner_is_refused);
