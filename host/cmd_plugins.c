@@ -26,11 +26,31 @@ static const char *status_of(const qbh_plugin *p)
     return p->state == QBH_LOAD_DISABLED ? "disabled" : "failed";
 }
 
+/* Where a plugin comes from and how its probe runs. */
+static void print_origin(const qbh_plugin *p)
+{
+    const char *trust = p->contained ? "untrusted (probe runs in a child)" : "trusted";
+    if (p->conf->source)
+        printf("    defined in %s (%s layer); %s\n", p->conf->source,
+               qbh_layer_kind_name(p->conf->layer), trust);
+    else
+        printf("    defined nowhere: [plugin:%s] in %s only adjusts it\n", p->name,
+               p->conf->seen_in ? p->conf->seen_in : "the config");
+}
+
 static void print_text(const qbh_registry *reg)
 {
     size_t i, k;
     int w = 4;
     printf("config: %s\n", reg->cfg.path ? reg->cfg.path : "(none found)");
+    printf("plugins registered from, in this order:\n");
+    for (i = 0; i < reg->cfg.n_layers; i++) {
+        const qbh_conf_layer *l = &reg->cfg.layers[i];
+        if (l->kind == QBH_LAYER_MAIN)
+            continue; /* the config: line */
+        printf("  %-11s  %s%s%s%s\n", qbh_layer_kind_name(l->kind), l->path,
+               l->skipped ? " (" : "", l->skipped ? l->skipped : "", l->skipped ? ")" : "");
+    }
     if (!reg->n_plugins) {
         printf("no plugins configured\n");
         return;
@@ -48,6 +68,7 @@ static void print_text(const qbh_registry *reg)
         printf("%-*s  %-6s  %-8s  %-3s  %-8s  %s\n", w, p->name, kind_of(p),
                p->state == QBH_LOAD_OK ? p->desc->version : "-", abi, status_of(p),
                p->library && *p->library ? p->library : "-");
+        print_origin(p);
         if (p->state == QBH_LOAD_OK) {
             if (p->desc->description)
                 printf("    %s\n", p->desc->description);
@@ -107,6 +128,11 @@ static int print_json(const qbh_registry *reg)
         cJSON_AddStringToObject(j, "library", p->library ? p->library : "");
         cJSON_AddBoolToObject(j, "enabled", p->conf->enabled);
         cJSON_AddNumberToObject(j, "priority", p->conf->priority);
+        if (p->conf->source)
+            cJSON_AddStringToObject(j, "defined_in", p->conf->source);
+        else
+            cJSON_AddNullToObject(j, "defined_in");
+        cJSON_AddBoolToObject(j, "trusted", !p->contained);
         if (p->error)
             cJSON_AddStringToObject(j, "error", p->error);
         else
@@ -138,9 +164,11 @@ static int print_json(const qbh_registry *reg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: quantbridge plugins [--json] [--config FILE] [--verbose]\n"
-               "Lists every configured plugin: name, kind, version, ABI, library, options\n"
-               "and load status (failed plugins with the reason).\n");
+    fprintf(f, "usage: quantbridge plugins [--json] [--config FILE] [--plugin-dir DIR]... "
+               "[--verbose]\n"
+               "Lists the places plugins were registered from, then every plugin: name,\n"
+               "kind, version, ABI, library, the conf file defining it, whether it is\n"
+               "trusted, options and load status (failed plugins with the reason).\n");
 }
 
 int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
@@ -148,6 +176,7 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
         {"config", required_argument, NULL, 'C'},
+        {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -162,6 +191,12 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
         switch (c) {
         case 'j': json = 1; break;
         case 'C': co->config = optarg; break;
+        case 'P':
+            if (qbh_common_add_plugin_dir(co, optarg)) {
+                qbh_cli_report();
+                return QBH_EXIT_USAGE;
+            }
+            break;
         case 'v': co->verbose++; break;
         case 'T':
             if (qbh_parse_threads(optarg, &co->threads)) {

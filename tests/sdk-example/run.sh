@@ -35,16 +35,18 @@ for so in "$so_cmake" "$so_pc"; do
   [ "$exported" = "qb_plugin_entry_v1 " ] || fail "$so exports: $exported"
 done
 
-# 3. Register through a config file: the installed config plus npy.conf.
+# 3. Register through a config dir: a quantbridge.conf with npy.conf in the
+#    plugins.d beside it. The built-ins register from the installation
+#    whatever config is named; no copy of their conf files is needed.
 conf="$tmp/conf"
 mkdir -p "$conf/plugins.d"
 cp "$prefix/etc/quantbridge/quantbridge.conf" "$conf/"
-cp "$prefix"/etc/quantbridge/plugins.d/*.conf "$conf/plugins.d/"
 sed "s#^library=.*#library=$so_cmake#" "$QB_TEST_SOURCE_DIR/sdk/examples/npy-reader/npy.conf" >"$conf/plugins.d/npy.conf"
 qb="$prefix/bin/quantbridge"
 
 "$qb" --config "$conf/quantbridge.conf" plugins --json >"$tmp/plugins.json" || fail "plugins"
 grep -q '"npy"' "$tmp/plugins.json" || fail "npy plugin not listed"
+grep -q '"hf-dense"' "$tmp/plugins.json" || fail "built-in hf-dense not listed beside npy"
 
 model="$tmp/model"
 "$QB_TEST_BUILD_DIR/tests/bin/qb-gen-npy" "$model" 7 || fail "generator"
