@@ -69,7 +69,15 @@ char *qbh_plugin_resolve(const qbh_plugin_conf *pc)
     char *exe = NULL, *last = NULL, *res = NULL;
 
     if (strchr(lib, '/')) {
-        gchar *p = g_path_is_absolute(lib) ? g_strdup(lib)
+        gchar *p;
+        /* "./libx.so" (the conf's own directory): shown without the "./".
+         * Nothing else is rewritten: "a/../b" may cross a symlink. */
+        while (lib[0] == '.' && lib[1] == '/') {
+            lib += 2;
+            while (*lib == '/')
+                lib++;
+        }
+        p = g_path_is_absolute(lib) ? g_strdup(lib)
                                            : g_build_filename(pc->lib_base ? pc->lib_base : ".",
                                                               lib, NULL);
         res = qbh_strdup(p);
