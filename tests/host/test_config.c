@@ -213,6 +213,12 @@ static char *conf_in(const char *base, const char *sub, const char *name, const 
     return d;
 }
 
+/* conf_in when the directory's name is not needed. */
+static void conf_put(const char *base, const char *sub, const char *name, const char *text)
+{
+    free(conf_in(base, sub, name, text));
+}
+
 /* No environment but what the test sets; XDG points at `xdg` (may be NULL:
  * an empty one). */
 static void layers_env(const char *xdg)
@@ -255,7 +261,7 @@ START_TEST(layers_add_in_order)
     size_t i;
 
     bi = conf_in(d, "builtin", "alpha.conf", "[plugin:alpha]\nlibrary=libqb_alpha.so\n");
-    conf_in(d, "builtin", "beta.conf", "[plugin:beta]\nlibrary=libqb_beta.so\npriority=5\n");
+    conf_put(d, "builtin", "beta.conf", "[plugin:beta]\nlibrary=libqb_beta.so\npriority=5\n");
     /* user layer: a definition and an adjustment of a built-in */
     ud = conf_in(d, "xdg/quantbridge/plugins.d", "gamma.conf",
                  "[plugin:gamma]\nlibrary=./libqb_gamma.so\n[plugin:beta]\npriority=9\n"
@@ -263,9 +269,9 @@ START_TEST(layers_add_in_order)
     pp = conf_in(d, "path", "delta.conf", "[plugin:delta]\nlibrary=libqb_delta.so\n");
     pd = conf_in(d, "pdir", "eps.conf", "[plugin:eps]\nlibrary=libqb_eps.so\n");
     main_f = qbt_path(d, "main/quantbridge.conf");
-    conf_in(d, "main", "quantbridge.conf",
-            "[general]\nmin-probe-score=60\n[plugin:alpha]\nenabled=false\n"
-            "[plugin:beta]\noption.k=main\n");
+    conf_put(d, "main", "quantbridge.conf",
+             "[general]\nmin-probe-score=60\n[plugin:alpha]\nenabled=false\n"
+             "[plugin:beta]\noption.k=main\n");
     layers_env(xdg);
     ck_assert(asprintf(&path, "relative/dir:%s", pp) > 0);
     setenv("QUANTBRIDGE_PLUGIN_PATH", path, 1);
@@ -321,7 +327,7 @@ START_TEST(layers_add_in_order)
     ck_assert_int_eq(qbh_config_find_plugin(&cfg, "alpha")->enabled, 0);
     qbh_config_free(&cfg);
     unsetenv("QUANTBRIDGE_CONFIG");
-    conf_in(d, "xdg/quantbridge", "quantbridge.conf", "[plugin:beta]\nenabled=false\n");
+    conf_put(d, "xdg/quantbridge", "quantbridge.conf", "[plugin:beta]\nenabled=false\n");
     ck_assert_int_eq(open_layers(bi, NULL, NULL, 0, &cfg), QB_OK);
     ck_assert_uint_eq(cfg.n_plugins, 3); /* alpha, beta, gamma */
     ck_assert_int_eq(qbh_config_find_plugin(&cfg, "beta")->enabled, 0);
@@ -361,7 +367,7 @@ START_TEST(second_definition_and_override)
 
     /* override=true: the later definition replaces the earlier one and
      * everything said about the name before it. */
-    conf_in(d, "p1", "alpha.conf", "[plugin:alpha]\nlibrary=libqb_alpha.so\noverride=true\n");
+    conf_put(d, "p1", "alpha.conf", "[plugin:alpha]\nlibrary=libqb_alpha.so\noverride=true\n");
     qbt_host_log_reset();
     ck_assert_int_eq(open_layers(bi, NULL, dirs, 1, &cfg), QB_OK);
     ck_assert_msg(qbt_host_log_count(QB_LOG_INFO) >= 1 &&
@@ -383,8 +389,8 @@ START_TEST(second_definition_and_override)
                       strstr(qbh_error_message(), "p2/alpha.conf"),
                   "%s", qbh_error_message());
     /* two files of one layer collide too */
-    conf_in(d, "p2", "alpha.conf", "[plugin:beta]\nlibrary=libqb_b.so\n");
-    conf_in(d, "p2", "b2.conf", "[plugin:beta]\nlibrary=libqb_b2.so\n");
+    conf_put(d, "p2", "alpha.conf", "[plugin:beta]\nlibrary=libqb_b.so\n");
+    conf_put(d, "p2", "b2.conf", "[plugin:beta]\nlibrary=libqb_b2.so\n");
     ck_assert_int_eq(open_layers(bi, NULL, dirs, 1, &cfg), QB_E_INVALID);
     ck_assert_msg(strstr(qbh_error_message(), "p2/b2.conf: [plugin:beta] defines plugin beta, "
                                               "which ") &&
