@@ -77,9 +77,9 @@ char *qbh_plugin_resolve(const qbh_plugin_conf *pc)
             while (*lib == '/')
                 lib++;
         }
-        p = g_path_is_absolute(lib) ? g_strdup(lib)
-                                           : g_build_filename(pc->lib_base ? pc->lib_base : ".",
-                                                              lib, NULL);
+        p = g_path_is_absolute(lib)
+                ? g_strdup(lib)
+                : g_build_filename(pc->lib_base ? pc->lib_base : ".", lib, NULL);
         res = qbh_strdup(p);
         g_free(p);
         return res;
