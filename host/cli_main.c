@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void qbh_cli_report(void)
@@ -33,8 +34,51 @@ qb_status qbh_parse_threads(const char *s, uint32_t *out)
     return QB_OK;
 }
 
+qb_status qbh_common_add_plugin_dir(qbh_common *co, const char *arg)
+{
+    char *canon, **grown;
+    struct stat st;
+
+    /* Relative is fine here, unlike in $QUANTBRIDGE_PLUGIN_PATH: the user
+     * typed it for this run, in this cwd, as with --config FILE. */
+    canon = realpath(arg, NULL);
+    if (!canon || stat(canon, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        qb_status rc = qbh_error_set(QB_E_NOT_FOUND, "--plugin-dir %s: %s", arg,
+                                     canon ? "not a directory" : strerror(errno));
+        free(canon);
+        return rc;
+    }
+    grown = qbh_alloc((co->n_plugin_dirs + 1) * sizeof *grown);
+    if (!grown) {
+        free(canon);
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
+    }
+    if (co->n_plugin_dirs)
+        memcpy(grown, co->plugin_dirs, co->n_plugin_dirs * sizeof *grown);
+    grown[co->n_plugin_dirs] = qbh_strdup(canon);
+    free(canon);
+    qbh_free(co->plugin_dirs);
+    co->plugin_dirs = grown;
+    if (!grown[co->n_plugin_dirs])
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
+    co->n_plugin_dirs++;
+    return QB_OK;
+}
+
+void qbh_common_free(qbh_common *co)
+{
+    size_t i;
+    for (i = 0; i < co->n_plugin_dirs; i++)
+        qbh_free(co->plugin_dirs[i]);
+    qbh_free(co->plugin_dirs);
+    co->plugin_dirs = NULL;
+    co->n_plugin_dirs = 0;
+}
+
 qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg)
 {
+    qbh_config_request req;
+    qbh_config cfg;
     qb_status rc;
     /* Every command may read mapped sources (inspect, verify): a file
      * truncated under them ends in one error line, not a bare SIGBUS. */
@@ -45,13 +89,21 @@ qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg)
     if (rc)
         return rc;
     qbh_rt.threads = qbh_pool_threads();
-    return qbh_registry_open(co->config, reg);
+    memset(&req, 0, sizeof req);
+    req.config = co->config;
+    req.plugin_dirs = co->plugin_dirs;
+    req.n_plugin_dirs = co->n_plugin_dirs;
+    rc = qbh_config_open(&req, &cfg);
+    if (rc)
+        return rc;
+    return qbh_registry_open_config(&cfg, reg);
 }
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: quantbridge [--config FILE] [--verbose] <command> [options]\n"
+            "usage: quantbridge [--config FILE] [--plugin-dir DIR]... [--verbose] <command> "
+            "[options]\n"
             "\n"
             "Converts quantized LLM checkpoints into the native W4A16 format.\n"
             "\n"
@@ -67,7 +119,11 @@ static void usage(FILE *f)
             "\n"
             "global options:\n"
             "  --config FILE   configuration file (else $QUANTBRIDGE_CONFIG, the user's\n"
-            "                  ~/.config/quantbridge/quantbridge.conf, the installed one)\n"
+            "                  ~/.config/quantbridge/quantbridge.conf, the installed one);\n"
+            "                  it sets [general] and adjusts plugins; the built-ins stay\n"
+            "  --plugin-dir DIR  also register the plugins of DIR (NAME.conf files and the\n"
+            "                  libraries they name; untrusted unless trusted=true);\n"
+            "                  repeatable, after $QUANTBRIDGE_PLUGIN_PATH's directories\n"
             "  -v, --verbose   more output (repeat for debug)\n"
             "  --version       print the version and ABI\n"
             "  -h, --help      this help; `quantbridge <command> --help` for a command\n"
@@ -79,13 +135,15 @@ int qbh_cli_main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'C'},
+        {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    qbh_common co;
+    /* cleanup: every return below frees the --plugin-dir list. */
+    qbh_common co __attribute__((cleanup(qbh_common_free)));
     const char *cmd;
     int c, rc;
 
@@ -96,6 +154,12 @@ int qbh_cli_main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'C': co.config = optarg; break;
+        case 'P':
+            if (qbh_common_add_plugin_dir(&co, optarg)) {
+                qbh_cli_report();
+                return QBH_EXIT_USAGE;
+            }
+            break;
         case 'v': co.verbose++; break;
         case 'T':
             if (qbh_parse_threads(optarg, &co.threads)) {

@@ -55,6 +55,7 @@ static void usage(FILE *f)
             "                        output, so it can be inspected or verified again\n"
             "  --threads N           worker threads (default: number of CPUs)\n"
             "  --config FILE         configuration file\n"
+            "  --plugin-dir DIR      also register the plugins of DIR (repeatable)\n"
             "  -v, --verbose         progress and details even when not on a terminal\n"
             "\n"
             "exit status: 0 success, 1 failure (also on SIGINT/SIGTERM), 2 usage error\n");
@@ -317,6 +318,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         {"overwrite", no_argument, NULL, 'W'},
         {"verify", no_argument, NULL, 'y'},
         {"config", required_argument, NULL, 'C'},
+        {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -367,6 +369,12 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
             break;
         }
         case 'C': co->config = optarg; break;
+        case 'P':
+            if (qbh_common_add_plugin_dir(co, optarg)) {
+                qbh_cli_report();
+                return QBH_EXIT_USAGE;
+            }
+            break;
         case 'v': co->verbose++; break;
         case 'T':
             if (qbh_parse_threads(optarg, &co->threads)) {

@@ -136,7 +136,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: quantbridge inspect PATH [--json] [--format auto|NAME] "
                "[--option KEY=VALUE]...\n"
-               "                          [--config FILE] [--verbose]\n"
+               "                          [--config FILE] [--plugin-dir DIR]... [--verbose]\n"
                "Shows each reader's probe score for PATH, the chosen format, the architecture,\n"
                "the model facts and every tensor (name, shape, source encoding).\n");
 }
@@ -148,6 +148,7 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
         {"format", required_argument, NULL, 'f'},
         {"option", required_argument, NULL, 'o'},
         {"config", required_argument, NULL, 'C'},
+        {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -193,6 +194,12 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
             break;
         }
         case 'C': co->config = optarg; break;
+        case 'P':
+            if (qbh_common_add_plugin_dir(co, optarg)) {
+                qbh_cli_report();
+                return QBH_EXIT_USAGE;
+            }
+            break;
         case 'v': co->verbose++; break;
         case 'T':
             if (qbh_parse_threads(optarg, &co->threads)) {

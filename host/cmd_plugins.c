@@ -72,11 +72,31 @@ static void print_writer_caps(const qb_plugin *d)
                                                             : "none (the output is probed)");
 }
 
+/* Where a plugin comes from and how its probe runs. */
+static void print_origin(const qbh_plugin *p)
+{
+    const char *trust = p->contained ? "untrusted (probe runs in a child)" : "trusted";
+    if (p->conf->source)
+        printf("    defined in %s (%s layer); %s\n", p->conf->source,
+               qbh_layer_kind_name(p->conf->layer), trust);
+    else
+        printf("    defined nowhere: [plugin:%s] in %s only adjusts it\n", p->name,
+               p->conf->seen_in ? p->conf->seen_in : "the config");
+}
+
 static void print_text(const qbh_registry *reg)
 {
     size_t i, k;
     int w = 4;
     printf("config: %s\n", reg->cfg.path ? reg->cfg.path : "(none found)");
+    printf("plugins registered from, in this order:\n");
+    for (i = 0; i < reg->cfg.n_layers; i++) {
+        const qbh_conf_layer *l = &reg->cfg.layers[i];
+        if (l->kind == QBH_LAYER_MAIN)
+            continue; /* the config: line */
+        printf("  %-11s  %s%s%s%s\n", qbh_layer_kind_name(l->kind), l->path,
+               l->skipped ? " (" : "", l->skipped ? l->skipped : "", l->skipped ? ")" : "");
+    }
     if (!reg->n_plugins) {
         printf("no plugins configured\n");
         return;
@@ -94,6 +114,7 @@ static void print_text(const qbh_registry *reg)
         printf("%-*s  %-6s  %-8s  %-3s  %-8s  %s\n", w, p->name, kind_of(p),
                p->state == QBH_LOAD_OK ? p->desc->version : "-", abi, status_of(p),
                p->library && *p->library ? p->library : "-");
+        print_origin(p);
         if (p->state == QBH_LOAD_OK) {
             if (p->desc->description)
                 printf("    %s\n", p->desc->description);
@@ -205,6 +226,11 @@ static int print_json(const qbh_registry *reg)
         cJSON_AddStringToObject(j, "library", p->library ? p->library : "");
         cJSON_AddBoolToObject(j, "enabled", p->conf->enabled);
         cJSON_AddNumberToObject(j, "priority", p->conf->priority);
+        if (p->conf->source)
+            cJSON_AddStringToObject(j, "defined_in", p->conf->source);
+        else
+            cJSON_AddNullToObject(j, "defined_in");
+        cJSON_AddBoolToObject(j, "trusted", !p->contained);
         if (failed(p)) {
             cJSON_AddStringToObject(j, "error_category", qbh_load_state_name(p->state));
             cJSON_AddStringToObject(j, "error", p->error ? p->error : "");
@@ -241,12 +267,15 @@ static int print_json(const qbh_registry *reg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: quantbridge plugins [--json] [--check] [--config FILE] [--verbose]\n"
-               "Lists every configured plugin: name, kind, version, ABI, library, load status\n"
-               "(failed plugins with the reason), its options with the role each applies to\n"
-               "(reader, writer), and for a writer what it declares: the architectures it\n"
-               "writes, the model facts it requires, who copies the tokenizer and other side\n"
-               "files (host copies / writer copies / none) and the reader of its output.\n"
+    fprintf(f, "usage: quantbridge plugins [--json] [--check] [--config FILE] [--plugin-dir DIR]...\n"
+               "                          [--verbose]\n"
+               "Lists the places plugins were registered from, then every configured plugin:\n"
+               "name, kind, version, ABI, library, the conf file defining it, whether it is\n"
+               "trusted, load status (failed plugins with the reason), its options with the\n"
+               "role each applies to (reader, writer), and for a writer what it declares: the\n"
+               "architectures it writes, the model facts it requires, who copies the tokenizer\n"
+               "and other side files (host copies / writer copies / none) and the reader of\n"
+               "its output.\n"
                "\n"
                "  --json    the listing as JSON\n"
                "  --check   exit 1 when a configured, enabled plugin failed to load\n"
@@ -260,6 +289,7 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
         {"json", no_argument, NULL, 'j'},
         {"check", no_argument, NULL, 'c'},
         {"config", required_argument, NULL, 'C'},
+        {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -276,6 +306,12 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
         case 'j': json = 1; break;
         case 'c': check = 1; break;
         case 'C': co->config = optarg; break;
+        case 'P':
+            if (qbh_common_add_plugin_dir(co, optarg)) {
+                qbh_cli_report();
+                return QBH_EXIT_USAGE;
+            }
+            break;
         case 'v': co->verbose++; break;
         case 'T':
             if (qbh_parse_threads(optarg, &co->threads)) {

@@ -43,6 +43,7 @@ static void usage(FILE *f)
             "                         layer, sortable table); written atomically\n"
             "  --threads N            worker threads (default: number of CPUs)\n"
             "  --config FILE          configuration file\n"
+            "  --plugin-dir DIR       also register the plugins of DIR (repeatable)\n"
             "  -v, --verbose          progress even when not on a terminal\n"
             "\n"
             "Defaults: 4-bit round-to-nearest with groups of 128 gives, for weights whose\n"
@@ -89,6 +90,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         {"json", no_argument, NULL, 'j'},
         {"report", required_argument, NULL, 'r'},
         {"config", required_argument, NULL, 'C'},
+        {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -153,6 +155,12 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
             break;
         }
         case 'C': co->config = optarg; break;
+        case 'P':
+            if (qbh_common_add_plugin_dir(co, optarg)) {
+                qbh_cli_report();
+                return QBH_EXIT_USAGE;
+            }
+            break;
         case 'v': co->verbose++; break;
         case 'T':
             if (qbh_parse_threads(optarg, &co->threads)) {

@@ -1,9 +1,10 @@
 /*
- * quantbridge host — configuration: where the file is, and what it says.
+ * quantbridge host — configuration: where the main file is, and what the
+ * files say, merged layer by layer (config_layers.c lists the layers).
  *
  * Format: GLib GKeyFile (INI). The main file holds [general] and may hold
- * [plugin:NAME] sections; every plugins.d/ *.conf beside it holds more
- * (one plugin per file by convention). Keys of a plugin section: library,
+ * [plugin:NAME] sections; each layer's *.conf files hold more (one plugin
+ * per file by convention). Keys of a plugin section: library, override,
  * enabled, priority, trusted, option.KEY (see conf/quantbridge.conf).
  */
 #include "qbh.h"
@@ -119,10 +120,10 @@ static int valid_plugin_name(const char *s)
     return 1;
 }
 
-static void conf_plugin_clear(qbh_plugin_conf *pc)
+/* Back to an entry no section has spoken about yet (name and seen_in kept). */
+static void conf_plugin_reset(qbh_plugin_conf *pc)
 {
     size_t i;
-    qbh_free(pc->name);
     qbh_free(pc->library);
     qbh_free(pc->lib_base);
     qbh_free(pc->source);
@@ -131,7 +132,29 @@ static void conf_plugin_clear(qbh_plugin_conf *pc)
         qbh_free(pc->options[i].value);
     }
     qbh_free(pc->options);
+    pc->library = pc->lib_base = pc->source = NULL;
+    pc->options = NULL;
+    pc->n_options = 0;
+    pc->layer = QBH_LAYER_BUILTIN;
+    pc->lib_here = 0;
+    pc->enabled = 1;
+    pc->priority = 50;
+    pc->trusted = -1; /* unset: plugin_load.c decides by location */
+}
+
+static void conf_plugin_clear(qbh_plugin_conf *pc)
+{
+    conf_plugin_reset(pc);
+    qbh_free(pc->name);
+    qbh_free(pc->seen_in);
     memset(pc, 0, sizeof *pc);
+}
+
+static void config_init(qbh_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->min_probe_score = 50;
+    cfg->probe_timeout_s = 5;
 }
 
 void qbh_config_free(qbh_config *cfg)
@@ -142,10 +165,11 @@ void qbh_config_free(qbh_config *cfg)
     for (i = 0; i < cfg->n_plugins; i++)
         conf_plugin_clear(&cfg->plugins[i]);
     qbh_free(cfg->plugins);
+    for (i = 0; i < cfg->n_layers; i++)
+        qbh_free(cfg->layers[i].path);
+    qbh_free(cfg->layers);
     qbh_free(cfg->path);
-    memset(cfg, 0, sizeof *cfg);
-    cfg->min_probe_score = 50;
-    cfg->probe_timeout_s = 5;
+    config_init(cfg);
 }
 
 const qbh_plugin_conf *qbh_config_find_plugin(const qbh_config *cfg, const char *name)
@@ -173,12 +197,10 @@ static qbh_plugin_conf *plugin_get(qbh_config *cfg, const char *name)
     cfg->plugins = grown;
     pc = &cfg->plugins[cfg->n_plugins];
     memset(pc, 0, sizeof *pc);
+    conf_plugin_reset(pc);
     pc->name = qbh_strdup(name);
     if (!pc->name)
         return NULL;
-    pc->enabled = 1;
-    pc->priority = 50;
-    pc->trusted = -1; /* unset: plugin_load.c decides by location */
     cfg->n_plugins++;
     return pc;
 }
@@ -244,24 +266,52 @@ static qb_status read_int(GKeyFile *kf, const char *file, const char *grp, const
     return QB_OK;
 }
 
+/* One [plugin:NAME] section of `file` (in layer `layer`). A section with
+ * library= defines the plugin: a second definition is refused unless it
+ * says override=true, because two layers quietly disagreeing about which
+ * library NAME is would make the outcome depend on reading order. */
 static qb_status merge_plugin(qbh_config *cfg, GKeyFile *kf, const char *file, const char *dir,
-                              const char *grp)
+                              const char *grp, const qbh_conf_layer *layer)
 {
     const char *name = grp + strlen("plugin:");
     qbh_plugin_conf *pc;
     gchar **keys = NULL;
     qb_status rc = QB_OK;
+    int defines = g_key_file_has_key(kf, grp, "library", NULL), replace = 0;
     size_t i;
 
     if (!valid_plugin_name(name))
         return qbh_error_set(QB_E_FORMAT, "%s: [%s]: plugin names are [a-z0-9-]+", file, grp);
+    if (g_key_file_has_key(kf, grp, "override", NULL)) {
+        rc = read_bool(kf, file, grp, "override", &replace);
+        if (rc)
+            return rc;
+        if (replace && !defines)
+            return qbh_error_set(QB_E_FORMAT,
+                                 "%s: [%s] override=true without library=: override replaces "
+                                 "the plugin's definition, and this section gives none", file,
+                                 grp);
+    }
     pc = plugin_get(cfg, name);
-    if (!pc)
+    if (!pc || (!pc->seen_in && set_str(&pc->seen_in, file)))
         return qbh_error_set(QB_E_NOMEM, "out of memory");
+    if (defines && pc->source) {
+        if (!replace)
+            return qbh_error_set(QB_E_INVALID,
+                                 "%s: [%s] defines plugin %s, which %s already defines; remove "
+                                 "one of the two, or say override=true in the later one to "
+                                 "replace the earlier (a section without library= only adjusts "
+                                 "settings)", file, grp, name, pc->source);
+        qbh_log(QB_LOG_INFO, NULL, "%s: [%s] replaces the definition in %s (override=true)", file,
+                grp, pc->source);
+        conf_plugin_reset(pc);
+    }
     keys = g_key_file_get_keys(kf, grp, NULL, NULL);
     for (i = 0; keys && keys[i]; i++) {
         const char *k = keys[i];
-        if (strcmp(k, "enabled") == 0) {
+        if (strcmp(k, "override") == 0) {
+            continue; /* read above */
+        } else if (strcmp(k, "enabled") == 0) {
             rc = read_bool(kf, file, grp, k, &pc->enabled);
         } else if (strcmp(k, "trusted") == 0) {
             rc = read_bool(kf, file, grp, k, &pc->trusted);
@@ -273,8 +323,13 @@ static qb_status merge_plugin(qbh_config *cfg, GKeyFile *kf, const char *file, c
                 rc = qbh_error_set(QB_E_FORMAT, "%s: [%s] %s: empty value", file, grp, k);
             } else if (k[0] == 'l') {
                 if (set_str(&pc->library, v) || set_str(&pc->lib_base, dir) ||
-                    set_str(&pc->source, file))
+                    set_str(&pc->source, file)) {
                     rc = qbh_error_set(QB_E_NOMEM, "out of memory");
+                } else {
+                    pc->layer = layer->kind;
+                    pc->lib_here = layer->kind == QBH_LAYER_PATH ||
+                                   layer->kind == QBH_LAYER_PLUGIN_DIR;
+                }
             } else if (k[7] == '\0') {
                 rc = qbh_error_set(QB_E_FORMAT, "%s: [%s] %s: empty option name", file, grp, k);
             } else if (set_option(pc, k + 7, v)) {
@@ -291,7 +346,7 @@ static qb_status merge_plugin(qbh_config *cfg, GKeyFile *kf, const char *file, c
     return rc;
 }
 
-static qb_status merge_file(qbh_config *cfg, const char *file, int is_main)
+static qb_status merge_file(qbh_config *cfg, const char *file, const qbh_conf_layer *layer)
 {
     GKeyFile *kf = g_key_file_new();
     GError *err = NULL;
@@ -310,7 +365,7 @@ static qb_status merge_file(qbh_config *cfg, const char *file, int is_main)
     for (i = 0; groups[i] && rc == QB_OK; i++) {
         const char *g = groups[i];
         if (strcmp(g, "general") == 0) {
-            if (!is_main) {
+            if (layer->kind != QBH_LAYER_MAIN) {
                 qbh_log(QB_LOG_WARN, NULL, "%s: [general] belongs in the main file; ignored", file);
                 continue;
             }
@@ -327,7 +382,7 @@ static qb_status merge_file(qbh_config *cfg, const char *file, int is_main)
             }
             g_strfreev(keys);
         } else if (strncmp(g, "plugin:", 7) == 0) {
-            rc = merge_plugin(cfg, kf, file, dir, g);
+            rc = merge_plugin(cfg, kf, file, dir, g, layer);
         } else {
             qbh_log(QB_LOG_WARN, NULL, "%s: unknown section [%s] ignored", file, g);
         }
@@ -339,63 +394,107 @@ out:
     return rc;
 }
 
+static int is_main_file(const char *f, const char *main_canon)
+{
+    char *c = realpath(f, NULL);
+    int same = c && strcmp(c, main_canon) == 0;
+    free(c);
+    return same;
+}
+
+/* Every *.conf of a layer directory, in name order, except the main file
+ * (read last, once, when it lies in a plugin directory). A world-writable
+ * file is refused like a world-writable directory (config_layers.c). */
+static qb_status merge_dir(qbh_config *cfg, const qbh_conf_layer *layer)
+{
+    const char *main_canon = NULL;
+    char **names = NULL;
+    qb_status rc;
+    size_t i;
+
+    for (i = 0; i < cfg->n_layers; i++)
+        if (cfg->layers[i].kind == QBH_LAYER_MAIN)
+            main_canon = cfg->layers[i].path;
+
+    rc = qbh_list_dir(layer->path, &names);
+    if (rc == QB_E_NOT_FOUND)
+        return QB_OK; /* removed since config_layers.c looked */
+    for (i = 0; rc == QB_OK && names[i]; i++) {
+        size_t n = strlen(names[i]);
+        struct stat st;
+        gchar *f;
+        if (n <= 5 || strcmp(names[i] + n - 5, ".conf") != 0 || names[i][0] == '.')
+            continue;
+        f = g_build_filename(layer->path, names[i], NULL);
+        if (main_canon && is_main_file(f, main_canon))
+            qbh_log(QB_LOG_DEBUG, NULL, "%s: the main file; read last", f);
+        else if (stat(f, &st) != 0 || !S_ISREG(st.st_mode))
+            qbh_log(QB_LOG_WARN, NULL, "%s: not a regular file; ignored", f);
+        else if (st.st_mode & S_IWOTH)
+            qbh_log(QB_LOG_WARN, NULL, "%s is world-writable; not read (chmod o-w)", f);
+        else
+            rc = merge_file(cfg, f, layer);
+        g_free(f);
+    }
+    qbh_free_list(names);
+    return rc;
+}
+
 static int conf_cmp(const void *a, const void *b)
 {
     return strcmp(((const qbh_plugin_conf *)a)->name, ((const qbh_plugin_conf *)b)->name);
 }
 
-qb_status qbh_config_load(const char *path, qbh_config *cfg)
+/* Reads cfg->layers in order (the main file is the MAIN layer). */
+static qb_status merge_layers(qbh_config *cfg)
 {
-    char **names = NULL;
-    gchar *dir = NULL, *dropins = NULL;
     qb_status rc = QB_OK;
     size_t i;
+    for (i = 0; i < cfg->n_layers && rc == QB_OK; i++) {
+        const qbh_conf_layer *l = &cfg->layers[i];
+        if (l->skipped)
+            continue;
+        rc = l->kind == QBH_LAYER_MAIN ? merge_file(cfg, cfg->path, l) : merge_dir(cfg, l);
+    }
+    if (rc == QB_OK && cfg->n_plugins > 1)
+        qsort(cfg->plugins, cfg->n_plugins, sizeof cfg->plugins[0], conf_cmp);
+    return rc;
+}
 
-    memset(cfg, 0, sizeof *cfg);
-    cfg->min_probe_score = 50;
-    cfg->probe_timeout_s = 5;
+qb_status qbh_config_open(const qbh_config_request *req, qbh_config *cfg)
+{
+    const char *env;
+    qb_status rc;
+    int explicit_main;
+
+    config_init(cfg);
+    rc = qbh_config_locate(req->config, &cfg->path);
+    if (rc)
+        goto out;
+    env = secure_getenv("QUANTBRIDGE_CONFIG");
+    explicit_main = cfg->path && (req->config || (env && *env));
+    rc = qbh_config_layers(req, cfg->path, explicit_main, cfg);
+    if (rc == QB_OK)
+        rc = merge_layers(cfg);
+out:
+    if (rc)
+        qbh_config_free(cfg);
+    return rc;
+}
+
+qb_status qbh_config_load(const char *path, qbh_config *cfg)
+{
+    qb_status rc;
+
+    config_init(cfg);
     if (!path)
         return QB_OK;
     cfg->path = qbh_strdup(path);
     if (!cfg->path)
         return qbh_error_set(QB_E_NOMEM, "out of memory");
-
-    dir = g_path_get_dirname(path);
-    dropins = g_build_filename(dir, "plugins.d", NULL);
-    rc = qbh_list_dir(dropins, &names);
-    if (rc == QB_E_NOT_FOUND) {
-        rc = QB_OK;
-    } else if (rc) {
-        goto out;
-    } else {
-        /* Shipped per-plugin files first, the main file last: the file a
-         * user edits overrides the defaults beside it. */
-        for (i = 0; names[i] && rc == QB_OK; i++) {
-            size_t n = strlen(names[i]);
-            gchar *f;
-            if (n <= 5 || strcmp(names[i] + n - 5, ".conf") != 0 || names[i][0] == '.')
-                continue;
-            f = g_build_filename(dropins, names[i], NULL);
-            rc = merge_file(cfg, f, 0);
-            g_free(f);
-        }
-        if (rc)
-            goto out;
-    }
-    rc = merge_file(cfg, path, 1);
-    if (rc)
-        goto out;
-    for (i = 0; i < cfg->n_plugins; i++)
-        if (!cfg->plugins[i].name) {
-            rc = qbh_error_set(QB_E_NOMEM, "out of memory");
-            goto out;
-        }
-    if (cfg->n_plugins > 1)
-        qsort(cfg->plugins, cfg->n_plugins, sizeof cfg->plugins[0], conf_cmp);
-out:
-    qbh_free_list(names);
-    g_free(dropins);
-    g_free(dir);
+    rc = qbh_config_layers_beside(path, cfg);
+    if (rc == QB_OK)
+        rc = merge_layers(cfg);
     if (rc)
         qbh_config_free(cfg);
     return rc;

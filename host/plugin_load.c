@@ -69,14 +69,28 @@ char *qbh_plugin_resolve(const qbh_plugin_conf *pc)
     char *exe = NULL, *last = NULL, *res = NULL;
 
     if (strchr(lib, '/')) {
-        gchar *p = g_path_is_absolute(lib) ? g_strdup(lib)
-                                           : g_build_filename(pc->lib_base ? pc->lib_base : ".",
-                                                              lib, NULL);
+        gchar *p;
+        /* "./libx.so" (the conf's own directory): shown without the "./".
+         * Nothing else is rewritten: "a/../b" may cross a symlink. */
+        while (lib[0] == '.' && lib[1] == '/') {
+            lib += 2;
+            while (*lib == '/')
+                lib++;
+        }
+        p = g_path_is_absolute(lib)
+                ? g_strdup(lib)
+                : g_build_filename(pc->lib_base ? pc->lib_base : ".", lib, NULL);
         res = qbh_strdup(p);
         g_free(p);
         return res;
     }
-    /* Bare name: the search path only; never the cwd or the model dir. */
+    /* Bare name: the search path only; never the cwd or the model dir. A
+     * conf in a plugin directory names the library beside it first. */
+    if (pc->lib_here && pc->lib_base) {
+        last = g_build_filename(pc->lib_base, lib, NULL);
+        if (file_exists(last))
+            goto done;
+    }
     env = secure_getenv("QUANTBRIDGE_PLUGIN_PATH");
     if (env && *env) {
         gchar **dirs = g_strsplit(env, ":", -1);
@@ -84,7 +98,7 @@ char *qbh_plugin_resolve(const qbh_plugin_conf *pc)
         for (i = 0; dirs[i]; i++) {
             gchar *p;
             if (!g_path_is_absolute(dirs[i]))
-                continue; /* relative entries would mean the cwd */
+                continue; /* would mean the cwd; config_layers.c warned */
             p = g_build_filename(dirs[i], lib, NULL);
             g_free(last);
             last = p;
@@ -150,6 +164,14 @@ static int is_bundled(const char *file)
     free(canon);
     qbh_free(exe);
     return yes;
+}
+
+void qbh_plugin_decide_trust(qbh_plugin *p)
+{
+    /* trusted= unset: the plugins that shipped with the host run in-process,
+     * any other library has its probe contained (probe_fork.c). */
+    p->contained = p->conf->trusted == 0 ||
+                   (p->conf->trusted < 0 && !(p->library && is_bundled(p->library)));
 }
 
 /* Anyone may replace a world-writable library (or, in a world-writable
@@ -269,8 +291,9 @@ qb_status qbh_plugin_validate(const qb_plugin *d, uint32_t abi, const char *sect
                              d->name ? d->name : "(null)");
     if (section && strcmp(d->name, section) != 0)
         return qbh_error_set(QB_E_INVALID,
-                             "%s: plugin calls itself '%s' but is configured as [plugin:%s]", file,
-                             d->name, section);
+                             "%s: plugin calls itself '%s' but is configured as [plugin:%s] (a "
+                             "conf section must be named after the plugin it loads: "
+                             "[plugin:%s])", file, d->name, section, d->name);
     if (!d->version || !*d->version)
         return qbh_error_set(QB_E_INVALID, "%s: plugin %s has no version", file, d->name);
     if (!d->reader && !d->writer)
@@ -349,14 +372,19 @@ qb_status qbh_plugin_load(qbh_plugin *p)
     int io_err = 0;
     size_t i;
 
+    if (p->conf)
+        qbh_plugin_decide_trust(p); /* shown even when loading fails */
     if (!p->conf || !p->conf->library)
         return fail(p, QBH_LOAD_NO_LIBRARY, QB_E_NOT_FOUND,
-                    "plugin %s: its config section has no library= key", p->name);
+                    "plugin %s: no layer defines it ([plugin:%s] in %s has no library=, so it "
+                    "only adjusts a plugin of that name, and none is registered)", p->name,
+                    p->name, p->conf && p->conf->seen_in ? p->conf->seen_in : "the config");
     qbh_free(p->library);
     p->library = qbh_plugin_resolve(p->conf);
     if (!p->library)
         return fail(p, QBH_LOAD_FILE_MISSING, QB_E_NOMEM, "plugin %s: out of memory", p->name);
     file = p->library;
+    qbh_plugin_decide_trust(p);
     if (!file_exists(file))
         return fail(p, QBH_LOAD_FILE_MISSING, QB_E_NOT_FOUND,
                     "plugin %s: library %s not found (library=%s in %s)", p->name, file,
@@ -371,9 +399,6 @@ qb_status qbh_plugin_load(qbh_plugin *p)
             return r;
         }
     }
-    /* trusted= unset: the plugins that shipped with the host run in-process,
-     * any other library has its probe contained (probe_fork.c). */
-    p->contained = p->conf->trusted == 0 || (p->conf->trusted < 0 && !is_bundled(file));
     if (!qbh_file_is_elf(file, &io_err))
         return fail(p, QBH_LOAD_NOT_SHARED_OBJECT, QB_E_FORMAT,
                     "plugin %s: %s is not a shared object (%s)", p->name, file,
@@ -473,8 +498,9 @@ qb_status qbh_plugin_load(qbh_plugin *p)
     if (rc) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", qbh_error_message());
-        return fail(p, QBH_LOAD_DESCRIPTOR_INVALID, rc, "plugin %s: invalid descriptor: %s",
-                    p->name, msg);
+        return fail(p, QBH_LOAD_DESCRIPTOR_INVALID, rc,
+                    "plugin %s (registered in %s): invalid descriptor: %s", p->name,
+                    p->conf->source, msg);
     }
     p->desc = desc;
     p->state = QBH_LOAD_OK;

@@ -7,6 +7,7 @@
  *   error.c       per-thread error slot (qb_host.set_error)
  *   alloc.c       the one allocator, with a fault-injection countdown
  *   config.c      config file lookup and GKeyFile merge
+ *   config_layers.c  the ordered plugin registration layers
  *   plugin_load.c dlopen, entry, negotiation, descriptor validation
  *   registry.c    the set of configured plugins and lookups
  *   services.c    the qb_host table served to each plugin
@@ -100,12 +101,34 @@ typedef struct qbh_kv {
     char *value;
 } qbh_kv;
 
-/* One [plugin:NAME] section after merging every file. */
+/* Where registration is read from, in reading order (config.c). */
+typedef enum qbh_layer_kind {
+    QBH_LAYER_BUILTIN = 0, /* the installation's plugins.d (the built-ins) */
+    QBH_LAYER_USER,        /* $XDG_CONFIG_HOME/quantbridge/plugins.d */
+    QBH_LAYER_CONFIG_DIR,  /* plugins.d beside a --config / $QUANTBRIDGE_CONFIG file */
+    QBH_LAYER_PATH,        /* one directory of $QUANTBRIDGE_PLUGIN_PATH */
+    QBH_LAYER_PLUGIN_DIR,  /* one --plugin-dir directory */
+    QBH_LAYER_MAIN         /* the main file */
+} qbh_layer_kind;
+
+/* One layer as consulted: read, or skipped with the reason. */
+typedef struct qbh_conf_layer {
+    qbh_layer_kind kind;
+    char *path;          /* directory (the main file for QBH_LAYER_MAIN); canonical when it exists */
+    const char *skipped; /* NULL when read; else why not (static text: "absent",
+                            "already read", "world-writable: refused", "not absolute: ignored") */
+} qbh_conf_layer;
+
+/* One [plugin:NAME] after merging every layer. */
 typedef struct qbh_plugin_conf {
     char *name;       /* NAME of the section */
-    char *library;    /* as written; NULL when the section lacks it */
+    char *library;    /* as written; NULL when no layer defines the plugin */
     char *lib_base;   /* directory of the file that set `library` */
-    char *source;     /* file that set `library` (for messages) */
+    char *source;     /* file whose section defines it (has library=), or NULL */
+    char *seen_in;    /* first file with a [plugin:NAME] section (for messages) */
+    qbh_layer_kind layer; /* layer of `source` */
+    int lib_here;     /* 1: a bare `library` is looked for in lib_base first
+                         (defined in a plugin directory: PATH or --plugin-dir) */
     int enabled;      /* default 1 */
     int priority;     /* default 50 */
     int trusted;      /* 1 / 0 as configured; -1 (default): decided by where
@@ -120,7 +143,13 @@ typedef struct qbh_config {
     int probe_timeout_s; /* [general] probe-timeout (untrusted plugins), default 5 */
     qbh_plugin_conf *plugins; /* sorted by name */
     size_t n_plugins;
+    qbh_conf_layer *layers;   /* every layer consulted, in reading order */
+    size_t n_layers;
 } qbh_config;
+
+/* Short name of a layer kind ("built-in", "user", "config-dir",
+ * "plugin-path", "plugin-dir", "config"). */
+const char *qbh_layer_kind_name(qbh_layer_kind k);
 
 /* Finds the main config file: `cli_path` (if non-NULL), $QUANTBRIDGE_CONFIG,
  * $XDG_CONFIG_HOME/quantbridge/quantbridge.conf (or ~/.config/...),
@@ -131,11 +160,49 @@ typedef struct qbh_config {
  * with qbh_free. */
 qb_status qbh_config_locate(const char *cli_path, char **out);
 
-/* Loads `path` (may be NULL: empty config) plus every plugins.d/ *.conf beside
- * it, sorted by file name. Merge rule: the plugins.d files are read first,
- * the main file last; a later value of the same key replaces an earlier
- * one. Errors (QB_E_FORMAT, QB_E_IO) name the file and key. On failure
- * *cfg is left empty. Free with qbh_config_free. */
+/* What qbh_config_open reads besides the fixed places. */
+typedef struct qbh_config_request {
+    const char *config;        /* --config FILE, or NULL */
+    char *const *plugin_dirs;  /* --plugin-dir directories (absolute), in order */
+    size_t n_plugin_dirs;
+    const char *builtin_dir;   /* the built-in plugins.d; NULL: located
+                                  (<exe>/../etc/quantbridge/plugins.d, else
+                                  the sysconfdir's); set by tests */
+} qbh_config_request;
+
+/* Additive registration (conf/quantbridge.conf documents it for users):
+ * reads the *.conf files, by name within each directory, of these layers
+ * in order: the built-in plugins.d, the user's plugins.d, the plugins.d
+ * beside an explicitly named main file (--config or $QUANTBRIDGE_CONFIG),
+ * each absolute $QUANTBRIDGE_PLUGIN_PATH directory (a relative entry is
+ * warned about and ignored), each req->plugin_dirs directory; then the
+ * main file (qbh_config_locate(req->config)), the only one whose [general]
+ * counts. A directory already read, absent, or world-writable (refused,
+ * with a warning) is listed in cfg->layers with the reason and not read.
+ * A section with library= defines the plugin; a second definition of a
+ * name is QB_E_INVALID naming both files unless the later section says
+ * override=true (it then replaces the earlier definition and everything
+ * said about the name before it). A section without library= adjusts:
+ * its keys replace earlier values one by one. Errors (QB_E_FORMAT,
+ * QB_E_IO, QB_E_INVALID, QB_E_NOT_FOUND for a missing explicit main file)
+ * name the file and key; on failure *cfg is left empty. Environment is
+ * read with secure_getenv. Main thread only. Free with qbh_config_free. */
+qb_status qbh_config_open(const qbh_config_request *req, qbh_config *cfg);
+
+/* config_layers.c: appends to cfg->layers the layers qbh_config_open reads,
+ * in order (the main file last, when main_path is non-NULL; main_explicit:
+ * it was named by --config or $QUANTBRIDGE_CONFIG), each marked read or
+ * skipped with the reason (warnings logged for a world-writable directory
+ * and a relative $QUANTBRIDGE_PLUGIN_PATH entry). _beside: only the
+ * plugins.d beside main_path, then main_path. QB_E_NOMEM. */
+qb_status qbh_config_layers(const qbh_config_request *req, const char *main_path,
+                            int main_explicit, qbh_config *cfg);
+qb_status qbh_config_layers_beside(const char *main_path, qbh_config *cfg);
+
+/* The parser alone, for tests and the fuzzer: `path` (may be NULL: empty
+ * config) as the main file, after the plugins.d beside it as the only
+ * other layer; no built-ins, no environment. Same rules and errors as
+ * qbh_config_open. */
 qb_status qbh_config_load(const char *path, qbh_config *cfg);
 void qbh_config_free(qbh_config *cfg);
 const qbh_plugin_conf *qbh_config_find_plugin(const qbh_config *cfg, const char *name);
@@ -187,10 +254,12 @@ typedef struct qbh_registry {
 /* Short category name of a load state ("ENTRY_MISSING"). */
 const char *qbh_load_state_name(qbh_load_state s);
 
-/* Resolves the `library` value of `pc`: bare names are searched in
- * $QUANTBRIDGE_PLUGIN_PATH (colon list) then <exe>/../lib/quantbridge/
- * plugins; a name with '/' is relative to the directory of the config
- * file that set it (or absolute). Returns a new string (qbh_free) that is
+/* Resolves the `library` value of `pc`: a bare name is searched in
+ * pc->lib_base when pc->lib_here (its conf lies in a plugin directory),
+ * then in each absolute $QUANTBRIDGE_PLUGIN_PATH directory, then in
+ * <exe>/../lib/quantbridge/plugins (and the compiled-in plugin libdir);
+ * never in the cwd. A name with '/' is relative to the directory of the
+ * config file that set it (or absolute). Returns a new string (qbh_free) that is
  * the first existing candidate, or, when none exists, the last candidate
  * tried (so the FILE_MISSING message names it); NULL on OOM. */
 char *qbh_plugin_resolve(const qbh_plugin_conf *pc);
@@ -201,6 +270,13 @@ char *qbh_plugin_resolve(const qbh_plugin_conf *pc);
  * dlcloses. Sets p->state and p->error; returns QB_OK or QB_E_ABI/... with
  * the same message in the thread's error slot. Main thread only. */
 qb_status qbh_plugin_load(qbh_plugin *p);
+
+/* Sets p->contained from p->conf->trusted and p->library (resolved): with
+ * trusted= unset, a library lying directly in the installation's own plugin
+ * directory (<exe>/../lib/quantbridge/plugins or the compiled-in libdir) is
+ * trusted (probed in-process), any other is contained (probed in a forked
+ * child). Main thread only. */
+void qbh_plugin_decide_trust(qbh_plugin *p);
 
 /* Validates a descriptor returned by an entry function (exposed for unit
  * tests). `section` is the config name it must carry. Returns QB_OK or
@@ -217,8 +293,8 @@ int qbh_file_is_elf(const char *path, int *io_err);
  * symbol name into sym[cap]; 0 (sym "") when there is none. */
 unsigned qbh_plugin_foreign_entry(void *dl, char *sym, size_t cap);
 
-/* Loads the config (see qbh_config_locate/load) and then every section's
- * plugin, in name order. A plugin that fails is kept with its state and
+/* Loads the config (qbh_config_open with only `config_path`: no
+ * --plugin-dir) and then every section's plugin, in name order. A plugin that fails is kept with its state and
  * error; the registry still works. Returns QB_OK, or an error only when the
  * config itself cannot be read. Main thread only. Free with
  * qbh_registry_free (calls each loaded plugin's teardown). */
@@ -641,7 +717,16 @@ typedef struct qbh_common {
     const char *config;
     int verbose;
     uint32_t threads;
+    char **plugin_dirs;   /* --plugin-dir values, absolute (qbh_common_add_plugin_dir) */
+    size_t n_plugin_dirs;
 } qbh_common;
+
+/* Appends --plugin-dir `arg` to co: a relative path is resolved against
+ * the cwd (realpath: it is explicit, typed for this run). QB_E_NOT_FOUND
+ * when it is no directory, QB_E_NOMEM; the message names the argument and
+ * the caller exits with QBH_EXIT_USAGE. Freed by qbh_common_free. */
+qb_status qbh_common_add_plugin_dir(qbh_common *co, const char *arg);
+void qbh_common_free(qbh_common *co);
 
 int qbh_cmd_plugins(int argc, char **argv, qbh_common *co);
 int qbh_cmd_inspect(int argc, char **argv, qbh_common *co);
@@ -654,7 +739,7 @@ int qbh_cli_main(int argc, char **argv);
 void qbh_cli_report(void);
 /* Installs the SIGBUS handler (fatal.c), applies co (verbosity, threads,
  * tty detection), starts the pool and
- * opens the registry from co->config. Returns QB_OK or an error (message
+ * opens the registry from co->config and co->plugin_dirs. Returns QB_OK or an error (message
  * set). Main thread only. */
 qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg);
 /* Parses a --threads value; QB_E_INVALID when not in [1, 1024]. */

@@ -30,13 +30,21 @@ qb_status qbh_registry_open_config(qbh_config *cfg, qbh_registry *reg)
         if (!p->name)
             goto oom;
         if (!p->conf->enabled) {
+            /* Resolved all the same: `plugins` shows which file would load,
+             * and whether it would be trusted. */
             p->state = QBH_LOAD_DISABLED;
-            p->library = qbh_strdup(p->conf->library ? p->conf->library : "");
+            p->library = p->conf->library ? qbh_plugin_resolve(p->conf) : qbh_strdup("");
+            if (!p->library)
+                goto oom;
+            qbh_plugin_decide_trust(p);
             continue;
         }
         if (qbh_plugin_load(p) != QB_OK)
             qbh_log(QB_LOG_INFO, NULL, "%s", p->error);
     }
+    if (!reg->n_plugins)
+        qbh_log(QB_LOG_WARN, NULL, "no plugins registered (`quantbridge plugins` lists the "
+                                   "places read)");
     qbh_error_clear();
     return QB_OK;
 oom:
@@ -46,18 +54,14 @@ oom:
 
 qb_status qbh_registry_open(const char *config_path, qbh_registry *reg)
 {
+    qbh_config_request req;
     qbh_config cfg;
-    char *path = NULL;
     qb_status rc;
 
     memset(reg, 0, sizeof *reg);
-    rc = qbh_config_locate(config_path, &path);
-    if (rc)
-        return rc;
-    if (!path)
-        qbh_log(QB_LOG_WARN, NULL, "no configuration file found; no plugins loaded");
-    rc = qbh_config_load(path, &cfg);
-    qbh_free(path);
+    memset(&req, 0, sizeof req);
+    req.config = config_path;
+    rc = qbh_config_open(&req, &cfg);
     if (rc)
         return rc;
     return qbh_registry_open_config(&cfg, reg);

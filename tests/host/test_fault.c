@@ -42,6 +42,65 @@ START_TEST(config_load_every_failure_point)
 }
 END_TEST
 
+/* The layered open: built-in, user, PATH and --plugin-dir layers with
+ * definitions, an override and adjustments. */
+START_TEST(config_open_every_failure_point)
+{
+    const char *d = qbt_scratch("fault-layers");
+    char *bi = qbt_path(d, "bi"), *pd = qbt_path(d, "pd"), *pp = qbt_path(d, "pp");
+    char *f, *main_f = qbt_path(d, "main.conf"), *dirs[1];
+    qbh_config_request req;
+    long n;
+    int ok = 0;
+    qbt_mkdir_p(bi);
+    qbt_mkdir_p(pd);
+    qbt_mkdir_p(pp);
+    f = qbt_path(bi, "a.conf");
+    qbt_write_file(f, "[plugin:a]\nlibrary=libqb_a.so\noption.x=1\n");
+    free(f);
+    f = qbt_path(pp, "b.conf");
+    qbt_write_file(f, "[plugin:b]\nlibrary=libqb_b.so\n[plugin:a]\npriority=3\n");
+    free(f);
+    f = qbt_path(pd, "a.conf");
+    qbt_write_file(f, "[plugin:a]\nlibrary=./libqb_a.so\noverride=true\noption.y=2\n");
+    free(f);
+    qbt_write_file(main_f, "[general]\nmin-probe-score=40\n[plugin:b]\nenabled=false\n");
+    setenv("QUANTBRIDGE_PLUGIN_PATH", pp, 1);
+    setenv("XDG_CONFIG_HOME", d, 1);
+    unsetenv("QUANTBRIDGE_CONFIG");
+    memset(&req, 0, sizeof req);
+    req.config = main_f;
+    req.builtin_dir = bi;
+    dirs[0] = pd;
+    req.plugin_dirs = dirs;
+    req.n_plugin_dirs = 1;
+    for (n = 0; n < 400 && !ok; n++) {
+        qbh_config cfg;
+        qb_status rc;
+        qbh_alloc_fail_after(n);
+        rc = qbh_config_open(&req, &cfg);
+        qbh_alloc_fail_after(-1);
+        ck_assert_msg(rc == QB_OK || rc == QB_E_NOMEM, "n=%ld rc=%d %s", n, rc,
+                      qbh_error_message());
+        if (rc == QB_OK) {
+            ck_assert_uint_eq(cfg.n_plugins, 2);
+            ck_assert_uint_eq(qbh_config_find_plugin(&cfg, "a")->n_options, 1);
+            ok = 1;
+        } else {
+            ck_assert_uint_eq(cfg.n_plugins, 0);
+            ck_assert_uint_eq(cfg.n_layers, 0);
+        }
+        qbh_config_free(&cfg);
+    }
+    ck_assert(ok);
+    unsetenv("QUANTBRIDGE_PLUGIN_PATH");
+    free(main_f);
+    free(pp);
+    free(pd);
+    free(bi);
+}
+END_TEST
+
 START_TEST(probe_input_every_failure_point)
 {
     char *d = qbt_mkdtemp("fault-probe"), *f = qbt_path(d, "m.bin"), *c = qbt_path(d, "config.json");
@@ -190,6 +249,7 @@ Suite *qbt_suite(void)
     Suite *s = suite_create("fault");
     TCase *tc = tcase_create("alloc");
     tcase_add_test(tc, config_load_every_failure_point);
+    tcase_add_test(tc, config_open_every_failure_point);
     tcase_add_test(tc, probe_input_every_failure_point);
     tcase_add_test(tc, params_every_failure_point);
     tcase_add_test(tc, sink_every_failure_point);

@@ -1,6 +1,6 @@
 /*
  * Untrusted plugins through the built binary, with a config of its own:
- * the bundled hf-dense and sm86-w4a16 (bare names: resolved in the
+ * the built-ins (always registered; their libraries lie in the
  * installation's plugin directory, so trusted and in-process) plus the
  * ut-* readers of ut_plugin.c by absolute path (outside it: contained).
  */
@@ -45,14 +45,13 @@ static char *make_source(const char *dir)
     return src;
 }
 
-/* work/quantbridge.conf with the bundled plugins and `extra` sections. */
+/* work/quantbridge.conf with `extra` sections (the built-ins come with
+ * every config). */
 static char *write_config(const char *work, const char *extra)
 {
     char *conf = qbt_path(work, "quantbridge.conf"), *pd = qbt_path(work, "plugins.d"), *text;
     ck_assert_int_eq(mkdir(pd, 0755), 0);
-    ck_assert(asprintf(&text, "[general]\nprobe-timeout=1\n"
-                       "[plugin:hf-dense]\nlibrary=libqb_hf_dense.so\n"
-                       "[plugin:sm86-w4a16]\nlibrary=libqb_sm86_w4a16.so\n%s", extra) > 0);
+    ck_assert(asprintf(&text, "[general]\nprobe-timeout=1\n%s", extra) > 0);
     qbt_write_file(conf, text);
     free(text);
     free(pd);
@@ -155,6 +154,59 @@ START_TEST(untrusted_by_default_outside_install_dir)
 }
 END_TEST
 
+/* ut-ok dropped into a --plugin-dir (its conf and a copy of the library,
+ * the conf saying `trusted_line`); 1 when its probe ran in a child. */
+static int dropped_probe_in_child(const char *trusted_line)
+{
+    char *work = qbt_mkdtemp("ut-drop"), *src = make_source(work), *pdir, *pidf, *from, *to;
+    char *conf, *text, *envv;
+    const char *env[2];
+    long pid = 0, ppid = 0;
+    qbt_result r;
+    int child;
+    pdir = qbt_path(work, "plugins");
+    ck_assert_int_eq(mkdir(pdir, 0755), 0);
+    from = qbt_path(ut_dir(), "libqb_ut_ok.so");
+    to = qbt_path(pdir, "libqb_ut_ok.so");
+    copy_file(from, to, 0755);
+    conf = qbt_path(pdir, "ut-ok.conf");
+    ck_assert(asprintf(&text, "[plugin:ut-ok]\nlibrary=libqb_ut_ok.so\n%s", trusted_line) > 0);
+    qbt_write_file(conf, text);
+    pidf = qbt_path(work, "probe.pid");
+    ck_assert(asprintf(&envv, "UT_PID_FILE=%s", pidf) > 0);
+    env[0] = envv;
+    env[1] = NULL;
+    {
+        const char *argv[] = {"--plugin-dir", "plugins", "inspect", "src", NULL};
+        qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work}, argv);
+    }
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    free(text);
+    text = qbt_read_file(pidf, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(sscanf(text, "%ld %ld", &pid, &ppid), 2);
+    ck_assert(pid == (long)r.pid || ppid == (long)r.pid);
+    child = pid != (long)r.pid;
+    qbt_result_free(&r);
+    free(text);
+    free(envv);
+    free(pidf);
+    free(conf);
+    free(to);
+    free(from);
+    free(pdir);
+    free(src);
+    free(work);
+    return child;
+}
+
+START_TEST(dropped_in_plugin_dir_is_untrusted)
+{
+    ck_assert_int_eq(dropped_probe_in_child(""), 1);
+    ck_assert_int_eq(dropped_probe_in_child("trusted=true\n"), 0);
+}
+END_TEST
+
 START_TEST(world_writable_refused)
 {
     char *work = qbt_mkdtemp("ut-perms"), *src = make_source(work), *lib, *from, *extra;
@@ -239,6 +291,7 @@ Suite *qbt_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, crashing_and_hanging_probes_are_contained);
     tcase_add_test(tc, untrusted_by_default_outside_install_dir);
+    tcase_add_test(tc, dropped_in_plugin_dir_is_untrusted);
     tcase_add_test(tc, world_writable_refused);
     tcase_add_test(tc, never_from_cwd_or_model_dir);
     suite_add_tcase(s, tc);

@@ -299,10 +299,34 @@ START_TEST(unknown_format_and_writer)
 {
     const char *e1[] = {"--writer", "fake", "--format", "nope", NULL};
     const char *e2[] = {"--writer", "nope", NULL};
-    const char *e3[] = {NULL};
     expect_fail(e1, 2, "--format nope: no reader plugin");
     expect_fail(e2, 2, "--writer nope: no writer plugin");
-    expect_fail(e3, 1, "default writer sm86-w4a16");
+}
+END_TEST
+
+/* The default writer is a built-in, registered with every config; a
+ * config that disables it by name leaves convert without one. */
+START_TEST(default_writer_disabled_by_name)
+{
+    fixture fx;
+    qbt_result r;
+    char *text;
+    size_t n = 0;
+    setup_fx(&fx, only_fake);
+    text = qbt_read_file(fx.cfg, &n);
+    ck_assert_ptr_nonnull(text);
+    text = realloc(text, n + 64);
+    ck_assert_ptr_nonnull(text);
+    strcpy(text + n, "[plugin:sm86-w4a16]\nenabled=false\n");
+    qbt_write_file(fx.cfg, text);
+    convert(&r, &fx, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "quantbridge: error: writer sm86-w4a16 is disabled"), "%s", r.err);
+    ck_assert(!qbt_exists(fx.out));
+    assert_no_leftovers(&fx);
+    qbt_result_free(&r);
+    free(text);
+    free_fx(&fx);
 }
 END_TEST
 
@@ -697,7 +721,8 @@ START_TEST(option_roles_on_the_command_line)
     qbt_result r;
     expect_fail_in(only_fake, w_bias, 2, "--option writer.bias: no option bias for writer fake; "
                                          "valid keys: writer fake: group_size");
-    expect_fail_in(only_fake, r_group, 2, "(declared by writer fake)");
+    /* The built-in sm86-w4a16 writer, always registered, declares it too. */
+    expect_fail_in(only_fake, r_group, 2, "(declared by writer fake, writer sm86-w4a16)");
     expect_fail_in(abi10_and_fake, ambiguous, 2,
                    "both the reader fake-abi10 and the writer fake declare option group_size; "
                    "say which: reader.group_size=64 or writer.group_size=64");
@@ -878,6 +903,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, bad_values_rejected_before_conversion);
     tcase_add_test(tc, writer_failure_leaves_nothing);
     tcase_add_test(tc, unknown_format_and_writer);
+    tcase_add_test(tc, default_writer_disabled_by_name);
     tcase_add_test(tc, not_recognised);
     tcase_add_test(tc, probe_tie_is_error_priority_breaks_it);
     tcase_add_test(tc, probe_below_threshold);
