@@ -47,33 +47,6 @@ static void newline(jwriter *w, unsigned depth)
         put_c(w, ' ');
 }
 
-/* Length of the valid UTF-8 sequence at s (NUL-terminated), or 0. */
-static size_t utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-    size_t need, k;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        need = 1;
-    else if (c >= 0xe0 && c <= 0xef) {
-        need = 2;
-        lo = c == 0xe0 ? 0xa0 : 0x80;
-        hi = c == 0xed ? 0x9f : 0xbf;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 3;
-        lo = c == 0xf0 ? 0x90 : 0x80;
-        hi = c == 0xf4 ? 0x8f : 0xbf;
-    } else
-        return 0;
-    if (s[1] < lo || s[1] > hi)
-        return 0; /* also stops at the NUL */
-    for (k = 2; k <= need; k++)
-        if (s[k] < 0x80 || s[k] > 0xbf)
-            return 0;
-    return need + 1;
-}
-
 static qb_status put_string(jwriter *w, const char *str, const char *role)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -99,7 +72,7 @@ static qb_status put_string(jwriter *w, const char *str, const char *role)
             }
             s++;
         } else {
-            size_t k = utf8_len(s);
+            size_t k = qbh_json_utf8_seq(s, strnlen((const char *)s, 4));
             if (!k)
                 return qbh_error_set(QB_E_INVALID,
                                      "JSON emit: a %s is not valid UTF-8 (byte 0x%02x at offset %zu)",

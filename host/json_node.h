@@ -32,6 +32,11 @@
  * cJSON_StringIsConst 512). */
 #define QBH_JSON_INT_OK (1 << 12)
 
+/* Length of the valid UTF-8 sequence at s (at most n bytes may be read),
+ * or 0 (RFC 3629: no overlong forms, no surrogates, nothing above
+ * U+10FFFF). The one check behind parse's and emit's refusals. Pure. */
+size_t qbh_json_utf8_seq(const unsigned char *s, size_t n);
+
 /* Deepest nesting parse accepts and emit writes (cJSON's own limit). */
 #define QBH_JSON_MAX_DEPTH 1000
 

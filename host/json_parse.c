@@ -117,9 +117,7 @@ static int hex4(const unsigned char *s, unsigned *out)
     return 1;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0
- * (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t qbh_json_utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];
     unsigned char lo = 0x80, hi = 0xbf;
@@ -242,7 +240,7 @@ static qb_status parse_string(jparser *p, char **out)
             perr(p, p->pos, "control character 0x%02x inside a string (must be escaped)", c);
             goto fail;
         } else {
-            size_t k = utf8_seq(p->s + p->pos, end - p->pos);
+            size_t k = qbh_json_utf8_seq(p->s + p->pos, end - p->pos);
             if (!k) {
                 perr(p, p->pos, "invalid UTF-8 in a string");
                 goto fail;
