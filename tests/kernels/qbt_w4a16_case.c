@@ -29,7 +29,7 @@ void qbt_w4a16_pack(const int8_t *q, int64_t N, int64_t K, uint8_t *packed)
 void qbt_w4a16_case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, int64_t K,
                          int64_t g, int with_perm, int outliers)
 {
-    int64_t sc = (K + g - 1) / g;
+    int64_t sc = K / g + (K % g != 0); /* no overflow for any g >= 1 */
     memset(c, 0, sizeof(*c));
     c->M = M, c->N = N, c->K = K, c->g = g;
     c->q = xcalloc((size_t)(N * K), 1);
@@ -103,7 +103,7 @@ double qbt_w4a16_bound(double ref, double abs_sum, int64_t K, int64_t g)
      * (half an ulp of an 11-bit significand) plus 2^-25 absolute for the
      * subnormal range. Factor 2 on the fp32 term for the float64
      * reference's own rounding and slack. */
-    double n = (double)K + 2.0 * (double)((K + g - 1) / g);
+    double n = (double)K + 2.0 * (double)(K / g + (K % g != 0));
     double e32 = 2.0 * n * ldexp(1.0, -24) * abs_sum;
     return ldexp(1.0, -11) * (fabs(ref) + e32) + e32 + ldexp(1.0, -24);
 }
