@@ -189,6 +189,34 @@ static void run_random(int path, int with_perm, int outliers)
     ck_assert_int_eq(bad, 0);
 }
 
+/* The whole shape table with exact inputs (qbt_w4a16_case_make_exact):
+ * every output equal to the exact value's fp16, on both paths, with and
+ * without a perm. */
+START_TEST(test_exact_shapes)
+{
+    const int path = _i & 1 ? QB_W4A16_CPU_AVX2 : QB_W4A16_CPU_PLAIN;
+    qbt_rng rng = {0xe8ac7 + (uint64_t)_i};
+    if (path == QB_W4A16_CPU_AVX2 && !qb_w4a16_cpu_has_avx2())
+        return; /* the plain path is the one this CPU runs */
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        qbt_w4a16_case c;
+        uint16_t *y;
+        qbt_w4a16_case_make_exact(&c, &rng, shapes[s][0], shapes[s][1], shapes[s][2],
+                                  shapes[s][3], _i >> 1);
+        y = calloc((size_t)(c.M * c.N), 2);
+        ck_assert_ptr_nonnull(y);
+        ck_assert_int_eq(qb_w4a16_gemm_cpu(c.x, y, c.packed, c.scales, c.perm, c.M, c.N, c.K, c.g,
+                                           (int)(s % 3) + 1, path), 0);
+        for (int64_t i = 0; i < c.M * c.N; i++)
+            ck_assert_msg(qb_f16_to_f32(y[i]) == qb_f16_to_f32(qbt_w4a16_exact_f16(&c, i)),
+                          "path %d shape %zu y[%lld] = %g, exact %g", path, s, (long long)i,
+                          qb_f16_to_f32(y[i]), c.ref[i]);
+        free(y);
+        qbt_w4a16_case_free(&c);
+    }
+}
+END_TEST
+
 START_TEST(test_random_plain)
 {
     run_random(QB_W4A16_CPU_PLAIN, _i & 1, _i >> 1);
@@ -282,6 +310,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_exact_known_codes);
     tcase_add_test(tc, test_exact_permutation);
     tcase_add_loop_test(tc, test_group_size_at_least_k, 0, (int)(sizeof(big_g) / sizeof(big_g[0])));
+    tcase_add_loop_test(tc, test_exact_shapes, 0, 4);
     tcase_add_loop_test(tc, test_random_plain, 0, 4);
     tcase_add_loop_test(tc, test_random_avx2, 0, 4);
     tcase_add_test(tc, test_avx2_matches_plain);
