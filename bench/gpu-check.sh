@@ -19,9 +19,9 @@
 #      `quantbridge forward` command (else one line saying it is skipped);
 #   6. the GPU benchmark (table + JSON), then a short CPU benchmark if time
 #      is left.
-# Writes under the results folder: summary.md (the table to paste into
-# bench/RESULTS.md: environment, every step's status and time, sanitizer
-# error counts, the benchmark table), env.txt, one log per step, the
+# Writes under the results folder: the summary ($SUMMARY below, Markdown,
+# to paste into bench/RESULTS.md: environment, every step's status and
+# time, sanitizer error counts, the benchmark table), env.txt, a log per step, the
 # benchmark outputs (bench_gpu.txt/.json, bench_cpu.txt/.json) and
 # status.txt (one line per step). Exit status: 0 when every step passed,
 # 1 when one failed, 2 when there is no GPU.
