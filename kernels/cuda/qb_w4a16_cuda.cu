@@ -1,6 +1,10 @@
 /*
- * qb_w4a16_gemm_cuda: argument checks, the perm gather, the choice between
- * the mma kernel and the GEMV, split-K sizing and workspace layout.
+ * qb_w4a16_gemm_cuda: the device side of a call. Every argument check and
+ * every decision is made first, in w4a16_cuda_plan.c (plain C, tested
+ * without a GPU); then an earlier pending CUDA error refuses the call;
+ * only then are the perm gather and the kernels enqueued, in row chunks of
+ * at most QB_W4A16_CUDA_MAX_M, each launch checked with
+ * cudaPeekAtLastError.
  */
 #include <quantbridge/qb_w4a16_cuda.h>
 
@@ -8,6 +12,7 @@
 #include <stdio.h>
 
 #include "w4a16_cuda_internal.cuh"
+#include "w4a16_cuda_plan.h"
 
 namespace {
 
@@ -23,13 +28,45 @@ qb_status fail(qb_status code, const char *fmt, ...)
     return code;
 }
 
-#define CUDA_TRY(call)                                                                          \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess)                                                                  \
-            return fail(QB_E_INTERNAL, "%s: %s (%s)", #call, cudaGetErrorString(e_),           \
-                        cudaGetErrorName(e_));                                                  \
-    } while (0)
+/* A CUDA error pending before this call is someone else's: report it as
+ * such and leave it for its owner (not cleared), enqueueing nothing. */
+qb_status refuse_if_pending(const char *fn)
+{
+    const cudaError_t e = cudaPeekAtLastError();
+    if (e == cudaSuccess)
+        return QB_OK;
+    return fail(QB_E_INTERNAL,
+                "%s: an earlier CUDA error is pending (%s: %s), not from this call; left "
+                "uncleared, nothing enqueued",
+                fn, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+/* Reports error `e` of this call's own CUDA call `what`. The state was
+ * clean before (refuse_if_pending), so a non-sticky error is this call's:
+ * it is consumed, leaving the error state as the caller had it. A sticky
+ * error (the context is unusable) cannot be cleared, and may have been
+ * raised by earlier asynchronous work that surfaced during this call. */
+qb_status own_error(const char *fn, const char *what, cudaError_t e)
+{
+    (void)cudaGetLastError();
+    const bool sticky = cudaPeekAtLastError() != cudaSuccess;
+    return fail(QB_E_INTERNAL, "%s: %s: %s (%s)%s", fn, what, cudaGetErrorString(e),
+                cudaGetErrorName(e),
+                sticky ? "; sticky: the CUDA context is unusable (the cause may be earlier "
+                         "asynchronous work)"
+                       : "");
+}
+
+qb_status device_sms(const char *fn, int *sms)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess)
+        return own_error(fn, "querying the current device", e);
+    return QB_OK;
+}
 
 /* xp[m][k] = x[m][perm[k]]; an out-of-range entry gives NaN (visible in
  * the output) instead of an out-of-bounds read. */
@@ -45,57 +82,24 @@ __global__ void w4a16_gather(const __half *__restrict__ x, const int32_t *__rest
     }
 }
 
-size_t align16(size_t v)
-{
-    return (v + 15) & ~(size_t)15;
-}
-
-bool mma_eligible(const void *x, const void *packed, int64_t K, int64_t g)
-{
-    return K % 32 == 0 && g % 32 == 0 && ((uintptr_t)x & 15) == 0 &&
-           ((uintptr_t)packed & 15) == 0;
-}
-
-qb_status check_sizes(int64_t M, int64_t N, int64_t K, int64_t g)
-{
-    if (M < 1 || N < 1 || K < 1 || g < 1)
-        return fail(QB_E_INVALID, "qb_w4a16_gemm_cuda: M, N, K and group_size must be >= 1");
-    if (M > QB_W4A16_CUDA_MAX_M)
-        return fail(QB_E_UNSUPPORTED, "qb_w4a16_gemm_cuda: M = %lld > %d", (long long)M,
-                    QB_W4A16_CUDA_MAX_M);
-    /* Kernels index with int: N * K / 2 bytes may exceed it (size_t
-     * offsets), but N, K and M * N must not. */
-    if (N > INT32_MAX / 16 || K > INT32_MAX / 2 || M * N > INT32_MAX)
-        return fail(QB_E_INVALID, "qb_w4a16_gemm_cuda: N = %lld, K = %lld too large",
-                    (long long)N, (long long)K);
-    return QB_OK;
-}
-
-qb_status device_sms(int *sms)
-{
-    int dev = 0;
-    CUDA_TRY(cudaGetDevice(&dev));
-    CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-    return QB_OK;
-}
-
 } // namespace
 
 extern "C" qb_status qb_w4a16_cuda_workspace_bytes(int64_t M, int64_t N, int64_t K,
                                                    int64_t group_size, int has_perm,
                                                    size_t *bytes)
 {
+    static const char fn[] = "qb_w4a16_cuda_workspace_bytes";
+    w4a16_cuda_plan p;
     int sms = 0;
     qb_status st;
     g_err[0] = '\0';
     if (!bytes)
-        return fail(QB_E_INVALID, "qb_w4a16_cuda_workspace_bytes: bytes is NULL");
+        return fail(QB_E_INVALID, "%s: bytes is NULL", fn);
     *bytes = 0;
-    if ((st = check_sizes(M, N, K, group_size)) != QB_OK || (st = device_sms(&sms)) != QB_OK)
+    if ((st = w4a16_cuda_plan_sizes(fn, M, N, K, group_size, &p, g_err, sizeof(g_err))) != QB_OK ||
+        (st = refuse_if_pending(fn)) != QB_OK || (st = device_sms(fn, &sms)) != QB_OK)
         return st;
-    size_t b = has_perm ? align16((size_t)(M * K) * sizeof(__half)) : 0;
-    b += (size_t)w4a16_mma_splits((int)N, (int)K, sms) * (size_t)(M * N) * sizeof(float);
-    *bytes = b;
+    *bytes = w4a16_cuda_workspace_need(&p, has_perm, sms);
     return QB_OK;
 }
 
@@ -105,63 +109,56 @@ extern "C" qb_status qb_w4a16_gemm_cuda(const uint16_t *x, uint16_t *y, const ui
                                         void *workspace, size_t workspace_bytes, int kernel,
                                         void *stream)
 {
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    static const char fn[] = "qb_w4a16_gemm_cuda";
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const w4a16_cuda_args args = {
+        (uintptr_t)x, (uintptr_t)y, (uintptr_t)packed, (uintptr_t)scales, (uintptr_t)perm,
+        (uintptr_t)workspace, workspace_bytes, M, N, K, group_size, kernel};
+    w4a16_cuda_plan p;
     const __half *xin = reinterpret_cast<const __half *>(x);
+    __half *yh = reinterpret_cast<__half *>(y);
+    const __half *sc = reinterpret_cast<const __half *>(scales);
     char *ws = static_cast<char *>(workspace);
-    size_t ws_left = ws ? workspace_bytes : 0;
-    qb_status st;
     int sms = 0;
+    qb_status st;
+    cudaError_t e;
 
     g_err[0] = '\0';
-    if (!x || !y || !packed || !scales)
-        return fail(QB_E_INVALID, "qb_w4a16_gemm_cuda: NULL pointer argument");
-    if (kernel != QB_W4A16_CUDA_AUTO && kernel != QB_W4A16_CUDA_GEMV && kernel != QB_W4A16_CUDA_MMA)
-        return fail(QB_E_INVALID, "qb_w4a16_gemm_cuda: unknown kernel %d", kernel);
-    if ((st = check_sizes(M, N, K, group_size)) != QB_OK)
+    /* Everything that can refuse the call comes before the first launch. */
+    if ((st = w4a16_cuda_plan_call(&args, &p, g_err, sizeof(g_err))) != QB_OK ||
+        (st = refuse_if_pending(fn)) != QB_OK)
         return st;
-    if (ws && ((uintptr_t)ws & 15))
-        return fail(QB_E_INVALID, "qb_w4a16_gemm_cuda: workspace not 16-byte aligned");
-    if (((uintptr_t)scales & 1) || ((uintptr_t)x & 1) || ((uintptr_t)y & 1))
-        return fail(QB_E_INVALID, "qb_w4a16_gemm_cuda: fp16 arrays not 2-byte aligned");
+    if (p.use_mma) {
+        if ((st = device_sms(fn, &sms)) != QB_OK)
+            return st;
+        w4a16_cuda_plan_splits(&p, sms, workspace ? workspace_bytes - p.perm_bytes : 0);
+    }
 
     if (perm) {
-        const size_t need = align16((size_t)(M * K) * sizeof(__half));
-        if (ws_left < need)
-            return fail(QB_E_INVALID,
-                        "qb_w4a16_gemm_cuda: a perm needs %zu bytes of workspace, got %zu", need,
-                        ws_left);
         __half *xp = reinterpret_cast<__half *>(ws);
-        const size_t total = (size_t)(M * K);
-        const unsigned blocks = (unsigned)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
-        w4a16_gather<<<blocks, 256, 0, s>>>(xin, perm, xp, (int)M, (int)K);
-        CUDA_TRY(cudaGetLastError());
+        const size_t total = (size_t)p.M * (size_t)p.K;
+        const size_t want = (total + 255) / 256;
+        const unsigned blocks = (unsigned)(want < 4096 ? want : 4096);
+        w4a16_gather<<<blocks, 256, 0, s>>>(xin, perm, xp, (int)p.M, p.K);
+        if ((e = cudaPeekAtLastError()) != cudaSuccess)
+            return own_error(fn, "launching the perm gather", e);
         xin = xp;
-        ws += need;
-        ws_left -= need;
     }
-
-    const bool eligible = mma_eligible(xin, packed, K, group_size);
-    if (kernel == QB_W4A16_CUDA_MMA && !eligible)
-        return fail(QB_E_UNSUPPORTED,
-                    "qb_w4a16_gemm_cuda: the mma kernel needs K %% 32 == 0 (K = %lld), "
-                    "group_size %% 32 == 0 (%lld) and 16-byte aligned x and packed",
-                    (long long)K, (long long)group_size);
-    if (kernel == QB_W4A16_CUDA_GEMV || !eligible) {
-        CUDA_TRY(w4a16_launch_gemv(xin, reinterpret_cast<__half *>(y), packed,
-                                   reinterpret_cast<const __half *>(scales), (int)M, (int)N,
-                                   (int)K, (int)group_size, s));
-        return QB_OK;
+    /* Row chunks: the kernels take at most QB_W4A16_CUDA_MAX_M rows (the
+     * mma kernel's shared-memory pieces and token tiles are sized for it).
+     * Chunks run in stream order, so they share the split-K partials. */
+    for (int64_t m0 = 0; m0 < p.M; m0 += QB_W4A16_CUDA_MAX_M) {
+        const int mc = (int)(p.M - m0 < QB_W4A16_CUDA_MAX_M ? p.M - m0 : QB_W4A16_CUDA_MAX_M);
+        const __half *xc = xin + (size_t)m0 * (size_t)p.K;
+        __half *yc = yh + (size_t)m0 * (size_t)p.N;
+        if (p.use_mma)
+            e = w4a16_launch_mma(xc, yc, packed, sc, mc, p.N, p.K, p.g, p.scols, p.splits,
+                                 reinterpret_cast<float *>(ws + p.perm_bytes), s);
+        else
+            e = w4a16_launch_gemv(xc, yc, packed, sc, mc, p.N, p.K, p.g, p.scols, s);
+        if (e != cudaSuccess)
+            return own_error(fn, p.use_mma ? "launching the mma kernel" : "launching the GEMV", e);
     }
-    if ((st = device_sms(&sms)) != QB_OK)
-        return st;
-    int splits = w4a16_mma_splits((int)N, (int)K, sms);
-    /* Without room for the partial sums, run unsplit: slower, same result
-     * up to fp32 summation order. */
-    if (splits > 1 && ws_left < (size_t)splits * (size_t)(M * N) * sizeof(float))
-        splits = 1;
-    CUDA_TRY(w4a16_launch_mma(xin, reinterpret_cast<__half *>(y), packed,
-                              reinterpret_cast<const __half *>(scales), (int)M, (int)N, (int)K,
-                              (int)group_size, splits, reinterpret_cast<float *>(ws), s));
     return QB_OK;
 }
 

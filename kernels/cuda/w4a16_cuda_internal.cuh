@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "w4a16_cuda_plan.h"
+
 /* 16 bytes of weights that are read once: skip L1 (ld.global.nc with
  * L1::no_allocate, the same policy Marlin uses for its weight stream). */
 __device__ __forceinline__ uint4 w4a16_ld_stream(const void *p)
@@ -57,22 +59,25 @@ __device__ __forceinline__ void w4a16_dequant8(uint32_t w, uint32_t h[4])
     h[3] = w4a16_h2_u32(__hfma2(w4a16_u32_h2((w8 & hi_mask) | magic), sixteenth, neg72));
 }
 
-/* Launchers (stream-ordered, asynchronous). They return the launch status
- * (cudaGetLastError after the launch). Shapes are validated by the caller.
+/* Launchers (stream-ordered, asynchronous). The caller has checked the
+ * problem (w4a16_cuda_plan_call): g is group_size clamped to K, scols =
+ * ceil(K / g) computed on the host in 64-bit, M one row chunk. Each
+ * launcher still refuses, with cudaErrorInvalidValue and without
+ * launching, an M outside 1..QB_W4A16_CUDA_MAX_M or a size < 1, so no
+ * caller can reach a kernel loop that does not advance. They return
+ * cudaPeekAtLastError() after their launches (the caller made sure no
+ * earlier error was pending).
  *
- * GEMV: any M in 1..16, K, group size and alignment. */
+ * GEMV: any K, g and alignment. */
 cudaError_t w4a16_launch_gemv(const __half *x, __half *y, const uint8_t *packed,
-                              const __half *scales, int M, int N, int K, int g,
+                              const __half *scales, int M, int N, int K, int g, int scols,
                               cudaStream_t stream);
 
-/* Number of K splits the mma kernel uses for this shape on a device with
- * `sms` multiprocessors (1 = no split). */
-int w4a16_mma_splits(int N, int K, int sms);
-
-/* mma kernel: M in 1..16, K % 32 == 0, g % 32 == 0, packed and x 16-byte
- * aligned. `partial` holds splits * M * N floats when splits > 1. */
+/* mma kernel: K % 32 == 0, g % 32 == 0, packed and x 16-byte aligned.
+ * `partial` holds splits * M * N floats when splits > 1 (splits from
+ * w4a16_cuda_plan_splits). */
 cudaError_t w4a16_launch_mma(const __half *x, __half *y, const uint8_t *packed,
-                             const __half *scales, int M, int N, int K, int g, int splits,
-                             float *partial, cudaStream_t stream);
+                             const __half *scales, int M, int N, int K, int g, int scols,
+                             int splits, float *partial, cudaStream_t stream);
 
 #endif

@@ -19,14 +19,13 @@ template <int MT, bool FAST>
 __global__ void __launch_bounds__(kWarps * 32)
     w4a16_gemv_kernel(const __half *__restrict__ x, __half *__restrict__ y,
                       const uint8_t *__restrict__ packed, const __half *__restrict__ scales,
-                      int M, int N, int K, int g)
+                      int M, int N, int K, int g, int scols)
 {
     const int lane = threadIdx.x & 31;
     const int n = blockIdx.x * kWarps + (threadIdx.x >> 5);
     if (n >= N)
         return; /* whole warp: no block-level synchronisation below */
     const size_t row_bytes = (size_t)(K + 1) / 2;
-    const int scols = (K + g - 1) / g;
     const uint8_t *prow = packed + (size_t)n * row_bytes;
     const __half *srow = scales + (size_t)n * scols;
     float acc[MT];
@@ -100,27 +99,32 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 template <int MT>
 cudaError_t launch(bool fast, const __half *x, __half *y, const uint8_t *packed,
-                   const __half *scales, int M, int N, int K, int g, cudaStream_t stream)
+                   const __half *scales, int M, int N, int K, int g, int scols,
+                   cudaStream_t stream)
 {
     const dim3 grid((unsigned)((N + kWarps - 1) / kWarps)), block(kWarps * 32);
     if (fast)
-        w4a16_gemv_kernel<MT, true><<<grid, block, 0, stream>>>(x, y, packed, scales, M, N, K, g);
+        w4a16_gemv_kernel<MT, true><<<grid, block, 0, stream>>>(x, y, packed, scales, M, N, K, g,
+                                                                   scols);
     else
-        w4a16_gemv_kernel<MT, false><<<grid, block, 0, stream>>>(x, y, packed, scales, M, N, K, g);
-    return cudaGetLastError();
+        w4a16_gemv_kernel<MT, false><<<grid, block, 0, stream>>>(x, y, packed, scales, M, N, K, g,
+                                                                   scols);
+    return cudaPeekAtLastError();
 }
 
 } // namespace
 
 cudaError_t w4a16_launch_gemv(const __half *x, __half *y, const uint8_t *packed,
-                              const __half *scales, int M, int N, int K, int g,
+                              const __half *scales, int M, int N, int K, int g, int scols,
                               cudaStream_t stream)
 {
+    if (M < 1 || M > QB_W4A16_CUDA_MAX_M || N < 1 || K < 1 || g < 1 || scols < 1)
+        return cudaErrorInvalidValue;
     const bool fast = K % 32 == 0 && g % 32 == 0 && ((uintptr_t)packed & 15) == 0 &&
                       ((uintptr_t)x & 15) == 0;
     if (M == 1)
-        return launch<1>(fast, x, y, packed, scales, M, N, K, g, stream);
+        return launch<1>(fast, x, y, packed, scales, M, N, K, g, scols, stream);
     if (M <= 4)
-        return launch<4>(fast, x, y, packed, scales, M, N, K, g, stream);
-    return launch<16>(fast, x, y, packed, scales, M, N, K, g, stream);
+        return launch<4>(fast, x, y, packed, scales, M, N, K, g, scols, stream);
+    return launch<16>(fast, x, y, packed, scales, M, N, K, g, scols, stream);
 }

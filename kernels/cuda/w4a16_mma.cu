@@ -27,14 +27,17 @@
 
 namespace {
 
-constexpr int kWarps = 8;
+constexpr int kWarps = W4A16_MMA_WARPS;
 constexpr int kThreads = kWarps * 32;
-constexpr int kChunk = 128;      /* columns per chunk */
-constexpr int kPad = 32;         /* halves of padding per smem row: 64 B keeps the
-                                    8 rows a quad-group reads on distinct banks */
-/* dynamic shared memory for x: with the static reduction buffer (<= 8 KiB
- * at NT = 2) a CTA stays within the 48 KiB a launch gets without opt-in */
-constexpr int kSmemBytes = 40 * 1024;
+constexpr int kChunk = W4A16_MMA_CHUNK; /* columns per chunk */
+/* halves of padding per smem row: 64 B keeps the 8 rows a quad-group reads
+ * on distinct banks */
+constexpr int kPad = W4A16_MMA_PAD;
+/* The piece of x a CTA stages (w4a16_cuda_mma_piece) is a positive
+ * multiple of the warp count for every M the launcher accepts. */
+static_assert((W4A16_MMA_SMEM_BYTES / (2 * QB_W4A16_CUDA_MAX_M) - kPad) / kChunk >= kWarps,
+              "shared-memory budget too small for QB_W4A16_CUDA_MAX_M tokens");
+static_assert(QB_W4A16_CUDA_MAX_M <= 16, "the kernel has two 8-token tiles (NT <= 2)");
 
 /* 4x4 transpose of 32-bit words across the 4 lanes of a quad: afterwards
  * position j of lane t holds word t of lane j. Round 1 swaps across lane
@@ -135,7 +138,7 @@ template <int NT>
 __global__ void __launch_bounds__(kThreads, 2)
     w4a16_mma_kernel(const __half *__restrict__ x, __half *__restrict__ y,
                      float *__restrict__ partial, const uint8_t *__restrict__ packed,
-                     const __half *__restrict__ scales, int M, int N, int K, int g,
+                     const __half *__restrict__ scales, int M, int N, int K, int g, int scols,
                      int chunks_per_split, int piece_chunks)
 {
     extern __shared__ uint4 smem_x[]; /* [M][piece_chunks * 128 + kPad] halves */
@@ -148,7 +151,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int c_begin = blockIdx.y * chunks_per_split;
     const int c_end = min(chunks, c_begin + chunks_per_split);
     const size_t row_bytes = (size_t)K / 2;
-    const int scols = (K + g - 1) / g;
     const int srow_halves = piece_chunks * kChunk + kPad;
     const uint8_t *p0 = packed + (size_t)r0 * row_bytes, *p1 = packed + (size_t)r1 * row_bytes;
     const __half *s0p = r0 < N ? scales + (size_t)r0 * scols : nullptr;
@@ -227,9 +229,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 }
 
 __global__ void w4a16_splitk_reduce(const float *__restrict__ partial, __half *__restrict__ y,
-                                    int splits, int MN)
+                                    int splits, size_t MN)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < MN; i += gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < MN;
+         i += (size_t)gridDim.x * blockDim.x) {
         float v = 0.0f;
         for (int s = 0; s < splits; s++) /* fixed order: deterministic */
             v += partial[(size_t)s * MN + i];
@@ -239,44 +242,33 @@ __global__ void w4a16_splitk_reduce(const float *__restrict__ partial, __half *_
 
 } // namespace
 
-int w4a16_mma_splits(int N, int K, int sms)
-{
-    const int ctas = (N + 15) / 16, chunks = (K + kChunk - 1) / kChunk;
-    /* Aim for >= 4 CTAs per SM so the weight stream has enough loads in
-     * flight (docs/kernels.md, "Work split"); keep >= 8 chunks (one per warp)
-     * per split. */
-    int splits = 1;
-    while (splits < 16 && ctas * splits < 4 * sms && chunks / (2 * splits) >= kWarps)
-        splits *= 2;
-    return splits;
-}
-
 cudaError_t w4a16_launch_mma(const __half *x, __half *y, const uint8_t *packed,
-                             const __half *scales, int M, int N, int K, int g, int splits,
-                             float *partial, cudaStream_t stream)
+                             const __half *scales, int M, int N, int K, int g, int scols,
+                             int splits, float *partial, cudaStream_t stream)
 {
+    if (M < 1 || M > QB_W4A16_CUDA_MAX_M || N < 1 || K < 1 || g < 1 || scols < 1 || splits < 1 ||
+        (splits > 1 && !partial))
+        return cudaErrorInvalidValue;
     const int chunks = (K + kChunk - 1) / kChunk;
     const int cps = (chunks + splits - 1) / splits;
     const int real_splits = (chunks + cps - 1) / cps;
-    /* a piece of x must fit the shared-memory budget: M rows of
-     * piece * 128 + pad halves; a multiple of the warp count, at most 64 */
-    int piece = (kSmemBytes / (2 * M) - kPad) / kChunk;
-    piece = piece >= 64 ? 64 : piece / kWarps * kWarps;
-    if (piece > cps)
-        piece = cps;
+    const int piece = w4a16_cuda_mma_piece(M, cps);
+    if (piece < 1) /* unreachable for M <= QB_W4A16_CUDA_MAX_M (static_assert above) */
+        return cudaErrorInvalidValue;
     const size_t smem = (size_t)M * (piece * kChunk + kPad) * sizeof(__half);
     const dim3 grid((unsigned)((N + 15) / 16), (unsigned)real_splits);
     float *part = real_splits > 1 ? partial : nullptr;
     if (M <= 8)
         w4a16_mma_kernel<1><<<grid, kThreads, smem, stream>>>(x, y, part, packed, scales, M, N, K,
-                                                               g, cps, piece);
+                                                               g, scols, cps, piece);
     else
         w4a16_mma_kernel<2><<<grid, kThreads, smem, stream>>>(x, y, part, packed, scales, M, N, K,
-                                                               g, cps, piece);
-    cudaError_t e = cudaGetLastError();
+                                                               g, scols, cps, piece);
+    cudaError_t e = cudaPeekAtLastError();
     if (e != cudaSuccess || real_splits == 1)
         return e;
-    const int MN = M * N;
-    w4a16_splitk_reduce<<<(MN + 255) / 256, 256, 0, stream>>>(partial, y, real_splits, MN);
-    return cudaGetLastError();
+    const size_t MN = (size_t)M * (size_t)N;
+    w4a16_splitk_reduce<<<(unsigned)((MN + 255) / 256), 256, 0, stream>>>(partial, y, real_splits,
+                                                                         MN);
+    return cudaPeekAtLastError();
 }

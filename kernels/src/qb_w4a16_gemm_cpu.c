@@ -91,6 +91,10 @@ qb_status qb_w4a16_gemm_cpu(const uint16_t *x, uint16_t *y, const uint8_t *packe
     }
     if (perm && (st = check_perm(perm, K)) != QB_OK)
         return st;
+    /* group_size >= K is one group per row whatever its value: the same
+     * clamp as qb_w4a16_gemm_cuda, and no group bound k0 + g can overflow */
+    if (group_size > K)
+        group_size = K;
 
     xf = malloc((size_t)M * (size_t)K * sizeof(float));
     if (!xf)

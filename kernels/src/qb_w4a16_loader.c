@@ -370,6 +370,8 @@ qb_status qb_w4a16_linear_get(qb_w4a16_model *m, int64_t layer, const char *path
     n = tp.dims[0];
     if (k == 0)
         k = 2 * tp.dims[1];
+    if (k < 1)
+        return fail(m, QB_E_FORMAT, "%s/%s: %s.packed has no input columns", m->dir, file, path);
     if (n < 1 || tp.dims[1] != qbk_int4_packed_bytes(k) || ts.dims[0] != n ||
         ts.dims[1] != qbk_int4_n_groups(k, g))
         return fail(m, QB_E_MISMATCH,
@@ -399,7 +401,9 @@ qb_status qb_w4a16_linear_get(qb_w4a16_model *m, int64_t layer, const char *path
     }
     if (tb.data && (tb.dtype != QB_W4A16_DT_F16 || tb.n_dims != 1 || tb.dims[0] != n))
         return fail(m, QB_E_FORMAT, "%s/%s: %s.bias is not F16 [%" PRId64 "]", m->dir, file, path, n);
+    /* g >= k is one group per row: hand out k, the value every kernel
+     * takes for it (qb_w4a16.h, encoding) */
     *out = (qb_w4a16_linear){.packed = tp.data, .scales = ts.data, .perm = tperm.data,
-                             .bias = tb.data, .n = n, .k = k, .group_size = g};
+                             .bias = tb.data, .n = n, .k = k, .group_size = g < k ? g : k};
     return QB_OK;
 }

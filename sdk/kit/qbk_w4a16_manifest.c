@@ -105,7 +105,8 @@ static qb_status read_model(qbk_st_err *err, const char *path, const cJSON *root
     const char *s;
 
     if (!json_int(member(root, QBK_W4A16_K_GROUP_SIZE), 1, INT32_MAX, &m->group_size))
-        return qbk_st_fail(err, QB_E_FORMAT, "%s: \"group_size\" is not an integer >= 1", path);
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: \"group_size\" is not an integer in [1, %d]",
+                           path, INT32_MAX);
     /* zero layers is refused: no supported architecture has none, and an
      * empty model is a broken conversion (w4a16-format.md "Strict reading") */
     if (!json_int(member(root, QBK_W4A16_K_NUM_LAYERS), 1, QBK_W4A16_MAX_LAYERS, &m->num_layers))

@@ -28,7 +28,7 @@ typedef struct qbk_w4a16_file {
 /* A manifest that passed qbk_w4a16_manifest_parse. Immutable afterwards:
  * any thread may read it. */
 typedef struct qbk_w4a16_manifest {
-    int64_t group_size;     /* >= 1 */
+    int64_t group_size;     /* 1 .. INT32_MAX; a linear with fewer columns has one group per row */
     int64_t num_layers;     /* 1 .. QBK_W4A16_MAX_LAYERS */
     int tied;               /* tie_word_embeddings */
     int quantized_head;     /* feature quantized_lm_head (lm_head "quantized") */
@@ -44,7 +44,8 @@ typedef struct qbk_w4a16_manifest {
  *   - a JSON object without a duplicate key in any object;
  *   - format "sm86-w4a16"; format_version an integer, 1 (another integer is
  *     QB_E_UNSUPPORTED); bits 4, symmetric true, code_offset 8,
- *     nibble_order "low-even"; group_size an integer >= 1; num_layers an
+ *     nibble_order "low-even"; group_size an integer in [1, INT32_MAX]
+ *     (w4a16-format.md "Strict reading"); num_layers an
  *     integer in [1, QBK_W4A16_MAX_LAYERS]; architecture a non-empty
  *     string; tie_word_embeddings a boolean;
  *   - features a list of distinct known feature strings (an unknown one is

@@ -26,10 +26,10 @@ void qbt_w4a16_pack(const int8_t *q, int64_t N, int64_t K, uint8_t *packed)
         }
 }
 
-void qbt_w4a16_case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, int64_t K,
-                         int64_t g, int with_perm, int outliers)
+static void case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, int64_t K,
+                      int64_t g, int with_perm, int outliers, int exact)
 {
-    int64_t sc = (K + g - 1) / g;
+    int64_t sc = K / g + (K % g != 0); /* no overflow for any g >= 1 */
     memset(c, 0, sizeof(*c));
     c->M = M, c->N = N, c->K = K, c->g = g;
     c->q = xcalloc((size_t)(N * K), 1);
@@ -41,7 +41,19 @@ void qbt_w4a16_case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, 
     for (int64_t i = 0; i < N * K; i++)
         c->q[i] = (int8_t)((int)(qbt_rng_u64(rng) % 16) - 8);
     qbt_w4a16_pack(c->q, N, K, c->packed);
-    for (int64_t i = 0; i < N * sc; i++) {
+    for (int64_t i = 0; exact && i < N * sc; i++) {
+        static const float sv[4] = {1.0f, -1.0f, 0.5f, -0.5f};
+        c->scales[i] = qb_f32_to_f16(sv[qbt_rng_u64(rng) % 4]);
+    }
+    for (int64_t m = 0; exact && m < M; m++) {
+        /* at most 256 nonzeros (+-1) per row: |y| <= 8 * 256 = 2048 */
+        int64_t nnz = K < 256 ? K : 256;
+        for (int64_t j = 0; j < nnz; j++) {
+            int64_t k = (int64_t)(qbt_rng_u64(rng) % (uint64_t)K);
+            c->x[m * K + k] = qb_f32_to_f16(qbt_rng_u64(rng) & 1 ? 1.0f : -1.0f);
+        }
+    }
+    for (int64_t i = 0; !exact && i < N * sc; i++) {
         double u = qbt_rng_uniform(rng);
         /* magnitudes like real absmax/7 scales; 1 in 16 negative (Q4_0 makes
          * them), 1 in 64 zero */
@@ -50,7 +62,7 @@ void qbt_w4a16_case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, 
             s = 0.0;
         c->scales[i] = qb_f32_to_f16((float)s);
     }
-    for (int64_t i = 0; i < M * K; i++) {
+    for (int64_t i = 0; !exact && i < M * K; i++) {
         double v = qbt_rng_normal(rng);
         if (outliers && qbt_rng_u64(rng) % 97 == 0)
             v *= 1000.0;
@@ -81,6 +93,23 @@ void qbt_w4a16_case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, 
         }
 }
 
+void qbt_w4a16_case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, int64_t K,
+                         int64_t g, int with_perm, int outliers)
+{
+    case_make(c, rng, M, N, K, g, with_perm, outliers, 0);
+}
+
+void qbt_w4a16_case_make_exact(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, int64_t K,
+                               int64_t g, int with_perm)
+{
+    case_make(c, rng, M, N, K, g, with_perm, 0, 1);
+}
+
+uint16_t qbt_w4a16_exact_f16(const qbt_w4a16_case *c, int64_t i)
+{
+    return qb_f32_to_f16((float)c->ref[i]);
+}
+
 void qbt_w4a16_case_free(qbt_w4a16_case *c)
 {
     free(c->q);
@@ -103,7 +132,7 @@ double qbt_w4a16_bound(double ref, double abs_sum, int64_t K, int64_t g)
      * (half an ulp of an 11-bit significand) plus 2^-25 absolute for the
      * subnormal range. Factor 2 on the fp32 term for the float64
      * reference's own rounding and slack. */
-    double n = (double)K + 2.0 * (double)((K + g - 1) / g);
+    double n = (double)K + 2.0 * (double)(K / g + (K % g != 0));
     double e32 = 2.0 * n * ldexp(1.0, -24) * abs_sum;
     return ldexp(1.0, -11) * (fabs(ref) + e32) + e32 + ldexp(1.0, -24);
 }

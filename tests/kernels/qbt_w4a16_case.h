@@ -25,6 +25,16 @@ typedef struct qbt_w4a16_case {
  * allocation failure (tests only). */
 void qbt_w4a16_case_make(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, int64_t K,
                          int64_t g, int with_perm, int outliers);
+/* An exact case: random codes, scales from {1, -1, 0.5, -0.5}, x sparse
+ * +-1 (at most 256 nonzeros per row, so |y| <= 2048), no outliers. Every
+ * product, partial sum and scaled group sum is then a multiple of 0.5
+ * below 2^11, exact in fp32 in any order, so a correct kernel returns
+ * exactly qbt_w4a16_exact_f16() (the one fp16 rounding of the exact
+ * value): compared for equality, no tolerance to hide a wrong column. */
+void qbt_w4a16_case_make_exact(qbt_w4a16_case *c, qbt_rng *rng, int64_t M, int64_t N, int64_t K,
+                               int64_t g, int with_perm);
+/* fp16 bits of the exact output i of an exact case. */
+uint16_t qbt_w4a16_exact_f16(const qbt_w4a16_case *c, int64_t i);
 void qbt_w4a16_case_free(qbt_w4a16_case *c);
 
 /* Packs codes [N][K] per the format (low nibble = even column, q + 8, odd K

@@ -92,6 +92,76 @@ START_TEST(test_exact_permutation)
 }
 END_TEST
 
+/* Codes for one row with sum_c q[c] * x[c] == target: seeded random codes,
+ * then the last columns with x != 0 moved towards the target (so the far
+ * end of the row, where a wrong group index shows first, carries weight). */
+static void codes_with_dot(qbt_rng *rng, const uint16_t *x, int64_t K, int target, int8_t *q)
+{
+    int dot = 0;
+    for (int64_t k = 0; k < K; k++) {
+        q[k] = (int8_t)((int)(qbt_rng_u64(rng) % 16) - 8);
+        dot += q[k] * (int)qb_f16_to_f32(x[k]);
+    }
+    for (int64_t k = K - 1; k >= 0 && dot != target; k--) {
+        int xv = (int)qb_f16_to_f32(x[k]), nq;
+        if (!xv)
+            continue;
+        nq = q[k] + (target - dot) * xv;
+        nq = nq < -8 ? -8 : nq > 7 ? 7 : nq;
+        dot += (nq - q[k]) * xv;
+        q[k] = (int8_t)nq;
+    }
+    ck_assert_int_eq(dot, target);
+}
+
+/* group_size >= K is one group per row for every value, including those
+ * past int32 (issue 19: K = 4096, N = 3, scales 1, 2, -3, row sums -321,
+ * 302, 682 must give -321, 604, -2046; a group count computed in int gave
+ * row 0's scale to every row: -321, 302, 682). Sparse +-1 activations,
+ * exact integers: compared for equality; the second token is the negated
+ * first. */
+static const int64_t big_g[] = {4096,       4097,       8192,        INT32_MAX,
+                                (int64_t)INT32_MAX + 1,  (1LL << 32) - 1, 1LL << 32,
+                                (1LL << 32) + 32,        1LL << 62,       INT64_MAX};
+
+START_TEST(test_group_size_at_least_k)
+{
+    enum { K = 4096, N = 3, M = 2 };
+    static const int target[N] = {-321, 302, 682};
+    static const float sv[N] = {1.0f, 2.0f, -3.0f}, want[N] = {-321.0f, 604.0f, -2046.0f};
+    static int8_t q[N * K];
+    static uint8_t packed[N * K / 2];
+    static uint16_t x[M * K];
+    uint16_t scales[N], y[M * N];
+    qbt_rng rng = {19};
+    const int64_t g = big_g[_i];
+    for (int k = 0; k < K; k++) {
+        float v = k % 4 == 0 ? 1.0f : k % 4 == 1 ? -1.0f : 0.0f;
+        x[k] = qb_f32_to_f16(v);
+        x[K + k] = qb_f32_to_f16(-v);
+    }
+    for (int n = 0; n < N; n++) {
+        codes_with_dot(&rng, x, K, target[n], q + n * K);
+        scales[n] = qb_f32_to_f16(sv[n]);
+    }
+    qbt_w4a16_pack(q, N, K, packed);
+    for (int path = QB_W4A16_CPU_PLAIN; path <= QB_W4A16_CPU_AVX2; path++) {
+        if (path == QB_W4A16_CPU_AVX2 && !qb_w4a16_cpu_has_avx2())
+            continue;
+        for (int threads = 1; threads <= 2; threads++) {
+            memset(y, 0xff, sizeof(y));
+            ck_assert_int_eq(qb_w4a16_gemm_cpu(x, y, packed, scales, NULL, M, N, K, g, threads,
+                                               path), 0);
+            for (int n = 0; n < N; n++) {
+                ck_assert_msg(qb_f16_to_f32(y[n]) == want[n] && qb_f16_to_f32(y[N + n]) == -want[n],
+                              "g = %lld path %d: y[%d] = %g / %g, want %g", (long long)g, path, n,
+                              qb_f16_to_f32(y[n]), qb_f16_to_f32(y[N + n]), want[n]);
+            }
+        }
+    }
+}
+END_TEST
+
 static const int64_t shapes[][4] = {
     /* M, N, K, g */
     {1, 64, 256, 128}, {1, 33, 4096, 128}, {3, 17, 255, 32}, {2, 8, 1000, 64},
@@ -118,6 +188,34 @@ static void run_random(int path, int with_perm, int outliers)
     }
     ck_assert_int_eq(bad, 0);
 }
+
+/* The whole shape table with exact inputs (qbt_w4a16_case_make_exact):
+ * every output equal to the exact value's fp16, on both paths, with and
+ * without a perm. */
+START_TEST(test_exact_shapes)
+{
+    const int path = _i & 1 ? QB_W4A16_CPU_AVX2 : QB_W4A16_CPU_PLAIN;
+    qbt_rng rng = {0xe8ac7 + (uint64_t)_i};
+    if (path == QB_W4A16_CPU_AVX2 && !qb_w4a16_cpu_has_avx2())
+        return; /* the plain path is the one this CPU runs */
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        qbt_w4a16_case c;
+        uint16_t *y;
+        qbt_w4a16_case_make_exact(&c, &rng, shapes[s][0], shapes[s][1], shapes[s][2],
+                                  shapes[s][3], _i >> 1);
+        y = calloc((size_t)(c.M * c.N), 2);
+        ck_assert_ptr_nonnull(y);
+        ck_assert_int_eq(qb_w4a16_gemm_cpu(c.x, y, c.packed, c.scales, c.perm, c.M, c.N, c.K, c.g,
+                                           (int)(s % 3) + 1, path), 0);
+        for (int64_t i = 0; i < c.M * c.N; i++)
+            ck_assert_msg(qb_f16_to_f32(y[i]) == qb_f16_to_f32(qbt_w4a16_exact_f16(&c, i)),
+                          "path %d shape %zu y[%lld] = %g, exact %g", path, s, (long long)i,
+                          qb_f16_to_f32(y[i]), c.ref[i]);
+        free(y);
+        qbt_w4a16_case_free(&c);
+    }
+}
+END_TEST
 
 START_TEST(test_random_plain)
 {
@@ -211,6 +309,8 @@ Suite *qbt_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_exact_known_codes);
     tcase_add_test(tc, test_exact_permutation);
+    tcase_add_loop_test(tc, test_group_size_at_least_k, 0, (int)(sizeof(big_g) / sizeof(big_g[0])));
+    tcase_add_loop_test(tc, test_exact_shapes, 0, 4);
     tcase_add_loop_test(tc, test_random_plain, 0, 4);
     tcase_add_loop_test(tc, test_random_avx2, 0, 4);
     tcase_add_test(tc, test_avx2_matches_plain);

@@ -26,11 +26,12 @@
 #include "qbk_sha256.h"
 
 enum { N = 6, K = 11, G = 4, SC = (K + G - 1) / G, PC = (K + 1) / 2 };
+#define G_TEXT "4"
 
 static char g_dir[512];
 static int8_t g_q[N * K];
 static uint8_t g_packed[N * PC];
-static uint16_t g_scales[N * SC], g_bias[N], g_norm[K];
+static uint16_t g_scales[N * SC], g_bias[N], g_norm[K], g_scales1[N];
 static int32_t g_perm[K];
 
 /* Manifest overrides for the broken variants. */
@@ -45,6 +46,7 @@ typedef struct variant {
     int with_perm;
     int upper_sha;              /* layer_00's sha256 in uppercase hex */
     const char *extra_member;   /* JSON text "key": value added at the top, or NULL */
+    const char *group_size;     /* JSON text, NULL: G */
 } variant;
 
 static void make_dir(void)
@@ -86,6 +88,7 @@ static void build(const variant *v)
     qbt_rng rng = {99};
     qbt_st_writer *w = qbt_st_writer_new();
     int64_t dp[2] = {N, PC}, ds[2] = {N, SC}, dbad[2] = {N, 2}, dk[1] = {K}, dn[1] = {N};
+    int64_t ds1[2] = {N, 1}, dempty[2] = {N, 0};
     char hex[65], man[8192], path[700], files[4096] = "";
     long long bytes;
     make_dir();
@@ -94,8 +97,10 @@ static void build(const variant *v)
     qbt_w4a16_pack(g_q, N, K, g_packed);
     for (int i = 0; i < N * SC; i++)
         g_scales[i] = qb_f32_to_f16(i % 5 == 0 ? -0.25f : 0.125f * (float)(1 + i % 3));
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         g_bias[i] = qb_f32_to_f16((float)i);
+        g_scales1[i] = qb_f32_to_f16(i % 2 ? -0.5f : 0.25f * (float)(i + 1));
+    }
     for (int i = 0; i < K; i++) {
         g_norm[i] = qb_f32_to_f16(1.0f);
         g_perm[i] = (i * 4) % K; /* 4 is coprime with 11: a permutation */
@@ -110,6 +115,12 @@ static void build(const variant *v)
     /* a wrongly shaped linear for the mismatch test */
     qbt_st_writer_add(w, "mlp.bad.packed", "U8", 2, dp, g_packed, sizeof(g_packed));
     qbt_st_writer_add(w, "mlp.bad.scales", "F16", 2, dbad, g_scales, (size_t)N * 2 * 2);
+    /* one scale per row: the shape of any group_size >= K; and a linear
+     * without input columns (after perm: its offset stays as described) */
+    qbt_st_writer_add(w, "mlp.one.packed", "U8", 2, dp, g_packed, sizeof(g_packed));
+    qbt_st_writer_add(w, "mlp.one.scales", "F16", 2, ds1, g_scales1, sizeof(g_scales1));
+    qbt_st_writer_add(w, "mlp.empty.packed", "U8", 2, dempty, g_packed, 0);
+    qbt_st_writer_add(w, "mlp.empty.scales", "F16", 2, dempty, g_scales, 0);
     write_st("layer_00.safetensors", w);
     w = qbt_st_writer_new();
     qbt_st_writer_add(w, "norm.weight", "F16", 1, dk, g_norm, sizeof(g_norm));
@@ -144,10 +155,11 @@ static void build(const variant *v)
     snprintf(man, sizeof(man),
              "{\"format\": \"sm86-w4a16\", \"format_version\": %s, \"bits\": %s,\n"
              " \"symmetric\": true, \"code_offset\": 8, \"nibble_order\": \"low-even\",\n"
-             " \"group_size\": %d, \"architecture\": \"llama\", \"num_layers\": %d,\n"
+             " \"group_size\": %s, \"architecture\": \"llama\", \"num_layers\": %d,\n"
              " \"tie_word_embeddings\": true, \"lm_head\": \"f16\", \"features\": %s,%s%s\n"
              " \"files\": [%s], \"tensors\": {}}\n",
-             v->format_version ? v->format_version : "1", v->bits ? v->bits : "4", G,
+             v->format_version ? v->format_version : "1", v->bits ? v->bits : "4",
+             v->group_size ? v->group_size : G_TEXT,
              v->num_layers, v->features ? v->features : "[]", v->extra_member ? " " : "",
              v->extra_member ? v->extra_member : "", files);
     snprintf(path, sizeof(path), "%s/manifest.json", g_dir);
@@ -250,6 +262,79 @@ START_TEST(test_perm_needs_feature)
         ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "self_attn.q_proj", K, &again), 0);
         ck_assert_ptr_eq(again.perm, lin.perm);
     }
+    qb_w4a16_close(m);
+}
+END_TEST
+
+/* The product of mlp.one (one scale per row) through the CPU GEMM equals
+ * the known one. */
+static void check_one_group(const qb_w4a16_linear *lin, int64_t g)
+{
+    uint16_t x[K], y[N];
+    for (int i = 0; i < K; i++)
+        x[i] = qb_f32_to_f16((float)(i % 3) - 1.0f);
+    ck_assert_int_eq(qb_w4a16_gemm_cpu(x, y, lin->packed, lin->scales, NULL, 1, lin->n, lin->k, g,
+                                       1, 0), 0);
+    for (int n = 0; n < N; n++) {
+        double want = 0;
+        for (int k = 0; k < K; k++)
+            want += g_q[n * K + k] * (double)qb_f16_to_f32(g_scales1[n]) * qb_f16_to_f32(x[k]);
+        ck_assert_double_eq(qb_f16_to_f32(y[n]), want);
+    }
+}
+
+START_TEST(test_group_size_at_least_k)
+{
+    /* any manifest group_size >= k means one group per row: the linear
+     * comes back with group_size = k, the value the kernels take, and the
+     * raw value gives the same product on the CPU */
+    static const char *const gs[] = {"11", "12", "64", "2147483647"};
+    static const long long gv[] = {11, 12, 64, 2147483647LL};
+    for (int i = 0; i < 4; i++) {
+        variant v = {.num_layers = 1, .group_size = gs[i]};
+        qb_w4a16_model *m = NULL;
+        qb_w4a16_linear lin;
+        char err[1024];
+        ck_assert_msg(open_variant(&v, 0, &m, err, sizeof(err)) == 0, "%s", err);
+        ck_assert_int_eq(qb_w4a16_group_size(m), gv[i]);
+        ck_assert_msg(qb_w4a16_linear_get(m, 0, "mlp.one", K, &lin) == 0, "%s", qb_w4a16_error(m));
+        ck_assert_int_eq(lin.group_size, K);
+        ck_assert_int_eq(lin.k, K);
+        check_one_group(&lin, lin.group_size);
+        check_one_group(&lin, gv[i]);
+        /* 3 scales per row are not one group */
+        ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "self_attn.q_proj", K, &lin), QB_E_MISMATCH);
+        qb_w4a16_close(m);
+    }
+}
+END_TEST
+
+START_TEST(test_group_size_refused)
+{
+    /* beyond int32, zero, negative, fractional: refused at open, naming
+     * the field (w4a16-format.md "Strict reading") */
+    static const char *const gs[] = {"2147483648", "4294967296", "4294967328", "0", "-128",
+                                     "128.5", "\"128\""};
+    for (int i = 0; i < 7; i++) {
+        variant v = {.num_layers = 1, .group_size = gs[i]};
+        qb_w4a16_model *m = NULL;
+        char err[1024] = "";
+        ck_assert_msg(open_variant(&v, 0, &m, err, sizeof(err)) == QB_E_FORMAT, "%s accepted",
+                      gs[i]);
+        ck_assert_ptr_null(m);
+        ck_assert_ptr_nonnull(strstr(err, "\"group_size\" is not an integer in [1, 2147483647]"));
+    }
+}
+END_TEST
+
+START_TEST(test_linear_without_columns)
+{
+    qb_w4a16_model *m = NULL;
+    qb_w4a16_linear lin;
+    char err[1024];
+    ck_assert_int_eq(open_variant(&good, 0, &m, err, sizeof(err)), 0);
+    ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "mlp.empty", 0, &lin), QB_E_FORMAT);
+    ck_assert_ptr_nonnull(strstr(qb_w4a16_error(m), "mlp.empty.packed has no input columns"));
     qb_w4a16_close(m);
 }
 END_TEST
@@ -446,6 +531,9 @@ Suite *qbt_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_open_valid);
     tcase_add_test(tc, test_perm_needs_feature);
+    tcase_add_test(tc, test_group_size_at_least_k);
+    tcase_add_test(tc, test_group_size_refused);
+    tcase_add_test(tc, test_linear_without_columns);
     tcase_add_test(tc, test_bad_sha);
     tcase_add_test(tc, test_bad_bytes);
     tcase_add_test(tc, test_unknown_feature);

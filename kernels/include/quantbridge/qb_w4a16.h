@@ -11,6 +11,9 @@
  * the low nibble of packed[r][c/2] when c is even, high nibble when odd; a
  * nibble holds q + 8 with q in [-8, 7]; scales F16 [N, ceil(K/g)];
  * w[r][c] = q * scales[r][c/g] in fp32. Scales may be negative or zero.
+ * Any g >= K means one group (one scale) per row: every such value gives
+ * the same product, and the CPU GEMM, the CUDA kernels and
+ * qb_w4a16_linear_get all treat it as g = K.
  *
  * Status codes are the SDK's (qb_abi.h): 0 success, negative failure.
  * Pure C99; fp16 values travel as their IEEE binary16 bits in uint16_t.
@@ -43,6 +46,7 @@ int qb_w4a16_cpu_has_avx2(void);
  *   x       fp16 [M][K], row-major, contiguous.
  *   y       fp16 [M][N], written (round to nearest even; overflow -> inf).
  *   packed  [N][ceil(K/2)] bytes; scales fp16 [N][ceil(K/group_size)].
+ *   group_size >= 1; any value >= K (up to INT64_MAX) is clamped to K.
  *   perm    NULL, or int32 [K]: a permutation of 0..K-1 (input_permutation).
  *   threads number of threads to split the N rows over (0 or 1: caller's
  *           thread only). The result does not depend on it.
@@ -90,13 +94,13 @@ typedef struct qb_w4a16_linear {
     const uint16_t *scales;  /* fp16 [n][ceil(k/group_size)] */
     const int32_t *perm;     /* int32 [k] when the file has <path>.perm, else NULL */
     const uint16_t *bias;    /* fp16 [n] when the file has <path>.bias, else NULL */
-    int64_t n, k, group_size;
+    int64_t n, k, group_size; /* group_size: the manifest's clamped to k */
 } qb_w4a16_linear;
 
 /* Opens the converted directory `dir`:
  *   - manifest.json must say format "sm86-w4a16", format_version 1, bits 4,
  *     symmetric true, code_offset 8, nibble_order "low-even", an integer
- *     group_size >= 1, num_layers >= 1, features a list of known features
+ *     group_size in [1, INT32_MAX], num_layers >= 1, features a list of known features
  *     ("input_permutation", "quantized_lm_head"), and what w4a16-format.md
  *     "Strict reading" settles (lowercase digests, no duplicate keys, no
  *     file name starting with '.', config/embed/norm/lm_head listed as the
@@ -119,7 +123,8 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
 void qb_w4a16_close(qb_w4a16_model *model);
 
 /* Manifest values. The model is immutable after open: every query below
- * may run concurrently. */
+ * may run concurrently. group_size is the manifest's, in [1, INT32_MAX]
+ * (open refuses others); per linear use qb_w4a16_linear.group_size. */
 int64_t qb_w4a16_group_size(const qb_w4a16_model *model);
 int64_t qb_w4a16_num_layers(const qb_w4a16_model *model);
 const char *qb_w4a16_architecture(const qb_w4a16_model *model); /* "" when absent */
@@ -148,7 +153,11 @@ qb_status qb_w4a16_layer_file(const qb_w4a16_model *model, int64_t layer, char *
  * caller's in_features (from config.json): the packed shape alone cannot
  * tell an odd K from K+1; k == 0 means "even, 2 * packed columns".
  * Checks dtypes (packed U8, scales F16, perm I32, bias F16) and shapes
- * packed [n, ceil(k/2)], scales [n, ceil(k/g)], perm [k], bias [n]; a perm
+ * packed [n, ceil(k/2)], scales [n, ceil(k/g)], perm [k], bias [n], with
+ * k >= 1 (a linear without input columns is QB_E_FORMAT); out->group_size
+ * is the manifest's clamped to k (a manifest group_size >= k means one
+ * group per row: w4a16-format.md "Strict reading"), so it is always in
+ * [1, k] and fits the kernels' int arguments; a perm
  * that is not a permutation of 0..k-1, or a .perm without the
  * input_permutation feature, is QB_E_FORMAT. Returns 0 and *out,
  * QB_E_NOT_FOUND, QB_E_RANGE (layer), QB_E_INVALID (k < 0), QB_E_FORMAT,

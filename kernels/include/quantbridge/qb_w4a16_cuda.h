@@ -5,13 +5,13 @@
  * this header needs no CUDA headers.
  *
  * Kernels:
- *   - tensor-core mma.sync m16n8k16 kernel, M = 1..16, used when K % 32 == 0,
- *     group_size % 32 == 0, packed and x 16-byte aligned (each 32-column
- *     block then lies in one group: its scale is applied once, in fp32);
- *     split-K over CTAs for narrow N with a deterministic two-pass
- *     reduction through an fp32 workspace;
- *   - CUDA-core GEMV, any shape and group size, M = 1..16: the fallback and
- *     the M = 1 reference.
+ *   - tensor-core mma.sync m16n8k16 kernel, M = 1..16 per launch, used when
+ *     K % 32 == 0, group_size % 32 == 0 (after the clamp to K), packed and
+ *     x 16-byte aligned (each 32-column block then lies in one group: its
+ *     scale is applied once, in fp32); split-K over CTAs for narrow N with
+ *     a deterministic two-pass reduction through an fp32 workspace;
+ *   - CUDA-core GEMV, any shape, group size and alignment, M = 1..16 per
+ *     launch: the fallback and the M = 1 reference.
  * Numerics: q*x exact, fp32 accumulation, one fp16 rounding at the end.
  * Results are deterministic (no atomics) for a given device and inputs.
  */
@@ -31,36 +31,95 @@ extern "C" {
 #define QB_W4A16_CUDA_GEMV 1 /* force the CUDA-core GEMV */
 #define QB_W4A16_CUDA_MMA 2  /* force the mma kernel (QB_E_UNSUPPORTED when not eligible) */
 
-/* Largest M the kernels take; a runtime uses dequantize + cuBLAS above. */
+/* Rows of x one kernel launch takes. A larger M is run as ceil(M / 16)
+ * launches in stream order, each re-reading all the weights: correct, but
+ * for M well above 16 dequantize + cuBLAS is the faster path. */
 #define QB_W4A16_CUDA_MAX_M 16
 
-/* Bytes of device workspace qb_w4a16_gemm_cuda uses for this problem on the
- * current device: the permuted copy of x (when has_perm) plus the split-K
- * partial sums. Returns 0 and *bytes, QB_E_INVALID, or QB_E_INTERNAL on a
- * CUDA error (message in qb_w4a16_cuda_error()). Thread-safe. */
+/*
+ * Sizes and their meaning (both functions):
+ *   - M, N, K, group_size >= 1, else QB_E_INVALID;
+ *   - group_size >= K means one group per row: any such value (up to
+ *     INT64_MAX) is clamped to K on the host, as the CPU GEMM does, and the
+ *     group count ceil(K / group_size) is computed in 64-bit; the problem
+ *     then qualifies for the mma kernel like g = K;
+ *   - N <= 134217727 (INT32_MAX / 16), K <= 1073741823 (INT32_MAX / 2),
+ *     M <= INT32_MAX, else QB_E_INVALID (the kernels index with int);
+ *   - any M is taken (see QB_W4A16_CUDA_MAX_M); no size can make a kernel
+ *     loop without end.
+ *
+ * CUDA errors: a call first looks for a CUDA error left pending by earlier
+ * work (cudaPeekAtLastError). If there is one, the call enqueues nothing,
+ * returns QB_E_INTERNAL with a message saying "an earlier CUDA error is
+ * pending" and naming it, and leaves it uncleared for its owner (clear it
+ * with cudaGetLastError and call again). Otherwise a failure of one of the
+ * call's own CUDA calls or launches (checked with cudaPeekAtLastError after
+ * each) is QB_E_INTERNAL naming the step; a non-sticky error is then
+ * consumed, so the error state is as the caller left it; a sticky one
+ * (the context is unusable, possibly because of earlier asynchronous work)
+ * cannot be. Errors of the kernels while they run surface later, at the
+ * caller's next synchronisation, as for any kernel.
+ *
+ * Threads, streams and workspaces: the library keeps no shared mutable
+ * state (the error message is per thread), so any number of threads may
+ * call it at once, on one device or several; "thread-safe" means only
+ * that. The buffers are the caller's: y and the workspace are written
+ * asynchronously, in stream order. Calls on one stream run in order, so
+ * one workspace serves any number of calls on that stream without
+ * synchronisation; a workspace must never serve two streams (or two
+ * threads' calls on different streams) whose work may overlap in time:
+ * give each stream its own, or order the streams (events). The same holds
+ * for y. Inputs must stay valid and unchanged until the stream has run
+ * the call. A call enqueues kernel launches only (no allocation, copy or
+ * synchronisation), so it can be captured in a CUDA graph.
+ */
+
+/* Bytes of device workspace qb_w4a16_gemm_cuda uses for full speed on this
+ * problem on the current device: the permuted copy of x, align16(M * K * 2)
+ * bytes, when has_perm, plus the split-K partial sums, splits *
+ * min(M, QB_W4A16_CUDA_MAX_M) * N floats, when the shape can take the mma
+ * kernel (0 when no split is worth it). The value depends on the current
+ * device's multiprocessor count. Returns 0 and *bytes; QB_E_INVALID (bytes
+ * NULL, sizes as above: nothing queried); QB_E_INTERNAL on a CUDA error or
+ * an earlier pending one (message in qb_w4a16_cuda_error()). Thread-safe. */
 qb_status qb_w4a16_cuda_workspace_bytes(int64_t M, int64_t N, int64_t K, int64_t group_size,
                                         int has_perm, size_t *bytes);
 
-/* Enqueues y = x[perm] . W^T on `stream` (a cudaStream_t; NULL = legacy
- * default stream). Every pointer is device memory:
- *   x fp16 [M][K]; y fp16 [M][N]; packed [N][ceil(K/2)]; scales fp16
- *   [N][ceil(K/g)]; perm NULL or int32 [K], a permutation of 0..K-1 (an
- *   out-of-range entry yields NaN outputs, never an out-of-bounds read;
- *   qb_w4a16_linear_get validates perms on load);
- *   workspace at least qb_w4a16_cuda_workspace_bytes() bytes, 16-byte
- *   aligned; with less (or NULL) the call still works without split-K, but
- *   a perm needs its M*K*2 bytes (else QB_E_INVALID).
- * Returns 0 once the kernels are enqueued (they run asynchronously);
- * QB_E_INVALID (bad sizes, NULL pointers, unknown kernel), QB_E_UNSUPPORTED
- * (M > 16, or QB_W4A16_CUDA_MMA on an ineligible problem), QB_E_INTERNAL
- * when a CUDA call fails (message in qb_w4a16_cuda_error()). Thread-safe;
- * calls on one stream run in order. */
+/* Enqueues y = x[perm] . W^T on `stream` (a cudaStream_t of the current
+ * device; NULL = legacy default stream), then returns; the kernels run
+ * asynchronously. Every pointer is device memory of the current device:
+ *   x       fp16 [M][K], 2-byte aligned (16 for the mma kernel without perm);
+ *   y       fp16 [M][N], 2-byte aligned, overlapping no other buffer;
+ *   packed  [N][ceil(K/2)] (16-byte aligned for the mma kernel);
+ *   scales  fp16 [N][ceil(K/group_size)], 2-byte aligned;
+ *   perm    NULL or int32 [K], 4-byte aligned, a permutation of 0..K-1 (an
+ *           out-of-range entry yields NaN outputs, never an out-of-bounds
+ *           read; qb_w4a16_linear_get validates perms on load);
+ *   workspace  NULL or workspace_bytes of device memory, 16-byte aligned,
+ *           overlapping none of the inputs (nor y); it holds the permuted x
+ *           (a perm needs align16(M * K * 2) bytes: else QB_E_INVALID),
+ *           then the split-K partial sums: with less than
+ *           qb_w4a16_cuda_workspace_bytes() the call still works, unsplit
+ *           (slower; same result up to fp32 summation order). Never
+ *           written past workspace_bytes.
+ * Every check (pointers, sizes, alignment, overlap, workspace, kernel
+ * eligibility, an earlier pending CUDA error) is done before anything is
+ * enqueued: a refused call enqueues nothing (not even the perm gather)
+ * and writes neither y nor the workspace.
+ * Returns 0 once the kernels are enqueued; QB_E_INVALID (sizes as above,
+ * NULL x/y/packed/scales, misalignment, overlap, perm without enough
+ * workspace, unknown kernel); QB_E_UNSUPPORTED (QB_W4A16_CUDA_MMA on a
+ * problem the mma kernel cannot take: K % 32 != 0, group_size % 32 != 0
+ * after the clamp, or x / packed not 16-byte aligned); QB_E_INTERNAL (CUDA
+ * errors, above; when a launch after the first fails, y is unspecified).
+ * Message in qb_w4a16_cuda_error(). Thread-safe (above). */
 qb_status qb_w4a16_gemm_cuda(const uint16_t *x, uint16_t *y, const uint8_t *packed,
                              const uint16_t *scales, const int32_t *perm, int64_t M, int64_t N,
                              int64_t K, int64_t group_size, void *workspace, size_t workspace_bytes,
                              int kernel, void *stream);
 
-/* Message of the calling thread's last failure ("" if none). */
+/* Message of the calling thread's last failure ("" if none); valid until
+ * that thread's next call of this library. */
 const char *qb_w4a16_cuda_error(void);
 
 #ifdef __cplusplus
