@@ -14,3 +14,6 @@ if(TARGET qbt_ggml_quant)
   target_link_libraries(qb-gen-gguf PRIVATE qbt_ggml_quant)
 endif()
 set_target_properties(qb-gen-gguf PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests/bin")
+# HF tokenizer.json -> tokenizer.ggml.* metadata (gen_gguf_tok.h).
+add_library(qbt_gguf_tok_gen STATIC ${CMAKE_CURRENT_LIST_DIR}/gen_gguf_tok.c)
+target_link_libraries(qbt_gguf_tok_gen PUBLIC qbt_gguf_gen PkgConfig::CJSON)
