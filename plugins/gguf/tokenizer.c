@@ -111,6 +111,7 @@ static qb_status read_strings(const qb_host *h, const gguf_file *f, const char *
         *lens = NULL;
         return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", f->path, key);
     }
+    (*out)[0] = buf; /* free_strings frees s[0], also for an empty array */
     for (p = kv->val, i = 0; i < kv->arr_n; i++) {
         uint64_t l;
         memcpy(&l, p, 8);
