@@ -17,3 +17,6 @@ set_target_properties(qb-gen-gguf PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_B
 # HF tokenizer.json -> tokenizer.ggml.* metadata (gen_gguf_tok.h).
 add_library(qbt_gguf_tok_gen STATIC ${CMAKE_CURRENT_LIST_DIR}/gen_gguf_tok.c)
 target_link_libraries(qbt_gguf_tok_gen PUBLIC qbt_gguf_gen PkgConfig::CJSON)
+add_executable(qb-gen-gguf-tok ${CMAKE_CURRENT_LIST_DIR}/gen_gguf_tok_main.c)
+target_link_libraries(qb-gen-gguf-tok PRIVATE qbt_gguf_tok_gen)
+set_target_properties(qb-gen-gguf-tok PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests/bin")
