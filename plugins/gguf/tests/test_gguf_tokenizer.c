@@ -316,6 +316,86 @@ START_TEST(test_summary_names_tokenizer)
 }
 END_TEST
 
+/* generation_config.json of a tiny llama (bos 1, eos 2 from the fixture)
+ * with tokenizer.ggml.eot/eom_token_id as given (< 0: absent). */
+static cJSON *gen_config(int eot, int eom)
+{
+    const char *dir = qbt_scratch("gguf-gen");
+    qbt_gguf_spec s;
+    qbt_hf_model ref;
+    qbt_gguf *g = NULL;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    char *path = qbt_path(dir, "m.gguf");
+    cJSON *j, *c;
+    memset(&s, 0, sizeof(s));
+    s.arch = "llama";
+    s.n_layer = 1;
+    s.n_embd = 32;
+    s.n_ff = 64;
+    s.n_head = 2;
+    s.n_head_kv = 2;
+    s.n_vocab = 16;
+    s.tied = 1;
+    s.wtype = 1;
+    s.seed = 7;
+    ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
+    qbt_hf_model_free(&ref);
+    if (eot >= 0)
+        ck_assert_int_eq(qbt_gguf_kv_u32(g, "tokenizer.ggml.eot_token_id", (uint32_t)eot), 0);
+    if (eom >= 0)
+        ck_assert_int_eq(qbt_gguf_kv_u32(g, "tokenizer.ggml.eom_token_id", (uint32_t)eom), 0);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s", qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    ck_assert_ptr_nonnull(info.generation_config_json);
+    j = cJSON_Parse(info.generation_config_json);
+    ck_assert_ptr_nonnull(j);
+    /* config.json keeps the one eos id */
+    c = cJSON_Parse(info.config_json);
+    ck_assert_ptr_nonnull(c);
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, "eos_token_id")));
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(c, "eos_token_id")->valuedouble, 2);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    free(path);
+    return j;
+}
+
+static void expect_eos(const cJSON *j, const int *ids, int n)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
+    int i;
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(j, "bos_token_id")->valuedouble, 1);
+    if (n == 1) {
+        ck_assert(cJSON_IsNumber(e));
+        ck_assert_int_eq((int)e->valuedouble, ids[0]);
+        return;
+    }
+    ck_assert(cJSON_IsArray(e));
+    ck_assert_int_eq(cJSON_GetArraySize(e), n);
+    for (i = 0; i < n; i++)
+        ck_assert_int_eq((int)cJSON_GetArrayItem(e, i)->valuedouble, ids[i]);
+}
+
+START_TEST(test_generation_config_eos_list)
+{
+    static const int one[] = {2}, two[] = {2, 9}, three[] = {2, 9, 11};
+    cJSON *j;
+    expect_eos(j = gen_config(-1, -1), one, 1); /* eos only: a number */
+    cJSON_Delete(j);
+    expect_eos(j = gen_config(2, -1), one, 1); /* eot == eos: still one */
+    cJSON_Delete(j);
+    expect_eos(j = gen_config(9, 9), two, 2); /* eot == eom: listed once */
+    cJSON_Delete(j);
+    expect_eos(j = gen_config(9, 11), three, 3); /* eos, eot, eom in that order */
+    cJSON_Delete(j);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_tokenizer");
@@ -328,6 +408,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_missing_pre_refused);
     tcase_add_test(tc, test_other_models_refused);
     tcase_add_test(tc, test_summary_names_tokenizer);
+    tcase_add_test(tc, test_generation_config_eos_list);
     suite_add_tcase(s, tc);
     return s;
 }
