@@ -19,6 +19,13 @@ typedef struct gguf_reader gguf_reader;
  * gguf_arch_hparams, gguf_names_map, gguf_hfconfig_build; *out NULL. */
 qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out);
 
+/* gguf_reader_open with the reader option tokenizer: skip_tokenizer 0
+ * rebuilds the HF tokenizer files from tokenizer.ggml.* into a private
+ * temporary directory (qb_model_info.tokenizer_dir; removed by
+ * gguf_reader_close) and fails when that cannot be done exactly
+ * (gguf_tokenizer_build); 1 leaves them out with a warning. */
+qb_status gguf_reader_open_opts(const qb_host *h, const char *path, int skip_tokenizer, gguf_reader **out);
+
 /* Releases the reader. NULL is a no-op. */
 void gguf_reader_close(gguf_reader *r);
 

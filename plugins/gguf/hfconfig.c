@@ -61,6 +61,49 @@ static qb_status copy_token_id(cfg *c, cJSON *a, cJSON *b, const char *key, cons
     return QB_OK;
 }
 
+/* generation_config.json eos_token_id: every distinct one of
+ * tokenizer.ggml.{eos,eot,eom}_token_id, in that order; llama.cpp stops
+ * generation on each of them (all are end-of-generation tokens), and
+ * transformers' GenerationConfig takes a list for several. A single id
+ * stays a number, as HF writes it. config.json keeps eos alone. */
+static qb_status eos_ids(cfg *c, cJSON *gen)
+{
+    static const char *const keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                       "tokenizer.ggml.eom_token_id"};
+    int64_t ids[3];
+    int n = 0, i, j;
+    cJSON *list;
+    for (i = 0; i < 3; i++) {
+        int64_t v;
+        qb_status st = gguf_kv_int(c->h, c->f, keys[i], &v);
+        if (st == QB_E_NOT_FOUND)
+            continue;
+        if (st)
+            return st;
+        for (j = 0; j < n && ids[j] != v; j++)
+            ;
+        if (j == n)
+            ids[n++] = v;
+    }
+    if (n == 0)
+        return QB_OK;
+    if (n == 1) {
+        put_num(c, gen, "eos_token_id", (double)ids[0]);
+        return QB_OK;
+    }
+    list = cJSON_AddArrayToObject(gen, "eos_token_id");
+    for (i = 0; list && i < n; i++) {
+        cJSON *num = cJSON_CreateNumber((double)ids[i]);
+        if (!num || !cJSON_AddItemToArray(list, num)) {
+            cJSON_Delete(num);
+            list = NULL;
+        }
+    }
+    if (!list)
+        c->oom = 1;
+    return QB_OK;
+}
+
 qb_status gguf_hfconfig_vocab_size(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, int64_t *out)
 {
     const gguf_file *f = gguf_model_meta(m);
@@ -371,7 +414,8 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
     if ((st = rope_scaling(&c, sp, theta)))
         goto out;
     if ((st = copy_token_id(&c, c.root, gen, "tokenizer.ggml.bos_token_id", "bos_token_id")) ||
-        (st = copy_token_id(&c, c.root, gen, "tokenizer.ggml.eos_token_id", "eos_token_id")) ||
+        (st = copy_token_id(&c, c.root, NULL, "tokenizer.ggml.eos_token_id", "eos_token_id")) ||
+        (st = eos_ids(&c, gen)) ||
         (st = copy_token_id(&c, c.root, gen, "tokenizer.ggml.padding_token_id", "pad_token_id")))
         goto out;
     if (c.oom) {

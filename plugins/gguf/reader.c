@@ -9,6 +9,7 @@
 #include "gguf_hfconfig.h"
 #include "gguf_kv.h"
 #include "gguf_reader.h"
+#include "gguf_tokenizer.h"
 
 #include "ggml_types.h"
 #include "qbk_alloc.h"
@@ -36,7 +37,10 @@ struct gguf_reader {
     gguf_ctensor *t;
     size_t n;
     char *config_json, *gen_json, *chat_template;
-    char summary[256];
+    gguf_tokenizer tok;
+    char *tok_dir; /* private temporary directory of tok's files, or NULL */
+    char summary[768];
+    int tok_skip;
     size_t last_read; /* 1 + index of the tensor read last, 0 none (note_read) */
 };
 
@@ -60,10 +64,41 @@ void gguf_reader_close(gguf_reader *r)
     cJSON_free(r->config_json); /* from cJSON_Print (hfconfig.c) */
     cJSON_free(r->gen_json);
     qbk_free(r->chat_template);
+    gguf_tokenizer_remove_dir(r->tok_dir);
+    gguf_tokenizer_free(&r->tok);
     qbk_free(r);
 }
 
-/* "GGUF v3 llama 2 shard(s): Q4_0 x 7, F32 x 5" */
+static const char *tok_text(int32_t id, const char *text, char *buf, size_t n)
+{
+    if (id < 0)
+        return "none";
+    snprintf(buf, n, "%d %s", id, text);
+    return buf;
+}
+
+/* "; tokenizer gpt2 (pre llama-bpe), 128256 tokens, bos 128000 <|begin_of_text|>, ..." */
+static void summarize_tokenizer(const gguf_reader *r, char *out, size_t n)
+{
+    const gguf_tokenizer *t = &r->tok;
+    char b[4][96];
+    if (r->tok_skip) {
+        snprintf(out, n, "; tokenizer: skipped (option tokenizer=skip)");
+        return;
+    }
+    if (!t->kind[0]) {
+        snprintf(out, n, "; tokenizer: none in the metadata%s", t->n_templates ? ", chat template" : "");
+        return;
+    }
+    snprintf(out, n, "; tokenizer: %s%s%s%s, %lld tokens, bos %s, eos %s, unk %s, pad %s, add_bos %s, add_eos %s, "
+                     "chat templates %d",
+             t->kind, t->pre[0] ? " (pre " : "", t->pre, t->pre[0] ? ")" : "", (long long)t->n_vocab,
+             tok_text(t->bos_id, t->text[0], b[0], sizeof(b[0])), tok_text(t->eos_id, t->text[1], b[1], sizeof(b[1])),
+             tok_text(t->unk_id, t->text[2], b[2], sizeof(b[2])), tok_text(t->pad_id, t->text[3], b[3], sizeof(b[3])),
+             t->add_bos ? "yes" : "no", t->add_eos ? "yes" : "no", t->n_templates);
+}
+
+/* "GGUF v3 llama 2 shard(s): Q4_0 x 7, F32 x 5; tokenizer: ..." */
 static void make_summary(gguf_reader *r)
 {
     size_t counts[GGUF_GGML_TYPE_ID_END] = {0};
@@ -79,9 +114,16 @@ static void make_summary(gguf_reader *r)
         if (counts[t])
             len += (size_t)snprintf(r->summary + len, sizeof(r->summary) - len, " %s x%zu", gguf_ggml_type_name(t),
                                     counts[t]);
+    if (len < sizeof(r->summary))
+        summarize_tokenizer(r, r->summary + len, sizeof(r->summary) - len);
 }
 
 qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out)
+{
+    return gguf_reader_open_opts(h, path, 0, out);
+}
+
+qb_status gguf_reader_open_opts(const qb_host *h, const char *path, int skip_tokenizer, gguf_reader **out)
 {
     gguf_reader *r;
     qb_status st;
@@ -91,6 +133,7 @@ qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out
     if (!r)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     r->h = h;
+    r->tok_skip = skip_tokenizer;
     if ((st = gguf_model_open(h, path, &r->m)) || (st = gguf_arch_hparams(h, r->m, &r->hp)) ||
         (st = gguf_names_map(h, r->m, &r->hp, &r->t, &r->n, &r->sp)) ||
         (st = gguf_hfconfig_build(h, r->m, &r->hp, &r->sp, &r->config_json, &r->gen_json)))
@@ -100,6 +143,14 @@ qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out
         st = QB_OK;
     if (st)
         goto out;
+    if (!skip_tokenizer) {
+        if ((st = gguf_tokenizer_build(h, gguf_model_meta(r->m), r->hp.n_ctx, &r->tok)))
+            goto out;
+        if (r->tok.tokenizer_json && (st = gguf_tokenizer_write_dir(h, &r->tok, &r->tok_dir)))
+            goto out;
+    } else if (gguf_kv_find(gguf_model_meta(r->m), "tokenizer.ggml.model")) {
+        h->log(h, QB_LOG_WARN, "%s: option tokenizer=skip: the output gets no tokenizer.json", path);
+    }
     make_summary(r);
 out:
     if (st) {
@@ -296,9 +347,9 @@ static qb_status vt_open(void *ctx, const char *path, const qb_param *params, qb
 {
     gguf_reader *r = NULL;
     qb_status st;
+    const qb_param *tp = qb_param_find(params, "tokenizer");
     (void)ctx;
-    (void)params;
-    st = gguf_reader_open(g_host, path, &r);
+    st = gguf_reader_open_opts(g_host, path, tp && tp->is_set && tp->v.s && strcmp(tp->v.s, "skip") == 0, &r);
     *out = r;
     return st;
 }
@@ -320,7 +371,7 @@ static qb_status vt_model_info(qb_reader_handle h, qb_model_info *out)
     out->n_tensors = r->n;
     out->source_format = "gguf";
     out->source_summary = r->summary;
-    out->tokenizer_dir = NULL;
+    out->tokenizer_dir = r->tok_dir;
     if (QB_HAS_FIELD(out, qb_model_info, chat_template))
         out->chat_template = r->chat_template;
     return QB_OK;
@@ -385,6 +436,19 @@ static const qb_reader_vtable reader_vtable = {
     .read_grid = vt_read_grid,
 };
 
+static const qb_option_decl opt_tokenizer = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "tokenizer",
+    .type = QB_PARAM_STRING,
+    .default_value = "rebuild",
+    .help = "rebuild tokenizer.json from tokenizer.ggml.* (refused when not exact), or skip it with a warning",
+    .choices = "rebuild|skip",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_READER,
+};
+static const qb_option_decl *const option_decls[] = {&opt_tokenizer, NULL};
+
 /* Not const: the entry writes the negotiated ABI into .abi. */
 static qb_plugin plugin = {
     .struct_size = sizeof(qb_plugin),
@@ -396,6 +460,7 @@ static qb_plugin plugin = {
     .license = "MIT",
     .flags = QB_PLUGIN_CONCURRENT_READS,
     .reader = &reader_vtable,
+    .options = option_decls,
 };
 
 const qb_reader_vtable *gguf_reader_vtable(void)

@@ -862,7 +862,13 @@ static int build_meta(mb *b)
             rc |= qbt_gguf_kv_u32(g, K("expert_shared_feed_forward_length"), (uint32_t)s->n_ff_shexp);
     }
 #undef K
+    if (s->no_tokenizer)
+        return rc ? -1 : 0;
+    /* A complete (if tiny) byte-level BPE vocabulary: the reader rebuilds
+     * tokenizer.json from it, and refuses gpt2 without pre or merges. */
     rc |= qbt_gguf_kv_str(g, "tokenizer.ggml.model", "gpt2");
+    rc |= qbt_gguf_kv_str(g, "tokenizer.ggml.pre", "gpt2");
+    rc |= qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", 0, NULL);
     toks = calloc((size_t)s->n_vocab, sizeof(*toks));
     if (!toks)
         return -1;

@@ -80,6 +80,7 @@ typedef struct qbt_gguf_spec {
     int qk_bias;      /* llama only: q/k/v biases (q/k permuted like the weights) */
     int llama3_rope;  /* llama only: rope_freqs.weight of Llama 3.1 (factor 8, low 1, high 4, ctx 8192);
                          2 = factors matching no known set */
+    int no_tokenizer; /* no tokenizer.* keys (the caller adds them, e.g. qbt_gguf_add_hf_tokenizer) */
     uint64_t seed;
 } qbt_gguf_spec;
 

@@ -1,0 +1,414 @@
+/*
+ * Tokenizer rebuilt from tokenizer.ggml.* (docs/formats/gguf.md
+ * "Tokenizer"): the real llama2 (SentencePiece), llama3 and qwen3
+ * (byte-level BPE) vocabularies of tests/data/tokenizers are turned into
+ * GGUF metadata the way llama.cpp's converter does (gen_gguf_tok.h), put
+ * on a tiny model, opened with the reader, and the tokenizer.json it
+ * rebuilds is compared with the original structurally. Plus the refusals.
+ */
+#include "gen_gguf.h"
+#include "gen_gguf_tok.h"
+#include "gguf_reader.h"
+#include "qbt_fs.h"
+#include "qbt_host.h"
+
+#include <check.h>
+
+#include "qbt_check_main.h"
+
+#include <cjson/cJSON.h>
+#include <quantbridge/qb_reader.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long max_id_plus_one(const cJSON *tj)
+{
+    const cJSON *e;
+    long n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tj, "model"), "vocab"))
+        if ((long)e->valuedouble + 1 > n) n = (long)e->valuedouble + 1;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(tj, "added_tokens"))
+    {
+        long id = (long)cJSON_GetObjectItemCaseSensitive(e, "id")->valuedouble;
+        if (id + 1 > n)
+            n = id + 1;
+    }
+    return n;
+}
+
+/* A tiny llama whose metadata carries `add` (a callback adding tokenizer
+ * keys) saved under dir; returns the path (malloc'd). */
+static char *tiny_gguf(const char *dir, int n_vocab, qbt_gguf **gout)
+{
+    qbt_gguf_spec s;
+    qbt_hf_model ref;
+    qbt_gguf *g = NULL;
+    memset(&s, 0, sizeof(s));
+    s.arch = "llama";
+    s.n_layer = 1;
+    s.n_embd = 32;
+    s.n_ff = 64;
+    s.n_head = 2;
+    s.n_head_kv = 2;
+    s.n_vocab = n_vocab;
+    s.tied = 1;
+    s.wtype = 1;
+    s.no_tokenizer = 1;
+    s.seed = 7;
+    ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
+    qbt_hf_model_free(&ref);
+    *gout = g;
+    return qbt_path(dir, "m.gguf");
+}
+
+static const char *merge_str(const cJSON *m, char *buf, size_t n)
+{
+    if (cJSON_IsString(m))
+        return m->valuestring;
+    ck_assert(cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2);
+    snprintf(buf, n, "%s %s", cJSON_GetArrayItem(m, 0)->valuestring, cJSON_GetArrayItem(m, 1)->valuestring);
+    return buf;
+}
+
+/* Text of every id: model.vocab plus added_tokens (array of n, not owned). */
+static const char **texts_by_id(const cJSON *tj, long n)
+{
+    const char **t = calloc((size_t)n, sizeof(*t));
+    const cJSON *e;
+    ck_assert_ptr_nonnull(t);
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tj, "model"), "vocab"))
+    {
+        ck_assert((long)e->valuedouble < n);
+        t[(long)e->valuedouble] = e->string;
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(tj, "added_tokens"))
+    {
+        long id = (long)cJSON_GetObjectItemCaseSensitive(e, "id")->valuedouble;
+        ck_assert(id < n);
+        t[id] = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+    }
+    return t;
+}
+
+static void expect_same(const cJSON *a, const cJSON *b, const char *what, const char *name)
+{
+    char *x = cJSON_PrintUnformatted(a), *y = cJSON_PrintUnformatted(b);
+    ck_assert_msg(cJSON_Compare(a, b, 1), "%s: %s differs:\n original %s\n rebuilt  %s", name, what, x, y);
+    cJSON_free(x);
+    cJSON_free(y);
+}
+
+static int looks_special(const char *s)
+{
+    size_t n = strlen(s);
+    return n >= 4 && !strncmp(s, "<|", 2) && !strcmp(s + n - 2, "|>");
+}
+
+static void roundtrip(const char *name, const char *pre)
+{
+    char *jpath = qbt_path(QB_TOKENIZER_DATA, name), *tjp = qbt_path(jpath, "tokenizer.json.xz"),
+         *cjp = qbt_path(jpath, "tokenizer_config.json");
+    char *orig_text = qbt_read_maybe_xz(tjp), *cfg_text = qbt_read_file(cjp, NULL), *path, *rb_text, *rbp, *tdir;
+    const char *dir = qbt_scratch("gguf-tok");
+    cJSON *orig, *rb, *om, *rm, *a, *b, *e;
+    qbt_gguf *g;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    long n;
+    int i, n_added = 0;
+    char b1[1024], b2[1024];
+    ck_assert_msg(orig_text && cfg_text, "%s: test data missing", jpath);
+    orig = cJSON_Parse(orig_text);
+    ck_assert_ptr_nonnull(orig);
+    n = max_id_plus_one(orig);
+    path = tiny_gguf(dir, (int)n, &g);
+    ck_assert_int_eq(qbt_gguf_add_hf_tokenizer(g, orig_text, cfg_text, pre), n);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s: %s", name, qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    ck_assert_ptr_nonnull(info.tokenizer_dir);
+    tdir = strdup(info.tokenizer_dir);
+    rbp = qbt_path(info.tokenizer_dir, "tokenizer.json");
+    rb_text = qbt_read_file(rbp, NULL);
+    ck_assert_ptr_nonnull(rb_text);
+    rb = cJSON_Parse(rb_text);
+    ck_assert_ptr_nonnull(rb);
+
+    /* every id has the same text (n ids each: no duplicates either side
+     * since the vocabulary sizes below match) */
+    {
+        const char **x = texts_by_id(orig, n), **y = texts_by_id(rb, n);
+        long k;
+        for (k = 0; k < n; k++)
+            ck_assert_msg(x[k] && y[k] && !strcmp(x[k], y[k]), "%s: id %ld: original \"%s\", rebuilt \"%s\"", name, k,
+                          x[k] ? x[k] : "(none)", y[k] ? y[k] : "(none)");
+        free(x);
+        free(y);
+    }
+    om = cJSON_GetObjectItemCaseSensitive(orig, "model");
+    rm = cJSON_GetObjectItemCaseSensitive(rb, "model");
+    /* the model vocabulary itself (added tokens outside it, as originally) */
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(om, "vocab")),
+                     cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rm, "vocab")));
+    /* merges: same pairs in the same order */
+    a = cJSON_GetObjectItemCaseSensitive(om, "merges");
+    b = cJSON_GetObjectItemCaseSensitive(rm, "merges");
+    ck_assert_int_eq(cJSON_GetArraySize(a), cJSON_GetArraySize(b));
+    for (i = 0, e = a->child, b = b->child; e && b; i++, e = e->next, b = b->next)
+        ck_assert_msg(!strcmp(merge_str(e, b1, sizeof(b1)), merge_str(b, b2, sizeof(b2))),
+                      "%s: merge %d: original \"%s\", rebuilt \"%s\"", name, i, b1, b2);
+    /* model flags */
+    {
+        static const char *flags[] = {"type", "unk_token", "fuse_unk", "byte_fallback"};
+        for (i = 0; i < 4; i++)
+            expect_same(cJSON_GetObjectItemCaseSensitive(om, flags[i]), cJSON_GetObjectItemCaseSensitive(rm, flags[i]),
+                        flags[i], name);
+        ck_assert_int_eq(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(om, "ignore_merges")),
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rm, "ignore_merges")));
+    }
+    /* added tokens: same ids and texts; special as the converter's token
+     * type says (special, or looking special: documented difference) */
+    a = cJSON_GetObjectItemCaseSensitive(orig, "added_tokens");
+    b = cJSON_GetObjectItemCaseSensitive(rb, "added_tokens");
+    ck_assert_int_eq(cJSON_GetArraySize(a), cJSON_GetArraySize(b));
+    for (e = a->child, b = b->child; e && b; e = e->next, b = b->next, n_added++) {
+        static const char *keys[] = {"id", "content", "single_word", "lstrip", "rstrip", "normalized"};
+        const char *c = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+        for (i = 0; i < 6; i++)
+            expect_same(cJSON_GetObjectItemCaseSensitive(e, keys[i]), cJSON_GetObjectItemCaseSensitive(b, keys[i]),
+                        keys[i], c);
+        ck_assert_int_eq(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "special")),
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special")) || looks_special(c));
+    }
+    /* normalizer, pre-tokenizer, decoder, post-processor as the original */
+    expect_same(cJSON_GetObjectItemCaseSensitive(orig, "normalizer"), cJSON_GetObjectItemCaseSensitive(rb, "normalizer"),
+                "normalizer", name);
+    expect_same(cJSON_GetObjectItemCaseSensitive(orig, "pre_tokenizer"),
+                cJSON_GetObjectItemCaseSensitive(rb, "pre_tokenizer"), "pre_tokenizer", name);
+    expect_same(cJSON_GetObjectItemCaseSensitive(orig, "decoder"), cJSON_GetObjectItemCaseSensitive(rb, "decoder"),
+                "decoder", name);
+    expect_same(cJSON_GetObjectItemCaseSensitive(orig, "post_processor"),
+                cJSON_GetObjectItemCaseSensitive(rb, "post_processor"), "post_processor", name);
+    /* tokenizer_config.json next to it */
+    {
+        char *cp = qbt_path(info.tokenizer_dir, "tokenizer_config.json"), *ct = qbt_read_file(cp, NULL);
+        cJSON *oc = cJSON_Parse(cfg_text), *rc = ct ? cJSON_Parse(ct) : NULL;
+        static const char *keys[] = {"bos_token", "eos_token", "unk_token", "pad_token", "chat_template"};
+        ck_assert_ptr_nonnull(rc);
+        for (i = 0; i < 5; i++) {
+            cJSON *x = cJSON_GetObjectItemCaseSensitive(oc, keys[i]), *y = cJSON_GetObjectItemCaseSensitive(rc, keys[i]);
+            if (x && !cJSON_IsNull(x))
+                expect_same(x, y, keys[i], name);
+        }
+        ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rc, "model_max_length")));
+        cJSON_Delete(oc);
+        cJSON_Delete(rc);
+        free(cp);
+        free(ct);
+    }
+    gguf_reader_close(r);
+    ck_assert_msg(!qbt_exists(tdir), "%s: temporary tokenizer directory left behind", tdir);
+    cJSON_Delete(orig);
+    cJSON_Delete(rb);
+    free(tdir);
+    free(rbp);
+    free(rb_text);
+    free(path);
+    free(orig_text);
+    free(cfg_text);
+    free(jpath);
+    free(tjp);
+    free(cjp);
+}
+
+START_TEST(test_llama2_sentencepiece)
+{
+    roundtrip("llama2", NULL);
+}
+END_TEST
+
+START_TEST(test_llama3_bpe)
+{
+    roundtrip("llama3", "llama-bpe");
+}
+END_TEST
+
+START_TEST(test_qwen3_bpe)
+{
+    roundtrip("qwen3", "qwen2");
+}
+END_TEST
+
+/* A GGUF with tokenizer.ggml.model `model`, pre `pre` (NULL: none). */
+static char *odd_tokenizer(const char *model, const char *pre)
+{
+    const char *dir = qbt_scratch("gguf-tok-bad");
+    static const char *toks[] = {"a", "b", "ab", "<s>"};
+    static const char *merges[] = {"a b"};
+    qbt_gguf *g;
+    char *path = tiny_gguf(dir, 4, &g);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.model", model), 0);
+    if (pre)
+        ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.pre", pre), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", 4, toks), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", 1, merges), 0);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    return path;
+}
+
+static void expect_refused(const char *model, const char *pre, const char *needle)
+{
+    char *path = odd_tokenizer(model, pre);
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_msg(strstr(qbt_host_last_error(), needle) && strstr(qbt_host_last_error(), "tokenizer=skip"),
+                  "message: %s", qbt_host_last_error());
+    /* tokenizer=skip converts without one */
+    ck_assert_int_eq(gguf_reader_open_opts(qbt_host(), path, 1, &r), QB_OK);
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    ck_assert_ptr_null(info.tokenizer_dir);
+    ck_assert_ptr_nonnull(strstr(info.source_summary, "tokenizer: skipped"));
+    gguf_reader_close(r);
+    free(path);
+}
+
+START_TEST(test_unknown_pre_refused)
+{
+    expect_refused("gpt2", "deepseek-llm", "\"deepseek-llm\"");
+}
+END_TEST
+
+START_TEST(test_missing_pre_refused)
+{
+    expect_refused("gpt2", NULL, "without tokenizer.ggml.pre");
+}
+END_TEST
+
+START_TEST(test_other_models_refused)
+{
+    expect_refused("t5", NULL, "\"t5\"");
+    expect_refused("bert", NULL, "\"bert\"");
+    expect_refused("rwkv", NULL, "\"rwkv\"");
+}
+END_TEST
+
+START_TEST(test_summary_names_tokenizer)
+{
+    char *path = odd_tokenizer("gpt2", "llama-bpe");
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s", qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    ck_assert_msg(strstr(info.source_summary, "tokenizer: gpt2 (pre llama-bpe), 4 tokens"), "%s",
+                  info.source_summary);
+    gguf_reader_close(r);
+    free(path);
+}
+END_TEST
+
+/* generation_config.json of a tiny llama (bos 1, eos 2 from the fixture)
+ * with tokenizer.ggml.eot/eom_token_id as given (< 0: absent). */
+static cJSON *gen_config(int eot, int eom)
+{
+    const char *dir = qbt_scratch("gguf-gen");
+    qbt_gguf_spec s;
+    qbt_hf_model ref;
+    qbt_gguf *g = NULL;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    char *path = qbt_path(dir, "m.gguf");
+    cJSON *j, *c;
+    memset(&s, 0, sizeof(s));
+    s.arch = "llama";
+    s.n_layer = 1;
+    s.n_embd = 32;
+    s.n_ff = 64;
+    s.n_head = 2;
+    s.n_head_kv = 2;
+    s.n_vocab = 16;
+    s.tied = 1;
+    s.wtype = 1;
+    s.seed = 7;
+    ck_assert_int_eq(qbt_gguf_build_model(&s, &g, &ref), 0);
+    qbt_hf_model_free(&ref);
+    if (eot >= 0)
+        ck_assert_int_eq(qbt_gguf_kv_u32(g, "tokenizer.ggml.eot_token_id", (uint32_t)eot), 0);
+    if (eom >= 0)
+        ck_assert_int_eq(qbt_gguf_kv_u32(g, "tokenizer.ggml.eom_token_id", (uint32_t)eom), 0);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s", qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    ck_assert_ptr_nonnull(info.generation_config_json);
+    j = cJSON_Parse(info.generation_config_json);
+    ck_assert_ptr_nonnull(j);
+    /* config.json keeps the one eos id */
+    c = cJSON_Parse(info.config_json);
+    ck_assert_ptr_nonnull(c);
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, "eos_token_id")));
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(c, "eos_token_id")->valuedouble, 2);
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    free(path);
+    return j;
+}
+
+static void expect_eos(const cJSON *j, const int *ids, int n)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
+    int i;
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(j, "bos_token_id")->valuedouble, 1);
+    if (n == 1) {
+        ck_assert(cJSON_IsNumber(e));
+        ck_assert_int_eq((int)e->valuedouble, ids[0]);
+        return;
+    }
+    ck_assert(cJSON_IsArray(e));
+    ck_assert_int_eq(cJSON_GetArraySize(e), n);
+    for (i = 0; i < n; i++)
+        ck_assert_int_eq((int)cJSON_GetArrayItem(e, i)->valuedouble, ids[i]);
+}
+
+START_TEST(test_generation_config_eos_list)
+{
+    static const int one[] = {2}, two[] = {2, 9}, three[] = {2, 9, 11};
+    cJSON *j;
+    expect_eos(j = gen_config(-1, -1), one, 1); /* eos only: a number */
+    cJSON_Delete(j);
+    expect_eos(j = gen_config(2, -1), one, 1); /* eot == eos: still one */
+    cJSON_Delete(j);
+    expect_eos(j = gen_config(9, 9), two, 2); /* eot == eom: listed once */
+    cJSON_Delete(j);
+    expect_eos(j = gen_config(9, 11), three, 3); /* eos, eot, eom in that order */
+    cJSON_Delete(j);
+}
+END_TEST
+
+Suite *qbt_suite(void)
+{
+    Suite *s = suite_create("gguf_tokenizer");
+    TCase *tc = tcase_create("tokenizer");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_llama2_sentencepiece);
+    tcase_add_test(tc, test_llama3_bpe);
+    tcase_add_test(tc, test_qwen3_bpe);
+    tcase_add_test(tc, test_unknown_pre_refused);
+    tcase_add_test(tc, test_missing_pre_refused);
+    tcase_add_test(tc, test_other_models_refused);
+    tcase_add_test(tc, test_summary_names_tokenizer);
+    tcase_add_test(tc, test_generation_config_eos_list);
+    suite_add_tcase(s, tc);
+    return s;
+}
