@@ -166,12 +166,9 @@ out:
  * token ids; nothing when there is no config to derive it from. */
 static qb_status write_generation(qbh_sink *sink, const qb_model_info *mi, const char *writer)
 {
-    static const char *const ids[] = {"bos_token_id", "eos_token_id", "pad_token_id",
-                                      "decoder_start_token_id", NULL};
     cJSON *cfg = NULL, *gen = NULL;
     char *text = NULL;
     qb_status rc = QB_OK;
-    size_t i;
 
     if (mi->generation_config_json) {
         gen = cJSON_Parse(mi->generation_config_json);
@@ -185,22 +182,10 @@ static qb_status write_generation(qbh_sink *sink, const qb_model_info *mi, const
     cfg = mi->config_json ? cJSON_Parse(mi->config_json) : NULL;
     if (!cJSON_IsObject(cfg))
         goto out;
-    gen = cJSON_CreateObject();
-    if (!gen || !cJSON_AddTrueToObject(gen, "_from_model_config")) {
+    gen = qbk_hf_generation_from_config(cfg);
+    if (!gen) {
         rc = qbh_error_set(QB_E_NOMEM, "generation_config.json: out of memory");
         goto out;
-    }
-    for (i = 0; ids[i]; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, ids[i]);
-        cJSON *dup;
-        if (!v || cJSON_IsNull(v))
-            continue;
-        dup = cJSON_Duplicate(v, 1);
-        if (!dup || !cJSON_AddItemToObject(gen, ids[i], dup)) {
-            cJSON_Delete(dup);
-            rc = qbh_error_set(QB_E_NOMEM, "generation_config.json: out of memory");
-            goto out;
-        }
     }
     text = cJSON_Print(gen);
     if (!text) {

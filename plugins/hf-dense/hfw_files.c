@@ -100,14 +100,9 @@ qb_status hfw_config_text(const qb_host *h, const char *what, const char *config
 qb_status hfw_write_generation_config(const qb_host *h, const qb_sink *sink,
                                       const qb_model_info *mi)
 {
-    /* GenerationConfig.from_model_config copies the decoder's special
-     * token ids and marks the file as derived. */
-    static const char *const ids[] = {"bos_token_id", "eos_token_id", "pad_token_id",
-                                      "decoder_start_token_id", NULL};
     cJSON *src = NULL, *gen = NULL;
     char *text = NULL;
     qb_status st = QB_OK;
-    size_t i;
 
     if (mi->generation_config_json) {
         gen = cJSON_Parse(mi->generation_config_json);
@@ -120,19 +115,10 @@ qb_status hfw_write_generation_config(const qb_host *h, const qb_sink *sink,
         goto out;
     }
     src = cJSON_Parse(mi->config_json);
-    gen = cJSON_CreateObject();
-    if (!gen || !cJSON_AddTrueToObject(gen, "_from_model_config")) {
+    gen = qbk_hf_generation_from_config(src);
+    if (!gen) {
         st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
         goto out;
-    }
-    for (i = 0; ids[i]; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, ids[i]);
-        if (!v || cJSON_IsNull(v))
-            continue;
-        if (!cJSON_AddItemToObject(gen, ids[i], cJSON_Duplicate(v, 1))) {
-            st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
-            goto out;
-        }
     }
     text = cJSON_Print(gen);
     if (!text) {

@@ -73,11 +73,9 @@ out:
 static qb_status write_generation(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                                   w4w_written_list *list)
 {
-    static const char *const keys[] = {"bos_token_id", "eos_token_id", "pad_token_id", NULL};
     const char *text = src->info->generation_config_json;
     cJSON *obj = NULL, *cfg = NULL;
     qb_status rc = QB_OK;
-    size_t i;
 
     if (text) {
         obj = cJSON_Parse(text);
@@ -90,22 +88,10 @@ static qb_status write_generation(const qb_host *h, const qb_sink *sink, const q
         goto out;
     }
     cfg = cJSON_Parse(src->info->config_json);
-    obj = cJSON_CreateObject();
-    if (!cfg || !obj || !cJSON_AddBoolToObject(obj, "_from_model_config", 1)) {
+    obj = cfg ? qbk_hf_generation_from_config(cfg) : NULL;
+    if (!obj) {
         rc = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
         goto out;
-    }
-    for (i = 0; keys[i]; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, keys[i]);
-        cJSON *dup;
-        if (!v || cJSON_IsNull(v))
-            continue;
-        dup = cJSON_Duplicate(v, 1);
-        if (!dup || !cJSON_AddItemToObject(obj, keys[i], dup)) {
-            cJSON_Delete(dup);
-            rc = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
-            goto out;
-        }
     }
     rc = write_json(h, sink, "generation_config.json", obj, list);
 out:

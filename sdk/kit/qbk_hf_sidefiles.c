@@ -26,6 +26,32 @@ const char *const qbk_hf_tokenizer_files[] = {
 
 const char *const qbk_hf_quant_config_keys[] = {"quantization_config", "compression_config", NULL};
 
+cJSON *qbk_hf_generation_from_config(const cJSON *cfg)
+{
+    static const char *const ids[] = {"bos_token_id", "eos_token_id", "pad_token_id",
+                                      "decoder_start_token_id", NULL};
+    cJSON *gen = cJSON_CreateObject();
+    size_t i;
+
+    if (!gen || !cJSON_AddTrueToObject(gen, "_from_model_config"))
+        goto fail;
+    for (i = 0; ids[i]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, ids[i]);
+        cJSON *dup;
+        if (!v || cJSON_IsNull(v))
+            continue;
+        dup = cJSON_Duplicate(v, 1);
+        if (!dup || !cJSON_AddItemToObject(gen, ids[i], dup)) {
+            cJSON_Delete(dup);
+            goto fail;
+        }
+    }
+    return gen;
+fail:
+    cJSON_Delete(gen);
+    return NULL;
+}
+
 int qbk_hf_is_tokenizer_file(const char *name)
 {
     size_t k;

@@ -43,6 +43,16 @@ extern const char *const qbk_hf_quant_config_keys[];
  * fail. Not thread-safe on one object. */
 void qbk_hf_config_strip_quant(cJSON *cfg);
 
+/* The generation config transformers' GenerationConfig.from_model_config
+ * derives when a checkpoint has no generation_config.json: a new object
+ * {"_from_model_config": true} plus each of bos_token_id, eos_token_id,
+ * pad_token_id and decoder_start_token_id that `cfg` states (not null),
+ * copied as they are (an eos list stays a list). `cfg` NULL or not an
+ * object gives the flag alone. Returns NULL when out of memory (cJSON's
+ * allocator); the caller frees with cJSON_Delete. Thread-safe. One rule
+ * for the host's side files and every writer that derives the file. */
+cJSON *qbk_hf_generation_from_config(const cJSON *cfg);
+
 /* Reads `dir`/`name` as text into a new host->alloc buffer (*out), or sets
  * *out = NULL and returns QB_OK when the file does not exist. Other
  * failures return the host's status with its message. */
