@@ -66,6 +66,10 @@ static qb_status linear_action(const w4w_plan *p, const qb_model_src *src, const
         if (!p->opt.act_order_permute && gi.col_group &&
             w4w_grid_bound(&gi, it->cols, 1, &bp, tmp, sizeof tmp) && w4w_bound_fits(bp, gs))
             snprintf(why, wn, "%s; act_order=permute keeps it exact", sub);
+        else if (!p->opt.act_order_permute && gi.col_group &&
+                 w4w_grid_bound(&gi, it->cols, 1, &bp, tmp, sizeof tmp))
+            snprintf(why, wn, "%s; act_order=permute with group size %lld (auto chooses it "
+                     "then) keeps it exact", sub, (long long)bp);
         else
             snprintf(why, wn, "%s", sub);
         return QB_OK;
