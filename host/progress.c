@@ -17,6 +17,7 @@ static qbh_progress_mode cfg_mode = QBH_PROGRESS_AUTO;
 static double t_start; /* monotonic seconds, 0: not started */
 static uint64_t tot_units, tot_weights;
 static int stage_tenth = -1;
+static char stage_key[256];
 
 void qbh_human_bytes(uint64_t b, char *out, size_t n)
 {
@@ -152,13 +153,22 @@ void qbh_progress_stage(const char *who, uint64_t done, uint64_t total, const ch
                 stage ? stage : "", (unsigned long long)done, (unsigned long long)total, pct);
         line_open = 1;
     } else {
-        /* a log gets one line per tenth, and the last */
-        int tenth = (int)(pct / 10.0);
-        if (done != total && tenth == stage_tenth) {
+        /* a log gets one line per tenth reached, the last included; workers
+         * report out of order, so only a higher tenth of the same stage
+         * prints (a new who/stage/total starts over) */
+        int tenth = done == total ? 10 : (int)(pct / 10.0);
+        char key[256];
+        snprintf(key, sizeof key, "%s\n%s\n%llu", who ? who : "", stage ? stage : "",
+                 (unsigned long long)total);
+        if (strcmp(key, stage_key) != 0) {
+            snprintf(stage_key, sizeof stage_key, "%s", key);
+            stage_tenth = -1;
+        }
+        if (tenth <= stage_tenth) {
             pthread_mutex_unlock(&prog_lock);
             return;
         }
-        stage_tenth = done == total ? -1 : tenth;
+        stage_tenth = tenth;
         fprintf(stderr, "quantbridge: %s: %s %llu/%llu (%.0f%%)\n", who ? who : "",
                 stage ? stage : "", (unsigned long long)done, (unsigned long long)total, pct);
     }

@@ -10,8 +10,9 @@
  * (the source's own order, or the group order act_order=permute stores),
  * that holds exactly when every source group boundary inside a row is a
  * multiple of group_size, i.e. when group_size divides the gcd of those
- * boundaries. The writer (writer.c) and the plan (plan_emit) decide by
- * this one rule; the writer then still checks every block bit for bit.
+ * boundaries (docs/w4a16-format.md, "Choosing the group size"). The
+ * writer (writer.c) and the plan (plan_emit.c) decide by this one rule;
+ * the writer then still checks every block bit for bit.
  */
 #include "w4w.h"
 
@@ -20,8 +21,9 @@
 #include "qbk_alloc.h"
 
 #define W4W_GROUP_DEFAULT 128
-/* The CUDA mma kernel needs group_size % 32 == 0 (docs/kernels.md,
- * "Group size"); any other size falls back to the slower GEMV. */
+/* The CUDA mma kernel needs group_size % 32 == 0 (kernels/cuda/
+ * w4a16_cuda_plan.c; docs/w4a16-format.md, "Choosing the group size"); any
+ * other size falls back to the slower GEMV. */
 #define W4W_GROUP_MMA 32
 
 static int64_t gcd64(int64_t a, int64_t b)
@@ -203,7 +205,7 @@ qb_status w4w_group_choose(const qb_host *h, const qb_model_src *src, const w4w_
                      (long long)cs.g, n_best, cs.n_lin);
         else
             snprintf(r, rn, "auto: the source's group size %lld is not a multiple of %d (the "
-                     "kernels' mma path, docs/kernels.md); the default %d keeps %zu of %zu "
+                     "CUDA mma kernel's need); the default %d keeps %zu of %zu "
                      "linears exact", (long long)cs.g, W4W_GROUP_MMA, W4W_GROUP_DEFAULT, n_best,
                      cs.n_lin);
     } else {

@@ -227,6 +227,11 @@ def case_progress_plain():
     if not re.search(r"tensors: \d+ exact, \d+ requantized", r.stdout) or "peak memory" not in r.stdout:
         fail("summary lines: %r" % r.stdout)
     shutil.rmtree(out)
+    v = run(["convert", "--source", src, "--output", out, "--progress", "plain", "--verify"])
+    vl = re.findall(r"^quantbridge: verify: tensors (\d+)/(\d+) \((\d+)%\)$", v.stderr, re.M)
+    if len(vl) < 2 or vl[-1][0] != vl[-1][1] or vl[-1][2] != "100":
+        fail("verify progress lines: %s\n%s" % (vl, v.stderr))
+    shutil.rmtree(out)
     q = run(["convert", "--source", src, "--output", out, "-q"])
     if q.stdout or q.stderr:
         fail("-q printed: %r %r" % (q.stdout, q.stderr))
