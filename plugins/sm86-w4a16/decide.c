@@ -80,7 +80,7 @@ int w4w_grid_bound(const qb_grid_info *gi, int64_t cols, int permute, int64_t *b
     count = qbk_calloc(gi->n_groups ? gi->n_groups : 1, sizeof *count);
     if (!count) {
         snprintf(why, why_len, "out of memory");
-        return 0;
+        return -1;
     }
     for (c = 0; c < cols; c++) {
         int32_t q = gi->col_group[c];
@@ -130,6 +130,7 @@ static qb_status take_census(const qb_host *h, const qb_model_src *src, const w4
         int64_t b = 0, bp = 0;
         char why[200], whyp[200];
         qb_status rc;
+        int ok, okp;
         if (it->kind != W4W_ITEM_LINEAR)
             continue;
         bounds[i] = -1;
@@ -147,20 +148,24 @@ static qb_status take_census(const qb_host *h, const qb_model_src *src, const w4
             continue;
         if (rc != QB_OK)
             return rc;
-        if (w4w_grid_bound(&gi, it->cols, permute, &b, why, sizeof why)) {
+        ok = w4w_grid_bound(&gi, it->cols, permute, &b, why, sizeof why);
+        okp = ok < 0 ? ok : w4w_grid_bound(&gi, it->cols, 1, &bp, whyp, sizeof whyp);
+        if (ok < 0 || okp < 0)
+            return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", W4W_PLUGIN_NAME,
+                                it->name);
+        if (ok) {
             cs->n_ok++;
             cs->g = gcd64(cs->g, b);
             bounds[i] = b;
         } else if (!cs->first_why[0]) {
             snprintf(cs->first_why, sizeof cs->first_why, "%s: %s", it->name, why);
         }
-        if (w4w_grid_bound(&gi, it->cols, 1, &bp, whyp, sizeof whyp)) {
+        if (okp) {
             cs->g_perm = gcd64(cs->g_perm, bp);
             if (bounds[i] < 0)
                 cs->n_perm++;
         }
     }
-    (void)h;
     return QB_OK;
 }
 

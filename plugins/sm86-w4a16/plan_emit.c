@@ -63,11 +63,14 @@ static qb_status linear_action(const w4w_plan *p, const qb_model_src *src, const
     } else if (!w4w_grid_bound(&gi, it->cols, 0, &bound, sub, sizeof sub)) {
         int64_t bp = 0;
         char tmp[200];
-        if (!p->opt.act_order_permute && gi.col_group &&
-            w4w_grid_bound(&gi, it->cols, 1, &bp, tmp, sizeof tmp) && w4w_bound_fits(bp, gs))
+        int okp = !p->opt.act_order_permute && gi.col_group
+                      ? w4w_grid_bound(&gi, it->cols, 1, &bp, tmp, sizeof tmp)
+                      : 0;
+        if (okp < 0)
+            return QB_E_NOMEM;
+        if (okp && w4w_bound_fits(bp, gs))
             snprintf(why, wn, "%s; act_order=permute keeps it exact", sub);
-        else if (!p->opt.act_order_permute && gi.col_group &&
-                 w4w_grid_bound(&gi, it->cols, 1, &bp, tmp, sizeof tmp))
+        else if (okp)
             snprintf(why, wn, "%s; act_order=permute with group size %lld (auto chooses it "
                      "then) keeps it exact", sub, (long long)bp);
         else
@@ -102,7 +105,6 @@ qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_pla
     size_t i;
     qb_status rc;
 
-    (void)h;
     snprintf(gsv, sizeof gsv, "%lld", (long long)p->opt.group_size);
     rc = out->setting(out->handle, "group_size", gsv, p->opt.group_reason);
     if (rc != QB_OK)
@@ -121,6 +123,9 @@ qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_pla
         switch (it->kind) {
         case W4W_ITEM_LINEAR:
             rc = linear_action(p, src, it, &e.action, why, sizeof why);
+            if (rc == QB_E_NOMEM)
+                return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", W4W_PLUGIN_NAME,
+                                    it->name);
             if (rc != QB_OK)
                 return rc;
             e.target = it->key;

@@ -380,7 +380,8 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
  * sets *bound to the gcd of the source group boundaries inside a row
  * (0: one group per row, any target group size works); a target group
  * size g is exact iff w4w_bound_fits(*bound, g). Returns 0 with the
- * reason in why otherwise. Pure. */
+ * reason in why otherwise, -1 when memory for an act-order map ran out
+ * (only with permute). Thread-safe. */
 int w4w_grid_bound(const qb_grid_info *gi, int64_t cols, int permute, int64_t *bound, char *why,
                    size_t why_len);
 
