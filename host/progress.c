@@ -8,7 +8,9 @@
 
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <time.h>
 
 static pthread_mutex_t prog_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -90,6 +92,15 @@ static void clock_text(double s, char *out, size_t n)
         snprintf(out, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
+/* Columns of the terminal on stderr; 80 when it does not say. */
+static size_t term_cols(void)
+{
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 80;
+}
+
 void qbh_progress_tensor(size_t i, size_t n, const char *name, uint64_t bytes, uint64_t units,
                          uint64_t weights)
 {
@@ -113,8 +124,15 @@ void qbh_progress_tensor(size_t i, size_t n, const char *name, uint64_t bytes, u
     else
         snprintf(eta, sizeof eta, frac >= 1.0 ? "0.0s" : "?");
     if (m == QBH_PROGRESS_TTY) {
-        fprintf(stderr, "\r\033[K%5.1f%% [%zu/%zu] %s, %.1f MB/s, %.2f M weights/s, %s, ETA %s  %.40s",
-                100.0 * frac, i, n, hb, mbs, mws, el, eta, name);
+        /* one line: wider than the terminal it would wrap, and \r would
+         * then rewrite only its last row */
+        char line[512];
+        int w = snprintf(line, sizeof line, "%5.1f%% [%zu/%zu] %s, %.1f MB/s, %.2f M weights/s, "
+                         "%s, ETA %s  %s", 100.0 * frac, i, n, hb, mbs, mws, el, eta, name);
+        size_t cols = term_cols();
+        if (w > 0 && (size_t)w >= cols && cols > 1 && cols <= sizeof line)
+            line[cols - 1] = '\0';
+        fprintf(stderr, "\r\033[K%s", line);
         line_open = 1;
     } else {
         fprintf(stderr, "quantbridge: [%zu/%zu] %.1f%% %s (%s written, %.1f MB/s, %.2f M weights/s, "

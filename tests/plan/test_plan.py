@@ -265,6 +265,10 @@ def case_progress_tty():
         fail("tty frames: %d\n%r" % (len(frames), text[:800]))
     if [int(f[1]) for f in frames] != list(range(1, 22)) or float(frames[-1][0]) != 100.0:
         fail("tty frames out of order: %s" % frames)
+    # every frame fits the terminal (a pty without a size counts as 80 columns)
+    for seg in text.split("\r\033[K")[1:-1]:
+        if len(seg) >= 80:
+            fail("frame wider than the terminal: %r" % seg)
     # one updating line: no newline between frames, the line erased before the summary
     body = text[text.index("\r\033[K"):text.rindex("\r\033[K") + 4]
     if "\n" in body.replace("\r\n", ""):
