@@ -13,12 +13,14 @@
  * (SIGINT/SIGTERM) cancels the same way and also exits 1.
  */
 #include "qbh.h"
+#include "convert_summary.h"
 #include "verify_engine.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define QBH_DEFAULT_WRITER "sm86-w4a16"
 
@@ -26,6 +28,9 @@ typedef struct convert_args {
     const char *source, *output, *format, *writer, *tokenizer;
     int overwrite;
     int verify; /* --verify: compare the written output with the source */
+    int dry_run; /* --dry-run: the plan, nothing written */
+    int json;    /* --json: the plan or the summary as JSON on stdout */
+    int quiet;   /* -q: errors and warnings only */
     qbh_opt *cli;
     size_t n_cli;
 } convert_args;
@@ -40,7 +45,17 @@ static void usage(FILE *f)
             "                        directory beside it, renamed into place at the end)\n"
             "  --format auto|NAME    reader to use (default auto: probe every reader)\n"
             "  --writer NAME         writer to use (default " QBH_DEFAULT_WRITER ")\n"
-            "  --group-size N        same as --option writer.group_size=N\n"
+            "  --group-size N|auto   same as --option writer.group_size=N; auto (the\n"
+            "                        default): the source's group size when that keeps its\n"
+            "                        linears exact and the kernels take it, else 128\n"
+            "  --dry-run             print the plan (per tensor: source encoding, action\n"
+            "                        exact|requant|convert|copy|omit and why, group size,\n"
+            "                        bytes; totals) and write nothing; --output optional\n"
+            "  --json                the plan (--dry-run) or the final summary as JSON on\n"
+            "                        stdout; messages stay on stderr\n"
+            "  --progress MODE       auto (default: a line on a terminal), tty, plain (one\n"
+            "                        line per tensor, for logs) or none\n"
+            "  -q, --quiet           no progress and no summary; errors and warnings only\n"
             "  --option KEY=VALUE    plugin option, given to the reader and/or the writer of\n"
             "                        this run, whichever declares KEY (`quantbridge plugins`\n"
             "                        lists each option's role); when both declare it as two\n"
@@ -113,6 +128,72 @@ static qb_status check_order(const size_t *order, size_t n, const char *writer)
     return rc;
 }
 
+/* Prints the plan of a --dry-run on stdout. */
+static qb_status show_plan(const convert_args *a, const qbh_plan *plan, const qbh_source *src)
+{
+    char *text;
+    if (!a->json) {
+        qbh_plan_print(plan, src, stdout);
+        return QB_OK;
+    }
+    text = qbh_plan_json(plan, src);
+    if (!text)
+        return QB_E_NOMEM;
+    printf("%s\n", text);
+    free(text);
+    return QB_OK;
+}
+
+/* Per source tensor: planned output bytes (units of progress) and weights. */
+static uint64_t *plan_units(const qbh_plan *plan, const qbh_source *src, uint64_t *total)
+{
+    uint64_t *u = qbh_calloc(src->info.n_tensors ? src->info.n_tensors : 1, sizeof *u);
+    size_t i;
+    uint32_t d;
+    *total = 0;
+    if (!u)
+        return NULL;
+    for (i = 0; i < plan->n && plan->has_actions; i++)
+        u[plan->items[i].tensor] += plan->items[i].bytes_out;
+    for (i = 0; i < src->info.n_tensors && !plan->has_actions; i++)
+        for (u[i] = 1, d = 0; d < src->tensors[i].n_dims; d++)
+            u[i] *= (uint64_t)src->tensors[i].dims[d];
+    for (i = 0; i < src->info.n_tensors; i++)
+        *total += u[i];
+    return u;
+}
+
+static uint64_t weights_of(const qb_tensor_info *ti)
+{
+    uint64_t n = 1;
+    uint32_t d;
+    for (d = 0; d < ti->n_dims; d++)
+        n *= (uint64_t)ti->dims[d];
+    return n;
+}
+
+/* --verify under --json: the verify summary goes to stderr, so stdout
+ * holds the one JSON document. */
+static qb_status verify_step(const convert_args *a, qbh_registry *reg, qbh_source *src,
+                             qbh_plugin *writer)
+{
+    int saved = -1;
+    qb_status rc;
+    if (a->json) {
+        fflush(stdout);
+        saved = dup(STDOUT_FILENO);
+        if (saved >= 0)
+            dup2(STDERR_FILENO, STDOUT_FILENO);
+    }
+    rc = qbh_verify_after_convert(reg, src, a->output, writer);
+    if (saved >= 0) {
+        fflush(stdout);
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    }
+    return rc;
+}
+
 static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
 {
     qbh_plugin *reader = NULL, *writer = NULL;
@@ -127,7 +208,12 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     qb_status rc;
     uint32_t side = 0;
     int score;
+    qbh_plan plan;
+    uint64_t *units = NULL, units_total = 0, units_done = 0, weights_total = 0, weights_done = 0;
+    qbh_convert_result res;
 
+    memset(&plan, 0, sizeof plan);
+    memset(&res, 0, sizeof res);
     memset(&rp, 0, sizeof rp);
     memset(&wp, 0, sizeof wp);
     memset(&src, 0, sizeof src);
@@ -156,11 +242,15 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     rc = qbh_params_route(reader, writer, a->cli, a->n_cli, &rp, &wp, usage_err);
     if (rc)
         goto out;
-    rc = qbh_outdir_check(a->source, a->output, a->overwrite);
-    if (rc)
-        goto out;
-    /* A run killed earlier (SIGKILL) may have left its temp dir here. */
-    qbh_outdir_reap_stale(a->output);
+    if (a->output) {
+        rc = qbh_outdir_check(a->source, a->output, a->overwrite);
+        if (rc)
+            goto out;
+    }
+    /* A run killed earlier (SIGKILL) may have left its temp dir here
+     * (a dry run removes nothing either). */
+    if (!a->dry_run)
+        qbh_outdir_reap_stale(a->output);
     if (a->tokenizer) {
         struct stat st;
         if (stat(a->tokenizer, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -198,6 +288,25 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     rc = qbh_writer_check_facts(writer, &src.info, a->source);
     if (rc)
         goto out;
+    /* The writer's plan: shown by --dry-run, the totals of progress and
+     * summary otherwise (nothing written either way). */
+    rc = qbh_plan_make(writer, &src, wp.items, &plan);
+    if (rc)
+        goto out;
+    if (a->dry_run) {
+        rc = show_plan(a, &plan, &src);
+        goto out;
+    }
+    if (plan.group_size && !a->quiet)
+        fprintf(stderr, "quantbridge: group size %s: %s\n", plan.group_size, plan.group_reason);
+    units = plan_units(&plan, &src, &units_total);
+    if (!units) {
+        rc = qbh_error_set(QB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (i = 0; i < src.info.n_tensors; i++)
+        weights_total += weights_of(&src.tensors[i]);
+    qbh_progress_start(units_total, weights_total);
     if (qbh_cancel_requested()) {
         rc = qbh_error_set(QB_E_CANCELLED, "cancelled");
         goto out;
@@ -240,7 +349,10 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
             ensure_msg(rc, "%s: writer %s: write_tensor failed (%s)", name, writer->name);
             goto out;
         }
-        qbh_progress_tensor(i + 1, src.info.n_tensors, name, qbh_sink_bytes(sink));
+        units_done += units[order[i]];
+        weights_done += weights_of(&src.tensors[order[i]]);
+        qbh_progress_tensor(i + 1, src.info.n_tensors, name, qbh_sink_bytes(sink), units_done,
+                            weights_done);
         qbh_testhook_tensor_done(i + 1);
     }
     qbh_error_clear();
@@ -274,15 +386,50 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
     if (rc)
         goto out;
     qbh_progress_done();
-    printf("quantbridge: wrote %s: %zu tensors, %zu files, %llu bytes (%s via %s -> %s)\n",
-           a->output, src.info.n_tensors, qbh_sink_closed_files(sink),
-           (unsigned long long)qbh_sink_bytes(sink), src.info.source_format, reader->name,
-           writer->name);
+    if (!a->quiet)
+        fprintf(a->json ? stderr : stdout,
+                "quantbridge: wrote %s: %zu tensors, %zu files, %llu bytes (%s via %s -> %s)\n",
+                a->output, src.info.n_tensors, qbh_sink_closed_files(sink),
+                (unsigned long long)qbh_sink_bytes(sink), src.info.source_format, reader->name,
+                writer->name);
+    res.source = a->source;
+    res.output = a->output;
+    res.reader = reader->name;
+    res.writer = writer->name;
+    res.source_format = src.info.source_format;
+    res.n_tensors = src.info.n_tensors;
+    res.n_files = qbh_sink_closed_files(sink);
+    res.bytes_in = plan.bytes_in;
+    res.bytes_out = qbh_sink_bytes(sink);
+    res.plan = &plan;
+    res.seconds = qbh_progress_elapsed();
+    res.peak_rss = qbh_peak_rss();
+    if (!a->quiet)
+        qbh_convert_summary_print(&res, a->json ? stderr : stdout);
     /* The output is committed before the check: a conversion that does
      * not verify is still evidence worth keeping (the message says so),
      * and deleting it would hide what went wrong. */
-    if (a->verify)
-        rc = qbh_verify_after_convert(reg, &src, a->output, writer);
+    if (a->verify) {
+        rc = verify_step(a, reg, &src, writer);
+        res.verify_ran = 1;
+        res.verify_rc = rc;
+        res.verify_msg = rc ? qbh_error_message() : NULL;
+    }
+    if (a->json) {
+        qb_status keep = rc;
+        char msg[2048], *text;
+        snprintf(msg, sizeof msg, "%s", qbh_error_message());
+        res.verify_msg = res.verify_rc ? msg : NULL;
+        text = qbh_convert_summary_json(&res);
+        if (text) {
+            printf("%s\n", text);
+            free(text);
+        }
+        if (keep)
+            qbh_error_set(keep, "%s", msg);
+        else if (!text)
+            rc = QB_E_NOMEM;
+    }
 out:
     if (wh) {
         /* abort may call host services that overwrite this thread's
@@ -302,7 +449,20 @@ out:
     qbh_params_free(&wp);
     qbh_free(order);
     qbh_free(scores);
+    qbh_free(units);
+    qbh_plan_free(&plan);
     return rc;
+}
+
+/* --group-size: "auto" or a decimal integer, so a typo is a usage error;
+ * the range is the writer's own option declaration's to check. */
+static int valid_group_size(const char *s)
+{
+    char *end;
+    if (strcmp(s, "auto") == 0)
+        return 1;
+    (void)strtoll(s, &end, 10);
+    return end != s && !*end;
 }
 
 int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
@@ -317,6 +477,10 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         {"tokenizer", required_argument, NULL, 'k'},
         {"overwrite", no_argument, NULL, 'W'},
         {"verify", no_argument, NULL, 'y'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"progress", required_argument, NULL, 'p'},
+        {"quiet", no_argument, NULL, 'q'},
         {"config", required_argument, NULL, 'C'},
         {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
@@ -327,6 +491,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     convert_args a;
     qbh_registry reg;
     int c, usage_err = 0, rc = QBH_EXIT_FAIL;
+    qbh_progress_mode pmode = QBH_PROGRESS_AUTO;
 
     qbh_testhooks_init();
     memset(&a, 0, sizeof a);
@@ -339,7 +504,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     }
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":vhq", opts, NULL)) != -1) {
         switch (c) {
         case 's': a.source = optarg; break;
         case 'O': a.output = optarg; break;
@@ -348,7 +513,23 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         case 'k': a.tokenizer = optarg; break;
         case 'W': a.overwrite = 1; break;
         case 'y': a.verify = 1; break;
+        case 'n': a.dry_run = 1; break;
+        case 'j': a.json = 1; break;
+        case 'q': a.quiet = 1; break;
+        case 'p':
+            if (qbh_progress_parse(optarg, &pmode)) {
+                qbh_cli_report();
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            break;
         case 'g':
+            if (!valid_group_size(optarg)) {
+                fprintf(stderr, "quantbridge: error: --group-size %s: expected auto or an "
+                        "integer\n", optarg);
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
             a.cli[a.n_cli].key = "writer.group_size";
             a.cli[a.n_cli].value = optarg;
             a.cli[a.n_cli].origin = "--group-size";
@@ -396,7 +577,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
             goto done;
         }
     }
-    if (optind < argc || !a.source || !a.output) {
+    if (optind < argc || !a.source || (!a.output && !a.dry_run)) {
         if (optind < argc)
             fprintf(stderr, "quantbridge: error: convert: unexpected argument '%s'\n",
                     argv[optind]);
@@ -410,6 +591,9 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
      * orderly unwind; plugins/inspect keep the default (immediate) action. */
     qbh_signals_install();
     qbh_fatal_install();
+    if (a.quiet && pmode == QBH_PROGRESS_AUTO)
+        pmode = QBH_PROGRESS_NONE;
+    qbh_progress_configure(pmode);
     if (qbh_cli_setup(co, &reg)) {
         qbh_cli_report();
         goto done;

@@ -27,6 +27,7 @@
  *   testhooks.c   test-only fault hooks read from the environment
  *   plugin_check_*.c  `plugin-check`, the conformance kit (plugin_check.h)
  *   progress.c    progress display
+ *   plan.c        the writer's plan of a conversion (convert --dry-run)
  *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
  *
  * Conventions: functions return qb_status (0 or a negative QB_E_*) and set
@@ -701,14 +702,90 @@ void qbh_cancel_request(void);
 /* Signal number that caused cancellation, or 0. */
 int qbh_cancel_signal(void);
 
-/* Reports pipeline progress: tensor `i` of `n` named `name`, `bytes` done.
- * Shown on a terminal (overwriting one line) or, with --verbose, one line
- * per call. Thread-safe. */
-void qbh_progress_tensor(size_t i, size_t n, const char *name, uint64_t bytes);
-/* Plugin-reported progress (qb_host.progress). */
+/* How progress is shown (convert --progress, -q). AUTO: an updating line
+ * on a terminal, else nothing (plain lines with --verbose). */
+typedef enum qbh_progress_mode {
+    QBH_PROGRESS_AUTO = 0,
+    QBH_PROGRESS_TTY,   /* one line rewritten in place (\r, erase line) */
+    QBH_PROGRESS_PLAIN, /* one line per tensor, for logs */
+    QBH_PROGRESS_NONE
+} qbh_progress_mode;
+
+/* Sets the mode for this process (AUTO is resolved against
+ * qbh_rt.progress_tty and qbh_rt.verbose at each call). Main thread, before
+ * any progress call. */
+void qbh_progress_configure(qbh_progress_mode mode);
+/* Parses "auto", "tty", "plain" or "none" into *out; QB_E_INVALID
+ * (message naming the value) otherwise. */
+qb_status qbh_progress_parse(const char *s, qbh_progress_mode *out);
+/* Starts the clock of a run whose work is `total_units` (planned output
+ * bytes, or weights when no plan says bytes) and `total_weights`. */
+void qbh_progress_start(uint64_t total_units, uint64_t total_weights);
+/* Reports pipeline progress: tensor `i` of `n` named `name` is done;
+ * `bytes` written so far, `units` and `weights` of the work done so far.
+ * Shows percent (units), MB/s (bytes), M weights/s, elapsed time and ETA
+ * in the configured mode. Thread-safe. */
+void qbh_progress_tensor(size_t i, size_t n, const char *name, uint64_t bytes, uint64_t units,
+                         uint64_t weights);
+/* Plugin-reported progress (qb_host.progress) and the verify stage: on a
+ * terminal a line with the percent, in plain mode a line per tenth. */
 void qbh_progress_stage(const char *who, uint64_t done, uint64_t total, const char *stage);
 /* Ends a progress line on a terminal. */
 void qbh_progress_done(void);
+/* Seconds since qbh_progress_start (0 before it). */
+double qbh_progress_elapsed(void);
+/* b as "151.2 MiB" into out[n]. Pure. */
+void qbh_human_bytes(uint64_t b, char *out, size_t n);
+/* Peak resident set size of this process in bytes (getrusage), 0 when
+ * unknown. */
+uint64_t qbh_peak_rss(void);
+
+/* ---- plan.c --------------------------------------------------------------- */
+
+/* One planned output of a source tensor (qb_plan_entry, copied). */
+typedef struct qbh_plan_item {
+    size_t tensor;
+    uint32_t action;   /* qb_plan_action; 0: unknown */
+    char *target;      /* or NULL */
+    char *reason;
+    int64_t group_size;
+    uint64_t bytes_out;
+} qbh_plan_item;
+
+/* What the writer says it will do, with totals. */
+typedef struct qbh_plan {
+    const char *writer;  /* the writer plugin's name (not owned) */
+    int has_actions;     /* the writer has the ABI 1.2 plan entry */
+    size_t n_tensors;    /* source tensors */
+    qbh_plan_item *items;
+    size_t n, cap;
+    char *group_size, *group_reason; /* the writer's group_size setting, or NULL */
+    size_t count[6];     /* items per action (index: qb_plan_action, 0 unknown) */
+    uint64_t weights;        /* elements of every source tensor */
+    uint64_t quant_weights;  /* elements of exact + requant tensors */
+    uint64_t exact_weights;  /* elements of exact tensors */
+    uint64_t bytes_in;       /* the source's bytes on disk (file, or a directory's files) */
+    uint64_t bytes_out;      /* planned tensor bytes of the output */
+} qbh_plan;
+
+/* Asks `writer` for its plan of the open source `src` with its options
+ * `params` (writer role): the writer's plan entry when it has one (ABI
+ * 1.2), else every tensor with action unknown. Reads no tensor data and
+ * writes nothing. Errors: what the writer's plan returns (its message, or
+ * one naming the writer), QB_E_INVALID for a malformed entry, QB_E_NOMEM.
+ * On failure *out is empty. Free with qbh_plan_free. Main thread. */
+qb_status qbh_plan_make(const qbh_plugin *writer, const qbh_source *src, const qb_param *params,
+                        qbh_plan *out);
+void qbh_plan_free(qbh_plan *p);
+/* "exact", "requant", "convert", "copy", "omit", or "unknown". Pure. */
+const char *qbh_plan_action_name(uint32_t action);
+/* exact_weights / quant_weights, 0 when nothing is quantized. Pure. */
+double qbh_plan_exact_share(const qbh_plan *p);
+/* The plan as text (one line per tensor, then totals) on f. */
+void qbh_plan_print(const qbh_plan *p, const qbh_source *src, FILE *f);
+/* The plan as a JSON document {"tensors": [...], "totals": {...}, ...};
+ * malloc'd text (free), NULL with QB_E_NOMEM set. */
+char *qbh_plan_json(const qbh_plan *p, const qbh_source *src);
 
 /* ---- commands ------------------------------------------------------------- */
 

@@ -91,6 +91,10 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
     ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_CODE_OFFSET, QBK_W4A16_CODE_OFFSET));
     ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_NIBBLE_ORDER, QBK_W4A16_NIBBLE_ORDER));
     ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_GROUP_SIZE, (double)plan->opt.group_size));
+    /* how the group size was chosen (not read back: informational) */
+    ADD(o = cJSON_AddObjectToObject(m, "group_size_choice"));
+    ADD(cJSON_AddStringToObject(o, "requested", plan->opt.group_auto ? "auto" : "explicit"));
+    ADD(cJSON_AddStringToObject(o, "reason", plan->opt.group_reason));
     ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_ARCH, plan->arch->model_type));
     ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_NUM_LAYERS, (double)plan->n_layers));
     ADD(cJSON_AddBoolToObject(m, QBK_W4A16_K_TIED, plan->tied));

@@ -9,11 +9,13 @@ static w4w_ctx g_ctx;
 static const qb_option_decl opt_group_size = {
     .struct_size = sizeof(qb_option_decl),
     .name = "group_size",
-    .type = QB_PARAM_INT,
-    .default_value = "128",
-    .help = "input columns per fp16 scale (the host maps --group-size here)",
+    .type = QB_PARAM_STRING,
+    .default_value = "auto",
+    .help = "input columns per fp16 scale, 1..1048576, or auto: the source's group size when "
+            "it keeps the linears exact and is a multiple of 32, else 128 (the host maps "
+            "--group-size here)",
     .min_int = 1,
-    .max_int = 1 << 20,
+    .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
 };
 static const qb_option_decl opt_quant_rule = {

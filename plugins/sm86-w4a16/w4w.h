@@ -308,6 +308,8 @@ typedef struct w4w_options {
     w4w_rule rule;
     int act_order_permute;
     int quantized_head;
+    int group_auto;         /* group_size "auto" (the default): chosen by w4w_group_choose */
+    char group_reason[1024];/* why group_size (plan setting, manifest); "" before the choice */
 } w4w_options;
 
 typedef struct w4w_plan {
@@ -368,5 +370,42 @@ qb_status w4w_config_write(const qb_host *h, const qb_sink *sink, const qb_model
 /* Writes manifest.json listing `list` and every planned tensor's result. */
 qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                              const w4w_plan *plan, const w4w_written_list *list);
+
+/* ---- exactness and the group size (decide.c) ---------------------------- */
+
+/* Whether grid `gi` of a linear with `cols` input columns can be repacked
+ * into int4 without loss, and at which target group sizes. permute: an
+ * act-order column-to-group map may be stored in group order
+ * (act_order=permute); else only contiguous groups qualify. Returns 1 and
+ * sets *bound to the gcd of the source group boundaries inside a row
+ * (0: one group per row, any target group size works); a target group
+ * size g is exact iff w4w_bound_fits(*bound, g). Returns 0 with the
+ * reason in why otherwise, -1 when memory for an act-order map ran out
+ * (only with permute). Thread-safe. */
+int w4w_grid_bound(const qb_grid_info *gi, int64_t cols, int permute, int64_t *bound, char *why,
+                   size_t why_len);
+
+/* 1 when target group size gs places no group across a source group
+ * boundary of a grid with this bound (w4w_grid_bound). Pure. */
+int w4w_bound_fits(int64_t bound, int64_t gs);
+
+/* Decides opt->group_size for plan `p` (built with the group size it now
+ * holds) and writes the reason into opt->group_reason: with
+ * opt->group_auto, the largest group size at which every linear whose
+ * grid repacks exactly stays exact, when the kernels' mma path supports
+ * it (a multiple of 32), else 128; an explicit size is kept. Logs a
+ * warning (h->log) when `warn` and an explicit size requantizes linears
+ * that another size keeps exact, or when act_order=permute would keep
+ * act-order linears exact. Errors of get_grid_info are returned. Single
+ * thread (begin / plan). */
+qb_status w4w_group_choose(const qb_host *h, const qb_model_src *src, const w4w_plan *p,
+                           w4w_options *opt, int warn);
+
+/* Sends plan `p` to `out` (qb_writer_vtable.plan): the group-size
+ * setting, then one entry per item in write order with its action
+ * (exact, requant, convert, copy, omit), reason, group size and bytes.
+ * Returns what out's functions return, or a get_grid_info error. */
+qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_plan *p,
+                        const qb_plan_sink *out);
 
 #endif /* W4W_H */

@@ -86,39 +86,28 @@ static const char *src_path(const w4w_writer *w)
 
 /* ---- exact repack -------------------------------------------------------- */
 
-/* Decides whether the grid can be repacked without loss structurally; on
- * no, writes the reason into why. */
+/* Decides whether the grid can be repacked without loss structurally
+ * (decide.c: the one rule the plan also states); on no, writes the reason
+ * into why. */
 static int grid_usable(w4w_job *j, const qb_grid_info *gi, char *why, size_t why_len)
 {
     const w4w_item *it = j->it;
-    int64_t sgs, c, tg;
-    if (!(j->zero = w4w_repack_zero(gi, why, why_len)))
+    int64_t bound = 0, sgs;
+    if (!w4w_grid_bound(gi, it->cols, 0, &bound, why, why_len))
         return 0;
+    if (!w4w_bound_fits(bound, j->gs)) {
+        snprintf(why, why_len, "source group size %lld is not a multiple of group_size %lld",
+                 (long long)bound, (long long)j->gs);
+        return 0;
+    }
     if (gi->col_group) {
-        /* act-order g_idx: usable only when it is the trivial map c / gs */
+        /* w4w_grid_bound accepted a map without permute: the trivial c / sgs */
         for (sgs = 0; sgs < it->cols && gi->col_group[sgs] == 0; sgs++)
             ;
-        for (c = 0; c < it->cols; c++)
-            if (sgs < 1 || gi->col_group[c] != (int32_t)(c / sgs)) {
-                snprintf(why, why_len, "act-order column-to-group map (not contiguous groups)");
-                return 0;
-            }
     } else {
         sgs = gi->group_size;
     }
-    if (sgs < 1 || gi->n_groups != (uint32_t)qbk_int4_n_groups(it->cols, sgs)) {
-        snprintf(why, why_len, "grid group size %lld with %u groups does not match %lld columns",
-                 (long long)sgs, gi->n_groups, (long long)it->cols);
-        return 0;
-    }
-    for (tg = 0; tg < j->ng; tg++) {
-        int64_t c0 = tg * j->gs, c1 = (c0 + j->gs < it->cols ? c0 + j->gs : it->cols) - 1;
-        if (c0 / sgs != c1 / sgs) {
-            snprintf(why, why_len, "source group size %lld is not a multiple of group_size %lld",
-                     (long long)sgs, (long long)j->gs);
-            return 0;
-        }
-    }
+    j->zero = w4w_repack_zero(gi, why, why_len);
     j->src_gs = sgs;
     j->src_ng = gi->n_groups;
     return 1;
@@ -577,12 +566,26 @@ static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_opt
     const qb_param *p;
     memset(o, 0, sizeof *o);
     o->group_size = 128;
+    o->group_auto = 1;
     o->rule = W4W_RULE_AUTO;
     if ((p = qb_param_find(params, "group_size")) && p->is_set) {
-        if (p->type != QB_PARAM_INT || p->v.i < 1 || p->v.i > (1 << 20))
-            return h->set_error(h, QB_E_INVALID, "%s: option group_size must be 1..%d",
+        const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;
+        char *end = NULL;
+        long long g = 0;
+        if (p->type == QB_PARAM_INT) /* a host that parsed it as a 1.x integer option */
+            g = p->v.i;
+        else if (v && strcmp(v, "auto") != 0)
+            g = strtoll(v, &end, 10);
+        if (p->type == QB_PARAM_INT || (v && strcmp(v, "auto") != 0)) {
+            if (g < 1 || g > (1 << 20) || (end && (*end || end == v)))
+                return h->set_error(h, QB_E_INVALID, "%s: option group_size must be auto or "
+                                    "1..%d", W4W_PLUGIN_NAME, 1 << 20);
+            o->group_size = g;
+            o->group_auto = 0;
+        } else if (!v) {
+            return h->set_error(h, QB_E_INVALID, "%s: option group_size must be auto or 1..%d",
                                 W4W_PLUGIN_NAME, 1 << 20);
-        o->group_size = p->v.i;
+        }
     }
     if ((p = qb_param_find(params, "quant_rule")) && p->is_set) {
         const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;
@@ -615,6 +618,34 @@ static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_opt
     return QB_OK;
 }
 
+/* The plan at the chosen group size: built once with the group size the
+ * options give (128 for auto), then, when decide.c picks another, again
+ * (the scales' shapes and act-order permutations depend on it). warn:
+ * log the group-size warnings (plan() does; begin, which a 1.2 host calls
+ * after plan, logs the choice at INFO only). */
+static qb_status plan_with_group(const qb_host *h, const qb_model_src *src, w4w_options *opt,
+                                 int warn, w4w_plan **out)
+{
+    int64_t first = opt->group_size;
+    qb_status rc = w4w_plan_build(h, src, opt, out);
+    if (rc != QB_OK)
+        return rc;
+    rc = w4w_group_choose(h, src, *out, opt, warn);
+    if (rc == QB_OK && opt->group_size != first) {
+        w4w_plan_free(*out);
+        *out = NULL;
+        rc = w4w_plan_build(h, src, opt, out);
+    }
+    if (rc != QB_OK) {
+        w4w_plan_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    (*out)->opt = *opt;
+    h->log(h, QB_LOG_INFO, "group size %lld (%s)", (long long)opt->group_size, opt->group_reason);
+    return QB_OK;
+}
+
 static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *src,
                            const qb_param *params, size_t *order, qb_writer_handle *out)
 {
@@ -644,7 +675,7 @@ static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     w->sink = sink;
     w->src = src;
     w->cur_file = -1;
-    rc = w4w_plan_build(h, src, &opt, &w->plan);
+    rc = plan_with_group(h, src, &opt, 0, &w->plan);
     if (rc != QB_OK) {
         qbk_free(w);
         return rc;
@@ -728,6 +759,28 @@ static void w4w_abort(qb_writer_handle hw)
     writer_free(hw);
 }
 
+static qb_status w4w_plan_entry(void *ctx, const qb_model_src *src, const qb_param *params,
+                          const qb_plan_sink *out)
+{
+    const qb_host *h = ((const w4w_ctx *)ctx)->host;
+    w4w_plan *p = NULL;
+    w4w_options opt;
+    qb_status rc;
+
+    if (!src || !src->info || !out || out->struct_size < QB_PLAN_SINK_SIZE_1_2)
+        return h->set_error(h, QB_E_INVALID, "%s: plan: missing source or plan sink",
+                            W4W_PLUGIN_NAME);
+    rc = parse_options(h, params, &opt);
+    if (rc != QB_OK)
+        return rc;
+    rc = plan_with_group(h, src, &opt, 1, &p);
+    if (rc != QB_OK)
+        return rc;
+    rc = w4w_plan_emit(h, src, p, out);
+    w4w_plan_free(p);
+    return rc;
+}
+
 const qb_writer_vtable w4w_writer_vtable = {
     .struct_size = sizeof(qb_writer_vtable),
     .supports = w4w_supports,
@@ -735,4 +788,5 @@ const qb_writer_vtable w4w_writer_vtable = {
     .write_tensor = w4w_write_tensor,
     .finish = w4w_finish,
     .abort = w4w_abort,
+    .plan = w4w_plan_entry,
 };

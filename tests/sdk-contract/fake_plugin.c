@@ -460,7 +460,7 @@ static void fake_abort(qb_writer_handle h)
 
 static const qb_writer_vtable fake_writer_vt = {
     sizeof(qb_writer_vtable), fake_supports, fake_begin, fake_write_tensor, fake_finish,
-    fake_abort,
+    fake_abort, NULL, /* no plan (ABI 1.2): dry-run lists tensors without actions */
 };
 
 /* ---- descriptor ---------------------------------------------------------- */

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "qbh.h"
 #include "qbt_fs.h"
 #include "qbt_run.h"
@@ -201,6 +203,46 @@ START_TEST(abi10_plugin_converts)
     assert_no_leftovers(&fx);
     qbt_result_free(&r);
     free_fx(&fx);
+}
+END_TEST
+
+/* convert --dry-run --json with writers that state no plan: the frozen
+ * ABI 1.0 build, and the current fake, which leaves the 1.2 plan entry
+ * NULL. Every source tensor is listed, action "unknown", and nothing is
+ * written (no output, no temporary directory). */
+START_TEST(dry_run_without_plan_entry)
+{
+    static const char *const writers[] = {"fake-abi10", "fake"};
+    const char *sections[] = {NULL, NULL};
+    size_t w;
+    for (w = 0; w < 2; w++) {
+        fixture fx;
+        qbt_result r;
+        cJSON *j, *t;
+        int n = 0;
+        const char *extra[] = {"--writer", writers[w], "--dry-run", "--json", NULL};
+        sections[0] = writers[w];
+        setup_fx(&fx, sections);
+        convert(&r, &fx, extra);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", writers[w], r.status, r.err);
+        j = cJSON_Parse(r.out);
+        ck_assert_msg(j != NULL, "%s: stdout is not JSON: %s", writers[w], r.out);
+        ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "writer_states_actions")));
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(j, "tensors"))
+        {
+            ck_assert_str_eq(cJSON_GetObjectItem(t, "action")->valuestring, "unknown");
+            n++;
+        }
+        /* the fake model has three tensors (abi10_plugin_converts) */
+        ck_assert_int_eq(n, 3);
+        ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "totals"), "unknown")->valueint,
+                         3);
+        ck_assert(!qbt_exists(fx.out));
+        assert_no_leftovers(&fx);
+        cJSON_Delete(j);
+        qbt_result_free(&r);
+        free_fx(&fx);
+    }
 }
 END_TEST
 
@@ -897,6 +939,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, convert_exact_values_and_manifest);
     tcase_add_test(tc, writer_sees_model_facts);
     tcase_add_test(tc, abi10_plugin_converts);
+    tcase_add_test(tc, dry_run_without_plan_entry);
     tcase_add_test(tc, abi10_reader_current_writer);
     tcase_add_test(tc, reader_option_routed);
     tcase_add_test(tc, unknown_option_is_usage_error);

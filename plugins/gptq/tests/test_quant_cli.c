@@ -214,10 +214,13 @@ START_TEST(convert_gptq4_g32_needs_dividing_target)
     tally t;
     s.n_shards = 2;
     write_gptq(&s);
-    t = convert_and_tally(sub("src"), "", "gptq"); /* 128 does not divide 32 */
+    t = convert_and_tally(sub("src"), "--group-size 128", "gptq"); /* 128 does not divide 32 */
     ck_assert_int_eq(t.lossy, 14);
     ck_assert(t.max_rmse < 0.15);
     t = convert_and_tally(sub("src"), "--group-size 32", "gptq");
+    ck_assert_int_eq(t.exact, 14);
+    /* the default (auto) takes the source's 32 */
+    t = convert_and_tally(sub("src"), "", "gptq");
     ck_assert_int_eq(t.exact, 14);
 }
 END_TEST

@@ -92,6 +92,57 @@ QB_ABI_ALIGN_HELPER(qb_model_src);
 #define QB_MODEL_SRC_SIZE_1_0 QB_ABI_SIZE_1_0(qb_model_src, read_grid)
 QB_ABI_STATIC_ASSERT(QB_MODEL_SRC_SIZE_1_0 == sizeof(qb_model_src), qb_model_src_size_1_0);
 
+/* ---- the plan (ABI 1.2) --------------------------------------------------- */
+
+/* What a writer will do with one source tensor (qb_plan_entry.action).
+ * Values are never reused; a host shows an unknown one as "unknown". */
+typedef enum qb_plan_action {
+    QB_PLAN_EXACT = 1,   /* stored in the target encoding without loss (integer codes
+                            carried over; the writer checks it bit for bit while writing) */
+    QB_PLAN_REQUANT = 2, /* quantized anew: values change */
+    QB_PLAN_CONVERT = 3, /* kept dense, converted to another type (may round) */
+    QB_PLAN_COPY = 4,    /* kept dense in its own type: values unchanged */
+    QB_PLAN_OMIT = 5,    /* not stored (e.g. a tied head checked equal to the embeddings) */
+    QB_PLAN_ACTION_MAX_ENUM = QB_ABI_ENUM_MAX /* pins the size; not an action */
+} qb_plan_action;
+QB_ABI_STATIC_ASSERT(sizeof(qb_plan_action) == 4, qb_plan_action_is_32_bits);
+
+/* One planned output of a source tensor, handed to qb_plan_sink.tensor.
+ * Filled by the writer on its stack; every pointer is valid only during
+ * the call (the host copies what it keeps). */
+typedef struct qb_plan_entry {
+    uint32_t struct_size;
+    uint32_t action;      /* qb_plan_action */
+    size_t tensor;        /* source tensor index, [0, n_tensors) */
+    const char *target;   /* where it goes, in the writer's words (for sm86-w4a16 the
+                             manifest key "layer_00.safetensors:self_attn.q_proj"), or NULL */
+    const char *reason;   /* why this action, one line; never NULL */
+    int64_t group_size;   /* target columns per scale; 0 when not quantized */
+    uint64_t bytes_out;   /* bytes the tensor takes in the output (0 for OMIT) */
+} qb_plan_entry;
+/* Introduced in ABI 1.2; its first size is QB_PLAN_ENTRY_SIZE_1_2. */
+QB_ABI_ALIGN_HELPER(qb_plan_entry);
+#define QB_PLAN_ENTRY_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_plan_entry, bytes_out)
+QB_ABI_STATIC_ASSERT(QB_PLAN_ENTRY_SIZE_1_2 == sizeof(qb_plan_entry), qb_plan_entry_size_1_2);
+
+/* Where a writer's plan goes; owned by the host, valid during the plan
+ * call. Both functions return QB_OK or a failure (QB_E_NOMEM) that the
+ * writer returns at once. Called from the thread that called plan. */
+typedef struct qb_plan_sink {
+    uint32_t struct_size;
+    void *handle;
+    /* One entry per output of a source tensor; a tensor the writer splits
+     * (a fused projection) gives one entry per part, each with its target. */
+    qb_status (*tensor)(void *handle, const qb_plan_entry *e);
+    /* A run-wide choice the writer made, with the reason:
+     * ("group_size", "32", "every linear's 4-bit grid ... exact at 32"). */
+    qb_status (*setting)(void *handle, const char *key, const char *value, const char *reason);
+} qb_plan_sink;
+/* Introduced in ABI 1.2; its first size is QB_PLAN_SINK_SIZE_1_2. */
+QB_ABI_ALIGN_HELPER(qb_plan_sink);
+#define QB_PLAN_SINK_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_plan_sink, setting)
+QB_ABI_STATIC_ASSERT(QB_PLAN_SINK_SIZE_1_2 == sizeof(qb_plan_sink), qb_plan_sink_size_1_2);
+
 /* ---- writer vtable ------------------------------------------------------- */
 
 typedef void *qb_writer_handle;
@@ -128,13 +179,26 @@ typedef struct qb_writer_vtable {
     /* Frees the handle after a failure or cancellation; the host discards
      * the output. Open sink files are closed by the writer here. */
     void (*abort)(qb_writer_handle w);
+    /* ABI 1.2, optional (NULL: the host shows the tensors without
+     * actions). Says what begin with the same src and params would do,
+     * without a sink and without writing or reading tensor data beyond
+     * grid descriptions: every tensor's action, reason, target group size
+     * and output bytes through out->tensor (write order), every run-wide
+     * choice (a group size chosen automatically) through out->setting.
+     * Fails exactly where begin would (same message). The host may call it
+     * before begin in the same run. Same threading as begin. */
+    qb_status (*plan)(void *ctx, const qb_model_src *src, const qb_param *params,
+                      const qb_plan_sink *out);
 } qb_writer_vtable;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_writer_vtable, <first new field>) >= QB_WRITER_VTABLE_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h); plan was appended in 1.2 (QB_WRITER_VTABLE_SIZE_1_2):
+ * read it only under QB_HAS_FIELD. */
 QB_ABI_ALIGN_HELPER(qb_writer_vtable);
 #define QB_WRITER_VTABLE_SIZE_1_0 QB_ABI_SIZE_1_0(qb_writer_vtable, abort)
-QB_ABI_STATIC_ASSERT(QB_WRITER_VTABLE_SIZE_1_0 == sizeof(qb_writer_vtable), qb_writer_vtable_size_1_0);
+#define QB_WRITER_VTABLE_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_writer_vtable, plan)
+QB_ABI_STATIC_ASSERT(offsetof(qb_writer_vtable, plan) >= QB_WRITER_VTABLE_SIZE_1_0,
+                     qb_writer_vtable_size_1_0);
+QB_ABI_STATIC_ASSERT(QB_WRITER_VTABLE_SIZE_1_2 == sizeof(qb_writer_vtable), qb_writer_vtable_size_1_2);
 
 /* ---- writer capabilities (ABI 1.1) -------------------------------------- */
 
