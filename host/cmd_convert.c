@@ -50,15 +50,16 @@ static void usage(FILE *f)
             "                        for a writer that carries side files (`plugins`)\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
             "  --verify              afterwards read the output back and compare it with the\n"
-            "                        source (as `quantbridge verify`, default thresholds) and\n"
-            "                        print the summary; a failed check exits 1 but keeps the\n"
+            "                        source (as `quantbridge verify`, default rule) and\n"
+            "                        print the summary; a failed check exits 3 but keeps the\n"
             "                        output, so it can be inspected or verified again\n"
             "  --threads N           worker threads (default: number of CPUs)\n"
             "  --config FILE         configuration file\n"
             "  --plugin-dir DIR      also register the plugins of DIR (repeatable)\n"
             "  -v, --verbose         progress and details even when not on a terminal\n"
             "\n"
-            "exit status: 0 success, 1 failure (also on SIGINT/SIGTERM), 2 usage error\n");
+            "exit status: 0 success, 1 failure (also on SIGINT/SIGTERM), 2 usage error,\n"
+            "3 --verify ran and the output does not match the source (output kept)\n");
 }
 
 /* Fails with a message of its own when the plugin set none. */
@@ -113,7 +114,7 @@ static qb_status check_order(const size_t *order, size_t n, const char *writer)
     return rc;
 }
 
-static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
+static int run(const convert_args *a, qbh_registry *reg, int *usage_err, int *verify_failed)
 {
     qbh_plugin *reader = NULL, *writer = NULL;
     qbh_probe_score *scores = NULL;
@@ -282,7 +283,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
      * not verify is still evidence worth keeping (the message says so),
      * and deleting it would hide what went wrong. */
     if (a->verify)
-        rc = qbh_verify_after_convert(reg, &src, a->output, writer);
+        rc = qbh_verify_after_convert(reg, &src, a->output, writer, verify_failed);
 out:
     if (wh) {
         /* abort may call host services that overwrite this thread's
@@ -326,7 +327,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     };
     convert_args a;
     qbh_registry reg;
-    int c, usage_err = 0, rc = QBH_EXIT_FAIL;
+    int c, usage_err = 0, verify_failed = 0, rc = QBH_EXIT_FAIL;
 
     qbh_testhooks_init();
     memset(&a, 0, sizeof a);
@@ -414,9 +415,9 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         qbh_cli_report();
         goto done;
     }
-    if (run(&a, &reg, &usage_err) != QB_OK) {
+    if (run(&a, &reg, &usage_err, &verify_failed) != QB_OK) {
         qbh_cli_report();
-        rc = usage_err ? QBH_EXIT_USAGE : QBH_EXIT_FAIL;
+        rc = usage_err ? QBH_EXIT_USAGE : verify_failed ? QBH_EXIT_VERIFY : QBH_EXIT_FAIL;
     } else {
         rc = QBH_EXIT_OK;
     }

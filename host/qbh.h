@@ -50,6 +50,7 @@
 #define QBH_EXIT_OK 0
 #define QBH_EXIT_FAIL 1
 #define QBH_EXIT_USAGE 2
+#define QBH_EXIT_VERIFY 3 /* a verify ran and the comparison failed */
 
 /* ---- error.c -------------------------------------------------------------- */
 
