@@ -158,6 +158,8 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err, int *ve
     if (rc)
         goto out;
     rc = qbh_outdir_check(a->source, a->output, a->overwrite);
+    if (rc == QB_OK)
+        rc = qbh_cli_check_out_parent(a->output, "--output");
     if (rc)
         goto out;
     /* A run killed earlier (SIGKILL) may have left its temp dir here. */
@@ -338,6 +340,10 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         qbh_testhooks_report();
         return QBH_EXIT_FAIL;
     }
+    if (qbh_cli_check_long(argc, argv, opts, "convert")) {
+        rc = QBH_EXIT_USAGE;
+        goto done;
+    }
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
@@ -392,7 +398,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         default:
             fprintf(stderr, "quantbridge: error: convert: unknown or incomplete option '%s'\n",
                     argv[optind - 1]);
-            usage(stderr);
+            qbh_cli_usage_hint("convert");
             rc = QBH_EXIT_USAGE;
             goto done;
         }

@@ -124,6 +124,10 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         qbh_cli_report();
         return QBH_EXIT_FAIL;
     }
+    if (qbh_cli_check_long(argc, argv, opts, "verify")) {
+        rc = QBH_EXIT_USAGE;
+        goto done;
+    }
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
@@ -182,7 +186,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
             goto done;
         default:
             fprintf(stderr, "quantbridge: error: verify: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
+            qbh_cli_usage_hint("verify");
             rc = QBH_EXIT_USAGE;
             goto done;
         }
@@ -197,6 +201,9 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         rc = QBH_EXIT_USAGE;
         goto done;
     }
+    /* before the comparison, which may take minutes */
+    if (report && qbh_cli_check_out_parent(report, "--report"))
+        goto report;
     if (qbh_cli_setup(co, &reg))
         goto report;
     reg_open = 1;
