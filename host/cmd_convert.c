@@ -53,6 +53,9 @@ static void usage(FILE *f)
             "                        source (as `quantbridge verify`, default rule) and\n"
             "                        print the summary; a failed check exits 3 but keeps the\n"
             "                        output, so it can be inspected or verified again\n"
+            "  --allow-nonfinite     same as --option writer.allow_nonfinite=true: write NaN\n"
+            "                        and infinite source values as they are (by default a\n"
+            "                        tensor holding one is an error naming it; hf-dense)\n"
             "  --threads N           worker threads (default: number of CPUs)\n"
             "  --config FILE         configuration file\n"
             "  --plugin-dir DIR      also register the plugins of DIR (repeatable)\n"
@@ -320,6 +323,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         {"tokenizer", required_argument, NULL, 'k'},
         {"overwrite", no_argument, NULL, 'W'},
         {"verify", no_argument, NULL, 'y'},
+        {"allow-nonfinite", no_argument, NULL, 'N'},
         {"config", required_argument, NULL, 'C'},
         {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
@@ -355,6 +359,12 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         case 'k': a.tokenizer = optarg; break;
         case 'W': a.overwrite = 1; break;
         case 'y': a.verify = 1; break;
+        case 'N':
+            a.cli[a.n_cli].key = "writer.allow_nonfinite";
+            a.cli[a.n_cli].value = "true";
+            a.cli[a.n_cli].origin = "--allow-nonfinite";
+            a.n_cli++;
+            break;
         case 'g':
             a.cli[a.n_cli].key = "writer.group_size";
             a.cli[a.n_cli].value = optarg;
