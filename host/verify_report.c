@@ -537,11 +537,16 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
     esc(f, r->converted_format);
     fputs(" via ", f);
     esc(f, r->converted_reader);
-    fprintf(f, ")</td></tr>\n<tr><td>rule</td><td>exact where the writer declares it, else no "
-               "worse than absmax/7 int4 per group (+%g%%) or nearest rounding; user bounds: "
-               "rel RMSE &le; %g, cosine and W&middot;x cosine &ge; %g (%d probe vectors)"
-               "</td></tr></table>\n",
-            100.0 * r->opts.margin, r->opts.max_rel_rmse, r->opts.min_cosine, r->opts.n_vectors);
+    {
+        char ub[96] = "none";
+        if (!isnan(r->opts.max_rel_rmse) || !isnan(r->opts.min_cosine))
+            snprintf(ub, sizeof ub, "rel RMSE &le; %g, cosine and W&middot;x cosine &ge; %g",
+                     r->opts.max_rel_rmse, r->opts.min_cosine);
+        fprintf(f, ")</td></tr>\n<tr><td>rule</td><td>exact where the writer declares it, else "
+                   "no worse than absmax/7 int4 per group (+%g%%) or nearest rounding; user "
+                   "bounds: %s (%d W&middot;x probe vectors)</td></tr></table>\n",
+                100.0 * r->opts.margin, ub, r->opts.n_vectors);
+    }
     fprintf(f, "<div class=\"verdict %s\" id=\"verdict\">%s</div>\n", r->pass ? "pass" : "failv",
             r->pass ? "PASS" : "FAIL");
     fprintf(f, "<p>%zu tensors compared, %zu exact (bit-equal float32), %zu failed, "
