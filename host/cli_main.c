@@ -2,7 +2,8 @@
  * quantbridge host — the command-line dispatcher: global options, the
  * command table, and the set-up every command shares.
  *
- * Exit status: 0 success, 1 failure, 2 usage error. Errors print one line,
+ * Exit status: 0 success, 1 failure, 2 usage error, 3 a verify ran and
+ * failed (QBH_EXIT_VERIFY). Errors print one line,
  * "quantbridge: error: <message>", on stderr.
  */
 #include "qbh.h"
@@ -125,10 +126,53 @@ static void usage(FILE *f)
             "                  libraries they name; untrusted unless trusted=true);\n"
             "                  repeatable, after $QUANTBRIDGE_PLUGIN_PATH's directories\n"
             "  -v, --verbose   more output (repeat for debug)\n"
-            "  --version       print the version and ABI\n"
-            "  -h, --help      this help; `quantbridge <command> --help` for a command\n"
+            "  --version       print the version, ABI, git commit, build type and whether\n"
+            "                  the CUDA kernels were built\n"
+            "  -h, --help      this help; `quantbridge help <command>` for a command\n"
             "\n"
-            "exit status: 0 success, 1 failure, 2 usage error\n");
+            "exit status: 0 success, 1 failure, 2 usage error, 3 a verify (`verify`,\n"
+            "`convert --verify`) ran and the models do not match\n");
+}
+
+/* The command names, in getopt's table shape for qbh_cli_suggest. */
+static const struct option COMMANDS[] = {
+    {"plugins", 0, NULL, 0}, {"inspect", 0, NULL, 0},      {"convert", 0, NULL, 0},
+    {"verify", 0, NULL, 0},  {"plugin-check", 0, NULL, 0}, {"help", 0, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+
+/* `help CMD`: that command's own --help. */
+static int help_command(int argc, char **argv, qbh_common *co)
+{
+    char *sub[3];
+    const char *s;
+    if (argc > 2) {
+        fprintf(stderr, "quantbridge: error: help: one command at a time\n");
+        qbh_cli_usage_hint(NULL);
+        return QBH_EXIT_USAGE;
+    }
+    sub[0] = argv[1];
+    sub[1] = (char *)"--help";
+    sub[2] = NULL;
+    if (strcmp(argv[1], "plugins") == 0)
+        return qbh_cmd_plugins(2, sub, co);
+    if (strcmp(argv[1], "inspect") == 0)
+        return qbh_cmd_inspect(2, sub, co);
+    if (strcmp(argv[1], "convert") == 0)
+        return qbh_cmd_convert(2, sub, co);
+    if (strcmp(argv[1], "verify") == 0)
+        return qbh_cmd_verify(2, sub, co);
+    if (strcmp(argv[1], "plugin-check") == 0)
+        return qbh_cmd_plugin_check(2, sub, co);
+    if (strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return QBH_EXIT_OK;
+    }
+    s = qbh_cli_suggest(argv[1], COMMANDS);
+    fprintf(stderr, "quantbridge: error: help: unknown command '%s'%s%s%s\n", argv[1],
+            s ? "; did you mean " : "", s ? s : "", s ? "?" : "");
+    qbh_cli_usage_hint(NULL);
+    return QBH_EXIT_USAGE;
 }
 
 int qbh_cli_main(int argc, char **argv)
@@ -148,6 +192,15 @@ int qbh_cli_main(int argc, char **argv)
     int c, rc;
 
     memset(&co, 0, sizeof co);
+    {
+        /* only the global options, before the command name */
+        int end = 1;
+        while (end < argc && argv[end][0] == '-')
+            end += (strcmp(argv[end], "--config") == 0 || strcmp(argv[end], "--plugin-dir") == 0 ||
+                    strcmp(argv[end], "--threads") == 0) ? 2 : 1;
+        if (qbh_cli_check_long(end < argc ? end : argc, argv, opts, NULL))
+            return QBH_EXIT_USAGE;
+    }
     opterr = 0;
     optind = 1;
     /* '+': stop at the command name; its own options follow it. */
@@ -168,8 +221,10 @@ int qbh_cli_main(int argc, char **argv)
             }
             break;
         case 'V':
-            printf("quantbridge %s (plugin ABI %u.0 to %u.%u)\n", QBH_VERSION_STRING,
-                   QB_ABI_MAJOR, QB_ABI_MAJOR, QB_ABI_MINOR);
+            printf("quantbridge %s (plugin ABI %u.0 to %u.%u)\ncommit %s, build type %s, CUDA "
+                   "kernels %s\n", QBH_VERSION_STRING, QB_ABI_MAJOR, QB_ABI_MAJOR, QB_ABI_MINOR,
+                   qbh_build_commit(), qbh_build_type()[0] ? qbh_build_type() : "(none)",
+                   qbh_build_cuda() ? "built" : "not built");
             return QBH_EXIT_OK;
         case 'h': usage(stdout); return QBH_EXIT_OK;
         case ':':
@@ -177,7 +232,7 @@ int qbh_cli_main(int argc, char **argv)
             return QBH_EXIT_USAGE;
         default:
             fprintf(stderr, "quantbridge: error: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
+            qbh_cli_usage_hint(NULL);
             return QBH_EXIT_USAGE;
         }
     }
@@ -198,12 +253,16 @@ int qbh_cli_main(int argc, char **argv)
         rc = qbh_cmd_verify(argc, argv, &co);
     else if (strcmp(cmd, "plugin-check") == 0)
         rc = qbh_cmd_plugin_check(argc, argv, &co);
+    else if (strcmp(cmd, "help") == 0 && argc > 1)
+        rc = help_command(argc, argv, &co);
     else if (strcmp(cmd, "help") == 0) {
         usage(stdout);
         rc = QBH_EXIT_OK;
     } else {
-        fprintf(stderr, "quantbridge: error: unknown command '%s'\n", cmd);
-        usage(stderr);
+        const char *s = qbh_cli_suggest(cmd, COMMANDS);
+        fprintf(stderr, "quantbridge: error: unknown command '%s'%s%s%s\n", cmd,
+                s ? "; did you mean " : "", s ? s : "", s ? "?" : "");
+        qbh_cli_usage_hint(NULL);
         rc = QBH_EXIT_USAGE;
     }
     qbh_pool_stop();

@@ -65,15 +65,19 @@ static void usage(FILE *f)
             "                        for a writer that carries side files (`plugins`)\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
             "  --verify              afterwards read the output back and compare it with the\n"
-            "                        source (as `quantbridge verify`, default thresholds) and\n"
-            "                        print the summary; a failed check exits 1 but keeps the\n"
+            "                        source (as `quantbridge verify`, default rule) and\n"
+            "                        print the summary; a failed check exits 3 but keeps the\n"
             "                        output, so it can be inspected or verified again\n"
+            "  --allow-nonfinite     same as --option writer.allow_nonfinite=true: write NaN\n"
+            "                        and infinite source values as they are (by default a\n"
+            "                        tensor holding one is an error naming it; hf-dense)\n"
             "  --threads N           worker threads (default: number of CPUs)\n"
             "  --config FILE         configuration file\n"
             "  --plugin-dir DIR      also register the plugins of DIR (repeatable)\n"
             "  -v, --verbose         progress and details even when not on a terminal\n"
             "\n"
-            "exit status: 0 success, 1 failure (also on SIGINT/SIGTERM), 2 usage error\n");
+            "exit status: 0 success, 1 failure (also on SIGINT/SIGTERM), 2 usage error,\n"
+            "3 --verify ran and the output does not match the source (output kept)\n");
 }
 
 /* Fails with a message of its own when the plugin set none. */
@@ -175,7 +179,7 @@ static uint64_t weights_of(const qb_tensor_info *ti)
 /* --verify under --json: the verify summary goes to stderr, so stdout
  * holds the one JSON document. */
 static qb_status verify_step(const convert_args *a, qbh_registry *reg, qbh_source *src,
-                             qbh_plugin *writer)
+                             qbh_plugin *writer, int *verify_failed)
 {
     int saved = -1;
     qb_status rc;
@@ -185,7 +189,7 @@ static qb_status verify_step(const convert_args *a, qbh_registry *reg, qbh_sourc
         if (saved >= 0)
             dup2(STDERR_FILENO, STDOUT_FILENO);
     }
-    rc = qbh_verify_after_convert(reg, src, a->output, writer);
+    rc = qbh_verify_after_convert(reg, src, a->output, writer, verify_failed);
     if (saved >= 0) {
         fflush(stdout);
         dup2(saved, STDOUT_FILENO);
@@ -194,7 +198,7 @@ static qb_status verify_step(const convert_args *a, qbh_registry *reg, qbh_sourc
     return rc;
 }
 
-static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
+static int run(const convert_args *a, qbh_registry *reg, int *usage_err, int *verify_failed)
 {
     qbh_plugin *reader = NULL, *writer = NULL;
     qbh_probe_score *scores = NULL;
@@ -244,6 +248,8 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
         goto out;
     if (a->output) {
         rc = qbh_outdir_check(a->source, a->output, a->overwrite);
+        if (rc == QB_OK)
+            rc = qbh_cli_check_out_parent(a->output, "--output");
         if (rc)
             goto out;
     }
@@ -410,7 +416,7 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err)
      * not verify is still evidence worth keeping (the message says so),
      * and deleting it would hide what went wrong. */
     if (a->verify) {
-        rc = verify_step(a, reg, &src, writer);
+        rc = verify_step(a, reg, &src, writer, verify_failed);
         res.verify_ran = 1;
         res.verify_rc = rc;
         res.verify_msg = rc ? qbh_error_message() : NULL;
@@ -481,6 +487,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         {"json", no_argument, NULL, 'j'},
         {"progress", required_argument, NULL, 'p'},
         {"quiet", no_argument, NULL, 'q'},
+        {"allow-nonfinite", no_argument, NULL, 'N'},
         {"config", required_argument, NULL, 'C'},
         {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
@@ -490,7 +497,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     };
     convert_args a;
     qbh_registry reg;
-    int c, usage_err = 0, rc = QBH_EXIT_FAIL;
+    int c, usage_err = 0, verify_failed = 0, rc = QBH_EXIT_FAIL;
     qbh_progress_mode pmode = QBH_PROGRESS_AUTO;
 
     qbh_testhooks_init();
@@ -501,6 +508,10 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         qbh_cli_report();
         qbh_testhooks_report();
         return QBH_EXIT_FAIL;
+    }
+    if (qbh_cli_check_long(argc, argv, opts, "convert")) {
+        rc = QBH_EXIT_USAGE;
+        goto done;
     }
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
@@ -522,6 +533,12 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
                 rc = QBH_EXIT_USAGE;
                 goto done;
             }
+            break;
+        case 'N':
+            a.cli[a.n_cli].key = "writer.allow_nonfinite";
+            a.cli[a.n_cli].value = "true";
+            a.cli[a.n_cli].origin = "--allow-nonfinite";
+            a.n_cli++;
             break;
         case 'g':
             if (!valid_group_size(optarg)) {
@@ -572,7 +589,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         default:
             fprintf(stderr, "quantbridge: error: convert: unknown or incomplete option '%s'\n",
                     argv[optind - 1]);
-            usage(stderr);
+            qbh_cli_usage_hint("convert");
             rc = QBH_EXIT_USAGE;
             goto done;
         }
@@ -598,9 +615,9 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         qbh_cli_report();
         goto done;
     }
-    if (run(&a, &reg, &usage_err) != QB_OK) {
+    if (run(&a, &reg, &usage_err, &verify_failed) != QB_OK) {
         qbh_cli_report();
-        rc = usage_err ? QBH_EXIT_USAGE : QBH_EXIT_FAIL;
+        rc = usage_err ? QBH_EXIT_USAGE : verify_failed ? QBH_EXIT_VERIFY : QBH_EXIT_FAIL;
     } else {
         rc = QBH_EXIT_OK;
     }

@@ -173,6 +173,10 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
         qbh_cli_report();
         return QBH_EXIT_FAIL;
     }
+    if (qbh_cli_check_long(argc, argv, opts, "inspect")) {
+        rc = QBH_EXIT_USAGE;
+        goto done;
+    }
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
@@ -215,7 +219,7 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
             goto done;
         default:
             fprintf(stderr, "quantbridge: error: inspect: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
+            qbh_cli_usage_hint("inspect");
             rc = QBH_EXIT_USAGE;
             goto done;
         }

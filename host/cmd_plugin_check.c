@@ -263,6 +263,8 @@ int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co)
 
     memset(&s, 0, sizeof s);
     s.timeout_s = QBH_PC_DEFAULT_TIMEOUT;
+    if (qbh_cli_check_long(argc, argv, opts, "plugin-check"))
+        return QBH_EXIT_USAGE;
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
@@ -285,7 +287,7 @@ int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co)
         default:
             fprintf(stderr, "quantbridge: error: plugin-check: unknown option '%s'\n",
                     argv[optind - 1]);
-            usage(stderr);
+            qbh_cli_usage_hint("plugin-check");
             return QBH_EXIT_USAGE;
         }
     }

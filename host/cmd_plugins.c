@@ -299,6 +299,8 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
     int c, json = 0, check = 0, rc = QBH_EXIT_OK;
     size_t i;
 
+    if (qbh_cli_check_long(argc, argv, opts, "plugins"))
+        return QBH_EXIT_USAGE;
     optind = 0; /* 0: glibc re-initialises its scan state (the global parse ran first) */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
@@ -325,7 +327,7 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
             return QBH_EXIT_USAGE;
         default:
             fprintf(stderr, "quantbridge: error: plugins: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
+            qbh_cli_usage_hint("plugins");
             return QBH_EXIT_USAGE;
         }
     }

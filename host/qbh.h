@@ -51,6 +51,7 @@
 #define QBH_EXIT_OK 0
 #define QBH_EXIT_FAIL 1
 #define QBH_EXIT_USAGE 2
+#define QBH_EXIT_VERIFY 3 /* a verify ran and the comparison failed */
 
 /* ---- error.c -------------------------------------------------------------- */
 
@@ -821,5 +822,37 @@ void qbh_cli_report(void);
 qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg);
 /* Parses a --threads value; QB_E_INVALID when not in [1, 1024]. */
 qb_status qbh_parse_threads(const char *s, uint32_t *out);
+
+/* ---- cli_args.c ----------------------------------------------------------- */
+
+struct option;
+/* Checks every "--NAME[=V]" of argv[1..argc) (up to a lone "--") against
+ * opts (getopt_long's table, NULL-name terminated): NAME must be an option
+ * name exactly (no prefixes). The value of a required_argument option
+ * given apart is skipped. On the first unknown NAME prints one
+ * "quantbridge: error: CMD: unknown option" line (with "did you mean
+ * --X?" when one is close) and the help hint, and returns -1 (the caller
+ * exits QBH_EXIT_USAGE); else 0. cmd may be NULL (global options). */
+int qbh_cli_check_long(int argc, char **argv, const struct option *opts, const char *cmd);
+/* The option name of opts that `typed` most likely meant: the shortest
+ * name it is a prefix of, else the closest by edit distance when within a third
+ * of its length (at least 2 edits), else NULL. Pure. */
+const char *qbh_cli_suggest(const char *typed, const struct option *opts);
+/* Prints "try 'quantbridge help CMD'" on stderr (CMD NULL: no command). */
+void qbh_cli_usage_hint(const char *cmd);
+/* QB_OK when the directory that will hold `path` (its parent; "." for a
+ * bare name) exists, is a directory and is writable; else an error whose
+ * message starts with `what` and `path` (QB_E_NOT_FOUND, QB_E_INVALID,
+ * QB_E_IO). Checked before any work so a bad path fails at once. */
+qb_status qbh_cli_check_out_parent(const char *path, const char *what);
+
+/* ---- build_info.c --------------------------------------------------------- */
+
+/* Configure-time facts: the git commit of the source tree ("unknown"
+ * outside a checkout), CMAKE_BUILD_TYPE ("" when none) and whether the
+ * CUDA kernels were built. Static strings. Pure. */
+const char *qbh_build_commit(void);
+const char *qbh_build_type(void);
+int qbh_build_cuda(void);
 
 #endif /* QBH_H */

@@ -20,8 +20,9 @@
 
 void qbh_verify_opts_default(qbh_verify_opts *o)
 {
-    o->max_rel_rmse = QBH_VERIFY_MAX_REL_RMSE;
-    o->min_cosine = QBH_VERIFY_MIN_COSINE;
+    o->max_rel_rmse = NAN;
+    o->min_cosine = NAN;
+    o->margin = QBH_VERIFY_BASELINE_MARGIN;
     o->n_vectors = QBH_VERIFY_N_VECTORS;
     o->seed = QBH_VERIFY_SEED;
 }
@@ -107,6 +108,8 @@ static int find(qbh_source *s, const char *name, size_t *idx)
 typedef struct verify_job {
     size_t si, ci;           /* source / converted tensor index */
     qbh_verify_tensor *t;
+    qbh_vb_rule rule;        /* how the pair is judged (set on the main
+                                thread: get_grid_info is instance class) */
 } verify_job;
 
 typedef struct verify_ctx {
@@ -116,6 +119,47 @@ typedef struct verify_ctx {
     size_t n_jobs;
     atomic_size_t done;
 } verify_ctx;
+
+/* The verdict of one compared tensor (verify_engine.h has the rule). NaN
+ * never passes a comparison, so the user thresholds test for it apart. */
+static void judge(qbh_verify_tensor *t, const qbh_verify_opts *o)
+{
+    const int user = !isnan(o->max_rel_rmse) || !isnan(o->min_cosine);
+    t->state = QBH_VT_FAIL;
+    if (t->n_bad_nonfinite) {
+        snprintf(t->reason, sizeof t->reason, "%llu non-finite value(s) not preserved",
+                 (unsigned long long)t->n_bad_nonfinite);
+    } else if (t->rule == QBH_VB_EXACT && !t->exact) {
+        snprintf(t->reason, sizeof t->reason,
+                 "the manifest says exact but %llu element(s) differ (max abs %.3g)",
+                 (unsigned long long)t->n_diff, t->max_abs);
+    } else if (t->rule == QBH_VB_GRID && t->n_worse) {
+        snprintf(t->reason, sizeof t->reason,
+                 "%llu of %llu groups worse than the absmax rule by more than %g%% "
+                 "(worst %.3gx its error; rel_rmse %.4g, absmax rule %.4g)",
+                 (unsigned long long)t->n_worse, (unsigned long long)t->n_units,
+                 100.0 * o->margin, t->worst, t->rel_rmse, t->base_rel_rmse);
+    } else if (t->rule == QBH_VB_ROUND && t->n_worse) {
+        snprintf(t->reason, sizeof t->reason,
+                 "%llu element(s) farther from the source than nearest rounding (by up to %.3g)",
+                 (unsigned long long)t->n_worse, t->worst);
+    } else if (t->rule == QBH_VB_NONE && !user && !t->exact) {
+        snprintf(t->reason, sizeof t->reason,
+                 "%llu element(s) differ and encoding '%s' has no known plain rule; "
+                 "judge it with --max-rel-rmse / --min-cosine",
+                 (unsigned long long)t->n_diff, t->conv_encoding);
+    } else if (!isnan(o->max_rel_rmse) && !(t->rel_rmse <= o->max_rel_rmse)) {
+        snprintf(t->reason, sizeof t->reason, "rel_rmse %.4g > %.4g", t->rel_rmse,
+                 o->max_rel_rmse);
+    } else if (!isnan(o->min_cosine) && !(t->cosine >= o->min_cosine)) {
+        snprintf(t->reason, sizeof t->reason, "cosine %.6f < %.6f", t->cosine, o->min_cosine);
+    } else if (!isnan(o->min_cosine) && t->has_wx && !(t->wx_cosine >= o->min_cosine)) {
+        snprintf(t->reason, sizeof t->reason, "W.x cosine %.6f < %.6f", t->wx_cosine,
+                 o->min_cosine);
+    } else {
+        t->state = QBH_VT_OK;
+    }
+}
 
 static qb_status compare_one(void *arg, size_t i)
 {
@@ -127,9 +171,11 @@ static qb_status compare_one(void *arg, size_t i)
     float *a = NULL, *b = NULL;
     qbh_vm_acc acc;
     qbh_vm_wx wx;
+    qbh_vb_stats vb;
     qb_status rc = QB_OK;
 
     memset(&wx, 0, sizeof wx);
+    memset(&vb, 0, sizeof vb);
     qbh_vm_acc_init(&acc);
     block = cols >= VERIFY_BLOCK_ELEMS ? 1 : VERIFY_BLOCK_ELEMS / cols;
     if (block > rows)
@@ -160,6 +206,7 @@ static qb_status compare_one(void *arg, size_t i)
         if (rc)
             goto out;
         qbh_vm_acc_add(&acc, a, b, (size_t)n * (size_t)cols);
+        qbh_vb_rows(&j->rule, a, b, n, cols, &vb);
         if (t->has_wx)
             qbh_vm_wx_add_rows(&wx, a, b, n);
     }
@@ -173,25 +220,14 @@ static qb_status compare_one(void *arg, size_t i)
     qbh_vm_acc_metrics(&acc, &t->rel_rmse, &t->cosine, &t->snr_db);
     t->wx_cosine = t->has_wx ? qbh_vm_wx_cosine(&wx) : NAN;
 
-    /* Thresholds. NaN never passes a comparison, so it is tested apart. */
-    if (t->n_bad_nonfinite) {
-        t->state = QBH_VT_FAIL;
-        snprintf(t->reason, sizeof t->reason, "%llu non-finite value(s) not preserved",
-                 (unsigned long long)t->n_bad_nonfinite);
-    } else if (!(t->rel_rmse <= c->o->max_rel_rmse)) {
-        t->state = QBH_VT_FAIL;
-        snprintf(t->reason, sizeof t->reason, "rel_rmse %.4g > %.4g", t->rel_rmse,
-                 c->o->max_rel_rmse);
-    } else if (!(t->cosine >= c->o->min_cosine)) {
-        t->state = QBH_VT_FAIL;
-        snprintf(t->reason, sizeof t->reason, "cosine %.6f < %.6f", t->cosine, c->o->min_cosine);
-    } else if (t->has_wx && !(t->wx_cosine >= c->o->min_cosine)) {
-        t->state = QBH_VT_FAIL;
-        snprintf(t->reason, sizeof t->reason, "W.x cosine %.6f < %.6f", t->wx_cosine,
-                 c->o->min_cosine);
-    } else {
-        t->state = QBH_VT_OK;
-    }
+    t->rule = j->rule.kind;
+    t->n_units = vb.n_units;
+    t->n_worse = vb.n_worse;
+    t->worst = vb.worst;
+    t->base_rel_rmse = (t->rule == QBH_VB_GRID || t->rule == QBH_VB_ROUND) && acc.ss_a > 0.0
+                           ? sqrt(vb.ss_base / acc.ss_a)
+                           : NAN;
+    judge(t, c->o);
     qbh_progress_stage("verify", atomic_fetch_add(&c->done, 1) + 1, c->n_jobs, "tensors");
 out:
     qbh_vm_wx_free(&wx);
@@ -217,6 +253,7 @@ static qb_status tensor_init(qbh_verify_tensor *t, const qb_tensor_info *ti, con
     memcpy(t->dims, ti->dims, sizeof t->dims);
     t->layer = layer_of(ti->name);
     t->wx_cosine = NAN;
+    t->base_rel_rmse = NAN;
     if (!t->name || !t->encoding || !t->conv_encoding)
         return qbh_error_set(QB_E_NOMEM, "verify: out of memory");
     return QB_OK;
@@ -242,6 +279,37 @@ static void shape_str(const qb_tensor_info *t, char *out, size_t n)
         len += (size_t)snprintf(out + len, n - len, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
 }
 
+/* The rule converted tensor ci is judged by: exact when its writer's
+ * manifest says so, the grid's absmax rule for an integer grid, nearest
+ * rounding for a float dtype, else none. Main thread. */
+static qb_status pick_rule(qbh_source *conv, size_t ci, GHashTable *exact_set,
+                           const qbh_verify_opts *o, qbh_vb_rule *rl)
+{
+    const qb_tensor_info *ti = &conv->tensors[ci];
+    memset(rl, 0, sizeof *rl);
+    rl->margin = o->margin;
+    if (exact_set && g_hash_table_contains(exact_set, ti->name)) {
+        rl->kind = QBH_VB_EXACT;
+        return QB_OK;
+    }
+    if (ti->has_grid && conv->src.get_grid_info) {
+        qb_grid_info gi;
+        memset(&gi, 0, sizeof gi);
+        gi.struct_size = sizeof gi;
+        if (conv->src.get_grid_info(conv->src.handle, ci, &gi) != QB_OK) {
+            qbh_error_clear(); /* no usable grid: no baseline, judged exact */
+            return QB_OK;
+        }
+        return qbh_vb_rule_grid(rl, &gi, qb_tensor_cols(ti));
+    }
+    if (ti->source_dtype == QB_DT_F16 || ti->source_dtype == QB_DT_BF16 ||
+        ti->source_dtype == QB_DT_F32) {
+        rl->kind = QBH_VB_ROUND;
+        rl->round_dtype = ti->source_dtype;
+    }
+    return QB_OK;
+}
+
 #define EMBED_S "model.embed_tokens.weight"
 static const char *const HEAD = "lm_head.weight";
 static const char *const EMBED = EMBED_S;
@@ -253,6 +321,7 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     qbh_verify_result *r = NULL;
     unsigned char *used = NULL;
     verify_ctx ctx;
+    GHashTable *exact_set = NULL;
     qb_status rc = QB_OK;
     int conv_tied = config_tied(conv), src_tied = config_tied(src);
 
@@ -357,6 +426,14 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
         snprintf(t->reason, sizeof t->reason, "in the converted model only");
     }
 
+    rc = qbh_verify_manifest_exact(conv->path, &exact_set);
+    if (rc)
+        goto out;
+    for (i = 0; i < ctx.n_jobs; i++) {
+        rc = pick_rule(conv, ctx.jobs[i].ci, exact_set, o, &ctx.jobs[i].rule);
+        if (rc)
+            goto out;
+    }
     ctx.src = src;
     ctx.conv = conv;
     ctx.o = o;
@@ -386,7 +463,11 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
 out:
     qbh_verify_result_free(r);
     qbh_free(used);
+    for (i = 0; ctx.jobs && i < ns + nc + 1; i++)
+        qbh_vb_rule_free(&ctx.jobs[i].rule);
     qbh_free(ctx.jobs);
+    if (exact_set)
+        g_hash_table_destroy(exact_set);
     return rc;
 }
 
@@ -423,7 +504,7 @@ const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name)
 }
 
 qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
-                                   const qbh_plugin *writer)
+                                   const qbh_plugin *writer, int *failed)
 {
     const qb_writer_caps *caps = qbh_writer_caps(writer->desc);
     const char *format = NULL;
@@ -434,6 +515,7 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
     qb_status rc;
     int usage = 0;
 
+    *failed = 0;
     qbh_verify_opts_default(&o);
     if (caps && caps->verify_reader) {
         const qbh_plugin *vr = qbh_registry_find(reg, caps->verify_reader);
@@ -459,17 +541,20 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
         if (!r->pass) {
             size_t w;
             const char *what = "";
+            const char *why = "";
             for (w = 0; w < r->n; w++)
                 if (r->t[w].state != QBH_VT_OK) {
                     what = r->t[w].name;
+                    why = r->t[w].reason;
                     break;
                 }
+            *failed = 1;
             rc = qbh_error_set(QB_E_MISMATCH,
                                "--verify: %s does not match %s (%zu failed, %zu missing, %zu "
-                               "extra, %zu of another shape; first: %s); the output was kept "
-                               "for inspection",
+                               "extra, %zu of another shape; first: %s: %s); the output was "
+                               "kept for inspection",
                                output, src->path, r->n_failed, r->n_missing, r->n_extra,
-                               r->n_shape, what);
+                               r->n_shape, what, why);
         }
     }
     qbh_verify_result_free(r);

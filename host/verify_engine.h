@@ -26,9 +26,17 @@
 
 #include "qbh.h"
 
-/* Default thresholds (see cmd_verify.c usage() for the justification). */
-#define QBH_VERIFY_MAX_REL_RMSE 0.25
-#define QBH_VERIFY_MIN_COSINE 0.97
+#include <glib.h>
+
+/* The pass/fail rule (verify_baseline.c): a tensor the writer's manifest
+ * calls exact fails on any difference; a requantized or rounded one fails
+ * when it is worse than the plain rule of its converted encoding on the
+ * same source values, a grid group by more than this relative RMSE margin
+ * (the writer never does worse than that rule, so only float summation
+ * order separates the two: 1 % is ~1e10 times that, and far below what a
+ * wrong scale, code or row order costs). rel RMSE and cosine are reported,
+ * and judged only when the user gives --max-rel-rmse / --min-cosine. */
+#define QBH_VERIFY_BASELINE_MARGIN 0.01
 #define QBH_VERIFY_N_VECTORS 4
 #define QBH_VERIFY_SEED UINT64_C(0x5eed0f0a11ce5eed)
 
@@ -81,11 +89,69 @@ void qbh_vm_wx_add_rows(qbh_vm_wx *wx, const float *a, const float *b, int64_t n
 double qbh_vm_wx_cosine(const qbh_vm_wx *wx);
 void qbh_vm_wx_free(qbh_vm_wx *wx);
 
+/* ---- verify_baseline.c ---------------------------------------------------- */
+
+typedef enum qbh_vb_kind {
+    QBH_VB_NONE = 0, /* no plain rule known for the converted encoding:
+                        judged as EXACT unless the user gives thresholds */
+    QBH_VB_EXACT,    /* the writer says exact: any difference fails */
+    QBH_VB_GRID,     /* symmetric integer grid: absmax rule per group */
+    QBH_VB_ROUND     /* float target: nearest-even rounding per element */
+} qbh_vb_kind;
+
+/* The rule of one converted tensor. Plain data; the three group_* arrays
+ * (act-order grids only) are owned, freed by qbh_vb_rule_free. */
+typedef struct qbh_vb_rule {
+    qbh_vb_kind kind;
+    qb_dtype round_dtype;   /* ROUND: F16, BF16 or F32 */
+    int bits;               /* GRID: code width */
+    qb_dtype scale_dtype;   /* GRID: scales are rounded to this */
+    int64_t n_groups, group_size; /* GRID: contiguous when col_group NULL */
+    const int32_t *col_group;     /* GRID: borrowed from the reader */
+    int64_t *group_start, *group_len, *group_cols; /* col_group inverted */
+    double margin;          /* GRID: relative RMSE margin per group */
+} qbh_vb_rule;
+
+/* Outcome of qbh_vb_rows, summed over calls (zero it first). */
+typedef struct qbh_vb_stats {
+    uint64_t n_units;  /* groups (GRID) or elements (ROUND) judged */
+    uint64_t n_worse;  /* of them worse than the baseline (beyond margin) */
+    double worst;      /* GRID: largest error ratio (RMSE / baseline RMSE);
+                          ROUND: largest |err| - |baseline err| */
+    double ss_base;    /* squared error of the baseline over the units */
+} qbh_vb_stats;
+
+/* "exact", "absmax", "nearest" or "none". Pure. */
+const char *qbh_vb_kind_name(qbh_vb_kind k);
+/* v rounded to nearest even in dt (F16, BF16; other dtypes: v). Pure. */
+float qbh_vb_round(qb_dtype dt, float v);
+/* Makes rl a GRID rule from the converted tensor's grid (cols columns);
+ * an asymmetric or odd grid gives kind NONE. QB_OK or QB_E_NOMEM (message
+ * set, rl freed). rl->margin is left to the caller. */
+qb_status qbh_vb_rule_grid(qbh_vb_rule *rl, const qb_grid_info *gi, int64_t cols);
+void qbh_vb_rule_free(qbh_vb_rule *rl);
+/* Judges n_rows rows of source a and converted b ([n_rows, cols]) under rl
+ * (GRID or ROUND; other kinds add nothing) into st. Pairs with a
+ * non-finite value are skipped (the element metrics fail them). Pure. */
+void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t n_rows,
+                 int64_t cols, qbh_vb_stats *st);
+
+/* ---- verify_manifest.c ---------------------------------------------------- */
+
+/* The canonical names of the linears that dir/manifest.json (an
+ * sm86-w4a16 model) declares exact, as a set (GHashTable of g_malloc'd
+ * keys; g_hash_table_destroy), or *out NULL when dir holds no such
+ * manifest. Returns QB_OK (an unreadable manifest is the reader's to
+ * refuse). Main thread. */
+qb_status qbh_verify_manifest_exact(const char *dir, GHashTable **out);
+
 /* ---- verify_engine.c ------------------------------------------------------ */
 
 typedef struct qbh_verify_opts {
-    double max_rel_rmse; /* a compared tensor fails above this */
-    double min_cosine;   /* ... or with cosine / wx_cosine below this */
+    double max_rel_rmse; /* user threshold: fail above this (NaN: none) */
+    double min_cosine;   /* user threshold: fail when cosine or wx_cosine
+                            is below (NaN: none) */
+    double margin;       /* baseline margin (QBH_VERIFY_BASELINE_MARGIN) */
     int n_vectors;       /* W·x probe vectors (1..16) */
     uint64_t seed;
 } qbh_verify_opts;
@@ -113,7 +179,7 @@ typedef struct qbh_verify_tensor {
     char *conv_encoding;   /* converted encoding ("" for MISSING) */
     int layer;             /* decoder layer index, -1 outside layers */
     qbh_verify_state state;
-    char reason[160];      /* why FAIL/MISSING/EXTRA/SHAPE, "" when OK */
+    char reason[256];      /* why FAIL/MISSING/EXTRA/SHAPE, "" when OK */
     /* metrics, valid for OK and FAIL */
     int exact;
     uint64_t n, n_diff, n_bad_nonfinite;
@@ -121,6 +187,10 @@ typedef struct qbh_verify_tensor {
     double ss_a, ss_err;   /* for per-layer aggregate SNR */
     int has_wx;
     double wx_cosine;
+    qbh_vb_kind rule;      /* how it was judged */
+    double base_rel_rmse;  /* the baseline's rel RMSE (GRID, ROUND), else NaN */
+    uint64_t n_units, n_worse; /* groups/elements judged, worse than baseline */
+    double worst;          /* qbh_vb_stats.worst */
 } qbh_verify_tensor;
 
 typedef struct qbh_verify_result {
@@ -167,13 +237,13 @@ const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name);
 /* `convert --verify`: opens the just written `output` with the reader
  * `writer`'s capabilities name (verify_reader, when that plugin is loaded;
  * otherwise, with a warning when one was named, the reader found by
- * probing), compares it with the still open `src` under the default
- * thresholds and prints the summary on stdout. Returns QB_OK when it
- * passes; otherwise QB_E_MISMATCH with a message naming the worst tensor
- * and saying the output was kept, or the error that stopped the
- * comparison. */
+ * probing), compares it with the still open `src` under the default rule
+ * and prints the summary on stdout. Returns QB_OK when it passes;
+ * otherwise QB_E_MISMATCH with *failed = 1 and a message naming the first
+ * failing tensor and saying the output was kept (the caller exits
+ * QBH_EXIT_VERIFY), or the error that stopped the comparison (*failed 0). */
 qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
-                                   const qbh_plugin *writer);
+                                   const qbh_plugin *writer, int *failed);
 
 /* ---- verify_report.c ------------------------------------------------------ */
 
@@ -212,7 +282,8 @@ qb_status qbh_verify_write_html(const qbh_verify_result *r, const char *path);
 
 /* ---- cmd_verify.c --------------------------------------------------------- */
 
-/* `quantbridge verify`; returns the exit code (0 pass, 1 fail, 2 usage). */
+/* `quantbridge verify`; returns the exit code (0 pass, 1 error, 2 usage,
+ * 3 compared and failed: QBH_EXIT_VERIFY). */
 int qbh_cmd_verify(int argc, char **argv, qbh_common *co);
 
 #endif /* QBH_VERIFY_ENGINE_H */

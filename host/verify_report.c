@@ -181,10 +181,16 @@ void qbh_verify_print_summary(FILE *f, const qbh_verify_result *r)
     qbh_free(L);
     snprintf(b3, sizeof b3, "%g", r->opts.max_rel_rmse);
     fprintf(f,
-            "verify: %s: %zu tensors compared, %zu exact, %zu over threshold, %zu missing, "
-            "%zu extra, %zu shape mismatches (rel_rmse <= %s, cosine and W.x cosine >= %g)",
+            "verify: %s: %zu tensors compared, %zu exact, %zu failed, %zu missing, "
+            "%zu extra, %zu shape mismatches (rule: exact where declared, else no worse than "
+            "absmax/7 int4 + %g%% or nearest rounding",
             r->pass ? "PASS" : "FAIL", r->n_compared, r->n_exact, r->n_failed, r->n_missing,
-            r->n_extra, r->n_shape, b3, r->opts.min_cosine);
+            r->n_extra, r->n_shape, 100.0 * r->opts.margin);
+    if (!isnan(r->opts.max_rel_rmse))
+        fprintf(f, "; rel_rmse <= %s", b3);
+    if (!isnan(r->opts.min_cosine))
+        fprintf(f, "; cosine and W.x cosine >= %g", r->opts.min_cosine);
+    fprintf(f, ")");
     if (nw && r->n_exact == r->n_compared)
         fprintf(f, "; every compared tensor bit-exact");
     else if (nw)
@@ -261,8 +267,9 @@ char *qbh_verify_json(const qbh_verify_result *r)
     cJSON_AddStringToObject(root, "converted_reader", r->converted_reader);
     o = cJSON_AddObjectToObject(root, "thresholds");
     if (o) {
-        cJSON_AddNumberToObject(o, "max_rel_rmse", r->opts.max_rel_rmse);
-        cJSON_AddNumberToObject(o, "min_cosine", r->opts.min_cosine);
+        cJSON_AddItemToObject(o, "max_rel_rmse", num(r->opts.max_rel_rmse));
+        cJSON_AddItemToObject(o, "min_cosine", num(r->opts.min_cosine));
+        cJSON_AddNumberToObject(o, "baseline_margin", r->opts.margin);
         cJSON_AddNumberToObject(o, "wx_vectors", r->opts.n_vectors);
     }
     cJSON_AddNumberToObject(root, "n_compared", (double)r->n_compared);
@@ -294,6 +301,9 @@ char *qbh_verify_json(const qbh_verify_result *r)
         if (!compared(t))
             continue;
         cJSON_AddBoolToObject(j, "exact", t->exact != 0);
+        cJSON_AddStringToObject(j, "rule", qbh_vb_kind_name(t->rule));
+        cJSON_AddItemToObject(j, "baseline_rel_rmse", num(t->base_rel_rmse));
+        cJSON_AddNumberToObject(j, "n_worse_than_baseline", (double)t->n_worse);
         cJSON_AddNumberToObject(j, "n_diff", (double)t->n_diff);
         cJSON_AddItemToObject(j, "max_abs_err", num(t->max_abs));
         cJSON_AddItemToObject(j, "rel_rmse", num(t->rel_rmse));
@@ -527,12 +537,19 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
     esc(f, r->converted_format);
     fputs(" via ", f);
     esc(f, r->converted_reader);
-    fprintf(f, ")</td></tr>\n<tr><td>thresholds</td><td>rel RMSE &le; %g, cosine and W&middot;x "
-               "cosine &ge; %g (%d probe vectors)</td></tr></table>\n",
-            r->opts.max_rel_rmse, r->opts.min_cosine, r->opts.n_vectors);
+    {
+        char ub[96] = "none";
+        if (!isnan(r->opts.max_rel_rmse) || !isnan(r->opts.min_cosine))
+            snprintf(ub, sizeof ub, "rel RMSE &le; %g, cosine and W&middot;x cosine &ge; %g",
+                     r->opts.max_rel_rmse, r->opts.min_cosine);
+        fprintf(f, ")</td></tr>\n<tr><td>rule</td><td>exact where the writer declares it, else "
+                   "no worse than absmax/7 int4 per group (+%g%%) or nearest rounding; user "
+                   "bounds: %s (%d W&middot;x probe vectors)</td></tr></table>\n",
+                100.0 * r->opts.margin, ub, r->opts.n_vectors);
+    }
     fprintf(f, "<div class=\"verdict %s\" id=\"verdict\">%s</div>\n", r->pass ? "pass" : "failv",
             r->pass ? "PASS" : "FAIL");
-    fprintf(f, "<p>%zu tensors compared, %zu exact (bit-equal float32), %zu over a threshold, "
+    fprintf(f, "<p>%zu tensors compared, %zu exact (bit-equal float32), %zu failed, "
                "%zu missing, %zu extra, %zu of another shape.</p>\n",
             r->n_compared, r->n_exact, r->n_failed, r->n_missing, r->n_extra, r->n_shape);
 

@@ -27,6 +27,7 @@
 
 #include "hfw.h"
 #include "qbk_alloc.h"
+#include "qbk_encode_check.h"
 
 /* Row block size in float32 elements (4 MiB). */
 #define HFW_BLOCK_ELEMS ((int64_t)1 << 20)
@@ -56,13 +57,28 @@ static const qb_option_decl hfw_opt_max_shard = {
     .roles = QB_OPTION_ROLE_WRITER,
 };
 
-const qb_option_decl *const hfd_option_decls[] = {&hfw_opt_dtype, &hfw_opt_max_shard, NULL};
+static const qb_option_decl hfw_opt_allow_nonfinite = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "allow_nonfinite",
+    .type = QB_PARAM_BOOL,
+    .default_value = "false",
+    .help = "hf-dense writer: write NaN and infinite source values as they are instead of "
+            "refusing the tensor that holds one (convert --allow-nonfinite)",
+    .choices = NULL,
+    .min_int = 0,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+
+const qb_option_decl *const hfd_option_decls[] = {&hfw_opt_dtype, &hfw_opt_max_shard,
+                                                  &hfw_opt_allow_nonfinite, NULL};
 
 typedef struct hfw_writer {
     const qb_host *h;
     const qb_sink *sink;
     const qb_model_src *src;
     hfw_dtype dt;
+    int allow_nonfinite; /* allow_nonfinite=true: NaN/Inf pass through */
     hfw_plan plan;
     size_t *order; /* copy of begin's order */
     size_t next;   /* position in order of the next write_tensor */
@@ -261,6 +277,7 @@ static qb_status hfw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     const qb_host *h = hfd_host;
     const qb_param *pd = qb_param_find(params, "dtype");
     const qb_param *ps = qb_param_find(params, "max_shard_size");
+    const qb_param *pa = qb_param_find(params, "allow_nonfinite");
     const char *dts = pd && pd->is_set ? pd->v.s : "f16";
     uint64_t max_shard = ps && ps->is_set ? (uint64_t)ps->v.i : 5000000000u;
     hfw_writer *w = NULL;
@@ -282,6 +299,7 @@ static qb_status hfw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     w->h = h;
     w->sink = sink;
     w->src = src;
+    w->allow_nonfinite = pa && pa->is_set && pa->v.b;
     if (strcmp(dts, "f32") == 0)
         w->dt = HFW_F32;
     else if (strcmp(dts, "f16") == 0)
@@ -342,6 +360,7 @@ out:
 typedef struct hfw_job {
     hfw_writer *w;
     size_t index;
+    const char *name;
     int64_t row0, n_rows, cols, per;
 } hfw_job;
 
@@ -359,6 +378,32 @@ static qb_status hfw_job_run(void *arg, size_t i)
     off = (size_t)r * (size_t)j->cols;
     if ((st = src->read_rows(src->handle, j->index, j->row0 + r, n, j->w->fbuf + off)) != QB_OK)
         return st;
+    {
+        /* Never silently wrong: rounding a value beyond the dtype's range
+         * would write infinity, and a NaN from the source would pass into
+         * the model unnoticed. */
+        static const qb_dtype qdt[] = {[HFW_F32] = QB_DT_F32, [HFW_F16] = QB_DT_F16,
+                                       [HFW_BF16] = QB_DT_BF16};
+        size_t cnt = (size_t)n * (size_t)j->cols;
+        qbk_encode_bad why;
+        size_t k = qbk_encode_check(qdt[j->w->dt], j->w->fbuf + off, cnt, j->w->allow_nonfinite,
+                                    &why);
+        if (k < cnt) {
+            float v = j->w->fbuf[off + k];
+            long long row = (long long)(j->row0 + r) + (long long)(k / (size_t)j->cols);
+            long long col = (long long)(k % (size_t)j->cols);
+            if (why == QBK_ENCODE_NONFINITE)
+                return j->w->h->set_error(j->w->h, QB_E_FORMAT,
+                                          "%s: %s: element [%lld, %lld] is %g in the source "
+                                          "(convert --allow-nonfinite keeps such values)",
+                                          j->w->src->source_path, j->name, row, col, (double)v);
+            return j->w->h->set_error(j->w->h, QB_E_RANGE,
+                                      "%s: %s: element [%lld, %lld] = %.9g is beyond the range "
+                                      "of dtype %s (it would be written as infinity)",
+                                      j->w->src->source_path, j->name, row, col, (double)v,
+                                      qbk_encode_dtype_name(qdt[j->w->dt]));
+        }
+    }
     hfw_encode(j->w->dt, j->w->fbuf + off, (size_t)n * (size_t)j->cols,
                j->w->bbuf + off * hfw_dtype_size(j->w->dt));
     return QB_OK;
@@ -382,6 +427,7 @@ static qb_status hfw_stream(hfw_writer *w, size_t index)
     rows = qb_tensor_rows(ti);
     j.w = w;
     j.index = index;
+    j.name = ti->name;
     j.cols = qb_tensor_cols(ti);
     br = hfw_block_rows(rows, j.cols);
     for (j.row0 = 0; j.row0 < rows; j.row0 += br) {

@@ -204,6 +204,21 @@ void qbt_hfd_fill(const qbt_hfd_spec *s, const qbt_hfd_tensor *t, float *out)
             size_t c = i % cols;
             int outlier = ((hfd_hash(t->name) + c * 0x9e3779b97f4a7c15ull) >> 56) == 0 ||
                           c == (size_t)(pick % cols);
+            if (s->seed & QBT_HFD_HEAVY) {
+                /* Outlier-heavy weights as trained LLMs show them (issue 16's
+                 * failing case): heavy-tailed values, Student-t with 3
+                 * degrees of freedom (z / sqrt(chi2_3 / 3)), and strong
+                 * outlier channels (about 1 column in 128, x16): a group
+                 * holding one gets a step wider than most of its other
+                 * elements, as in the projections that fail fixed bounds. */
+                double u1 = qbt_rng_normal(&rng), u2 = qbt_rng_normal(&rng),
+                       u3 = qbt_rng_normal(&rng);
+                z /= sqrt((u1 * u1 + u2 * u2 + u3 * u3) / 3.0 + 1e-12);
+                outlier = ((hfd_hash(t->name) + c * 0x9e3779b97f4a7c15ull) >> 57) == 0 ||
+                          c == (size_t)(pick % cols);
+                out[i] = (float)(0.02 * z * (outlier ? 16.0 : 1.0));
+                break;
+            }
             out[i] = (float)(0.02 * z * (outlier ? 5.0 : 1.0));
             break;
         }
@@ -434,7 +449,7 @@ static void usage(void)
             "usage: qb-gen-hf-dense --out DIR [--arch llama|mistral|qwen2|qwen3|gemma2]\n"
             "         [--dtype bf16|f16|f32] [--layers N] [--hidden H] [--intermediate I]\n"
             "         [--vocab V] [--heads N] [--kv-heads N] [--head-dim D] [--tied 0|1]\n"
-            "         [--shards N] [--seed S]\n");
+            "         [--shards N] [--seed S] [--heavy-tails 0|1]\n");
 }
 
 static int parse_int(const char *v, int *out)
@@ -453,7 +468,7 @@ int main(int argc, char **argv)
 {
     qbt_hfd_spec s = {"llama", "bf16", 2, 256, 688, 512, 0, 0, 0, 0, 1, 1};
     const char *out = NULL;
-    int i;
+    int i, heavy = 0;
 
     for (i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -490,6 +505,11 @@ int main(int argc, char **argv)
             bad = parse_int(v, &s.tied) || s.tied > 1;
         else if (strcmp(k, "--shards") == 0)
             bad = parse_int(v, &s.shards);
+        else if (strcmp(k, "--heavy-tails") == 0) {
+            int on = 0;
+            bad = parse_int(v, &on) || on > 1;
+            heavy = on;
+        }
         else if (strcmp(k, "--seed") == 0) {
             char *end;
             errno = 0;
@@ -510,6 +530,8 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
+    if (heavy)
+        s.seed |= QBT_HFD_HEAVY;
     if (qbt_hfd_spec_check(&s))
         return 2;
     if (qbt_hfd_write(&s, out)) {

@@ -20,11 +20,17 @@ typedef struct qbt_hfd_spec {
     int heads, kv_heads, head_dim; /* 0: derived from hidden */
     int tied;                      /* tie_word_embeddings: no lm_head.weight */
     int shards;                    /* 1: model.safetensors; N > 1: index + N files */
-    uint64_t seed;
+    uint64_t seed;   /* with QBT_HFD_HEAVY set: outlier-heavy weights */
 } qbt_hfd_spec;
 
+/* Seed flag: linears and embeddings become outlier-heavy (qbt_hfd_fill).
+ * A flag bit rather than a field so positional spec initialisers stay
+ * valid. */
+#define QBT_HFD_HEAVY (UINT64_C(1) << 63)
+
 typedef enum qbt_hfd_kind {
-    QBT_HFD_LINEAR = 0, /* [out, in] projection: normal * 0.02, outlier columns x5 */
+    QBT_HFD_LINEAR = 0, /* [out, in] projection: normal * 0.02, outlier columns x5;
+                           QBT_HFD_HEAVY: Student-t (3 dof) * 0.02, 1 column in 128 x16 */
     QBT_HFD_EMBED = 1,  /* [vocab, hidden]: normal * 0.02, outlier columns x5 */
     QBT_HFD_NORM = 2,   /* [n]: 1 + 0.1 * normal (gemma2: 0.1 * normal, used as 1 + w) */
     QBT_HFD_BIAS = 3    /* [n]: 0.02 * normal */

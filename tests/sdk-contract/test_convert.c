@@ -931,6 +931,29 @@ START_TEST(verify_uses_the_declared_reader)
 }
 END_TEST
 
+/* A comparison that runs and fails exits 3, not 1, and keeps the output
+ * (issue 17.6): the source is read with a bias the read-back lacks, so
+ * every value differs by it. */
+START_TEST(verify_failure_exits_3_and_keeps_output)
+{
+    static const char *one[] = {"fake-caps", NULL};
+    const char *extra[] = {"--format", "fake-caps", "--writer", "fake-caps", "--option",
+                           "bias=0.5", "--verify", NULL};
+    fixture fx;
+    qbt_result r;
+    struct stat sb;
+    setup_fx(&fx, one);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 3, "exit %d: %s\n%s", r.status, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "verify: FAIL") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.err, "quantbridge: error: --verify:") && strstr(r.err, "kept"), "%s",
+                  r.err);
+    ck_assert_int_eq(stat(fx.out, &sb), 0);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sdk-contract-convert");
@@ -963,6 +986,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, host_copies_side_files);
     tcase_add_test(tc, declared_architectures_and_facts);
     tcase_add_test(tc, verify_uses_the_declared_reader);
+    tcase_add_test(tc, verify_failure_exits_3_and_keeps_output);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,6 +16,8 @@
 
 #include <cjson/cJSON.h>
 
+#include <quantbridge/qb_half.h>
+
 #include "verify_engine.h"
 #include "vt_util.h"
 
@@ -33,6 +35,126 @@ START_TEST(acc_exact)
     ck_assert(cos == 1.0);
     ck_assert(isinf(snr) && snr > 0);
     ck_assert(acc.max_abs == 0.0);
+}
+END_TEST
+
+/* The absmax baseline of one group, worked by hand: w = {0.7, -0.35, 0.1,
+ * 0}, absmax 0.7, scale fp16(0.1) = 0.0999755859375 (0x2E66), codes
+ * rint(w / s) = {7, -4 (ties to even from -3.5009), 1, 0}. */
+START_TEST(baseline_grid_by_hand)
+{
+    const float s = 0.0999755859375f;
+    float a[4] = {0.7f, -0.35f, 0.1f, 0.0f};
+    float base[4] = {7 * s, -4 * s, 1 * s, 0.0f}, worse[4], better[4];
+    double want = 0.0;
+    qbh_vb_rule rl;
+    qbh_vb_stats st;
+    qb_grid_info gi;
+    int i;
+    for (i = 0; i < 4; i++)
+        want += ((double)base[i] - a[i]) * ((double)base[i] - a[i]);
+    memset(&gi, 0, sizeof gi);
+    gi.bits = 4;
+    gi.n_groups = 1;
+    gi.group_size = 128; /* wider than the row: one group */
+    gi.symmetric = 1;
+    gi.scale_dtype = QB_DT_F16;
+    memset(&rl, 0, sizeof rl);
+    ck_assert_int_eq(qbh_vb_rule_grid(&rl, &gi, 4), QB_OK);
+    ck_assert_int_eq(rl.kind, QBH_VB_GRID);
+    rl.margin = 0.01;
+    /* the baseline itself passes and its error is the hand value */
+    memset(&st, 0, sizeof st);
+    qbh_vb_rows(&rl, a, base, 1, 4, &st);
+    ck_assert_uint_eq(st.n_units, 1);
+    ck_assert_uint_eq(st.n_worse, 0);
+    ck_assert_double_eq_tol(st.ss_base, want, 1e-15);
+    /* the exact values pass (better than the rule) */
+    memcpy(better, a, sizeof a);
+    memset(&st, 0, sizeof st);
+    qbh_vb_rows(&rl, a, better, 1, 4, &st);
+    ck_assert_uint_eq(st.n_worse, 0);
+    /* one code a step off: worse than the rule by far more than 1 % */
+    memcpy(worse, base, sizeof base);
+    worse[2] = 2 * s;
+    memset(&st, 0, sizeof st);
+    qbh_vb_rows(&rl, a, worse, 1, 4, &st);
+    ck_assert_uint_eq(st.n_worse, 1);
+    ck_assert_double_gt(st.worst, 1.01);
+    qbh_vb_rule_free(&rl);
+}
+END_TEST
+
+/* Scattered (act-order) groups give the same verdicts as the contiguous
+ * groups they are a permutation of. */
+START_TEST(baseline_grid_col_group)
+{
+    /* two groups of 3: contiguous {0,1,2} {3,4,5}; scattered: column c of
+     * the second layout holds contiguous column perm[c] */
+    const int perm[6] = {3, 0, 4, 1, 5, 2};
+    const int32_t cg[6] = {1, 0, 1, 0, 1, 0};
+    float a[6] = {0.3f, -1.1f, 0.05f, 2.0f, -0.6f, 0.25f}, b[6], pa[6], pb[6];
+    qbh_vb_rule rc_rule, rs_rule;
+    qbh_vb_stats sc, ss;
+    qb_grid_info gi;
+    int i, bad;
+    for (bad = 0; bad < 2; bad++) {
+        memset(&gi, 0, sizeof gi);
+        gi.bits = 4;
+        gi.n_groups = 2;
+        gi.group_size = 3;
+        gi.symmetric = 1;
+        gi.scale_dtype = QB_DT_F16;
+        memset(&rc_rule, 0, sizeof rc_rule);
+        memset(&rs_rule, 0, sizeof rs_rule);
+        ck_assert_int_eq(qbh_vb_rule_grid(&rc_rule, &gi, 6), QB_OK);
+        gi.group_size = 0;
+        gi.col_group = cg;
+        ck_assert_int_eq(qbh_vb_rule_grid(&rs_rule, &gi, 6), QB_OK);
+        rc_rule.margin = rs_rule.margin = 0.01;
+        for (i = 0; i < 6; i++)
+            b[i] = a[i] * (bad && i == 4 ? 1.5f : 1.0f);
+        for (i = 0; i < 6; i++) {
+            pa[i] = a[perm[i]];
+            pb[i] = b[perm[i]];
+        }
+        memset(&sc, 0, sizeof sc);
+        memset(&ss, 0, sizeof ss);
+        qbh_vb_rows(&rc_rule, a, b, 1, 6, &sc);
+        qbh_vb_rows(&rs_rule, pa, pb, 1, 6, &ss);
+        ck_assert_uint_eq(sc.n_units, 2);
+        ck_assert_uint_eq(ss.n_units, 2);
+        ck_assert_uint_eq(sc.n_worse, (unsigned)bad);
+        ck_assert_uint_eq(ss.n_worse, (unsigned)bad);
+        ck_assert_double_eq_tol(sc.ss_base, ss.ss_base, 1e-15);
+        qbh_vb_rule_free(&rc_rule);
+        qbh_vb_rule_free(&rs_rule);
+    }
+}
+END_TEST
+
+/* Float targets: nearest-even rounding passes, its neighbour fails. */
+START_TEST(baseline_round)
+{
+    float a[3] = {1.0f / 3.0f, 1e-3f, -7.25f}, b[3];
+    qbh_vb_rule rl;
+    qbh_vb_stats st;
+    int i;
+    memset(&rl, 0, sizeof rl);
+    rl.kind = QBH_VB_ROUND;
+    rl.round_dtype = QB_DT_F16;
+    for (i = 0; i < 3; i++)
+        b[i] = qb_f16_to_f32(qb_f32_to_f16(a[i]));
+    memset(&st, 0, sizeof st);
+    qbh_vb_rows(&rl, a, b, 1, 3, &st);
+    ck_assert_uint_eq(st.n_units, 3);
+    ck_assert_uint_eq(st.n_worse, 0);
+    /* 1/3 is not an fp16 value: the next fp16 away from it is farther */
+    b[0] = qb_f16_to_f32((uint16_t)(qb_f32_to_f16(a[0]) + 1));
+    memset(&st, 0, sizeof st);
+    qbh_vb_rows(&rl, a, b, 1, 3, &st);
+    ck_assert_uint_eq(st.n_worse, 1);
+    ck_assert_double_gt(st.worst, 0.0);
 }
 END_TEST
 
@@ -318,6 +440,9 @@ Suite *qbt_suite(void)
     Suite *s = suite_create("verify_metrics");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, acc_exact);
+    tcase_add_test(tc, baseline_grid_by_hand);
+    tcase_add_test(tc, baseline_grid_col_group);
+    tcase_add_test(tc, baseline_round);
     tcase_add_test(tc, acc_known_values);
     tcase_add_test(tc, acc_signed_zero_and_nonfinite);
     tcase_add_test(tc, acc_degenerate);

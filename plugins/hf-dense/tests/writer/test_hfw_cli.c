@@ -273,17 +273,21 @@ START_TEST(rne_hand_checked_values)
         1.0f + 3 * 0x1p-11f,      /* tie, odd below -> up to 1+2^-9 */
         1.0f + 0x1p-11f + 0x1p-20f, /* just above the tie -> up */
         65504.0f,                 /* f16 max; bf16 rounds up to 2^16 */
-        65520.0f,                 /* f16 halfway to 2^16 -> inf */
+        65520.0f,                 /* f16 halfway to 2^16 -> inf: refused (below) */
         0x1p-24f,                 /* smallest f16 subnormal */
         0x1p-25f,                 /* half of it: tie with 0 -> 0 */
         -0.0f,
         1.0f + 0x1p-8f,           /* bf16 tie between 1 and 1+2^-7: even -> 1.0 */
         1.0f + 3 * 0x1p-8f,       /* bf16 tie, odd -> 1+2^-6 */
         -2.5f,
-        3.0e38f,                  /* bf16: 0x7f61b1e6 -> 0x7f62; f16: inf */
+        3.0e38f,                  /* bf16: 0x7f61b1e6 -> 0x7f62; f16: inf, refused */
     };
-    static const uint16_t f16[] = {0x3c00, 0x3c02, 0x3c01, 0x7bff, 0x7c00, 0x0001,
-                                   0x0000, 0x8000, 0x3c04, 0x3c0c, 0xc100, 0x7c00};
+    /* the f16 run without the two values beyond its range: 65519 rounds
+     * down to the f16 max, -1 is exact */
+    static const size_t f16_bad[] = {4, 11};
+    static const float f16_ok[] = {65519.0f, -1.0f};
+    static const uint16_t f16[] = {0x3c00, 0x3c02, 0x3c01, 0x7bff, 0x7bff, 0x0001,
+                                   0x0000, 0x8000, 0x3c04, 0x3c0c, 0xc100, 0xbc00};
     static const uint16_t bf16[] = {0x3f80, 0x3f80, 0x3f80, 0x4780, 0x4780, 0x3380,
                                     0x3300, 0x8000, 0x3f80, 0x3f82, 0xc020, 0x7f62};
     const size_t n = sizeof(v) / sizeof(v[0]);
@@ -303,6 +307,30 @@ START_TEST(rne_hand_checked_values)
         char out[32], args[64];
         qb_st_set *set;
         const qb_st_tensor *t;
+        if (k == 0) {
+            /* a value beyond f16's range is an error naming it, not inf */
+            char line[4096], *msg;
+            float v2[sizeof(v) / sizeof(v[0])];
+            snprintf(line, sizeof(line), "convert --source '%s' --output '%s' --writer hf-dense "
+                     "--option dtype=f16", sub("src"), sub("ofail"));
+            ck_assert_int_eq(qbt_run_line(line, &msg), 1);
+            ck_assert_msg(strstr(msg, "x.weight") && strstr(msg, "[0, 4]") &&
+                              strstr(msg, "65520"), "%s", msg);
+            ck_assert(!exists(sub("ofail")));
+            free(msg);
+            memcpy(v2, v, sizeof(v));
+            for (i = 0; i < 2; i++)
+                v2[f16_bad[i]] = f16_ok[i];
+            w = qbt_st_writer_new();
+            ck_assert_int_eq(qbt_st_writer_add(w, "x.weight", "F32", 1, d, v2, sizeof(v2)), 0);
+            ck_assert_int_eq(qbt_st_writer_save(w, sub("src/model.safetensors")), 0);
+            qbt_st_writer_free(w);
+        } else {
+            w = qbt_st_writer_new();
+            ck_assert_int_eq(qbt_st_writer_add(w, "x.weight", "F32", 1, d, v, sizeof(v)), 0);
+            ck_assert_int_eq(qbt_st_writer_save(w, sub("src/model.safetensors")), 0);
+            qbt_st_writer_free(w);
+        }
         snprintf(out, sizeof(out), "o%s", dt[k]);
         snprintf(args, sizeof(args), "--option dtype=%s", dt[k]);
         convert_ok(sub("src"), sub(out), args);
