@@ -33,9 +33,12 @@ extern "C" {
  *   1.1  per-role options (qb_option_decl.roles); writer capabilities
  *        (qb_plugin.writer_caps, qb_writer_caps); structured model facts
  *        (qb_model_info.facts, qb_model_facts); the JSON service
- *        (qb_host.json, qb_json.h); the failed-finish rule (qb_writer.h). */
+ *        (qb_host.json, qb_json.h); the failed-finish rule (qb_writer.h).
+ *   1.2  reader views of the source as stored (qb_reader_vtable
+ *        get_raw_tensor_info, get_metadata; qb_raw_tensor_info,
+ *        qb_meta_entry). */
 #define QB_ABI_MAJOR 1
-#define QB_ABI_MINOR 1
+#define QB_ABI_MINOR 2
 #define QB_MAKE_ABI(maj, min) ((((uint32_t)(maj)) << 16) | (uint32_t)(min))
 #define QB_ABI_GET_MAJOR(v) (((uint32_t)(v)) >> 16)
 #define QB_ABI_GET_MINOR(v) (((uint32_t)(v)) & 0xffffu)
@@ -123,6 +126,8 @@ struct qb_st_api;
 struct qb_json_api;
 struct qb_model_facts;
 struct qb_writer_caps;
+struct qb_raw_tensor_info;
+struct qb_meta_entry;
 
 #ifdef __cplusplus
 }
