@@ -275,6 +275,7 @@ static void usage(FILE *f)
                "the model facts and every tensor (name, shape, source encoding, parameters,\n"
                "bytes, bits per weight), with totals per encoding. [grid] marks a tensor whose\n"
                "integer grid the reader offers (exact repacking, no requantization).\n"
+               "\n"
                "  --json        the same as one JSON object (keys parameters, bytes,\n"
                "                bits_per_weight at the top, per tensor and per encoding)\n"
                "  --metadata    also the source's metadata (GGUF key/values with their types,\n"
