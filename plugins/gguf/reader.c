@@ -54,14 +54,18 @@ static int has_gguf_suffix(const char *name)
 
 /* A directory: LIKELY when its .gguf names make exactly one model (one
  * plain file, or split shards with their first, as gguf_model_open picks
- * them); WEAK when .gguf files are there but do not make one model, so
- * that open() names what is wrong (docs/formats/gguf.md "Split files"). */
+ * them), POSSIBLE when safetensors files lie beside them (a Hugging Face
+ * repository that also ships a GGUF: its safetensors reader, when sure,
+ * should win); WEAK when .gguf files are there but do not make one model,
+ * so that open() names what is wrong (docs/formats/gguf.md "Split files"). */
 static int probe_dir(const qb_probe_input *in)
 {
-    size_t i, n_plain = 0, n_first = 0, n_shards = 0;
+    size_t i, n_plain = 0, n_first = 0, n_shards = 0, n_st = 0;
     for (i = 0; in->siblings && in->siblings[i]; i++) {
-        size_t pl;
+        size_t pl, len = strlen(in->siblings[i]);
         int no, count;
+        if (len >= 12 && strcmp(in->siblings[i] + len - 12, ".safetensors") == 0)
+            n_st++;
         if (!has_gguf_suffix(in->siblings[i]))
             continue;
         if (gguf_split_parse_name(in->siblings[i], &pl, &no, &count)) {
@@ -74,7 +78,7 @@ static int probe_dir(const qb_probe_input *in)
     if (n_plain + n_shards == 0)
         return QB_PROBE_NONE;
     if (n_plain + n_first == 1 && (n_plain == 0 || n_shards == 0))
-        return QB_PROBE_LIKELY;
+        return n_st ? QB_PROBE_POSSIBLE : QB_PROBE_LIKELY;
     return QB_PROBE_WEAK;
 }
 

@@ -754,6 +754,7 @@ START_TEST(probe_directory)
     static const char *const plain[] = {"model.gguf", NULL};
     static const char *const two[] = {"a.gguf", "b.gguf", NULL};
     static const char *const none[] = {"config.json", "model.safetensors", NULL};
+    static const char *const beside_st[] = {"config.json", "model.Q4_0.gguf", "model.safetensors", NULL};
     qb_probe_input in = {sizeof(in), "d", 1, NULL, NULL, 0, split, NULL};
     ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_LIKELY);
     in.siblings = plain;
@@ -764,6 +765,9 @@ START_TEST(probe_directory)
     ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_WEAK);
     in.siblings = none;
     ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_NONE);
+    /* beside safetensors: possible, below a sure safetensors reader */
+    in.siblings = beside_st;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_POSSIBLE);
 }
 END_TEST
 
