@@ -1,9 +1,13 @@
 /*
- * quantbridge host — `quantbridge inspect PATH [--json]`: what each reader
- * thinks of PATH, which one wins, and the model it describes (architecture,
- * summary, the model facts the host computed, every tensor with shape and
- * source encoding).
+ * quantbridge host — `quantbridge inspect PATH [--json] [--metadata]
+ * [--raw]`: what each reader thinks of PATH, which one wins, and the model
+ * it describes (architecture, summary, the model facts the host computed,
+ * every tensor with shape, source encoding, parameters, bytes and bits per
+ * weight, totals per encoding); --metadata adds the source's metadata and
+ * config.json fields, --raw lists the tensors as stored instead of the
+ * canonical view (inspect.h).
  */
+#include "inspect.h"
 #include "qbh.h"
 
 #include <getopt.h>
@@ -21,10 +25,100 @@ static void shape_text(const qb_tensor_info *t, char *out, size_t n)
         len += (size_t)snprintf(out + len, n - len, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
 }
 
-static void print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
-                       const qbh_source *s)
+/* BPW column text: "4.50", or "-" when unknown. */
+static void bpw_text(int64_t bytes, int64_t params, char *out, size_t n)
 {
-    size_t i, w = 4;
+    double b = qbh_bits_per_weight(bytes, params);
+    if (b < 0)
+        snprintf(out, n, "-");
+    else
+        snprintf(out, n, "%.2f", b);
+}
+
+static void bytes_text(int64_t bytes, char *out, size_t n)
+{
+    if (bytes < 0)
+        snprintf(out, n, "-");
+    else
+        snprintf(out, n, "%lld", (long long)bytes);
+}
+
+static void print_tensors(const qbh_source *s, const qbh_sizes *z)
+{
+    size_t i, w = 4, ew = 8;
+    for (i = 0; i < s->info.n_tensors; i++) {
+        if (strlen(s->tensors[i].name) > w)
+            w = strlen(s->tensors[i].name);
+        if (strlen(s->tensors[i].source_encoding) > ew)
+            ew = strlen(s->tensors[i].source_encoding);
+    }
+    printf("tensors: %zu\n", s->info.n_tensors);
+    printf("  %-*s  %-18s  %-*s  %12s  %12s  %6s\n", (int)w, "NAME", "SHAPE", (int)ew, "ENCODING",
+           "PARAMS", "BYTES", "BPW");
+    for (i = 0; i < s->info.n_tensors; i++) {
+        char sh[160], by[32], bpw[16];
+        shape_text(&s->tensors[i], sh, sizeof sh);
+        bytes_text(z->t[i].bytes, by, sizeof by);
+        bpw_text(z->t[i].bytes, z->t[i].params, bpw, sizeof bpw);
+        printf("  %-*s  %-18s  %-*s  %12lld  %12s  %6s%s\n", (int)w, s->tensors[i].name, sh, (int)ew,
+               s->tensors[i].source_encoding, (long long)z->t[i].params, by, bpw,
+               s->tensors[i].has_grid ? "  [grid]" : "");
+    }
+}
+
+static void print_totals(const qbh_sizes *z)
+{
+    size_t i, ew = 8;
+    char by[32], bpw[16], hb[32];
+    for (i = 0; i < z->n_enc; i++)
+        if (strlen(z->enc[i].encoding) > ew)
+            ew = strlen(z->enc[i].encoding);
+    printf("per encoding:\n");
+    printf("  %-*s  %7s  %12s  %12s  %6s\n", (int)ew, "ENCODING", "TENSORS", "PARAMS", "BYTES", "BPW");
+    for (i = 0; i < z->n_enc; i++) {
+        const qbh_encoding_total *e = &z->enc[i];
+        bytes_text(e->bytes_known ? e->bytes : -1, by, sizeof by);
+        bpw_text(e->bytes_known ? e->bytes : -1, e->params, bpw, sizeof bpw);
+        printf("  %-*s  %7zu  %12lld  %12s  %6s\n", (int)ew, e->encoding, e->n_tensors,
+               (long long)e->params, by, bpw);
+    }
+    bpw_text(z->bytes_known ? z->bytes : -1, z->params, bpw, sizeof bpw);
+    qbh_human_bytes((uint64_t)z->bytes, hb, sizeof hb);
+    {
+        double p = (double)z->params;
+        char hp[32];
+        if (p >= 1e9)
+            snprintf(hp, sizeof hp, " (%.2f B)", p / 1e9);
+        else if (p >= 1e6)
+            snprintf(hp, sizeof hp, " (%.2f M)", p / 1e6);
+        else
+            hp[0] = '\0';
+        printf("total: %lld parameters%s, %s%lld bytes (%s) of tensor data, %s bits per weight\n",
+               (long long)z->params, hp, z->bytes_known ? "" : "at least ", (long long)z->bytes, hb, bpw);
+    }
+    if (z->other_bytes > 0)
+        printf("  plus %lld stored bytes that feed no single tensor above (see --raw)\n",
+               (long long)z->other_bytes);
+}
+
+static void print_legend(const qbh_sizes *z)
+{
+    printf("legend:\n"
+           "  [grid]  the reader offers this tensor's integer grid (codes, per-group scales and\n"
+           "          zero points), so a writer whose format fits that grid repacks it exactly,\n"
+           "          without requantizing; tensors without it are read as float values\n"
+           "  BYTES   bytes the tensor occupies in the source, %s; - unknown\n"
+           "  BPW     bits per weight: BYTES x 8 / PARAMS\n",
+           z->from_raw ? "its scales, zero points and group maps included"
+                       : "from the element size of its stored type (this reader offers no "
+                         "stored-tensor view)");
+}
+
+static qb_status print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
+                            const qbh_source *s, const qbh_sizes *z, int raw, int meta)
+{
+    size_t i;
+    qb_status rc;
     printf("source: %s\n", path);
     if (n_sc) {
         size_t nw = 0;
@@ -43,22 +137,24 @@ static void print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
         printf("summary: %s\n", s->info.source_summary);
     if (s->info.tokenizer_dir)
         printf("tokenizer: %s\n", s->info.tokenizer_dir);
+    /* (tokenizer section: one call here) */
     {
         char facts[512];
         qbh_model_facts_text(&s->facts, facts, sizeof facts);
         printf("facts: %s\n", facts);
     }
-    printf("tensors: %zu\n", s->info.n_tensors);
-    for (i = 0; i < s->info.n_tensors; i++)
-        if (strlen(s->tensors[i].name) > w)
-            w = strlen(s->tensors[i].name);
-    printf("  %-*s  %-18s  %s\n", (int)w, "NAME", "SHAPE", "ENCODING");
-    for (i = 0; i < s->info.n_tensors; i++) {
-        char sh[160];
-        shape_text(&s->tensors[i], sh, sizeof sh);
-        printf("  %-*s  %-18s  %s%s\n", (int)w, s->tensors[i].name, sh,
-               s->tensors[i].source_encoding, s->tensors[i].has_grid ? " [grid]" : "");
+    if (meta && (rc = qbh_inspect_meta_text(s)))
+        return rc;
+    if (raw) {
+        if ((rc = qbh_inspect_raw_text(s)))
+            return rc;
+    } else {
+        print_tensors(s, z);
     }
+    print_totals(z);
+    if (!raw)
+        print_legend(z);
+    return QB_OK;
 }
 
 /* "facts": the known ones only, under qb_model_facts' field names. */
@@ -88,13 +184,29 @@ static void add_facts(cJSON *root, const qb_model_facts *f)
         cJSON_AddBoolToObject(j, "tied_embeddings", f->tied_embeddings != 0);
 }
 
-static int print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
-                      const qbh_source *s)
+/* "bytes" and "bits_per_weight" of one object: numbers, or null when unknown. */
+static void add_size(cJSON *j, int64_t params, int64_t bytes)
+{
+    double b = qbh_bits_per_weight(bytes, params);
+    cJSON_AddNumberToObject(j, "parameters", (double)params);
+    if (bytes >= 0)
+        cJSON_AddNumberToObject(j, "bytes", (double)bytes);
+    else
+        cJSON_AddNullToObject(j, "bytes");
+    if (b >= 0)
+        cJSON_AddNumberToObject(j, "bits_per_weight", b);
+    else
+        cJSON_AddNullToObject(j, "bits_per_weight");
+}
+
+static qb_status print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
+                            const qbh_source *s, const qbh_sizes *z, int raw, int meta)
 {
     cJSON *root = cJSON_CreateObject(), *arr;
     char *text;
     size_t i;
     uint32_t d;
+    qb_status rc;
 
     cJSON_AddStringToObject(root, "source", path);
     arr = cJSON_AddArrayToObject(root, "probe");
@@ -112,17 +224,39 @@ static int print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
     if (s->info.tokenizer_dir)
         cJSON_AddStringToObject(root, "tokenizer_dir", s->info.tokenizer_dir);
     add_facts(root, &s->facts);
-    arr = cJSON_AddArrayToObject(root, "tensors");
-    for (i = 0; i < s->info.n_tensors; i++) {
-        const qb_tensor_info *t = &s->tensors[i];
-        cJSON *j = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(j, "shape");
-        cJSON_AddStringToObject(j, "name", t->name);
-        for (d = 0; d < t->n_dims; d++)
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->dims[d]));
-        cJSON_AddStringToObject(j, "encoding", t->source_encoding);
-        cJSON_AddBoolToObject(j, "grid", t->has_grid != 0);
+    add_size(root, z->params, z->bytes_known ? z->bytes : -1);
+    if (meta && (rc = qbh_inspect_meta_json(s, root))) {
+        cJSON_Delete(root);
+        return rc;
+    }
+    if (raw) {
+        if ((rc = qbh_inspect_raw_json(s, root))) {
+            cJSON_Delete(root);
+            return rc;
+        }
+    } else {
+        arr = cJSON_AddArrayToObject(root, "tensors");
+        for (i = 0; i < s->info.n_tensors; i++) {
+            const qb_tensor_info *t = &s->tensors[i];
+            cJSON *j = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(j, "shape");
+            cJSON_AddStringToObject(j, "name", t->name);
+            for (d = 0; d < t->n_dims; d++)
+                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->dims[d]));
+            cJSON_AddStringToObject(j, "encoding", t->source_encoding);
+            cJSON_AddBoolToObject(j, "grid", t->has_grid != 0);
+            add_size(j, z->t[i].params, z->t[i].bytes);
+            cJSON_AddItemToArray(arr, j);
+        }
+    }
+    arr = cJSON_AddArrayToObject(root, "encodings");
+    for (i = 0; i < z->n_enc; i++) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "encoding", z->enc[i].encoding);
+        cJSON_AddNumberToObject(j, "tensors", (double)z->enc[i].n_tensors);
+        add_size(j, z->enc[i].params, z->enc[i].bytes_known ? z->enc[i].bytes : -1);
         cJSON_AddItemToArray(arr, j);
     }
+    cJSON_AddNumberToObject(root, "other_bytes", (double)z->other_bytes);
     text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text)
@@ -134,17 +268,30 @@ static int print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: quantbridge inspect PATH [--json] [--format auto|NAME] "
-               "[--option KEY=VALUE]...\n"
-               "                          [--config FILE] [--plugin-dir DIR]... [--verbose]\n"
+    fprintf(f, "usage: quantbridge inspect PATH [--json] [--metadata] [--raw] [--format auto|NAME]\n"
+               "                          [--option KEY=VALUE]... [--config FILE] [--plugin-dir DIR]...\n"
+               "                          [--verbose]\n"
                "Shows each reader's probe score for PATH, the chosen format, the architecture,\n"
-               "the model facts and every tensor (name, shape, source encoding).\n");
+               "the model facts and every tensor (name, shape, source encoding, parameters,\n"
+               "bytes, bits per weight), with totals per encoding. [grid] marks a tensor whose\n"
+               "integer grid the reader offers (exact repacking, no requantization).\n"
+               "\n"
+               "  --json        the same as one JSON object (keys parameters, bytes,\n"
+               "                bits_per_weight at the top, per tensor and per encoding)\n"
+               "  --metadata    also the source's metadata (GGUF key/values with their types,\n"
+               "                arrays summarised) and the config.json fields\n"
+               "  --raw         the tensors as stored (GGUF blocks, GPTQ qweight/qzeros/scales/\n"
+               "                g_idx) instead of the canonical view\n"
+               "  --format NAME use this reader instead of probing (see `quantbridge plugins`)\n"
+               "  --option KEY=VALUE  a reader option\n");
 }
 
 int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"metadata", no_argument, NULL, 'm'},
+        {"raw", no_argument, NULL, 'r'},
         {"format", required_argument, NULL, 'f'},
         {"option", required_argument, NULL, 'o'},
         {"config", required_argument, NULL, 'C'},
@@ -162,9 +309,11 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
     qbh_params rp, wp;
     qbh_source src;
     const char *format = NULL, *path;
-    int c, json = 0, usage_err = 0, rc = QBH_EXIT_FAIL, reg_open = 0;
+    int c, json = 0, raw = 0, meta = 0, usage_err = 0, rc = QBH_EXIT_FAIL, reg_open = 0;
+    qbh_sizes sizes;
 
     memset(&src, 0, sizeof src);
+    memset(&sizes, 0, sizeof sizes);
     memset(&rp, 0, sizeof rp);
     memset(&wp, 0, sizeof wp);
     cli = qbh_calloc((size_t)argc + 1, sizeof *cli);
@@ -182,6 +331,8 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
+        case 'm': meta = 1; break;
+        case 'r': raw = 1; break;
         case 'f': format = optarg; break;
         case 'o': {
             char *eq = strchr(optarg, '=');
@@ -246,7 +397,11 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
         goto report;
     if (qbh_source_open(reader, path, rp.items, &src))
         goto report;
-    if (json ? print_json(path, scores, n_scores, &src) : (print_text(path, scores, n_scores, &src), 0))
+    /* Refused before anything is printed. */
+    if ((raw && qbh_inspect_raw_check(&src)) || qbh_sizes_compute(&src, &sizes))
+        goto report;
+    if (json ? print_json(path, scores, n_scores, &src, &sizes, raw, meta)
+             : print_text(path, scores, n_scores, &src, &sizes, raw, meta))
         goto report;
     rc = QBH_EXIT_OK;
     goto done;
@@ -254,6 +409,7 @@ report:
     qbh_cli_report();
     rc = usage_err ? QBH_EXIT_USAGE : QBH_EXIT_FAIL;
 done:
+    qbh_sizes_free(&sizes);
     qbh_source_close(&src);
     qbh_params_free(&rp);
     qbh_params_free(&wp);

@@ -212,6 +212,52 @@ static void note_failed_plugins(const qbh_registry *reg)
     qbh_error_set(qbh_error_code(), "%s", msg);
 }
 
+/* Arbitration found no reader sure enough of `path`. The likeliest one
+ * (the highest score above 0) usually knows what is wrong: a damaged file
+ * probes low because it is damaged. Open the input with it and, when that
+ * fails, show its own diagnosis ("header is not valid JSON", "shard
+ * missing") instead of the bare arbitration message; when it opens, the
+ * arbitration message (with its --format hint) stands. Returns the status
+ * to report: arb_rc, or the open's failure. */
+static qb_status diagnose_best(const qbh_probe_score *scores, size_t n, const char *path,
+                               qb_status arb_rc)
+{
+    const qbh_probe_score *best = NULL;
+    char *arb_msg = NULL;
+    qbh_params rp;
+    qbh_source src;
+    qb_status rc;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (scores[i].score > 0 && (!best || scores[i].score > best->score))
+            best = &scores[i];
+    if (!best)
+        return arb_rc;
+    arb_msg = qbh_strdup(qbh_error_message());
+    if (!arb_msg)
+        return arb_rc;
+    memset(&rp, 0, sizeof rp);
+    memset(&src, 0, sizeof src);
+    rc = qbh_params_build(best->plugin->desc, QB_OPTION_ROLE_READER, best->plugin->conf, NULL, 0, &rp);
+    if (rc == QB_OK)
+        rc = qbh_source_open(best->plugin, path, rp.items, &src);
+    if (rc == QB_OK || rc == QB_E_NOMEM) {
+        qbh_source_close(&src);
+        qbh_error_set(arb_rc, "%s", arb_msg);
+        rc = arb_rc;
+    } else {
+        char *why = qbh_strdup(qbh_error_message());
+        rc = qbh_error_set(rc, "%s: no reader is sure of this input; the likeliest, %s (probe "
+                           "score %d), says: %s", path, best->plugin->name, best->score,
+                           why ? why : qbh_status_name(rc));
+        qbh_free(why);
+    }
+    qbh_params_free(&rp);
+    qbh_free(arb_msg);
+    return rc;
+}
+
 qb_status qbh_select_reader(const qbh_registry *reg, const char *path, const char *format,
                             qbh_plugin **out, qbh_probe_score **scores, size_t *n_scores,
                             int *usage)
@@ -261,6 +307,8 @@ qb_status qbh_select_reader(const qbh_registry *reg, const char *path, const cha
     qbh_probe_run(readers, &pi.in, *scores);
     *n_scores = n;
     rc = qbh_probe_choose(*scores, n, reg->cfg.min_probe_score, path, out);
+    if (rc == QB_E_NOT_FOUND)
+        rc = diagnose_best(*scores, n, path, rc);
 out:
     if (rc == QB_E_NOT_FOUND || rc == QB_E_MISMATCH)
         note_failed_plugins(reg);

@@ -5,7 +5,7 @@
 # are installed too; tests that need them skip when they are absent.
 set -euo pipefail
 need=(build-essential cmake pkg-config libglib2.0-dev libcjson-dev check git python3)
-extra=(clang libclang-rt-14-dev chromium)
+extra=(clang libclang-rt-14-dev chromium zsh)
 missing=()
 for p in "${need[@]}" "${extra[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

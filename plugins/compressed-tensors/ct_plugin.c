@@ -15,6 +15,7 @@
 
 #include "ct_model.h"
 #include "qbk_plugin_entry.h"
+#include "qbk_raw_st.h"
 #include "qbk_reader.h"
 
 static const qb_host *ct_host;
@@ -118,6 +119,34 @@ static qb_status ct_read_grid(qb_reader_handle r, size_t index, int64_t row0, in
     return ct_tensor_read_grid(ct_host, t, row0, n_rows, out->codes, out->scales, out->zeros);
 }
 
+static const char *ct_name_at(const void *m, size_t i)
+{
+    return ((const ct_model *)m)->t[i].name;
+}
+
+/* ABI 1.2 stored view: the checkpoint's tensors in file order, each with
+ * the canonical tensor reading it (weight or weight_packed, weight_scale,
+ * weight_zero_point directly; weight_g_idx, weight_shape and other
+ * "<module>.*" side tensors through "<module>.weight"). */
+static qb_status ct_raw_tensor(qb_reader_handle r, size_t index, qb_raw_tensor_info *out)
+{
+    const ct_model *m = r;
+    const qb_st_api *api = ct_host->safetensors;
+    const qb_st_tensor *st;
+    int64_t c = -1;
+    size_t i;
+    if (index >= api->count(m->d->st))
+        return QB_E_RANGE;
+    st = api->tensor(m->d->st, index);
+    for (i = 0; i < m->n && c < 0; i++)
+        if (m->t[i].w == st || m->t[i].scale == st || m->t[i].zp == st)
+            c = (int64_t)i;
+    if (c < 0)
+        c = qbk_raw_module_of(st->name, ct_name_at, m, m->n);
+    qbk_raw_from_st(st, c, out);
+    return QB_OK;
+}
+
 static const qb_reader_vtable ct_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = ct_probe,
@@ -128,6 +157,7 @@ static const qb_reader_vtable ct_reader = {
     .read_rows = ct_read_rows,
     .get_grid_info = ct_get_grid_info,
     .read_grid = ct_read_grid,
+    .get_raw_tensor_info = ct_raw_tensor,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */

@@ -13,6 +13,7 @@
 
 #include "fp8_model.h"
 #include "qbk_plugin_entry.h"
+#include "qbk_raw_st.h"
 #include "qbk_reader.h"
 
 static const qb_host *fp8_host;
@@ -75,6 +76,33 @@ static qb_status fp8_read_rows(qb_reader_handle r, size_t index, int64_t row0, i
     return fp8_tensor_read_rows(fp8_host, &m->t[index], row0, n_rows, dst);
 }
 
+static const char *fp8_name_at(const void *m, size_t i)
+{
+    return ((const fp8_model *)m)->t[i].name;
+}
+
+/* ABI 1.2 stored view: the checkpoint's tensors in file order, each with
+ * the canonical tensor reading it (weight and weight_scale_inv directly,
+ * other "<module>.*" side tensors through "<module>.weight"). */
+static qb_status fp8_raw_tensor(qb_reader_handle r, size_t index, qb_raw_tensor_info *out)
+{
+    const fp8_model *m = r;
+    const qb_st_api *api = fp8_host->safetensors;
+    const qb_st_tensor *st;
+    int64_t c = -1;
+    size_t i;
+    if (index >= api->count(m->d->st))
+        return QB_E_RANGE;
+    st = api->tensor(m->d->st, index);
+    for (i = 0; i < m->n && c < 0; i++)
+        if (m->t[i].w == st || m->t[i].scale == st)
+            c = (int64_t)i;
+    if (c < 0)
+        c = qbk_raw_module_of(st->name, fp8_name_at, m, m->n);
+    qbk_raw_from_st(st, c, out);
+    return QB_OK;
+}
+
 static const qb_reader_vtable fp8_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = fp8_probe,
@@ -84,6 +112,7 @@ static const qb_reader_vtable fp8_reader = {
     .get_tensor_info = fp8_get_tensor_info,
     .read_rows = fp8_read_rows,
     /* no get_grid_info/read_grid: FP8 values are not a uniform integer grid */
+    .get_raw_tensor_info = fp8_raw_tensor,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */

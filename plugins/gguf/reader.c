@@ -10,6 +10,8 @@
 #include "gguf_kv.h"
 #include "gguf_reader.h"
 #include "gguf_tokenizer.h"
+#include "gguf_views.h"
+#include "gguf_split.h"
 
 #include "ggml_types.h"
 #include "qbk_alloc.h"
@@ -44,14 +46,56 @@ struct gguf_reader {
     size_t last_read; /* 1 + index of the tensor read last, 0 none (note_read) */
 };
 
+static int has_gguf_suffix(const char *name)
+{
+    size_t len = strlen(name);
+    return len >= 5 && strcmp(name + len - 5, ".gguf") == 0;
+}
+
+/* A directory: LIKELY when its .gguf names make exactly one model (one
+ * plain file, or split shards with their first, as gguf_model_open picks
+ * them), POSSIBLE when safetensors files lie beside them (a Hugging Face
+ * repository that also ships a GGUF: its safetensors reader, when sure,
+ * should win); WEAK when .gguf files are there but do not make one model,
+ * so that open() names what is wrong (docs/formats/gguf.md "Split files"). */
+static int probe_dir(const qb_probe_input *in)
+{
+    size_t i, n_plain = 0, n_first = 0, n_shards = 0, n_st = 0;
+    for (i = 0; in->siblings && in->siblings[i]; i++) {
+        size_t pl, len = strlen(in->siblings[i]);
+        int no, count;
+        if (len >= 12 && strcmp(in->siblings[i] + len - 12, ".safetensors") == 0)
+            n_st++;
+        if (!has_gguf_suffix(in->siblings[i]))
+            continue;
+        if (gguf_split_parse_name(in->siblings[i], &pl, &no, &count)) {
+            n_shards++;
+            n_first += no == 1;
+        } else {
+            n_plain++;
+        }
+    }
+    if (n_plain + n_shards == 0)
+        return QB_PROBE_NONE;
+    if (n_plain + n_first == 1 && (n_plain == 0 || n_shards == 0))
+        return n_st ? QB_PROBE_POSSIBLE : QB_PROBE_LIKELY;
+    return QB_PROBE_WEAK;
+}
+
 static int reader_probe(void *ctx, const qb_probe_input *in)
 {
     (void)ctx;
-    if (!in || in->is_dir || !in->head)
+    if (!in)
+        return QB_PROBE_NONE;
+    if (in->is_dir)
+        return probe_dir(in);
+    if (!in->head)
         return QB_PROBE_NONE;
     /* QB_PROBE_PADDING guarantees 8 readable bytes. */
     if (memcmp(in->head, "GGUF", 4) != 0)
-        return QB_PROBE_NONE;
+        /* Named .gguf but without the magic: most likely a damaged GGUF;
+         * WEAK lets the host show open()'s own diagnosis. */
+        return in->path && has_gguf_suffix(in->path) ? QB_PROBE_WEAK : QB_PROBE_NONE;
     return in->head_len >= 8 ? QB_PROBE_CERTAIN : QB_PROBE_LIKELY;
 }
 
@@ -424,6 +468,18 @@ static qb_status vt_read_grid(qb_reader_handle h, size_t index, int64_t row0, in
     return gguf_reader_read_grid(h, index, row0, n_rows, out);
 }
 
+static qb_status vt_raw_tensor(qb_reader_handle h, size_t index, qb_raw_tensor_info *out)
+{
+    const gguf_reader *r = h;
+    return gguf_view_raw(r->m, r->t, r->n, index, out);
+}
+
+static qb_status vt_metadata(qb_reader_handle h, size_t index, qb_meta_entry *out)
+{
+    const gguf_reader *r = h;
+    return gguf_view_meta(r->m, index, out);
+}
+
 static const qb_reader_vtable reader_vtable = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = reader_probe,
@@ -434,6 +490,8 @@ static const qb_reader_vtable reader_vtable = {
     .read_rows = vt_read_rows,
     .get_grid_info = vt_grid_info,
     .read_grid = vt_read_grid,
+    .get_raw_tensor_info = vt_raw_tensor,
+    .get_metadata = vt_metadata,
 };
 
 static const qb_option_decl opt_tokenizer = {

@@ -213,7 +213,10 @@ static qb_status pick_in_dir(const qb_host *h, const char *dir, char **out)
         if (!pick)
             pick = names[i];
     }
-    if (n_plain + n_first != 1 || (n_plain == 1 && n_shards > 0)) {
+    if (n_plain == 0 && n_first == 0 && n_shards > 0) {
+        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %zu split GGUF shard(s) but no first shard "
+                          "(<prefix>-00001-of-NNNNN.gguf, which holds the metadata)", dir, n_shards);
+    } else if (n_plain + n_first != 1 || (n_plain == 1 && n_shards > 0)) {
         st = h->set_error(h, QB_E_NOT_FOUND, "%s: expected exactly one GGUF model in the directory, found %zu file(s) and %zu split set(s)",
                           dir, n_plain, n_first);
     } else {

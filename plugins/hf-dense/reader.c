@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qbk_raw_st.h"
 #include "hfd.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
@@ -366,6 +367,16 @@ static qb_status hfd_read_rows(qb_reader_handle handle, size_t index, int64_t ro
     return QB_OK;
 }
 
+/* Stored tensors are the canonical ones, one to one (hfd_describe). */
+static qb_status hfd_raw_tensor(qb_reader_handle handle, size_t index, qb_raw_tensor_info *out)
+{
+    const hfd_reader *r = handle;
+    if (index >= r->n)
+        return QB_E_RANGE;
+    qbk_raw_from_st(r->t[index].st, (int64_t)index, out);
+    return QB_OK;
+}
+
 const qb_reader_vtable hfd_reader_vtable = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = hfd_probe,
@@ -375,4 +386,5 @@ const qb_reader_vtable hfd_reader_vtable = {
     .get_tensor_info = hfd_get_tensor_info,
     .read_rows = hfd_read_rows,
     /* no get_grid_info/read_grid: dense tensors never have an integer grid */
+    .get_raw_tensor_info = hfd_raw_tensor,
 };

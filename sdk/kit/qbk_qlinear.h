@@ -219,6 +219,13 @@ qb_status qbk_qlinear_vt_read_rows(qb_reader_handle r, size_t i, int64_t row0, i
 qb_status qbk_qlinear_vt_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out);
 qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
                                    qb_grid_rows *out);
+/* ABI 1.2 view: stored tensor i of m's safetensors set (file order) with
+ * the canonical tensor it feeds: a dense tensor itself, a quantized
+ * linear through its qweight/qzeros/scales, and any other
+ * "<module>.<part>" (g_idx) through "<module>.weight" when that is a
+ * quantized linear. QB_E_RANGE (no message) past the last. Thread-safe
+ * on a finished model. */
+qb_status qbk_qlinear_vt_raw_tensor(qb_reader_handle r, size_t i, qb_raw_tensor_info *out);
 
 /* The designated initializers of those entries, for a plugin's
  * qb_reader_vtable after its own .struct_size, .probe and .open. */
@@ -226,7 +233,7 @@ qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, i
     .close = qbk_qlinear_vt_close, .get_model_info = qbk_qlinear_vt_model_info,   \
     .get_tensor_info = qbk_qlinear_vt_tensor_info,                                \
     .read_rows = qbk_qlinear_vt_read_rows, .get_grid_info = qbk_qlinear_vt_grid_info, \
-    .read_grid = qbk_qlinear_vt_read_grid
+    .read_grid = qbk_qlinear_vt_read_grid, .get_raw_tensor_info = qbk_qlinear_vt_raw_tensor
 
 /* Unsigned storage word `idx` of a packed integer tensor (I8/U8/I16/U16/
  * I32/U32/I64/U64 reinterpreted as unsigned, little-endian, unaligned-safe).

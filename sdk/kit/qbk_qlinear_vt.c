@@ -2,6 +2,9 @@
  * qbk_qlinear_model as the opaque handle. Internal kit code; see
  * qbk_qlinear.h. */
 #include "qbk_qlinear.h"
+#include "qbk_raw_st.h"
+
+#include <string.h>
 
 void qbk_qlinear_vt_close(qb_reader_handle r)
 {
@@ -32,4 +35,37 @@ qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, i
                                    qb_grid_rows *out)
 {
     return qbk_qlinear_read_grid(r, i, row0, n, out);
+}
+
+/* The canonical tensor that reads st, or -1. */
+static int64_t canonical_of(const qbk_qlinear_model *m, const qb_st_tensor *st)
+{
+    const char *dot = strrchr(st->name, '.');
+    size_t i, plen = dot ? (size_t)(dot - st->name) : 0;
+    for (i = 0; i < m->n; i++) {
+        const qbk_qlinear_tensor *t = &m->t[i];
+        if (t->st == st || t->qweight == st || t->qzeros == st || t->scales == st)
+            return (int64_t)i;
+    }
+    if (!dot)
+        return -1;
+    for (i = 0; i < m->n; i++) {
+        const qbk_qlinear_tensor *t = &m->t[i];
+        if (t->kind == QBK_QLINEAR_QUANT && strncmp(t->name, st->name, plen) == 0 &&
+            strcmp(t->name + plen, ".weight") == 0)
+            return (int64_t)i;
+    }
+    return -1;
+}
+
+qb_status qbk_qlinear_vt_raw_tensor(qb_reader_handle r, size_t i, qb_raw_tensor_info *out)
+{
+    const qbk_qlinear_model *m = r;
+    const qb_st_api *api = m->host->safetensors;
+    const qb_st_tensor *st;
+    if (!m->set || i >= api->count(m->set))
+        return QB_E_RANGE;
+    st = api->tensor(m->set, i);
+    qbk_raw_from_st(st, canonical_of(m, st), out);
+    return QB_OK;
 }

@@ -377,6 +377,23 @@ def build(case):
         src = cached("gguf-split")
         shutil.copy(src + "/m-00001-of-00002.gguf", d)
 
+    elif case == "st-auto-lone-not-json":
+        # a lone .safetensors without config.json probes weak; its header is broken
+        d = os.path.join(OUT, case)
+        os.makedirs(d)
+        p = os.path.join(d, "m.safetensors")
+        shutil.copy(cached("hfd") + "/model.safetensors", p)
+        hdr, data = st_read(p)
+        st_write(p, None, data, raw_header=b"{\"a\": [1, 2" + b" " * 40)
+    elif case == "gguf-auto-bad-magic":
+        gguf_case(case, lambda b: b.__setitem__(slice(0, 4), b"GGUX"))
+    elif case in ("gguf-auto-dir-missing-shard", "gguf-auto-dir-no-first"):
+        # a directory of split shards, one of them absent
+        d = os.path.join(OUT, case, "m")
+        os.makedirs(d)
+        keep = "m-00001-of-00002.gguf" if case.endswith("missing-shard") else "m-00002-of-00002.gguf"
+        shutil.copy(cached("gguf-split") + "/" + keep, d)
+
     elif case.startswith("gptq-"):
         base = {"gptq-qweight-wrong-bits": "gptq-broken-qweight-bits",
                 "gptq-scale-missing": "gptq-broken-scale-missing-shard",

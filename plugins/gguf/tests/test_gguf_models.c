@@ -730,10 +730,44 @@ START_TEST(probe_magic)
     qb_probe_input in = {sizeof(in), "x.gguf", 0, "x.gguf", head, 8, NULL, NULL};
     ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_CERTAIN);
     in.head = other;
+    /* Named .gguf without the magic: weak, so that the host can show the
+     * reader's own diagnosis of the damaged file. */
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_WEAK);
+    in.path = in.main_file = "x.json";
     ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_NONE);
     in.head = NULL;
     in.is_dir = 1;
+    in.path = "d";
+    in.main_file = NULL;
     ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_NONE);
+}
+END_TEST
+
+/* A directory is one GGUF model when its .gguf names make one (as
+ * gguf_model_open picks them): one plain file, or one split set with its
+ * first shard. Anything else stays weak so open() says what is wrong. */
+START_TEST(probe_directory)
+{
+    const qb_reader_vtable *vt = gguf_reader_vtable();
+    static const char *const split[] = {"README.md", "m-00001-of-00002.gguf", "m-00002-of-00002.gguf", NULL};
+    static const char *const no_first[] = {"m-00002-of-00002.gguf", NULL};
+    static const char *const plain[] = {"model.gguf", NULL};
+    static const char *const two[] = {"a.gguf", "b.gguf", NULL};
+    static const char *const none[] = {"config.json", "model.safetensors", NULL};
+    static const char *const beside_st[] = {"config.json", "model.Q4_0.gguf", "model.safetensors", NULL};
+    qb_probe_input in = {sizeof(in), "d", 1, NULL, NULL, 0, split, NULL};
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_LIKELY);
+    in.siblings = plain;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_LIKELY);
+    in.siblings = no_first;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_WEAK);
+    in.siblings = two;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_WEAK);
+    in.siblings = none;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_NONE);
+    /* beside safetensors: possible, below a sure safetensors reader */
+    in.siblings = beside_st;
+    ck_assert_int_eq(vt->probe(NULL, &in), QB_PROBE_POSSIBLE);
 }
 END_TEST
 
@@ -768,6 +802,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, missing_or_misshaped_layer_tensor);
     tcase_add_test(tc, unpermute_is_inverse_of_permute);
     tcase_add_test(tc, probe_magic);
+    tcase_add_test(tc, probe_directory);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,7 +35,9 @@ extern "C" {
  *        (qb_model_info.facts, qb_model_facts); the JSON service
  *        (qb_host.json, qb_json.h); the failed-finish rule (qb_writer.h).
  *   1.2  the writer's plan (qb_writer_vtable.plan, qb_plan_sink,
- *        qb_plan_entry, qb_plan_action). */
+ *        qb_plan_entry, qb_plan_action); reader views of the source
+ *        as stored (qb_reader_vtable get_raw_tensor_info, get_metadata;
+ *        qb_raw_tensor_info, qb_meta_entry). */
 #define QB_ABI_MAJOR 1
 #define QB_ABI_MINOR 2
 #define QB_MAKE_ABI(maj, min) ((((uint32_t)(maj)) << 16) | (uint32_t)(min))
@@ -127,6 +129,8 @@ struct qb_model_facts;
 struct qb_writer_caps;
 struct qb_plan_sink;
 struct qb_plan_entry;
+struct qb_raw_tensor_info;
+struct qb_meta_entry;
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,8 @@
  * Call classes (THREADING):
  *   discovery: probe              — never concurrent with another call into
  *                                   the same plugin library
- *   instance:  open, close, get_model_info, get_tensor_info, get_grid_info
+ *   instance:  open, close, get_model_info, get_tensor_info, get_grid_info,
+ *              get_raw_tensor_info, get_metadata (ABI 1.2)
  *                                 — never concurrent on the same handle
  *   data:      read_rows, read_grid
  *                                 — concurrent on ONE handle (from parallel_for
@@ -67,6 +68,46 @@ QB_ABI_STATIC_ASSERT(QB_PROBE_INPUT_SIZE_1_0 == sizeof(qb_probe_input), qb_probe
 
 typedef void *qb_reader_handle; /* plugin-defined instance, opaque to the host */
 
+/* ABI 1.2. One tensor as the source stores it, before the reader's
+ * canonical view (`quantbridge inspect --raw`, and the on-disk bytes
+ * behind each canonical tensor). Filled by the reader; every pointer is
+ * owned by the reader and valid until its close(). */
+typedef struct qb_raw_tensor_info {
+    uint32_t struct_size;
+    const char *name;          /* as stored: "blk.0.attn_q.weight", "...q_proj.qweight" */
+    const char *type;          /* the format's own type name: "Q4_K", "I32", "F16"; never NULL */
+    uint32_t n_dims;           /* 0..QB_MAX_DIMS (0: a scalar) */
+    int64_t dims[QB_MAX_DIMS]; /* as stored, in the format's own order (GGUF: ne[0] first) */
+    uint64_t n_bytes;          /* bytes of tensor data in the file */
+    const char *file;          /* path of the file holding it, or NULL */
+    int64_t canonical;         /* index of the canonical tensor (get_tensor_info) whose
+                                  values it holds, or -1 when it feeds none or several */
+} qb_raw_tensor_info;
+
+QB_ABI_ALIGN_HELPER(qb_raw_tensor_info);
+#define QB_RAW_TENSOR_INFO_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_raw_tensor_info, canonical)
+QB_ABI_STATIC_ASSERT(QB_RAW_TENSOR_INFO_SIZE_1_2 == sizeof(qb_raw_tensor_info),
+                     qb_raw_tensor_info_size_1_2);
+
+/* ABI 1.2. One metadata entry of the source (a GGUF key/value, a
+ * safetensors __metadata__ key), for `quantbridge inspect --metadata`.
+ * The caller sets struct_size, value and value_cap; the reader sets key
+ * and type (reader-owned, valid until close()) and writes the value as
+ * NUL-terminated text into value[value_cap], cut to fit. Arrays are
+ * summarised (element type, count, the first few elements). */
+typedef struct qb_meta_entry {
+    uint32_t struct_size;
+    const char *key;           /* OUT: never NULL */
+    const char *type;          /* OUT: the format's type name: "u32", "string",
+                                  "array[string]"; never NULL */
+    char *value;               /* IN: caller's buffer; OUT: the value as text */
+    size_t value_cap;          /* IN: bytes at value, >= 1 */
+} qb_meta_entry;
+
+QB_ABI_ALIGN_HELPER(qb_meta_entry);
+#define QB_META_ENTRY_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_meta_entry, value_cap)
+QB_ABI_STATIC_ASSERT(QB_META_ENTRY_SIZE_1_2 == sizeof(qb_meta_entry), qb_meta_entry_size_1_2);
+
 typedef struct qb_reader_vtable {
     uint32_t struct_size;
 
@@ -105,13 +146,27 @@ typedef struct qb_reader_vtable {
      * [row0, row0 + n_rows). */
     qb_status (*read_grid)(qb_reader_handle r, size_t index, int64_t row0, int64_t n_rows,
                            qb_grid_rows *out);
+
+    /* ABI 1.2. Both optional (NULL: the reader offers no such view); the
+     * host checks QB_HAS_FIELD first, a 1.0/1.1 table does not have them. */
+
+    /* Fills *out (caller set struct_size) for stored tensor `index`,
+     * counting from 0 in the order the source stores them; QB_E_RANGE
+     * (no message needed) once index passes the last. */
+    qb_status (*get_raw_tensor_info)(qb_reader_handle r, size_t index, qb_raw_tensor_info *out);
+
+    /* Fills *out (see qb_meta_entry) for metadata entry `index` in the
+     * source's order; QB_E_RANGE (no message needed) past the last. */
+    qb_status (*get_metadata)(qb_reader_handle r, size_t index, qb_meta_entry *out);
 } qb_reader_vtable;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_reader_vtable, <first new field>) >= QB_READER_VTABLE_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h): a 1.0 table ends at read_grid. */
 QB_ABI_ALIGN_HELPER(qb_reader_vtable);
 #define QB_READER_VTABLE_SIZE_1_0 QB_ABI_SIZE_1_0(qb_reader_vtable, read_grid)
-QB_ABI_STATIC_ASSERT(QB_READER_VTABLE_SIZE_1_0 == sizeof(qb_reader_vtable), qb_reader_vtable_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_reader_vtable, get_raw_tensor_info) >= QB_READER_VTABLE_SIZE_1_0,
+                     qb_reader_vtable_size_1_0);
+#define QB_READER_VTABLE_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_reader_vtable, get_metadata)
+QB_ABI_STATIC_ASSERT(QB_READER_VTABLE_SIZE_1_2 == sizeof(qb_reader_vtable), qb_reader_vtable_size_1_2);
 
 #ifdef __cplusplus
 }
