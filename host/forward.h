@@ -1,0 +1,172 @@
+/*
+ * quantbridge host — the CPU reference forward pass of a decoder
+ * (docs/forward.md): the internal interface of forward_config.c,
+ * forward_weights.c, forward_ops.c, forward_model.c, forward_check.c and
+ * cmd_forward.c.
+ *
+ *   forward_config.c   config.json -> qbh_fwd_cfg (architecture, sizes,
+ *                      rope, sliding window); refuses what it cannot run
+ *   forward_weights.c  the weights of an open model: dense rows through
+ *                      its reader, or the packed W4A16 linears through
+ *                      libquantbridge-w4a16 (qb_w4a16_gemm_cpu)
+ *   forward_ops.c      RMSNorm, rotary embedding, causal attention, SiLU
+ *   forward_model.c    the decoder, layer by layer
+ *   forward_check.c    verify's model check: KL, top-1, logits cosine
+ *   cmd_forward.c      `quantbridge forward`
+ *
+ * Numerics: activations are stored as float32 between operations; every
+ * sum (dot products of the dense linears, norms, softmax, attention)
+ * runs in double. The W4A16 linears run the kernel's own numerics (fp16
+ * input and output, fp32 accumulation: qb_w4a16.h).
+ */
+#ifndef QBH_FORWARD_H
+#define QBH_FORWARD_H
+
+#include "qbh.h"
+
+struct qb_w4a16_model;
+
+/* Rope scaling kinds read from config.json "rope_scaling". */
+typedef enum qbh_rope_kind {
+    QBH_ROPE_DEFAULT = 0,
+    QBH_ROPE_LINEAR,   /* inv_freq / factor */
+    QBH_ROPE_LLAMA3    /* the llama3 frequency-band rule */
+} qbh_rope_kind;
+
+/* What the forward pass needs from config.json. */
+typedef struct qbh_fwd_cfg {
+    char arch[32];            /* model_type: llama, mistral, qwen2, qwen3 */
+    int64_t hidden, intermediate, n_layers, n_heads, n_kv_heads, head_dim, vocab;
+    double rms_eps, rope_theta;
+    qbh_rope_kind rope_kind;
+    double rope_factor, rope_low_freq, rope_high_freq, rope_orig_max;
+    int64_t sliding_window;   /* 0: full causal attention */
+    int64_t sliding_from;     /* first layer the window applies to (qwen2/3
+                                 max_window_layers; 0 for mistral) */
+    int qk_norm;              /* qwen3: RMSNorm of q and k per head */
+    int tied;                 /* tie_word_embeddings */
+    int64_t bos;              /* bos_token_id, -1 when absent */
+} qbh_fwd_cfg;
+
+/* Parses `config_json` (the model's config.json text; `what` names it in
+ * messages) into *c. QB_E_UNSUPPORTED naming the architecture (model_type)
+ * or the rope scaling type when the forward pass cannot run it;
+ * QB_E_FORMAT naming the key when a needed key is missing or not a
+ * positive number, or sizes disagree (heads * head_dim, kv heads dividing
+ * heads). Pure; thread-safe. */
+qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_cfg *c);
+
+/* Inverse rotary frequencies of c (head_dim / 2 doubles into inv[]),
+ * after the configured scaling. Pure. */
+void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, double *inv);
+
+/* ---- forward_weights.c ---------------------------------------------------- */
+
+/* The weights of one open model. */
+typedef struct qbh_fwd_weights {
+    qbh_source *src;              /* not owned */
+    struct qb_w4a16_model *w4;    /* owned; NULL: every linear from dense rows */
+} qbh_fwd_weights;
+
+/* Binds w to the open source s; when s was read by the sm86-w4a16 reader,
+ * also opens s->path with libquantbridge-w4a16 so that its linears run on
+ * the packed weights. QB_E_* from qb_w4a16_open with its message naming
+ * the file. Free with qbh_fwd_weights_close. Main thread. */
+qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w);
+void qbh_fwd_weights_close(qbh_fwd_weights *w);
+
+/* y[M][N] = x[M][K] . W^T (+ bias when the model has one) for the linear
+ * `path` ("self_attn.q_proj", "mlp.down_proj") of decoder layer `layer`,
+ * or the head (layer -1, path "lm_head": lm_head.weight, or the embedding
+ * when the model ties them). Dense: W is read in row blocks through the
+ * reader (never whole), products in double. W4A16: qb_w4a16_gemm_cpu on
+ * the packed rows, one row block per pool item. QB_E_NOT_FOUND /
+ * QB_E_MISMATCH naming the tensor and its shape, a reader's error,
+ * QB_E_NOMEM. Main thread; uses the pool. */
+qb_status qbh_fwd_linear(qbh_fwd_weights *w, int64_t layer, const char *path, const float *x,
+                         int64_t M, int64_t K, float *y, int64_t N);
+
+/* The n floats of the 1-D tensor `name` (a norm weight) into out.
+ * QB_E_NOT_FOUND / QB_E_MISMATCH naming it. Thread-safe as the reader. */
+qb_status qbh_fwd_vector(qbh_fwd_weights *w, const char *name, float *out, int64_t n);
+
+/* Rows tokens[0..n) of model.embed_tokens.weight into out[n][hidden].
+ * QB_E_RANGE naming a token id outside [0, vocab). */
+qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int64_t hidden,
+                        float *out);
+
+/* ---- forward_ops.c -------------------------------------------------------- */
+
+/* x[M][n] = RMSNorm(x) * w, in place: sums in double. */
+void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps);
+/* Rotates q/k heads in place: x[T][n_heads * head_dim], position t = row,
+ * the halves of each head paired (the Hugging Face rotate_half layout). */
+void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, const double *inv);
+/* out[T][nh * hd] = causal softmax(q k^T / sqrt(hd)) v per head, kv head
+ * h / (nh / nkv); window > 0 limits each query to the `window` latest
+ * positions (itself included). Heads run on the pool. QB_E_NOMEM. */
+qb_status qbh_fwd_attention(const float *q, const float *k, const float *v, int64_t T,
+                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, float *out);
+/* g[i] = silu(g[i]) * u[i] for i < n. */
+void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
+
+/* ---- forward_model.c ------------------------------------------------------ */
+
+/* Runs the decoder of the open model on tokens[0..n) and returns
+ * *logits [n][cfg.vocab] (qbh_free) and *vocab. Memory: the activations
+ * of n tokens and one row block of one weight per thread, whatever the
+ * number of layers. Errors: those of qbh_fwd_cfg_parse (the architecture
+ * named), a missing/mis-shaped tensor named, QB_E_CANCELLED. Main
+ * thread; uses the pool. */
+qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **logits,
+                      int64_t *vocab);
+
+/* ---- forward_check.c ------------------------------------------------------ */
+
+/* verify's model check: the forward pass of source and converted model
+ * over one token sequence. */
+typedef struct qbh_model_check {
+    int ran;                  /* 0: skipped (skipped says why) */
+    char skipped[256];
+    int64_t *tokens;          /* the ids used (qbh_alloc) */
+    size_t n_tokens;
+    double *kl;               /* per position KL(src || conv), nats */
+    double *cosine;           /* per position logits cosine */
+    double kl_mean, kl_p99, kl_max, top1_agreement, logits_cosine_min;
+    double max_kl, min_top1;  /* the user's limits; NaN: none */
+    int pass;                 /* 1 unless a user limit is exceeded */
+    char reason[256];         /* why not pass */
+} qbh_model_check;
+
+/* Number of tokens and seed of the default sequence. */
+#define QBH_MC_DEFAULT_TOKENS 32
+
+/* Fills `ids` with the default fixed sequence for a vocabulary of `vocab`:
+ * bos (when 0 <= bos < vocab) then splitmix64 ids, deterministic. */
+void qbh_mc_default_tokens(int64_t vocab, int64_t bos, int64_t *ids, size_t n);
+
+/* Runs the check into *mc (zeroed first; max_kl/min_top1 NaN for no
+ * limit). tokens NULL: the default sequence. An architecture the forward
+ * pass cannot run is not an error: mc->ran = 0 with the reason. Errors
+ * (a read failure, QB_E_NOMEM, QB_E_CANCELLED) are returned with the
+ * message set. Free with qbh_model_check_free. Main thread; uses the pool. */
+qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *tokens,
+                              size_t n_tokens, double max_kl, double min_top1,
+                              qbh_model_check *mc);
+void qbh_model_check_free(qbh_model_check *mc);
+/* Short text block (or the skip line) on f. */
+void qbh_model_check_print(FILE *f, const qbh_model_check *mc);
+/* Adds "model_check" to the cJSON object `root` (a cJSON *, passed as void
+ * so this header needs no cJSON). Returns 0, or -1 on OOM. */
+int qbh_model_check_json(const qbh_model_check *mc, void *root);
+
+/* Parses "I,J,K" into a qbh_alloc'd id array. QB_E_INVALID naming the bad
+ * item (the caller exits 2). */
+qb_status qbh_parse_token_list(const char *s, int64_t **ids, size_t *n);
+
+/* ---- cmd_forward.c -------------------------------------------------------- */
+
+/* `quantbridge forward`; returns the exit code. */
+int qbh_cmd_forward(int argc, char **argv, qbh_common *co);
+
+#endif /* QBH_FORWARD_H */

@@ -1,0 +1,205 @@
+/*
+ * quantbridge host — forward pass: what it reads from config.json.
+ * Keys and defaults follow transformers' configuration classes of each
+ * family (docs/forward.md, "Architectures").
+ */
+#include "forward.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3";
+
+static int is_supported(const char *t)
+{
+    return strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0 || strcmp(t, "qwen2") == 0 ||
+           strcmp(t, "qwen3") == 0;
+}
+
+/* A positive integer key; def < 0: required. */
+static qb_status get_int(const char *what, const cJSON *root, const char *key, int64_t def,
+                         int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) {
+        if (def < 0)
+            return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is missing", what, key);
+        *out = def;
+        return QB_OK;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e12 ||
+        v->valuedouble != floor(v->valuedouble))
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a positive integer", what,
+                             key);
+    *out = (int64_t)v->valuedouble;
+    return QB_OK;
+}
+
+static qb_status get_real(const char *what, const cJSON *root, const char *key, double def,
+                          double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return QB_OK;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0)
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number", what,
+                             key);
+    *out = v->valuedouble;
+    return QB_OK;
+}
+
+static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+{
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    const cJSON *t;
+    const char *type;
+    qb_status rc;
+
+    c->rope_kind = QBH_ROPE_DEFAULT;
+    if (!rs || cJSON_IsNull(rs))
+        return QB_OK;
+    if (!cJSON_IsObject(rs))
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"rope_scaling\" is not an object", what);
+    /* transformers reads "rope_type", and "type" in older configs. */
+    t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!t)
+        t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    type = cJSON_IsString(t) ? t->valuestring : "default";
+    if (strcmp(type, "default") == 0)
+        return QB_OK;
+    rc = get_real(what, rs, "factor", 0, &c->rope_factor);
+    if (rc)
+        return rc;
+    if (!(c->rope_factor > 0))
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: rope_scaling \"%s\" needs \"factor\"",
+                             what, type);
+    if (strcmp(type, "linear") == 0) {
+        c->rope_kind = QBH_ROPE_LINEAR;
+        return QB_OK;
+    }
+    if (strcmp(type, "llama3") == 0) {
+        int64_t orig;
+        c->rope_kind = QBH_ROPE_LLAMA3;
+        rc = get_real(what, rs, "low_freq_factor", 1.0, &c->rope_low_freq);
+        if (!rc)
+            rc = get_real(what, rs, "high_freq_factor", 4.0, &c->rope_high_freq);
+        if (!rc)
+            rc = get_int(what, rs, "original_max_position_embeddings", 8192, &orig);
+        if (rc)
+            return rc;
+        if (!(c->rope_high_freq > c->rope_low_freq))
+            return qbh_error_set(QB_E_FORMAT,
+                                 "forward: %s: rope_scaling llama3 needs high_freq_factor > "
+                                 "low_freq_factor",
+                                 what);
+        c->rope_orig_max = (double)orig;
+        return QB_OK;
+    }
+    return qbh_error_set(QB_E_UNSUPPORTED,
+                         "forward: %s: rope_scaling type \"%s\" is not supported by the CPU "
+                         "forward pass (supported: default, linear, llama3)",
+                         what, type);
+}
+
+qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_cfg *c)
+{
+    cJSON *root = NULL;
+    const cJSON *mt, *v;
+    qb_status rc;
+    int64_t def_hd;
+
+    memset(c, 0, sizeof *c);
+    c->bos = -1;
+    if (!config_json || !(root = cJSON_Parse(config_json)) || !cJSON_IsObject(root)) {
+        rc = qbh_error_set(QB_E_FORMAT, "forward: %s: no config.json object to read", what);
+        goto out;
+    }
+    mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (!cJSON_IsString(mt)) {
+        rc = qbh_error_set(QB_E_FORMAT, "forward: %s: \"model_type\" is missing", what);
+        goto out;
+    }
+    if (!is_supported(mt->valuestring)) {
+        rc = qbh_error_set(QB_E_UNSUPPORTED,
+                           "forward: %s: architecture '%s' is not supported by the CPU forward "
+                           "pass (supported: %s)",
+                           what, mt->valuestring, SUPPORTED);
+        goto out;
+    }
+    snprintf(c->arch, sizeof c->arch, "%s", mt->valuestring);
+    if ((rc = get_int(what, root, "hidden_size", -1, &c->hidden)) ||
+        (rc = get_int(what, root, "intermediate_size", -1, &c->intermediate)) ||
+        (rc = get_int(what, root, "num_hidden_layers", -1, &c->n_layers)) ||
+        (rc = get_int(what, root, "num_attention_heads", -1, &c->n_heads)) ||
+        (rc = get_int(what, root, "num_key_value_heads", c->n_heads, &c->n_kv_heads)) ||
+        (rc = get_int(what, root, "vocab_size", -1, &c->vocab)))
+        goto out;
+    /* head_dim: explicit (qwen3, some mistral) or hidden / heads. */
+    def_hd = c->hidden / c->n_heads;
+    if ((rc = get_int(what, root, "head_dim", def_hd ? def_hd : 1, &c->head_dim)))
+        goto out;
+    if (c->n_heads % c->n_kv_heads || c->head_dim % 2) {
+        rc = qbh_error_set(QB_E_FORMAT,
+                           "forward: %s: num_attention_heads %lld is not a multiple of "
+                           "num_key_value_heads %lld, or head_dim %lld is odd",
+                           what, (long long)c->n_heads, (long long)c->n_kv_heads,
+                           (long long)c->head_dim);
+        goto out;
+    }
+    if ((rc = get_real(what, root, "rms_norm_eps", 1e-6, &c->rms_eps)) ||
+        (rc = get_real(what, root, "rope_theta", 10000.0, &c->rope_theta)) ||
+        (rc = parse_rope(what, root, c)))
+        goto out;
+    c->tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings"));
+    v = cJSON_GetObjectItemCaseSensitive(root, "bos_token_id");
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < (double)c->vocab)
+        c->bos = (int64_t)v->valuedouble;
+    c->qk_norm = strcmp(c->arch, "qwen3") == 0;
+    /* Sliding window: mistral applies "sliding_window" (when not null) to
+     * every layer; qwen2/qwen3 only with use_sliding_window true, and only
+     * from layer max_window_layers on (transformers' layer_types rule). */
+    v = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    if (cJSON_IsNumber(v) && v->valuedouble >= 1) {
+        if (strcmp(c->arch, "mistral") == 0) {
+            c->sliding_window = (int64_t)v->valuedouble;
+        } else if (strcmp(c->arch, "llama") != 0 &&
+                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) {
+            c->sliding_window = (int64_t)v->valuedouble;
+            if ((rc = get_int(what, root, "max_window_layers", c->n_layers, &c->sliding_from)))
+                goto out;
+        }
+    }
+    rc = QB_OK;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, double *inv)
+{
+    int64_t i, half = c->head_dim / 2;
+    for (i = 0; i < half; i++) {
+        double f = pow(c->rope_theta, -(double)(2 * i) / (double)c->head_dim);
+        if (c->rope_kind == QBH_ROPE_LINEAR) {
+            f /= c->rope_factor;
+        } else if (c->rope_kind == QBH_ROPE_LLAMA3) {
+            /* Llama 3.1: wavelengths shorter than orig/high_freq kept,
+             * longer than orig/low_freq divided by factor, smooth between. */
+            double wavelen = 2.0 * M_PI / f;
+            double low_wl = c->rope_orig_max / c->rope_low_freq;
+            double high_wl = c->rope_orig_max / c->rope_high_freq;
+            if (wavelen > low_wl) {
+                f /= c->rope_factor;
+            } else if (wavelen >= high_wl) {
+                double s = (c->rope_orig_max / wavelen - c->rope_low_freq) /
+                           (c->rope_high_freq - c->rope_low_freq);
+                f = (1.0 - s) * f / c->rope_factor + s * f;
+            }
+        }
+        inv[i] = f;
+    }
+}

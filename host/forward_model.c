@@ -1,0 +1,168 @@
+/*
+ * quantbridge host — forward pass: the llama-family decoder, one layer at
+ * a time (docs/forward.md). Only the activations of the token sequence
+ * stay in memory; each weight is streamed in row blocks when it is used
+ * (forward_weights.c), so memory does not grow with the number of layers.
+ */
+#include "forward.h"
+
+#include <assert.h>
+#include <string.h>
+
+/* Activation buffers of one pass, sized for T tokens. */
+typedef struct fwd_bufs {
+    float *x, *h, *q, *k, *v, *a, *o, *g, *u, *wn;
+    double *inv;
+} fwd_bufs;
+
+static void bufs_free(fwd_bufs *b)
+{
+    qbh_free(b->x);
+    qbh_free(b->h);
+    qbh_free(b->q);
+    qbh_free(b->k);
+    qbh_free(b->v);
+    qbh_free(b->a);
+    qbh_free(b->o);
+    qbh_free(b->g);
+    qbh_free(b->u);
+    qbh_free(b->wn);
+    qbh_free(b->inv);
+}
+
+static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
+{
+    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
+    size_t Q = (size_t)(c->n_heads * c->head_dim), KV = (size_t)(c->n_kv_heads * c->head_dim);
+    size_t wn = H > (size_t)c->head_dim ? H : (size_t)c->head_dim;
+    memset(b, 0, sizeof *b);
+    b->x = qbh_alloc(T * H * sizeof(float));
+    b->h = qbh_alloc(T * H * sizeof(float));
+    b->q = qbh_alloc(T * Q * sizeof(float));
+    b->k = qbh_alloc(T * KV * sizeof(float));
+    b->v = qbh_alloc(T * KV * sizeof(float));
+    b->a = qbh_alloc(T * Q * sizeof(float));
+    b->o = qbh_alloc(T * H * sizeof(float));
+    b->g = qbh_alloc(T * I * sizeof(float));
+    b->u = qbh_alloc(T * I * sizeof(float));
+    b->wn = qbh_alloc(wn * sizeof(float));
+    b->inv = qbh_alloc((size_t)c->head_dim / 2 * sizeof(double) + sizeof(double));
+    if (!b->x || !b->h || !b->q || !b->k || !b->v || !b->a || !b->o || !b->g || !b->u || !b->wn ||
+        !b->inv) {
+        bufs_free(b);
+        return qbh_error_set(QB_E_NOMEM, "forward: out of memory for the activations of %zu "
+                             "tokens", T);
+    }
+    return QB_OK;
+}
+
+static qb_status norm(qbh_fwd_weights *w, const char *name, float *x, int64_t M, int64_t n,
+                      float *wbuf, double eps)
+{
+    qb_status rc = qbh_fwd_vector(w, name, wbuf, n);
+    if (rc == QB_OK)
+        qbh_fwd_rmsnorm(x, M, n, wbuf, eps);
+    return rc;
+}
+
+static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int64_t L,
+                       int64_t T)
+{
+    int64_t H = c->hidden, I = c->intermediate, hd = c->head_dim;
+    int64_t Q = c->n_heads * hd, KV = c->n_kv_heads * hd, i;
+    int64_t window = c->sliding_window > 0 && L >= c->sliding_from ? c->sliding_window : 0;
+    char name[160];
+    qb_status rc;
+
+    memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
+    snprintf(name, sizeof name, "model.layers.%lld.input_layernorm.weight", (long long)L);
+    if ((rc = norm(w, name, b->h, T, H, b->wn, c->rms_eps)) ||
+        (rc = qbh_fwd_linear(w, L, "self_attn.q_proj", b->h, T, H, b->q, Q)) ||
+        (rc = qbh_fwd_linear(w, L, "self_attn.k_proj", b->h, T, H, b->k, KV)) ||
+        (rc = qbh_fwd_linear(w, L, "self_attn.v_proj", b->h, T, H, b->v, KV)))
+        return rc;
+    if (c->qk_norm) {
+        /* Qwen3: RMSNorm over each head's head_dim, before the rotation. */
+        snprintf(name, sizeof name, "model.layers.%lld.self_attn.q_norm.weight", (long long)L);
+        if ((rc = norm(w, name, b->q, T * c->n_heads, hd, b->wn, c->rms_eps)))
+            return rc;
+        snprintf(name, sizeof name, "model.layers.%lld.self_attn.k_norm.weight", (long long)L);
+        if ((rc = norm(w, name, b->k, T * c->n_kv_heads, hd, b->wn, c->rms_eps)))
+            return rc;
+    }
+    qbh_fwd_rope(b->q, T, c->n_heads, hd, b->inv);
+    qbh_fwd_rope(b->k, T, c->n_kv_heads, hd, b->inv);
+    if ((rc = qbh_fwd_attention(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd, window,
+                                b->a)) ||
+        (rc = qbh_fwd_linear(w, L, "self_attn.o_proj", b->a, T, Q, b->o, H)))
+        return rc;
+    for (i = 0; i < T * H; i++)
+        b->x[i] += b->o[i];
+
+    memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
+    snprintf(name, sizeof name, "model.layers.%lld.post_attention_layernorm.weight", (long long)L);
+    if ((rc = norm(w, name, b->h, T, H, b->wn, c->rms_eps)) ||
+        (rc = qbh_fwd_linear(w, L, "mlp.gate_proj", b->h, T, H, b->g, I)) ||
+        (rc = qbh_fwd_linear(w, L, "mlp.up_proj", b->h, T, H, b->u, I)))
+        return rc;
+    qbh_fwd_silu_mul(b->g, b->u, (size_t)(T * I));
+    if ((rc = qbh_fwd_linear(w, L, "mlp.down_proj", b->g, T, I, b->o, H)))
+        return rc;
+    for (i = 0; i < T * H; i++)
+        b->x[i] += b->o[i];
+    return QB_OK;
+}
+
+qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **logits,
+                      int64_t *vocab)
+{
+    qbh_fwd_cfg c;
+    qbh_fwd_weights w;
+    fwd_bufs b;
+    float *out = NULL;
+    int64_t L, T = (int64_t)n;
+    qb_status rc;
+    int have_bufs = 0;
+
+    assert(s && tokens && n > 0 && logits && vocab);
+    *logits = NULL;
+    memset(&w, 0, sizeof w);
+    rc = qbh_fwd_cfg_parse(s->path, s->info.config_json, &c);
+    if (rc)
+        return rc;
+    if ((rc = qbh_fwd_weights_open(s, &w)))
+        return rc;
+    if ((rc = bufs_alloc(&b, &c, n)))
+        goto out;
+    have_bufs = 1;
+    qbh_fwd_rope_inv_freq(&c, b.inv);
+    out = qbh_alloc(n * (size_t)c.vocab * sizeof *out);
+    if (!out) {
+        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for %zu x %lld logits", n,
+                           (long long)c.vocab);
+        goto out;
+    }
+    if ((rc = qbh_fwd_embed(&w, tokens, n, c.hidden, b.x)))
+        goto out;
+    for (L = 0; L < c.n_layers; L++) {
+        if (qbh_cancel_requested()) {
+            rc = qbh_error_set(QB_E_CANCELLED, "forward: cancelled at layer %lld", (long long)L);
+            goto out;
+        }
+        if ((rc = layer(&w, &c, &b, L, T)))
+            goto out;
+        qbh_progress_stage("forward", (uint64_t)L + 1, (uint64_t)c.n_layers, "layers");
+    }
+    if ((rc = norm(&w, "model.norm.weight", b.x, T, c.hidden, b.wn, c.rms_eps)) ||
+        (rc = qbh_fwd_linear(&w, -1, "lm_head", b.x, T, c.hidden, out, c.vocab)))
+        goto out;
+    *logits = out;
+    *vocab = c.vocab;
+    out = NULL;
+out:
+    qbh_free(out);
+    if (have_bufs)
+        bufs_free(&b);
+    qbh_fwd_weights_close(&w);
+    return rc;
+}
