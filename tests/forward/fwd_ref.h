@@ -1,0 +1,29 @@
+/*
+ * The tests' own float64 reference of the llama-family decoder (llama,
+ * mistral, qwen2, qwen3), written apart from host/forward_*.c with plain
+ * loops, straight from transformers' modeling code: RMSNorm, rotate_half
+ * rotary embedding, grouped-query causal attention, SiLU-gated MLP.
+ * Everything in double. Test code: not thread-safe, aborts on OOM.
+ */
+#ifndef FWD_REF_H
+#define FWD_REF_H
+
+#include <stdint.h>
+
+typedef struct fwd_ref_model {
+    int64_t hidden, inter, layers, heads, kv_heads, head_dim, vocab;
+    double eps, theta;
+    int qk_norm;
+    int64_t window; /* sliding window (0: none), applied to every layer */
+    /* Fills out[n] with the values of tensor `name` (canonical HF name);
+     * returns 0, or -1 when the model has no such tensor (a bias). */
+    int (*get)(void *ctx, const char *name, int64_t n, double *out);
+    void *ctx;
+} fwd_ref_model;
+
+/* logits[T][vocab]; mag[T][vocab] (may be NULL) gets sum_c |W_vc| |x_c| of
+ * the head's products, the scale of a logit's rounding error. */
+void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, double *logits,
+                 double *mag);
+
+#endif

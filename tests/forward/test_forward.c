@@ -1,0 +1,358 @@
+/*
+ * `quantbridge forward` against the tests' own float64 reference
+ * (fwd_ref.c) on tiny random hf-dense checkpoints of the llama family
+ * (tests/gen), and on their W4A16 conversions by the built program.
+ *
+ * Ground truth: the source weights are recomputed from the generator's
+ * formula (qbt_hfd_fill, rounded to the stored dtype), never read back
+ * through a reader; the W4A16 weights are decoded here from the packed
+ * nibbles and fp16 scales (docs/w4a16-format.md, "Encoding of a packed
+ * linear") with plain loops.
+ *
+ * Tolerance (docs/forward.md, "Tolerances"): a logit is a dot product
+ * sum_c W_vc x_c of the final hidden state; every rounding upstream
+ * perturbs x by a relative amount of order u, so |logit - ref| <=
+ * kappa * u * sum_c |W_vc| |x_c|, with u the unit roundoff of the values
+ * the pass stores between operations (float32: 2^-24; the W4A16 kernel's
+ * fp16 inputs and outputs: 2^-11) and kappa the number of roundings on
+ * the residual path times their amplification: FWD_KAPPA.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+
+#include "qbt_check_main.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <quantbridge/qb_half.h>
+#include <quantbridge/qb_w4a16.h>
+
+#include "fwd_ref.h"
+#include "gen_hf_dense.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
+
+/* Roundings of the stored activations per layer (norm, q/k/v, rope,
+ * attention, o, residual, norm, gate/up, silu, down, residual: about 12)
+ * times the layers plus the embedding, final norm and head, with a factor
+ * 2 for their growth through the normalisations: kappa = 2 * (12 L + 4)
+ * (56 at 2 layers; measured worst: 1.5 in float32, 0.8 in fp16). */
+#define FWD_KAPPA(L) (2.0 * (12.0 * (double)(L) + 4.0))
+#define U_F32 (1.0 / 16777216.0) /* 2^-24 */
+#define U_F16 (1.0 / 2048.0)     /* 2^-11 */
+
+static const int64_t TOKENS[] = {1, 17, 5, 99, 42, 3, 64, 120, 7};
+#define N_TOK ((int64_t)(sizeof TOKENS / sizeof TOKENS[0]))
+
+/* ---- ground truth of the source ----------------------------------------- */
+
+typedef struct src_ctx {
+    qbt_hfd_spec *s;
+    qbt_hfd_tensor *t;
+    size_t n;
+} src_ctx;
+
+static int src_get(void *ctx, const char *name, int64_t n, double *out)
+{
+    src_ctx *c = ctx;
+    size_t i;
+    int64_t k;
+    for (i = 0; i < c->n; i++)
+        if (strcmp(c->t[i].name, name) == 0) {
+            float *f = malloc(qbt_hfd_numel(&c->t[i]) * sizeof *f);
+            ck_assert_ptr_nonnull(f);
+            ck_assert_int_eq((int64_t)qbt_hfd_numel(&c->t[i]), n);
+            qbt_hfd_fill(c->s, &c->t[i], f);
+            for (k = 0; k < n; k++)
+                out[k] = qbt_hfd_round(c->s->dtype, f[k]);
+            free(f);
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- ground truth of a W4A16 directory ---------------------------------- */
+
+static int w4_f16(qb_w4a16_model *m, const char *file, const char *name, int64_t n, double *out)
+{
+    qb_w4a16_tensor t;
+    int64_t i;
+    if (qb_w4a16_tensor_get(m, file, name, &t))
+        return -1;
+    ck_assert_int_eq(t.dtype, QB_W4A16_DT_F16);
+    ck_assert_int_eq((int64_t)t.n_bytes, n * 2);
+    for (i = 0; i < n; i++)
+        out[i] = qb_f16_to_f32(((const uint16_t *)t.data)[i]);
+    return 0;
+}
+
+static int w4_get(void *ctx, const char *name, int64_t n, double *out)
+{
+    qb_w4a16_model *m = ctx;
+    char file[64], path[160];
+    long long L;
+    int off = 0;
+    size_t len;
+
+    if (strcmp(name, "model.embed_tokens.weight") == 0)
+        return w4_f16(m, "embed.safetensors", "embed_tokens.weight", n, out);
+    if (strcmp(name, "model.norm.weight") == 0)
+        return w4_f16(m, "norm.safetensors", "norm.weight", n, out);
+    if (strcmp(name, "lm_head.weight") == 0)
+        return w4_f16(m, "lm_head.safetensors", "lm_head.weight", n, out);
+    ck_assert_msg(sscanf(name, "model.layers.%lld.%n", &L, &off) == 1 && off > 0, "%s", name);
+    ck_assert_int_eq(qb_w4a16_layer_file(m, L, file, sizeof file), 0);
+    snprintf(path, sizeof path, "%s", name + off);
+    len = strlen(path);
+    if (strstr(path, "_proj.")) {
+        qb_w4a16_linear q;
+        int is_bias = len > 5 && strcmp(path + len - 5, ".bias") == 0;
+        int64_t r, c, ng;
+        *strrchr(path, '.') = '\0';
+        ck_assert_int_eq(qb_w4a16_linear_get(m, L, path, 0, &q), 0);
+        if (is_bias) {
+            if (!q.bias)
+                return -1;
+            for (r = 0; r < q.n; r++)
+                out[r] = qb_f16_to_f32(q.bias[r]);
+            return 0;
+        }
+        ck_assert_int_eq(q.n * q.k, n);
+        ng = (q.k + q.group_size - 1) / q.group_size;
+        for (r = 0; r < q.n; r++)
+            for (c = 0; c < q.k; c++) {
+                uint8_t byte = q.packed[r * ((q.k + 1) / 2) + c / 2];
+                int code = (c % 2 ? byte >> 4 : byte & 15) - 8;
+                float sc = qb_f16_to_f32(q.scales[r * ng + c / q.group_size]);
+                out[r * q.k + c] = (float)code * sc; /* decoded in fp32 (the format) */
+            }
+        return 0;
+    }
+    return w4_f16(m, file, path, n, out);
+}
+
+/* ---- running the program ------------------------------------------------ */
+
+static float *run_forward(const char *model, const char *out_dir, int64_t *rows, int64_t *cols)
+{
+    char args[8192], toks[512] = "", *text = NULL, *data, *o;
+    size_t len, hl, k;
+    cJSON *h, *lg, *sh;
+    float *f;
+    int rc;
+
+    for (k = 0; k < (size_t)N_TOK; k++)
+        snprintf(toks + strlen(toks), sizeof toks - strlen(toks), "%s%lld", k ? "," : "",
+                 (long long)TOKENS[k]);
+    o = qbt_path(out_dir, "logits.safetensors");
+    snprintf(args, sizeof args, "forward --model '%s' --tokens %s --output '%s' --threads 3",
+             model, toks, o);
+    rc = qbt_run_line(args, &text);
+    ck_assert_msg(rc == 0, "%s -> %d\n%s", args, rc, text);
+    free(text);
+    data = qbt_read_file(o, &len);
+    ck_assert_ptr_nonnull(data);
+    hl = 0;
+    for (k = 0; k < 8; k++)
+        hl |= (size_t)(unsigned char)data[k] << (8 * k);
+    ck_assert_int_eq((8 + hl) % 8, 0);
+    {
+        char *js = strndup(data + 8, hl);
+        h = cJSON_Parse(js);
+        free(js);
+    }
+    ck_assert_ptr_nonnull(h);
+    lg = cJSON_GetObjectItem(h, "logits");
+    ck_assert_str_eq(cJSON_GetObjectItem(lg, "dtype")->valuestring, "F32");
+    sh = cJSON_GetObjectItem(lg, "shape");
+    *rows = (int64_t)cJSON_GetArrayItem(sh, 0)->valuedouble;
+    *cols = (int64_t)cJSON_GetArrayItem(sh, 1)->valuedouble;
+    ck_assert_int_eq((int64_t)len, (int64_t)(8 + hl) + *rows * *cols * 4);
+    f = malloc((size_t)(*rows * *cols) * sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    memcpy(f, data + 8 + hl, (size_t)(*rows * *cols) * sizeof *f);
+    cJSON_Delete(h);
+    free(data);
+    free(o);
+    return f;
+}
+
+/* Reference model from the written config.json (eps, theta, window). */
+static void ref_init(fwd_ref_model *m, const qbt_hfd_spec *s, const char *dir)
+{
+    char *p = qbt_path(dir, "config.json"), *text = qbt_read_file(p, NULL);
+    cJSON *c = cJSON_Parse(text), *sw;
+    ck_assert_ptr_nonnull(c);
+    memset(m, 0, sizeof *m);
+    m->hidden = s->hidden;
+    m->inter = s->intermediate;
+    m->layers = s->layers;
+    m->heads = s->heads;
+    m->kv_heads = s->kv_heads;
+    m->head_dim = s->head_dim;
+    m->vocab = s->vocab;
+    m->eps = cJSON_GetObjectItem(c, "rms_norm_eps")->valuedouble;
+    m->theta = cJSON_GetObjectItem(c, "rope_theta")->valuedouble;
+    m->qk_norm = strcmp(s->arch, "qwen3") == 0;
+    sw = cJSON_GetObjectItem(c, "sliding_window");
+    if (strcmp(s->arch, "mistral") == 0 && cJSON_IsNumber(sw))
+        m->window = (int64_t)sw->valuedouble;
+    cJSON_Delete(c);
+    free(text);
+    free(p);
+}
+
+/* Compares got[T][V] with the reference: returns the worst ratio
+ * |got - ref| / (u * mag), and checks it against FWD_KAPPA. */
+static double compare(const char *what, const float *got, const double *ref, const double *mag,
+                      int64_t n, double u, int64_t layers)
+{
+    double worst = 0, max_abs = 0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        double r = fabs((double)got[i] - ref[i]) / (u * mag[i]);
+        ck_assert_msg(isfinite(got[i]), "%s: logit %lld not finite", what, (long long)i);
+        if (r > worst)
+            worst = r;
+        if (fabs(ref[i]) > max_abs)
+            max_abs = fabs(ref[i]);
+    }
+    fprintf(stderr, "%s: max |logit| %.4g, worst error / (u * mag) = %.3g (kappa %.0f)\n", what,
+            max_abs, worst, FWD_KAPPA(layers));
+    ck_assert_msg(max_abs > 0, "%s: all logits are zero", what);
+    ck_assert_msg(worst <= FWD_KAPPA(layers), "%s: error %.3g u * mag > kappa %.0f", what, worst,
+                  FWD_KAPPA(layers));
+    return worst;
+}
+
+static void check_arch(const char *arch, const char *dtype, int tied, int heads, int kv,
+                       int head_dim, int window)
+{
+    qbt_hfd_spec s = {.arch = arch, .dtype = dtype, .layers = 2, .hidden = 64,
+                      .intermediate = 96, .vocab = 128, .heads = heads, .kv_heads = kv,
+                      .head_dim = head_dim, .tied = tied, .shards = 1, .seed = 7};
+    const char *tmp = qbt_scratch("fwd");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), args[8192], *text = NULL;
+    src_ctx sc;
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    double *ref = malloc(sizeof(double) * N_TOK * 128), *mag = malloc(sizeof(double) * N_TOK * 128);
+    char err[512];
+    float *got;
+    int64_t rows, cols;
+
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    ck_assert_int_eq(qbt_hfd_tensors(&s, &sc.t, &sc.n), 0);
+    if (window) {
+        /* The generator writes mistral's window as null: set one shorter
+         * than the sequence so the mask is exercised. */
+        char *p = qbt_path(src, "config.json"), *text = qbt_read_file(p, NULL), *at, *t2;
+        ck_assert_ptr_nonnull(text);
+        at = strstr(text, "\"sliding_window\": null");
+        ck_assert_ptr_nonnull(at);
+        ck_assert_int_ge(asprintf(&t2, "%.*s\"sliding_window\": %d%s", (int)(at - text), text,
+                                  window, at + strlen("\"sliding_window\": null")), 0);
+        qbt_write_file(p, t2);
+        free(t2);
+        free(text);
+        free(p);
+    }
+    sc.s = &s;
+
+    /* The source, as stored (bf16/f16/f32 values). */
+    ref_init(&m, &s, src);
+    m.get = src_get;
+    m.ctx = &sc;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(src, tmp, &rows, &cols);
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, 128);
+    compare(arch, got, ref, mag, rows * cols, U_F32, s.layers);
+    free(got);
+
+    /* Its W4A16 conversion (g32), through the kernel. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(w4, tmp, &rows, &cols);
+    compare("w4a16", got, ref, mag, rows * cols, U_F16, s.layers);
+    free(got);
+    qb_w4a16_close(wm);
+    free(sc.t);
+    free(ref);
+    free(mag);
+    free(src);
+    free(w4);
+}
+
+START_TEST(llama_bf16_untied) { check_arch("llama", "bf16", 0, 4, 2, 16, 0); }
+END_TEST
+
+START_TEST(mistral_f16_window) { check_arch("mistral", "f16", 0, 4, 1, 16, 3); }
+END_TEST
+
+START_TEST(qwen2_biases_tied) { check_arch("qwen2", "bf16", 1, 4, 2, 16, 0); }
+END_TEST
+
+START_TEST(qwen3_qk_norm_head_dim) { check_arch("qwen3", "f32", 0, 4, 2, 32, 0); }
+END_TEST
+
+/* The architecture it cannot run is named, exit 1; usage errors exit 2. */
+START_TEST(errors)
+{
+    qbt_hfd_spec s = {.arch = "gemma2", .dtype = "bf16", .layers = 1, .hidden = 64,
+                      .intermediate = 96, .vocab = 64, .tied = 1, .shards = 1, .seed = 1};
+    const char *tmp = qbt_scratch("fwd-err");
+    char *src = qbt_path(tmp, "g"), *ll = qbt_path(tmp, "l"), args[8192], *text = NULL;
+    qbt_hfd_spec l = s;
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st'", src, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 1);
+    ck_assert_msg(strstr(text, "architecture 'gemma2'"), "%s", text);
+    ck_assert(!qbt_exists(qbt_path(tmp, "o.st")));
+    free(text);
+
+    l.arch = "llama";
+    ck_assert_int_eq(qbt_hfd_spec_check(&l), 0);
+    ck_assert_int_eq(qbt_hfd_write(&l, ll), 0);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,64 --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 1);
+    ck_assert_msg(strstr(text, "token id 64 outside"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,x --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 2);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --text hi --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 2);
+    ck_assert_msg(strstr(text, "--text is not supported"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 2);
+    free(text);
+    free(src);
+    free(ll);
+}
+END_TEST
+
+Suite *qbt_suite(void)
+{
+    Suite *s = suite_create("forward");
+    TCase *tc = tcase_create("forward");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, llama_bf16_untied);
+    tcase_add_test(tc, mistral_f16_window);
+    tcase_add_test(tc, qwen2_biases_tied);
+    tcase_add_test(tc, qwen3_qk_norm_head_dim);
+    tcase_add_test(tc, errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
