@@ -160,6 +160,11 @@ void qbh_model_check_print(FILE *f, const qbh_model_check *mc);
  * so this header needs no cJSON). Returns 0, or -1 on OOM. */
 int qbh_model_check_json(const qbh_model_check *mc, void *root);
 
+/* `convert --verify`: runs the check with the default tokens and no
+ * limits on the open src and conv and prints the block (or the skip
+ * line) on f. Returns an error of the run (message set), else QB_OK. */
+qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv);
+
 /* Parses "I,J,K" into a qbh_alloc'd id array. QB_E_INVALID naming the bad
  * item (the caller exits 2). */
 qb_status qbh_parse_token_list(const char *s, int64_t **ids, size_t *n);

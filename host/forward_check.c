@@ -227,3 +227,13 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root_)
         return -1;
     return 0;
 }
+
+qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv)
+{
+    qbh_model_check mc;
+    qb_status rc = qbh_model_check_run(src, conv, NULL, 0, NAN, NAN, &mc);
+    if (rc == QB_OK)
+        qbh_model_check_print(f, &mc);
+    qbh_model_check_free(&mc);
+    return rc;
+}

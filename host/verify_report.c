@@ -4,6 +4,7 @@
  * charts drawn here so they show without scripts, a small inline script
  * that sorts the table; nothing is fetched).
  */
+#include "forward.h"
 #include "verify_engine.h"
 
 #include <errno.h>
@@ -326,6 +327,8 @@ char *qbh_verify_json(const qbh_verify_result *r)
     arr = cJSON_AddArrayToObject(root, "worst");
     for (i = 0; arr && i < nw; i++)
         cJSON_AddItemToArray(arr, cJSON_CreateString(r->t[worst[i]].name));
+    if (r->model_check && qbh_model_check_json(r->model_check, root))
+        goto out;
     text = cJSON_Print(root);
 out:
     qbh_free(L);

@@ -343,6 +343,164 @@ START_TEST(errors)
 }
 END_TEST
 
+/* KL(softmax(a) || softmax(b)), straight from the definition. */
+static double ref_kl(const double *a, const double *b, int64_t n)
+{
+    double za = 0, zb = 0, kl = 0, ma = a[0], mb = b[0];
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        ma = a[i] > ma ? a[i] : ma;
+        mb = b[i] > mb ? b[i] : mb;
+    }
+    for (i = 0; i < n; i++) {
+        za += exp(a[i] - ma);
+        zb += exp(b[i] - mb);
+    }
+    for (i = 0; i < n; i++) {
+        double p = exp(a[i] - ma) / za, q = exp(b[i] - mb) / zb;
+        kl += p * log(p / q);
+    }
+    return kl;
+}
+
+static int64_t ref_argmax(const double *a, int64_t n)
+{
+    int64_t i, b = 0;
+    for (i = 1; i < n; i++)
+        if (a[i] > a[b])
+            b = i;
+    return b;
+}
+
+/* verify's model check: the metrics recomputed here from the two float64
+ * references on the token ids verify reports. */
+START_TEST(verify_model_check)
+{
+    qbt_hfd_spec s = {.arch = "llama", .dtype = "bf16", .layers = 2, .hidden = 64,
+                      .intermediate = 96, .vocab = 128, .heads = 4, .kv_heads = 2,
+                      .head_dim = 16, .tied = 0, .shards = 1, .seed = 11};
+    const char *tmp = qbt_scratch("fwd-mc");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), args[8192], *text = NULL;
+    char err[512];
+    src_ctx sc;
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    cJSON *j, *mc, *ids;
+    int64_t tok[64], T, t, agree = 0;
+    double *ra, *rb, kl_max = 0, kl_mean = 0, top1;
+
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    ck_assert_int_eq(qbt_hfd_tensors(&s, &sc.t, &sc.n), 0);
+    sc.s = &s;
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s'", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+
+    snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --json", src, w4);
+    {
+        qbt_result r;
+        const char *argv[] = {"verify", "--source", src, "--converted", w4, "--json", NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s -> %d\n%s", args, r.status, r.err);
+        j = cJSON_Parse(r.out);
+        qbt_result_free(&r);
+    }
+    ck_assert_ptr_nonnull(j);
+    mc = cJSON_GetObjectItem(j, "model_check");
+    ck_assert_ptr_nonnull(mc);
+    ids = cJSON_GetObjectItem(mc, "token_ids");
+    T = cJSON_GetArraySize(ids);
+    ck_assert_int_eq(T, 32);
+    for (t = 0; t < T; t++) {
+        tok[t] = (int64_t)cJSON_GetArrayItem(ids, t)->valuedouble;
+        ck_assert(tok[t] >= 0 && tok[t] < s.vocab);
+    }
+    ck_assert_int_eq(tok[0], 1); /* llama's bos_token_id first */
+
+    ra = malloc(sizeof(double) * (size_t)(T * s.vocab));
+    rb = malloc(sizeof(double) * (size_t)(T * s.vocab));
+    ref_init(&m, &s, src);
+    m.get = src_get;
+    m.ctx = &sc;
+    fwd_ref_run(&m, tok, T, ra, NULL);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, tok, T, rb, NULL);
+    for (t = 0; t < T; t++) {
+        double k = ref_kl(ra + t * s.vocab, rb + t * s.vocab, s.vocab);
+        kl_mean += k / (double)T;
+        kl_max = k > kl_max ? k : kl_max;
+        agree += ref_argmax(ra + t * s.vocab, s.vocab) == ref_argmax(rb + t * s.vocab, s.vocab);
+    }
+    top1 = (double)agree / (double)T;
+    fprintf(stderr, "model check: kl_mean %.4g (ref %.4g), kl_max %.4g (ref %.4g), top1 %.3f "
+            "(ref %.3f)\n", cJSON_GetObjectItem(mc, "kl_mean")->valuedouble, kl_mean,
+            cJSON_GetObjectItem(mc, "kl_max")->valuedouble, kl_max,
+            cJSON_GetObjectItem(mc, "top1_agreement")->valuedouble, top1);
+    /* The converted side runs in fp16 (rel. 2^-11 per linear): KL agrees
+     * to a few percent; a near tie may flip one position's argmax. */
+    ck_assert(kl_max > 0);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(mc, "kl_mean")->valuedouble, kl_mean,
+                            0.05 * kl_mean);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(mc, "kl_max")->valuedouble, kl_max, 0.05 * kl_max);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(mc, "top1_agreement")->valuedouble, top1,
+                            1.0 / (double)T + 1e-9);
+    ck_assert(cJSON_GetObjectItem(mc, "logits_cosine_min")->valuedouble > 0.9);
+    ck_assert(cJSON_GetObjectItem(mc, "kl_p99")->valuedouble <= kl_max * 1.05);
+    cJSON_Delete(j);
+
+    /* A limit below what the conversion gives fails the verification,
+     * naming the model check; --no-model-check leaves no "model_check". */
+    snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --max-kl %g", src, w4,
+             kl_max / 10);
+    ck_assert_int_ne(qbt_run_line(args, &text), 0);
+    ck_assert_msg(strstr(text, "model check: KL max"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --max-kl %g --min-top1 0",
+             src, w4, kl_max * 10);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    free(text);
+    {
+        qbt_result r;
+        const char *argv[] = {"verify", "--source", src, "--converted", w4, "--json",
+                              "--no-model-check", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        j = cJSON_Parse(r.out);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_ptr_null(cJSON_GetObjectItem(j, "model_check"));
+        cJSON_Delete(j);
+        qbt_result_free(&r);
+    }
+    {
+        qbt_result r;
+        const char *argv[] = {"verify", "--source", src, "--converted", w4, "--json",
+                              "--tokens", "5,6,7", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        j = cJSON_Parse(r.out);
+        ids = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "model_check"), "token_ids");
+        ck_assert_int_eq(cJSON_GetArraySize(ids), 3);
+        ck_assert_int_eq((int)cJSON_GetArrayItem(ids, 2)->valuedouble, 7);
+        cJSON_Delete(j);
+        qbt_result_free(&r);
+    }
+    /* convert --verify prints the check too. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s/w4b' --verify", src, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    ck_assert_msg(strstr(text, "model check (32 tokens): KL mean"), "%s", text);
+    free(text);
+    qb_w4a16_close(wm);
+    free(ra);
+    free(rb);
+    free(sc.t);
+    free(src);
+    free(w4);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("forward");
@@ -353,6 +511,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, qwen2_biases_tied);
     tcase_add_test(tc, qwen3_qk_norm_head_dim);
     tcase_add_test(tc, errors);
+    tcase_add_test(tc, verify_model_check);
     suite_add_tcase(s, tc);
     return s;
 }
