@@ -138,9 +138,18 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
     else
         qbh_mc_default_tokens(cs.vocab, cs.bos, mc->tokens, n);
     mc->n_tokens = n;
-    if ((rc = qbh_forward(src, mc->tokens, n, &la, &va)))
+    rc = qbh_forward(src, mc->tokens, n, &la, &va);
+    if (rc == QB_OK)
+        rc = qbh_forward(conv, mc->tokens, n, &lb, &vb);
+    if (rc == QB_E_NOT_FOUND || rc == QB_E_MISMATCH || rc == QB_E_UNSUPPORTED) {
+        /* A tensor missing or mis-shaped (the tensor table reports it)
+         * leaves no model to run: skipped, with the reason. */
+        snprintf(mc->skipped, sizeof mc->skipped, "%s", qbh_error_message());
+        qbh_error_clear();
+        rc = QB_OK;
         goto out;
-    if ((rc = qbh_forward(conv, mc->tokens, n, &lb, &vb)))
+    }
+    if (rc)
         goto out;
     qbh_progress_done();
     mc->kl_mean = 0;
