@@ -35,7 +35,8 @@ typedef enum qbh_rope_kind {
 
 /* What the forward pass needs from config.json. */
 typedef struct qbh_fwd_cfg {
-    char arch[32];            /* model_type: llama, mistral, qwen2, qwen3 */
+    char arch[32];            /* model_type: llama, mistral, qwen2, qwen3,
+                                 gemma, gemma2, gemma3_text */
     int64_t hidden, intermediate, n_layers, n_heads, n_kv_heads, head_dim, vocab;
     double rms_eps, rope_theta;
     qbh_rope_kind rope_kind;
@@ -43,7 +44,18 @@ typedef struct qbh_fwd_cfg {
     int64_t sliding_window;   /* 0: full causal attention */
     int64_t sliding_from;     /* first layer the window applies to (qwen2/3
                                  max_window_layers; 0 for mistral) */
-    int qk_norm;              /* qwen3: RMSNorm of q and k per head */
+    int qk_norm;              /* qwen3, gemma3: RMSNorm of q and k per head */
+    /* The gemma family (docs/forward.md, "Architectures"). */
+    int gemma;                /* embedding * sqrt(hidden), norms scale by (1 + w),
+                                 gelu-tanh MLP */
+    int sandwich;             /* gemma2/3: post-attention, pre/post-feedforward norms */
+    double attn_scale;        /* score scale: head_dim^-1/2, or gemma2/3's
+                                 query_pre_attn_scalar^-1/2 */
+    double attn_softcap, final_softcap; /* cap * tanh(x / cap); 0: none */
+    double rope_local_theta;  /* gemma3: rope base of the sliding layers (no
+                                 scaling there); 0: same as the others */
+    uint64_t sliding_map[16]; /* bit L: layer L uses the window (layers < 1024) */
+    int has_sliding_map;      /* 1: sliding_map decides, not sliding_from */
     int tied;                 /* tie_word_embeddings */
     int64_t bos;              /* bos_token_id, -1 when absent */
 } qbh_fwd_cfg;
@@ -57,8 +69,11 @@ typedef struct qbh_fwd_cfg {
 qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_cfg *c);
 
 /* Inverse rotary frequencies of c (head_dim / 2 doubles into inv[]),
- * after the configured scaling. Pure. */
-void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, double *inv);
+ * after the configured scaling; local: those of gemma3's sliding layers
+ * (rope_local_theta, unscaled). Pure. */
+void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv);
+/* The window layer L attends with: c->sliding_window or 0. Pure. */
+int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
 
 /* ---- forward_weights.c ---------------------------------------------------- */
 
@@ -66,6 +81,12 @@ void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, double *inv);
 typedef struct qbh_fwd_weights {
     qbh_source *src;              /* not owned */
     struct qb_w4a16_model *w4;    /* owned; NULL: every linear from dense rows */
+    double lin_seconds;           /* wall time spent in qbh_fwd_linear */
+    uint64_t lin_bytes;           /* weight bytes those products read (packed +
+                                     scales for W4A16, float32 rows for dense) */
+    uint64_t lin_w4;              /* how many ran through qb_w4a16_gemm_cpu */
+    double w4_seconds;            /* ... and the time and packed + scales bytes */
+    uint64_t w4_bytes;            /*     of those alone */
 } qbh_fwd_weights;
 
 /* Binds w to the open source s; when s was read by the sm86-w4a16 reader,
@@ -97,18 +118,25 @@ qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int
 
 /* ---- forward_ops.c -------------------------------------------------------- */
 
-/* x[M][n] = RMSNorm(x) * w, in place: sums in double. */
-void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps);
+/* x[M][n] = RMSNorm(x) * (offset + w), in place: sums in double; offset
+ * 1 for the gemma family's (1 + w), else 0. */
+void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps, double offset);
 /* Rotates q/k heads in place: x[T][n_heads * head_dim], position t = row,
  * the halves of each head paired (the Hugging Face rotate_half layout). */
 void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, const double *inv);
-/* out[T][nh * hd] = causal softmax(q k^T / sqrt(hd)) v per head, kv head
- * h / (nh / nkv); window > 0 limits each query to the `window` latest
- * positions (itself included). Heads run on the pool. QB_E_NOMEM. */
+/* out[T][nh * hd] = causal softmax(softcap(scale * q k^T)) v per head, kv
+ * head h / (nh / nkv); softcap 0: none; window > 0 limits each query to
+ * the `window` latest positions (itself included). Heads run on the
+ * pool. QB_E_NOMEM. */
 qb_status qbh_fwd_attention(const float *q, const float *k, const float *v, int64_t T,
-                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, float *out);
+                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, double scale,
+                            double softcap, float *out);
 /* g[i] = silu(g[i]) * u[i] for i < n. */
 void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
+/* g[i] = gelu_tanh(g[i]) * u[i] (gelu_pytorch_tanh). */
+void qbh_fwd_gelu_tanh_mul(float *g, const float *u, size_t n);
+/* x[i] = cap * tanh(x[i] / cap) for i < n. */
+void qbh_fwd_softcap(float *x, size_t n, double cap);
 
 /* ---- forward_model.c ------------------------------------------------------ */
 

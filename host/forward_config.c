@@ -10,12 +10,13 @@
 
 #include <cjson/cJSON.h>
 
-static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3";
+static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text";
 
 static int is_supported(const char *t)
 {
     return strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0 || strcmp(t, "qwen2") == 0 ||
-           strcmp(t, "qwen3") == 0;
+           strcmp(t, "qwen3") == 0 || strcmp(t, "gemma") == 0 || strcmp(t, "gemma2") == 0 ||
+           strcmp(t, "gemma3_text") == 0;
 }
 
 /* A positive integer key; def < 0: required. */
@@ -49,6 +50,80 @@ static qb_status get_real(const char *what, const cJSON *root, const char *key, 
         return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number", what,
                              key);
     *out = v->valuedouble;
+    return QB_OK;
+}
+
+/* A number that may be null: absent -> def, null -> 0 (switched off). */
+static qb_status get_opt_real(const char *what, const cJSON *root, const char *key, double def,
+                              double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (cJSON_IsNull(v)) {
+        *out = 0;
+        return QB_OK;
+    }
+    return get_real(what, root, key, def, out);
+}
+
+/* "layer_types" (transformers >= 4.53 writes it for the families with
+ * sliding layers): "sliding_attention" / "full_attention" per layer. */
+static qb_status parse_layer_types(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+{
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types"), *e;
+    int64_t L = 0;
+    if (!lt || cJSON_IsNull(lt))
+        return QB_OK;
+    if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers || c->n_layers > 1024)
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"layer_types\" is not a list of "
+                             "num_hidden_layers (%lld, at most 1024) names", what,
+                             (long long)c->n_layers);
+    memset(c->sliding_map, 0, sizeof c->sliding_map);
+    cJSON_ArrayForEach(e, lt) {
+        if (!cJSON_IsString(e) || (strcmp(e->valuestring, "sliding_attention") != 0 &&
+                                   strcmp(e->valuestring, "full_attention") != 0))
+            return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: layer_types[%lld] is not "
+                                 "sliding_attention or full_attention", what, (long long)L);
+        if (e->valuestring[0] == 's')
+            c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
+        L++;
+    }
+    c->has_sliding_map = 1;
+    return QB_OK;
+}
+
+/* Gemma 1/2/3 settings, with their configuration classes' defaults. */
+static qb_status parse_gemma(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+{
+    int g2 = strcmp(c->arch, "gemma2") == 0, g3 = strcmp(c->arch, "gemma3_text") == 0;
+    double qpas, sw;
+    int64_t pattern, L;
+    qb_status rc;
+
+    c->gemma = 1;
+    if (!g2 && !g3)
+        return QB_OK;
+    c->sandwich = 1;
+    c->qk_norm = g3;
+    if ((rc = get_real(what, root, "query_pre_attn_scalar", 256, &qpas)) ||
+        (rc = get_opt_real(what, root, "attn_logit_softcapping", g2 ? 50.0 : 0, &c->attn_softcap)) ||
+        (rc = get_opt_real(what, root, "final_logit_softcapping", g2 ? 30.0 : 0,
+                           &c->final_softcap)) ||
+        (rc = get_opt_real(what, root, "sliding_window", 4096, &sw)))
+        return rc;
+    c->attn_scale = 1.0 / sqrt(qpas);
+    c->sliding_window = (int64_t)sw;
+    if (g3 && (rc = get_real(what, root, "rope_local_base_freq", 10000.0, &c->rope_local_theta)))
+        return rc;
+    /* Without layer_types: gemma2 alternates (sliding first), gemma3 has
+     * one global layer in every sliding_window_pattern (6). */
+    if ((rc = get_int(what, root, "sliding_window_pattern", g2 ? 2 : 6, &pattern)))
+        return rc;
+    if (c->n_layers > 1024)
+        return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", what);
+    for (L = 0; L < c->n_layers; L++)
+        if ((L + 1) % pattern)
+            c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
+    c->has_sliding_map = 1;
     return QB_OK;
 }
 
@@ -159,6 +234,13 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
     if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < (double)c->vocab)
         c->bos = (int64_t)v->valuedouble;
     c->qk_norm = strcmp(c->arch, "qwen3") == 0;
+    c->attn_scale = 1.0 / sqrt((double)c->head_dim);
+    if (strncmp(c->arch, "gemma", 5) == 0) {
+        if ((rc = parse_gemma(what, root, c)) || (rc = parse_layer_types(what, root, c)))
+            goto out;
+        rc = QB_OK;
+        goto out;
+    }
     /* Sliding window: mistral applies "sliding_window" (when not null) to
      * every layer; qwen2/qwen3 only with use_sliding_window true, and only
      * from layer max_window_layers on (transformers' layer_types rule). */
@@ -173,18 +255,32 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
                 goto out;
         }
     }
+    if (c->sliding_window && (rc = parse_layer_types(what, root, c)))
+        goto out;
     rc = QB_OK;
 out:
     cJSON_Delete(root);
     return rc;
 }
 
-void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, double *inv)
+int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L)
+{
+    if (c->sliding_window <= 0)
+        return 0;
+    if (c->has_sliding_map)
+        return L < 1024 && (c->sliding_map[L / 64] >> (L % 64) & 1) ? c->sliding_window : 0;
+    return L >= c->sliding_from ? c->sliding_window : 0;
+}
+
+void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv)
 {
     int64_t i, half = c->head_dim / 2;
+    double theta = local && c->rope_local_theta > 0 ? c->rope_local_theta : c->rope_theta;
     for (i = 0; i < half; i++) {
-        double f = pow(c->rope_theta, -(double)(2 * i) / (double)c->head_dim);
-        if (c->rope_kind == QBH_ROPE_LINEAR) {
+        double f = pow(theta, -(double)(2 * i) / (double)c->head_dim);
+        if (local && c->rope_local_theta > 0) {
+            /* gemma3's sliding layers: their own base, never scaled. */
+        } else if (c->rope_kind == QBH_ROPE_LINEAR) {
             f /= c->rope_factor;
         } else if (c->rope_kind == QBH_ROPE_LLAMA3) {
             /* Llama 3.1: wavelengths shorter than orig/high_freq kept,

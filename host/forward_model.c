@@ -7,12 +7,13 @@
 #include "forward.h"
 
 #include <assert.h>
+#include <math.h>
 #include <string.h>
 
 /* Activation buffers of one pass, sized for T tokens. */
 typedef struct fwd_bufs {
     float *x, *h, *q, *k, *v, *a, *o, *g, *u, *wn;
-    double *inv;
+    double *inv, *inv_local;
 } fwd_bufs;
 
 static void bufs_free(fwd_bufs *b)
@@ -28,6 +29,7 @@ static void bufs_free(fwd_bufs *b)
     qbh_free(b->u);
     qbh_free(b->wn);
     qbh_free(b->inv);
+    qbh_free(b->inv_local);
 }
 
 static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
@@ -47,8 +49,9 @@ static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
     b->u = qbh_alloc(T * I * sizeof(float));
     b->wn = qbh_alloc(wn * sizeof(float));
     b->inv = qbh_alloc((size_t)c->head_dim / 2 * sizeof(double) + sizeof(double));
+    b->inv_local = qbh_alloc((size_t)c->head_dim / 2 * sizeof(double) + sizeof(double));
     if (!b->x || !b->h || !b->q || !b->k || !b->v || !b->a || !b->o || !b->g || !b->u || !b->wn ||
-        !b->inv) {
+        !b->inv || !b->inv_local) {
         bufs_free(b);
         return qbh_error_set(QB_E_NOMEM, "forward: out of memory for the activations of %zu "
                              "tokens", T);
@@ -56,13 +59,38 @@ static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
     return QB_OK;
 }
 
-static qb_status norm(qbh_fwd_weights *w, const char *name, float *x, int64_t M, int64_t n,
-                      float *wbuf, double eps)
+/* RssAnon of /proc/self/status in kB (0 when unreadable): the memory the
+ * pass allocates, without the mapped weight files' page cache. */
+static long rss_anon_kb(void)
+{
+    char line[256];
+    long v = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %ld", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
+static qb_status norm(qbh_fwd_weights *w, const qbh_fwd_cfg *c, const char *name, float *x,
+                      int64_t M, int64_t n, float *wbuf)
 {
     qb_status rc = qbh_fwd_vector(w, name, wbuf, n);
     if (rc == QB_OK)
-        qbh_fwd_rmsnorm(x, M, n, wbuf, eps);
+        qbh_fwd_rmsnorm(x, M, n, wbuf, c->rms_eps, c->gemma ? 1.0 : 0.0);
     return rc;
+}
+
+/* Layer L's norm `what` ("input_layernorm") applied to x. */
+static qb_status lnorm(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const char *what,
+                       float *x, int64_t M, int64_t n, float *wbuf)
+{
+    char name[160];
+    snprintf(name, sizeof name, "model.layers.%lld.%s.weight", (long long)L, what);
+    return norm(w, c, name, x, M, n, wbuf);
 }
 
 static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int64_t L,
@@ -70,43 +98,48 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, in
 {
     int64_t H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int64_t Q = c->n_heads * hd, KV = c->n_kv_heads * hd, i;
-    int64_t window = c->sliding_window > 0 && L >= c->sliding_from ? c->sliding_window : 0;
-    char name[160];
+    int64_t window = qbh_fwd_layer_window(c, L);
+    const double *inv = window && c->rope_local_theta > 0 ? b->inv_local : b->inv;
     qb_status rc;
 
     memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
-    snprintf(name, sizeof name, "model.layers.%lld.input_layernorm.weight", (long long)L);
-    if ((rc = norm(w, name, b->h, T, H, b->wn, c->rms_eps)) ||
+    if ((rc = lnorm(w, c, L, "input_layernorm", b->h, T, H, b->wn)) ||
         (rc = qbh_fwd_linear(w, L, "self_attn.q_proj", b->h, T, H, b->q, Q)) ||
         (rc = qbh_fwd_linear(w, L, "self_attn.k_proj", b->h, T, H, b->k, KV)) ||
         (rc = qbh_fwd_linear(w, L, "self_attn.v_proj", b->h, T, H, b->v, KV)))
         return rc;
-    if (c->qk_norm) {
-        /* Qwen3: RMSNorm over each head's head_dim, before the rotation. */
-        snprintf(name, sizeof name, "model.layers.%lld.self_attn.q_norm.weight", (long long)L);
-        if ((rc = norm(w, name, b->q, T * c->n_heads, hd, b->wn, c->rms_eps)))
-            return rc;
-        snprintf(name, sizeof name, "model.layers.%lld.self_attn.k_norm.weight", (long long)L);
-        if ((rc = norm(w, name, b->k, T * c->n_kv_heads, hd, b->wn, c->rms_eps)))
-            return rc;
-    }
-    qbh_fwd_rope(b->q, T, c->n_heads, hd, b->inv);
-    qbh_fwd_rope(b->k, T, c->n_kv_heads, hd, b->inv);
+    /* Qwen3, Gemma3: RMSNorm over each head's head_dim, before the rotation. */
+    if (c->qk_norm && ((rc = lnorm(w, c, L, "self_attn.q_norm", b->q, T * c->n_heads, hd, b->wn)) ||
+                       (rc = lnorm(w, c, L, "self_attn.k_norm", b->k, T * c->n_kv_heads, hd,
+                                   b->wn))))
+        return rc;
+    qbh_fwd_rope(b->q, T, c->n_heads, hd, inv);
+    qbh_fwd_rope(b->k, T, c->n_kv_heads, hd, inv);
     if ((rc = qbh_fwd_attention(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd, window,
-                                b->a)) ||
+                                c->attn_scale, c->attn_softcap, b->a)) ||
         (rc = qbh_fwd_linear(w, L, "self_attn.o_proj", b->a, T, Q, b->o, H)))
+        return rc;
+    /* Gemma2/3 normalise the block's output before the residual add
+     * ("sandwich"); there post_attention_layernorm is that output norm and
+     * pre_feedforward_layernorm the MLP's input norm. */
+    if (c->sandwich && (rc = lnorm(w, c, L, "post_attention_layernorm", b->o, T, H, b->wn)))
         return rc;
     for (i = 0; i < T * H; i++)
         b->x[i] += b->o[i];
 
     memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
-    snprintf(name, sizeof name, "model.layers.%lld.post_attention_layernorm.weight", (long long)L);
-    if ((rc = norm(w, name, b->h, T, H, b->wn, c->rms_eps)) ||
+    if ((rc = lnorm(w, c, L, c->sandwich ? "pre_feedforward_layernorm" : "post_attention_layernorm",
+                    b->h, T, H, b->wn)) ||
         (rc = qbh_fwd_linear(w, L, "mlp.gate_proj", b->h, T, H, b->g, I)) ||
         (rc = qbh_fwd_linear(w, L, "mlp.up_proj", b->h, T, H, b->u, I)))
         return rc;
-    qbh_fwd_silu_mul(b->g, b->u, (size_t)(T * I));
+    if (c->gemma)
+        qbh_fwd_gelu_tanh_mul(b->g, b->u, (size_t)(T * I));
+    else
+        qbh_fwd_silu_mul(b->g, b->u, (size_t)(T * I));
     if ((rc = qbh_fwd_linear(w, L, "mlp.down_proj", b->g, T, I, b->o, H)))
+        return rc;
+    if (c->sandwich && (rc = lnorm(w, c, L, "post_feedforward_layernorm", b->o, T, H, b->wn)))
         return rc;
     for (i = 0; i < T * H; i++)
         b->x[i] += b->o[i];
@@ -123,6 +156,7 @@ qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **lo
     int64_t L, T = (int64_t)n;
     qb_status rc;
     int have_bufs = 0;
+    long anon, peak_anon = 0;
 
     assert(s && tokens && n > 0 && logits && vocab);
     *logits = NULL;
@@ -135,7 +169,8 @@ qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **lo
     if ((rc = bufs_alloc(&b, &c, n)))
         goto out;
     have_bufs = 1;
-    qbh_fwd_rope_inv_freq(&c, b.inv);
+    qbh_fwd_rope_inv_freq(&c, 0, b.inv);
+    qbh_fwd_rope_inv_freq(&c, 1, b.inv_local);
     out = qbh_alloc(n * (size_t)c.vocab * sizeof *out);
     if (!out) {
         rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for %zu x %lld logits", n,
@@ -144,6 +179,15 @@ qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **lo
     }
     if ((rc = qbh_fwd_embed(&w, tokens, n, c.hidden, b.x)))
         goto out;
+    if (c.gemma) {
+        /* Gemma scales the embedding by sqrt(hidden_size). transformers
+         * casts the factor to the model dtype first (48 stays 48 in bf16,
+         * sqrt(3072) becomes 55.5); llama.cpp uses the exact value, as here. */
+        double sc = sqrt((double)c.hidden);
+        size_t i;
+        for (i = 0; i < n * (size_t)c.hidden; i++)
+            b.x[i] = (float)((double)b.x[i] * sc);
+    }
     for (L = 0; L < c.n_layers; L++) {
         if (qbh_cancel_requested()) {
             rc = qbh_error_set(QB_E_CANCELLED, "forward: cancelled at layer %lld", (long long)L);
@@ -151,11 +195,25 @@ qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **lo
         }
         if ((rc = layer(&w, &c, &b, L, T)))
             goto out;
+        anon = rss_anon_kb();
+        peak_anon = anon > peak_anon ? anon : peak_anon;
         qbh_progress_stage("forward", (uint64_t)L + 1, (uint64_t)c.n_layers, "layers");
     }
-    if ((rc = norm(&w, "model.norm.weight", b.x, T, c.hidden, b.wn, c.rms_eps)) ||
+    if ((rc = norm(&w, &c, "model.norm.weight", b.x, T, c.hidden, b.wn)) ||
         (rc = qbh_fwd_linear(&w, -1, "lm_head", b.x, T, c.hidden, out, c.vocab)))
         goto out;
+    if (c.final_softcap > 0)
+        qbh_fwd_softcap(out, n * (size_t)c.vocab, c.final_softcap);
+    /* bench/forward reads this line: the products' share of the time and
+     * their weight throughput, to compare with the standalone kernel. */
+    qbh_log(QB_LOG_INFO, "forward", "%s: %zu tokens; linears %.3f s, %.3f GB of weights, "
+            "%.2f GB/s; W4A16 linears (qb_w4a16_gemm_cpu) %llu, %.3f s, %.3f GB packed + "
+            "scales, %.2f GB/s; peak anonymous RSS %.1f MB", s->path, n, w.lin_seconds,
+            1e-9 * (double)w.lin_bytes,
+            w.lin_seconds > 0 ? 1e-9 * (double)w.lin_bytes / w.lin_seconds : 0.0,
+            (unsigned long long)w.lin_w4, w.w4_seconds, 1e-9 * (double)w.w4_bytes,
+            w.w4_seconds > 0 ? 1e-9 * (double)w.w4_bytes / w.w4_seconds : 0.0,
+            (double)peak_anon / 1024.0);
     *logits = out;
     *vocab = c.vocab;
     out = NULL;

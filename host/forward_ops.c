@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps)
+void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps, double offset)
 {
     int64_t m, i;
     for (m = 0; m < M; m++) {
@@ -20,7 +20,7 @@ void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps)
             ss += (double)r[i] * (double)r[i];
         inv = 1.0 / sqrt(ss / (double)n + eps);
         for (i = 0; i < n; i++)
-            r[i] = (float)((double)r[i] * inv * (double)w[i]);
+            r[i] = (float)((double)r[i] * inv * (offset + (double)w[i]));
     }
 }
 
@@ -48,17 +48,36 @@ void qbh_fwd_silu_mul(float *g, const float *u, size_t n)
     }
 }
 
+void qbh_fwd_gelu_tanh_mul(float *g, const float *u, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double a = g[i];
+        /* gelu_pytorch_tanh: 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) */
+        double t = tanh(sqrt(2.0 / M_PI) * (a + 0.044715 * a * a * a));
+        g[i] = (float)(0.5 * a * (1.0 + t) * (double)u[i]);
+    }
+}
+
+void qbh_fwd_softcap(float *x, size_t n, double cap)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        x[i] = (float)(cap * tanh((double)x[i] / cap));
+}
+
 typedef struct attn_job {
     const float *q, *k, *v;
     float *out;
     int64_t T, nh, nkv, hd, window;
+    double scale, softcap;
 } attn_job;
 
 static qb_status attn_head(void *arg, size_t item)
 {
     const attn_job *j = arg;
     int64_t h = (int64_t)item, kh = h / (j->nh / j->nkv), t, s, d;
-    double scale = 1.0 / sqrt((double)j->hd);
+    double scale = j->scale;
     double *p = qbh_alloc((size_t)j->T * sizeof *p), *acc = qbh_alloc((size_t)j->hd * sizeof *acc);
     if (!p || !acc) {
         qbh_free(p);
@@ -75,6 +94,8 @@ static qb_status attn_head(void *arg, size_t item)
             for (d = 0; d < j->hd; d++)
                 dot += (double)qt[d] * (double)ks[d];
             p[s] = dot * scale;
+            if (j->softcap > 0) /* gemma2: before the mask and the softmax */
+                p[s] = j->softcap * tanh(p[s] / j->softcap);
             if (p[s] > mx)
                 mx = p[s];
         }
@@ -98,9 +119,10 @@ static qb_status attn_head(void *arg, size_t item)
 }
 
 qb_status qbh_fwd_attention(const float *q, const float *k, const float *v, int64_t T,
-                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, float *out)
+                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, double scale,
+                            double softcap, float *out)
 {
-    attn_job j = {q, k, v, out, T, nh, nkv, hd, window};
+    attn_job j = {q, k, v, out, T, nh, nkv, hd, window, scale, softcap};
     assert(nh % nkv == 0);
     return qbh_parallel_for((size_t)nh, attn_head, &j);
 }

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_w4a16.h>
@@ -195,6 +196,9 @@ static qb_status w4_linear(qbh_fwd_weights *w, int64_t layer, const char *path, 
         xh[i] = qb_f32_to_f16(j->x[i]);
     j->q = &q;
     j->xh = xh;
+    w->lin_w4++;
+    w->lin_bytes += (uint64_t)q.n * (uint64_t)((q.k + 1) / 2 +
+                    2 * ((q.k + q.group_size - 1) / q.group_size));
     j->rows = block_rows(j->N, j->K);
     rc = qbh_parallel_for((size_t)((j->N + j->rows - 1) / j->rows), w4_block, j);
     if (rc == QB_OK && q.bias)
@@ -204,8 +208,33 @@ static qb_status w4_linear(qbh_fwd_weights *w, int64_t layer, const char *path, 
     return rc;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, const float *x,
+                        int64_t M, int64_t K, float *y, int64_t N);
+
 qb_status qbh_fwd_linear(qbh_fwd_weights *w, int64_t layer, const char *path, const float *x,
                          int64_t M, int64_t K, float *y, int64_t N)
+{
+    double t0 = now_s(), dt;
+    uint64_t n_w4 = w->lin_w4, b0 = w->lin_bytes;
+    qb_status rc = linear(w, layer, path, x, M, K, y, N);
+    dt = now_s() - t0;
+    w->lin_seconds += dt;
+    if (w->lin_w4 != n_w4) {
+        w->w4_seconds += dt;
+        w->w4_bytes += w->lin_bytes - b0;
+    }
+    return rc;
+}
+
+static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, const float *x,
+                        int64_t M, int64_t K, float *y, int64_t N)
 {
     char name[256], bias[256];
     size_t idx, bidx;
@@ -247,6 +276,7 @@ qb_status qbh_fwd_linear(qbh_fwd_weights *w, int64_t layer, const char *path, co
                              name, (long long)N, (long long)K);
     j.idx = idx;
     j.rows = block_rows(N, K);
+    w->lin_bytes += (uint64_t)N * (uint64_t)K * sizeof(float);
     rc = qbh_parallel_for((size_t)((N + j.rows - 1) / j.rows), dense_block, &j);
     if (rc || !has_tensor(w->src, bias, &bidx))
         return rc;

@@ -2,6 +2,7 @@
  * float64 reference decoder (fwd_ref.h). Deliberately naive: whole
  * weight matrices, one loop per formula.
  */
+#define _GNU_SOURCE
 #include "fwd_ref.h"
 
 #include <math.h>
@@ -60,7 +61,7 @@ static void linear(const fwd_ref_model *m, int64_t L, const char *path, const do
 }
 
 static void rmsnorm(const double *x, int64_t rows, int64_t n, const double *w, double eps,
-                    double *y)
+                    double *y, double off)
 {
     int64_t r, i;
     for (r = 0; r < rows; r++) {
@@ -69,7 +70,7 @@ static void rmsnorm(const double *x, int64_t rows, int64_t n, const double *w, d
             ms += x[r * n + i] * x[r * n + i];
         ms /= (double)n;
         for (i = 0; i < n; i++)
-            y[r * n + i] = w[i] * (x[r * n + i] / sqrt(ms + eps));
+            y[r * n + i] = (off + w[i]) * (x[r * n + i] / sqrt(ms + eps));
     }
 }
 
@@ -98,13 +99,15 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
     double *o = xalloc(T * H), *g = xalloc(T * I), *u = xalloc(T * I), *tmp;
     double *emb = must(m, "model.embed_tokens.weight", V * H), *head;
     char name[160];
+    double off = m->gemma2 ? 1.0 : 0.0;
 
     for (t = 0; t < T; t++)
-        memcpy(x + t * H, emb + tokens[t] * H, (size_t)H * sizeof *x);
+        for (i = 0; i < H; i++)
+            x[t * H + i] = emb[tokens[t] * H + i] * (m->gemma2 ? sqrt((double)H) : 1.0);
     for (L = 0; L < m->layers; L++) {
         snprintf(name, sizeof name, "model.layers.%lld.input_layernorm.weight", (long long)L);
         tmp = must(m, name, H);
-        rmsnorm(x, T, H, tmp, m->eps, hn);
+        rmsnorm(x, T, H, tmp, m->eps, hn, off);
         free(tmp);
         linear(m, L, "self_attn.q_proj", hn, T, H, nh * d, q);
         linear(m, L, "self_attn.k_proj", hn, T, H, nkv * d, k);
@@ -112,25 +115,28 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
         if (m->qk_norm) {
             snprintf(name, sizeof name, "model.layers.%lld.self_attn.q_norm.weight", (long long)L);
             tmp = must(m, name, d);
-            rmsnorm(q, T * nh, d, tmp, m->eps, q);
+            rmsnorm(q, T * nh, d, tmp, m->eps, q, off);
             free(tmp);
             snprintf(name, sizeof name, "model.layers.%lld.self_attn.k_norm.weight", (long long)L);
             tmp = must(m, name, d);
-            rmsnorm(k, T * nkv, d, tmp, m->eps, k);
+            rmsnorm(k, T * nkv, d, tmp, m->eps, k, off);
             free(tmp);
         }
         rope(q, T, nh, d, m->theta);
         rope(k, T, nkv, d, m->theta);
         for (h = 0; h < nh; h++) {
             int64_t kh = h / (nh / nkv);
+            int64_t win = m->window_even_only && L % 2 ? 0 : m->window;
             for (t = 0; t < T; t++) {
                 double sc[4096], mx = -1e300, z = 0;
                 for (s = 0; s <= t; s++) {
                     double dot = 0;
                     for (i = 0; i < d; i++)
                         dot += q[(t * nh + h) * d + i] * k[(s * nkv + kh) * d + i];
-                    sc[s] = dot / sqrt((double)d);
-                    if (m->window > 0 && t - s >= m->window)
+                    sc[s] = dot / sqrt(m->gemma2 ? m->qpas : (double)d);
+                    if (m->attn_cap > 0)
+                        sc[s] = m->attn_cap * tanh(sc[s] / m->attn_cap);
+                    if (win > 0 && t - s >= win)
                         sc[s] = -INFINITY;
                     if (sc[s] > mx)
                         mx = sc[s];
@@ -146,23 +152,41 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
             }
         }
         linear(m, L, "self_attn.o_proj", att, T, nh * d, H, o);
+        if (m->gemma2) {
+            snprintf(name, sizeof name, "model.layers.%lld.post_attention_layernorm.weight",
+                     (long long)L);
+            tmp = must(m, name, H);
+            rmsnorm(o, T, H, tmp, m->eps, o, off);
+            free(tmp);
+        }
         for (i = 0; i < T * H; i++)
             x[i] += o[i];
-        snprintf(name, sizeof name, "model.layers.%lld.post_attention_layernorm.weight",
-                 (long long)L);
+        snprintf(name, sizeof name, "model.layers.%lld.%s.weight", (long long)L,
+                 m->gemma2 ? "pre_feedforward_layernorm" : "post_attention_layernorm");
         tmp = must(m, name, H);
-        rmsnorm(x, T, H, tmp, m->eps, hn);
+        rmsnorm(x, T, H, tmp, m->eps, hn, off);
         free(tmp);
         linear(m, L, "mlp.gate_proj", hn, T, H, I, g);
         linear(m, L, "mlp.up_proj", hn, T, H, I, u);
         for (i = 0; i < T * I; i++)
-            g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+            if (m->gemma2)
+                g[i] = 0.5 * g[i] *
+                       (1.0 + tanh(sqrt(2.0 / M_PI) * (g[i] + 0.044715 * pow(g[i], 3)))) * u[i];
+            else
+                g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
         linear(m, L, "mlp.down_proj", g, T, I, H, o);
+        if (m->gemma2) {
+            snprintf(name, sizeof name, "model.layers.%lld.post_feedforward_layernorm.weight",
+                     (long long)L);
+            tmp = must(m, name, H);
+            rmsnorm(o, T, H, tmp, m->eps, o, off);
+            free(tmp);
+        }
         for (i = 0; i < T * H; i++)
             x[i] += o[i];
     }
     tmp = must(m, "model.norm.weight", H);
-    rmsnorm(x, T, H, tmp, m->eps, hn);
+    rmsnorm(x, T, H, tmp, m->eps, hn, off);
     free(tmp);
     head = weight(m, "lm_head.weight", V * H);
     if (!head)
@@ -174,7 +198,7 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
                 s += head[i * H + c] * hn[t * H + c];
                 a += fabs(head[i * H + c] * hn[t * H + c]);
             }
-            logits[t * V + i] = s;
+            logits[t * V + i] = m->final_cap > 0 ? m->final_cap * tanh(s / m->final_cap) : s;
             if (mag)
                 mag[t * V + i] = a;
         }

@@ -1,8 +1,9 @@
 /*
  * The tests' own float64 reference of the llama-family decoder (llama,
- * mistral, qwen2, qwen3), written apart from host/forward_*.c with plain
- * loops, straight from transformers' modeling code: RMSNorm, rotate_half
- * rotary embedding, grouped-query causal attention, SiLU-gated MLP.
+ * mistral, qwen2, qwen3, and gemma2's variations), written apart from
+ * host/forward_*.c with plain loops, straight from transformers' modeling
+ * code: RMSNorm, rotate_half rotary embedding, grouped-query causal
+ * attention, SiLU- (gemma: gelu-tanh-) gated MLP.
  * Everything in double. Test code: not thread-safe, aborts on OOM.
  */
 #ifndef FWD_REF_H
@@ -14,7 +15,12 @@ typedef struct fwd_ref_model {
     int64_t hidden, inter, layers, heads, kv_heads, head_dim, vocab;
     double eps, theta;
     int qk_norm;
-    int64_t window; /* sliding window (0: none), applied to every layer */
+    int64_t window; /* sliding window (0: none) */
+    int window_even_only; /* gemma2: the window on layers 0, 2, 4... only */
+    /* gemma2: embedding * sqrt(hidden), (1 + w) norms, gelu-tanh, sandwich
+     * norms, score scale query_pre_attn_scalar^-1/2, soft-capping. */
+    int gemma2;
+    double qpas, attn_cap, final_cap;
     /* Fills out[n] with the values of tensor `name` (canonical HF name);
      * returns 0, or -1 when the model has no such tensor (a bias). */
     int (*get)(void *ctx, const char *name, int64_t n, double *out);

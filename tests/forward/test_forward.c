@@ -200,6 +200,14 @@ static void ref_init(fwd_ref_model *m, const qbt_hfd_spec *s, const char *dir)
     sw = cJSON_GetObjectItem(c, "sliding_window");
     if (strcmp(s->arch, "mistral") == 0 && cJSON_IsNumber(sw))
         m->window = (int64_t)sw->valuedouble;
+    if (strcmp(s->arch, "gemma2") == 0) {
+        m->gemma2 = 1;
+        m->window = (int64_t)sw->valuedouble;
+        m->window_even_only = 1;
+        m->qpas = cJSON_GetObjectItem(c, "query_pre_attn_scalar")->valuedouble;
+        m->attn_cap = cJSON_GetObjectItem(c, "attn_logit_softcapping")->valuedouble;
+        m->final_cap = cJSON_GetObjectItem(c, "final_logit_softcapping")->valuedouble;
+    }
     cJSON_Delete(c);
     free(text);
     free(p);
@@ -252,10 +260,12 @@ static void check_arch(const char *arch, const char *dtype, int tied, int heads,
          * than the sequence so the mask is exercised. */
         char *p = qbt_path(src, "config.json"), *text = qbt_read_file(p, NULL), *at, *t2;
         ck_assert_ptr_nonnull(text);
-        at = strstr(text, "\"sliding_window\": null");
+        const char *key = strcmp(arch, "gemma2") == 0 ? "\"sliding_window\": 4096"
+                                                       : "\"sliding_window\": null";
+        at = strstr(text, key);
         ck_assert_ptr_nonnull(at);
         ck_assert_int_ge(asprintf(&t2, "%.*s\"sliding_window\": %d%s", (int)(at - text), text,
-                                  window, at + strlen("\"sliding_window\": null")), 0);
+                                  window, at + strlen(key)), 0);
         qbt_write_file(p, t2);
         free(t2);
         free(text);
@@ -302,22 +312,40 @@ END_TEST
 START_TEST(qwen2_biases_tied) { check_arch("qwen2", "bf16", 1, 4, 2, 16, 0); }
 END_TEST
 
+/* gemma2: (1 + w) norms, embedding scale, gelu-tanh, sandwich norms,
+ * query_pre_attn_scalar, both soft-cappings, window 4 on even layers. */
+START_TEST(gemma2_sandwich_softcap) { check_arch("gemma2", "bf16", 1, 4, 2, 16, 4); }
+END_TEST
+
 START_TEST(qwen3_qk_norm_head_dim) { check_arch("qwen3", "f32", 0, 4, 2, 32, 0); }
 END_TEST
 
 /* The architecture it cannot run is named, exit 1; usage errors exit 2. */
 START_TEST(errors)
 {
-    qbt_hfd_spec s = {.arch = "gemma2", .dtype = "bf16", .layers = 1, .hidden = 64,
+    qbt_hfd_spec s = {.arch = "llama", .dtype = "bf16", .layers = 1, .hidden = 64,
                       .intermediate = 96, .vocab = 64, .tied = 1, .shards = 1, .seed = 1};
     const char *tmp = qbt_scratch("fwd-err");
     char *src = qbt_path(tmp, "g"), *ll = qbt_path(tmp, "l"), args[8192], *text = NULL;
+    char *cfg, *body, *at, *patched;
     qbt_hfd_spec l = s;
     ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
     ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    /* An architecture the pass does not run (the readers accept any
+     * model_type): named in the error, exit 1, nothing written. */
+    cfg = qbt_path(src, "config.json");
+    body = qbt_read_file(cfg, NULL);
+    at = strstr(body, "\"model_type\": \"llama\"");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_ge(asprintf(&patched, "%.*s\"model_type\": \"falcon\"%s", (int)(at - body),
+                              body, at + strlen("\"model_type\": \"llama\"")), 0);
+    qbt_write_file(cfg, patched);
+    free(patched);
+    free(body);
+    free(cfg);
     snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st'", src, tmp);
     ck_assert_int_eq(qbt_run_line(args, &text), 1);
-    ck_assert_msg(strstr(text, "architecture 'gemma2'"), "%s", text);
+    ck_assert_msg(strstr(text, "architecture 'falcon'"), "%s", text);
     ck_assert(!qbt_exists(qbt_path(tmp, "o.st")));
     free(text);
 
@@ -510,6 +538,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, mistral_f16_window);
     tcase_add_test(tc, qwen2_biases_tied);
     tcase_add_test(tc, qwen3_qk_norm_head_dim);
+    tcase_add_test(tc, gemma2_sandwich_softcap);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, verify_model_check);
     suite_add_tcase(s, tc);
