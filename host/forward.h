@@ -9,8 +9,9 @@
  *   forward_weights.c  the weights of an open model: dense rows through
  *                      its reader, or the packed W4A16 linears through
  *                      libquantbridge-w4a16 (qb_w4a16_gemm_cpu)
- *   forward_ops.c      RMSNorm, rotary embedding, causal attention, SiLU
- *   forward_model.c    the decoder, layer by layer
+ *   forward_ops.c      RMSNorm, rotary embedding, causal attention,
+ *                      activations, soft-capping
+ *   forward_model.c    the decoder, layer by layer (dense or expert MLPs)
  *   forward_check.c    verify's model check: KL, top-1, logits cosine
  *   cmd_forward.c      `quantbridge forward`
  *
@@ -33,10 +34,12 @@ typedef enum qbh_rope_kind {
     QBH_ROPE_LLAMA3    /* the llama3 frequency-band rule */
 } qbh_rope_kind;
 
+#define QBH_MOE_MIXTRAL 1 /* block_sparse_moe.{gate, experts.E.w1/w2/w3} */
+#define QBH_MOE_QWEN 2    /* mlp.{gate, experts.E.*_proj, shared_expert*} */
+
 /* What the forward pass needs from config.json. */
 typedef struct qbh_fwd_cfg {
-    char arch[32];            /* model_type: llama, mistral, qwen2, qwen3,
-                                 gemma, gemma2, gemma3_text */
+    char arch[32];            /* model_type (forward_config.c lists those run) */
     int64_t hidden, intermediate, n_layers, n_heads, n_kv_heads, head_dim, vocab;
     double rms_eps, rope_theta;
     qbh_rope_kind rope_kind;
@@ -56,6 +59,14 @@ typedef struct qbh_fwd_cfg {
                                  scaling there); 0: same as the others */
     uint64_t sliding_map[16]; /* bit L: layer L uses the window (layers < 1024) */
     int has_sliding_map;      /* 1: sliding_map decides, not sliding_from */
+    int64_t rot_dim;          /* dimensions rotated per head (phi3's
+                                 partial_rotary_factor; else head_dim) */
+    /* Mixture of experts (docs/forward.md, "Architectures"). */
+    int moe;                  /* 0 dense; QBH_MOE_MIXTRAL; QBH_MOE_QWEN */
+    int64_t n_experts, top_k, moe_intermediate, shared_intermediate;
+    int norm_topk;            /* renormalise the top-k routing weights */
+    int64_t sparse_step;      /* qwen: MoE on layers with (L + 1) % step == 0 */
+    uint64_t mlp_only[16];    /* qwen: bit L: layer L keeps the dense MLP */
     int tied;                 /* tie_word_embeddings */
     int64_t bos;              /* bos_token_id, -1 when absent */
 } qbh_fwd_cfg;
@@ -68,12 +79,14 @@ typedef struct qbh_fwd_cfg {
  * heads). Pure; thread-safe. */
 qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_cfg *c);
 
-/* Inverse rotary frequencies of c (head_dim / 2 doubles into inv[]),
+/* Inverse rotary frequencies of c (rot_dim / 2 doubles into inv[]),
  * after the configured scaling; local: those of gemma3's sliding layers
  * (rope_local_theta, unscaled). Pure. */
 void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv);
 /* The window layer L attends with: c->sliding_window or 0. Pure. */
 int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
+/* 1 when layer L runs the experts (c->moe and not a dense layer). Pure. */
+int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L);
 
 /* ---- forward_weights.c ---------------------------------------------------- */
 
@@ -121,9 +134,11 @@ qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int
 /* x[M][n] = RMSNorm(x) * (offset + w), in place: sums in double; offset
  * 1 for the gemma family's (1 + w), else 0. */
 void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps, double offset);
-/* Rotates q/k heads in place: x[T][n_heads * head_dim], position t = row,
- * the halves of each head paired (the Hugging Face rotate_half layout). */
-void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, const double *inv);
+/* Rotates q/k heads in place: x[T][n_heads * head_dim], position t = row:
+ * the first rot_dim dimensions of each head, their halves paired (the
+ * Hugging Face rotate_half layout); the others pass unchanged. */
+void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
+                  const double *inv);
 /* out[T][nh * hd] = causal softmax(softcap(scale * q k^T)) v per head, kv
  * head h / (nh / nkv); softcap 0: none; window > 0 limits each query to
  * the `window` latest positions (itself included). Heads run on the

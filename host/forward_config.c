@@ -10,13 +10,19 @@
 
 #include <cjson/cJSON.h>
 
-static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text";
+static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
+                                     "phi3, mixtral, qwen2_moe, qwen3_moe";
 
 static int is_supported(const char *t)
 {
-    return strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0 || strcmp(t, "qwen2") == 0 ||
-           strcmp(t, "qwen3") == 0 || strcmp(t, "gemma") == 0 || strcmp(t, "gemma2") == 0 ||
-           strcmp(t, "gemma3_text") == 0;
+    static const char *const names[] = {"llama",       "mistral", "qwen2",   "qwen3",
+                                        "gemma",       "gemma2",  "gemma3_text", "phi3",
+                                        "mixtral",     "qwen2_moe", "qwen3_moe"};
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(t, names[i]) == 0)
+            return 1;
+    return 0;
 }
 
 /* A positive integer key; def < 0: required. */
@@ -50,6 +56,48 @@ static qb_status get_real(const char *what, const cJSON *root, const char *key, 
         return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number", what,
                              key);
     *out = v->valuedouble;
+    return QB_OK;
+}
+
+/* Mixtral and Qwen2/3-MoE routing settings (their configuration classes'
+ * keys and defaults). */
+static qb_status parse_moe(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+{
+    const cJSON *mo, *e;
+    qb_status rc;
+    int mixtral = strcmp(c->arch, "mixtral") == 0;
+
+    c->moe = mixtral ? QBH_MOE_MIXTRAL : QBH_MOE_QWEN;
+    if (mixtral) {
+        c->norm_topk = 1; /* MixtralSparseMoeBlock always renormalises */
+        c->moe_intermediate = c->intermediate;
+        c->sparse_step = 1;
+        if ((rc = get_int(what, root, "num_local_experts", 8, &c->n_experts)) ||
+            (rc = get_int(what, root, "num_experts_per_tok", 2, &c->top_k)))
+            return rc;
+    } else {
+        if ((rc = get_int(what, root, "num_experts", -1, &c->n_experts)) ||
+            (rc = get_int(what, root, "num_experts_per_tok", -1, &c->top_k)) ||
+            (rc = get_int(what, root, "moe_intermediate_size", -1, &c->moe_intermediate)) ||
+            (rc = get_int(what, root, "decoder_sparse_step", 1, &c->sparse_step)))
+            return rc;
+        c->norm_topk = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob"));
+        if (strcmp(c->arch, "qwen2_moe") == 0 &&
+            (rc = get_int(what, root, "shared_expert_intermediate_size", -1,
+                          &c->shared_intermediate)))
+            return rc;
+        mo = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
+        if (cJSON_IsArray(mo))
+            cJSON_ArrayForEach(e, mo) {
+                if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= 1024)
+                    return qbh_error_set(QB_E_FORMAT, "forward: %s: \"mlp_only_layers\" holds "
+                                         "something other than a layer index below 1024", what);
+                c->mlp_only[(int)e->valuedouble / 64] |= UINT64_C(1) << ((int)e->valuedouble % 64);
+            }
+    }
+    if (c->top_k > c->n_experts)
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
+                             what, (long long)c->top_k, (long long)c->n_experts);
     return QB_OK;
 }
 
@@ -233,7 +281,25 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
     v = cJSON_GetObjectItemCaseSensitive(root, "bos_token_id");
     if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < (double)c->vocab)
         c->bos = (int64_t)v->valuedouble;
-    c->qk_norm = strcmp(c->arch, "qwen3") == 0;
+    c->qk_norm = strcmp(c->arch, "qwen3") == 0 || strcmp(c->arch, "qwen3_moe") == 0;
+    c->rot_dim = c->head_dim;
+    if (strcmp(c->arch, "mixtral") == 0 || strstr(c->arch, "_moe")) {
+        if ((rc = parse_moe(what, root, c)))
+            goto out;
+    }
+    if (strcmp(c->arch, "phi3") == 0) {
+        /* Phi-3/Phi-4-mini rotate only partial_rotary_factor of each head. */
+        double f;
+        if ((rc = get_real(what, root, "partial_rotary_factor", 1.0, &f)))
+            goto out;
+        c->rot_dim = (int64_t)((double)c->head_dim * f);
+        if (c->rot_dim < 2 || c->rot_dim > c->head_dim || c->rot_dim % 2) {
+            rc = qbh_error_set(QB_E_FORMAT, "forward: %s: partial_rotary_factor %g gives %lld "
+                               "rotated dimensions of %lld", what, f, (long long)c->rot_dim,
+                               (long long)c->head_dim);
+            goto out;
+        }
+    }
     c->attn_scale = 1.0 / sqrt((double)c->head_dim);
     if (strncmp(c->arch, "gemma", 5) == 0) {
         if ((rc = parse_gemma(what, root, c)) || (rc = parse_layer_types(what, root, c)))
@@ -246,7 +312,9 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
      * from layer max_window_layers on (transformers' layer_types rule). */
     v = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
     if (cJSON_IsNumber(v) && v->valuedouble >= 1) {
-        if (strcmp(c->arch, "mistral") == 0) {
+        /* mistral, mixtral and phi3 apply the window on every layer. */
+        if (strcmp(c->arch, "mistral") == 0 || strcmp(c->arch, "mixtral") == 0 ||
+            strcmp(c->arch, "phi3") == 0) {
             c->sliding_window = (int64_t)v->valuedouble;
         } else if (strcmp(c->arch, "llama") != 0 &&
                    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) {
@@ -272,12 +340,25 @@ int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L)
     return L >= c->sliding_from ? c->sliding_window : 0;
 }
 
+int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L)
+{
+    if (!c->moe)
+        return 0;
+    if (c->moe == QBH_MOE_MIXTRAL)
+        return 1;
+    /* Qwen2/3-MoE: experts unless listed in mlp_only_layers, on every
+     * decoder_sparse_step-th layer. */
+    if (L < 1024 && (c->mlp_only[L / 64] >> (L % 64) & 1))
+        return 0;
+    return (L + 1) % c->sparse_step == 0;
+}
+
 void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv)
 {
-    int64_t i, half = c->head_dim / 2;
+    int64_t i, half = c->rot_dim / 2;
     double theta = local && c->rope_local_theta > 0 ? c->rope_local_theta : c->rope_theta;
     for (i = 0; i < half; i++) {
-        double f = pow(theta, -(double)(2 * i) / (double)c->head_dim);
+        double f = pow(theta, -(double)(2 * i) / (double)c->rot_dim);
         if (local && c->rope_local_theta > 0) {
             /* gemma3's sliding layers: their own base, never scaled. */
         } else if (c->rope_kind == QBH_ROPE_LINEAR) {

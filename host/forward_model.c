@@ -13,6 +13,8 @@
 /* Activation buffers of one pass, sized for T tokens. */
 typedef struct fwd_bufs {
     float *x, *h, *q, *k, *v, *a, *o, *g, *u, *wn;
+    float *f;             /* fused qkv / gate_up output (phi3 sources) */
+    float *xs, *ys, *r;   /* MoE: gathered rows, an expert's output, router logits */
     double *inv, *inv_local;
 } fwd_bufs;
 
@@ -30,14 +32,28 @@ static void bufs_free(fwd_bufs *b)
     qbh_free(b->wn);
     qbh_free(b->inv);
     qbh_free(b->inv_local);
+    qbh_free(b->f);
+    qbh_free(b->xs);
+    qbh_free(b->ys);
+    qbh_free(b->r);
 }
 
 static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
 {
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
+    size_t F, E = c->moe ? (size_t)c->n_experts : 1;
     size_t Q = (size_t)(c->n_heads * c->head_dim), KV = (size_t)(c->n_kv_heads * c->head_dim);
     size_t wn = H > (size_t)c->head_dim ? H : (size_t)c->head_dim;
+    if ((size_t)c->moe_intermediate > I)
+        I = (size_t)c->moe_intermediate;
+    if ((size_t)c->shared_intermediate > I)
+        I = (size_t)c->shared_intermediate;
+    F = Q + 2 * KV > 2 * I ? Q + 2 * KV : 2 * I;
     memset(b, 0, sizeof *b);
+    b->f = qbh_alloc(T * F * sizeof(float));
+    b->xs = qbh_alloc(T * H * sizeof(float));
+    b->ys = qbh_alloc(T * H * sizeof(float));
+    b->r = qbh_alloc(T * E * sizeof(float));
     b->x = qbh_alloc(T * H * sizeof(float));
     b->h = qbh_alloc(T * H * sizeof(float));
     b->q = qbh_alloc(T * Q * sizeof(float));
@@ -48,10 +64,10 @@ static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
     b->g = qbh_alloc(T * I * sizeof(float));
     b->u = qbh_alloc(T * I * sizeof(float));
     b->wn = qbh_alloc(wn * sizeof(float));
-    b->inv = qbh_alloc((size_t)c->head_dim / 2 * sizeof(double) + sizeof(double));
-    b->inv_local = qbh_alloc((size_t)c->head_dim / 2 * sizeof(double) + sizeof(double));
+    b->inv = qbh_alloc((size_t)c->rot_dim / 2 * sizeof(double) + sizeof(double));
+    b->inv_local = qbh_alloc((size_t)c->rot_dim / 2 * sizeof(double) + sizeof(double));
     if (!b->x || !b->h || !b->q || !b->k || !b->v || !b->a || !b->o || !b->g || !b->u || !b->wn ||
-        !b->inv || !b->inv_local) {
+        !b->inv || !b->inv_local || !b->f || !b->xs || !b->ys || !b->r) {
         bufs_free(b);
         return qbh_error_set(QB_E_NOMEM, "forward: out of memory for the activations of %zu "
                              "tokens", T);
@@ -93,6 +109,135 @@ static qb_status lnorm(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, cons
     return norm(w, c, name, x, M, n, wbuf);
 }
 
+/* 1 when layer L has the fused weight `path` ("self_attn.qkv_proj"): a
+ * phi3 source; converted models hold the split projections. */
+static int has_fused(qbh_fwd_weights *w, int64_t L, const char *path)
+{
+    char name[160];
+    size_t idx;
+    snprintf(name, sizeof name, "model.layers.%lld.%s.weight", (long long)L, path);
+    if (w->src->src.find(w->src->src.handle, name, &idx) == QB_OK)
+        return 1;
+    qbh_error_clear();
+    return 0;
+}
+
+/* Copies columns [c0, c0 + n) of f[T][width] into out[T][n]. */
+static void split_cols(const float *f, int64_t T, int64_t width, int64_t c0, int64_t n, float *out)
+{
+    int64_t t;
+    for (t = 0; t < T; t++)
+        memcpy(out + t * n, f + t * width + c0, (size_t)n * sizeof(float));
+}
+
+/* out[M][H] = down(act(gate(x)) * up(x)) with the projections `prefix`
+ * + gate/up/down names (e.g. "mlp." with "gate_proj"...; mixtral experts
+ * "w1", "w3", "w2"), intermediate size I. */
+static qb_status mlp(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int64_t L,
+                     const char *prefix, const char *const names[3], const float *x, int64_t M,
+                     int64_t I, float *out)
+{
+    char gn[160], un[160], dn[160];
+    int64_t H = c->hidden;
+    qb_status rc;
+    snprintf(gn, sizeof gn, "%s%s", prefix, names[0]);
+    snprintf(un, sizeof un, "%s%s", prefix, names[1]);
+    snprintf(dn, sizeof dn, "%s%s", prefix, names[2]);
+    if ((rc = qbh_fwd_linear(w, L, gn, x, M, H, b->g, I)) ||
+        (rc = qbh_fwd_linear(w, L, un, x, M, H, b->u, I)))
+        return rc;
+    if (c->gemma)
+        qbh_fwd_gelu_tanh_mul(b->g, b->u, (size_t)(M * I));
+    else
+        qbh_fwd_silu_mul(b->g, b->u, (size_t)(M * I));
+    return qbh_fwd_linear(w, L, dn, b->g, M, I, out, H);
+}
+
+/* The expert block of layer L on h[T][H] into out[T][H] (docs/forward.md,
+ * "Architectures"): router softmax over all experts (in double), the
+ * top_k per token (renormalised for mixtral and norm_topk_prob), each
+ * expert run once on the tokens routed to it; qwen2_moe adds the shared
+ * expert gated by sigmoid(shared_expert_gate(h)). */
+static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int64_t L,
+                     const float *h, int64_t T, float *out)
+{
+    static const char *const mix[3] = {"w1", "w3", "w2"};
+    static const char *const qwen[3] = {"gate_proj", "up_proj", "down_proj"};
+    int mixtral = c->moe == QBH_MOE_MIXTRAL;
+    int64_t H = c->hidden, E = c->n_experts, K = c->top_k, t, e, i, k, n;
+    char prefix[96];
+    double *wt = NULL;     /* [T][E] routing weight, 0 when not chosen */
+    int64_t *rows = NULL;  /* tokens routed to the current expert */
+    qb_status rc;
+
+    wt = qbh_calloc((size_t)(T * E), sizeof *wt);
+    rows = qbh_alloc((size_t)T * sizeof *rows);
+    if (!wt || !rows) {
+        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for the routing of layer %lld",
+                           (long long)L);
+        goto out;
+    }
+    if ((rc = qbh_fwd_linear(w, L, mixtral ? "block_sparse_moe.gate" : "mlp.gate", h, T, H, b->r,
+                             E)))
+        goto out;
+    for (t = 0; t < T; t++) {
+        const float *r = b->r + t * E;
+        double mx = r[0], z = 0, sum = 0;
+        for (e = 1; e < E; e++)
+            mx = r[e] > mx ? r[e] : mx;
+        for (e = 0; e < E; e++)
+            z += exp((double)r[e] - mx);
+        /* Top-k by repeated maximum; ties go to the lower index, as
+         * torch.topk on CPU returns them. */
+        for (k = 0; k < K; k++) {
+            int64_t best = -1;
+            for (e = 0; e < E; e++)
+                if (wt[t * E + e] == 0 && (best < 0 || r[e] > r[best]))
+                    best = e;
+            wt[t * E + best] = exp((double)r[best] - mx) / z;
+            sum += wt[t * E + best];
+        }
+        if (c->norm_topk)
+            for (e = 0; e < E; e++)
+                wt[t * E + e] /= sum;
+    }
+    memset(out, 0, (size_t)(T * H) * sizeof *out);
+    for (e = 0; e < E; e++) {
+        for (n = 0, t = 0; t < T; t++)
+            if (wt[t * E + e] > 0)
+                rows[n++] = t;
+        if (!n)
+            continue;
+        for (i = 0; i < n; i++)
+            memcpy(b->xs + i * H, h + rows[i] * H, (size_t)H * sizeof(float));
+        snprintf(prefix, sizeof prefix, "%s.experts.%lld.", mixtral ? "block_sparse_moe" : "mlp",
+                 (long long)e);
+        if ((rc = mlp(w, c, b, L, prefix, mixtral ? mix : qwen, b->xs, n, c->moe_intermediate,
+                      b->ys)))
+            goto out;
+        for (i = 0; i < n; i++)
+            for (k = 0; k < H; k++)
+                out[rows[i] * H + k] += (float)(wt[rows[i] * E + e] * (double)b->ys[i * H + k]);
+    }
+    if (c->shared_intermediate) {
+        float gate[1];
+        if ((rc = mlp(w, c, b, L, "mlp.shared_expert.", qwen, h, T, c->shared_intermediate,
+                      b->ys)))
+            goto out;
+        for (t = 0; t < T; t++) {
+            if ((rc = qbh_fwd_linear(w, L, "mlp.shared_expert_gate", h + t * H, 1, H, gate, 1)))
+                goto out;
+            for (k = 0; k < H; k++)
+                out[t * H + k] += (float)((double)b->ys[t * H + k] / (1.0 + exp(-(double)gate[0])));
+        }
+    }
+    rc = QB_OK;
+out:
+    qbh_free(wt);
+    qbh_free(rows);
+    return rc;
+}
+
 static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int64_t L,
                        int64_t T)
 {
@@ -103,18 +248,27 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, in
     qb_status rc;
 
     memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
-    if ((rc = lnorm(w, c, L, "input_layernorm", b->h, T, H, b->wn)) ||
-        (rc = qbh_fwd_linear(w, L, "self_attn.q_proj", b->h, T, H, b->q, Q)) ||
-        (rc = qbh_fwd_linear(w, L, "self_attn.k_proj", b->h, T, H, b->k, KV)) ||
-        (rc = qbh_fwd_linear(w, L, "self_attn.v_proj", b->h, T, H, b->v, KV)))
+    if ((rc = lnorm(w, c, L, "input_layernorm", b->h, T, H, b->wn)))
         return rc;
+    if (has_fused(w, L, "self_attn.qkv_proj")) {
+        /* phi3: one [q; k; v] projection, split by rows of the weight. */
+        if ((rc = qbh_fwd_linear(w, L, "self_attn.qkv_proj", b->h, T, H, b->f, Q + 2 * KV)))
+            return rc;
+        split_cols(b->f, T, Q + 2 * KV, 0, Q, b->q);
+        split_cols(b->f, T, Q + 2 * KV, Q, KV, b->k);
+        split_cols(b->f, T, Q + 2 * KV, Q + KV, KV, b->v);
+    } else if ((rc = qbh_fwd_linear(w, L, "self_attn.q_proj", b->h, T, H, b->q, Q)) ||
+               (rc = qbh_fwd_linear(w, L, "self_attn.k_proj", b->h, T, H, b->k, KV)) ||
+               (rc = qbh_fwd_linear(w, L, "self_attn.v_proj", b->h, T, H, b->v, KV))) {
+        return rc;
+    }
     /* Qwen3, Gemma3: RMSNorm over each head's head_dim, before the rotation. */
     if (c->qk_norm && ((rc = lnorm(w, c, L, "self_attn.q_norm", b->q, T * c->n_heads, hd, b->wn)) ||
                        (rc = lnorm(w, c, L, "self_attn.k_norm", b->k, T * c->n_kv_heads, hd,
                                    b->wn))))
         return rc;
-    qbh_fwd_rope(b->q, T, c->n_heads, hd, inv);
-    qbh_fwd_rope(b->k, T, c->n_kv_heads, hd, inv);
+    qbh_fwd_rope(b->q, T, c->n_heads, hd, c->rot_dim, inv);
+    qbh_fwd_rope(b->k, T, c->n_kv_heads, hd, c->rot_dim, inv);
     if ((rc = qbh_fwd_attention(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd, window,
                                 c->attn_scale, c->attn_softcap, b->a)) ||
         (rc = qbh_fwd_linear(w, L, "self_attn.o_proj", b->a, T, Q, b->o, H)))
@@ -129,16 +283,25 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, in
 
     memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
     if ((rc = lnorm(w, c, L, c->sandwich ? "pre_feedforward_layernorm" : "post_attention_layernorm",
-                    b->h, T, H, b->wn)) ||
-        (rc = qbh_fwd_linear(w, L, "mlp.gate_proj", b->h, T, H, b->g, I)) ||
-        (rc = qbh_fwd_linear(w, L, "mlp.up_proj", b->h, T, H, b->u, I)))
+                    b->h, T, H, b->wn)))
         return rc;
-    if (c->gemma)
-        qbh_fwd_gelu_tanh_mul(b->g, b->u, (size_t)(T * I));
-    else
+    if (qbh_fwd_layer_moe(c, L)) {
+        if ((rc = moe(w, c, b, L, b->h, T, b->o)))
+            return rc;
+    } else if (has_fused(w, L, "mlp.gate_up_proj")) {
+        /* phi3: [gate; up] in one projection (Phi3MLP chunks it in two). */
+        if ((rc = qbh_fwd_linear(w, L, "mlp.gate_up_proj", b->h, T, H, b->f, 2 * I)))
+            return rc;
+        split_cols(b->f, T, 2 * I, 0, I, b->g);
+        split_cols(b->f, T, 2 * I, I, I, b->u);
         qbh_fwd_silu_mul(b->g, b->u, (size_t)(T * I));
-    if ((rc = qbh_fwd_linear(w, L, "mlp.down_proj", b->g, T, I, b->o, H)))
-        return rc;
+        if ((rc = qbh_fwd_linear(w, L, "mlp.down_proj", b->g, T, I, b->o, H)))
+            return rc;
+    } else {
+        static const char *const names[3] = {"gate_proj", "up_proj", "down_proj"};
+        if ((rc = mlp(w, c, b, L, "mlp.", names, b->h, T, I, b->o)))
+            return rc;
+    }
     if (c->sandwich && (rc = lnorm(w, c, L, "post_feedforward_layernorm", b->o, T, H, b->wn)))
         return rc;
     for (i = 0; i < T * H; i++)

@@ -24,9 +24,10 @@ void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps,
     }
 }
 
-void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, const double *inv)
+void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
+                  const double *inv)
 {
-    int64_t t, h, i, half = head_dim / 2;
+    int64_t t, h, i, half = rot_dim / 2;
     for (t = 0; t < T; t++)
         for (h = 0; h < n_heads; h++) {
             float *v = x + (t * n_heads + h) * head_dim;

@@ -74,19 +74,93 @@ static void rmsnorm(const double *x, int64_t rows, int64_t n, const double *w, d
     }
 }
 
-/* rotate_half: pairs (i, i + d/2), angle t * theta^(-2i/d). */
-static void rope(double *x, int64_t T, int64_t heads, int64_t d, double theta)
+/* rotate_half over the first rd dims: pairs (i, i + rd/2), angle
+ * t * theta^(-2i/rd); dims rd.. pass through. */
+static void rope(double *x, int64_t T, int64_t heads, int64_t d, int64_t rd, double theta)
 {
     int64_t t, h, i;
     for (t = 0; t < T; t++)
         for (h = 0; h < heads; h++)
-            for (i = 0; i < d / 2; i++) {
+            for (i = 0; i < rd / 2; i++) {
                 double *v = x + (t * heads + h) * d;
-                double ang = (double)t * pow(theta, -2.0 * (double)i / (double)d);
-                double a = v[i], b = v[i + d / 2];
+                double ang = (double)t * pow(theta, -2.0 * (double)i / (double)rd);
+                double a = v[i], b = v[i + rd / 2];
                 v[i] = a * cos(ang) - b * sin(ang);
-                v[i + d / 2] = b * cos(ang) + a * sin(ang);
+                v[i + rd / 2] = b * cos(ang) + a * sin(ang);
             }
+}
+
+/* y = down(silu(gate x) * up x) for rows x[T][H], names prefix + n[0..2]. */
+static void swiglu(const fwd_ref_model *m, int64_t L, const char *prefix, const char *const n[3],
+                   const double *x, int64_t T, int64_t I, double *y)
+{
+    char a[160], b[160], c[160];
+    double *g = xalloc(T * I), *u = xalloc(T * I);
+    int64_t i;
+    snprintf(a, sizeof a, "%s%s", prefix, n[0]);
+    snprintf(b, sizeof b, "%s%s", prefix, n[1]);
+    snprintf(c, sizeof c, "%s%s", prefix, n[2]);
+    linear(m, L, a, x, T, m->hidden, I, g);
+    linear(m, L, b, x, T, m->hidden, I, u);
+    for (i = 0; i < T * I; i++)
+        g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+    linear(m, L, c, g, T, I, m->hidden, y);
+    free(g);
+    free(u);
+}
+
+/* The sparse MoE block (MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock):
+ * softmax router, top-k, optional renormalisation, weighted experts,
+ * qwen2's sigmoid-gated shared expert. One token at a time. */
+static void moe_block(const fwd_ref_model *m, int64_t L, const double *x, int64_t T, double *y)
+{
+    static const char *const mix[3] = {"w1", "w3", "w2"};
+    static const char *const qw[3] = {"gate_proj", "up_proj", "down_proj"};
+    int64_t H = m->hidden, E = m->experts, t, e, k, i;
+    double *r = xalloc(T * E), *p = xalloc(E), *ye = xalloc(H);
+    char pre[96];
+    int *chosen = calloc((size_t)E, sizeof *chosen);
+    linear(m, L, m->moe == 1 ? "block_sparse_moe.gate" : "mlp.gate", x, T, H, E, r);
+    memset(y, 0, (size_t)(T * H) * sizeof *y);
+    for (t = 0; t < T; t++) {
+        double z = 0, sel = 0;
+        for (e = 0; e < E; e++)
+            z += exp(r[t * E + e]);
+        for (e = 0; e < E; e++) {
+            p[e] = exp(r[t * E + e]) / z;
+            chosen[e] = 0;
+        }
+        for (k = 0; k < m->top_k; k++) {
+            int64_t best = -1;
+            for (e = 0; e < E; e++)
+                if (!chosen[e] && (best < 0 || p[e] > p[best]))
+                    best = e;
+            chosen[best] = 1;
+            sel += p[best];
+        }
+        for (e = 0; e < E; e++) {
+            double wgt;
+            if (!chosen[e])
+                continue;
+            wgt = m->norm_topk ? p[e] / sel : p[e];
+            snprintf(pre, sizeof pre, "%s.experts.%lld.", m->moe == 1 ? "block_sparse_moe" : "mlp",
+                     (long long)e);
+            swiglu(m, L, pre, m->moe == 1 ? mix : qw, x + t * H, 1, m->moe_inter, ye);
+            for (i = 0; i < H; i++)
+                y[t * H + i] += wgt * ye[i];
+        }
+        if (m->shared_inter) {
+            double gate;
+            swiglu(m, L, "mlp.shared_expert.", qw, x + t * H, 1, m->shared_inter, ye);
+            linear(m, L, "mlp.shared_expert_gate", x + t * H, 1, H, 1, &gate);
+            for (i = 0; i < H; i++)
+                y[t * H + i] += ye[i] / (1.0 + exp(-gate));
+        }
+    }
+    free(r);
+    free(p);
+    free(ye);
+    free(chosen);
 }
 
 void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, double *logits,
@@ -109,9 +183,30 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
         tmp = must(m, name, H);
         rmsnorm(x, T, H, tmp, m->eps, hn, off);
         free(tmp);
-        linear(m, L, "self_attn.q_proj", hn, T, H, nh * d, q);
-        linear(m, L, "self_attn.k_proj", hn, T, H, nkv * d, k);
-        linear(m, L, "self_attn.v_proj", hn, T, H, nkv * d, v);
+        snprintf(name, sizeof name, "model.layers.%lld.self_attn.qkv_proj.weight", (long long)L);
+        tmp = weight(m, name, (nh + 2 * nkv) * d * H);
+        if (tmp) {
+            /* phi3: rows [q; k; v] of one weight */
+            int64_t W = (nh + 2 * nkv) * d;
+            double *f = xalloc(T * W);
+            free(tmp);
+            linear(m, L, "self_attn.qkv_proj", hn, T, H, W, f);
+            for (t = 0; t < T; t++)
+                for (i = 0; i < W; i++) {
+                    double val = f[t * W + i];
+                    if (i < nh * d)
+                        q[t * nh * d + i] = val;
+                    else if (i < (nh + nkv) * d)
+                        k[t * nkv * d + i - nh * d] = val;
+                    else
+                        v[t * nkv * d + i - (nh + nkv) * d] = val;
+                }
+            free(f);
+        } else {
+            linear(m, L, "self_attn.q_proj", hn, T, H, nh * d, q);
+            linear(m, L, "self_attn.k_proj", hn, T, H, nkv * d, k);
+            linear(m, L, "self_attn.v_proj", hn, T, H, nkv * d, v);
+        }
         if (m->qk_norm) {
             snprintf(name, sizeof name, "model.layers.%lld.self_attn.q_norm.weight", (long long)L);
             tmp = must(m, name, d);
@@ -122,8 +217,8 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
             rmsnorm(k, T * nkv, d, tmp, m->eps, k, off);
             free(tmp);
         }
-        rope(q, T, nh, d, m->theta);
-        rope(k, T, nkv, d, m->theta);
+        rope(q, T, nh, d, m->rot_dim ? m->rot_dim : d, m->theta);
+        rope(k, T, nkv, d, m->rot_dim ? m->rot_dim : d, m->theta);
         for (h = 0; h < nh; h++) {
             int64_t kh = h / (nh / nkv);
             int64_t win = m->window_even_only && L % 2 ? 0 : m->window;
@@ -166,8 +261,27 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
         tmp = must(m, name, H);
         rmsnorm(x, T, H, tmp, m->eps, hn, off);
         free(tmp);
-        linear(m, L, "mlp.gate_proj", hn, T, H, I, g);
-        linear(m, L, "mlp.up_proj", hn, T, H, I, u);
+        if (m->moe && !(m->dense_layer_mask >> L & 1)) {
+            moe_block(m, L, hn, T, o);
+            goto residual;
+        }
+        snprintf(name, sizeof name, "model.layers.%lld.mlp.gate_up_proj.weight", (long long)L);
+        tmp = weight(m, name, 2 * I * H);
+        if (tmp) {
+            /* phi3: rows [gate; up] of one weight */
+            double *f = xalloc(T * 2 * I);
+            free(tmp);
+            linear(m, L, "mlp.gate_up_proj", hn, T, H, 2 * I, f);
+            for (t = 0; t < T; t++)
+                for (i = 0; i < I; i++) {
+                    g[t * I + i] = f[t * 2 * I + i];
+                    u[t * I + i] = f[t * 2 * I + I + i];
+                }
+            free(f);
+        } else {
+            linear(m, L, "mlp.gate_proj", hn, T, H, I, g);
+            linear(m, L, "mlp.up_proj", hn, T, H, I, u);
+        }
         for (i = 0; i < T * I; i++)
             if (m->gemma2)
                 g[i] = 0.5 * g[i] *
@@ -182,6 +296,7 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
             rmsnorm(o, T, H, tmp, m->eps, o, off);
             free(tmp);
         }
+    residual:
         for (i = 0; i < T * H; i++)
             x[i] += o[i];
     }

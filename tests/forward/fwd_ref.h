@@ -21,6 +21,15 @@ typedef struct fwd_ref_model {
      * norms, score scale query_pre_attn_scalar^-1/2, soft-capping. */
     int gemma2;
     double qpas, attn_cap, final_cap;
+    /* phi3: fused qkv_proj / gate_up_proj when the model has them; rotates
+     * the first rot_dim dims of each head (0: all). */
+    int64_t rot_dim;
+    /* MoE: moe 1 mixtral (block_sparse_moe, w1/w3/w2), 2 qwen (mlp.gate,
+     * mlp.experts.E.*_proj, optional shared expert); dense_layer_mask bit
+     * L: layer L keeps the dense MLP (qwen mlp_only_layers). */
+    int moe, norm_topk;
+    int64_t experts, top_k, moe_inter, shared_inter;
+    unsigned dense_layer_mask;
     /* Fills out[n] with the values of tensor `name` (canonical HF name);
      * returns 0, or -1 when the model has no such tensor (a bias). */
     int (*get)(void *ctx, const char *name, int64_t n, double *out);

@@ -34,6 +34,7 @@
 #include "gen_hf_dense.h"
 #include "qbt_fs.h"
 #include "qbt_run.h"
+#include "qbt_st_writer.h"
 
 /* Roundings of the stored activations per layer (norm, q/k/v, rope,
  * attention, o, residual, norm, gate/up, silu, down, residual: about 12)
@@ -107,12 +108,22 @@ static int w4_get(void *ctx, const char *name, int64_t n, double *out)
     ck_assert_int_eq(qb_w4a16_layer_file(m, L, file, sizeof file), 0);
     snprintf(path, sizeof path, "%s", name + off);
     len = strlen(path);
-    if (strstr(path, "_proj.")) {
+    {
         qb_w4a16_linear q;
         int is_bias = len > 5 && strcmp(path + len - 5, ".bias") == 0;
         int64_t r, c, ng;
+        qb_status rc;
+        if (!is_bias && !(len > 7 && strcmp(path + len - 7, ".weight") == 0))
+            return w4_f16(m, file, path, n, out);
         *strrchr(path, '.') = '\0';
-        ck_assert_int_eq(qb_w4a16_linear_get(m, L, path, 0, &q), 0);
+        rc = qb_w4a16_linear_get(m, L, path, 0, &q);
+        if (rc == QB_E_NOT_FOUND) { /* a norm, a router: F16 under its own name */
+            if (is_bias)
+                return -1;
+            strcat(path, ".weight");
+            return w4_f16(m, file, path, n, out);
+        }
+        ck_assert_int_eq(rc, 0);
         if (is_bias) {
             if (!q.bias)
                 return -1;
@@ -131,7 +142,6 @@ static int w4_get(void *ctx, const char *name, int64_t n, double *out)
             }
         return 0;
     }
-    return w4_f16(m, file, path, n, out);
 }
 
 /* ---- running the program ------------------------------------------------ */
@@ -318,6 +328,243 @@ START_TEST(gemma2_sandwich_softcap) { check_arch("gemma2", "bf16", 1, 4, 2, 16, 
 END_TEST
 
 START_TEST(qwen3_qk_norm_head_dim) { check_arch("qwen3", "f32", 0, 4, 2, 32, 0); }
+END_TEST
+
+/* ---- hand-built fixtures: phi3 and the MoE families ---------------------- */
+
+/* A model built tensor by tensor (the hf-dense generator knows the dense
+ * families only): F32 values from splitmix64 normals, written as one
+ * model.safetensors, and the getter of its exact values. */
+#define FX_MAX 256
+typedef struct fx {
+    char name[FX_MAX][96];
+    int nd[FX_MAX];
+    int64_t dims[FX_MAX][2];
+    float *data[FX_MAX];
+    size_t n;
+    qbt_rng rng;
+} fx;
+
+static void fx_add(fx *f, const char *name, int64_t rows, int64_t cols, double mean, double sd)
+{
+    int64_t i, n = rows * (cols ? cols : 1);
+    ck_assert_uint_lt(f->n, FX_MAX);
+    snprintf(f->name[f->n], sizeof f->name[0], "%s", name);
+    f->nd[f->n] = cols ? 2 : 1;
+    f->dims[f->n][0] = rows;
+    f->dims[f->n][1] = cols;
+    f->data[f->n] = malloc((size_t)n * sizeof(float));
+    for (i = 0; i < n; i++)
+        f->data[f->n][i] = (float)(mean + sd * qbt_rng_normal(&f->rng));
+    f->n++;
+}
+
+static void fx_addf(fx *f, int64_t L, const char *what, int64_t rows, int64_t cols, double mean,
+                    double sd)
+{
+    char name[200];
+    snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)L, what);
+    fx_add(f, name, rows, cols, mean, sd);
+}
+
+static int fx_get(void *ctx, const char *name, int64_t n, double *out)
+{
+    fx *f = ctx;
+    size_t i;
+    int64_t k;
+    for (i = 0; i < f->n; i++)
+        if (strcmp(f->name[i], name) == 0) {
+            ck_assert_int_eq(f->dims[i][0] * (f->nd[i] == 2 ? f->dims[i][1] : 1), n);
+            for (k = 0; k < n; k++)
+                out[k] = f->data[i][k];
+            return 0;
+        }
+    return -1;
+}
+
+static void fx_write(fx *f, const char *dir, const char *config)
+{
+    qbt_st_writer *w = qbt_st_writer_new();
+    char *p;
+    size_t i;
+    qbt_mkdir_p(dir);
+    for (i = 0; i < f->n; i++) {
+        size_t n = (size_t)(f->dims[i][0] * (f->nd[i] == 2 ? f->dims[i][1] : 1));
+        ck_assert_int_eq(qbt_st_writer_add(w, f->name[i], "F32", f->nd[i], f->dims[i], f->data[i],
+                                           n * sizeof(float)),
+                         0);
+    }
+    p = qbt_path(dir, "model.safetensors");
+    ck_assert_int_eq(qbt_st_writer_save(w, p), 0);
+    free(p);
+    qbt_st_writer_free(w);
+    p = qbt_path(dir, "config.json");
+    qbt_write_file(p, config);
+    free(p);
+}
+
+static void fx_free(fx *f)
+{
+    size_t i;
+    for (i = 0; i < f->n; i++)
+        free(f->data[i]);
+}
+
+/* arch: "phi3", "mixtral", "qwen2_moe", "qwen3_moe". 2 layers, hidden 64,
+ * 4 heads of 16 (qwen3_moe: 32), 2 kv heads, vocab 128, 4 experts top-2.
+ * Routers get a larger spread so that no two experts tie. */
+static void check_fixture(const char *arch)
+{
+    const int64_t H = 64, I = 96, V = 128, nh = 4, nkv = 2, E = 4, IM = 32, IS = 64;
+    int phi3 = strcmp(arch, "phi3") == 0, mix = strcmp(arch, "mixtral") == 0;
+    int q2 = strcmp(arch, "qwen2_moe") == 0, q3 = strcmp(arch, "qwen3_moe") == 0;
+    int64_t d = q3 ? 32 : 16, L, e;
+    const char *tmp = qbt_scratch("fwd-fx");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), cfg[2048], args[8192], nm[96];
+    char *text = NULL, err[512];
+    double *ref = malloc(sizeof(double) * N_TOK * V), *mag = malloc(sizeof(double) * N_TOK * V);
+    fx *f = calloc(1, sizeof *f);
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    float *got;
+    int64_t rows, cols;
+
+    f->rng.s = 0x5eed + (uint64_t)strlen(arch);
+    fx_add(f, "model.embed_tokens.weight", V, H, 0, 0.5);
+    for (L = 0; L < 2; L++) {
+        fx_addf(f, L, "input_layernorm.weight", H, 0, 1, 0.1);
+        if (phi3) {
+            fx_addf(f, L, "self_attn.qkv_proj.weight", (nh + 2 * nkv) * d, H, 0, 0.1);
+        } else {
+            fx_addf(f, L, "self_attn.q_proj.weight", nh * d, H, 0, 0.1);
+            fx_addf(f, L, "self_attn.k_proj.weight", nkv * d, H, 0, 0.1);
+            fx_addf(f, L, "self_attn.v_proj.weight", nkv * d, H, 0, 0.1);
+        }
+        if (q2) {
+            fx_addf(f, L, "self_attn.q_proj.bias", nh * d, 0, 0, 0.1);
+            fx_addf(f, L, "self_attn.k_proj.bias", nkv * d, 0, 0, 0.1);
+            fx_addf(f, L, "self_attn.v_proj.bias", nkv * d, 0, 0, 0.1);
+        }
+        if (q3) {
+            fx_addf(f, L, "self_attn.q_norm.weight", d, 0, 1, 0.1);
+            fx_addf(f, L, "self_attn.k_norm.weight", d, 0, 1, 0.1);
+        }
+        fx_addf(f, L, "self_attn.o_proj.weight", H, nh * d, 0, 0.1);
+        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, 1, 0.1);
+        if (phi3) {
+            fx_addf(f, L, "mlp.gate_up_proj.weight", 2 * I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.down_proj.weight", H, I, 0, 0.1);
+        } else if (mix) {
+            fx_addf(f, L, "block_sparse_moe.gate.weight", E, H, 0, 1.0);
+            for (e = 0; e < E; e++) {
+                snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w1.weight", (long long)e);
+                fx_addf(f, L, nm, I, H, 0, 0.1);
+                snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w2.weight", (long long)e);
+                fx_addf(f, L, nm, H, I, 0, 0.1);
+                snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w3.weight", (long long)e);
+                fx_addf(f, L, nm, I, H, 0, 0.1);
+            }
+        } else if (q2 && L == 1) {
+            /* mlp_only_layers [1]: a dense MLP of intermediate_size */
+            fx_addf(f, L, "mlp.gate_proj.weight", I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.up_proj.weight", I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.down_proj.weight", H, I, 0, 0.1);
+        } else {
+            fx_addf(f, L, "mlp.gate.weight", E, H, 0, 1.0);
+            for (e = 0; e < E; e++) {
+                snprintf(nm, sizeof nm, "mlp.experts.%lld.gate_proj.weight", (long long)e);
+                fx_addf(f, L, nm, IM, H, 0, 0.1);
+                snprintf(nm, sizeof nm, "mlp.experts.%lld.up_proj.weight", (long long)e);
+                fx_addf(f, L, nm, IM, H, 0, 0.1);
+                snprintf(nm, sizeof nm, "mlp.experts.%lld.down_proj.weight", (long long)e);
+                fx_addf(f, L, nm, H, IM, 0, 0.1);
+            }
+            if (q2) {
+                fx_addf(f, L, "mlp.shared_expert.gate_proj.weight", IS, H, 0, 0.1);
+                fx_addf(f, L, "mlp.shared_expert.up_proj.weight", IS, H, 0, 0.1);
+                fx_addf(f, L, "mlp.shared_expert.down_proj.weight", H, IS, 0, 0.1);
+                fx_addf(f, L, "mlp.shared_expert_gate.weight", 1, H, 0, 1.0);
+            }
+        }
+    }
+    fx_add(f, "model.norm.weight", H, 0, 1, 0.1);
+    fx_add(f, "lm_head.weight", V, H, 0, 0.1);
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\": [\"X\"], \"model_type\": \"%s\", \"hidden_size\": %lld,\n"
+             " \"intermediate_size\": %lld, \"num_hidden_layers\": 2, \"num_attention_heads\": %lld,\n"
+             " \"num_key_value_heads\": %lld, \"head_dim\": %lld, \"rms_norm_eps\": 1e-6,\n"
+             " \"rope_theta\": 10000.0, \"vocab_size\": %lld, \"tie_word_embeddings\": false,\n"
+             " \"max_position_embeddings\": 2048, \"bos_token_id\": 1, \"eos_token_id\": 2,\n"
+             " \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\"%s}\n",
+             arch, (long long)H, (long long)I, (long long)nh, (long long)nkv, (long long)d,
+             (long long)V,
+             phi3 ? ", \"partial_rotary_factor\": 0.5, \"sliding_window\": 5, \"rope_scaling\": null"
+             : mix ? ", \"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"sliding_window\": null"
+             : q2 ? ", \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
+                    " \"shared_expert_intermediate_size\": 64, \"norm_topk_prob\": false,"
+                    " \"decoder_sparse_step\": 1, \"mlp_only_layers\": [1], \"use_sliding_window\": false"
+                  : ", \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
+                    " \"norm_topk_prob\": true, \"decoder_sparse_step\": 1, \"mlp_only_layers\": []");
+    fx_write(f, src, cfg);
+
+    memset(&m, 0, sizeof m);
+    m.hidden = H;
+    m.inter = I;
+    m.layers = 2;
+    m.heads = nh;
+    m.kv_heads = nkv;
+    m.head_dim = d;
+    m.vocab = V;
+    m.eps = 1e-6;
+    m.theta = 10000.0;
+    m.qk_norm = q3;
+    m.window = phi3 ? 5 : 0;
+    m.rot_dim = phi3 ? d / 2 : 0;
+    m.moe = mix ? 1 : (q2 || q3) ? 2 : 0;
+    m.norm_topk = mix || q3;
+    m.experts = E;
+    m.top_k = 2;
+    m.moe_inter = mix ? I : IM;
+    m.shared_inter = q2 ? IS : 0;
+    m.dense_layer_mask = q2 ? 2u : 0u;
+    m.get = fx_get;
+    m.ctx = f;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(src, tmp, &rows, &cols);
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, V);
+    compare(arch, got, ref, mag, rows * cols, U_F32, 2);
+    free(got);
+
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(w4, tmp, &rows, &cols);
+    compare("w4a16", got, ref, mag, rows * cols, U_F16, 2);
+    free(got);
+    qb_w4a16_close(wm);
+    fx_free(f);
+    free(f);
+    free(ref);
+    free(mag);
+    free(src);
+    free(w4);
+}
+
+START_TEST(phi3_fused_partial_rotary) { check_fixture("phi3"); }
+END_TEST
+
+START_TEST(mixtral_moe) { check_fixture("mixtral"); }
+END_TEST
+
+START_TEST(qwen2_moe_shared_expert) { check_fixture("qwen2_moe"); }
+END_TEST
+
+START_TEST(qwen3_moe_norm_topk) { check_fixture("qwen3_moe"); }
 END_TEST
 
 /* The architecture it cannot run is named, exit 1; usage errors exit 2. */
@@ -539,6 +786,10 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, qwen2_biases_tied);
     tcase_add_test(tc, qwen3_qk_norm_head_dim);
     tcase_add_test(tc, gemma2_sandwich_softcap);
+    tcase_add_test(tc, phi3_fused_partial_rotary);
+    tcase_add_test(tc, mixtral_moe);
+    tcase_add_test(tc, qwen2_moe_shared_expert);
+    tcase_add_test(tc, qwen3_moe_norm_topk);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, verify_model_check);
     suite_add_tcase(s, tc);
