@@ -76,14 +76,15 @@ static void rmsnorm(const double *x, int64_t rows, int64_t n, const double *w, d
 
 /* rotate_half over the first rd dims: pairs (i, i + rd/2), angle
  * t * theta^(-2i/rd); dims rd.. pass through. */
-static void rope(double *x, int64_t T, int64_t heads, int64_t d, int64_t rd, double theta)
+static void rope(double *x, int64_t T, int64_t heads, int64_t d, int64_t rd, double theta,
+                 double linear)
 {
     int64_t t, h, i;
     for (t = 0; t < T; t++)
         for (h = 0; h < heads; h++)
             for (i = 0; i < rd / 2; i++) {
                 double *v = x + (t * heads + h) * d;
-                double ang = (double)t * pow(theta, -2.0 * (double)i / (double)rd);
+                double ang = (double)t * pow(theta, -2.0 * (double)i / (double)rd) / linear;
                 double a = v[i], b = v[i + rd / 2];
                 v[i] = a * cos(ang) - b * sin(ang);
                 v[i + rd / 2] = b * cos(ang) + a * sin(ang);
@@ -217,11 +218,17 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
             rmsnorm(k, T * nkv, d, tmp, m->eps, k, off);
             free(tmp);
         }
-        rope(q, T, nh, d, m->rot_dim ? m->rot_dim : d, m->theta);
-        rope(k, T, nkv, d, m->rot_dim ? m->rot_dim : d, m->theta);
+        {
+            int sliding = m->window > 0 &&
+                          !(m->window_pattern > 0 && (L + 1) % m->window_pattern == 0);
+            double th = sliding && m->local_theta > 0 ? m->local_theta : m->theta;
+            double sc = !sliding && m->global_linear > 0 ? m->global_linear : 1.0;
+            rope(q, T, nh, d, m->rot_dim ? m->rot_dim : d, th, sc);
+            rope(k, T, nkv, d, m->rot_dim ? m->rot_dim : d, th, sc);
+        }
         for (h = 0; h < nh; h++) {
             int64_t kh = h / (nh / nkv);
-            int64_t win = m->window_even_only && L % 2 ? 0 : m->window;
+            int64_t win = m->window_pattern > 0 && (L + 1) % m->window_pattern == 0 ? 0 : m->window;
             for (t = 0; t < T; t++) {
                 double sc[4096], mx = -1e300, z = 0;
                 for (s = 0; s <= t; s++) {

@@ -16,11 +16,16 @@ typedef struct fwd_ref_model {
     double eps, theta;
     int qk_norm;
     int64_t window; /* sliding window (0: none) */
-    int window_even_only; /* gemma2: the window on layers 0, 2, 4... only */
-    /* gemma2: embedding * sqrt(hidden), (1 + w) norms, gelu-tanh, sandwich
-     * norms, score scale query_pre_attn_scalar^-1/2, soft-capping. */
+    int64_t window_pattern; /* > 0: only layers with (L + 1) % pattern != 0
+                               slide (gemma2: 2, gemma3: sliding_window_pattern) */
+    /* gemma2/3: embedding * sqrt(hidden), (1 + w) norms, gelu-tanh, sandwich
+     * norms, score scale query_pre_attn_scalar^-1/2, soft-capping (0: none). */
     int gemma2;
     double qpas, attn_cap, final_cap;
+    /* gemma3: sliding layers rotate with local_theta, unscaled; the others
+     * with theta and angles divided by global_linear (linear rope scaling;
+     * 0: none). */
+    double local_theta, global_linear;
     /* phi3: fused qkv_proj / gate_up_proj when the model has them; rotates
      * the first rot_dim dims of each head (0: all). */
     int64_t rot_dim;

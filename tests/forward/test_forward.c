@@ -213,7 +213,7 @@ static void ref_init(fwd_ref_model *m, const qbt_hfd_spec *s, const char *dir)
     if (strcmp(s->arch, "gemma2") == 0) {
         m->gemma2 = 1;
         m->window = (int64_t)sw->valuedouble;
-        m->window_even_only = 1;
+        m->window_pattern = 2;
         m->qpas = cJSON_GetObjectItem(c, "query_pre_attn_scalar")->valuedouble;
         m->attn_cap = cJSON_GetObjectItem(c, "attn_logit_softcapping")->valuedouble;
         m->final_cap = cJSON_GetObjectItem(c, "final_logit_softcapping")->valuedouble;
@@ -418,6 +418,7 @@ static void check_fixture(const char *arch)
     const int64_t H = 64, I = 96, V = 128, nh = 4, nkv = 2, E = 4, IM = 32, IS = 64;
     int phi3 = strcmp(arch, "phi3") == 0, mix = strcmp(arch, "mixtral") == 0;
     int q2 = strcmp(arch, "qwen2_moe") == 0, q3 = strcmp(arch, "qwen3_moe") == 0;
+    int g3 = strcmp(arch, "gemma3_text") == 0;
     int64_t d = q3 ? 32 : 16, L, e;
     const char *tmp = qbt_scratch("fwd-fx");
     char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), cfg[2048], args[8192], nm[96];
@@ -432,7 +433,8 @@ static void check_fixture(const char *arch)
     f->rng.s = 0x5eed + (uint64_t)strlen(arch);
     fx_add(f, "model.embed_tokens.weight", V, H, 0, 0.5);
     for (L = 0; L < 2; L++) {
-        fx_addf(f, L, "input_layernorm.weight", H, 0, 1, 0.1);
+        /* gemma norms hold w of (1 + w) */
+        fx_addf(f, L, "input_layernorm.weight", H, 0, g3 ? 0 : 1, 0.1);
         if (phi3) {
             fx_addf(f, L, "self_attn.qkv_proj.weight", (nh + 2 * nkv) * d, H, 0, 0.1);
         } else {
@@ -445,12 +447,16 @@ static void check_fixture(const char *arch)
             fx_addf(f, L, "self_attn.k_proj.bias", nkv * d, 0, 0, 0.1);
             fx_addf(f, L, "self_attn.v_proj.bias", nkv * d, 0, 0, 0.1);
         }
-        if (q3) {
-            fx_addf(f, L, "self_attn.q_norm.weight", d, 0, 1, 0.1);
-            fx_addf(f, L, "self_attn.k_norm.weight", d, 0, 1, 0.1);
+        if (q3 || g3) {
+            fx_addf(f, L, "self_attn.q_norm.weight", d, 0, g3 ? 0 : 1, 0.1);
+            fx_addf(f, L, "self_attn.k_norm.weight", d, 0, g3 ? 0 : 1, 0.1);
         }
         fx_addf(f, L, "self_attn.o_proj.weight", H, nh * d, 0, 0.1);
-        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, 1, 0.1);
+        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, g3 ? 0 : 1, 0.1);
+        if (g3) {
+            fx_addf(f, L, "pre_feedforward_layernorm.weight", H, 0, 0, 0.1);
+            fx_addf(f, L, "post_feedforward_layernorm.weight", H, 0, 0, 0.1);
+        }
         if (phi3) {
             fx_addf(f, L, "mlp.gate_up_proj.weight", 2 * I, H, 0, 0.1);
             fx_addf(f, L, "mlp.down_proj.weight", H, I, 0, 0.1);
@@ -464,7 +470,7 @@ static void check_fixture(const char *arch)
                 snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w3.weight", (long long)e);
                 fx_addf(f, L, nm, I, H, 0, 0.1);
             }
-        } else if (q2 && L == 1) {
+        } else if ((q2 && L == 1) || g3) {
             /* mlp_only_layers [1]: a dense MLP of intermediate_size */
             fx_addf(f, L, "mlp.gate_proj.weight", I, H, 0, 0.1);
             fx_addf(f, L, "mlp.up_proj.weight", I, H, 0, 0.1);
@@ -487,7 +493,7 @@ static void check_fixture(const char *arch)
             }
         }
     }
-    fx_add(f, "model.norm.weight", H, 0, 1, 0.1);
+    fx_add(f, "model.norm.weight", H, 0, g3 ? 0 : 1, 0.1);
     fx_add(f, "lm_head.weight", V, H, 0, 0.1);
     snprintf(cfg, sizeof cfg,
              "{\"architectures\": [\"X\"], \"model_type\": \"%s\", \"hidden_size\": %lld,\n"
@@ -503,6 +509,10 @@ static void check_fixture(const char *arch)
              : q2 ? ", \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
                     " \"shared_expert_intermediate_size\": 64, \"norm_topk_prob\": false,"
                     " \"decoder_sparse_step\": 1, \"mlp_only_layers\": [1], \"use_sliding_window\": false"
+             : g3 ? ", \"query_pre_attn_scalar\": 24, \"sliding_window\": 4,"
+                    " \"sliding_window_pattern\": 2, \"rope_local_base_freq\": 100.0,"
+                    " \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0},"
+                    " \"hidden_activation\": \"gelu_pytorch_tanh\""
                   : ", \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
                     " \"norm_topk_prob\": true, \"decoder_sparse_step\": 1, \"mlp_only_layers\": []");
     fx_write(f, src, cfg);
@@ -517,8 +527,17 @@ static void check_fixture(const char *arch)
     m.vocab = V;
     m.eps = 1e-6;
     m.theta = 10000.0;
-    m.qk_norm = q3;
-    m.window = phi3 ? 5 : 0;
+    m.qk_norm = q3 || g3;
+    m.window = phi3 ? 5 : g3 ? 4 : 0;
+    if (g3) {
+        /* layer 0 slides with the local base, layer 1 is global with
+         * the linear scaling; no soft-capping (Gemma3TextConfig) */
+        m.gemma2 = 1;
+        m.window_pattern = 2;
+        m.qpas = 24;
+        m.local_theta = 100.0;
+        m.global_linear = 2.0;
+    }
     m.rot_dim = phi3 ? d / 2 : 0;
     m.moe = mix ? 1 : (q2 || q3) ? 2 : 0;
     m.norm_topk = mix || q3;
@@ -556,6 +575,9 @@ static void check_fixture(const char *arch)
 }
 
 START_TEST(phi3_fused_partial_rotary) { check_fixture("phi3"); }
+END_TEST
+
+START_TEST(gemma3_local_global_rope) { check_fixture("gemma3_text"); }
 END_TEST
 
 START_TEST(mixtral_moe) { check_fixture("mixtral"); }
@@ -787,6 +809,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, qwen3_qk_norm_head_dim);
     tcase_add_test(tc, gemma2_sandwich_softcap);
     tcase_add_test(tc, phi3_fused_partial_rotary);
+    tcase_add_test(tc, gemma3_local_global_rope);
     tcase_add_test(tc, mixtral_moe);
     tcase_add_test(tc, qwen2_moe_shared_expert);
     tcase_add_test(tc, qwen3_moe_norm_topk);
