@@ -199,6 +199,10 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
 void qbh_model_check_free(qbh_model_check *mc);
 /* Short text block (or the skip line) on f. */
 void qbh_model_check_print(FILE *f, const qbh_model_check *mc);
+/* The HTML report's section (verify_report.c): a heading, the summary
+ * line, an inline SVG of KL and 1 - logits cosine per position, using
+ * the report's chart classes. Writes nothing else; never fails. */
+void qbh_model_check_html(FILE *f, const qbh_model_check *mc);
 /* Adds "model_check" to the cJSON object `root` (a cJSON *, passed as void
  * so this header needs no cJSON). Returns 0, or -1 on OOM. */
 int qbh_model_check_json(const qbh_model_check *mc, void *root);

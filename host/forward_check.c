@@ -246,3 +246,78 @@ qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv)
     qbh_model_check_free(&mc);
     return rc;
 }
+
+void qbh_model_check_html(FILE *f, const qbh_model_check *mc)
+{
+    const double W = 1080, Hh = 230, ml = 64, mr = 16, mt = 34, mb = 40;
+    double pw = W - ml - mr, ph = Hh - mt - mb, top = 0, slot, bw;
+    size_t i, step;
+    int t;
+
+    fputs("<h2>Model check</h2>\n", f);
+    if (!mc->ran) {
+        fputs("<p>Skipped: ", f);
+        for (i = 0; mc->skipped[i]; i++) { /* the reason may name a path */
+            char ch = mc->skipped[i];
+            if (ch == '<')
+                fputs("&lt;", f);
+            else if (ch == '>')
+                fputs("&gt;", f);
+            else if (ch == '&')
+                fputs("&amp;", f);
+            else
+                fputc(ch, f);
+        }
+        fputs("</p>\n", f);
+        return;
+    }
+    fprintf(f, "<p>%zu tokens: KL(src || conv) mean %.4g, p99 %.4g, max %.4g nats; top-1 "
+               "agreement %.1f%%; min logits cosine %.6f%s</p>\n",
+            mc->n_tokens, mc->kl_mean, mc->kl_p99, mc->kl_max, 100.0 * mc->top1_agreement,
+            mc->logits_cosine_min, mc->pass ? "" : " &mdash; <b>failed a limit</b>");
+    for (i = 0; i < mc->n_tokens; i++) {
+        top = mc->kl[i] > top ? mc->kl[i] : top;
+        top = 1.0 - mc->cosine[i] > top ? 1.0 - mc->cosine[i] : top;
+    }
+    if (!isnan(mc->max_kl) && mc->max_kl > top)
+        top = mc->max_kl;
+    top = top > 0 ? top * 1.12 : 1.0;
+    slot = pw / (double)(mc->n_tokens ? mc->n_tokens : 1);
+    bw = slot * 0.6 > 48.0 ? 48.0 : slot * 0.6;
+    step = mc->n_tokens > 32 ? (mc->n_tokens + 31) / 32 : 1;
+    fprintf(f, "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"KL per "
+               "position\">\n<text x=\"%.0f\" y=\"20\" class=\"ct\">KL(src || conv) and 1 "
+               "&#8722; logits cosine per position</text>\n"
+               "<rect x=\"%.0f\" y=\"10\" width=\"12\" height=\"12\" class=\"bar\"/><text "
+               "x=\"%.0f\" y=\"21\" class=\"lg\">KL (nats)</text>\n<circle cx=\"%.0f\" "
+               "cy=\"16\" r=\"4\" class=\"dot\"/><text x=\"%.0f\" y=\"21\" "
+               "class=\"lg\">1 &#8722; cosine</text>\n",
+            W, Hh, W, Hh, ml, W - 470, W - 454, W - 240, W - 230);
+    for (t = 0; t <= 4; t++) {
+        double v = top * t / 4.0, y = mt + ph - ph * t / 4.0;
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%.3g</text>\n",
+                ml, ml + pw, y, y, ml - 6, y + 4, v);
+    }
+    for (i = 0; i < mc->n_tokens; i++) {
+        double x = ml + slot * (double)i + (slot - bw) / 2.0, h = ph * mc->kl[i] / top;
+        double c = 1.0 - mc->cosine[i];
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                   "class=\"bar\"><title>position %zu (token %lld): KL %.4g</title></rect>\n",
+                x, mt + ph - h, bw, h, i, (long long)mc->tokens[i], mc->kl[i]);
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" class=\"dot\"><title>position "
+                   "%zu: 1 - cosine %.4g</title></circle>\n",
+                x + bw / 2.0, mt + ph - ph * c / top, i, c);
+        if (i % step == 0)
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" "
+                       "text-anchor=\"middle\">%zu</text>\n", x + bw / 2.0, mt + ph + 16, i);
+    }
+    if (!isnan(mc->max_kl))
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"limit\"/>\n",
+                ml, ml + pw, mt + ph - ph * mc->max_kl / top, mt + ph - ph * mc->max_kl / top);
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"axis\"/>"
+               "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"middle\">token "
+               "position</text>\n</svg>\n",
+            ml, ml + pw, mt + ph, mt + ph, ml + pw / 2.0, Hh - 6);
+}

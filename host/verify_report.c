@@ -595,6 +595,8 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
     } else {
         fputs("<p>No decoder-layer tensors were compared.</p>\n", f);
     }
+    if (r->model_check)
+        qbh_model_check_html(f, r->model_check);
     qbh_free(b1);
     qbh_free(b2);
     qbh_free(b3);

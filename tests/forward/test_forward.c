@@ -784,6 +784,20 @@ START_TEST(verify_model_check)
         cJSON_Delete(j);
         qbt_result_free(&r);
     }
+    /* The HTML report plots the check per position. */
+    {
+        char *rep = qbt_path(tmp, "r.html"), *html;
+        snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --report '%s'", src, w4,
+                 rep);
+        ck_assert_int_eq(qbt_run_line(args, &text), 0);
+        free(text);
+        html = qbt_read_file(rep, NULL);
+        ck_assert_ptr_nonnull(html);
+        ck_assert(strstr(html, "<h2>Model check</h2>"));
+        ck_assert_int_eq(qbt_count_lines(html, "<title>position "), 2 * 32);
+        free(html);
+        free(rep);
+    }
     /* convert --verify prints the check too. */
     snprintf(args, sizeof args, "convert --source '%s' --output '%s/w4b' --verify", src, tmp);
     ck_assert_int_eq(qbt_run_line(args, &text), 0);
