@@ -94,6 +94,7 @@ int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L);
 typedef struct qbh_fwd_weights {
     qbh_source *src;              /* not owned */
     struct qb_w4a16_model *w4;    /* owned; NULL: every linear from dense rows */
+    int tied;                     /* the config ties the head to the embedding */
     double lin_seconds;           /* wall time spent in qbh_fwd_linear */
     uint64_t lin_bytes;           /* weight bytes those products read (packed +
                                      scales for W4A16, float32 rows for dense) */
@@ -112,7 +113,7 @@ void qbh_fwd_weights_close(qbh_fwd_weights *w);
 /* y[M][N] = x[M][K] . W^T (+ bias when the model has one) for the linear
  * `path` ("self_attn.q_proj", "mlp.down_proj") of decoder layer `layer`,
  * or the head (layer -1, path "lm_head": lm_head.weight, or the embedding
- * when the model ties them). Dense: W is read in row blocks through the
+ * when w->tied and the model has no lm_head.weight). Dense: W is read in row blocks through the
  * reader (never whole), products in double. W4A16: qb_w4a16_gemm_cpu on
  * the packed rows, one row block per pool item. QB_E_NOT_FOUND /
  * QB_E_MISMATCH naming the tensor and its shape, a reader's error,

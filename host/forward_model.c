@@ -329,6 +329,7 @@ qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **lo
         return rc;
     if ((rc = qbh_fwd_weights_open(s, &w)))
         return rc;
+    w.tied = c.tied;
     if ((rc = bufs_alloc(&b, &c, n)))
         goto out;
     have_bufs = 1;

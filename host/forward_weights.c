@@ -264,9 +264,15 @@ static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, con
         snprintf(name, sizeof name, "%s.weight", path);
         snprintf(bias, sizeof bias, "%s.bias", path);
     }
-    /* A tied head is the embedding matrix (the reader serves no lm_head). */
-    if (layer < 0 && strcmp(path, "lm_head") == 0 && !has_tensor(w->src, name, &idx))
+    /* A tied head is the embedding matrix (the reader serves no lm_head);
+     * an untied model without one is an error, never the embedding. */
+    if (layer < 0 && strcmp(path, "lm_head") == 0 && !has_tensor(w->src, name, &idx)) {
+        if (!w->tied)
+            return qbh_error_set(QB_E_NOT_FOUND, "forward: %s: tensor lm_head.weight is missing "
+                                 "and config.json does not say tie_word_embeddings: true",
+                                 w->src->path);
         snprintf(name, sizeof name, "model.embed_tokens.weight");
+    }
     rc = find_tensor(w->src, name, &idx);
     if (rc)
         return rc;

@@ -621,6 +621,23 @@ START_TEST(errors)
     l.arch = "llama";
     ck_assert_int_eq(qbt_hfd_spec_check(&l), 0);
     ck_assert_int_eq(qbt_hfd_write(&l, ll), 0);
+    /* An untied config without lm_head.weight: an error, not the embedding. */
+    cfg = qbt_path(ll, "config.json");
+    body = qbt_read_file(cfg, NULL);
+    at = strstr(body, "\"tie_word_embeddings\": true");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_ge(asprintf(&patched, "%.*s\"tie_word_embeddings\": false%s",
+                              (int)(at - body), body,
+                              at + strlen("\"tie_word_embeddings\": true")), 0);
+    qbt_write_file(cfg, patched);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 1);
+    ck_assert_msg(strstr(text, "lm_head.weight is missing"), "%s", text);
+    free(text);
+    qbt_write_file(cfg, body);
+    free(patched);
+    free(body);
+    free(cfg);
     snprintf(args, sizeof args, "forward --model '%s' --tokens 1,64 --output '%s/o.st'", ll, tmp);
     ck_assert_int_eq(qbt_run_line(args, &text), 1);
     ck_assert_msg(strstr(text, "token id 64 outside"), "%s", text);
