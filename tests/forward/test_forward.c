@@ -615,7 +615,11 @@ START_TEST(errors)
     snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st'", src, tmp);
     ck_assert_int_eq(qbt_run_line(args, &text), 1);
     ck_assert_msg(strstr(text, "architecture 'falcon'"), "%s", text);
-    ck_assert(!qbt_exists(qbt_path(tmp, "o.st")));
+    {
+        char *o = qbt_path(tmp, "o.st");
+        ck_assert(!qbt_exists(o));
+        free(o);
+    }
     free(text);
 
     l.arch = "llama";
