@@ -7,6 +7,7 @@
  * "quantbridge: error: <message>", on stderr.
  */
 #include "qbh.h"
+#include "forward.h"
 #include "verify_engine.h"
 
 #include <errno.h>
@@ -115,6 +116,8 @@ static void usage(FILE *f)
             "                              convert a checkpoint\n"
             "  verify --source PATH --converted DIR [--json] [--report FILE.html]\n"
             "                              compare a conversion with its source\n"
+            "  forward --model PATH --tokens I,J,... --output FILE.safetensors\n"
+            "                              CPU reference logits of a model\n"
             "  plugin-check LIB [--sample PATH]\n"
             "                              check a plugin library against the SDK contract\n"
             "\n"
@@ -251,6 +254,8 @@ int qbh_cli_main(int argc, char **argv)
         rc = qbh_cmd_convert(argc, argv, &co);
     else if (strcmp(cmd, "verify") == 0)
         rc = qbh_cmd_verify(argc, argv, &co);
+    else if (strcmp(cmd, "forward") == 0)
+        rc = qbh_cmd_forward(argc, argv, &co);
     else if (strcmp(cmd, "plugin-check") == 0)
         rc = qbh_cmd_plugin_check(argc, argv, &co);
     else if (strcmp(cmd, "help") == 0 && argc > 1)

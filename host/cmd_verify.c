@@ -6,6 +6,7 @@
  * passes, 3 when the comparison ran and failed, 1 on an error, 2 on usage
  * errors.
  */
+#include "forward.h"
 #include "verify_engine.h"
 
 #include <errno.h>
@@ -40,6 +41,11 @@ static void usage(FILE *f)
             "                         no such bound; 0 demands bit-exact values)\n"
             "  --min-cosine X         also fail a tensor whose cosine or W.x cosine is below X\n"
             "                         (default: no such bound)\n"
+            "  --no-model-check       skip the model check (below)\n"
+            "  --tokens I,J,...       token ids of the model check (default: %d fixed ids)\n"
+            "  --text \"...\"           text of the model check (not supported yet)\n"
+            "  --max-kl X             fail when the model check's KL max exceeds X (nats)\n"
+            "  --min-top1 X           fail when its top-1 agreement is below X (0..1)\n"
             "  --json                 the report as JSON on stdout instead of the table\n"
             "  --report FILE.html     also write a self-contained HTML report (charts per\n"
             "                         layer, sortable table); written atomically\n"
@@ -63,9 +69,14 @@ static void usage(FILE *f)
             "Any NaN or Inf not kept bit for bit fails, as do missing, extra and reshaped\n"
             "tensors.\n"
             "\n"
+            "Model check (architectures the CPU forward pass runs: docs/forward.md): the\n"
+            "forward pass of both models over one token sequence; reports KL(src || conv)\n"
+            "mean, p99 and max, top-1 agreement and the minimum logits cosine. It fails\n"
+            "the verification only on --max-kl / --min-top1.\n"
+            "\n"
             "exit status: 0 every tensor present and passing, 1 error (nothing compared),\n"
             "2 usage error, 3 the comparison ran and failed\n",
-            QBH_VERIFY_N_VECTORS, 100.0 * QBH_VERIFY_BASELINE_MARGIN);
+            QBH_VERIFY_N_VECTORS, QBH_MC_DEFAULT_TOKENS, 100.0 * QBH_VERIFY_BASELINE_MARGIN);
 }
 
 static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
@@ -100,8 +111,18 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
+        {"no-model-check", no_argument, NULL, 'N'},
+        {"tokens", required_argument, NULL, 'k'},
+        {"text", required_argument, NULL, 'x'},
+        {"max-kl", required_argument, NULL, 'K'},
+        {"min-top1", required_argument, NULL, 'p'},
         {NULL, 0, NULL, 0},
     };
+    qbh_model_check mc;
+    int64_t *mc_ids = NULL;
+    size_t mc_n = 0;
+    double max_kl = NAN, min_top1 = NAN;
+    int no_mc = 0;
     const char *source = NULL, *converted = NULL, *format = NULL, *conv_format = NULL;
     const char *report = NULL;
     qbh_verify_opts vo;
@@ -113,6 +134,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
     size_t n_opt = 0;
     int c, json = 0, usage_err = 0, rc = QBH_EXIT_FAIL, reg_open = 0;
 
+    memset(&mc, 0, sizeof mc);
     memset(&src, 0, sizeof src);
     memset(&conv, 0, sizeof conv);
     memset(&sp, 0, sizeof sp);
@@ -179,6 +201,32 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
                 goto done;
             }
             break;
+        case 'N': no_mc = 1; break;
+        case 'k':
+            qbh_free(mc_ids);
+            if (qbh_parse_token_list(optarg, &mc_ids, &mc_n)) {
+                qbh_cli_report();
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            break;
+        case 'x':
+            fprintf(stderr, "quantbridge: error: verify: --text is not supported yet (the host "
+                    "has no tokenizer); give the ids with --tokens\n");
+            rc = QBH_EXIT_USAGE;
+            goto done;
+        case 'K':
+            if (parse_double("--max-kl", optarg, 0.0, 1e6, &max_kl)) {
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            break;
+        case 'p':
+            if (parse_double("--min-top1", optarg, 0.0, 1.0, &min_top1)) {
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            break;
         case 'h': usage(stdout); rc = QBH_EXIT_OK; goto done;
         case ':':
             fprintf(stderr, "quantbridge: error: option '%s' needs a value\n", argv[optind - 1]);
@@ -214,6 +262,13 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         goto report;
     if (qbh_verify_sources(&src, &conv, &vo, &res))
         goto report;
+    if (!no_mc) {
+        if (qbh_model_check_run(&src, &conv, mc_ids, mc_n, max_kl, min_top1, &mc))
+            goto report;
+        res->model_check = &mc;
+        if (mc.ran && !mc.pass)
+            res->pass = 0;
+    }
     if (report && qbh_verify_write_html(res, report))
         goto report;
     if (json) {
@@ -226,6 +281,8 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         cJSON_free(text);
     } else {
         qbh_verify_print_table(stdout, res);
+        if (!no_mc)
+            qbh_model_check_print(stdout, &mc);
     }
     if (report)
         fprintf(stderr, "quantbridge: report written to %s\n", report);
@@ -244,8 +301,14 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
                 if (!bad++)
                     first = res->t[i].name;
             }
-        fprintf(stderr, "quantbridge: error: %s does not match %s: %zu tensor(s) fail, "
-                "first %s\n", converted, source, bad, first);
+        if (mc.ran && !mc.pass)
+            fprintf(stderr, "quantbridge: verify: model check: %s\n", mc.reason);
+        if (bad)
+            fprintf(stderr, "quantbridge: error: %s does not match %s: %zu tensor(s) fail, "
+                    "first %s\n", converted, source, bad, first);
+        else
+            fprintf(stderr, "quantbridge: error: %s does not match %s: the model check "
+                    "fails its thresholds\n", converted, source);
     }
     goto done;
 report:
@@ -253,6 +316,8 @@ report:
     rc = usage_err ? QBH_EXIT_USAGE : QBH_EXIT_FAIL;
 done:
     qbh_verify_result_free(res);
+    qbh_model_check_free(&mc);
+    qbh_free(mc_ids);
     qbh_source_close(&conv);
     qbh_source_close(&src);
     qbh_params_free(&sp);

@@ -6,6 +6,7 @@
  * Memory: per worker two row blocks of at most VERIFY_BLOCK_ELEMS floats
  * and the W·x probe (n_vectors * cols doubles); never a whole tensor.
  */
+#include "forward.h"
 #include "verify_engine.h"
 
 #include <ctype.h>
@@ -537,8 +538,9 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
     rc = qbh_verify_sources(src, &conv, &o, &r);
     if (rc == QB_OK) {
         qbh_verify_print_summary(stdout, r);
+        rc = qbh_model_check_report(stdout, src, &conv);
         fflush(stdout);
-        if (!r->pass) {
+        if (rc == QB_OK && !r->pass) {
             size_t w;
             const char *what = "";
             const char *why = "";

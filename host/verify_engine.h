@@ -203,6 +203,9 @@ typedef struct qbh_verify_result {
     size_t n;
     size_t n_compared, n_exact, n_failed, n_missing, n_extra, n_shape;
     int pass;              /* no FAIL, MISSING, EXTRA or SHAPE */
+    const struct qbh_model_check *model_check; /* the caller's forward.h model
+                              check (not freed here), or NULL; written into
+                              the JSON and the HTML report */
 } qbh_verify_result;
 
 /* Selects the reader of `path` (`format` NULL or "auto": probe), builds its

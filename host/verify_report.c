@@ -4,6 +4,7 @@
  * charts drawn here so they show without scripts, a small inline script
  * that sorts the table; nothing is fetched).
  */
+#include "forward.h"
 #include "verify_engine.h"
 
 #include <errno.h>
@@ -336,6 +337,8 @@ char *qbh_verify_json(const qbh_verify_result *r)
     arr = cJSON_AddArrayToObject(root, "worst");
     for (i = 0; arr && i < nw; i++)
         cJSON_AddItemToArray(arr, cJSON_CreateString(r->t[worst[i]].name));
+    if (r->model_check && qbh_model_check_json(r->model_check, root))
+        goto out;
     text = cJSON_Print(root);
 out:
     qbh_free(L);
@@ -609,6 +612,8 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
     } else {
         fputs("<p>No decoder-layer tensors were compared.</p>\n", f);
     }
+    if (r->model_check)
+        qbh_model_check_html(f, r->model_check);
     qbh_free(b1);
     qbh_free(b2);
     qbh_free(b3);

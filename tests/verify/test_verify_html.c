@@ -102,7 +102,8 @@ START_TEST(report_renders)
                  cJSON_GetObjectItem(t, "name")->valuestring);
         ck_assert_msg(count(dom, needle) == 1, "rendered page lacks %s", needle);
     }
-    ck_assert_uint_eq(count(dom, "<svg"), 3);
+    /* 3 per-layer charts and the model check's per-position chart */
+    ck_assert_uint_eq(count(dom, "<svg"), 4);
     ck_assert_uint_eq(count(dom, "id=\"verdict\">PASS<"), 1);
     /* the script ran: the table is sorted by rel RMSE, worst first */
     ck_assert_uint_eq(count(dom, "data-dir=\"desc\""), 1);

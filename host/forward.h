@@ -1,0 +1,225 @@
+/*
+ * quantbridge host — the CPU reference forward pass of a decoder
+ * (docs/forward.md): the internal interface of forward_config.c,
+ * forward_weights.c, forward_ops.c, forward_model.c, forward_check.c and
+ * cmd_forward.c.
+ *
+ *   forward_config.c   config.json -> qbh_fwd_cfg (architecture, sizes,
+ *                      rope, sliding window); refuses what it cannot run
+ *   forward_weights.c  the weights of an open model: dense rows through
+ *                      its reader, or the packed W4A16 linears through
+ *                      libquantbridge-w4a16 (qb_w4a16_gemm_cpu)
+ *   forward_ops.c      RMSNorm, rotary embedding, causal attention,
+ *                      activations, soft-capping
+ *   forward_model.c    the decoder, layer by layer (dense or expert MLPs)
+ *   forward_check.c    verify's model check: KL, top-1, logits cosine
+ *   cmd_forward.c      `quantbridge forward`
+ *
+ * Numerics: activations are stored as float32 between operations; every
+ * sum (dot products of the dense linears, norms, softmax, attention)
+ * runs in double. The W4A16 linears run the kernel's own numerics (fp16
+ * input and output, fp32 accumulation: qb_w4a16.h).
+ */
+#ifndef QBH_FORWARD_H
+#define QBH_FORWARD_H
+
+#include "qbh.h"
+
+struct qb_w4a16_model;
+
+/* Rope scaling kinds read from config.json "rope_scaling". */
+typedef enum qbh_rope_kind {
+    QBH_ROPE_DEFAULT = 0,
+    QBH_ROPE_LINEAR,   /* inv_freq / factor */
+    QBH_ROPE_LLAMA3    /* the llama3 frequency-band rule */
+} qbh_rope_kind;
+
+#define QBH_MOE_MIXTRAL 1 /* block_sparse_moe.{gate, experts.E.w1/w2/w3} */
+#define QBH_MOE_QWEN 2    /* mlp.{gate, experts.E.*_proj, shared_expert*} */
+
+/* What the forward pass needs from config.json. */
+typedef struct qbh_fwd_cfg {
+    char arch[32];            /* model_type (forward_config.c lists those run) */
+    int64_t hidden, intermediate, n_layers, n_heads, n_kv_heads, head_dim, vocab;
+    double rms_eps, rope_theta;
+    qbh_rope_kind rope_kind;
+    double rope_factor, rope_low_freq, rope_high_freq, rope_orig_max;
+    int64_t sliding_window;   /* 0: full causal attention */
+    int64_t sliding_from;     /* first layer the window applies to (qwen2/3
+                                 max_window_layers; 0 for mistral) */
+    int qk_norm;              /* qwen3, gemma3: RMSNorm of q and k per head */
+    /* The gemma family (docs/forward.md, "Architectures"). */
+    int gemma;                /* embedding * sqrt(hidden), norms scale by (1 + w),
+                                 gelu-tanh MLP */
+    int sandwich;             /* gemma2/3: post-attention, pre/post-feedforward norms */
+    double attn_scale;        /* score scale: head_dim^-1/2, or gemma2/3's
+                                 query_pre_attn_scalar^-1/2 */
+    double attn_softcap, final_softcap; /* cap * tanh(x / cap); 0: none */
+    double rope_local_theta;  /* gemma3: rope base of the sliding layers (no
+                                 scaling there); 0: same as the others */
+    uint64_t sliding_map[16]; /* bit L: layer L uses the window (layers < 1024) */
+    int has_sliding_map;      /* 1: sliding_map decides, not sliding_from */
+    int64_t rot_dim;          /* dimensions rotated per head (phi3's
+                                 partial_rotary_factor; else head_dim) */
+    /* Mixture of experts (docs/forward.md, "Architectures"). */
+    int moe;                  /* 0 dense; QBH_MOE_MIXTRAL; QBH_MOE_QWEN */
+    int64_t n_experts, top_k, moe_intermediate, shared_intermediate;
+    int norm_topk;            /* renormalise the top-k routing weights */
+    int64_t sparse_step;      /* qwen: MoE on layers with (L + 1) % step == 0 */
+    uint64_t mlp_only[16];    /* qwen: bit L: layer L keeps the dense MLP */
+    int tied;                 /* tie_word_embeddings */
+    int64_t bos;              /* bos_token_id, -1 when absent */
+} qbh_fwd_cfg;
+
+/* Parses `config_json` (the model's config.json text; `what` names it in
+ * messages) into *c. QB_E_UNSUPPORTED naming the architecture (model_type)
+ * or the rope scaling type when the forward pass cannot run it;
+ * QB_E_FORMAT naming the key when a needed key is missing or not a
+ * positive number, or sizes disagree (heads * head_dim, kv heads dividing
+ * heads). Pure; thread-safe. */
+qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_cfg *c);
+
+/* Inverse rotary frequencies of c (rot_dim / 2 doubles into inv[]),
+ * after the configured scaling; local: those of gemma3's sliding layers
+ * (rope_local_theta, unscaled). Pure. */
+void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv);
+/* The window layer L attends with: c->sliding_window or 0. Pure. */
+int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
+/* 1 when layer L runs the experts (c->moe and not a dense layer). Pure. */
+int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L);
+
+/* ---- forward_weights.c ---------------------------------------------------- */
+
+/* The weights of one open model. */
+typedef struct qbh_fwd_weights {
+    qbh_source *src;              /* not owned */
+    struct qb_w4a16_model *w4;    /* owned; NULL: every linear from dense rows */
+    int tied;                     /* the config ties the head to the embedding */
+    double lin_seconds;           /* wall time spent in qbh_fwd_linear */
+    uint64_t lin_bytes;           /* weight bytes those products read (packed +
+                                     scales for W4A16, float32 rows for dense) */
+    uint64_t lin_w4;              /* how many ran through qb_w4a16_gemm_cpu */
+    double w4_seconds;            /* ... and the time and packed + scales bytes */
+    uint64_t w4_bytes;            /*     of those alone */
+} qbh_fwd_weights;
+
+/* Binds w to the open source s; when s was read by the sm86-w4a16 reader,
+ * also opens s->path with libquantbridge-w4a16 so that its linears run on
+ * the packed weights. QB_E_* from qb_w4a16_open with its message naming
+ * the file. Free with qbh_fwd_weights_close. Main thread. */
+qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w);
+void qbh_fwd_weights_close(qbh_fwd_weights *w);
+
+/* y[M][N] = x[M][K] . W^T (+ bias when the model has one) for the linear
+ * `path` ("self_attn.q_proj", "mlp.down_proj") of decoder layer `layer`,
+ * or the head (layer -1, path "lm_head": lm_head.weight, or the embedding
+ * when w->tied and the model has no lm_head.weight). Dense: W is read in row blocks through the
+ * reader (never whole), products in double. W4A16: qb_w4a16_gemm_cpu on
+ * the packed rows, one row block per pool item. QB_E_NOT_FOUND /
+ * QB_E_MISMATCH naming the tensor and its shape, a reader's error,
+ * QB_E_NOMEM. Main thread; uses the pool. */
+qb_status qbh_fwd_linear(qbh_fwd_weights *w, int64_t layer, const char *path, const float *x,
+                         int64_t M, int64_t K, float *y, int64_t N);
+
+/* The n floats of the 1-D tensor `name` (a norm weight) into out.
+ * QB_E_NOT_FOUND / QB_E_MISMATCH naming it. Thread-safe as the reader. */
+qb_status qbh_fwd_vector(qbh_fwd_weights *w, const char *name, float *out, int64_t n);
+
+/* Rows tokens[0..n) of model.embed_tokens.weight into out[n][hidden].
+ * QB_E_RANGE naming a token id outside [0, vocab). */
+qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int64_t hidden,
+                        float *out);
+
+/* ---- forward_ops.c -------------------------------------------------------- */
+
+/* x[M][n] = RMSNorm(x) * (offset + w), in place: sums in double; offset
+ * 1 for the gemma family's (1 + w), else 0. */
+void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps, double offset);
+/* Rotates q/k heads in place: x[T][n_heads * head_dim], position t = row:
+ * the first rot_dim dimensions of each head, their halves paired (the
+ * Hugging Face rotate_half layout); the others pass unchanged. */
+void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
+                  const double *inv);
+/* out[T][nh * hd] = causal softmax(softcap(scale * q k^T)) v per head, kv
+ * head h / (nh / nkv); softcap 0: none; window > 0 limits each query to
+ * the `window` latest positions (itself included). Heads run on the
+ * pool. QB_E_NOMEM. */
+qb_status qbh_fwd_attention(const float *q, const float *k, const float *v, int64_t T,
+                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, double scale,
+                            double softcap, float *out);
+/* g[i] = silu(g[i]) * u[i] for i < n. */
+void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
+/* g[i] = gelu_tanh(g[i]) * u[i] (gelu_pytorch_tanh). */
+void qbh_fwd_gelu_tanh_mul(float *g, const float *u, size_t n);
+/* x[i] = cap * tanh(x[i] / cap) for i < n. */
+void qbh_fwd_softcap(float *x, size_t n, double cap);
+
+/* ---- forward_model.c ------------------------------------------------------ */
+
+/* Runs the decoder of the open model on tokens[0..n) and returns
+ * *logits [n][cfg.vocab] (qbh_free) and *vocab. Memory: the activations
+ * of n tokens and one row block of one weight per thread, whatever the
+ * number of layers. Errors: those of qbh_fwd_cfg_parse (the architecture
+ * named), a missing/mis-shaped tensor named, QB_E_CANCELLED. Main
+ * thread; uses the pool. */
+qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **logits,
+                      int64_t *vocab);
+
+/* ---- forward_check.c ------------------------------------------------------ */
+
+/* verify's model check: the forward pass of source and converted model
+ * over one token sequence. */
+typedef struct qbh_model_check {
+    int ran;                  /* 0: skipped (skipped says why) */
+    char skipped[256];
+    int64_t *tokens;          /* the ids used (qbh_alloc) */
+    size_t n_tokens;
+    double *kl;               /* per position KL(src || conv), nats */
+    double *cosine;           /* per position logits cosine */
+    double kl_mean, kl_p99, kl_max, top1_agreement, logits_cosine_min;
+    double max_kl, min_top1;  /* the user's limits; NaN: none */
+    int pass;                 /* 1 unless a user limit is exceeded */
+    char reason[256];         /* why not pass */
+} qbh_model_check;
+
+/* Number of tokens and seed of the default sequence. */
+#define QBH_MC_DEFAULT_TOKENS 32
+
+/* Fills `ids` with the default fixed sequence for a vocabulary of `vocab`:
+ * bos (when 0 <= bos < vocab) then splitmix64 ids, deterministic. */
+void qbh_mc_default_tokens(int64_t vocab, int64_t bos, int64_t *ids, size_t n);
+
+/* Runs the check into *mc (zeroed first; max_kl/min_top1 NaN for no
+ * limit). tokens NULL: the default sequence. An architecture the forward
+ * pass cannot run is not an error: mc->ran = 0 with the reason. Errors
+ * (a read failure, QB_E_NOMEM, QB_E_CANCELLED) are returned with the
+ * message set. Free with qbh_model_check_free. Main thread; uses the pool. */
+qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *tokens,
+                              size_t n_tokens, double max_kl, double min_top1,
+                              qbh_model_check *mc);
+void qbh_model_check_free(qbh_model_check *mc);
+/* Short text block (or the skip line) on f. */
+void qbh_model_check_print(FILE *f, const qbh_model_check *mc);
+/* The HTML report's section (verify_report.c): a heading, the summary
+ * line, an inline SVG of KL and 1 - logits cosine per position, using
+ * the report's chart classes. Writes nothing else; never fails. */
+void qbh_model_check_html(FILE *f, const qbh_model_check *mc);
+/* Adds "model_check" to the cJSON object `root` (a cJSON *, passed as void
+ * so this header needs no cJSON). Returns 0, or -1 on OOM. */
+int qbh_model_check_json(const qbh_model_check *mc, void *root);
+
+/* `convert --verify`: runs the check with the default tokens and no
+ * limits on the open src and conv and prints the block (or the skip
+ * line) on f. Returns an error of the run (message set), else QB_OK. */
+qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv);
+
+/* Parses "I,J,K" into a qbh_alloc'd id array. QB_E_INVALID naming the bad
+ * item (the caller exits 2). */
+qb_status qbh_parse_token_list(const char *s, int64_t **ids, size_t *n);
+
+/* ---- cmd_forward.c -------------------------------------------------------- */
+
+/* `quantbridge forward`; returns the exit code. */
+int qbh_cmd_forward(int argc, char **argv, qbh_common *co);
+
+#endif /* QBH_FORWARD_H */

@@ -1,0 +1,323 @@
+/*
+ * quantbridge host — verify's model check: the forward pass of the source
+ * and of the converted model over one token sequence, compared position
+ * by position (docs/forward.md, "Model check"):
+ *   KL(P_src || P_conv) of the softmax distributions, in nats (double);
+ *   top-1 agreement: the share of positions whose argmax agrees;
+ *   logits cosine per position.
+ * The check fails only on limits the user gives (--max-kl, --min-top1):
+ * how much a 4-bit conversion may move the logits depends on the model.
+ */
+#include "forward.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+void qbh_mc_default_tokens(int64_t vocab, int64_t bos, int64_t *ids, size_t n)
+{
+    uint64_t z = UINT64_C(0x70c0ffee5eed1234);
+    size_t i = 0;
+    assert(vocab > 0);
+    if (n && bos >= 0 && bos < vocab)
+        ids[i++] = bos;
+    for (; i < n; i++) {
+        /* splitmix64: ids that depend on nothing but the vocabulary size. */
+        uint64_t x = (z += UINT64_C(0x9e3779b97f4a7c15));
+        x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+        x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+        x ^= x >> 31;
+        ids[i] = (int64_t)(x % (uint64_t)vocab);
+    }
+}
+
+/* KL(p || q) of softmax(a), softmax(b) over n logits, in double. */
+static double kl_div(const float *a, const float *b, int64_t n)
+{
+    double ma = -INFINITY, mb = -INFINITY, sa = 0, sb = 0, kl = 0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        if (a[i] > ma)
+            ma = a[i];
+        if (b[i] > mb)
+            mb = b[i];
+    }
+    for (i = 0; i < n; i++) {
+        sa += exp((double)a[i] - ma);
+        sb += exp((double)b[i] - mb);
+    }
+    /* log p_i = a_i - ma - log sa; sum p_i (log p_i - log q_i). */
+    for (i = 0; i < n; i++) {
+        double lp = (double)a[i] - ma - log(sa), lq = (double)b[i] - mb - log(sb);
+        kl += exp(lp) * (lp - lq);
+    }
+    return kl > 0 ? kl : 0; /* rounding can leave -1e-17 for equal inputs */
+}
+
+static int64_t argmax(const float *a, int64_t n)
+{
+    int64_t i, best = 0;
+    for (i = 1; i < n; i++)
+        if (a[i] > a[best])
+            best = i;
+    return best;
+}
+
+static double cosine(const float *a, const float *b, int64_t n)
+{
+    double d = 0, sa = 0, sb = 0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        d += (double)a[i] * b[i];
+        sa += (double)a[i] * a[i];
+        sb += (double)b[i] * b[i];
+    }
+    if (sa == 0 && sb == 0)
+        return 1.0;
+    if (sa == 0 || sb == 0)
+        return 0.0;
+    return d / sqrt(sa * sb);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+void qbh_model_check_free(qbh_model_check *mc)
+{
+    qbh_free(mc->tokens);
+    qbh_free(mc->kl);
+    qbh_free(mc->cosine);
+    mc->tokens = NULL;
+    mc->kl = mc->cosine = NULL;
+}
+
+qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *tokens,
+                              size_t n_tokens, double max_kl, double min_top1,
+                              qbh_model_check *mc)
+{
+    qbh_fwd_cfg cs, cc;
+    float *la = NULL, *lb = NULL;
+    double *sorted = NULL;
+    int64_t va = 0, vb = 0;
+    size_t i, agree = 0, n;
+    qb_status rc;
+
+    memset(mc, 0, sizeof *mc);
+    mc->max_kl = max_kl;
+    mc->min_top1 = min_top1;
+    mc->pass = 1;
+    /* Unsupported architecture (either side): skipped, not an error. */
+    if (qbh_fwd_cfg_parse(src->path, src->info.config_json, &cs) ||
+        qbh_fwd_cfg_parse(conv->path, conv->info.config_json, &cc)) {
+        snprintf(mc->skipped, sizeof mc->skipped, "%s", qbh_error_message());
+        qbh_error_clear();
+        return QB_OK;
+    }
+    if (cs.vocab != cc.vocab) {
+        snprintf(mc->skipped, sizeof mc->skipped, "vocab_size differs (%lld vs %lld)",
+                 (long long)cs.vocab, (long long)cc.vocab);
+        return QB_OK;
+    }
+    n = tokens ? n_tokens : QBH_MC_DEFAULT_TOKENS;
+    mc->tokens = qbh_alloc(n * sizeof *mc->tokens);
+    mc->kl = qbh_alloc(n * sizeof *mc->kl);
+    mc->cosine = qbh_alloc(n * sizeof *mc->cosine);
+    sorted = qbh_alloc(n * sizeof *sorted);
+    if (!mc->tokens || !mc->kl || !mc->cosine || !sorted) {
+        rc = qbh_error_set(QB_E_NOMEM, "model check: out of memory");
+        goto out;
+    }
+    if (tokens)
+        memcpy(mc->tokens, tokens, n * sizeof *tokens);
+    else
+        qbh_mc_default_tokens(cs.vocab, cs.bos, mc->tokens, n);
+    mc->n_tokens = n;
+    rc = qbh_forward(src, mc->tokens, n, &la, &va);
+    if (rc == QB_OK)
+        rc = qbh_forward(conv, mc->tokens, n, &lb, &vb);
+    if (rc == QB_E_NOT_FOUND || rc == QB_E_MISMATCH || rc == QB_E_UNSUPPORTED) {
+        /* A tensor missing or mis-shaped (the tensor table reports it)
+         * leaves no model to run: skipped, with the reason. */
+        snprintf(mc->skipped, sizeof mc->skipped, "%s", qbh_error_message());
+        qbh_error_clear();
+        rc = QB_OK;
+        goto out;
+    }
+    if (rc)
+        goto out;
+    qbh_progress_done();
+    mc->kl_mean = 0;
+    mc->kl_max = 0;
+    mc->logits_cosine_min = INFINITY;
+    for (i = 0; i < n; i++) {
+        const float *a = la + i * (size_t)va, *b = lb + i * (size_t)va;
+        mc->kl[i] = kl_div(a, b, va);
+        mc->cosine[i] = cosine(a, b, va);
+        mc->kl_mean += mc->kl[i] / (double)n;
+        if (mc->kl[i] > mc->kl_max)
+            mc->kl_max = mc->kl[i];
+        if (mc->cosine[i] < mc->logits_cosine_min)
+            mc->logits_cosine_min = mc->cosine[i];
+        agree += argmax(a, va) == argmax(b, va);
+        sorted[i] = mc->kl[i];
+    }
+    /* p99 by nearest rank: the smallest value with >= 99% at or below it. */
+    qsort(sorted, n, sizeof *sorted, cmp_double);
+    mc->kl_p99 = sorted[(size_t)ceil(0.99 * (double)n) - 1];
+    mc->top1_agreement = (double)agree / (double)n;
+    mc->ran = 1;
+    if (!isnan(max_kl) && !(mc->kl_max <= max_kl)) {
+        mc->pass = 0;
+        snprintf(mc->reason, sizeof mc->reason, "KL max %.6g > --max-kl %g", mc->kl_max, max_kl);
+    } else if (!isnan(min_top1) && !(mc->top1_agreement >= min_top1)) {
+        mc->pass = 0;
+        snprintf(mc->reason, sizeof mc->reason, "top-1 agreement %.4f < --min-top1 %g",
+                 mc->top1_agreement, min_top1);
+    }
+    rc = QB_OK;
+out:
+    qbh_free(la);
+    qbh_free(lb);
+    qbh_free(sorted);
+    if (rc)
+        qbh_model_check_free(mc);
+    return rc;
+}
+
+void qbh_model_check_print(FILE *f, const qbh_model_check *mc)
+{
+    if (!mc->ran) {
+        fprintf(f, "model check: skipped: %s\n", mc->skipped);
+        return;
+    }
+    fprintf(f,
+            "model check (%zu tokens): KL mean %.3g, p99 %.3g, max %.3g nats; top-1 agreement "
+            "%.1f%%; min logits cosine %.6f%s%s\n",
+            mc->n_tokens, mc->kl_mean, mc->kl_p99, mc->kl_max, 100.0 * mc->top1_agreement,
+            mc->logits_cosine_min, mc->pass ? "" : "; FAILED: ", mc->pass ? "" : mc->reason);
+}
+
+int qbh_model_check_json(const qbh_model_check *mc, void *root_)
+{
+    cJSON *root = root_, *o = cJSON_CreateObject(), *ids, *arr;
+    size_t i;
+    if (!o || !cJSON_AddItemToObject(root, "model_check", o)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    if (!mc->ran)
+        return cJSON_AddStringToObject(o, "skipped", mc->skipped) ? 0 : -1;
+    ids = cJSON_AddArrayToObject(o, "token_ids");
+    if (!ids)
+        return -1;
+    for (i = 0; i < mc->n_tokens; i++)
+        if (!cJSON_AddItemToArray(ids, cJSON_CreateNumber((double)mc->tokens[i])))
+            return -1;
+    if (!cJSON_AddNumberToObject(o, "kl_mean", mc->kl_mean) ||
+        !cJSON_AddNumberToObject(o, "kl_p99", mc->kl_p99) ||
+        !cJSON_AddNumberToObject(o, "kl_max", mc->kl_max) ||
+        !cJSON_AddNumberToObject(o, "top1_agreement", mc->top1_agreement) ||
+        !cJSON_AddNumberToObject(o, "logits_cosine_min", mc->logits_cosine_min) ||
+        !cJSON_AddBoolToObject(o, "pass", mc->pass))
+        return -1;
+    arr = cJSON_AddArrayToObject(o, "kl_per_position");
+    if (!arr)
+        return -1;
+    for (i = 0; i < mc->n_tokens; i++)
+        if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(mc->kl[i])))
+            return -1;
+    if (!mc->pass && !cJSON_AddStringToObject(o, "reason", mc->reason))
+        return -1;
+    return 0;
+}
+
+qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv)
+{
+    qbh_model_check mc;
+    qb_status rc = qbh_model_check_run(src, conv, NULL, 0, NAN, NAN, &mc);
+    if (rc == QB_OK)
+        qbh_model_check_print(f, &mc);
+    qbh_model_check_free(&mc);
+    return rc;
+}
+
+void qbh_model_check_html(FILE *f, const qbh_model_check *mc)
+{
+    const double W = 1080, Hh = 230, ml = 64, mr = 16, mt = 34, mb = 40;
+    double pw = W - ml - mr, ph = Hh - mt - mb, top = 0, slot, bw;
+    size_t i, step;
+    int t;
+
+    fputs("<h2>Model check</h2>\n", f);
+    if (!mc->ran) {
+        fputs("<p>Skipped: ", f);
+        for (i = 0; mc->skipped[i]; i++) { /* the reason may name a path */
+            char ch = mc->skipped[i];
+            if (ch == '<')
+                fputs("&lt;", f);
+            else if (ch == '>')
+                fputs("&gt;", f);
+            else if (ch == '&')
+                fputs("&amp;", f);
+            else
+                fputc(ch, f);
+        }
+        fputs("</p>\n", f);
+        return;
+    }
+    fprintf(f, "<p>%zu tokens: KL(src || conv) mean %.4g, p99 %.4g, max %.4g nats; top-1 "
+               "agreement %.1f%%; min logits cosine %.6f%s</p>\n",
+            mc->n_tokens, mc->kl_mean, mc->kl_p99, mc->kl_max, 100.0 * mc->top1_agreement,
+            mc->logits_cosine_min, mc->pass ? "" : " &mdash; <b>failed a limit</b>");
+    for (i = 0; i < mc->n_tokens; i++) {
+        top = mc->kl[i] > top ? mc->kl[i] : top;
+        top = 1.0 - mc->cosine[i] > top ? 1.0 - mc->cosine[i] : top;
+    }
+    if (!isnan(mc->max_kl) && mc->max_kl > top)
+        top = mc->max_kl;
+    top = top > 0 ? top * 1.12 : 1.0;
+    slot = pw / (double)(mc->n_tokens ? mc->n_tokens : 1);
+    bw = slot * 0.6 > 48.0 ? 48.0 : slot * 0.6;
+    step = mc->n_tokens > 32 ? (mc->n_tokens + 31) / 32 : 1;
+    fprintf(f, "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"KL per "
+               "position\">\n<text x=\"%.0f\" y=\"20\" class=\"ct\">KL(src || conv) and 1 "
+               "&#8722; logits cosine per position</text>\n"
+               "<rect x=\"%.0f\" y=\"10\" width=\"12\" height=\"12\" class=\"bar\"/><text "
+               "x=\"%.0f\" y=\"21\" class=\"lg\">KL (nats)</text>\n<circle cx=\"%.0f\" "
+               "cy=\"16\" r=\"4\" class=\"dot\"/><text x=\"%.0f\" y=\"21\" "
+               "class=\"lg\">1 &#8722; cosine</text>\n",
+            W, Hh, W, Hh, ml, W - 470, W - 454, W - 240, W - 230);
+    for (t = 0; t <= 4; t++) {
+        double v = top * t / 4.0, y = mt + ph - ph * t / 4.0;
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%.3g</text>\n",
+                ml, ml + pw, y, y, ml - 6, y + 4, v);
+    }
+    for (i = 0; i < mc->n_tokens; i++) {
+        double x = ml + slot * (double)i + (slot - bw) / 2.0, h = ph * mc->kl[i] / top;
+        double c = 1.0 - mc->cosine[i];
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                   "class=\"bar\"><title>position %zu (token %lld): KL %.4g</title></rect>\n",
+                x, mt + ph - h, bw, h, i, (long long)mc->tokens[i], mc->kl[i]);
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" class=\"dot\"><title>position "
+                   "%zu: 1 - cosine %.4g</title></circle>\n",
+                x + bw / 2.0, mt + ph - ph * c / top, i, c);
+        if (i % step == 0)
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" "
+                       "text-anchor=\"middle\">%zu</text>\n", x + bw / 2.0, mt + ph + 16, i);
+    }
+    if (!isnan(mc->max_kl))
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"limit\"/>\n",
+                ml, ml + pw, mt + ph - ph * mc->max_kl / top, mt + ph - ph * mc->max_kl / top);
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"axis\"/>"
+               "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"middle\">token "
+               "position</text>\n</svg>\n",
+            ml, ml + pw, mt + ph, mt + ph, ml + pw / 2.0, Hh - 6);
+}

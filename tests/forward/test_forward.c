@@ -1,0 +1,855 @@
+/*
+ * `quantbridge forward` against the tests' own float64 reference
+ * (fwd_ref.c) on tiny random hf-dense checkpoints of the llama family
+ * (tests/gen), and on their W4A16 conversions by the built program.
+ *
+ * Ground truth: the source weights are recomputed from the generator's
+ * formula (qbt_hfd_fill, rounded to the stored dtype), never read back
+ * through a reader; the W4A16 weights are decoded here from the packed
+ * nibbles and fp16 scales (docs/w4a16-format.md, "Encoding of a packed
+ * linear") with plain loops.
+ *
+ * Tolerance (docs/forward.md, "Tolerances"): a logit is a dot product
+ * sum_c W_vc x_c of the final hidden state; every rounding upstream
+ * perturbs x by a relative amount of order u, so |logit - ref| <=
+ * kappa * u * sum_c |W_vc| |x_c|, with u the unit roundoff of the values
+ * the pass stores between operations (float32: 2^-24; the W4A16 kernel's
+ * fp16 inputs and outputs: 2^-11) and kappa the number of roundings on
+ * the residual path times their amplification: FWD_KAPPA.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+
+#include "qbt_check_main.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <quantbridge/qb_half.h>
+#include <quantbridge/qb_w4a16.h>
+
+#include "fwd_ref.h"
+#include "gen_hf_dense.h"
+#include "qbt_fs.h"
+#include "qbt_run.h"
+#include "qbt_st_writer.h"
+
+/* Roundings of the stored activations per layer (norm, q/k/v, rope,
+ * attention, o, residual, norm, gate/up, silu, down, residual: about 12)
+ * times the layers plus the embedding, final norm and head, with a factor
+ * 2 for their growth through the normalisations: kappa = 2 * (12 L + 4)
+ * (56 at 2 layers; measured worst: 1.5 in float32, 0.8 in fp16). */
+#define FWD_KAPPA(L) (2.0 * (12.0 * (double)(L) + 4.0))
+#define U_F32 (1.0 / 16777216.0) /* 2^-24 */
+#define U_F16 (1.0 / 2048.0)     /* 2^-11 */
+
+static const int64_t TOKENS[] = {1, 17, 5, 99, 42, 3, 64, 120, 7};
+#define N_TOK ((int64_t)(sizeof TOKENS / sizeof TOKENS[0]))
+
+/* ---- ground truth of the source ----------------------------------------- */
+
+typedef struct src_ctx {
+    qbt_hfd_spec *s;
+    qbt_hfd_tensor *t;
+    size_t n;
+} src_ctx;
+
+static int src_get(void *ctx, const char *name, int64_t n, double *out)
+{
+    src_ctx *c = ctx;
+    size_t i;
+    int64_t k;
+    for (i = 0; i < c->n; i++)
+        if (strcmp(c->t[i].name, name) == 0) {
+            float *f = malloc(qbt_hfd_numel(&c->t[i]) * sizeof *f);
+            ck_assert_ptr_nonnull(f);
+            ck_assert_int_eq((int64_t)qbt_hfd_numel(&c->t[i]), n);
+            qbt_hfd_fill(c->s, &c->t[i], f);
+            for (k = 0; k < n; k++)
+                out[k] = qbt_hfd_round(c->s->dtype, f[k]);
+            free(f);
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- ground truth of a W4A16 directory ---------------------------------- */
+
+static int w4_f16(qb_w4a16_model *m, const char *file, const char *name, int64_t n, double *out)
+{
+    qb_w4a16_tensor t;
+    int64_t i;
+    if (qb_w4a16_tensor_get(m, file, name, &t))
+        return -1;
+    ck_assert_int_eq(t.dtype, QB_W4A16_DT_F16);
+    ck_assert_int_eq((int64_t)t.n_bytes, n * 2);
+    for (i = 0; i < n; i++)
+        out[i] = qb_f16_to_f32(((const uint16_t *)t.data)[i]);
+    return 0;
+}
+
+static int w4_get(void *ctx, const char *name, int64_t n, double *out)
+{
+    qb_w4a16_model *m = ctx;
+    char file[64], path[160];
+    long long L;
+    int off = 0;
+    size_t len;
+
+    if (strcmp(name, "model.embed_tokens.weight") == 0)
+        return w4_f16(m, "embed.safetensors", "embed_tokens.weight", n, out);
+    if (strcmp(name, "model.norm.weight") == 0)
+        return w4_f16(m, "norm.safetensors", "norm.weight", n, out);
+    if (strcmp(name, "lm_head.weight") == 0)
+        return w4_f16(m, "lm_head.safetensors", "lm_head.weight", n, out);
+    ck_assert_msg(sscanf(name, "model.layers.%lld.%n", &L, &off) == 1 && off > 0, "%s", name);
+    ck_assert_int_eq(qb_w4a16_layer_file(m, L, file, sizeof file), 0);
+    snprintf(path, sizeof path, "%s", name + off);
+    len = strlen(path);
+    {
+        qb_w4a16_linear q;
+        int is_bias = len > 5 && strcmp(path + len - 5, ".bias") == 0;
+        int64_t r, c, ng;
+        qb_status rc;
+        if (!is_bias && !(len > 7 && strcmp(path + len - 7, ".weight") == 0))
+            return w4_f16(m, file, path, n, out);
+        *strrchr(path, '.') = '\0';
+        rc = qb_w4a16_linear_get(m, L, path, 0, &q);
+        if (rc == QB_E_NOT_FOUND) { /* a norm, a router: F16 under its own name */
+            if (is_bias)
+                return -1;
+            strcat(path, ".weight");
+            return w4_f16(m, file, path, n, out);
+        }
+        ck_assert_int_eq(rc, 0);
+        if (is_bias) {
+            if (!q.bias)
+                return -1;
+            for (r = 0; r < q.n; r++)
+                out[r] = qb_f16_to_f32(q.bias[r]);
+            return 0;
+        }
+        ck_assert_int_eq(q.n * q.k, n);
+        ng = (q.k + q.group_size - 1) / q.group_size;
+        for (r = 0; r < q.n; r++)
+            for (c = 0; c < q.k; c++) {
+                uint8_t byte = q.packed[r * ((q.k + 1) / 2) + c / 2];
+                int code = (c % 2 ? byte >> 4 : byte & 15) - 8;
+                float sc = qb_f16_to_f32(q.scales[r * ng + c / q.group_size]);
+                out[r * q.k + c] = (float)code * sc; /* decoded in fp32 (the format) */
+            }
+        return 0;
+    }
+}
+
+/* ---- running the program ------------------------------------------------ */
+
+static float *run_forward(const char *model, const char *out_dir, int64_t *rows, int64_t *cols)
+{
+    char args[8192], toks[512] = "", *text = NULL, *data, *o;
+    size_t len, hl, k;
+    cJSON *h, *lg, *sh;
+    float *f;
+    int rc;
+
+    for (k = 0; k < (size_t)N_TOK; k++)
+        snprintf(toks + strlen(toks), sizeof toks - strlen(toks), "%s%lld", k ? "," : "",
+                 (long long)TOKENS[k]);
+    o = qbt_path(out_dir, "logits.safetensors");
+    snprintf(args, sizeof args, "forward --model '%s' --tokens %s --output '%s' --threads 3",
+             model, toks, o);
+    rc = qbt_run_line(args, &text);
+    ck_assert_msg(rc == 0, "%s -> %d\n%s", args, rc, text);
+    free(text);
+    data = qbt_read_file(o, &len);
+    ck_assert_ptr_nonnull(data);
+    hl = 0;
+    for (k = 0; k < 8; k++)
+        hl |= (size_t)(unsigned char)data[k] << (8 * k);
+    ck_assert_int_eq((8 + hl) % 8, 0);
+    {
+        char *js = strndup(data + 8, hl);
+        h = cJSON_Parse(js);
+        free(js);
+    }
+    ck_assert_ptr_nonnull(h);
+    lg = cJSON_GetObjectItem(h, "logits");
+    ck_assert_str_eq(cJSON_GetObjectItem(lg, "dtype")->valuestring, "F32");
+    sh = cJSON_GetObjectItem(lg, "shape");
+    *rows = (int64_t)cJSON_GetArrayItem(sh, 0)->valuedouble;
+    *cols = (int64_t)cJSON_GetArrayItem(sh, 1)->valuedouble;
+    ck_assert_int_eq((int64_t)len, (int64_t)(8 + hl) + *rows * *cols * 4);
+    f = malloc((size_t)(*rows * *cols) * sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    memcpy(f, data + 8 + hl, (size_t)(*rows * *cols) * sizeof *f);
+    cJSON_Delete(h);
+    free(data);
+    free(o);
+    return f;
+}
+
+/* Reference model from the written config.json (eps, theta, window). */
+static void ref_init(fwd_ref_model *m, const qbt_hfd_spec *s, const char *dir)
+{
+    char *p = qbt_path(dir, "config.json"), *text = qbt_read_file(p, NULL);
+    cJSON *c = cJSON_Parse(text), *sw;
+    ck_assert_ptr_nonnull(c);
+    memset(m, 0, sizeof *m);
+    m->hidden = s->hidden;
+    m->inter = s->intermediate;
+    m->layers = s->layers;
+    m->heads = s->heads;
+    m->kv_heads = s->kv_heads;
+    m->head_dim = s->head_dim;
+    m->vocab = s->vocab;
+    m->eps = cJSON_GetObjectItem(c, "rms_norm_eps")->valuedouble;
+    m->theta = cJSON_GetObjectItem(c, "rope_theta")->valuedouble;
+    m->qk_norm = strcmp(s->arch, "qwen3") == 0;
+    sw = cJSON_GetObjectItem(c, "sliding_window");
+    if (strcmp(s->arch, "mistral") == 0 && cJSON_IsNumber(sw))
+        m->window = (int64_t)sw->valuedouble;
+    if (strcmp(s->arch, "gemma2") == 0) {
+        m->gemma2 = 1;
+        m->window = (int64_t)sw->valuedouble;
+        m->window_pattern = 2;
+        m->qpas = cJSON_GetObjectItem(c, "query_pre_attn_scalar")->valuedouble;
+        m->attn_cap = cJSON_GetObjectItem(c, "attn_logit_softcapping")->valuedouble;
+        m->final_cap = cJSON_GetObjectItem(c, "final_logit_softcapping")->valuedouble;
+    }
+    cJSON_Delete(c);
+    free(text);
+    free(p);
+}
+
+/* Compares got[T][V] with the reference: returns the worst ratio
+ * |got - ref| / (u * mag), and checks it against FWD_KAPPA. */
+static double compare(const char *what, const float *got, const double *ref, const double *mag,
+                      int64_t n, double u, int64_t layers)
+{
+    double worst = 0, max_abs = 0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        double r = fabs((double)got[i] - ref[i]) / (u * mag[i]);
+        ck_assert_msg(isfinite(got[i]), "%s: logit %lld not finite", what, (long long)i);
+        if (r > worst)
+            worst = r;
+        if (fabs(ref[i]) > max_abs)
+            max_abs = fabs(ref[i]);
+    }
+    fprintf(stderr, "%s: max |logit| %.4g, worst error / (u * mag) = %.3g (kappa %.0f)\n", what,
+            max_abs, worst, FWD_KAPPA(layers));
+    ck_assert_msg(max_abs > 0, "%s: all logits are zero", what);
+    ck_assert_msg(worst <= FWD_KAPPA(layers), "%s: error %.3g u * mag > kappa %.0f", what, worst,
+                  FWD_KAPPA(layers));
+    return worst;
+}
+
+static void check_arch(const char *arch, const char *dtype, int tied, int heads, int kv,
+                       int head_dim, int window)
+{
+    qbt_hfd_spec s = {.arch = arch, .dtype = dtype, .layers = 2, .hidden = 64,
+                      .intermediate = 96, .vocab = 128, .heads = heads, .kv_heads = kv,
+                      .head_dim = head_dim, .tied = tied, .shards = 1, .seed = 7};
+    const char *tmp = qbt_scratch("fwd");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), args[8192], *text = NULL;
+    src_ctx sc;
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    double *ref = malloc(sizeof(double) * N_TOK * 128), *mag = malloc(sizeof(double) * N_TOK * 128);
+    char err[512];
+    float *got;
+    int64_t rows, cols;
+
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    ck_assert_int_eq(qbt_hfd_tensors(&s, &sc.t, &sc.n), 0);
+    if (window) {
+        /* The generator writes mistral's window as null: set one shorter
+         * than the sequence so the mask is exercised. */
+        char *p = qbt_path(src, "config.json"), *text = qbt_read_file(p, NULL), *at, *t2;
+        ck_assert_ptr_nonnull(text);
+        const char *key = strcmp(arch, "gemma2") == 0 ? "\"sliding_window\": 4096"
+                                                       : "\"sliding_window\": null";
+        at = strstr(text, key);
+        ck_assert_ptr_nonnull(at);
+        ck_assert_int_ge(asprintf(&t2, "%.*s\"sliding_window\": %d%s", (int)(at - text), text,
+                                  window, at + strlen(key)), 0);
+        qbt_write_file(p, t2);
+        free(t2);
+        free(text);
+        free(p);
+    }
+    sc.s = &s;
+
+    /* The source, as stored (bf16/f16/f32 values). */
+    ref_init(&m, &s, src);
+    m.get = src_get;
+    m.ctx = &sc;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(src, tmp, &rows, &cols);
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, 128);
+    compare(arch, got, ref, mag, rows * cols, U_F32, s.layers);
+    free(got);
+
+    /* Its W4A16 conversion (g32), through the kernel. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(w4, tmp, &rows, &cols);
+    compare("w4a16", got, ref, mag, rows * cols, U_F16, s.layers);
+    free(got);
+    qb_w4a16_close(wm);
+    free(sc.t);
+    free(ref);
+    free(mag);
+    free(src);
+    free(w4);
+}
+
+START_TEST(llama_bf16_untied) { check_arch("llama", "bf16", 0, 4, 2, 16, 0); }
+END_TEST
+
+START_TEST(mistral_f16_window) { check_arch("mistral", "f16", 0, 4, 1, 16, 3); }
+END_TEST
+
+START_TEST(qwen2_biases_tied) { check_arch("qwen2", "bf16", 1, 4, 2, 16, 0); }
+END_TEST
+
+/* gemma2: (1 + w) norms, embedding scale, gelu-tanh, sandwich norms,
+ * query_pre_attn_scalar, both soft-cappings, window 4 on even layers. */
+START_TEST(gemma2_sandwich_softcap) { check_arch("gemma2", "bf16", 1, 4, 2, 16, 4); }
+END_TEST
+
+START_TEST(qwen3_qk_norm_head_dim) { check_arch("qwen3", "f32", 0, 4, 2, 32, 0); }
+END_TEST
+
+/* ---- hand-built fixtures: phi3 and the MoE families ---------------------- */
+
+/* A model built tensor by tensor (the hf-dense generator knows the dense
+ * families only): F32 values from splitmix64 normals, written as one
+ * model.safetensors, and the getter of its exact values. */
+#define FX_MAX 256
+typedef struct fx {
+    char name[FX_MAX][96];
+    int nd[FX_MAX];
+    int64_t dims[FX_MAX][2];
+    float *data[FX_MAX];
+    size_t n;
+    qbt_rng rng;
+} fx;
+
+static void fx_add(fx *f, const char *name, int64_t rows, int64_t cols, double mean, double sd)
+{
+    int64_t i, n = rows * (cols ? cols : 1);
+    ck_assert_uint_lt(f->n, FX_MAX);
+    snprintf(f->name[f->n], sizeof f->name[0], "%s", name);
+    f->nd[f->n] = cols ? 2 : 1;
+    f->dims[f->n][0] = rows;
+    f->dims[f->n][1] = cols;
+    f->data[f->n] = malloc((size_t)n * sizeof(float));
+    for (i = 0; i < n; i++)
+        f->data[f->n][i] = (float)(mean + sd * qbt_rng_normal(&f->rng));
+    f->n++;
+}
+
+static void fx_addf(fx *f, int64_t L, const char *what, int64_t rows, int64_t cols, double mean,
+                    double sd)
+{
+    char name[200];
+    snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)L, what);
+    fx_add(f, name, rows, cols, mean, sd);
+}
+
+static int fx_get(void *ctx, const char *name, int64_t n, double *out)
+{
+    fx *f = ctx;
+    size_t i;
+    int64_t k;
+    for (i = 0; i < f->n; i++)
+        if (strcmp(f->name[i], name) == 0) {
+            ck_assert_int_eq(f->dims[i][0] * (f->nd[i] == 2 ? f->dims[i][1] : 1), n);
+            for (k = 0; k < n; k++)
+                out[k] = f->data[i][k];
+            return 0;
+        }
+    return -1;
+}
+
+static void fx_write(fx *f, const char *dir, const char *config)
+{
+    qbt_st_writer *w = qbt_st_writer_new();
+    char *p;
+    size_t i;
+    qbt_mkdir_p(dir);
+    for (i = 0; i < f->n; i++) {
+        size_t n = (size_t)(f->dims[i][0] * (f->nd[i] == 2 ? f->dims[i][1] : 1));
+        ck_assert_int_eq(qbt_st_writer_add(w, f->name[i], "F32", f->nd[i], f->dims[i], f->data[i],
+                                           n * sizeof(float)),
+                         0);
+    }
+    p = qbt_path(dir, "model.safetensors");
+    ck_assert_int_eq(qbt_st_writer_save(w, p), 0);
+    free(p);
+    qbt_st_writer_free(w);
+    p = qbt_path(dir, "config.json");
+    qbt_write_file(p, config);
+    free(p);
+}
+
+static void fx_free(fx *f)
+{
+    size_t i;
+    for (i = 0; i < f->n; i++)
+        free(f->data[i]);
+}
+
+/* arch: "phi3", "mixtral", "qwen2_moe", "qwen3_moe". 2 layers, hidden 64,
+ * 4 heads of 16 (qwen3_moe: 32), 2 kv heads, vocab 128, 4 experts top-2.
+ * Routers get a larger spread so that no two experts tie. */
+static void check_fixture(const char *arch)
+{
+    const int64_t H = 64, I = 96, V = 128, nh = 4, nkv = 2, E = 4, IM = 32, IS = 64;
+    int phi3 = strcmp(arch, "phi3") == 0, mix = strcmp(arch, "mixtral") == 0;
+    int q2 = strcmp(arch, "qwen2_moe") == 0, q3 = strcmp(arch, "qwen3_moe") == 0;
+    int g3 = strcmp(arch, "gemma3_text") == 0;
+    int64_t d = q3 ? 32 : 16, L, e;
+    const char *tmp = qbt_scratch("fwd-fx");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), cfg[2048], args[8192], nm[96];
+    char *text = NULL, err[512];
+    double *ref = malloc(sizeof(double) * N_TOK * V), *mag = malloc(sizeof(double) * N_TOK * V);
+    fx *f = calloc(1, sizeof *f);
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    float *got;
+    int64_t rows, cols;
+
+    f->rng.s = 0x5eed + (uint64_t)strlen(arch);
+    fx_add(f, "model.embed_tokens.weight", V, H, 0, 0.5);
+    for (L = 0; L < 2; L++) {
+        /* gemma norms hold w of (1 + w) */
+        fx_addf(f, L, "input_layernorm.weight", H, 0, g3 ? 0 : 1, 0.1);
+        if (phi3) {
+            fx_addf(f, L, "self_attn.qkv_proj.weight", (nh + 2 * nkv) * d, H, 0, 0.1);
+        } else {
+            fx_addf(f, L, "self_attn.q_proj.weight", nh * d, H, 0, 0.1);
+            fx_addf(f, L, "self_attn.k_proj.weight", nkv * d, H, 0, 0.1);
+            fx_addf(f, L, "self_attn.v_proj.weight", nkv * d, H, 0, 0.1);
+        }
+        if (q2) {
+            fx_addf(f, L, "self_attn.q_proj.bias", nh * d, 0, 0, 0.1);
+            fx_addf(f, L, "self_attn.k_proj.bias", nkv * d, 0, 0, 0.1);
+            fx_addf(f, L, "self_attn.v_proj.bias", nkv * d, 0, 0, 0.1);
+        }
+        if (q3 || g3) {
+            fx_addf(f, L, "self_attn.q_norm.weight", d, 0, g3 ? 0 : 1, 0.1);
+            fx_addf(f, L, "self_attn.k_norm.weight", d, 0, g3 ? 0 : 1, 0.1);
+        }
+        fx_addf(f, L, "self_attn.o_proj.weight", H, nh * d, 0, 0.1);
+        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, g3 ? 0 : 1, 0.1);
+        if (g3) {
+            fx_addf(f, L, "pre_feedforward_layernorm.weight", H, 0, 0, 0.1);
+            fx_addf(f, L, "post_feedforward_layernorm.weight", H, 0, 0, 0.1);
+        }
+        if (phi3) {
+            fx_addf(f, L, "mlp.gate_up_proj.weight", 2 * I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.down_proj.weight", H, I, 0, 0.1);
+        } else if (mix) {
+            fx_addf(f, L, "block_sparse_moe.gate.weight", E, H, 0, 1.0);
+            for (e = 0; e < E; e++) {
+                snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w1.weight", (long long)e);
+                fx_addf(f, L, nm, I, H, 0, 0.1);
+                snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w2.weight", (long long)e);
+                fx_addf(f, L, nm, H, I, 0, 0.1);
+                snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w3.weight", (long long)e);
+                fx_addf(f, L, nm, I, H, 0, 0.1);
+            }
+        } else if ((q2 && L == 1) || g3) {
+            /* mlp_only_layers [1]: a dense MLP of intermediate_size */
+            fx_addf(f, L, "mlp.gate_proj.weight", I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.up_proj.weight", I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.down_proj.weight", H, I, 0, 0.1);
+        } else {
+            fx_addf(f, L, "mlp.gate.weight", E, H, 0, 1.0);
+            for (e = 0; e < E; e++) {
+                snprintf(nm, sizeof nm, "mlp.experts.%lld.gate_proj.weight", (long long)e);
+                fx_addf(f, L, nm, IM, H, 0, 0.1);
+                snprintf(nm, sizeof nm, "mlp.experts.%lld.up_proj.weight", (long long)e);
+                fx_addf(f, L, nm, IM, H, 0, 0.1);
+                snprintf(nm, sizeof nm, "mlp.experts.%lld.down_proj.weight", (long long)e);
+                fx_addf(f, L, nm, H, IM, 0, 0.1);
+            }
+            if (q2) {
+                fx_addf(f, L, "mlp.shared_expert.gate_proj.weight", IS, H, 0, 0.1);
+                fx_addf(f, L, "mlp.shared_expert.up_proj.weight", IS, H, 0, 0.1);
+                fx_addf(f, L, "mlp.shared_expert.down_proj.weight", H, IS, 0, 0.1);
+                fx_addf(f, L, "mlp.shared_expert_gate.weight", 1, H, 0, 1.0);
+            }
+        }
+    }
+    fx_add(f, "model.norm.weight", H, 0, g3 ? 0 : 1, 0.1);
+    fx_add(f, "lm_head.weight", V, H, 0, 0.1);
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\": [\"X\"], \"model_type\": \"%s\", \"hidden_size\": %lld,\n"
+             " \"intermediate_size\": %lld, \"num_hidden_layers\": 2, \"num_attention_heads\": %lld,\n"
+             " \"num_key_value_heads\": %lld, \"head_dim\": %lld, \"rms_norm_eps\": 1e-6,\n"
+             " \"rope_theta\": 10000.0, \"vocab_size\": %lld, \"tie_word_embeddings\": false,\n"
+             " \"max_position_embeddings\": 2048, \"bos_token_id\": 1, \"eos_token_id\": 2,\n"
+             " \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\"%s}\n",
+             arch, (long long)H, (long long)I, (long long)nh, (long long)nkv, (long long)d,
+             (long long)V,
+             phi3 ? ", \"partial_rotary_factor\": 0.5, \"sliding_window\": 5, \"rope_scaling\": null"
+             : mix ? ", \"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"sliding_window\": null"
+             : q2 ? ", \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
+                    " \"shared_expert_intermediate_size\": 64, \"norm_topk_prob\": false,"
+                    " \"decoder_sparse_step\": 1, \"mlp_only_layers\": [1], \"use_sliding_window\": false"
+             : g3 ? ", \"query_pre_attn_scalar\": 24, \"sliding_window\": 4,"
+                    " \"sliding_window_pattern\": 2, \"rope_local_base_freq\": 100.0,"
+                    " \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0},"
+                    " \"hidden_activation\": \"gelu_pytorch_tanh\""
+                  : ", \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
+                    " \"norm_topk_prob\": true, \"decoder_sparse_step\": 1, \"mlp_only_layers\": []");
+    fx_write(f, src, cfg);
+
+    memset(&m, 0, sizeof m);
+    m.hidden = H;
+    m.inter = I;
+    m.layers = 2;
+    m.heads = nh;
+    m.kv_heads = nkv;
+    m.head_dim = d;
+    m.vocab = V;
+    m.eps = 1e-6;
+    m.theta = 10000.0;
+    m.qk_norm = q3 || g3;
+    m.window = phi3 ? 5 : g3 ? 4 : 0;
+    if (g3) {
+        /* layer 0 slides with the local base, layer 1 is global with
+         * the linear scaling; no soft-capping (Gemma3TextConfig) */
+        m.gemma2 = 1;
+        m.window_pattern = 2;
+        m.qpas = 24;
+        m.local_theta = 100.0;
+        m.global_linear = 2.0;
+    }
+    m.rot_dim = phi3 ? d / 2 : 0;
+    m.moe = mix ? 1 : (q2 || q3) ? 2 : 0;
+    m.norm_topk = mix || q3;
+    m.experts = E;
+    m.top_k = 2;
+    m.moe_inter = mix ? I : IM;
+    m.shared_inter = q2 ? IS : 0;
+    m.dense_layer_mask = q2 ? 2u : 0u;
+    m.get = fx_get;
+    m.ctx = f;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(src, tmp, &rows, &cols);
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, V);
+    compare(arch, got, ref, mag, rows * cols, U_F32, 2);
+    free(got);
+
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(w4, tmp, &rows, &cols);
+    compare("w4a16", got, ref, mag, rows * cols, U_F16, 2);
+    free(got);
+    qb_w4a16_close(wm);
+    fx_free(f);
+    free(f);
+    free(ref);
+    free(mag);
+    free(src);
+    free(w4);
+}
+
+START_TEST(phi3_fused_partial_rotary) { check_fixture("phi3"); }
+END_TEST
+
+START_TEST(gemma3_local_global_rope) { check_fixture("gemma3_text"); }
+END_TEST
+
+START_TEST(mixtral_moe) { check_fixture("mixtral"); }
+END_TEST
+
+START_TEST(qwen2_moe_shared_expert) { check_fixture("qwen2_moe"); }
+END_TEST
+
+START_TEST(qwen3_moe_norm_topk) { check_fixture("qwen3_moe"); }
+END_TEST
+
+/* The architecture it cannot run is named, exit 1; usage errors exit 2. */
+START_TEST(errors)
+{
+    qbt_hfd_spec s = {.arch = "llama", .dtype = "bf16", .layers = 1, .hidden = 64,
+                      .intermediate = 96, .vocab = 64, .tied = 1, .shards = 1, .seed = 1};
+    const char *tmp = qbt_scratch("fwd-err");
+    char *src = qbt_path(tmp, "g"), *ll = qbt_path(tmp, "l"), args[8192], *text = NULL;
+    char *cfg, *body, *at, *patched;
+    qbt_hfd_spec l = s;
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    /* An architecture the pass does not run (the readers accept any
+     * model_type): named in the error, exit 1, nothing written. */
+    cfg = qbt_path(src, "config.json");
+    body = qbt_read_file(cfg, NULL);
+    at = strstr(body, "\"model_type\": \"llama\"");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_ge(asprintf(&patched, "%.*s\"model_type\": \"falcon\"%s", (int)(at - body),
+                              body, at + strlen("\"model_type\": \"llama\"")), 0);
+    qbt_write_file(cfg, patched);
+    free(patched);
+    free(body);
+    free(cfg);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st'", src, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 1);
+    ck_assert_msg(strstr(text, "architecture 'falcon'"), "%s", text);
+    {
+        char *o = qbt_path(tmp, "o.st");
+        ck_assert(!qbt_exists(o));
+        free(o);
+    }
+    free(text);
+
+    l.arch = "llama";
+    ck_assert_int_eq(qbt_hfd_spec_check(&l), 0);
+    ck_assert_int_eq(qbt_hfd_write(&l, ll), 0);
+    /* An untied config without lm_head.weight: an error, not the embedding. */
+    cfg = qbt_path(ll, "config.json");
+    body = qbt_read_file(cfg, NULL);
+    at = strstr(body, "\"tie_word_embeddings\": true");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_ge(asprintf(&patched, "%.*s\"tie_word_embeddings\": false%s",
+                              (int)(at - body), body,
+                              at + strlen("\"tie_word_embeddings\": true")), 0);
+    qbt_write_file(cfg, patched);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 1);
+    ck_assert_msg(strstr(text, "lm_head.weight is missing"), "%s", text);
+    free(text);
+    qbt_write_file(cfg, body);
+    free(patched);
+    free(body);
+    free(cfg);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,64 --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 1);
+    ck_assert_msg(strstr(text, "token id 64 outside"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,x --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 2);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --text hi --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 2);
+    ck_assert_msg(strstr(text, "--text is not supported"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --output '%s/o.st'", ll, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 2);
+    free(text);
+    free(src);
+    free(ll);
+}
+END_TEST
+
+/* KL(softmax(a) || softmax(b)), straight from the definition. */
+static double ref_kl(const double *a, const double *b, int64_t n)
+{
+    double za = 0, zb = 0, kl = 0, ma = a[0], mb = b[0];
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        ma = a[i] > ma ? a[i] : ma;
+        mb = b[i] > mb ? b[i] : mb;
+    }
+    for (i = 0; i < n; i++) {
+        za += exp(a[i] - ma);
+        zb += exp(b[i] - mb);
+    }
+    for (i = 0; i < n; i++) {
+        double p = exp(a[i] - ma) / za, q = exp(b[i] - mb) / zb;
+        kl += p * log(p / q);
+    }
+    return kl;
+}
+
+static int64_t ref_argmax(const double *a, int64_t n)
+{
+    int64_t i, b = 0;
+    for (i = 1; i < n; i++)
+        if (a[i] > a[b])
+            b = i;
+    return b;
+}
+
+/* verify's model check: the metrics recomputed here from the two float64
+ * references on the token ids verify reports. */
+START_TEST(verify_model_check)
+{
+    qbt_hfd_spec s = {.arch = "llama", .dtype = "bf16", .layers = 2, .hidden = 64,
+                      .intermediate = 96, .vocab = 128, .heads = 4, .kv_heads = 2,
+                      .head_dim = 16, .tied = 0, .shards = 1, .seed = 11};
+    const char *tmp = qbt_scratch("fwd-mc");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), args[8192], *text = NULL;
+    char err[512];
+    src_ctx sc;
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    cJSON *j, *mc, *ids;
+    int64_t tok[64], T, t, agree = 0;
+    double *ra, *rb, kl_max = 0, kl_mean = 0, top1;
+
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    ck_assert_int_eq(qbt_hfd_tensors(&s, &sc.t, &sc.n), 0);
+    sc.s = &s;
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s'", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+
+    snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --json", src, w4);
+    {
+        qbt_result r;
+        const char *argv[] = {"verify", "--source", src, "--converted", w4, "--json", NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s -> %d\n%s", args, r.status, r.err);
+        j = cJSON_Parse(r.out);
+        qbt_result_free(&r);
+    }
+    ck_assert_ptr_nonnull(j);
+    mc = cJSON_GetObjectItem(j, "model_check");
+    ck_assert_ptr_nonnull(mc);
+    ids = cJSON_GetObjectItem(mc, "token_ids");
+    T = cJSON_GetArraySize(ids);
+    ck_assert_int_eq(T, 32);
+    for (t = 0; t < T; t++) {
+        tok[t] = (int64_t)cJSON_GetArrayItem(ids, t)->valuedouble;
+        ck_assert(tok[t] >= 0 && tok[t] < s.vocab);
+    }
+    ck_assert_int_eq(tok[0], 1); /* llama's bos_token_id first */
+
+    ra = malloc(sizeof(double) * (size_t)(T * s.vocab));
+    rb = malloc(sizeof(double) * (size_t)(T * s.vocab));
+    ref_init(&m, &s, src);
+    m.get = src_get;
+    m.ctx = &sc;
+    fwd_ref_run(&m, tok, T, ra, NULL);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, tok, T, rb, NULL);
+    for (t = 0; t < T; t++) {
+        double k = ref_kl(ra + t * s.vocab, rb + t * s.vocab, s.vocab);
+        kl_mean += k / (double)T;
+        kl_max = k > kl_max ? k : kl_max;
+        agree += ref_argmax(ra + t * s.vocab, s.vocab) == ref_argmax(rb + t * s.vocab, s.vocab);
+    }
+    top1 = (double)agree / (double)T;
+    fprintf(stderr, "model check: kl_mean %.4g (ref %.4g), kl_max %.4g (ref %.4g), top1 %.3f "
+            "(ref %.3f)\n", cJSON_GetObjectItem(mc, "kl_mean")->valuedouble, kl_mean,
+            cJSON_GetObjectItem(mc, "kl_max")->valuedouble, kl_max,
+            cJSON_GetObjectItem(mc, "top1_agreement")->valuedouble, top1);
+    /* The converted side runs in fp16 (rel. 2^-11 per linear): KL agrees
+     * to a few percent; a near tie may flip one position's argmax. */
+    ck_assert(kl_max > 0);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(mc, "kl_mean")->valuedouble, kl_mean,
+                            0.05 * kl_mean);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(mc, "kl_max")->valuedouble, kl_max, 0.05 * kl_max);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(mc, "top1_agreement")->valuedouble, top1,
+                            1.0 / (double)T + 1e-9);
+    ck_assert(cJSON_GetObjectItem(mc, "logits_cosine_min")->valuedouble > 0.9);
+    ck_assert(cJSON_GetObjectItem(mc, "kl_p99")->valuedouble <= kl_max * 1.05);
+    cJSON_Delete(j);
+
+    /* A limit below what the conversion gives fails the verification,
+     * naming the model check; --no-model-check leaves no "model_check". */
+    snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --max-kl %g", src, w4,
+             kl_max / 10);
+    ck_assert_int_ne(qbt_run_line(args, &text), 0);
+    ck_assert_msg(strstr(text, "model check: KL max"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --max-kl %g --min-top1 0",
+             src, w4, kl_max * 10);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    free(text);
+    {
+        qbt_result r;
+        const char *argv[] = {"verify", "--source", src, "--converted", w4, "--json",
+                              "--no-model-check", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        j = cJSON_Parse(r.out);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_ptr_null(cJSON_GetObjectItem(j, "model_check"));
+        cJSON_Delete(j);
+        qbt_result_free(&r);
+    }
+    {
+        qbt_result r;
+        const char *argv[] = {"verify", "--source", src, "--converted", w4, "--json",
+                              "--tokens", "5,6,7", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        j = cJSON_Parse(r.out);
+        ids = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "model_check"), "token_ids");
+        ck_assert_int_eq(cJSON_GetArraySize(ids), 3);
+        ck_assert_int_eq((int)cJSON_GetArrayItem(ids, 2)->valuedouble, 7);
+        cJSON_Delete(j);
+        qbt_result_free(&r);
+    }
+    /* The HTML report plots the check per position. */
+    {
+        char *rep = qbt_path(tmp, "r.html"), *html;
+        snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --report '%s'", src, w4,
+                 rep);
+        ck_assert_int_eq(qbt_run_line(args, &text), 0);
+        free(text);
+        html = qbt_read_file(rep, NULL);
+        ck_assert_ptr_nonnull(html);
+        ck_assert(strstr(html, "<h2>Model check</h2>"));
+        ck_assert_int_eq(qbt_count_lines(html, "<title>position "), 2 * 32);
+        free(html);
+        free(rep);
+    }
+    /* convert --verify prints the check too. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s/w4b' --verify", src, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    ck_assert_msg(strstr(text, "model check (32 tokens): KL mean"), "%s", text);
+    free(text);
+    qb_w4a16_close(wm);
+    free(ra);
+    free(rb);
+    free(sc.t);
+    free(src);
+    free(w4);
+}
+END_TEST
+
+Suite *qbt_suite(void)
+{
+    Suite *s = suite_create("forward");
+    TCase *tc = tcase_create("forward");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, llama_bf16_untied);
+    tcase_add_test(tc, mistral_f16_window);
+    tcase_add_test(tc, qwen2_biases_tied);
+    tcase_add_test(tc, qwen3_qk_norm_head_dim);
+    tcase_add_test(tc, gemma2_sandwich_softcap);
+    tcase_add_test(tc, phi3_fused_partial_rotary);
+    tcase_add_test(tc, gemma3_local_global_rope);
+    tcase_add_test(tc, mixtral_moe);
+    tcase_add_test(tc, qwen2_moe_shared_expert);
+    tcase_add_test(tc, qwen3_moe_norm_topk);
+    tcase_add_test(tc, errors);
+    tcase_add_test(tc, verify_model_check);
+    suite_add_tcase(s, tc);
+    return s;
+}
