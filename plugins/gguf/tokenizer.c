@@ -250,9 +250,9 @@ static cJSON *pre_tokenizer(const gguf_pretok *p)
         return bytelevel(&p->pre);
     seq = typed("Sequence");
     arr = cJSON_AddArrayToObject(seq, "pretokenizers");
-    if (p->regex) {
+    for (const char *const *rx = p->regex; rx && *rx; rx++) {
         o = typed("Split");
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "Regex", p->regex);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "Regex", *rx);
         cJSON_AddStringToObject(o, "behavior", "Isolated");
         cJSON_AddBoolToObject(o, "invert", 0);
         cJSON_AddItemToArray(arr, o);

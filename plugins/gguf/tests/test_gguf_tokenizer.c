@@ -282,7 +282,10 @@ static void expect_refused(const char *model, const char *pre, const char *needl
 
 START_TEST(test_unknown_pre_refused)
 {
-    expect_refused("gpt2", "deepseek-llm", "\"deepseek-llm\"");
+    /* falcon: a llama.cpp pre type with no exact HF Split form here;
+     * gpt2: no llama.cpp pre type at all (llama.cpp's name is gpt-2). */
+    expect_refused("gpt2", "falcon", "\"falcon\"");
+    expect_refused("gpt2", "gpt2", "\"gpt2\"");
 }
 END_TEST
 
@@ -396,6 +399,190 @@ START_TEST(test_generation_config_eos_list)
 }
 END_TEST
 
+/* The tokenizer.json a 4-token gpt2 vocabulary with pre `pre` rebuilds to
+ * (parsed; caller deletes), `extra` adds keys before saving (may be NULL). */
+static cJSON *rebuilt_json(const char *pre, const char *file, void (*extra)(qbt_gguf *))
+{
+    const char *dir = qbt_scratch("gguf-tok-pre");
+    static const char *toks[] = {"a", "b", "ab", "<s>"};
+    static const char *merges[] = {"a b"};
+    qbt_gguf *g;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    char *path = tiny_gguf(dir, 4, &g), *fp, *text;
+    cJSON *j;
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.model", "gpt2"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.pre", pre), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", 4, toks), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", 1, merges), 0);
+    if (extra)
+        extra(g);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s: %s", pre, qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    fp = qbt_path(info.tokenizer_dir, file);
+    text = qbt_read_file(fp, NULL);
+    ck_assert_msg(text != NULL, "%s: %s missing", pre, fp);
+    j = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(j);
+    gguf_reader_close(r);
+    free(text);
+    free(fp);
+    free(path);
+    return j;
+}
+
+/* One pre type and what llama.cpp's src/llama-vocab.cpp says about it:
+ * the regex_exprs of its LLAMA_VOCAB_PRE_TYPE_* (NULL-terminated; where
+ * llama.cpp quotes the original tokenizer.json regex and runs an adapted
+ * one, the quoted original), and whether it sets ignore_merges. `digits`:
+ * regex_exprs begins with "\p{N}" followed by GPT-2's pattern, which HF
+ * writes Digits(individual) + ByteLevel(use_regex); `gpt2`: the regex is
+ * GPT-2's pattern alone, HF ByteLevel(use_regex). */
+typedef struct pre_case {
+    const char *name;
+    const char *rx[7];
+    int digits, gpt2, ignore_merges;
+} pre_case;
+
+/* Typed from llama.cpp src/llama-vocab.cpp (llm_tokenizer_bpe). */
+static const pre_case pre_cases[] = {
+    {"gpt-2", {NULL}, 0, 1, 0},
+    {"phi-2", {NULL}, 0, 1, 0},
+    {"smollm", {NULL}, 1, 0, 0},
+    {"command-r", {NULL}, 1, 0, 0},
+    {"starcoder", {NULL}, 1, 0, 0},
+    {"refact", {NULL}, 1, 0, 0},
+    {"deepseek-llm",
+     {"[\r\n]",
+      "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+      "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", "[一-龥ࠀ-一가-퟿]+", "\\p{N}+", NULL},
+     0, 0, 0},
+    {"deepseek-coder", {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-퟿]+", "\\p{N}", NULL}, 0, 0, 0},
+    {"deepseek-v3",
+     {"\\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+      "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+      NULL},
+     0, 0, 0},
+    {"tekken",
+     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|[^\\r\\n\\p{L}\\p{N}]?["
+      "\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/"
+      "]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      NULL},
+     0, 0, 1},
+    {"gpt-4o",
+     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'"
+      "d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'"
+      "ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      NULL},
+     0, 0, 0},
+};
+
+static void expect_bytelevel(const cJSON *o, int use_regex, const char *name)
+{
+    ck_assert_msg(!strcmp(cJSON_GetObjectItemCaseSensitive(o, "type")->valuestring, "ByteLevel"), "%s", name);
+    ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "use_regex")) == use_regex, "%s: use_regex", name);
+    ck_assert_msg(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "add_prefix_space")), "%s: add_prefix_space", name);
+}
+
+/* Each table entry's pre_tokenizer is the upstream regex list: one
+ * Isolated Split per regex_exprs entry, in order, then ByteLevel without
+ * its own regex; or the HF spellings of GPT-2's pattern. */
+START_TEST(test_pre_types_are_upstream_regexes)
+{
+    size_t c;
+    for (c = 0; c < sizeof(pre_cases) / sizeof(pre_cases[0]); c++) {
+        const pre_case *pc = &pre_cases[c];
+        cJSON *j = rebuilt_json(pc->name, "tokenizer.json", NULL);
+        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), *list, *e;
+        int i = 0;
+        ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"),
+                                                                    "ignore_merges")) == pc->ignore_merges,
+                      "%s: ignore_merges", pc->name);
+        if (pc->gpt2) {
+            expect_bytelevel(pt, 1, pc->name);
+            cJSON_Delete(j);
+            continue;
+        }
+        ck_assert_msg(!strcmp(cJSON_GetObjectItemCaseSensitive(pt, "type")->valuestring, "Sequence"), "%s", pc->name);
+        list = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
+        if (pc->digits) {
+            ck_assert_int_eq(cJSON_GetArraySize(list), 2);
+            e = cJSON_GetArrayItem(list, 0);
+            ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring, "Digits");
+            ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "individual_digits")));
+            expect_bytelevel(cJSON_GetArrayItem(list, 1), 1, pc->name);
+            cJSON_Delete(j);
+            continue;
+        }
+        cJSON_ArrayForEach(e, list)
+        {
+            const cJSON *pat = cJSON_GetObjectItemCaseSensitive(e, "pattern");
+            if (!e->next) {
+                ck_assert_msg(pc->rx[i] == NULL, "%s: %d Splits, upstream has more", pc->name, i);
+                expect_bytelevel(e, 0, pc->name);
+                break;
+            }
+            ck_assert_msg(pc->rx[i] != NULL, "%s: more Splits than upstream's %d regexes", pc->name, i);
+            ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring, "Split");
+            ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "behavior")->valuestring, "Isolated");
+            ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "invert")));
+            ck_assert_msg(!strcmp(cJSON_GetObjectItemCaseSensitive(pat, "Regex")->valuestring, pc->rx[i]),
+                          "%s: Split %d:\n rebuilt  %s\n upstream %s", pc->name, i,
+                          cJSON_GetObjectItemCaseSensitive(pat, "Regex")->valuestring, pc->rx[i]);
+            i++;
+        }
+        cJSON_Delete(j);
+    }
+}
+END_TEST
+
+static void named_templates(qbt_gguf *g)
+{
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template", "{{ default }}"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template.tool_use", "{{ tools }}"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template.rag", "{{ docs }}"), 0);
+}
+
+static void default_template(qbt_gguf *g)
+{
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template", "{{ only }}"), 0);
+}
+
+/* tokenizer.chat_template.NAME keys (gguf-py Keys.Tokenizer.CHAT_TEMPLATE_N)
+ * become transformers' list form [{name, template}], the plain key the
+ * entry named "default"; a lone default stays a string. */
+START_TEST(test_named_chat_templates)
+{
+    static const char *names[] = {"default", "tool_use", "rag"}, *tpl[] = {"{{ default }}", "{{ tools }}", "{{ docs }}"};
+    cJSON *j = rebuilt_json("gpt-2", "tokenizer_config.json", named_templates), *ct, *e;
+    int i, seen[3] = {0, 0, 0};
+    ct = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+    ck_assert_msg(cJSON_IsArray(ct) && cJSON_GetArraySize(ct) == 3, "chat_template is not a list of 3");
+    cJSON_ArrayForEach(e, ct)
+    {
+        const char *n = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+        for (i = 0; i < 3; i++)
+            if (!strcmp(n, names[i])) {
+                ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "template")->valuestring, tpl[i]);
+                seen[i]++;
+            }
+    }
+    for (i = 0; i < 3; i++)
+        ck_assert_msg(seen[i] == 1, "template %s seen %d times", names[i], seen[i]);
+    cJSON_Delete(j);
+    j = rebuilt_json("gpt-2", "tokenizer_config.json", default_template);
+    ct = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+    ck_assert(cJSON_IsString(ct));
+    ck_assert_str_eq(ct->valuestring, "{{ only }}");
+    cJSON_Delete(j);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_tokenizer");
@@ -409,6 +596,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_other_models_refused);
     tcase_add_test(tc, test_summary_names_tokenizer);
     tcase_add_test(tc, test_generation_config_eos_list);
+    tcase_add_test(tc, test_pre_types_are_upstream_regexes);
+    tcase_add_test(tc, test_named_chat_templates);
     suite_add_tcase(s, tc);
     return s;
 }
