@@ -43,6 +43,7 @@ static void print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
         printf("summary: %s\n", s->info.source_summary);
     if (s->info.tokenizer_dir)
         printf("tokenizer: %s\n", s->info.tokenizer_dir);
+    qbh_inspect_tokenizer_text(stdout, &s->info);
     {
         char facts[512];
         qbh_model_facts_text(&s->facts, facts, sizeof facts);
@@ -111,6 +112,10 @@ static int print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
         cJSON_AddStringToObject(root, "summary", s->info.source_summary);
     if (s->info.tokenizer_dir)
         cJSON_AddStringToObject(root, "tokenizer_dir", s->info.tokenizer_dir);
+    {
+        cJSON *tok = qbh_inspect_tokenizer_json(&s->info);
+        cJSON_AddItemToObject(root, "tokenizer", tok ? tok : cJSON_CreateNull());
+    }
     add_facts(root, &s->facts);
     arr = cJSON_AddArrayToObject(root, "tensors");
     for (i = 0; i < s->info.n_tensors; i++) {
