@@ -289,6 +289,33 @@ START_TEST(test_unknown_pre_refused)
 }
 END_TEST
 
+static void add_sep(qbt_gguf *g)
+{
+    ck_assert_int_eq(qbt_gguf_kv_bool(g, "tokenizer.ggml.add_sep_token", 1), 0);
+}
+
+/* add_sep_token (llama.cpp appends SEP) has no rebuilt post-processor. */
+START_TEST(test_add_sep_refused)
+{
+    const char *dir = qbt_scratch("gguf-tok-sep");
+    static const char *toks[] = {"a", "b", "ab", "<s>"};
+    static const char *merges[] = {"a b"};
+    qbt_gguf *g;
+    gguf_reader *r = NULL;
+    char *path = tiny_gguf(dir, 4, &g);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.model", "gpt2"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.pre", "gpt-2"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", 4, toks), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", 1, merges), 0);
+    add_sep(g);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_msg(strstr(qbt_host_last_error(), "tokenizer.ggml.add_sep_token"), "%s", qbt_host_last_error());
+    free(path);
+}
+END_TEST
+
 START_TEST(test_missing_pre_refused)
 {
     expect_refused("gpt2", NULL, "without tokenizer.ggml.pre");
@@ -593,6 +620,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_qwen3_bpe);
     tcase_add_test(tc, test_unknown_pre_refused);
     tcase_add_test(tc, test_missing_pre_refused);
+    tcase_add_test(tc, test_add_sep_refused);
     tcase_add_test(tc, test_other_models_refused);
     tcase_add_test(tc, test_summary_names_tokenizer);
     tcase_add_test(tc, test_generation_config_eos_list);
