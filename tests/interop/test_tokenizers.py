@@ -23,6 +23,20 @@ a difference:
   default when the GGUF states no tokenizer.ggml.add_bos_token (llama3:
   add BOS), while the original (and so our rebuild) adds none; that
   combination is compared without special tokens only.
+
+Where an oracle disagrees with the original tokenizer.json itself (ours
+giving the original's ids), the encoding is counted and printed as that
+oracle's divergence, not as a failure: the original model is the truth the
+rebuild must reproduce. Seen with these versions: transformers' GGUF
+tokenizer applies no NFC for qwen3, and for llama2 encodes a lone space,
+runs of leading spaces and the text around special tokens otherwise than
+the original (its prefix-space handling); llama.cpp matches "</s>" as a control token in the
+qwen3 vocabulary (its end-of-generation text heuristics). For pre types
+without an original (test_pre_type_splits_as_llama_cpp), the one stated
+exception is gpt-4o and tekken on text with non-ASCII letters: llama.cpp
+runs an adapted regex there (letter-case classes as lookaheads on its
+collapsed categories) that src/llama-vocab.cpp quotes next to the
+tokenizer.json original our table uses.
 """
 import json
 import pathlib
@@ -46,20 +60,30 @@ def _has_nfc(tokenizer_json: pathlib.Path) -> bool:
     return norm.get("type") == "NFC"
 
 
+def _first_diff(a, b):
+    i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    return f"at {i}: oracle {a[i:i + 8]} ours {b[i:i + 8]}"
+
+
 class Tally:
-    """Tokens compared and the records whose ids differ, per oracle."""
+    """Tokens compared, the encodings whose ids differ, and those among them
+    that are a stated divergence of the oracle (module docstring)."""
 
     def __init__(self):
         self.tokens = 0
         self.diffs = []
+        self.divergent = []
 
-    def compare(self, what, want, got):
+    def compare(self, what, want, got, divergence=False):
         self.tokens += len(want)
         if want != got:
-            self.diffs.append(f"{what}\n    oracle {want[:40]}\n    ours   {got[:40]}")
+            (self.divergent if divergence else self.diffs).append(f"{what}: {_first_diff(want, got)}")
 
     def check(self, label):
-        print(f"{label}: {self.tokens} tokens compared, {len(self.diffs)} mismatching encodings")
+        print(f"{label}: {self.tokens} tokens compared, {len(self.diffs) + len(self.divergent)} mismatching "
+              f"encodings, {len(self.divergent)} of them the oracle's stated divergence")
+        for d in self.divergent:
+            print(f"  divergence: {d}")
         assert not self.diffs, f"{label}: {len(self.diffs)} encodings differ:\n" + "\n".join(self.diffs[:SHOW])
 
 
@@ -111,14 +135,16 @@ def test_ids_equal_transformers_gguf(name, rebuilt, records):
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    gguf, ours_path, _ = rebuilt[name]
+    gguf, ours_path, orig_path = rebuilt[name]
     hf = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    ours = Tokenizer.from_file(str(ours_path))
+    ours, orig = Tokenizer.from_file(str(ours_path)), Tokenizer.from_file(str(orig_path))
     tally = Tally()
     for i, rec in enumerate(records):
         for add in (True, False):
+            mine = ours.encode(rec, add_special_tokens=add).ids
             tally.compare(f"{name} record {i} {rec[:30]!r} add_special_tokens={add}",
-                          hf.encode(rec, add_special_tokens=add), ours.encode(rec, add_special_tokens=add).ids)
+                          hf.encode(rec, add_special_tokens=add), mine,
+                          divergence=mine == orig.encode(rec, add_special_tokens=add).ids)
     tally.check(f"{name} vs transformers GGUF tokenizer")
 
 
@@ -127,8 +153,8 @@ def test_ids_equal_llama_cpp(name, rebuilt, records, repo_root):
     """Ours against llama.cpp's tokenizer reading the same GGUF."""
     from tokenizers import Tokenizer
 
-    gguf, ours_path, _ = rebuilt[name]
-    ours = Tokenizer.from_file(str(ours_path))
+    gguf, ours_path, orig_path = rebuilt[name]
+    ours, orig = Tokenizer.from_file(str(ours_path)), Tokenizer.from_file(str(orig_path))
     nfc = _has_nfc(ours_path)
     adds = (True, False) if _states_add_bos(repo_root, name) else (False,)
     lc = tu.LlamaCppVocab(gguf)
@@ -137,8 +163,9 @@ def test_ids_equal_llama_cpp(name, rebuilt, records, repo_root):
         for i, rec in enumerate(records):
             for add in adds:
                 text = unicodedata.normalize("NFC", rec) if nfc else rec
-                tally.compare(f"{name} record {i} {rec[:30]!r} add_special={add}", lc.ids(text, add),
-                              ours.encode(rec, add_special_tokens=add).ids)
+                mine = ours.encode(rec, add_special_tokens=add).ids
+                tally.compare(f"{name} record {i} {rec[:30]!r} add_special={add}", lc.ids(text, add), mine,
+                              divergence=mine == orig.encode(rec, add_special_tokens=add).ids)
     finally:
         lc.close()
     tally.check(f"{name} vs llama.cpp")
@@ -155,13 +182,15 @@ def test_pre_type_splits_as_llama_cpp(pre, tmp_path, build_dir, repo_root, run_q
     ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
     ours = Tokenizer.from_file(str(ours_path))
     nfc = _has_nfc(ours_path)
+    adapted = pre in ("gpt-4o", "tekken")
     lc = tu.LlamaCppVocab(gguf)
     tally = Tally()
     try:
         for i, rec in enumerate(records):
             text = unicodedata.normalize("NFC", rec) if nfc else rec
             tally.compare(f"pre {pre} record {i} {rec[:30]!r}", lc.ids(text, False),
-                          ours.encode(rec, add_special_tokens=False).ids)
+                          ours.encode(rec, add_special_tokens=False).ids,
+                          divergence=adapted and any(ord(c) > 127 and c.isalpha() for c in rec))
     finally:
         lc.close()
     tally.check(f"pre {pre} (llama3 vocabulary) vs llama.cpp")
