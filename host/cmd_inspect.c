@@ -137,7 +137,7 @@ static qb_status print_text(const char *path, const qbh_probe_score *sc, size_t 
         printf("summary: %s\n", s->info.source_summary);
     if (s->info.tokenizer_dir)
         printf("tokenizer: %s\n", s->info.tokenizer_dir);
-    /* (tokenizer section: one call here) */
+    qbh_inspect_tokenizer_text(stdout, &s->info);
     {
         char facts[512];
         qbh_model_facts_text(&s->facts, facts, sizeof facts);
@@ -223,6 +223,10 @@ static qb_status print_json(const char *path, const qbh_probe_score *sc, size_t 
         cJSON_AddStringToObject(root, "summary", s->info.source_summary);
     if (s->info.tokenizer_dir)
         cJSON_AddStringToObject(root, "tokenizer_dir", s->info.tokenizer_dir);
+    {
+        cJSON *tok = qbh_inspect_tokenizer_json(&s->info);
+        cJSON_AddItemToObject(root, "tokenizer", tok ? tok : cJSON_CreateNull());
+    }
     add_facts(root, &s->facts);
     add_size(root, z->params, z->bytes_known ? z->bytes : -1);
     if (meta && (rc = qbh_inspect_meta_json(s, root))) {

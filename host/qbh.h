@@ -28,6 +28,7 @@
  *   plugin_check_*.c  `plugin-check`, the conformance kit (plugin_check.h)
  *   progress.c    progress display
  *   plan.c        the writer's plan of a conversion (convert --dry-run)
+ *   inspect_tokenizer.c  the tokenizer part of `inspect`
  *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
  *
  * Conventions: functions return qb_status (0 or a negative QB_E_*) and set
@@ -560,6 +561,25 @@ qb_status qbh_model_facts_compute(const char *what, const char *config_json,
  * ..., tied no, experts 0", or "none known"). Returns the length written,
  * 0 when none is known. */
 size_t qbh_model_facts_text(const qb_model_facts *f, char *buf, size_t n);
+
+/* ---- inspect_tokenizer.c ---------------------------------------------------- */
+
+struct cJSON;
+/* What `inspect` shows of mi's tokenizer, read from the files in
+ * mi->tokenizer_dir (tokenizer.json, tokenizer_config.json,
+ * chat_template.jinja) and mi->chat_template: {"dir", "kind" (model.type,
+ * null without tokenizer.json), "byte_level", "byte_fallback",
+ * "pre_tokenizer", "normalizer" (component types, "Split x3 + ByteLevel"),
+ * "vocab_size", "special_tokens": {bos|eos|unk|pad: {"token", "id"} or
+ * null}, "add_bos_token", "add_eos_token" (bool or null), "chat_template"
+ * (bool), "chat_templates" (names of the list form)}, plus "error" naming
+ * the file when one cannot be read or parsed. Returns a new cJSON object
+ * (caller deletes), NULL when the source has no tokenizer dir and no chat
+ * template, or on out of memory. Reads files; thread-safe. */
+struct cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi);
+/* The same as text lines ("tokenizer kind: ...", "tokenizer special: ...",
+ * "chat template: ...") on f; "tokenizer: none" when there is none. */
+void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi);
 
 /* ---- sink.c --------------------------------------------------------------- */
 

@@ -21,12 +21,12 @@ typedef struct gguf_bytelevel {
 } gguf_bytelevel;
 
 /* One HF pre-tokenizer setup for a tokenizer.ggml.pre value (gpt2 model):
- * pre_tokenizer = Sequence[Split(regex, Isolated)?, Digits(individual)?,
+ * pre_tokenizer = Sequence[Split(regex[i], Isolated)..., Digits(individual)?,
  * ByteLevel(pre)] (just ByteLevel(pre) when neither), normalizer NFC or
  * null, decoder ByteLevel(dec), post_processor ByteLevel(post). */
 typedef struct gguf_pretok {
     const char *name;   /* the tokenizer.ggml.pre value */
-    const char *regex;  /* Split pattern, or NULL */
+    const char *const *regex; /* Split patterns, applied in order, NULL-terminated; or NULL */
     int digits;         /* Digits(individual_digits = true) */
     int nfc;            /* NFC normalizer */
     int ignore_merges;  /* BPE ignore_merges (llama.cpp: ignore_merges) */

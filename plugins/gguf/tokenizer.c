@@ -250,9 +250,9 @@ static cJSON *pre_tokenizer(const gguf_pretok *p)
         return bytelevel(&p->pre);
     seq = typed("Sequence");
     arr = cJSON_AddArrayToObject(seq, "pretokenizers");
-    if (p->regex) {
+    for (const char *const *rx = p->regex; rx && *rx; rx++) {
         o = typed("Split");
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "Regex", p->regex);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "Regex", *rx);
         cJSON_AddStringToObject(o, "behavior", "Isolated");
         cJSON_AddBoolToObject(o, "invert", 0);
         cJSON_AddItemToArray(arr, o);
@@ -719,6 +719,21 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
     if ((st = opt_bool(&t, "tokenizer.ggml.add_bos_token", pre == NULL, &out->add_bos)) ||
         (st = opt_bool(&t, "tokenizer.ggml.add_eos_token", 0, &out->add_eos)))
         goto out;
+    {
+        /* llama.cpp appends a SEP token when add_sep_token is set (BERT-style
+         * embedding vocabularies); the TemplateProcessing written here adds
+         * BOS/EOS only, so such a vocabulary would encode without it. */
+        int add_sep = 0;
+        if ((st = opt_bool(&t, "tokenizer.ggml.add_sep_token", 0, &add_sep)))
+            goto out;
+        if (add_sep) {
+            st = h->set_error(h, QB_E_UNSUPPORTED,
+                              "%s: tokenizer.ggml.add_sep_token is true: a SEP-appending post-processor is not "
+                              "rebuilt; option tokenizer=skip converts without a tokenizer",
+                              f->path);
+            goto out;
+        }
+    }
     if ((out->add_bos && out->bos_id < 0) || (out->add_eos && out->eos_id < 0)) {
         st = h->set_error(h, QB_E_FORMAT, "%s: tokenizer.ggml.add_%s_token without tokenizer.ggml.%s_token_id", f->path,
                           out->add_bos && out->bos_id < 0 ? "bos" : "eos",

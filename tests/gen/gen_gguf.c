@@ -867,7 +867,7 @@ static int build_meta(mb *b)
     /* A complete (if tiny) byte-level BPE vocabulary: the reader rebuilds
      * tokenizer.json from it, and refuses gpt2 without pre or merges. */
     rc |= qbt_gguf_kv_str(g, "tokenizer.ggml.model", "gpt2");
-    rc |= qbt_gguf_kv_str(g, "tokenizer.ggml.pre", "gpt2");
+    rc |= qbt_gguf_kv_str(g, "tokenizer.ggml.pre", "gpt-2");
     rc |= qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", 0, NULL);
     toks = calloc((size_t)s->n_vocab, sizeof(*toks));
     if (!toks)

@@ -15,8 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gen_gguf_tok.h"
 #include "qbt_fs.h"
 #include "qbt_run.h"
+
+#include <cjson/cJSON.h>
 
 static char tmp[1024];
 
@@ -93,6 +96,80 @@ START_TEST(inspect_shows_arch_types_names)
     ck_assert_ptr_nonnull(strstr(out, "Q4_0"));
     ck_assert_ptr_nonnull(strstr(out, "model.layers.1.self_attn.k_proj.weight"));
     ck_assert_ptr_nonnull(strstr(out, "lm_head.weight"));
+}
+END_TEST
+
+/* inspect's tokenizer part (host/inspect_tokenizer.c) for the llama2
+ * vocabulary made into GGUF metadata (qb-gen-gguf-tok): kind, vocabulary
+ * size and special tokens with ids as the original tokenizer.json and
+ * tokenizer_config.json of tests/data/tokenizers/llama2 state them. */
+START_TEST(inspect_shows_tokenizer)
+{
+    char src[1200], cmd[4096], *out = malloc(1 << 20), *orig_text, *cfg_text, *p;
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    cJSON *j, *t, *orig, *cfg, *sp;
+    static const char *const names[] = {"bos", "eos", "unk"};
+    int i;
+    ck_assert_ptr_nonnull(bd);
+    ck_assert_ptr_nonnull(out);
+    snprintf(src, sizeof(src), "%s/tok.gguf", tmp);
+    snprintf(cmd, sizeof(cmd), "'%s/tests/bin/qb-gen-gguf-tok' '%s/llama2' - '%s'", bd, QB_TOKENIZER_DATA, src);
+    ck_assert_int_eq(run(cmd, NULL, 0), 0);
+    snprintf(cmd, sizeof(cmd), "%s/llama2/tokenizer.json.xz", QB_TOKENIZER_DATA);
+    orig_text = qbt_read_maybe_xz(cmd);
+    ck_assert_ptr_nonnull(orig_text);
+    orig = cJSON_Parse(orig_text);
+    snprintf(cmd, sizeof(cmd), "%s/llama2/tokenizer_config.json", QB_TOKENIZER_DATA);
+    cfg_text = slurp(cmd);
+    cfg = cJSON_Parse(cfg_text);
+    ck_assert(orig && cfg);
+    /* --json: stdout only (warnings go to stderr through the runner too,
+     * so take the object from its first brace) */
+    snprintf(cmd, sizeof(cmd), "'%s' inspect --json '%s'", bin(), src);
+    ck_assert_int_eq(run(cmd, out, 1 << 20), 0);
+    p = strchr(out, '{');
+    ck_assert_ptr_nonnull(p);
+    j = cJSON_Parse(p);
+    ck_assert_ptr_nonnull(j);
+    t = cJSON_GetObjectItemCaseSensitive(j, "tokenizer");
+    ck_assert(cJSON_IsObject(t));
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(t, "kind")->valuestring,
+                     cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(orig, "model"), "type")->valuestring);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "byte_fallback")));
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(t, "vocab_size")->valuedouble,
+                     cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(orig, "model"), "vocab")));
+    sp = cJSON_GetObjectItemCaseSensitive(t, "special_tokens");
+    for (i = 0; i < 3; i++) {
+        char key[16];
+        const cJSON *want, *got = cJSON_GetObjectItemCaseSensitive(sp, names[i]);
+        const char *text;
+        snprintf(key, sizeof key, "%s_token", names[i]);
+        want = cJSON_GetObjectItemCaseSensitive(cfg, key);
+        text = cJSON_IsObject(want) ? cJSON_GetObjectItemCaseSensitive(want, "content")->valuestring : want->valuestring;
+        ck_assert_msg(cJSON_IsObject(got), "%s missing", names[i]);
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(got, "token")->valuestring, text);
+        ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(got, "id")->valuedouble,
+                         (int)cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(orig, "model"), "vocab"),
+                             text)
+                             ->valuedouble);
+    }
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(sp, "pad")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "add_bos_token")) ==
+              cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "add_bos_token")));
+    ck_assert(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(t, "chat_template")));
+    /* text form */
+    snprintf(cmd, sizeof(cmd), "'%s' inspect '%s'", bin(), src);
+    ck_assert_int_eq(run(cmd, out, 1 << 20), 0);
+    ck_assert_msg(strstr(out, "tokenizer kind: BPE, byte fallback") && strstr(out, "vocab 32000") &&
+                      strstr(out, "tokenizer special: bos <s> (1), eos </s> (2), unk <unk> (0), pad none"),
+                  "%s", out);
+    cJSON_Delete(j);
+    cJSON_Delete(orig);
+    cJSON_Delete(cfg);
+    free(orig_text);
+    free(cfg_text);
+    free(out);
 }
 END_TEST
 
@@ -188,6 +265,7 @@ Suite *qbt_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, inspect_shows_arch_types_names);
+    tcase_add_test(tc, inspect_shows_tokenizer);
     tcase_add_test(tc, convert_q4_0_exact);
     tcase_add_test(tc, convert_f16_and_split);
     tcase_add_test(tc, malformed_exit_1);

@@ -282,7 +282,37 @@ static void expect_refused(const char *model, const char *pre, const char *needl
 
 START_TEST(test_unknown_pre_refused)
 {
-    expect_refused("gpt2", "deepseek-llm", "\"deepseek-llm\"");
+    /* falcon: a llama.cpp pre type with no exact HF Split form here;
+     * gpt2: no llama.cpp pre type at all (llama.cpp's name is gpt-2). */
+    expect_refused("gpt2", "falcon", "\"falcon\"");
+    expect_refused("gpt2", "gpt2", "\"gpt2\"");
+}
+END_TEST
+
+static void add_sep(qbt_gguf *g)
+{
+    ck_assert_int_eq(qbt_gguf_kv_bool(g, "tokenizer.ggml.add_sep_token", 1), 0);
+}
+
+/* add_sep_token (llama.cpp appends SEP) has no rebuilt post-processor. */
+START_TEST(test_add_sep_refused)
+{
+    const char *dir = qbt_scratch("gguf-tok-sep");
+    static const char *toks[] = {"a", "b", "ab", "<s>"};
+    static const char *merges[] = {"a b"};
+    qbt_gguf *g;
+    gguf_reader *r = NULL;
+    char *path = tiny_gguf(dir, 4, &g);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.model", "gpt2"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.pre", "gpt-2"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", 4, toks), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", 1, merges), 0);
+    add_sep(g);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_msg(strstr(qbt_host_last_error(), "tokenizer.ggml.add_sep_token"), "%s", qbt_host_last_error());
+    free(path);
 }
 END_TEST
 
@@ -396,6 +426,202 @@ START_TEST(test_generation_config_eos_list)
 }
 END_TEST
 
+/* The tokenizer.json a 4-token gpt2 vocabulary with pre `pre` rebuilds to
+ * (parsed; caller deletes), `extra` adds keys before saving (may be NULL). */
+static cJSON *rebuilt_json(const char *pre, const char *file, void (*extra)(qbt_gguf *))
+{
+    const char *dir = qbt_scratch("gguf-tok-pre");
+    static const char *toks[] = {"a", "b", "ab", "<s>"};
+    static const char *merges[] = {"a b"};
+    qbt_gguf *g;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    char *path = tiny_gguf(dir, 4, &g), *fp, *text;
+    cJSON *j;
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.model", "gpt2"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.pre", pre), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", 4, toks), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", 1, merges), 0);
+    if (extra)
+        extra(g);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s: %s", pre, qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    fp = qbt_path(info.tokenizer_dir, file);
+    text = qbt_read_file(fp, NULL);
+    ck_assert_msg(text != NULL, "%s: %s missing", pre, fp);
+    j = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(j);
+    gguf_reader_close(r);
+    free(text);
+    free(fp);
+    free(path);
+    return j;
+}
+
+/* One pre type and what llama.cpp's src/llama-vocab.cpp says about it:
+ * the regex_exprs of its LLAMA_VOCAB_PRE_TYPE_* (NULL-terminated; where
+ * llama.cpp quotes the original tokenizer.json regex and runs an adapted
+ * one, the quoted original), and whether it sets ignore_merges. `digits`:
+ * regex_exprs begins with "\p{N}" followed by GPT-2's pattern, which HF
+ * writes Digits(individual) + ByteLevel(use_regex); `gpt2`: the regex is
+ * GPT-2's pattern alone, HF ByteLevel(use_regex). */
+typedef struct pre_case {
+    const char *name;
+    const char *rx[7];
+    int digits, gpt2, ignore_merges;
+} pre_case;
+
+/* From llama.cpp src/llama-vocab.cpp (llm_tokenizer_bpe), non-ASCII as
+ * universal character names taken from the file's bytes (an NFC-normalizing
+ * copy changes range ends). */
+static const pre_case pre_cases[] = {
+    {"gpt-2", {NULL}, 0, 1, 0},
+    {"phi-2", {NULL}, 0, 1, 0},
+    {"smollm", {NULL}, 1, 0, 0},
+    {"command-r", {NULL}, 1, 0, 0},
+    {"starcoder", {NULL}, 1, 0, 0},
+    {"refact", {NULL}, 1, 0, 0},
+    {"deepseek-llm",
+     {"[\r\n]",
+      "\\s?[A-Za-z\u00B5\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u01BA\u01BC-\u01BF\u01C4-\u0293\u0295-\u02AF\u0370-\u0373\u0376\u0377\u037B-\u037D\u037F\u0386\u0388-\u038A\u038C\u038E-\u03A1\u03A3-\u03F5\u03F7-\u0481\u048A-\u052F\u0531-\u0556\u10A0-\u10C5\u13A0-\u13F5\u13F8-\u13FD\u1C90-\u1CBA\u1CBD-\u1CBF\u1D00-\u1D2B\u1D6B-\u1D77\u1D79-\u1D9A\u1E00-\u1F15\u1F18-\u1F1D\u1F20-\u1F45\u1F48-\u1F4D\u1F50-\u1F57\u1F59\u1F5B\u1F5D\u1F5F-\u1F7D\u1F80-\u1FB4\u1FB6-\u1FBC\u1FBE\u1FC2-\u1FC4\u1FC6-\u1FCC\u1FD0-\u1FD3\u1FD6-\u1FDB\u1FE0-\u1FEC\u1FF2-\u1FF4\u1FF6-\u1FFC\u2102\u2107\u210A-\u2113\u2115\u2119-\u211D\u2124\u2126\u2128\u212A-\u212D\u212F-\u2134\u2139\u213C-\u213F\u2145-\u2149\u214E\u2183\u2184\u2C00-\u2C7B\u2C7E-\u2CE4\u2CEB-\u2CEE\u2CF2\u2CF3\uA640-\uA66D\uA680-\uA69B\uA722-\uA76F\uA771-\uA787\uA78B-\uA78E\uAB70-\uABBF\uFB00-\uFB06\uFB13-\uFB17\uFF21-\uFF3A\uFF41-\uFF5A\U00010400-\U0001044F\U000104B0-\U000104D3\U000104D8-\U000104FB\U00010C80-\U00010CB2\U00010CC0-\U00010CF2\U000118A0-\U000118DF\U0001E900-\U0001E943]+",
+      "\\s?[!-/:-~\uFF01-\uFF0F\uFF1A-\uFF5E\u2018-\u201F\u3000-\u3002]+",
+      "\\s+$",
+      "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+",
+      "\\p{N}+",
+      NULL},
+     0, 0, 0},
+    {"deepseek-coder",
+     {"[\r\n]",
+      "\\s?\\p{L}+",
+      "\\s?\\p{P}+",
+      "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+",
+      "\\p{N}",
+      NULL}, 0, 0, 0},
+    {"deepseek-v3",
+     {"\\p{N}{1,3}",
+      "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+      NULL},
+     0, 0, 0},
+    {"tekken",
+     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|[^\\r\\n\\p{L}\\p{N}]?["
+      "\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/"
+      "]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      NULL},
+     0, 0, 1},
+    {"gpt-4o",
+     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'"
+      "d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'"
+      "ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      NULL},
+     0, 0, 0},
+};
+
+static void expect_bytelevel(const cJSON *o, int use_regex, const char *name)
+{
+    ck_assert_msg(!strcmp(cJSON_GetObjectItemCaseSensitive(o, "type")->valuestring, "ByteLevel"), "%s", name);
+    ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "use_regex")) == use_regex, "%s: use_regex", name);
+    ck_assert_msg(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "add_prefix_space")), "%s: add_prefix_space", name);
+}
+
+/* Each table entry's pre_tokenizer is the upstream regex list: one
+ * Isolated Split per regex_exprs entry, in order, then ByteLevel without
+ * its own regex; or the HF spellings of GPT-2's pattern. */
+START_TEST(test_pre_types_are_upstream_regexes)
+{
+    size_t c;
+    for (c = 0; c < sizeof(pre_cases) / sizeof(pre_cases[0]); c++) {
+        const pre_case *pc = &pre_cases[c];
+        cJSON *j = rebuilt_json(pc->name, "tokenizer.json", NULL);
+        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), *list, *e;
+        int i = 0;
+        ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"),
+                                                                    "ignore_merges")) == pc->ignore_merges,
+                      "%s: ignore_merges", pc->name);
+        if (pc->gpt2) {
+            expect_bytelevel(pt, 1, pc->name);
+            cJSON_Delete(j);
+            continue;
+        }
+        ck_assert_msg(!strcmp(cJSON_GetObjectItemCaseSensitive(pt, "type")->valuestring, "Sequence"), "%s", pc->name);
+        list = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
+        if (pc->digits) {
+            ck_assert_int_eq(cJSON_GetArraySize(list), 2);
+            e = cJSON_GetArrayItem(list, 0);
+            ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring, "Digits");
+            ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "individual_digits")));
+            expect_bytelevel(cJSON_GetArrayItem(list, 1), 1, pc->name);
+            cJSON_Delete(j);
+            continue;
+        }
+        cJSON_ArrayForEach(e, list)
+        {
+            const cJSON *pat = cJSON_GetObjectItemCaseSensitive(e, "pattern");
+            if (!e->next) {
+                ck_assert_msg(pc->rx[i] == NULL, "%s: %d Splits, upstream has more", pc->name, i);
+                expect_bytelevel(e, 0, pc->name);
+                break;
+            }
+            ck_assert_msg(pc->rx[i] != NULL, "%s: more Splits than upstream's %d regexes", pc->name, i);
+            ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring, "Split");
+            ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "behavior")->valuestring, "Isolated");
+            ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "invert")));
+            ck_assert_msg(!strcmp(cJSON_GetObjectItemCaseSensitive(pat, "Regex")->valuestring, pc->rx[i]),
+                          "%s: Split %d:\n rebuilt  %s\n upstream %s", pc->name, i,
+                          cJSON_GetObjectItemCaseSensitive(pat, "Regex")->valuestring, pc->rx[i]);
+            i++;
+        }
+        cJSON_Delete(j);
+    }
+}
+END_TEST
+
+static void named_templates(qbt_gguf *g)
+{
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template", "{{ default }}"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template.tool_use", "{{ tools }}"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template.rag", "{{ docs }}"), 0);
+}
+
+static void default_template(qbt_gguf *g)
+{
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.chat_template", "{{ only }}"), 0);
+}
+
+/* tokenizer.chat_template.NAME keys (gguf-py Keys.Tokenizer.CHAT_TEMPLATE_N)
+ * become transformers' list form [{name, template}], the plain key the
+ * entry named "default"; a lone default stays a string. */
+START_TEST(test_named_chat_templates)
+{
+    static const char *names[] = {"default", "tool_use", "rag"}, *tpl[] = {"{{ default }}", "{{ tools }}", "{{ docs }}"};
+    cJSON *j = rebuilt_json("gpt-2", "tokenizer_config.json", named_templates), *ct, *e;
+    int i, seen[3] = {0, 0, 0};
+    ct = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+    ck_assert_msg(cJSON_IsArray(ct) && cJSON_GetArraySize(ct) == 3, "chat_template is not a list of 3");
+    cJSON_ArrayForEach(e, ct)
+    {
+        const char *n = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+        for (i = 0; i < 3; i++)
+            if (!strcmp(n, names[i])) {
+                ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "template")->valuestring, tpl[i]);
+                seen[i]++;
+            }
+    }
+    for (i = 0; i < 3; i++)
+        ck_assert_msg(seen[i] == 1, "template %s seen %d times", names[i], seen[i]);
+    cJSON_Delete(j);
+    j = rebuilt_json("gpt-2", "tokenizer_config.json", default_template);
+    ct = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+    ck_assert(cJSON_IsString(ct));
+    ck_assert_str_eq(ct->valuestring, "{{ only }}");
+    cJSON_Delete(j);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_tokenizer");
@@ -406,9 +632,12 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_qwen3_bpe);
     tcase_add_test(tc, test_unknown_pre_refused);
     tcase_add_test(tc, test_missing_pre_refused);
+    tcase_add_test(tc, test_add_sep_refused);
     tcase_add_test(tc, test_other_models_refused);
     tcase_add_test(tc, test_summary_names_tokenizer);
     tcase_add_test(tc, test_generation_config_eos_list);
+    tcase_add_test(tc, test_pre_types_are_upstream_regexes);
+    tcase_add_test(tc, test_named_chat_templates);
     suite_add_tcase(s, tc);
     return s;
 }
