@@ -28,7 +28,32 @@ static void put_num(cfg *c, cJSON *obj, const char *field, double v)
         c->oom = 1;
 }
 
-/* Copies an {arch}.<suffix> float when present. */
+/* A float-typed config field, printed with a decimal point or exponent:
+ * cJSON prints 30.0 as "30", which transformers 5's strict config classes
+ * (huggingface_hub strict dataclasses) refuse for fields typed float, such
+ * as Gemma2's final_logit_softcapping; Python's json writes "30.0". */
+static void put_float(cfg *c, cJSON *obj, const char *field, double v)
+{
+    char buf[64];
+    cJSON *item;
+    if (!isfinite(v)) { /* JSON has no inf/nan: cJSON's null, as before */
+        put_num(c, obj, field, v);
+        return;
+    }
+    snprintf(buf, sizeof(buf), "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        snprintf(buf, sizeof(buf), "%.17g", v);
+    if (!strpbrk(buf, ".eE"))
+        strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
+    item = cJSON_CreateRaw(buf);
+    if (!item || !cJSON_AddItemToObject(obj, field, item)) {
+        cJSON_Delete(item);
+        c->oom = 1;
+    }
+}
+
+/* Copies an {arch}.<suffix> number when present: a GGUF float stays a
+ * float (put_float), an integer (original_context_length) an integer. */
 static qb_status copy_float(cfg *c, cJSON *obj, const char *suffix, const char *field, double *got)
 {
     char key[128];
@@ -40,8 +65,13 @@ static qb_status copy_float(cfg *c, cJSON *obj, const char *suffix, const char *
         return QB_OK;
     if (st)
         return st;
-    if (field)
-        put_num(c, obj, field, v);
+    if (field) {
+        const gguf_kv *kv = gguf_kv_find(c->f, key);
+        if (kv->type == GGUF_VT_FLOAT32 || kv->type == GGUF_VT_FLOAT64)
+            put_float(c, obj, field, v);
+        else
+            put_num(c, obj, field, v);
+    }
     if (got)
         *got = v;
     return QB_OK;
@@ -203,9 +233,9 @@ static qb_status llama3_rope(cfg *c, const gguf_tinfo *t, double theta)
             else {
                 if (!cJSON_AddStringToObject(rs, "rope_type", "llama3"))
                     c->oom = 1;
-                put_num(c, rs, "factor", factor);
-                put_num(c, rs, "low_freq_factor", lo);
-                put_num(c, rs, "high_freq_factor", hi);
+                put_float(c, rs, "factor", factor);
+                put_float(c, rs, "low_freq_factor", lo);
+                put_float(c, rs, "high_freq_factor", hi);
                 put_num(c, rs, "original_max_position_embeddings", old);
             }
             qbk_free(v);
@@ -295,7 +325,7 @@ static qb_status gemma3_swa(cfg *c)
     int64_t pat;
     qb_status st;
     if (!cJSON_GetObjectItem(c->root, "rope_local_base_freq"))
-        put_num(c, c->root, "rope_local_base_freq", 10000.0);
+        put_float(c, c->root, "rope_local_base_freq", 10000.0);
     gguf_arch_key(c->hp, "attention.sliding_window_pattern", key, sizeof(key));
     kv = gguf_kv_find(c->f, key);
     if (kv && kv->type == GGUF_VT_ARRAY) {
@@ -360,9 +390,9 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
         (st = copy_float(&c, c.root, "rope.freq_base", "rope_theta", &theta)))
         goto out;
     if (!cJSON_GetObjectItem(c.root, "rope_theta"))
-        put_num(&c, c.root, "rope_theta", theta);
+        put_float(&c, c.root, "rope_theta", theta);
     if (p->rope_dim > 0 && p->rope_dim != p->head_dim)
-        put_num(&c, c.root, "partial_rotary_factor", (double)p->rope_dim / (double)p->head_dim);
+        put_float(&c, c.root, "partial_rotary_factor", (double)p->rope_dim / (double)p->head_dim);
     if (!cJSON_AddBoolToObject(c.root, "tie_word_embeddings", sp->tied))
         c.oom = 1;
     if (b & (GGUF_A_GEMMA | GGUF_A_GEMMA2 | GGUF_A_GEMMA3)) {

@@ -121,6 +121,26 @@ static const char *str(cJSON *c, const char *k)
     return v->valuestring;
 }
 
+/* The number text of top-level `key` in JSON text `json` (up to the next
+ * ',', '}' or white space), for checks of how a value is written. */
+static void number_text(const char *json, const char *key, char *out, size_t cap)
+{
+    char pat[128];
+    const char *p;
+    size_t n = 0;
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    p = strstr(json, pat);
+    ck_assert_msg(p != NULL, "config text lacks %s", key);
+    p += strlen(pat);
+    while (*p == ' ' || *p == '\t')
+        p++;
+    while (p[n] && !strchr(",}\n\t ", p[n]) && n + 1 < cap) {
+        out[n] = p[n];
+        n++;
+    }
+    out[n] = '\0';
+}
+
 static gguf_reader *roundtrip(const qbt_gguf_spec *s, qbt_hf_model *ref, const char *tag)
 {
     qbt_gguf *g;
@@ -149,6 +169,15 @@ START_TEST(llama_f32_gqa_permuted)
     ck_assert_int_eq((int)num(c, "bos_token_id"), 1);
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(c, "tie_word_embeddings")));
     ck_assert(num(c, "rope_theta") == 500000.0);
+    /* GGUF floats are written as JSON floats even when integral:
+     * transformers 5 refuses "rope_theta": 500000 for a float field. */
+    {
+        char t[64];
+        number_text(gguf_reader_config_json(r), "rope_theta", t, sizeof(t));
+        ck_assert_str_eq(t, "500000.0");
+        number_text(gguf_reader_config_json(r), "vocab_size", t, sizeof(t));
+        ck_assert_str_eq(t, "80");
+    }
     cJSON_Delete(c);
     gguf_reader_close(r);
     qbt_hf_model_free(&ref);
