@@ -8,7 +8,7 @@
 #   QB_BUILD_DIR     CMake build tree (default <repo>/build); built here if bin/quantbridge is missing.
 #   QB_INTEROP_VENV  an existing virtual environment to use as is (development); without it the
 #                    pinned requirements.txt is installed into $QB_BUILD_DIR/interop-venv, reused while
-#                    requirements.txt is unchanged (a stamp holds its hash).
+#                    requirements.txt and the llama.cpp build flags are unchanged (a stamp holds their hash).
 #
 # The last line of output is always `N passed, N failed, N skipped`; the exit status is 0 only when
 # at least one test passed and none failed or was skipped (docs/interop.md).
@@ -38,13 +38,18 @@ if [[ -n ${QB_INTEROP_VENV:-} ]]; then
 else
     venv=$build/interop-venv
     stamp=$venv/.qb-requirements.sha256
-    want=$(sha256sum "$req" | cut -d' ' -f1)
+    llama_cmake="-DLLAVA_BUILD=OFF"
+    # The stamp covers what decides the environment: the pins and how llama.cpp is compiled.
+    want=$( { cat "$req"; echo "$llama_cmake"; } | sha256sum | cut -d' ' -f1)
     if [[ ! -x $venv/bin/python || "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
         echo "== interop: creating $venv from tests/interop/requirements.txt =="
         rm -rf "$venv"
         python3 -m venv "$venv"
-        # llama-cpp-python is compiled from its sdist (vendored llama.cpp, CPU backend): use every core.
-        if ! CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip install \
+        # llama-cpp-python is compiled from its sdist (vendored llama.cpp, CPU backend): use every
+        # core, and skip its multimodal library (LLAVA_BUILD, tools/mtmd: about 30% of the
+        # objects), which no interop test loads (llama_cpp imports mtmd_cpp only on demand).
+        if ! CMAKE_BUILD_PARALLEL_LEVEL=$jobs CMAKE_ARGS="${CMAKE_ARGS:-} $llama_cmake" \
+                "$venv/bin/python" -m pip install \
                 --disable-pip-version-check --no-input -r "$req"; then
             echo "run.sh: pip could not install tests/interop/requirements.txt (its error is above)" >&2
             rm -rf "$venv"   # a half-built environment must not be reused
