@@ -4,7 +4,8 @@
 # Optional extras (clang's fuzzer runtime, chromium for report screenshots)
 # are installed too; tests that need them skip when they are absent.
 set -euo pipefail
-need=(build-essential cmake pkg-config libglib2.0-dev libcjson-dev check git python3)
+# python3-venv: tests/interop/run.sh builds its pinned virtual environment with it.
+need=(build-essential cmake pkg-config libglib2.0-dev libcjson-dev check git python3 python3-venv)
 extra=(clang libclang-rt-14-dev chromium zsh)
 missing=()
 for p in "${need[@]}" "${extra[@]}"; do
