@@ -10,9 +10,11 @@
  */
 #include "qbh.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,4 +139,19 @@ qb_status qbh_cli_check_out_parent(const char *path, const char *what)
         return qbh_error_set(QB_E_IO, "%s %s: directory %s is not writable: %s", what, path, dir,
                              strerror(errno));
     return QB_OK;
+}
+
+int qbh_cli_option_kv(char *arg, qbh_opt *out)
+{
+    char *eq = strchr(arg, '=');
+    assert(out);
+    if (!eq || eq == arg) {
+        fprintf(stderr, "quantbridge: error: --option %s: expected KEY=VALUE\n", arg);
+        return -1;
+    }
+    *eq = '\0';
+    out->key = arg;
+    out->value = eq + 1;
+    out->origin = "--option";
+    return 0;
 }

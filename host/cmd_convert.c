@@ -552,20 +552,12 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
             a.cli[a.n_cli].origin = "--group-size";
             a.n_cli++;
             break;
-        case 'o': {
-            char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg) {
-                fprintf(stderr, "quantbridge: error: --option %s: expected KEY=VALUE\n", optarg);
+        case 'o':
+            if (qbh_cli_option_kv(optarg, &a.cli[a.n_cli++])) {
                 rc = QBH_EXIT_USAGE;
                 goto done;
             }
-            *eq = '\0';
-            a.cli[a.n_cli].key = optarg;
-            a.cli[a.n_cli].value = eq + 1;
-            a.cli[a.n_cli].origin = "--option";
-            a.n_cli++;
             break;
-        }
         case 'C': co->config = optarg; break;
         case 'P':
             if (qbh_common_add_plugin_dir(co, optarg)) {

@@ -338,20 +338,12 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
         case 'm': meta = 1; break;
         case 'r': raw = 1; break;
         case 'f': format = optarg; break;
-        case 'o': {
-            char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg) {
-                fprintf(stderr, "quantbridge: error: --option %s: expected KEY=VALUE\n", optarg);
+        case 'o':
+            if (qbh_cli_option_kv(optarg, &cli[n_opt++])) {
                 rc = QBH_EXIT_USAGE;
                 goto done;
             }
-            *eq = '\0';
-            cli[n_opt].key = optarg;
-            cli[n_opt].value = eq + 1;
-            cli[n_opt].origin = "--option";
-            n_opt++;
             break;
-        }
         case 'C': co->config = optarg; break;
         case 'P':
             if (qbh_common_add_plugin_dir(co, optarg)) {

@@ -858,6 +858,11 @@ int qbh_cli_check_long(int argc, char **argv, const struct option *opts, const c
  * name it is a prefix of, else the closest by edit distance when within a third
  * of its length (at least 2 edits), else NULL. Pure. */
 const char *qbh_cli_suggest(const char *typed, const struct option *opts);
+/* Splits an --option value "KEY=VALUE" in place (the '=' becomes NUL) into
+ * out (origin "--option"). Returns 0, or -1 after printing one usage
+ * error line when there is no '=' or no KEY (the caller exits
+ * QBH_EXIT_USAGE). arg must outlive out. */
+int qbh_cli_option_kv(char *arg, qbh_opt *out);
 /* Prints "try 'quantbridge help CMD'" on stderr (CMD NULL: no command). */
 void qbh_cli_usage_hint(const char *cmd);
 /* QB_OK when the directory that will hold `path` (its parent; "." for a
