@@ -210,21 +210,27 @@ double qbh_plan_exact_share(const qbh_plan *p)
 
 void qbh_plan_print(const qbh_plan *p, const qbh_source *src, FILE *f)
 {
-    size_t i;
+    size_t i, ew = strlen("encoding");
     char hb[32], hi[32];
     fprintf(f, "plan: %s (%s) -> writer %s; nothing written\n", src->path,
             src->info.source_format ? src->info.source_format : "?", p->writer);
     if (p->group_size)
         fprintf(f, "group size: %s (%s)\n", p->group_size, p->group_reason);
-    fprintf(f, "%-8s %-9s %6s %10s  %s\n", "action", "encoding", "group", "bytes", "tensor: reason");
+    /* The encoding column is as wide as its longest entry ("gptq int4 g32
+     * sym v1 act-order" would break a fixed width). */
+    for (i = 0; i < p->n; i++)
+        if (strlen(src->tensors[p->items[i].tensor].source_encoding) > ew)
+            ew = strlen(src->tensors[p->items[i].tensor].source_encoding);
+    fprintf(f, "%-8s %-*s %6s %10s  %s\n", "action", (int)ew, "encoding", "group", "bytes",
+            "tensor: reason");
     for (i = 0; i < p->n; i++) {
         const qbh_plan_item *it = &p->items[i];
         char g[24] = "-";
         if (it->group_size > 0)
             snprintf(g, sizeof g, "%lld", (long long)it->group_size);
         qbh_human_bytes(it->bytes_out, hb, sizeof hb);
-        fprintf(f, "%-8s %-9s %6s %10s  %s%s%s%s: %s\n", qbh_plan_action_name(it->action),
-                src->tensors[it->tensor].source_encoding, g, p->has_actions ? hb : "?",
+        fprintf(f, "%-8s %-*s %6s %10s  %s%s%s%s: %s\n", qbh_plan_action_name(it->action),
+                (int)ew, src->tensors[it->tensor].source_encoding, g, p->has_actions ? hb : "?",
                 src->tensors[it->tensor].name, it->target ? " -> " : "",
                 it->target ? it->target : "", "", it->reason);
     }
