@@ -38,6 +38,7 @@ qb_status qbh_side_files_write(qbh_sink *sink, const qb_model_info *mi, const ch
 {
     side_adapter a;
     qb_sink t;
+    qb_status rc;
 
     a.sink = sink;
     a.inner = qbh_sink_table(sink);
@@ -45,5 +46,10 @@ qb_status qbh_side_files_write(qbh_sink *sink, const qb_model_info *mi, const ch
     t = *a.inner;
     t.handle = &a;
     t.create = side_create;
-    return qbk_hf_write_tokenizer_files(qbh_services_anonymous(), &t, mi);
+    rc = qbk_hf_write_tokenizer_files(qbh_services_anonymous(), &t, mi);
+    /* A source without tokenizer_config.json is no error, but reading it
+     * left the host's "not found" message set. */
+    if (rc == QB_OK)
+        qbh_error_clear();
+    return rc;
 }
