@@ -1,9 +1,10 @@
 /*
  * hf-dense plugin, writing side: internals shared by writer.c (the vtable),
  * hfw_plan.c (which tensors go where), hfw_st.c (one safetensors file
- * through the sink), hfw_files.c (config, generation config, tokenizer
- * files, shard index), hfw_jsonedit.c (top-level JSON member edits that
- * keep the rest as written) and the kit's qbk_text (a growable text buffer).
+ * through the sink), hfw_files.c (config.json, shard index) and the kit's
+ * qbk_text (a growable text buffer), qbk_json_edit (top-level JSON member
+ * edits that keep the rest as written) and qbk_hf_write_tokenizer_files
+ * (tokenizer files and generation config, shared with every writer).
  * Every symbol here is hidden (the plugin exports only its entry).
  */
 #ifndef HFW_H
@@ -82,19 +83,6 @@ void hfw_plan_shard_name(const hfw_plan *p, uint32_t i, char *buf, size_t len);
 qb_status hfw_st_open(const qb_host *h, const qb_sink *sink, const char *name, const hfw_plan *p,
                       size_t first, size_t last, hfw_dtype dt, qbk_st_writer **out);
 
-/* ---- JSON member edits (hfw_jsonedit.c) ---------------------------------- */
-
-/* Rewrites JSON object text `text`: drops the top-level members named in
- * `drop`, gives the members named in `keys` the JSON value texts `values`
- * (appended when absent; at most 16 keys), keeps every other member's text
- * byte for byte (numbers stay as written). Both lists NULL-terminated or
- * NULL. *out is malloc'd. The result is re-parsed and compared with the
- * input before it is returned. Errors (message names `what`): QB_E_FORMAT
- * (not a JSON object), QB_E_NOMEM, QB_E_INTERNAL. Thread-safe. */
-qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
-                        const char *const *drop, const char *const *keys,
-                        const char *const *values, char **out);
-
 /* ---- side files (hfw_files.c) -------------------------------------------- */
 
 /* Builds config.json for the output from the source config text: drops
@@ -111,18 +99,6 @@ int hfw_config_bool(const char *config_json, const char *key, qb_status *st);
 
 /* Writes a whole text through the sink as file `name`. */
 qb_status hfw_write_text(const qb_host *h, const qb_sink *sink, const char *name, const char *text);
-
-/* generation_config.json: the source's text when given (must be a JSON
- * object), else built from bos/eos/pad ids of the config as
- * transformers' GenerationConfig.from_model_config does. */
-qb_status hfw_write_generation_config(const qb_host *h, const qb_sink *sink,
-                                      const qb_model_info *mi);
-
-/* Copies the Hugging Face tokenizer files found in mi->tokenizer_dir (when
- * set), streaming in 1 MiB blocks; with mi->chat_template set,
- * tokenizer_config.json (the source's, or a new one) gets that
- * chat_template. Errors name the file. */
-qb_status hfw_write_tokenizer(const qb_host *h, const qb_sink *sink, const qb_model_info *mi);
 
 /* model.safetensors.index.json of a sharded plan. */
 qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan *p);

@@ -1,10 +1,10 @@
 /*
- * hf-dense writer: the files around the weights — config.json,
- * generation_config.json, tokenizer files and the shard index — in the
- * forms transformers' from_pretrained reads.
+ * hf-dense writer: the files around the weights — config.json and the
+ * shard index — in the forms transformers' from_pretrained reads. The
+ * tokenizer files and generation_config.json come from the kit
+ * (qbk_hf_write_tokenizer_files), shared with every other writer.
  */
 #define _XOPEN_SOURCE 700
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +12,10 @@
 #include <cjson/cJSON.h>
 
 #include "hfw.h"
+#include "qbk_json_edit.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
 #include "qbk_alloc.h"
-
-/* Largest tokenizer_config.json edited in memory. */
-#define HFW_MAX_TOKCFG (64u * 1024u * 1024u)
-#define HFW_COPY_BLOCK (1u << 20)
 
 size_t hfw_dtype_size(hfw_dtype dt)
 {
@@ -93,164 +90,7 @@ qb_status hfw_config_text(const qb_host *h, const char *what, const char *config
     keys[n] = values[n] = NULL;
     cJSON_Delete(root);
     /* The one clean-up rule of every writer (qbk_hf_sidefiles.h). */
-    st = hfw_json_edit(h, what, config_json, qbk_hf_quant_config_keys, keys, values, out);
-    return st;
-}
-
-qb_status hfw_write_generation_config(const qb_host *h, const qb_sink *sink,
-                                      const qb_model_info *mi)
-{
-    cJSON *src = NULL, *gen = NULL;
-    char *text = NULL;
-    qb_status st = QB_OK;
-
-    if (mi->generation_config_json) {
-        gen = cJSON_Parse(mi->generation_config_json);
-        if (!cJSON_IsObject(gen)) {
-            st = h->set_error(h, QB_E_FORMAT,
-                              "generation_config.json of the source: not a JSON object");
-            goto out;
-        }
-        st = hfw_write_text(h, sink, "generation_config.json", mi->generation_config_json);
-        goto out;
-    }
-    src = cJSON_Parse(mi->config_json);
-    gen = qbk_hf_generation_from_config(src);
-    if (!gen) {
-        st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
-        goto out;
-    }
-    text = cJSON_Print(gen);
-    if (!text) {
-        st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
-        goto out;
-    }
-    st = hfw_write_text(h, sink, "generation_config.json", text);
-out:
-    cJSON_free(text); /* cJSON_Print memory */
-    cJSON_Delete(src);
-    cJSON_Delete(gen);
-    return st;
-}
-
-/* Streams file dir/name into the sink under the same name. */
-static qb_status hfw_copy_file(const qb_host *h, const qb_sink *sink, const char *dir,
-                               const char *name)
-{
-    char *path = qbk_path_join(dir, name), *buf = NULL;
-    FILE *in = NULL;
-    qb_sink_file *f = NULL;
-    qb_status st = QB_OK;
-    size_t r;
-
-    if (!path || !(buf = qbk_malloc(HFW_COPY_BLOCK))) {
-        st = h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
-        goto out;
-    }
-    in = fopen(path, "rb");
-    if (!in) {
-        st = h->set_error(h, QB_E_IO, "%s: %s", path, strerror(errno));
-        goto out;
-    }
-    if ((st = sink->create(sink->handle, name, &f)) != QB_OK) {
-        f = NULL;
-        goto out;
-    }
-    while ((r = fread(buf, 1, HFW_COPY_BLOCK, in)) > 0)
-        if ((st = sink->write(f, buf, r)) != QB_OK)
-            goto out;
-    if (ferror(in)) {
-        st = h->set_error(h, QB_E_IO, "%s: read error", path);
-        goto out;
-    }
-    st = sink->close(f, NULL, NULL);
-    f = NULL;
-out:
-    if (f)
-        sink->close(f, NULL, NULL);
-    if (in)
-        fclose(in);
-    qbk_free(buf);
-    qbk_free(path);
-    return st;
-}
-
-/* tokenizer_config.json with chat_template set: the source's (dir may be
- * NULL or lack it) or a new object; the other members kept as written. */
-static qb_status hfw_write_tokenizer_config(const qb_host *h, const qb_sink *sink, const char *dir,
-                                            int have, const char *chat_template)
-{
-    static const char *const keys[] = {"chat_template", NULL};
-    const char *values[2] = {NULL, NULL};
-    char *path = NULL, *text = NULL;
-    void *data = NULL;
-    size_t len = 0;
-    qbk_text lit = {0};
-    qb_status st = QB_OK;
-
-    if (have) {
-        path = qbk_path_join(dir, "tokenizer_config.json");
-        if (!path) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-            goto out;
-        }
-        if ((st = h->read_small_file(h, path, HFW_MAX_TOKCFG, &data, &len)) != QB_OK)
-            goto out;
-        if (strlen(data) != len) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: contains a NUL byte", path);
-            goto out;
-        }
-    }
-    qbk_text_json_str(&lit, chat_template);
-    if (lit.oom) {
-        st = h->set_error(h, QB_E_NOMEM, "tokenizer_config.json: out of memory");
-        goto out;
-    }
-    values[0] = lit.p;
-    st = hfw_json_edit(h, path ? path : "tokenizer_config.json", have ? (const char *)data : "{}",
-                       NULL, keys, values, &text);
-    if (st == QB_OK)
-        st = hfw_write_text(h, sink, "tokenizer_config.json", text);
-out:
-    qbk_free(text);
-    qbk_text_free(&lit);
-    h->free(h, data);
-    qbk_free(path);
-    return st;
-}
-
-qb_status hfw_write_tokenizer(const qb_host *h, const qb_sink *sink, const qb_model_info *mi)
-{
-    const char *tmpl = QB_HAS_FIELD(mi, qb_model_info, chat_template) ? mi->chat_template : NULL;
-    char **names = NULL;
-    int have_cfg = 0;
-    qb_status st = QB_OK;
-    size_t i;
-
-    if (mi->tokenizer_dir) {
-        if ((st = h->list_dir(h, mi->tokenizer_dir, &names)) != QB_OK)
-            goto out;
-        for (i = 0; names[i]; i++) {
-            if (!qbk_hf_is_tokenizer_file(names[i]))
-                continue;
-            if (tmpl && strcmp(names[i], "tokenizer_config.json") == 0) {
-                have_cfg = 1;
-                continue; /* rewritten below with the template */
-            }
-            /* A template file beside the config would override the
-             * source's template on load (transformers >= 4.43 prefers
-             * chat_template.jinja). */
-            if (tmpl && strncmp(names[i], "chat_template.", 14) == 0)
-                continue;
-            if ((st = hfw_copy_file(h, sink, mi->tokenizer_dir, names[i])) != QB_OK)
-                goto out;
-        }
-    }
-    if (tmpl)
-        st = hfw_write_tokenizer_config(h, sink, mi->tokenizer_dir, have_cfg, tmpl);
-out:
-    if (names)
-        h->free_list(h, names);
+    st = qbk_json_edit(h, what, config_json, qbk_hf_quant_config_keys, keys, values, out);
     return st;
 }
 

@@ -28,6 +28,7 @@
 #include "hfw.h"
 #include "qbk_alloc.h"
 #include "qbk_encode_check.h"
+#include "qbk_hf_sidefiles.h"
 
 /* Row block size in float32 elements (4 MiB). */
 #define HFW_BLOCK_ELEMS ((int64_t)1 << 20)
@@ -498,9 +499,9 @@ static qb_status hfw_finish(qb_writer_handle handle)
     }
     if ((st = hfw_write_text(h, w->sink, "config.json", w->config_text)) != QB_OK)
         goto out;
-    if ((st = hfw_write_generation_config(h, w->sink, mi)) != QB_OK)
-        goto out;
-    if ((st = hfw_write_tokenizer(h, w->sink, mi)) != QB_OK)
+    /* Tokenizer files and generation_config.json: the one implementation
+     * every writer and the host share (qbk_hf_sidefiles.h). */
+    if ((st = qbk_hf_write_tokenizer_files(h, w->sink, mi)) != QB_OK)
         goto out;
     if (w->plan.n_shards > 1)
         st = hfw_write_index(h, w->sink, &w->plan);

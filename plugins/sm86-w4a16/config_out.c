@@ -13,8 +13,6 @@
 #include "qbk_path.h"
 #include "qbk_alloc.h"
 
-#define W4W_TOKENIZER_MAX (512u << 20)
-
 static qb_status write_json(const qb_host *h, const qb_sink *sink, const char *name,
                             const cJSON *obj, w4w_written_list *list)
 {
@@ -68,113 +66,81 @@ out:
     return rc;
 }
 
-/* The source's generation config, or one built from the config's token ids
- * as transformers' GenerationConfig.from_model_config does. */
-static qb_status write_generation(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
-                                  w4w_written_list *list)
-{
-    const char *text = src->info->generation_config_json;
-    cJSON *obj = NULL, *cfg = NULL;
-    qb_status rc = QB_OK;
+/* The kit writes the tokenizer files and generation_config.json (one
+ * implementation for every writer and the host, qbk_hf_sidefiles.h);
+ * this sink in front of the real one records each file it closes, with
+ * size and SHA-256, for the manifest. */
+typedef struct rec_sink {
+    const qb_host *h;
+    const qb_sink *inner;
+    w4w_written_list *list;
+} rec_sink;
 
-    if (text) {
-        obj = cJSON_Parse(text);
-        if (!obj || !cJSON_IsObject(obj)) {
-            rc = h->set_error(h, QB_E_FORMAT,
-                              "generation_config.json: source file is not a JSON object");
-            goto out;
-        }
-        rc = w4w_write_whole(h, sink, "generation_config.json", text, strlen(text), list);
-        goto out;
+typedef struct rec_file {
+    rec_sink *owner;
+    qb_sink_file *f;
+    char name[256];
+} rec_file;
+
+static qb_status rec_create(void *handle, const char *name, qb_sink_file **out)
+{
+    rec_sink *r = handle;
+    rec_file *rf;
+    qb_status rc;
+    /* The manifest's name field holds 255 bytes; no list file is longer. */
+    if (strlen(name) >= sizeof rf->name)
+        return r->h->set_error(r->h, QB_E_INVALID, "%s: name too long", name);
+    if (!(rf = qbk_calloc(1, sizeof *rf)))
+        return r->h->set_error(r->h, QB_E_NOMEM, "%s: out of memory", name);
+    rc = r->inner->create(r->inner->handle, name, &rf->f);
+    if (rc != QB_OK) {
+        qbk_free(rf);
+        return rc;
     }
-    cfg = cJSON_Parse(src->info->config_json);
-    obj = cfg ? qbk_hf_generation_from_config(cfg) : NULL;
-    if (!obj) {
-        rc = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
-        goto out;
-    }
-    rc = write_json(h, sink, "generation_config.json", obj, list);
-out:
-    cJSON_Delete(obj);
-    cJSON_Delete(cfg);
-    return rc;
+    rf->owner = r;
+    memcpy(rf->name, name, strlen(name) + 1);
+    *out = (qb_sink_file *)rf;
+    return QB_OK;
 }
 
-/* tokenizer_config.json with chat_template set (or replaced). */
-static qb_status write_tok_config(const qb_host *h, const qb_sink *sink, const char *text,
-                                  const char *chat_template, w4w_written_list *list)
+static qb_status rec_write(qb_sink_file *f, const void *buf, size_t len)
 {
-    cJSON *obj = text ? cJSON_Parse(text) : cJSON_CreateObject();
-    qb_status rc = QB_OK;
-    if (!obj || !cJSON_IsObject(obj)) {
-        rc = h->set_error(h, text ? QB_E_FORMAT : QB_E_NOMEM, "tokenizer_config.json: %s",
-                          text ? "not a JSON object" : "out of memory");
-        goto out;
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(obj, "chat_template");
-    if (!cJSON_AddStringToObject(obj, "chat_template", chat_template)) {
-        rc = h->set_error(h, QB_E_NOMEM, "tokenizer_config.json: out of memory");
-        goto out;
-    }
-    rc = write_json(h, sink, "tokenizer_config.json", obj, list);
-out:
-    cJSON_Delete(obj);
-    return rc;
+    rec_file *rf = (rec_file *)f;
+    return rf->owner->inner->write(rf->f, buf, len);
 }
 
-static qb_status copy_tokenizer(const qb_host *h, const qb_sink *sink, const qb_model_info *mi,
-                                w4w_written_list *list)
+static qb_status rec_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32])
 {
-    char **names = NULL;
-    char *path = NULL;
-    int wrote_tok_config = 0;
-    qb_status rc = QB_OK;
-    size_t i;
-
-    if (mi->tokenizer_dir) {
-        rc = h->list_dir(h, mi->tokenizer_dir, &names);
-        if (rc != QB_OK)
-            goto out;
-        for (i = 0; names[i]; i++) {
-            void *data = NULL;
-            size_t len = 0;
-            if (!qbk_hf_is_tokenizer_file(names[i]))
-                continue;
-            if (!(path = qbk_path_join(mi->tokenizer_dir, names[i]))) {
-                rc = h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", mi->tokenizer_dir, names[i]);
-                goto out;
-            }
-            rc = h->read_small_file(h, path, W4W_TOKENIZER_MAX, &data, &len);
-            qbk_free(path);
-            path = NULL;
-            if (rc != QB_OK)
-                goto out;
-            if (mi->chat_template && strcmp(names[i], "tokenizer_config.json") == 0) {
-                rc = write_tok_config(h, sink, data, mi->chat_template, list);
-                wrote_tok_config = 1;
-            } else {
-                rc = w4w_write_whole(h, sink, names[i], data, len, list);
-            }
-            h->free(h, data);
-            if (rc != QB_OK)
-                goto out;
-        }
-    }
-    if (mi->chat_template && !wrote_tok_config)
-        rc = write_tok_config(h, sink, NULL, mi->chat_template, list);
-out:
-    if (names)
-        h->free_list(h, names);
+    rec_file *rf = (rec_file *)f;
+    rec_sink *r = rf->owner;
+    uint64_t n = 0;
+    uint8_t sha[32];
+    qb_status rc = r->inner->close(rf->f, &n, sha);
+    if (rc == QB_OK && r->list)
+        rc = w4w_written_add(r->h, r->list, rf->name, n, sha);
+    if (bytes)
+        *bytes = n;
+    if (sha256)
+        memcpy(sha256, sha, 32);
+    qbk_free(rf);
     return rc;
 }
 
 qb_status w4w_config_write(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                            const w4w_plan *plan, w4w_written_list *list)
 {
+    rec_sink r;
+    qb_sink t;
     qb_status rc = write_config(h, sink, src, plan, list);
-    if (rc == QB_OK)
-        rc = write_generation(h, sink, src, list);
-    if (rc == QB_OK)
-        rc = copy_tokenizer(h, sink, src->info, list);
-    return rc;
+    if (rc != QB_OK)
+        return rc;
+    r.h = h;
+    r.inner = sink;
+    r.list = list;
+    t = *sink;
+    t.handle = &r;
+    t.create = rec_create;
+    t.write = rec_write;
+    t.close = rec_close;
+    return qbk_hf_write_tokenizer_files(h, &t, src->info);
 }

@@ -362,8 +362,9 @@ qb_status w4w_write_whole(const qb_host *h, const qb_sink *sink, const char *nam
 qb_status w4w_written_add(const qb_host *h, w4w_written_list *list, const char *name,
                           uint64_t bytes, const uint8_t sha256[32]);
 
-/* Writes config.json, generation_config.json and the tokenizer files (see
- * config_out.c). Errors name the file. */
+/* Writes config.json, then the tokenizer files and generation_config.json
+ * through the kit's shared qbk_hf_write_tokenizer_files, recording each
+ * file in `list` (see config_out.c). Errors name the file. */
 qb_status w4w_config_write(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                            const w4w_plan *plan, w4w_written_list *list);
 

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include <quantbridge/qb_host.h>
+#include <quantbridge/qb_writer.h>
 
 /* NULL-terminated list of the tokenizer files a writer copies from the
  * source's tokenizer directory when present: the files transformers'
@@ -69,5 +70,34 @@ qb_status qbk_read_text(const qb_host *h, const char *dir, const char *name, cha
  * Thread-safe as h->read_small_file is. */
 qb_status qbk_read_side_text(const qb_host *h, const char *dir, const char *name, size_t max_bytes,
                              const char *missing, int reject_nul, char **out);
+
+/* Writes the tokenizer side files of model `mi` through `sink`: the one
+ * implementation behind the host's side files (QB_WRITER_SIDE_FILES_HOST,
+ * any third-party writer) and the built-in hf-dense and sm86-w4a16
+ * writers, so all produce the same bytes (docs/architecture.md, "HF side
+ * files"). In this order:
+ *  - each file of qbk_hf_tokenizer_files present in mi->tokenizer_dir
+ *    (when not NULL), in list order, byte for byte; with a chat template,
+ *    tokenizer_config.json and chat_template.* are not copied;
+ *  - with mi->chat_template (read only when the struct has the field):
+ *    tokenizer_config.json, the source's object (or "{}" when absent) with
+ *    chat_template set by qbk_json_edit (other members' text kept byte for
+ *    byte) plus a newline;
+ *  - generation_config.json: mi->generation_config_json as given plus a
+ *    newline, else qbk_hf_generation_from_config(config_json) printed plus
+ *    a newline, else (config_json NULL or not an object) nothing.
+ * Returns QB_OK or: QB_E_IO naming a tokenizer file that cannot be read or
+ * is not a regular file; QB_E_FORMAT for a source tokenizer_config.json
+ * that holds a NUL or is not an object (naming its path), or a generation config that is not
+ * an object ("generation_config.json of the source: not a JSON object");
+ * QB_E_NOMEM; QB_E_INTERNAL (qbk_json_edit's self-check); or the
+ * sink's status. Messages through h->set_error (the
+ * sink sets its own). Every sink file it creates is closed again, success
+ * or not; on failure files already written stay in the sink (the caller
+ * discards the output). Reads files with stdio and h->read_small_file;
+ * allocates with qbk_malloc and h->alloc. Thread-safe as the sink is for
+ * distinct names. */
+qb_status qbk_hf_write_tokenizer_files(const qb_host *h, const qb_sink *sink,
+                                       const qb_model_info *mi);
 
 #endif /* QBK_HF_SIDEFILES_H */

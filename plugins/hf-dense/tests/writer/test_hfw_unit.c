@@ -18,6 +18,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "hfw.h"
+#include "qbk_json_edit.h"
 #include "qbk_alloc.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbt_fs.h"
@@ -351,7 +352,7 @@ START_TEST(json_edit_keeps_members_as_written)
     static const char *const vals[] = {"\"float32\"", "true", NULL};
     char *out = NULL;
     cJSON *j;
-    ck_assert_int_eq(hfw_json_edit(qbt_host(), "t", src, drop, keys, vals, &out), QB_OK);
+    ck_assert_int_eq(qbk_json_edit(qbt_host(), "t", src, drop, keys, vals, &out), QB_OK);
     /* numbers and strings byte for byte */
     ck_assert_msg(strstr(out, "\"a\" : 1.0") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "\"big\": 1000000000000000019884624838656") != NULL, "%s", out);
@@ -368,12 +369,12 @@ START_TEST(json_edit_keeps_members_as_written)
     cJSON_Delete(j);
     qbk_free(out);
     /* an empty object gains the keys; a non-object is refused */
-    ck_assert_int_eq(hfw_json_edit(qbt_host(), "t", " {}", drop, keys, vals, &out), QB_OK);
+    ck_assert_int_eq(qbk_json_edit(qbt_host(), "t", " {}", drop, keys, vals, &out), QB_OK);
     j = cJSON_Parse(out);
     ck_assert_int_eq(cJSON_GetArraySize(j), 2);
     cJSON_Delete(j);
     qbk_free(out);
-    ck_assert_int_eq(hfw_json_edit(qbt_host(), "bad.json", "[1]", drop, keys, vals, &out),
+    ck_assert_int_eq(qbk_json_edit(qbt_host(), "bad.json", "[1]", drop, keys, vals, &out),
                      QB_E_FORMAT);
     ck_assert_ptr_null(out);
     ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "bad.json"));

@@ -1,5 +1,5 @@
 /*
- * hf-dense writer: editing the top level of a JSON object while keeping
+ * Editing the top level of a JSON object while keeping
  * every other member's text byte for byte.
  *
  * Why not parse and print: a JSON library keeps numbers as doubles, so
@@ -15,9 +15,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "hfw.h"
+#include "qbk_json_edit.h"
+#include "qbk_text.h"
 
-static const char *hfw_ws(const char *p)
+static const char *qbk_je_ws(const char *p)
 {
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
         p++;
@@ -25,7 +26,7 @@ static const char *hfw_ws(const char *p)
 }
 
 /* p at '"': returns the position after the closing quote. */
-static const char *hfw_skip_string(const char *p)
+static const char *qbk_je_skip_string(const char *p)
 {
     for (p++; *p && *p != '"'; p++)
         if (*p == '\\' && p[1])
@@ -34,11 +35,11 @@ static const char *hfw_skip_string(const char *p)
 }
 
 /* p at a value: returns the position after it. */
-static const char *hfw_skip_value(const char *p)
+static const char *qbk_je_skip_value(const char *p)
 {
     int depth = 0;
     if (*p == '"')
-        return hfw_skip_string(p);
+        return qbk_je_skip_string(p);
     if (*p != '{' && *p != '[') {
         while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
                *p != '\n' && *p != '\r')
@@ -47,7 +48,7 @@ static const char *hfw_skip_value(const char *p)
     }
     do {
         if (*p == '"') {
-            p = hfw_skip_string(p);
+            p = qbk_je_skip_string(p);
             continue;
         }
         if (*p == '{' || *p == '[')
@@ -60,7 +61,7 @@ static const char *hfw_skip_value(const char *p)
 }
 
 /* Index of the key text [k, k+len) (between quotes, raw) in names, or -1. */
-static int hfw_key_in(const char *k, size_t len, const char *const *names)
+static int qbk_je_key_in(const char *k, size_t len, const char *const *names)
 {
     int i;
     for (i = 0; names && names[i]; i++)
@@ -71,7 +72,7 @@ static int hfw_key_in(const char *k, size_t len, const char *const *names)
 
 /* 1 when `text` is an object holding every member of `orig` not dropped
  * or set, equal to the original, and every key set. */
-static int hfw_json_edit_ok(const cJSON *orig, const char *text, const char *const *drop,
+static int qbk_je_edit_ok(const cJSON *orig, const char *text, const char *const *drop,
                             const char *const *keys)
 {
     cJSON *again = cJSON_Parse(text);
@@ -82,9 +83,9 @@ static int hfw_json_edit_ok(const cJSON *orig, const char *text, const char *con
         size_t len = strlen(m->string);
         if (!ok)
             break;
-        if (hfw_key_in(m->string, len, drop) >= 0)
+        if (qbk_je_key_in(m->string, len, drop) >= 0)
             ok = !cJSON_GetObjectItemCaseSensitive(again, m->string);
-        else if (hfw_key_in(m->string, len, keys) < 0)
+        else if (qbk_je_key_in(m->string, len, keys) < 0)
             ok = cJSON_Compare(m, cJSON_GetObjectItemCaseSensitive(again, m->string), 1);
     }
     for (i = 0; ok && keys && keys[i]; i++)
@@ -93,7 +94,7 @@ static int hfw_json_edit_ok(const cJSON *orig, const char *text, const char *con
     return ok;
 }
 
-qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
+qb_status qbk_json_edit(const qb_host *h, const char *what, const char *text,
                         const char *const *drop, const char *const *keys,
                         const char *const *values, char **out)
 {
@@ -115,22 +116,22 @@ qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
             goto out;
         }
     qbk_text_str(&b, "{");
-    p = hfw_ws(text) + 1; /* past '{' (checked above) */
+    p = qbk_je_ws(text) + 1; /* past '{' (checked above) */
     for (;;) {
         const char *k, *v, *ve;
         int d, s;
-        p = hfw_ws(p);
+        p = qbk_je_ws(p);
         if (*p != '"')
             break; /* '}' */
         k = p + 1;
-        p = hfw_skip_string(p);
-        d = hfw_key_in(k, (size_t)(p - 1 - k), drop);
-        s = hfw_key_in(k, (size_t)(p - 1 - k), keys);
-        p = hfw_ws(p);
-        p = hfw_ws(p + 1); /* past ':' */
+        p = qbk_je_skip_string(p);
+        d = qbk_je_key_in(k, (size_t)(p - 1 - k), drop);
+        s = qbk_je_key_in(k, (size_t)(p - 1 - k), keys);
+        p = qbk_je_ws(p);
+        p = qbk_je_ws(p + 1); /* past ':' */
         v = p;
-        ve = hfw_skip_value(p);
-        p = hfw_ws(ve);
+        ve = qbk_je_skip_value(p);
+        p = qbk_je_ws(ve);
         if (*p == ',')
             p++;
         if (d >= 0)
@@ -161,7 +162,7 @@ qb_status hfw_json_edit(const qb_host *h, const char *what, const char *text,
     }
     /* The result must parse to what was intended; a scanner bug must not
      * write a broken or different config. */
-    if (!hfw_json_edit_ok(check, b.p, drop, keys)) {
+    if (!qbk_je_edit_ok(check, b.p, drop, keys)) {
         st = h->set_error(h, QB_E_INTERNAL, "%s: the rewritten JSON does not match its source", what);
         goto out;
     }
