@@ -609,7 +609,8 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
         svg_chart(f, "1 \xe2\x88\x92 cosine per layer (weights; W\xc2\xb7x with probe vectors)",
                   "1 \xe2\x88\x92 mean weight cosine", "1 \xe2\x88\x92 min W\xc2\xb7x cosine", b1,
                   b3, nl, 1.0 - r->opts.min_cosine);
-        fputs("<div class=\"scroll\"><table class=\"data\" id=\"layers\"><thead><tr><th>Layer</th><th>Tensors</th>"
+        fputs("<div class=\"scroll\"><table class=\"data\" id=\"layers\"><thead><tr>"
+              "<th>Layer</th><th>Tensors</th>"
               "<th>Failed</th><th>Mean rel RMSE</th><th>Max rel RMSE</th><th>Mean cosine</th>"
               "<th>SNR dB</th><th>Min W&middot;x cosine</th></tr></thead><tbody>\n", f);
         for (i = 0; i < nl; i++) {

@@ -29,19 +29,20 @@ static const char *chromium;
 
 /* Runs headless chromium on url with option `what` (its value may be
  * single-quoted), stdout into out_file; returns the exit status. */
-static int run_chromium(const char *what, const char *url, const char *out_file)
+static int run_chromium_w(const char *what, const char *url, const char *out_file, int width)
 {
-    char prof[4200];
+    char prof[4200], win[64];
     char *p = vt_tmpdir("chromium");
     char **w = qbt_args_split(what);
     qbt_result r;
     int rc;
     snprintf(prof, sizeof prof, "--user-data-dir=%s", p);
+    snprintf(win, sizeof win, "--window-size=%d,1600", width);
     ck_assert(w[0] && !w[1]);
     {
         const char *argv[] = {"--headless", "--no-sandbox", "--disable-gpu",
                               "--disable-background-networking", "--disable-component-update",
-                              "--disable-sync", "--no-first-run", prof, "--window-size=1400,1600",
+                              "--disable-sync", "--no-first-run", prof, win,
                               w[0], url, NULL};
         qbt_run_ex(&r, &(qbt_run_opts){.prog = chromium, .timeout_s = 180}, argv);
     }
@@ -52,6 +53,34 @@ static int run_chromium(const char *what, const char *url, const char *out_file)
     vt_rmtree(p);
     free(p);
     return rc;
+}
+
+static int run_chromium(const char *what, const char *url, const char *out_file)
+{
+    return run_chromium_w(what, url, out_file, 1400);
+}
+
+/* Loads `probe` (the report with a script that opens every folded list
+ * and writes "W=<document scrollWidth> C=<viewport width> T=<widest
+ * table>" into the title) in a `width` px window; asserts the page is no
+ * wider than the window and returns the widest table's width. */
+static long page_width(const char *probe, const char *dom_file, int width)
+{
+    char url[4200], *dom, *w;
+    long sw, cw, tw;
+    size_t n;
+    snprintf(url, sizeof url, "file://%s", probe);
+    ck_assert_int_eq(run_chromium_w("--dump-dom", url, dom_file, width), 0);
+    dom = vt_slurp(dom_file, &n);
+    w = strstr(dom, "<title>W=");
+    ck_assert_msg(w != NULL, "probe script did not run");
+    sw = strtol(w + 9, NULL, 10);
+    cw = strtol(strstr(w, " C=") + 3, NULL, 10);
+    tw = strtol(strstr(w, " T=") + 3, NULL, 10);
+    ck_assert_msg(cw > 0 && cw <= width, "viewport %ld px in a %d px window", cw, width);
+    ck_assert_msg(sw > 0 && sw <= cw, "page is %ld px wide in a %ld px viewport", sw, cw);
+    free(dom);
+    return tw;
 }
 
 static size_t count(const char *hay, const char *needle)
@@ -149,7 +178,9 @@ START_TEST(report_renders)
     ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
     snprintf(args, sizeof args, "convert --source '%s' --output '%s'", src, w4);
     ck_assert_int_eq(vt_run(args, NULL, NULL), 0);
-    snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --json --report '%s'", src,
+    /* a user bound far above every error: the axes must still fit the data */
+    snprintf(args, sizeof args,
+             "verify --source '%s' --converted '%s' --json --max-rel-rmse 50 --report '%s'", src,
              w4, rep);
     rc = vt_run(args, &json, &err);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
@@ -175,6 +206,9 @@ START_TEST(report_renders)
     ck_assert_uint_eq(count(dom, "<svg"), 5);
     ck_assert_uint_eq(count(dom, "id=\"histogram\""), 1);
     check_sections(dom, j);
+    ck_assert_uint_eq(count(dom, "threshold 50 (above this axis)"), 1);
+    ck_assert_uint_eq(count(dom, "threshold 50 (outside this axis)"), 1);
+    ck_assert_uint_eq(count(dom, "class=\"limit\""), 0);
     ck_assert_uint_eq(count(dom, "id=\"verdict\">PASS<"), 1);
     /* the script ran: the table is sorted by rel RMSE, worst first */
     ck_assert_uint_eq(count(dom, "data-dir=\"desc\""), 1);
@@ -191,9 +225,14 @@ START_TEST(report_renders)
     /* Nothing overflows at 1400 px: the same page with a probe script that
      * writes the document's scroll width into the title. */
     {
-        char probe[4096], *html = vt_slurp(rep, &n), *cut = strstr(html, "</body>"), *w;
-        const char *js = "<script>document.title='W='+document.documentElement.scrollWidth+"
-                         "' C='+document.documentElement.clientWidth;</script>";
+        char probe[4096], *html = vt_slurp(rep, &n), *cut = strstr(html, "</body>");
+        const char *js =
+            "<script>var d=document.querySelectorAll('details'),i,m=0;"
+            "for(i=0;i<d.length;i++)d[i].open=true;"
+            "var ts=document.querySelectorAll('table');"
+            "for(i=0;i<ts.length;i++)m=Math.max(m,ts[i].offsetWidth);"
+            "document.title='W='+document.documentElement.scrollWidth+"
+            "' C='+document.documentElement.clientWidth+' T='+m;</script>";
         FILE *pf;
         ck_assert_ptr_nonnull(cut);
         snprintf(probe, sizeof probe, "%s/probe.html", tmp);
@@ -204,17 +243,10 @@ START_TEST(report_renders)
         fputs(cut, pf);
         fclose(pf);
         free(html);
-        snprintf(url, sizeof url, "file://%s", probe);
-        ck_assert_int_eq(run_chromium("--dump-dom", url, dom_file), 0);
-        free(dom);
-        dom = vt_slurp(dom_file, &n);
-        w = strstr(dom, "<title>W=");
-        ck_assert_msg(w != NULL, "probe script did not run");
-        {
-            long sw = strtol(w + 9, NULL, 10), cw = strtol(strstr(w, " C=") + 3, NULL, 10);
-            ck_assert_msg(sw > 0 && sw <= 1400 && sw <= cw,
-                          "page is %ld px wide in a %ld px viewport", sw, cw);
-        }
+        page_width(probe, dom_file, 1400);
+        /* In a 900 px window the tables are wider than the window, so
+         * this is where a table that is not boxed would widen the page. */
+        ck_assert_int_gt(page_width(probe, dom_file, 900), 900);
     }
 
     snprintf(png, sizeof png, "%s/tests/verify-report.png", bd ? bd : tmp);
