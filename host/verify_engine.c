@@ -345,6 +345,10 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     r->source_reader = qbh_strdup(src->reader->name);
     r->converted_reader = qbh_strdup(conv->reader->name);
     r->source_summary = dup_or_empty(src->info.source_summary);
+    r->source_reader_version = src->reader->desc && src->reader->desc->version
+                                   ? src->reader->desc->version : "";
+    r->converted_reader_version = conv->reader->desc && conv->reader->desc->version
+                                      ? conv->reader->desc->version : "";
     if (!r->source_path || !r->converted_path || !r->source_format || !r->converted_format ||
         !r->source_reader || !r->converted_reader || !r->source_summary) {
         rc = qbh_error_set(QB_E_NOMEM, "verify: out of memory");

@@ -198,6 +198,9 @@ typedef struct qbh_verify_result {
     char *source_format, *converted_format;   /* readers' format names */
     char *source_reader, *converted_reader;   /* plugin names */
     char *source_summary;
+    const char *source_reader_version, *converted_reader_version; /* the
+                              readers' qb_plugin.version ("" when none);
+                              borrowed: plugins are never unloaded */
     qbh_verify_opts opts;
     qbh_verify_tensor *t;  /* source order, then EXTRA ones */
     size_t n;
@@ -250,6 +253,9 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
 
 /* ---- verify_report.c ------------------------------------------------------ */
 
+/* Writes s to f with the five HTML special characters escaped. */
+void qbh_html_esc(FILE *f, const char *s);
+
 /* Layer aggregate: tensors of decoder layer `layer` that were compared. */
 typedef struct qbh_verify_layer {
     int layer;
@@ -288,5 +294,26 @@ qb_status qbh_verify_write_html(const qbh_verify_result *r, const char *path);
 /* `quantbridge verify`; returns the exit code (0 pass, 1 error, 2 usage,
  * 3 compared and failed: QBH_EXIT_VERIFY). */
 int qbh_cmd_verify(int argc, char **argv, qbh_common *co);
+
+/* ---- verify_report_sections.c --------------------------------------------- */
+
+/* HTML sections of the report, each self-contained (verify_report.c lays
+ * them out): the conversion settings (the converted directory's
+ * manifest.json, when it has one), the versions of quantbridge and both
+ * readers, and the date the report was made. Writes to f; a missing or
+ * unreadable manifest is said on the page, never an error. Main thread. */
+void qbh_verify_html_settings(FILE *f, const qbh_verify_result *r);
+
+/* A summary per projection type (q k v o gate up down experts other), a
+ * histogram of per-tensor relative RMSE on a log axis fitted to the data,
+ * and the tensors split into exact (the manifest declares it, or
+ * bit-equal) and requantized or rounded ones with the rule each was
+ * judged by (both lists folded). Writes to f. Main thread. */
+void qbh_verify_html_classes(FILE *f, const qbh_verify_result *r);
+
+/* The projection type of a canonical tensor name: "q", "k", "v", "o",
+ * "gate", "up", "down", "experts" (any tensor of a routed expert) or
+ * "other". Static string. Pure. */
+const char *qbh_verify_proj_group(const char *name);
 
 #endif /* QBH_VERIFY_ENGINE_H */

@@ -348,7 +348,7 @@ out:
 
 /* ---- HTML -------------------------------------------------------------------- */
 
-static void esc(FILE *f, const char *s)
+void qbh_html_esc(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -361,6 +361,8 @@ static void esc(FILE *f, const char *s)
         }
     }
 }
+
+#define esc qbh_html_esc
 
 /* Sort key of a number cell: finite as is, +-inf as +-1e308, NaN empty. */
 static void sort_key(FILE *f, double v)
@@ -396,8 +398,9 @@ static void svg_chart(FILE *f, const char *title, const char *bar_label, const c
         if (dots && isfinite(dots[i]) && dots[i] > top)
             top = dots[i];
     }
-    if (isfinite(limit) && limit > top)
-        top = limit;
+    /* The axis follows the data: a threshold far above it would squash
+     * every bar into the bottom pixels, so it is drawn only when it falls
+     * inside, and named in the corner otherwise. */
     top = top > 0.0 ? top * 1.12 : 1.0;
     slot = pw / (double)(n ? n : 1);
     bw = slot * 0.6 > 48.0 ? 48.0 : slot * 0.6;
@@ -448,7 +451,11 @@ static void svg_chart(FILE *f, const char *title, const char *bar_label, const c
             fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"middle\">%zu</text>\n",
                     x + bw / 2.0, MT + ph + 16, i);
     }
-    if (isfinite(limit))
+    if (isfinite(limit) && limit > top)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"lim\" text-anchor=\"end\">threshold "
+                   "%.3g (above this axis)</text>\n",
+                ML + pw, MT - 4, limit);
+    else if (isfinite(limit))
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"limit\"/>"
                    "<text x=\"%.1f\" y=\"%.1f\" class=\"lim\" text-anchor=\"end\">threshold "
                    "%.3g</text>\n",
@@ -481,7 +488,13 @@ static const char CSS[] =
     ".bar{fill:#4e79a7}.bar.exact{fill:#9cc3a0}.dot{fill:#f28e2b;stroke:#fff;stroke-width:1}"
     ".grid{stroke:#e4e8ef}.axis{stroke:#8a93a6}.limit{stroke:#c62828;stroke-dasharray:6 4;"
     "stroke-width:1.5}.lim{font-size:11px;fill:#c62828}"
-    "ol.worst li{margin:2px 0}code{font-size:12.5px}.hint{color:#6b7487;font-size:12px}";
+    "ol.worst li{margin:2px 0}code{font-size:12.5px;overflow-wrap:anywhere}"
+    ".hint{color:#6b7487;font-size:12px}"
+    /* wide tables scroll inside their own box, the page never does */
+    ".scroll{max-width:100%;overflow-x:auto;margin:4px 0 12px}"
+    "table.meta{table-layout:fixed;width:100%}.meta td:first-child{width:230px;vertical-align:top}"
+    ".meta td{overflow-wrap:anywhere}"
+    "summary{cursor:pointer;margin:6px 0}.hist{fill:#76b7b2}";
 
 /* Sorts table#tensors by the clicked column: numbers by data-v, text by
  * content; a second click reverses. The page's #sort=N[-] does the same
@@ -556,6 +569,9 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
                "%zu missing, %zu extra, %zu of another shape.</p>\n",
             r->n_compared, r->n_exact, r->n_failed, r->n_missing, r->n_extra, r->n_shape);
 
+    qbh_verify_html_settings(f, r);
+    qbh_verify_html_classes(f, r);
+
     nw = qbh_verify_worst(r, worst, WORST_K);
     if (nw) {
         fputs("<h2>Worst tensors</h2>\n<ol class=\"worst\">\n", f);
@@ -593,7 +609,8 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
         svg_chart(f, "1 \xe2\x88\x92 cosine per layer (weights; W\xc2\xb7x with probe vectors)",
                   "1 \xe2\x88\x92 mean weight cosine", "1 \xe2\x88\x92 min W\xc2\xb7x cosine", b1,
                   b3, nl, 1.0 - r->opts.min_cosine);
-        fputs("<table class=\"data\" id=\"layers\"><thead><tr><th>Layer</th><th>Tensors</th>"
+        fputs("<div class=\"scroll\"><table class=\"data\" id=\"layers\"><thead><tr>"
+              "<th>Layer</th><th>Tensors</th>"
               "<th>Failed</th><th>Mean rel RMSE</th><th>Max rel RMSE</th><th>Mean cosine</th>"
               "<th>SNR dB</th><th>Min W&middot;x cosine</th></tr></thead><tbody>\n", f);
         for (i = 0; i < nl; i++) {
@@ -608,7 +625,7 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
             td_num(f, L[i].min_wx_cosine, "%.6f");
             fputs("</tr>\n", f);
         }
-        fputs("</tbody></table>\n", f);
+        fputs("</tbody></table></div>\n", f);
     } else {
         fputs("<p>No decoder-layer tensors were compared.</p>\n", f);
     }
@@ -619,7 +636,7 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
     qbh_free(b3);
 
     fputs("<h2>All tensors</h2>\n<p class=\"hint\">Click a column header to sort.</p>\n"
-          "<table class=\"data\" id=\"tensors\"><thead><tr>"
+          "<div class=\"scroll\"><table class=\"data\" id=\"tensors\"><thead><tr>"
           "<th>Tensor</th><th data-num=\"1\">Layer</th><th>Shape</th><th>Source encoding</th>"
           "<th>Converted encoding</th><th>Exact</th><th data-num=\"1\">Max abs err</th>"
           "<th data-num=\"1\">Rel RMSE</th><th data-num=\"1\">Cosine</th>"
@@ -669,7 +686,7 @@ static void html_body(FILE *f, const qbh_verify_result *r, const qbh_verify_laye
         }
         fputs("</td></tr>\n", f);
     }
-    fprintf(f, "</tbody></table>\n<p class=\"hint\">Generated by quantbridge %s. Metrics in "
+    fprintf(f, "</tbody></table></div>\n<p class=\"hint\">Generated by quantbridge %s. Metrics in "
                "double precision over float32 values read through both readers; W&middot;x "
                "uses %d fixed pseudo-random vectors uniform in [-1, 1).</p>\n"
                "<script>%s</script>\n</body></html>\n",

@@ -397,6 +397,26 @@ static size_t count(const char *hay, const char *needle)
     return n;
 }
 
+START_TEST(proj_groups)
+{
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.3.self_attn.q_proj.weight"), "q");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.3.self_attn.k_proj.bias"), "k");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.3.self_attn.v_proj.weight"), "v");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.3.self_attn.o_proj.weight"), "o");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.0.mlp.gate_proj.weight"), "gate");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.0.mlp.up_proj.weight"), "up");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.0.mlp.down_proj.weight"), "down");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.0.mlp.experts.7.down_proj.weight"),
+                     "experts");
+    /* a shared expert is a dense MLP, not a routed expert */
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.0.mlp.shared_expert.up_proj.weight"),
+                     "up");
+    ck_assert_str_eq(qbh_verify_proj_group("model.layers.0.mlp.gate_up_proj.weight"), "other");
+    ck_assert_str_eq(qbh_verify_proj_group("model.embed_tokens.weight"), "other");
+    ck_assert_str_eq(qbh_verify_proj_group("q_proj"), "other");
+}
+END_TEST
+
 START_TEST(html_file)
 {
     qbh_verify_result *r = fake_result();
@@ -416,7 +436,26 @@ START_TEST(html_file)
     ck_assert_uint_eq(n_files, 1);
     html = vt_slurp(path, NULL);
     ck_assert_uint_eq(count(html, "<tr class=\"t"), 5);
-    ck_assert_uint_eq(count(html, "<svg"), 3);
+    /* 3 per-layer charts and the error histogram */
+    ck_assert_uint_eq(count(html, "<svg"), 4);
+    /* compared: the bit-equal embeddings on the exact side, the three
+     * with an error on the requantized side */
+    ck_assert_uint_eq(count(html, "<tr class=\"x"), 1);
+    ck_assert_uint_eq(count(html, "<tr class=\"q"), 3);
+    ck_assert_uint_eq(count(html, "data-group=\"q\" data-n=\"2\" data-exact=\"0\""), 1);
+    ck_assert_uint_eq(count(html, "data-group=\"down\" data-n=\"1\" data-exact=\"0\""), 1);
+    ck_assert_uint_eq(count(html, "data-group=\"other\" data-n=\"1\" data-exact=\"1\""), 1);
+    ck_assert_uint_eq(count(html, "data-group=\""), 3);
+    /* rel RMSE 0.1 | 0.2 0.3 in the quarter-decade bins [0.1, 0.316) split
+     * at 10^-0.75 = 0.178 */
+    ck_assert_uint_eq(
+        count(html, "data-count=\"1\"><title>1 tensors with rel RMSE in [0.1, 0.178)"), 1);
+    ck_assert_uint_eq(
+        count(html, "data-count=\"2\"><title>2 tensors with rel RMSE in [0.178, 0.316)"), 1);
+    ck_assert_uint_eq(count(html, "1 bit-exact and 0 non-finite not shown"), 1);
+    /* /conv has no manifest: said, not invented */
+    ck_assert_uint_eq(count(html, "id=\"settings-none\""), 1);
+    ck_assert_uint_eq(count(html, "id=\"versions\""), 1);
     ck_assert_uint_eq(count(html, "<script>"), 1);
     /* self-contained: nothing to fetch */
     ck_assert_uint_eq(count(html, "src="), 0);
@@ -450,6 +489,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, worst_and_layers);
     tcase_add_test(tc, json_document);
     tcase_add_test(tc, html_file);
+    tcase_add_test(tc, proj_groups);
     suite_add_tcase(s, tc);
     return s;
 }
