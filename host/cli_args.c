@@ -155,3 +155,21 @@ int qbh_cli_option_kv(char *arg, qbh_opt *out)
     out->origin = "--option";
     return 0;
 }
+
+int qbh_cli_common_opt(int c, const char *arg, qbh_common *co)
+{
+    qb_status st = QB_OK;
+    assert(co);
+    switch (c) {
+    case 'C': co->config = arg; break;
+    case 'P': st = qbh_common_add_plugin_dir(co, arg); break;
+    case 'v': co->verbose++; break;
+    case 'T': st = qbh_parse_threads(arg, &co->threads); break;
+    default: assert(!"not a common option"); break;
+    }
+    if (st != QB_OK) {
+        qbh_cli_report();
+        return -1;
+    }
+    return 0;
+}

@@ -307,19 +307,12 @@ int qbh_cmd_plugins(int argc, char **argv, qbh_common *co)
         switch (c) {
         case 'j': json = 1; break;
         case 'c': check = 1; break;
-        case 'C': co->config = optarg; break;
+        case 'C':
         case 'P':
-            if (qbh_common_add_plugin_dir(co, optarg)) {
-                qbh_cli_report();
-                return QBH_EXIT_USAGE;
-            }
-            break;
-        case 'v': co->verbose++; break;
+        case 'v':
         case 'T':
-            if (qbh_parse_threads(optarg, &co->threads)) {
-                qbh_cli_report();
+            if (qbh_cli_common_opt(c, optarg, co))
                 return QBH_EXIT_USAGE;
-            }
             break;
         case 'h': usage(stdout); return QBH_EXIT_OK;
         case ':':

@@ -178,17 +178,11 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
                 goto done;
             }
             break;
-        case 'C': co->config = optarg; break;
+        case 'C':
         case 'P':
-            if (qbh_common_add_plugin_dir(co, optarg)) {
-                qbh_cli_report();
-                return QBH_EXIT_USAGE;
-            }
-            break;
-        case 'v': co->verbose++; break;
+        case 'v':
         case 'T':
-            if (qbh_parse_threads(optarg, &co->threads)) {
-                qbh_cli_report();
+            if (qbh_cli_common_opt(c, optarg, co)) {
                 rc = QBH_EXIT_USAGE;
                 goto done;
             }

@@ -863,6 +863,11 @@ const char *qbh_cli_suggest(const char *typed, const struct option *opts);
  * error line when there is no '=' or no KEY (the caller exits
  * QBH_EXIT_USAGE). arg must outlive out. */
 int qbh_cli_option_kv(char *arg, qbh_opt *out);
+/* Handles the options every command shares, by their getopt codes: 'C'
+ * (--config), 'P' (--plugin-dir), 'v' (--verbose), 'T' (--threads), with
+ * value arg. Returns 0, or -1 after reporting the error (bad --threads or
+ * --plugin-dir; the caller exits QBH_EXIT_USAGE). Main thread only. */
+int qbh_cli_common_opt(int c, const char *arg, qbh_common *co);
 /* Prints "try 'quantbridge help CMD'" on stderr (CMD NULL: no command). */
 void qbh_cli_usage_hint(const char *cmd);
 /* QB_OK when the directory that will hold `path` (its parent; "." for a
