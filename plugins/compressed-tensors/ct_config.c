@@ -174,7 +174,7 @@ static qb_status ct_weights(const qb_host *h, const char *dir, const char *g, co
         return h->set_error(h, QB_E_FORMAT, "%s/config.json: config_groups.%s: actorder group "
                             "needs strategy group", dir, g);
     if (s->is_float && (!s->symmetric || s->act_group))
-        return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: FP8 weights "
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: float weights "
                             "must be symmetric without act-order", dir, g);
     return QB_OK;
 }

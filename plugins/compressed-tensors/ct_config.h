@@ -23,8 +23,9 @@
  *   - input/output activation and KV-cache schemes never change how the
  *     stored weights dequantize (upstream decompress_weight reads only the
  *     weight args), so they are accepted and their parameters dropped;
- *   - dynamic weights, "token"/"tensor_group"/"attn_head" weight strategies,
- *     float weights other than 8-bit, and preset-name group entries are refused.
+ *   - dynamic weights, "token"/"attn_head" weight strategies, "tensor_group"
+ *     outside NVFP4, float weights other than 8-bit FP8 and the FP4 formats'
+ *     4-bit, and preset-name group entries are refused.
  */
 #ifndef CT_CONFIG_H
 #define CT_CONFIG_H
