@@ -23,11 +23,15 @@ static qb_status ct_format_from(const qb_host *h, const char *dir, const char *w
         *out = CT_F_NAIVE; /* NaiveQuantizationCompressor and its aliases */
     else if (!strcmp(name, "mixed-precision"))
         *out = CT_F_MIXED;
+    else if (!strcmp(name, "nvfp4-pack-quantized"))
+        *out = CT_F_NVFP4;
+    else if (!strcmp(name, "mxfp4-pack-quantized"))
+        *out = CT_F_MXFP4;
     else
         return h->set_error(h, QB_E_UNSUPPORTED,
                             "%s/config.json: %s: compressed-tensors format \"%s\" is not supported "
                             "(pack-quantized, naive-quantized, int-quantized, float-quantized, "
-                            "mixed-precision are)", dir, where, name);
+                            "nvfp4-pack-quantized, mxfp4-pack-quantized, mixed-precision are)", dir, where, name);
     return QB_OK;
 }
 
@@ -94,9 +98,10 @@ static qb_status ct_weights(const qb_host *h, const char *dir, const char *g, co
         s->is_float = 0;
     } else if (cJSON_IsString(it) && !strcmp(it->valuestring, "float")) {
         s->is_float = 1;
-        if (s->bits != 8)
+        if (s->bits != 8 && s->bits != 4)
             return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: %d-bit "
-                                "float weights (NVFP4/MXFP4) are not supported", dir, g, s->bits);
+                                "float weights are not supported (8-bit FP8, 4-bit NVFP4/MXFP4 "
+                                "are)", dir, g, s->bits);
     } else {
         return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s.weights.type "
                             "is neither \"int\" nor \"float\"", dir, g);
@@ -132,11 +137,13 @@ static qb_status ct_weights(const qb_host *h, const char *dir, const char *g, co
         s->strategy = CT_S_GROUP;
     } else if (!strcmp(it->valuestring, "block")) {
         s->strategy = CT_S_BLOCK;
+    } else if (!strcmp(it->valuestring, "tensor_group")) {
+        s->strategy = CT_S_TENSOR_GROUP;
     } else {
         return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: weight "
                             "strategy \"%s\" is not supported", dir, g, it->valuestring);
     }
-    if (s->strategy == CT_S_GROUP && s->group_size < 1)
+    if ((s->strategy == CT_S_GROUP || s->strategy == CT_S_TENSOR_GROUP) && s->group_size < 1)
         return h->set_error(h, QB_E_FORMAT, "%s/config.json: config_groups.%s: strategy group "
                             "without a positive group_size", dir, g);
     if (s->strategy == CT_S_BLOCK) {
@@ -167,8 +174,37 @@ static qb_status ct_weights(const qb_host *h, const char *dir, const char *g, co
         return h->set_error(h, QB_E_FORMAT, "%s/config.json: config_groups.%s: actorder group "
                             "needs strategy group", dir, g);
     if (s->is_float && (!s->symmetric || s->act_group))
-        return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: FP8 weights "
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: float weights "
                             "must be symmetric without act-order", dir, g);
+    return QB_OK;
+}
+
+/* The FP4 formats and the weights they hold agree exactly as the
+ * compressors' can_compress demands (compressed-tensors 0.20.1
+ * compressors/nvfp4/base.py, compressors/mxfp4/base.py); 4-bit floats in
+ * any other format, or tensor_group outside NVFP4, have no decompressor. */
+static qb_status ct_fp4_args(const qb_host *h, const char *dir, const char *g, const ct_scheme *s)
+{
+    int fp4 = s->is_float && s->bits == 4;
+
+    if (s->format == CT_F_NVFP4 || s->format == CT_F_MXFP4) {
+        int nv = s->format == CT_F_NVFP4;
+        if (!fp4 || !s->symmetric || s->act_group ||
+            s->strategy != (nv ? CT_S_TENSOR_GROUP : CT_S_GROUP) ||
+            s->group_size != (nv ? 16 : 32))
+            return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: format "
+                                "\"%s\" holds symmetric 4-bit float weights with strategy %s and "
+                                "group_size %d only", dir, g, s->format_name,
+                                nv ? "tensor_group" : "group", nv ? 16 : 32);
+        return QB_OK;
+    }
+    if (fp4)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: 4-bit float "
+                            "weights need format nvfp4-pack-quantized or mxfp4-pack-quantized, "
+                            "not \"%s\"", dir, g, s->format_name);
+    if (s->strategy == CT_S_TENSOR_GROUP)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s/config.json: config_groups.%s: strategy "
+                            "tensor_group is read only with format nvfp4-pack-quantized", dir, g);
     return QB_OK;
 }
 
@@ -267,6 +303,9 @@ qb_status ct_config_parse(const qb_host *h, const char *dir, const cJSON *q, ct_
                                 "an object", dir, g->string);
         s->has_weights = 1;
         st = ct_weights(h, dir, g->string, w, s);
+        if (st != QB_OK)
+            return st;
+        st = ct_fp4_args(h, dir, g->string, s);
         if (st != QB_OK)
             return st;
         if (s->format == CT_F_PACK && (s->is_float || s->strategy == CT_S_BLOCK || 32 % s->bits))

@@ -9,9 +9,13 @@
  *
  * Decisions (documented in the error texts too):
  *   - formats read: pack-quantized, naive-quantized, int-quantized,
- *     float-quantized, and mixed-precision with those per scheme; every
- *     other CompressionFormat (dense, marlin-24, sparse-*, nvfp4/mxfp4
- *     pack) is refused by name;
+ *     float-quantized, nvfp4-pack-quantized, mxfp4-pack-quantized, and
+ *     mixed-precision with those per scheme; every other CompressionFormat
+ *     (dense, marlin-24, sparse-*, mxfp6/mxfp8) is refused by name;
+ *   - the FP4 formats take exactly the weights their compressors accept
+ *     (compressors/nvfp4/base.py and mxfp4/base.py can_compress): float
+ *     4-bit symmetric, NVFP4 strategy tensor_group with group_size 16,
+ *     MXFP4 strategy group with group_size 32 (docs/formats/nvfp4.md);
  *   - quantization_status must be "compressed" when present;
  *   - a non-empty transform_config (online rotations) changes what the
  *     stored weights mean and is refused; a sparsity_config whose format
@@ -19,8 +23,9 @@
  *   - input/output activation and KV-cache schemes never change how the
  *     stored weights dequantize (upstream decompress_weight reads only the
  *     weight args), so they are accepted and their parameters dropped;
- *   - dynamic weights, "token"/"tensor_group"/"attn_head" weight strategies,
- *     float weights other than 8-bit, and preset-name group entries are refused.
+ *   - dynamic weights, "token"/"attn_head" weight strategies, "tensor_group"
+ *     outside NVFP4, float weights other than 8-bit FP8 and the FP4 formats'
+ *     4-bit, and preset-name group entries are refused.
  */
 #ifndef CT_CONFIG_H
 #define CT_CONFIG_H
@@ -37,24 +42,27 @@ typedef enum ct_format {
     CT_F_NONE = 0,   /* not set (scheme falls back to the global format) */
     CT_F_PACK = 1,   /* pack-quantized */
     CT_F_NAIVE = 2,  /* naive-quantized / int-quantized / float-quantized: unpacked */
-    CT_F_MIXED = 3   /* mixed-precision (global only) */
+    CT_F_MIXED = 3,  /* mixed-precision (global only) */
+    CT_F_NVFP4 = 4,  /* nvfp4-pack-quantized: E2M1 pairs, E4M3 group-16 scales, global scale */
+    CT_F_MXFP4 = 5   /* mxfp4-pack-quantized: E2M1 pairs, E8M0 group-32 scales */
 } ct_format;
 
 typedef enum ct_strategy {
     CT_S_TENSOR = 0,
     CT_S_CHANNEL = 1,
     CT_S_GROUP = 2,
-    CT_S_BLOCK = 3
+    CT_S_BLOCK = 3,
+    CT_S_TENSOR_GROUP = 4 /* groups along K plus one global scale (NVFP4) */
 } ct_strategy;
 
 typedef struct ct_scheme {
     char *name;           /* config_groups key (owned) */
     ct_pattern *targets;  /* owned */
     size_t n_targets;
-    ct_format format;     /* resolved: CT_F_PACK or CT_F_NAIVE */
+    ct_format format;     /* resolved: CT_F_PACK, CT_F_NAIVE, CT_F_NVFP4 or CT_F_MXFP4 */
     char *format_name;    /* as written, e.g. "int-quantized" (owned) */
     int has_weights;      /* 0: activation-only scheme; weights stay dense */
-    int is_float;         /* type "float" (FP8 E4M3) */
+    int is_float;         /* type "float" (FP8 E4M3, or E2M1 in the FP4 formats) */
     int bits;             /* num_bits */
     int symmetric;
     ct_strategy strategy;

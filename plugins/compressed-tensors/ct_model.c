@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
+#include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
@@ -73,7 +76,14 @@ static int64_t ct_le_int(const uint8_t *p, size_t size)
 }
 
 static const char *const ct_partner_suffix[] = {".weight_scale", ".weight_zero_point",
-                                                ".weight_g_idx", ".weight_shape", NULL};
+                                                ".weight_g_idx", ".weight_shape",
+                                                ".weight_global_scale", NULL};
+#define CT_N_PARTNERS 5
+
+static int ct_fp4_format(ct_format f)
+{
+    return f == CT_F_NVFP4 || f == CT_F_MXFP4;
+}
 
 /* Activation / KV-cache parameters: not weights (docs/formats/compressed-tensors.md, "Non-weight parameters"). */
 static int ct_is_activation_param(const char *name)
@@ -103,6 +113,56 @@ static qb_status ct_add(const qb_host *h, ct_model *m, ct_tensor **out)
     return QB_OK;
 }
 
+/* FP4 group scales: NVFP4 F8_E4M3 [N, K/16] without NaN bytes (S.1111.111:
+ * upstream would turn the group into NaN), MXFP4 U8 E8M0 [N, K/32] without
+ * 255 (NaN in OCP MX; upstream's 2.0 ** 128 in bf16 is inf). K must be a
+ * whole number of groups: _process_group raises otherwise. */
+static qb_status ct_check_fp4_scale(const qb_host *h, const ct_scheme *sc, ct_tensor *t)
+{
+    const qb_st_tensor *s = t->scale;
+    int nv = t->kind == CT_K_NVFP4;
+    int64_t i, n;
+
+    t->gs = sc->group_size;
+    if (t->cols % t->gs != 0)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: %lld columns are not a whole number of "
+                            "%lld-element groups", t->w->file, t->w->name, (long long)t->cols,
+                            (long long)t->gs);
+    t->n_groups = t->cols / t->gs;
+    if (s->dtype != (nv ? QB_DT_F8_E4M3 : QB_DT_U8) || s->n_dims != 2 || s->dims[0] != t->rows ||
+        s->dims[1] != t->n_groups)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: scale should be %s [%lld, %lld] for weight "
+                            "[%lld, %lld] (%s %s [%lld, %lld])", s->file, s->name,
+                            nv ? "F8_E4M3" : "U8 (E8M0)", (long long)t->rows,
+                            (long long)t->n_groups, (long long)t->rows, (long long)t->cols,
+                            "found", s->dtype_name, (long long)(s->n_dims > 0 ? s->dims[0] : 0),
+                            (long long)(s->n_dims > 1 ? s->dims[1] : 0));
+    n = t->rows * t->n_groups;
+    for (i = 0; i < n; i++) {
+        uint8_t b = s->data[i];
+        if (nv ? (b & 0x7Fu) == 0x7Fu : b == 0xFFu)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: scale [%lld, %lld] is NaN (byte 0x%02X)",
+                                s->file, s->name, (long long)(i / t->n_groups),
+                                (long long)(i % t->n_groups), b);
+    }
+    return QB_OK;
+}
+
+/* NVFP4 weight_global_scale: F32 [1] as the compressor saves it. A 0-d
+ * tensor would make upstream divide in bf16 instead (torch type
+ * promotion), a different value, so it is refused rather than guessed. */
+static qb_status ct_check_gscale(const qb_host *h, ct_tensor *t, const qb_st_tensor *g)
+{
+    if (g->dtype != QB_DT_F32 || g->n_dims != 1 || g->dims[0] != 1)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: global scale should be F32 [1] (found %s "
+                            "with %u dims)", g->file, g->name, g->dtype_name, (unsigned)g->n_dims);
+    qbk_float_store_to_f32(QB_DT_F32, g->data, 1, &t->gscale);
+    if (!isfinite(t->gscale) || !(t->gscale > 0.0f))
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: global scale %g is not a positive finite "
+                            "number", g->file, g->name, (double)t->gscale);
+    return QB_OK;
+}
+
 /* Validates the scale of t (strategy geometry) and sets n_groups / gs. */
 static qb_status ct_check_scale(const qb_host *h, const ct_scheme *sc, ct_tensor *t)
 {
@@ -110,6 +170,8 @@ static qb_status ct_check_scale(const qb_host *h, const ct_scheme *sc, ct_tensor
     int64_t N = t->rows, K = t->cols, er = 0, ec = 0;
     int ok = 0;
 
+    if (t->kind == CT_K_NVFP4 || t->kind == CT_K_MXFP4)
+        return ct_check_fp4_scale(h, sc, t);
     if (!qbk_float_store_ok(s->dtype) || qbk_float_store_size(s->dtype) < 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s: scale dtype %s is not F32/BF16/F16", s->file,
                             s->name, s->dtype_name);
@@ -134,6 +196,8 @@ static qb_status ct_check_scale(const qb_host *h, const ct_scheme *sc, ct_tensor
         ok = s->n_dims == 2 && s->dims[0] == N && s->dims[1] == t->n_groups;
         er = N;
         ec = t->n_groups;
+        break;
+    case CT_S_TENSOR_GROUP: /* FP4 only, checked above */
         break;
     case CT_S_BLOCK:
         t->bh = sc->bh;
@@ -230,7 +294,14 @@ static qb_status ct_encoding(const qb_host *h, const ct_scheme *sc, ct_tensor *t
     case CT_S_BLOCK:
         snprintf(strat, sizeof(strat), "block%lldx%lld", (long long)sc->bh, (long long)sc->bw);
         break;
+    case CT_S_TENSOR_GROUP:
+        snprintf(strat, sizeof(strat), "g%lld+global", (long long)sc->group_size);
+        break;
     }
+    if (ct_fp4_format(sc->format))
+        snprintf(enc, sizeof(enc), "ct %s e2m1 %s", sc->format == CT_F_NVFP4 ? "nvfp4" : "mxfp4",
+                 strat);
+    else
     snprintf(enc, sizeof(enc), "ct %s%d %s %s%s%s%s", sc->is_float ? "fp" : "int", sc->bits, strat,
              sc->symmetric ? "sym" : "asym", t->g_idx ? " act-order" : "",
              sc->format == CT_F_PACK ? "" : " ", sc->format == CT_F_PACK ? "" : sc->format_name);
@@ -247,7 +318,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
 {
     const qb_st_api *api = h->safetensors;
     const ct_scheme *sc;
-    const qb_st_tensor *p[4] = {NULL, NULL, NULL, NULL}; /* scale, zp, g_idx, shape */
+    const qb_st_tensor *p[CT_N_PARTNERS] = {NULL}; /* scale, zp, g_idx, shape, global */
     char *module = NULL, *nm = NULL;
     int ignored, n_match, by_name, i;
     ct_tensor *t = NULL;
@@ -256,7 +327,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     module = qbk_stem_cat(w->name, stem, "");
     if (!module)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < CT_N_PARTNERS; i++) {
         nm = qbk_stem_cat(w->name, stem, ct_partner_suffix[i]);
         if (!nm) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
@@ -298,7 +369,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
                           w->name, module);
         goto out;
     }
-    if (packed != (sc->format == CT_F_PACK)) {
+    if (packed != (sc->format == CT_F_PACK || ct_fp4_format(sc->format))) {
         st = h->set_error(h, QB_E_MISMATCH, "%s: %s: tensor layout disagrees with format \"%s\" of "
                           "config_groups.%s", w->file, w->name, sc->format_name, sc->name);
         goto out;
@@ -327,7 +398,15 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
                           w->file, w->name, module, sc->name);
         goto out;
     }
-    if (packed != !!p[3]) {
+    if ((sc->format == CT_F_NVFP4) != !!p[4]) {
+        st = h->set_error(h, p[4] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                          p[4] ? "%s: %s: leftover %s.weight_global_scale: config_groups.%s is "
+                                 "not nvfp4-pack-quantized" : "%s: %s: partner "
+                                 "%s.weight_global_scale is missing (config_groups.%s is "
+                                 "nvfp4-pack-quantized)", w->file, w->name, module, sc->name);
+        goto out;
+    }
+    if ((sc->format == CT_F_PACK) != !!p[3] && !(ct_fp4_format(sc->format) && p[3])) {
         st = h->set_error(h, packed ? QB_E_NOT_FOUND : QB_E_MISMATCH,
                           packed ? "%s: %s: partner %s.weight_shape is missing"
                                  : "%s: %s: leftover %s.weight_shape for an unpacked weight",
@@ -342,7 +421,8 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     t->zp = p[1];
     t->bits = sc->bits;
     t->strategy = sc->strategy;
-    t->kind = packed ? CT_K_PACKED : sc->is_float ? CT_K_FLOAT : CT_K_INT;
+    t->kind = sc->format == CT_F_NVFP4 ? CT_K_NVFP4 : sc->format == CT_F_MXFP4 ? CT_K_MXFP4
+              : packed ? CT_K_PACKED : sc->is_float ? CT_K_FLOAT : CT_K_INT;
     t->name = qbk_stem_cat(w->name, stem, ".weight");
     if (!t->name) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
@@ -352,7 +432,34 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         st = h->set_error(h, QB_E_FORMAT, "%s: %s: not a 2-D [out, in] tensor", w->file, w->name);
         goto out;
     }
-    if (packed) {
+    if (ct_fp4_format(sc->format)) {
+        /* two E2M1 codes per byte: K = 2 * packed width (unpack_fp4_from_uint8) */
+        const qb_st_tensor *ws = p[3];
+        if (w->dtype != QB_DT_U8) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not U8 (%s)",
+                              w->file, w->name, w->dtype_name, sc->format_name);
+            goto out;
+        }
+        t->rows = w->dims[0];
+        t->cols = 2 * w->dims[1];
+        if (ws) {
+            size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
+            if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
+                ws->dims[0] != 2 || ct_le_int(ws->data, es) != t->rows ||
+                ct_le_int(ws->data + es, es) != t->cols) {
+                st = h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape disagrees with "
+                                  "weight_packed [%lld, %lld] holding %lld FP4 columns", ws->file,
+                                  ws->name, (long long)w->dims[0], (long long)w->dims[1],
+                                  (long long)t->cols);
+                goto out;
+            }
+        }
+        if (p[4]) {
+            st = ct_check_gscale(h, t, p[4]);
+            if (st != QB_OK)
+                goto out;
+        }
+    } else if (packed) {
         const qb_st_tensor *ws = p[3];
         int64_t pf = 32 / sc->bits, n0, k0;
         size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
@@ -409,12 +516,12 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         t->zp = NULL;
         t->zp_packed = 0;
     }
-    t->has_grid = t->kind != CT_K_FLOAT && t->strategy != CT_S_BLOCK;
+    t->has_grid = (t->kind == CT_K_PACKED || t->kind == CT_K_INT) && t->strategy != CT_S_BLOCK;
     st = ct_encoding(h, sc, t);
     if (st != QB_OK)
         goto out;
     m->scheme_use[sc - m->cfg.s]++;
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < CT_N_PARTNERS; i++)
         if (p[i])
             ct_pset_add(used, p[i]);
     ct_pset_add(used, w);
@@ -508,9 +615,6 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
                  (x->dtype == QB_DT_I8 || x->dtype == QB_DT_F8_E4M3 ||
                   x->dtype == QB_DT_F8_E5M2))
             st = ct_quantized(h, m, &used, x, stem, 0);
-        else if (qbk_split_suffix(x->name, ".weight_global_scale", &stem))
-            st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: global scales (NVFP4/tensor_group) "
-                              "are not supported", x->file, x->name);
         if (st != QB_OK)
             goto out;
     }
@@ -551,15 +655,16 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
                                m->cfg.global_format ? m->cfg.global_format : "(per scheme)");
         for (i = 0; i < m->cfg.n && off < sizeof(buf) - 1; i++) {
             const ct_scheme *sc = &m->cfg.s[i];
-            static const char *const strat[] = {"tensor", "channel", "group", "block"};
+            static const char *const strat[] = {"tensor", "channel", "group", "block",
+                                                "tensor_group"};
             char gs[48] = "", ty[16];
             if (!sc->has_weights || !m->scheme_use[i])
                 continue;
             if (sc->is_float)
-                snprintf(ty, sizeof(ty), "fp8-e4m3");
+                snprintf(ty, sizeof(ty), sc->bits == 4 ? "fp4-e2m1" : "fp8-e4m3");
             else
                 snprintf(ty, sizeof(ty), "int%d", sc->bits);
-            if (sc->strategy == CT_S_GROUP)
+            if (sc->strategy == CT_S_GROUP || sc->strategy == CT_S_TENSOR_GROUP)
                 snprintf(gs, sizeof(gs), " group_size %lld", (long long)sc->group_size);
             else if (sc->strategy == CT_S_BLOCK)
                 snprintf(gs, sizeof(gs), " block %lldx%lld", (long long)sc->bh,

@@ -24,6 +24,20 @@
  *   a scale of at most 11 significant bits is exact in float32, so
  *   upstream's bf16/f16 result is this value rounded once more; for F32
  *   scales upstream does the same single float32 multiplication.
+ * FP4 formats (compressors/nvfp4/base.py NVFP4PackedCompressor,
+ * compressors/mxfp4/base.py MXFP4PackedCompressor; docs/formats/nvfp4.md):
+ *   <m>.weight_packed U8 [N, K/2], E2M1 pairs, even column in the low
+ *   nibble (pack_fp4_to_uint8); <m>.weight_scale [N, K/gs]: F8_E4M3 (NVFP4,
+ *   gs 16) or U8 E8M0 exponents (MXFP4, gs 32); NVFP4 also
+ *   <m>.weight_global_scale F32 [1]. No weight_shape is written (K is twice
+ *   the packed width); one that is present must agree.
+ *   Dense value (decompress -> forward.py dequantize, global scale as a
+ *   [1] F32 tensor promotes the division to float32):
+ *     NVFP4: e2m1 * (e4m3 / global) - the quotient rounded to float32
+ *            first, then the product rounded;
+ *     MXFP4: e2m1 * 2^(e - 127), exact.
+ *   Upstream then casts to bf16 (unpack_fp4_from_uint8's dtype): its
+ *   result is this float32 value rounded once more.
  * Grid view (integer formats, strategies tensor/channel/group): unsigned
  * codes u, zero zu = zq + 2^(b-1) (2^(b-1) when symmetric), so
  * (u - zu) * scale is the dense value bit for bit.
@@ -43,7 +57,9 @@ typedef enum ct_kind {
     CT_K_DENSE = 0,  /* float tensor passed through */
     CT_K_PACKED = 1, /* pack-quantized integer codes */
     CT_K_INT = 2,    /* naive/int-quantized I8 codes */
-    CT_K_FLOAT = 3   /* naive/float-quantized FP8 E4M3 values */
+    CT_K_FLOAT = 3,  /* naive/float-quantized FP8 E4M3 values */
+    CT_K_NVFP4 = 4,  /* nvfp4-pack-quantized */
+    CT_K_MXFP4 = 5   /* mxfp4-pack-quantized */
 } ct_kind;
 
 typedef struct ct_tensor {
@@ -62,6 +78,7 @@ typedef struct ct_tensor {
     int64_t n_groups;          /* scale columns */
     int grid_symmetric;        /* every zero point is 2^(bits-1) */
     int has_grid;
+    float gscale;              /* NVFP4 weight_global_scale (positive, finite) */
     char *encoding;            /* owned */
 } ct_tensor;
 

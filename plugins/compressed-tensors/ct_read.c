@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
 #include "ct_model.h"
 #include "qbk_alloc.h"
@@ -103,6 +104,23 @@ static int ct_code_row(const ct_tensor *t, int64_t r, uint8_t *out)
     return 0;
 }
 
+/* FP4 row r into d[cols]: per group one scale, then E2M1 x scale as one
+ * float32 product (ct_model.h: NVFP4 e4m3 / global rounded first, MXFP4
+ * 2^(e-127) exact). */
+static void ct_fp4_row(const ct_tensor *t, int64_t r, float *d)
+{
+    const uint8_t *codes = t->w->data + (size_t)(r * (t->cols / 2));
+    const uint8_t *sc = t->scale->data + (size_t)(r * t->n_groups);
+    int64_t g;
+
+    for (g = 0; g < t->n_groups; g++) {
+        float s = t->kind == CT_K_NVFP4 ? qbk_fp8_e4m3fn_to_f32(sc[g]) / t->gscale
+                                        : qbk_e8m0_to_f32(sc[g]);
+        qbk_fp4_e2m1_row_to_f32(codes + (size_t)(g * t->gs / 2), (size_t)t->gs, s,
+                                d + (size_t)(g * t->gs));
+    }
+}
+
 qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0, int64_t n_rows,
                               float *dst)
 {
@@ -120,6 +138,11 @@ qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0
         size_t es = qbk_float_store_size(w->dtype);
         qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
                          (size_t)(n_rows * t->cols), dst);
+        return QB_OK;
+    }
+    if (t->kind == CT_K_NVFP4 || t->kind == CT_K_MXFP4) {
+        for (r = row0; r < row0 + n_rows; r++)
+            ct_fp4_row(t, r, dst + (size_t)((r - row0) * t->cols));
         return QB_OK;
     }
     srow = qbk_malloc((size_t)t->n_groups * sizeof(float));

@@ -66,8 +66,10 @@ static int hfd_list_has(const char *const *names, const char *name)
 
 /* Side files that mark a quantized checkpoint even without
  * config.json:quantization_config: AutoGPTQ/GPTQModel quantize_config.json,
- * AutoAWQ before 2023-10 quant_config.json (docs/formats/hf-dense.md, "Quantized checkpoints"). */
-static const char *const hfd_quant_sidecars[] = {"quantize_config.json", "quant_config.json", NULL};
+ * AutoAWQ before 2023-10 quant_config.json (docs/formats/hf-dense.md, "Quantized checkpoints"),
+ * NVIDIA ModelOpt hf_quant_config.json (docs/formats/nvfp4.md). */
+static const char *const hfd_quant_sidecars[] = {"quantize_config.json", "quant_config.json",
+                                                 "hf_quant_config.json", NULL};
 
 static int hfd_probe(void *ctx, const qb_probe_input *in)
 {

@@ -39,7 +39,7 @@ def cached(kind, variant=None):
             "f16", *(["--shards", "2"] if variant == "sharded" else []))
     elif kind == "quant":
         run(GEN + "/qb-gen-quant", d, variant)
-    elif kind in ("ct", "fp8"):
+    elif kind in ("ct", "fp8", "fp4"):
         allv = os.path.join(CACHE, kind + "-all")
         if not os.path.isdir(allv):
             run(GEN + "/qb-gen-" + kind, allv)
@@ -179,6 +179,71 @@ def g_replace_kv_u32(b, key, val):
 
 
 # ---- the cases ----
+def st_add(p, name, dtype, shape, raw):
+    """Appends one tensor to a safetensors file."""
+    def f(h, data):
+        h[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        return h, data + raw
+    st_edit(p, f)
+
+
+def st_reshape(p, suffix, old, new):
+    """Gives the tensor ending in `suffix` (shape `old`) the same byte count under shape `new`."""
+    def f(h, data):
+        k = [n for n in h if n.endswith(suffix)][0]
+        assert h[k]["shape"] == old, (k, h[k])
+        h[k]["shape"] = new
+    st_edit(p, f)
+
+
+def st_poke(p, suffix, byte):
+    """Sets the first data byte of the tensor ending in `suffix`."""
+    def f(h, data):
+        k = [n for n in h if n.endswith(suffix)][0]
+        a = h[k]["data_offsets"][0]
+        return h, data[:a] + bytes([byte]) + data[a + 1:]
+    st_edit(p, f)
+
+
+def fp4_case(case):
+    """NVFP4 / MXFP4 cases (qb-gen-fp4 fixtures; docs/formats/nvfp4.md). q_proj is [64, 64]:
+    packed [64, 32], NVFP4 scales [64, 4], MXFP4 scales [64, 2]."""
+    variant = "ct-mxfp4" if case.startswith("ct-mxfp4-") else "ct-nvfp4" if case.startswith("ct-") else "mo-nvfp4"
+    d = fixture(case, "fp4", variant)
+    st = d + "/model.safetensors"
+    q = "layers.0.self_attn.q_proj"
+    packed = q + (".weight" if case.startswith("mo-") else ".weight_packed")
+    if case.endswith("-scale-wrong-shape"):
+        st_reshape(st, q + ".weight_scale", [64, 4], [128, 2])
+    elif case.endswith("-k-not-group-multiple"):
+        st_reshape(st, packed, [64, 32], [512, 4])  # K = 8: not a whole 16-element group
+    elif case.endswith("-scale-nan-7f"):
+        st_poke(st, q + ".weight_scale", 0x7F)
+    elif case.endswith("-scale-nan-ff"):
+        st_poke(st, q + ".weight_scale", 0xFF)
+    elif case == "ct-nvfp4-global-scale-missing":
+        drop_tensor(st, lambda k: k.endswith(q + ".weight_global_scale"))
+    elif case == "ct-nvfp4-global-scale-0d":
+        st_reshape(st, q + ".weight_global_scale", [1], [])
+    elif case == "ct-nvfp4-weight-shape-odd-k":
+        st_add(st, "model." + q + ".weight_shape", "I64", [2], struct.pack("<qq", 64, 63))
+    elif case == "mo-scale2-missing":
+        drop_tensor(st, lambda k: k.endswith(q + ".weight_scale_2"))
+    elif case == "mo-scale2-zero":
+        def f(h, data):
+            k = [n for n in h if n.endswith(q + ".weight_scale_2")][0]
+            a = h[k]["data_offsets"][0]
+            return h, data[:a] + struct.pack("<f", 0.0) + data[a + 4:]
+        st_edit(st, f)
+    elif case == "mo-quant-algo-fp8":
+        json_edit(d + "/hf_quant_config.json", lambda c: c["quantization"].update(quant_algo="FP8"))
+    elif case == "mo-excluded-but-packed":
+        json_edit(d + "/hf_quant_config.json",
+                  lambda c: c["quantization"]["exclude_modules"].append("*.0.self_attn.q_proj"))
+    else:
+        raise SystemExit("make_bad.py: no recipe for case " + case)
+
+
 def build(case):
     st = lambda: fixture(case, "hfd") + "/model.safetensors"  # noqa: E731
     Q = "model.layers.0.self_attn.q_proj.weight"
@@ -431,6 +496,8 @@ def build(case):
             t = open(d + "/config.json").read()
             assert '"group_size": 128' in t
             open(d + "/config.json", "w").write(t.replace('"group_size": 128', '"group_size": 1e300'))
+    elif case.startswith(("ct-nvfp4-", "ct-mxfp4-", "mo-")):
+        fp4_case(case)
     elif case.startswith("ct-"):
         d = fixture(case, "ct", "ct-w4a16-g32-sym")
         w = lambda q: q["config_groups"]["group_0"]["weights"]  # noqa: E731

@@ -11,15 +11,23 @@ tensor. Tolerance: none. The library dequantizes in the scale's dtype ((q - zp) 
 f32 model is compared with our f32 output and a bf16 model with our bf16 output (one rounding
 of the same f32 product on both sides).
 
-NVFP4 (nvfp4-pack-quantized) exists in this library version; our reader refuses it (reading it
-is another issue), so that case asserts the refusal: exit 1 and an error naming the format.
+NVFP4 (nvfp4-pack-quantized) and MXFP4 (mxfp4-pack-quantized), written by the library's own
+compressors from a bf16 model: the library decompresses them in float32 and ends in bf16
+(docs/formats/nvfp4.md), so our f32 output is compared bit for bit with the library's `dequantize`
+run in float32 on the stored tensors, and its bf16 rounding (and our dtype=bf16 output) with the
+library's decompression.
 """
 import pytest
 import torch
+from safetensors.torch import load_file
 
 import _ct_util as U
 from compressed_tensors.quantization import QuantizationArgs
-from compressed_tensors.quantization.quant_scheme import FP8_DYNAMIC, INT8_W8A8, NVFP4A16
+from compressed_tensors.compressors.nvfp4.helpers import unpack_fp4_from_uint8
+from compressed_tensors.compressors.mx_utils import decompress_mx_scale
+from compressed_tensors.quantization.lifecycle.forward import dequantize
+from compressed_tensors.quantization.quant_scheme import (FP8_DYNAMIC, INT8_W8A8, MXFP4A16,
+                                                         NVFP4A16)
 
 
 def _int(bits, sym, strategy, group=None):
@@ -86,14 +94,53 @@ def test_hf_dense_equals_library_decompression(run_qb, tmp_path, case):
                         f"first at {i}: ours {g[i].item()!r}, library {w[i].item()!r}")
 
 
-def test_nvfp4_is_refused_by_name(run_qb, tmp_path):
+def _bits_equal(case, name, g, w):
+    assert g.dtype == w.dtype and g.shape == w.shape, f"{name}: {g.dtype} {g.shape} vs {w.dtype} {w.shape}"
+    view = BITS_VIEW[g.dtype]
+    diff = g.view(view) != w.view(view)
+    if diff.any():
+        i = tuple(int(x) for x in diff.nonzero()[0])
+        pytest.fail(f"{case}: {name}: {int(diff.sum())} of {g.numel()} values differ; "
+                    f"first at {i}: ours {g[i].item()!r}, library {w[i].item()!r}")
+
+
+def _library_f32(src, weights):
+    """The library's own dequantize of every FP4 module on disk, in float32 throughout (the
+    E2M1 values and the scales unpacked to float32; the same float32 quotient and product
+    the library's decompress computes before its final cast to bf16)."""
+    sd = load_file(str(src / "model.safetensors"))
+    out = {}
+    for k, packed in sd.items():
+        if not k.endswith(".weight_packed"):
+            continue
+        m = k[: -len(".weight_packed")]
+        rows, half = packed.shape
+        x_q = unpack_fp4_from_uint8(packed, rows, half * 2, dtype=torch.float32)
+        scale = sd[m + ".weight_scale"]
+        scale = (decompress_mx_scale(scale) if scale.dtype == torch.uint8 else scale).to(torch.float32)
+        out[m + ".weight"] = dequantize(x_q=x_q, scale=scale, args=weights, dtype=torch.float32,
+                                        global_scale=sd.get(m + ".weight_global_scale"))
+    return out
+
+
+@pytest.mark.parametrize("case", ["nvfp4", "mxfp4"])
+def test_fp4_equals_library_decompression(run_qb, tmp_path, case):
+    weights, fmt = {"nvfp4": (NVFP4A16["weights"], "nvfp4-pack-quantized"),
+                    "mxfp4": (MXFP4A16["weights"], "mxfp4-pack-quantized")}[case]
     src = tmp_path / "ct"
-    qcfg = U.compress(src, NVFP4A16["weights"], torch.bfloat16)
-    assert qcfg.format == "nvfp4-pack-quantized", qcfg.format
-    # The library itself can decompress what it wrote (so the fixture is a valid checkpoint).
-    assert all(torch.isfinite(t.float()).all() for t in U.library_decompress(src, torch.float32).values())
-    proc = run_qb("convert", "--source", src, "--output", tmp_path / "hf", "--writer", "hf-dense",
-                  ok=False)
-    assert proc.returncode == 1, f"exit {proc.returncode}, stderr: {proc.stderr}"
-    assert "nvfp4-pack-quantized" in proc.stderr, proc.stderr
-    assert not (tmp_path / "hf").exists(), "a refused conversion left an output behind"
+    qcfg = U.compress(src, weights, torch.bfloat16)
+    assert qcfg.format == fmt, qcfg.format
+    for dt in (torch.float32, torch.bfloat16):
+        run_qb("convert", "--source", src, "--output", tmp_path / DTYPE_OPT[dt], "--writer",
+               "hf-dense", "--option", f"dtype={DTYPE_OPT[dt]}")
+    ours32 = U.read_ours(tmp_path / "f32")
+    ours16 = U.read_ours(tmp_path / "bf16")
+    lib16 = U.library_decompress(src, torch.bfloat16)
+    lib32 = _library_f32(src, weights)
+    assert set(ours32) == set(lib16) == set(ours16), sorted(set(ours32) ^ set(lib16))
+    assert len(lib32) == 14, sorted(lib32)
+    for name, w in lib32.items():
+        _bits_equal(case, name, ours32[name], w)
+    for name, w in lib16.items():
+        _bits_equal(case, name, ours32[name].to(torch.bfloat16), w)
+        _bits_equal(case, name, ours16[name], w)

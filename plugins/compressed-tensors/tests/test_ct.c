@@ -477,9 +477,9 @@ START_TEST(test_config_refusals)
     ck_assert_int_eq(parse(QC_HEAD "\"config_groups\": {\"g\": {\"targets\": [\"Embedding\"], " W4
                                    "}}}"), QB_E_UNSUPPORTED);
     ck_assert_int_eq(parse("{\"quant_method\": \"compressed-tensors\", \"format\": "
-                           "\"nvfp4-pack-quantized\", \"config_groups\": {}}"),
+                           "\"mxfp8-pack-quantized\", \"config_groups\": {}}"),
                      QB_E_UNSUPPORTED);
-    ck_assert(strstr(qbt_host_last_error(), "nvfp4-pack-quantized"));
+    ck_assert(strstr(qbt_host_last_error(), "mxfp8-pack-quantized"));
     /* strategy inferred from group_size (QuantizationArgs.validate_model_after) */
     ck_assert_int_eq(parse(QC_HEAD "\"config_groups\": {\"g\": {\"targets\": [\"Linear\"], "
                                    "\"weights\": {\"num_bits\": 4, \"group_size\": -1}}}}"),
