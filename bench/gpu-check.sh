@@ -7,16 +7,19 @@
 # (GPU_CHECK_BUDGET_S, default 570 s, so the whole call fits in 10 minutes):
 #   1. GPU present? (nvidia-smi -L, then a device the CUDA test can open);
 #      without one it stops at once, saying so (exit 2);
-#   2. configure and build only what the kernels need (no plugins, only the
-#      kernels tests, the benchmarks);
+#   2. configure and build only what the kernels and the forward pass need
+#      (the program with the hf-dense and sm86-w4a16 plugins, the kernels
+#      and forward tests, the benchmarks);
 #   3. the kernels tests (ctest): CPU reference, loader, host-side checks,
 #      the emulator, and the CUDA test on the full shape table, which must
 #      PASS (a skip is a failure here);
 #   4. the CUDA test on its reduced shape set (QBT_W4A16_CUDA_REDUCED=1,
 #      CK_FORK=no) under compute-sanitizer memcheck (with leak check),
 #      racecheck and initcheck: any reported error fails the step;
-#   5. the forward-pass comparison of issue 16 when this tree has a
-#      `quantbridge forward` command (else one line saying it is skipped);
+#   5. the forward pass on the GPU against the CPU and the float64
+#      reference (ctest -L forward_cuda: test_forward_cuda, every
+#      architecture; a skip is a failure here), with a table of its worst
+#      error ratios per architecture in the summary;
 #   6. the GPU benchmark (table + JSON), then a short CPU benchmark if time
 #      is left.
 # Writes under the results folder: the summary ($SUMMARY below, Markdown,
@@ -95,6 +98,13 @@ write_summary() {
         echo "| step | result | s | notes |"
         echo "| --- | --- | --- | --- |"
         printf '%s\n' "${ROWS[@]}"
+        if [ "$(wc -l < "$RESULTS/forward_table.md" 2> /dev/null || echo 0)" -gt 2 ]; then
+            echo
+            echo "Forward pass on the GPU (test_forward_cuda; worst |error| / (2^-11 * sum |W||x|) of"
+            echo "the logits, bound kappa; docs/forward.md \"On a GPU\"):"
+            echo
+            cat "$RESULTS/forward_table.md"
+        fi
         if [ -s "$RESULTS/bench_gpu.txt" ]; then
             echo
             echo "GPU benchmark (bench_w4a16_gpu --runs 50; bench/README.md protocol):"
@@ -166,7 +176,7 @@ fi
 if ! step configure 180 "$RESULTS/configure.log" \
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${LAUNCHER[@]}" \
     -DCMAKE_CUDA_COMPILER="$NVCC" -DQB_W4A16_CUDA_ARCHS="$ARCHS" \
-    -DQB_ONLY_PLUGINS=none -DQB_ONLY_TESTS=kernels; then
+    "-DQB_ONLY_PLUGINS=hf-dense;sm86-w4a16" "-DQB_ONLY_TESTS=kernels;forward"; then
     row configure FAIL "$STEP_S" "see configure.log"
     write_summary
     exit 1
@@ -187,7 +197,8 @@ fi
 
 TARGETS=(quantbridge-w4a16 test_w4a16_cpu test_w4a16_loader test_w4a16_cuda_plan bench_w4a16_cpu)
 if [ "$CUDA_OK" = 1 ]; then
-    TARGETS+=(quantbridge-w4a16-cuda test_w4a16_cuda bench_w4a16_gpu)
+    TARGETS+=(quantbridge-w4a16-cuda test_w4a16_cuda bench_w4a16_gpu
+        quantbridge qb_hf_dense qb_sm86_w4a16 test_forward_cuda)
 fi
 if ! step build 300 "$RESULTS/build.log" \
     cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"; then
@@ -250,18 +261,47 @@ else
     done
 fi
 
-# ---- 5. the forward-pass comparison (issue 16): runs when the tree has
-# the command; its CUDA test is expected under the ctest label forward_cuda
-if grep -q '"forward"' "$ROOT/host/cli_main.c" 2> /dev/null; then
-    if step forward 120 "$RESULTS/forward.log" \
-        ctest --test-dir "$BUILD" -L forward_cuda --output-on-failure --no-tests=error; then
-        row forward ok "$STEP_S" "ctest -L forward_cuda"
+# ---- 5. the forward pass on the GPU (issue 16): test_forward_cuda runs
+# every architecture's W4A16 fixture with --device cuda and compares it with
+# the CPU run and the float64 reference (docs/forward.md, "On a GPU")
+FWD_TABLE=$RESULTS/forward_table.md
+if [ "$CUDA_OK" = 1 ] && [ -x "$BUILD/tests/bin/test_forward_cuda" ]; then
+    if step forward 180 "$RESULTS/forward.log" \
+        ctest --test-dir "$BUILD" -L forward_cuda -V --no-tests=error; then
+        res=ok
     else
-        row forward FAIL "$STEP_S" "ctest -L forward_cuda (see forward.log)"
+        res=FAIL
     fi
+    note="ctest -L forward_cuda: worst error / (u * mag) per architecture below"
+    if grep -Eq 'test_forward_cuda .*(Skipped|Not Run)' "$RESULTS/forward.log"; then
+        note="test_forward_cuda was skipped although this check needs it: $(grep -o 'no CUDA device.*' "$RESULTS/forward.log" | head -1)"
+        res=FAIL
+        failed=1
+    fi
+    # "<arch> w4a16[ cuda vs reference| cuda vs cpu]: max |logit| L, worst
+    # error / (u * mag) = R (kappa K)" lines (ctest -V prefixes "N: ")
+    awk '
+        / w4a16.*: max \|logit\|.*worst error/ {
+            l = $0; sub(/^[0-9]+: /, "", l)
+            label = l; sub(/: max .*/, "", label); split(label, w, " "); a = w[1]
+            v = l; sub(/.*= /, "", v); k = v; sub(/ .*/, "", v)
+            sub(/.*kappa /, "", k); sub(/\).*/, "", k)
+            kind = label ~ /vs reference$/ ? "gr" : label ~ /vs cpu$/ ? "gc" : "cr"
+            val[a, kind] = v; kap[a] = k
+            if (!(a in seen)) { seen[a] = 1; order[++na] = a }
+        }
+        END {
+            print "| architecture | CPU vs reference | GPU vs reference | GPU vs CPU | kappa |"
+            print "| --- | --- | --- | --- | --- |"
+            for (i = 1; i <= na; i++) {
+                a = order[i]
+                printf "| %s | %s | %s | %s | %s |\n", a, val[a, "cr"], val[a, "gr"], val[a, "gc"], kap[a]
+            }
+        }' "$RESULTS/forward.log" > "$FWD_TABLE"
+    row forward "$res" "$STEP_S" "$note"
 else
-    echo "forward: skipped: this tree has no 'quantbridge forward' command yet (issue 16)"
-    row forward skipped 0 "no 'quantbridge forward' command in this tree yet (issue 16)"
+    row forward "not run" 0 "no CUDA build or no test_forward_cuda"
+    failed=1
 fi
 
 # ---- 6. benchmarks

@@ -2,7 +2,8 @@
  * quantbridge host — `quantbridge forward --model PATH (--tokens I,J,... |
  * --text "...") --output FILE.safetensors`: the CPU reference forward pass
  * (forward_model.c) of any readable model, written as F32 `logits`
- * [n_tokens, vocab] in a safetensors file.
+ * [n_tokens, vocab] in a safetensors file; `--device cuda` runs a W4A16
+ * model's packed linears on the GPU (forward_weights.c).
  */
 #include "forward.h"
 #include "verify_engine.h"
@@ -36,6 +37,8 @@ static void usage(FILE *f)
             "  --tokens I,J,...       token ids, comma-separated\n"
             "  --text \"...\"           text to tokenize (not supported yet: use --tokens)\n"
             "  --output FILE          the safetensors file to write (atomically)\n"
+            "  --device cpu|cuda      where the W4A16 linears run (default cpu; cuda: a\n"
+            "                         W4A16 directory on CUDA device 0, the rest on the CPU)\n"
             "  --threads N            worker threads (default: number of CPUs)\n"
             "  --config FILE          configuration file\n"
             "  --plugin-dir DIR       also register the plugins of DIR (repeatable)\n"
@@ -152,10 +155,12 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         {"plugin-dir", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 'T'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *format = NULL, *tokens_arg = NULL, *text = NULL, *output = NULL;
+    qbh_fwd_device device = QBH_FWD_CPU;
     qbh_registry reg;
     qbh_source src;
     qbh_params sp;
@@ -182,6 +187,18 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         case 't': tokens_arg = optarg; break;
         case 'x': text = optarg; break;
         case 'O': output = optarg; break;
+        case 'D':
+            if (strcmp(optarg, "cpu") == 0)
+                device = QBH_FWD_CPU;
+            else if (strcmp(optarg, "cuda") == 0)
+                device = QBH_FWD_CUDA;
+            else {
+                fprintf(stderr, "quantbridge: error: forward: --device %s: expected cpu or "
+                        "cuda\n", optarg);
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            break;
         case 'o':
             if (qbh_cli_option_kv(optarg, &cli[n_opt++])) {
                 rc = QBH_EXIT_USAGE;
@@ -236,12 +253,19 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         rc = QBH_EXIT_USAGE;
         goto done;
     }
+    /* Before the model is read: a build or machine without CUDA says so
+     * at once (the forward tests probe the device this way). */
+    if (qbh_fwd_device_check(device))
+        goto report;
     if (qbh_cli_setup(co, &reg))
         goto report;
     reg_open = 1;
     if (qbh_verify_open(&reg, model, format, cli, n_opt, &src, &sp, &usage_err))
         goto report;
-    if (qbh_forward(&src, ids, n_ids, &logits, &vocab))
+    qbh_fwd_set_device(device);
+    rc = qbh_forward(&src, ids, n_ids, &logits, &vocab) ? QBH_EXIT_FAIL : QBH_EXIT_OK;
+    qbh_fwd_set_device(QBH_FWD_CPU);
+    if (rc)
         goto report;
     qbh_progress_done();
     if (write_logits(output, logits, n_ids, vocab))

@@ -26,6 +26,7 @@
 #include "qbh.h"
 
 struct qb_w4a16_model;
+struct qb_w4a16_cuda_session;
 
 /* Rope scaling kinds read from config.json "rope_scaling". */
 typedef enum qbh_rope_kind {
@@ -101,12 +102,34 @@ typedef struct qbh_fwd_weights {
     uint64_t lin_w4;              /* how many ran through qb_w4a16_gemm_cpu */
     double w4_seconds;            /* ... and the time and packed + scales bytes */
     uint64_t w4_bytes;            /*     of those alone */
+    struct qb_w4a16_cuda_session *cuda; /* owned; non-NULL: the W4A16 linears
+                                     run on the GPU (qbh_fwd_set_device) */
 } qbh_fwd_weights;
+
+/* Where the W4A16 linears run (`forward --device`). */
+typedef enum qbh_fwd_device {
+    QBH_FWD_CPU = 0,  /* qb_w4a16_gemm_cpu on the host pool */
+    QBH_FWD_CUDA      /* qb_w4a16_cuda_session_gemm on CUDA device 0 */
+} qbh_fwd_device;
+
+/* Sets the device of the qbh_forward calls that follow (process-wide; the
+ * default is QBH_FWD_CPU, which verify's model check keeps). Main thread,
+ * never while a pass runs. */
+void qbh_fwd_set_device(qbh_fwd_device d);
+
+/* Whether d can run here: QB_OK, or QB_E_UNSUPPORTED with the message
+ * "--device cuda: this build has no CUDA" (built without the CUDA kernels)
+ * or "--device cuda: no CUDA device (...)" (the CUDA runtime's reason).
+ * Opens and closes a CUDA session to find out. Main thread. */
+qb_status qbh_fwd_device_check(qbh_fwd_device d);
 
 /* Binds w to the open source s; when s was read by the sm86-w4a16 reader,
  * also opens s->path with libquantbridge-w4a16 so that its linears run on
  * the packed weights. QB_E_* from qb_w4a16_open with its message naming
- * the file. Free with qbh_fwd_weights_close. Main thread. */
+ * the file. With the device QBH_FWD_CUDA, also opens the CUDA session:
+ * the errors of qbh_fwd_device_check, and QB_E_UNSUPPORTED naming the
+ * model when it is not a W4A16 directory (only packed linears run on the
+ * GPU). Free with qbh_fwd_weights_close. Main thread. */
 qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w);
 void qbh_fwd_weights_close(qbh_fwd_weights *w);
 
@@ -115,7 +138,9 @@ void qbh_fwd_weights_close(qbh_fwd_weights *w);
  * or the head (layer -1, path "lm_head": lm_head.weight, or the embedding
  * when w->tied and the model has no lm_head.weight). Dense: W is read in row blocks through the
  * reader (never whole), products in double. W4A16: qb_w4a16_gemm_cpu on
- * the packed rows, one row block per pool item. QB_E_NOT_FOUND /
+ * the packed rows, one row block per pool item, or with w->cuda the whole
+ * product through qb_w4a16_cuda_session_gemm (QB_E_INTERNAL naming the
+ * linear on a CUDA error). QB_E_NOT_FOUND /
  * QB_E_MISMATCH naming the tensor and its shape, a reader's error,
  * QB_E_NOMEM. Main thread; uses the pool. */
 qb_status qbh_fwd_linear(qbh_fwd_weights *w, int64_t layer, const char *path, const float *x,

@@ -7,7 +7,9 @@
  * reader runs its packed linears through libquantbridge-w4a16
  * (qb_w4a16_gemm_cpu on the mapped codes and scales), so the format's CPU
  * kernel runs end to end; its norms and embedding still come through the
- * reader (F16 in the format: docs/w4a16-format.md, "Directory").
+ * reader (F16 in the format: docs/w4a16-format.md, "Directory"). With
+ * `--device cuda` those packed linears run on the GPU instead, through a
+ * session of libquantbridge-w4a16-cuda (linked only in a CUDA build).
  */
 #include "forward.h"
 
@@ -17,9 +19,60 @@
 
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_w4a16.h>
+#ifdef QBH_HAVE_CUDA_FWD
+/* Pure C99 (the stream is a void *): the host sees no CUDA header. */
+#include <quantbridge/qb_w4a16_cuda.h>
+#endif
 
 /* Floats of one weight row block (1 MiB). */
 #define FWD_BLOCK_ELEMS ((int64_t)1 << 18)
+
+static qbh_fwd_device g_device = QBH_FWD_CPU;
+
+void qbh_fwd_set_device(qbh_fwd_device d)
+{
+    g_device = d;
+}
+
+/* Opens the CUDA session of the W4A16 linears (*out NULL on failure). */
+static qb_status cuda_open(struct qb_w4a16_cuda_session **out)
+{
+    *out = NULL;
+#ifdef QBH_HAVE_CUDA_FWD
+    {
+        char err[512];
+        qb_status rc = qb_w4a16_cuda_session_open(0, out, err, sizeof err);
+        if (rc)
+            return qbh_error_set(rc, "--device cuda: %s", err);
+        qbh_log(QB_LOG_INFO, "forward", "W4A16 linears on CUDA device 0 (%s)",
+                qb_w4a16_cuda_session_device(*out));
+        return QB_OK;
+    }
+#else
+    return qbh_error_set(QB_E_UNSUPPORTED, "--device cuda: this build has no CUDA (configure "
+                         "with the CUDA toolkit and -DQB_ENABLE_CUDA=ON)");
+#endif
+}
+
+static void cuda_close(struct qb_w4a16_cuda_session *c)
+{
+#ifdef QBH_HAVE_CUDA_FWD
+    qb_w4a16_cuda_session_close(c);
+#else
+    (void)c;
+#endif
+}
+
+qb_status qbh_fwd_device_check(qbh_fwd_device d)
+{
+    struct qb_w4a16_cuda_session *c;
+    qb_status rc;
+    if (d == QBH_FWD_CPU)
+        return QB_OK;
+    rc = cuda_open(&c);
+    cuda_close(c);
+    return rc;
+}
 
 qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w)
 {
@@ -28,16 +81,28 @@ qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w)
 
     memset(w, 0, sizeof *w);
     w->src = s;
-    if (!s->info.source_format || strcmp(s->info.source_format, "sm86-w4a16") != 0)
+    if (!s->info.source_format || strcmp(s->info.source_format, "sm86-w4a16") != 0) {
+        if (g_device == QBH_FWD_CUDA)
+            return qbh_error_set(QB_E_UNSUPPORTED, "--device cuda: %s is not a W4A16 directory "
+                                 "(read by %s): only packed W4A16 linears run on the GPU; use "
+                                 "--device cpu", s->path,
+                                 s->info.source_format ? s->info.source_format : "?");
         return QB_OK;
+    }
     rc = qb_w4a16_open(s->path, 0, &w->w4, err, sizeof err);
     if (rc)
         return qbh_error_set(rc, "forward: %s", err);
+    if (g_device == QBH_FWD_CUDA && (rc = cuda_open(&w->cuda))) {
+        qbh_fwd_weights_close(w);
+        return rc;
+    }
     return QB_OK;
 }
 
 void qbh_fwd_weights_close(qbh_fwd_weights *w)
 {
+    cuda_close(w->cuda);
+    w->cuda = NULL;
     qb_w4a16_close(w->w4);
     w->w4 = NULL;
 }
@@ -170,6 +235,37 @@ static int64_t block_rows(int64_t N, int64_t K)
     return rows > N ? N : rows;
 }
 
+/* The whole product of j on the GPU: the same contract as w4_block's
+ * (fp16 x, fp32 accumulation per group, fp16 y), another summation order
+ * (docs/forward.md, "On a GPU"). */
+static qb_status cuda_linear(qbh_fwd_weights *w, int64_t layer, const char *path,
+                             const lin_job *j)
+{
+#ifdef QBH_HAVE_CUDA_FWD
+    const qb_w4a16_linear *q = j->q;
+    uint16_t *yh = qbh_alloc((size_t)j->M * (size_t)j->N * sizeof *yh);
+    qb_status rc;
+    int64_t i;
+    if (!yh)
+        return qbh_error_set(QB_E_NOMEM, "forward: out of memory for a W4A16 output");
+    rc = qb_w4a16_cuda_session_gemm(w->cuda, j->xh, yh, q->packed, q->scales, q->perm, j->M, q->n,
+                                    q->k, q->group_size);
+    if (rc == QB_OK)
+        for (i = 0; i < j->M * j->N; i++)
+            j->y[i] = qb_f16_to_f32(yh[i]);
+    else
+        rc = qbh_error_set(rc, "forward: %s: layer %lld %s on the GPU: %s", w->src->path,
+                           (long long)layer, path, qb_w4a16_cuda_session_error(w->cuda));
+    qbh_free(yh);
+    return rc;
+#else
+    (void)w;
+    (void)j;
+    return qbh_error_set(QB_E_INTERNAL, "forward: layer %lld %s: no CUDA in this build",
+                         (long long)layer, path);
+#endif
+}
+
 static qb_status w4_linear(qbh_fwd_weights *w, int64_t layer, const char *path, lin_job *j,
                            int *handled)
 {
@@ -199,8 +295,12 @@ static qb_status w4_linear(qbh_fwd_weights *w, int64_t layer, const char *path, 
     w->lin_w4++;
     w->lin_bytes += (uint64_t)q.n * (uint64_t)((q.k + 1) / 2 +
                     2 * ((q.k + q.group_size - 1) / q.group_size));
-    j->rows = block_rows(j->N, j->K);
-    rc = qbh_parallel_for((size_t)((j->N + j->rows - 1) / j->rows), w4_block, j);
+    if (w->cuda)
+        rc = cuda_linear(w, layer, path, j);
+    else {
+        j->rows = block_rows(j->N, j->K);
+        rc = qbh_parallel_for((size_t)((j->N + j->rows - 1) / j->rows), w4_block, j);
+    }
     if (rc == QB_OK && q.bias)
         for (i = 0; i < j->M * j->N; i++)
             j->y[i] += qb_f16_to_f32(q.bias[i % j->N]);

@@ -2,6 +2,9 @@
 statistics (Student-t tails, outlier input columns) to W4A16 at g128 and g32 and report the model
 check of `quantbridge verify` (KL, top-1, logits cosine) and the worst per-tensor rel RMSE.
 
+Sources: the bf16 checkpoint, GPTQ- and AWQ-style quantizations of it (quant_gptq_awq.py), the
+GGUF types llama.cpp makes from the same weights, and compressed-tensors' own compressions.
+
 Run with the interop venv's python (it needs gguf-py, llama-cpp-python, torch, transformers and
 compressed-tensors): bench/fidelity/run.sh. Prints a markdown table on stdout.
 """
@@ -16,6 +19,7 @@ import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "interop"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 BUILD = pathlib.Path(os.environ.get("QB_BUILD_DIR", REPO / "build"))
 QB = BUILD / "bin" / "quantbridge"
 
@@ -47,8 +51,8 @@ def qb(*args):
     return p
 
 
-def measure(src, out, g):
-    c = qb("convert", "--source", src, "--output", out, "--group-size", g, "--overwrite")
+def measure(src, out, g, opts=()):
+    c = qb("convert", "--source", src, "--output", out, "--group-size", g, "--overwrite", *opts)
     if c.returncode != 0:
         return {"error": c.stderr.strip().splitlines()[-1]}
     v = qb("verify", "--source", src, "--converted", out, "--json")
@@ -70,7 +74,9 @@ def sources(tmp):
     U.make_weights = heavy_gguf_weights(U.make_weights)
     f32 = tmp / "heavy-f32.gguf"
     U.write_gguf(f32, "llama", gguf.GGMLQuantizationType.F32, seed=11)
-    yield "hf-dense bf16", _bf16_from(f32, tmp)
+    bf16 = _bf16_from(f32, tmp)
+    yield "hf-dense bf16", bf16
+    yield from _gptq_awq_sources(tmp, bf16)
     yield "gguf F32", f32
     for name, ftype in (("Q4_0", 2), ("Q4_K_M", 15), ("Q5_K_M", 17), ("Q6_K", 18),
                         ("Q8_0", 7), ("IQ4_XS", 30)):
@@ -86,6 +92,19 @@ def _bf16_from(f32, tmp):
            "--option", "dtype=bf16")
     assert c.returncode == 0, c.stderr
     return out
+
+
+def _gptq_awq_sources(tmp, bf16):
+    """The bf16 checkpoint's weights quantized GPTQ- and AWQ-style (quant_gptq_awq.py) on the
+    activations of that model, in the GPTQ v1 and AWQ gemm layouts."""
+    import quant_gptq_awq as Q
+    cal = Q.load_and_calibrate(bf16)
+    for label, gs, sym in (("gptq sym g128 act-order", 128, True),
+                           ("gptq asym g32 act-order", 32, False)):
+        yield label, Q.write_gptq(tmp / label.replace(" ", "-"), bf16, cal, gs, sym, True)
+    for gs in (128, 32):
+        label = f"awq asym g{gs}"
+        yield label, Q.write_awq(tmp / label.replace(" ", "-"), bf16, cal, gs)
 
 
 def _ct_sources(tmp):
@@ -129,6 +148,13 @@ def main():
                 r = measure(src, tmp / f"out-{label.replace(' ', '_')}-{g}", g)
                 rows.append((label, g, r))
                 print(label, g, r, file=sys.stderr)
+                if "act-order" in label and "error" not in r:
+                    # the writer's option that keeps act-order codes (feature
+                    # input_permutation) instead of requantizing them
+                    r = measure(src, tmp / f"out-{label.replace(' ', '_')}-{g}-perm", g,
+                                ("--option", "act_order=permute"))
+                    rows.append((label + ", act_order=permute", g, r))
+                    print(label, g, "permute", r, file=sys.stderr)
     print("| source | group | KL mean | KL max | top-1 | logits cosine min | worst rel RMSE | "
           "exact linears | verify |")
     print("|---|---|---|---|---|---|---|---|---|")

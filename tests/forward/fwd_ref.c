@@ -174,11 +174,12 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
     double *o = xalloc(T * H), *g = xalloc(T * I), *u = xalloc(T * I), *tmp;
     double *emb = must(m, "model.embed_tokens.weight", V * H), *head;
     char name[160];
-    double off = m->gemma2 ? 1.0 : 0.0;
+    int gem = m->gemma || m->gemma2; /* the gemma family's common changes */
+    double off = gem ? 1.0 : 0.0;
 
     for (t = 0; t < T; t++)
         for (i = 0; i < H; i++)
-            x[t * H + i] = emb[tokens[t] * H + i] * (m->gemma2 ? sqrt((double)H) : 1.0);
+            x[t * H + i] = emb[tokens[t] * H + i] * (gem ? sqrt((double)H) : 1.0);
     for (L = 0; L < m->layers; L++) {
         snprintf(name, sizeof name, "model.layers.%lld.input_layernorm.weight", (long long)L);
         tmp = must(m, name, H);
@@ -290,7 +291,7 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
             linear(m, L, "mlp.up_proj", hn, T, H, I, u);
         }
         for (i = 0; i < T * I; i++)
-            if (m->gemma2)
+            if (gem)
                 g[i] = 0.5 * g[i] *
                        (1.0 + tanh(sqrt(2.0 / M_PI) * (g[i] + 0.044715 * pow(g[i], 3)))) * u[i];
             else

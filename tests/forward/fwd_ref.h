@@ -1,6 +1,6 @@
 /*
  * The tests' own float64 reference of the llama-family decoder (llama,
- * mistral, qwen2, qwen3, and gemma2's variations), written apart from
+ * mistral, qwen2, qwen3, gemma and gemma2's variations), written apart from
  * host/forward_*.c with plain loops, straight from transformers' modeling
  * code: RMSNorm, rotate_half rotary embedding, grouped-query causal
  * attention, SiLU- (gemma: gelu-tanh-) gated MLP.
@@ -22,6 +22,9 @@ typedef struct fwd_ref_model {
      * norms, score scale query_pre_attn_scalar^-1/2, soft-capping (0: none). */
     int gemma2;
     double qpas, attn_cap, final_cap;
+    /* gemma (1): embedding * sqrt(hidden), (1 + w) norms and gelu-tanh as
+     * gemma2, none of its other changes (score scale head_dim^-1/2). */
+    int gemma;
     /* gemma3: sliding layers rotate with local_theta, unscaled; the others
      * with theta and angles divided by global_linear (linear rope scaling;
      * 0: none). */

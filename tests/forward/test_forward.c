@@ -16,6 +16,12 @@
  * the pass stores between operations (float32: 2^-24; the W4A16 kernel's
  * fp16 inputs and outputs: 2^-11) and kappa the number of roundings on
  * the residual path times their amplification: FWD_KAPPA.
+ *
+ * Built a second time with QBT_FWD_CUDA as test_forward_cuda: every W4A16
+ * fixture also runs with `forward --device cuda`, whose logits must meet
+ * the same bound against the reference and lie within it of the CPU run
+ * (docs/forward.md, "On a GPU"). Without a CUDA device (or a build without
+ * CUDA) it prints "skipped: no CUDA device" and exits 77.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -44,6 +50,12 @@
 #define FWD_KAPPA(L) (2.0 * (12.0 * (double)(L) + 4.0))
 #define U_F32 (1.0 / 16777216.0) /* 2^-24 */
 #define U_F16 (1.0 / 2048.0)     /* 2^-11 */
+
+#ifdef QBT_FWD_CUDA
+#define CUDA_MODE 1
+#else
+#define CUDA_MODE 0
+#endif
 
 static const int64_t TOKENS[] = {1, 17, 5, 99, 42, 3, 64, 120, 7};
 #define N_TOK ((int64_t)(sizeof TOKENS / sizeof TOKENS[0]))
@@ -146,7 +158,9 @@ static int w4_get(void *ctx, const char *name, int64_t n, double *out)
 
 /* ---- running the program ------------------------------------------------ */
 
-static float *run_forward(const char *model, const char *out_dir, int64_t *rows, int64_t *cols)
+/* `forward` on model with --device `device` (NULL: the default). */
+static float *run_forward_dev(const char *model, const char *out_dir, const char *device,
+                              int64_t *rows, int64_t *cols)
 {
     char args[8192], toks[512] = "", *text = NULL, *data, *o;
     size_t len, hl, k;
@@ -158,8 +172,8 @@ static float *run_forward(const char *model, const char *out_dir, int64_t *rows,
         snprintf(toks + strlen(toks), sizeof toks - strlen(toks), "%s%lld", k ? "," : "",
                  (long long)TOKENS[k]);
     o = qbt_path(out_dir, "logits.safetensors");
-    snprintf(args, sizeof args, "forward --model '%s' --tokens %s --output '%s' --threads 3",
-             model, toks, o);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens %s --output '%s' --threads 3%s%s",
+             model, toks, o, device ? " --device " : "", device ? device : "");
     rc = qbt_run_line(args, &text);
     ck_assert_msg(rc == 0, "%s -> %d\n%s", args, rc, text);
     free(text);
@@ -188,6 +202,11 @@ static float *run_forward(const char *model, const char *out_dir, int64_t *rows,
     free(data);
     free(o);
     return f;
+}
+
+static float *run_forward(const char *model, const char *out_dir, int64_t *rows, int64_t *cols)
+{
+    return run_forward_dev(model, out_dir, NULL, rows, cols);
 }
 
 /* Reference model from the written config.json (eps, theta, window). */
@@ -246,6 +265,40 @@ static double compare(const char *what, const float *got, const double *ref, con
     return worst;
 }
 
+/* The W4A16 model's logits on the CPU, then (test_forward_cuda) on the GPU:
+ * the GPU's against the reference with the same bound, and against the
+ * CPU's (the same fp16 contract, another fp32 summation order). */
+static void check_w4a16(const char *arch, const char *w4, const char *tmp, const double *ref,
+                        const double *mag, int64_t V, int64_t layers)
+{
+    int64_t rows, cols, i;
+    float *got = run_forward(w4, tmp, &rows, &cols), *gpu;
+    double *cpu;
+    char what[96];
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, V);
+    snprintf(what, sizeof what, "%s w4a16", arch);
+    compare(what, got, ref, mag, rows * cols, U_F16, layers);
+    if (!CUDA_MODE) {
+        free(got);
+        return;
+    }
+    gpu = run_forward_dev(w4, tmp, "cuda", &rows, &cols);
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, V);
+    snprintf(what, sizeof what, "%s w4a16 cuda vs reference", arch);
+    compare(what, gpu, ref, mag, rows * cols, U_F16, layers);
+    cpu = malloc(sizeof(double) * (size_t)(rows * cols));
+    ck_assert_ptr_nonnull(cpu);
+    for (i = 0; i < rows * cols; i++)
+        cpu[i] = got[i];
+    snprintf(what, sizeof what, "%s w4a16 cuda vs cpu", arch);
+    compare(what, gpu, cpu, mag, rows * cols, U_F16, layers);
+    free(cpu);
+    free(gpu);
+    free(got);
+}
+
 static void check_arch(const char *arch, const char *dtype, int tied, int heads, int kv,
                        int head_dim, int window)
 {
@@ -288,11 +341,13 @@ static void check_arch(const char *arch, const char *dtype, int tied, int heads,
     m.get = src_get;
     m.ctx = &sc;
     fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
-    got = run_forward(src, tmp, &rows, &cols);
-    ck_assert_int_eq(rows, N_TOK);
-    ck_assert_int_eq(cols, 128);
-    compare(arch, got, ref, mag, rows * cols, U_F32, s.layers);
-    free(got);
+    if (!CUDA_MODE) { /* test_forward_cuda: the W4A16 runs only */
+        got = run_forward(src, tmp, &rows, &cols);
+        ck_assert_int_eq(rows, N_TOK);
+        ck_assert_int_eq(cols, 128);
+        compare(arch, got, ref, mag, rows * cols, U_F32, s.layers);
+        free(got);
+    }
 
     /* Its W4A16 conversion (g32), through the kernel. */
     snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
@@ -302,9 +357,7 @@ static void check_arch(const char *arch, const char *dtype, int tied, int heads,
     m.get = w4_get;
     m.ctx = wm;
     fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
-    got = run_forward(w4, tmp, &rows, &cols);
-    compare("w4a16", got, ref, mag, rows * cols, U_F16, s.layers);
-    free(got);
+    check_w4a16(arch, w4, tmp, ref, mag, 128, s.layers);
     qb_w4a16_close(wm);
     free(sc.t);
     free(ref);
@@ -410,7 +463,8 @@ static void fx_free(fx *f)
         free(f->data[i]);
 }
 
-/* arch: "phi3", "mixtral", "qwen2_moe", "qwen3_moe". 2 layers, hidden 64,
+/* arch: "phi3", "gemma", "gemma3_text", "mixtral", "qwen2_moe", "qwen3_moe".
+ * gemma (1) is tied (its checkpoints have no lm_head). 2 layers, hidden 64,
  * 4 heads of 16 (qwen3_moe: 32), 2 kv heads, vocab 128, 4 experts top-2.
  * Routers get a larger spread so that no two experts tie. */
 static void check_fixture(const char *arch)
@@ -418,7 +472,7 @@ static void check_fixture(const char *arch)
     const int64_t H = 64, I = 96, V = 128, nh = 4, nkv = 2, E = 4, IM = 32, IS = 64;
     int phi3 = strcmp(arch, "phi3") == 0, mix = strcmp(arch, "mixtral") == 0;
     int q2 = strcmp(arch, "qwen2_moe") == 0, q3 = strcmp(arch, "qwen3_moe") == 0;
-    int g3 = strcmp(arch, "gemma3_text") == 0;
+    int g3 = strcmp(arch, "gemma3_text") == 0, g1 = strcmp(arch, "gemma") == 0;
     int64_t d = q3 ? 32 : 16, L, e;
     const char *tmp = qbt_scratch("fwd-fx");
     char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), cfg[2048], args[8192], nm[96];
@@ -434,7 +488,7 @@ static void check_fixture(const char *arch)
     fx_add(f, "model.embed_tokens.weight", V, H, 0, 0.5);
     for (L = 0; L < 2; L++) {
         /* gemma norms hold w of (1 + w) */
-        fx_addf(f, L, "input_layernorm.weight", H, 0, g3 ? 0 : 1, 0.1);
+        fx_addf(f, L, "input_layernorm.weight", H, 0, g3 || g1 ? 0 : 1, 0.1);
         if (phi3) {
             fx_addf(f, L, "self_attn.qkv_proj.weight", (nh + 2 * nkv) * d, H, 0, 0.1);
         } else {
@@ -452,7 +506,7 @@ static void check_fixture(const char *arch)
             fx_addf(f, L, "self_attn.k_norm.weight", d, 0, g3 ? 0 : 1, 0.1);
         }
         fx_addf(f, L, "self_attn.o_proj.weight", H, nh * d, 0, 0.1);
-        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, g3 ? 0 : 1, 0.1);
+        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, g3 || g1 ? 0 : 1, 0.1);
         if (g3) {
             fx_addf(f, L, "pre_feedforward_layernorm.weight", H, 0, 0, 0.1);
             fx_addf(f, L, "post_feedforward_layernorm.weight", H, 0, 0, 0.1);
@@ -470,7 +524,7 @@ static void check_fixture(const char *arch)
                 snprintf(nm, sizeof nm, "block_sparse_moe.experts.%lld.w3.weight", (long long)e);
                 fx_addf(f, L, nm, I, H, 0, 0.1);
             }
-        } else if ((q2 && L == 1) || g3) {
+        } else if ((q2 && L == 1) || g3 || g1) {
             /* mlp_only_layers [1]: a dense MLP of intermediate_size */
             fx_addf(f, L, "mlp.gate_proj.weight", I, H, 0, 0.1);
             fx_addf(f, L, "mlp.up_proj.weight", I, H, 0, 0.1);
@@ -493,22 +547,24 @@ static void check_fixture(const char *arch)
             }
         }
     }
-    fx_add(f, "model.norm.weight", H, 0, g3 ? 0 : 1, 0.1);
-    fx_add(f, "lm_head.weight", V, H, 0, 0.1);
+    fx_add(f, "model.norm.weight", H, 0, g3 || g1 ? 0 : 1, 0.1);
+    if (!g1)
+        fx_add(f, "lm_head.weight", V, H, 0, 0.1);
     snprintf(cfg, sizeof cfg,
              "{\"architectures\": [\"X\"], \"model_type\": \"%s\", \"hidden_size\": %lld,\n"
              " \"intermediate_size\": %lld, \"num_hidden_layers\": 2, \"num_attention_heads\": %lld,\n"
              " \"num_key_value_heads\": %lld, \"head_dim\": %lld, \"rms_norm_eps\": 1e-6,\n"
-             " \"rope_theta\": 10000.0, \"vocab_size\": %lld, \"tie_word_embeddings\": false,\n"
+             " \"rope_theta\": 10000.0, \"vocab_size\": %lld, \"tie_word_embeddings\": %s,\n"
              " \"max_position_embeddings\": 2048, \"bos_token_id\": 1, \"eos_token_id\": 2,\n"
-             " \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\"%s}\n",
+             " \"hidden_act\": \"%s\", \"torch_dtype\": \"float32\"%s}\n",
              arch, (long long)H, (long long)I, (long long)nh, (long long)nkv, (long long)d,
-             (long long)V,
+             (long long)V, g1 ? "true" : "false", g1 ? "gelu_pytorch_tanh" : "silu",
              phi3 ? ", \"partial_rotary_factor\": 0.5, \"sliding_window\": 5, \"rope_scaling\": null"
              : mix ? ", \"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"sliding_window\": null"
              : q2 ? ", \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
                     " \"shared_expert_intermediate_size\": 64, \"norm_topk_prob\": false,"
                     " \"decoder_sparse_step\": 1, \"mlp_only_layers\": [1], \"use_sliding_window\": false"
+             : g1 ? ", \"hidden_activation\": \"gelu_pytorch_tanh\""
              : g3 ? ", \"query_pre_attn_scalar\": 24, \"sliding_window\": 4,"
                     " \"sliding_window_pattern\": 2, \"rope_local_base_freq\": 100.0,"
                     " \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0},"
@@ -538,6 +594,7 @@ static void check_fixture(const char *arch)
         m.local_theta = 100.0;
         m.global_linear = 2.0;
     }
+    m.gemma = g1; /* (1 + w) norms, embedding scale, gelu-tanh; nothing else */
     m.rot_dim = phi3 ? d / 2 : 0;
     m.moe = mix ? 1 : (q2 || q3) ? 2 : 0;
     m.norm_topk = mix || q3;
@@ -549,11 +606,13 @@ static void check_fixture(const char *arch)
     m.get = fx_get;
     m.ctx = f;
     fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
-    got = run_forward(src, tmp, &rows, &cols);
-    ck_assert_int_eq(rows, N_TOK);
-    ck_assert_int_eq(cols, V);
-    compare(arch, got, ref, mag, rows * cols, U_F32, 2);
-    free(got);
+    if (!CUDA_MODE) {
+        got = run_forward(src, tmp, &rows, &cols);
+        ck_assert_int_eq(rows, N_TOK);
+        ck_assert_int_eq(cols, V);
+        compare(arch, got, ref, mag, rows * cols, U_F32, 2);
+        free(got);
+    }
 
     snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
     ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
@@ -562,9 +621,7 @@ static void check_fixture(const char *arch)
     m.get = w4_get;
     m.ctx = wm;
     fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
-    got = run_forward(w4, tmp, &rows, &cols);
-    compare("w4a16", got, ref, mag, rows * cols, U_F16, 2);
-    free(got);
+    check_w4a16(arch, w4, tmp, ref, mag, V, 2);
     qb_w4a16_close(wm);
     fx_free(f);
     free(f);
@@ -578,6 +635,9 @@ START_TEST(phi3_fused_partial_rotary) { check_fixture("phi3"); }
 END_TEST
 
 START_TEST(gemma3_local_global_rope) { check_fixture("gemma3_text"); }
+END_TEST
+
+START_TEST(gemma_tied_gelu) { check_fixture("gemma"); }
 END_TEST
 
 START_TEST(mixtral_moe) { check_fixture("mixtral"); }
@@ -833,10 +893,89 @@ START_TEST(verify_model_check)
 }
 END_TEST
 
+/* `--device`: a value other than cpu|cuda is a usage error (2); cuda where
+ * it cannot run (this build, this machine) is exit 1 naming the reason
+ * before any model is read, and on a source that is not W4A16 (with a
+ * device) exit 1 naming the model. */
+START_TEST(device_option)
+{
+    qbt_hfd_spec s = {.arch = "llama", .dtype = "bf16", .layers = 1, .hidden = 64,
+                      .intermediate = 96, .vocab = 64, .tied = 1, .shards = 1, .seed = 1};
+    const char *tmp = qbt_scratch("fwd-dev");
+    char *src = qbt_path(tmp, "m"), args[8192], *text = NULL;
+    int rc;
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st' --device gpu",
+             src, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 2);
+    ck_assert_msg(strstr(text, "--device gpu: expected cpu or cuda"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o.st' --device cpu",
+             src, tmp);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    free(text);
+    snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s/o2.st' --device "
+             "cuda", src, tmp);
+    rc = qbt_run_line(args, &text);
+    ck_assert_msg(rc == 1, "%d: %s", rc, text);
+    ck_assert_msg(strstr(text, "--device cuda: this build has no CUDA") ||
+                  strstr(text, "--device cuda: no CUDA device") ||
+                  strstr(text, "is not a W4A16 directory (read by hf-dense)"), "%s", text);
+    {
+        char *o = qbt_path(tmp, "o2.st");
+        ck_assert(!qbt_exists(o));
+        free(o);
+    }
+    free(text);
+    free(src);
+}
+END_TEST
+
+#ifdef QBT_FWD_CUDA
+/* Whether the program can run `--device cuda` here: it checks the device
+ * before it reads the model, so a model that does not exist tells the two
+ * apart. NULL when it can, else the program's reason (static). Runs
+ * before the suite, outside any check test: plain popen, no ck_ calls. */
+static const char *cuda_unavailable(void)
+{
+    static char why[512];
+    char cmd[4096], line[512];
+    const char *bin = getenv("QB_TEST_BIN");
+    FILE *p;
+    int found = 0;
+    if (!bin || strchr(bin, '\''))
+        return "QB_TEST_BIN is not set (or holds a quote)";
+    snprintf(cmd, sizeof cmd, "'%s' forward --model /nonexistent-qb-probe/m --tokens 1 "
+             "--output /nonexistent-qb-probe/o.st --device cuda 2>&1", bin);
+    p = popen(cmd, "r");
+    if (!p)
+        return "cannot run QB_TEST_BIN";
+    while (fgets(line, sizeof line, p)) {
+        const char *at = strstr(line, "--device cuda: ");
+        if (!found && at && (strstr(at, "no CUDA device") || strstr(at, "this build has no CUDA"))) {
+            snprintf(why, sizeof why, "%.*s", (int)strcspn(at, "\n"), at);
+            found = 1;
+        }
+    }
+    pclose(p);
+    return found ? why : NULL;
+}
+#endif
+
 Suite *qbt_suite(void)
 {
-    Suite *s = suite_create("forward");
-    TCase *tc = tcase_create("forward");
+    Suite *s;
+    TCase *tc;
+#ifdef QBT_FWD_CUDA
+    const char *why = cuda_unavailable();
+    if (why) {
+        printf("skipped: no CUDA device (%s)\n", why);
+        return NULL;
+    }
+#endif
+    s = suite_create(CUDA_MODE ? "forward_cuda" : "forward");
+    tc = tcase_create("forward");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, llama_bf16_untied);
     tcase_add_test(tc, mistral_f16_window);
@@ -845,11 +984,15 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, gemma2_sandwich_softcap);
     tcase_add_test(tc, phi3_fused_partial_rotary);
     tcase_add_test(tc, gemma3_local_global_rope);
+    tcase_add_test(tc, gemma_tied_gelu);
     tcase_add_test(tc, mixtral_moe);
     tcase_add_test(tc, qwen2_moe_shared_expert);
     tcase_add_test(tc, qwen3_moe_norm_topk);
-    tcase_add_test(tc, errors);
-    tcase_add_test(tc, verify_model_check);
+    if (!CUDA_MODE) {
+        tcase_add_test(tc, errors);
+        tcase_add_test(tc, device_option);
+        tcase_add_test(tc, verify_model_check);
+    }
     suite_add_tcase(s, tc);
     return s;
 }

@@ -122,6 +122,49 @@ qb_status qb_w4a16_gemm_cuda(const uint16_t *x, uint16_t *y, const uint8_t *pack
  * that thread's next call of this library. */
 const char *qb_w4a16_cuda_error(void);
 
+/* ---------------------------------------------------------------- session
+ * A device and its buffers for running products whose operands live in
+ * host memory (the forward pass of `quantbridge forward --device cuda`):
+ * each call copies the packed weights, scales, perm and x to device
+ * buffers the session keeps (grown, never shrunk: device memory is that of
+ * the largest product, not of the model), runs qb_w4a16_gemm_cuda on the
+ * session's stream and copies y back. One session serves one thread at a
+ * time; use one per thread. */
+typedef struct qb_w4a16_cuda_session qb_w4a16_cuda_session; /* opaque */
+
+/* Opens a session on CUDA device `device` (0 = the first). Returns 0 and
+ * *out; else *out NULL and a message in err (when err_len > 0):
+ * QB_E_UNSUPPORTED starting "no CUDA device" when the runtime finds no
+ * device (no GPU, no driver, or a driver too old for this runtime; the
+ * CUDA error follows), QB_E_INVALID for a device number out of range or
+ * NULL out, QB_E_INTERNAL for another CUDA error, QB_E_NOMEM. Thread-safe. */
+qb_status qb_w4a16_cuda_session_open(int device, qb_w4a16_cuda_session **out, char *err,
+                                     size_t err_len);
+
+/* Frees the session's device buffers and stream. NULL is a no-op. */
+void qb_w4a16_cuda_session_close(qb_w4a16_cuda_session *s);
+
+/* y = x[perm] . W^T as qb_w4a16_gemm_cpu (same arguments, same layouts, all
+ * in host memory; group_size >= K clamped to K): the operands go to the
+ * device, qb_w4a16_gemm_cuda runs with QB_W4A16_CUDA_AUTO and the
+ * workspace it asks for, y comes back, and the call returns when y is
+ * written (synchronous). Returns 0; QB_E_INVALID (NULL pointers, sizes as
+ * qb_w4a16_gemm_cuda); QB_E_NOMEM when device memory runs out;
+ * QB_E_INTERNAL for a CUDA error. Message in qb_w4a16_cuda_session_error().
+ * Not thread-safe on one session. */
+qb_status qb_w4a16_cuda_session_gemm(qb_w4a16_cuda_session *s, const uint16_t *x, uint16_t *y,
+                                     const uint8_t *packed, const uint16_t *scales,
+                                     const int32_t *perm, int64_t M, int64_t N, int64_t K,
+                                     int64_t group_size);
+
+/* The device's name and compute capability ("NVIDIA H200, sm_90"), for
+ * logs. Valid until the session is closed. */
+const char *qb_w4a16_cuda_session_device(const qb_w4a16_cuda_session *s);
+
+/* Message of the session's last failure ("" if none); valid until its next
+ * call. */
+const char *qb_w4a16_cuda_session_error(const qb_w4a16_cuda_session *s);
+
 #ifdef __cplusplus
 }
 #endif
