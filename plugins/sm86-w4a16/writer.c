@@ -324,7 +324,7 @@ static qb_status view_load(w4w_writer *w, const w4w_item *it)
     const qb_tensor_info *ti = NULL;
     slab_job sj;
     int64_t rows, cols;
-    size_t need;
+    size_t need, nchunk;
     qb_status rc;
 
     if (w->slab_e == it->vexp && w->slab_src == it->src)
@@ -354,7 +354,12 @@ static qb_status view_load(w4w_writer *w, const w4w_item *it)
     sj.chunk = W4W_BLOCK_ELEMS / cols < 1 ? 1 : W4W_BLOCK_ELEMS / cols;
     if (sj.chunk > 64)
         sj.chunk = 64;
-    rc = h->parallel_for(h, (size_t)((rows + sj.chunk - 1) / sj.chunk), slab_worker, &sj);
+    /* the last chunk after the others: a reader may release the expert's
+     * source pages once its last rows are read (mxfp4 does) */
+    nchunk = (size_t)((rows + sj.chunk - 1) / sj.chunk);
+    rc = h->parallel_for(h, nchunk - 1, slab_worker, &sj);
+    if (rc == QB_OK)
+        rc = slab_worker(&sj, nchunk - 1);
     if (rc != QB_OK)
         return rc;
     w->slab_e = it->vexp;
