@@ -98,7 +98,7 @@ static int add_experts(qbt_st_writer *w, qbt_rng *r, const char *p, int64_t E, i
     if (qbt_st_writer_add(w, name, "U8", 3, sd, s, ns) != 0)
         goto out;
     snprintf(name, sizeof(name), "%s_bias", p);
-    rc = add_bf16(w, r, name, 2, bias_d, 0.0, 0.02);
+    rc = bad == QBT_MX_NO_BIAS ? 0 : add_bf16(w, r, name, 2, bias_d, 0.0, 0.02);
 out:
     free(b);
     free(s);
@@ -235,7 +235,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof(s));
     if (argc < 2) {
         fprintf(stderr, "usage: qb-gen-mxfp4 OUTDIR [--layers N] [--hidden N] [--intermediate N] "
-                "[--experts N] [--seed N] [--bad scales-shape|e8m0-255|block-bytes]\n");
+                "[--experts N] [--seed N] [--bad scales-shape|e8m0-255|block-bytes|no-bias]\n");
         return 2;
     }
     for (i = 2; i + 1 < argc; i += 2) {
@@ -248,6 +248,7 @@ int main(int argc, char **argv)
             s.bad = !strcmp(argv[i + 1], "scales-shape") ? QBT_MX_BAD_SCALES_SHAPE
                     : !strcmp(argv[i + 1], "e8m0-255")   ? QBT_MX_BAD_E8M0
                     : !strcmp(argv[i + 1], "block-bytes") ? QBT_MX_BAD_BLOCK_BYTES
+                    : !strcmp(argv[i + 1], "no-bias")     ? QBT_MX_NO_BIAS
                                                           : (qbt_mx_bad)-1;
         else {
             fprintf(stderr, "qb-gen-mxfp4: unknown option %s\n", argv[i]);

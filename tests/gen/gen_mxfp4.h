@@ -16,7 +16,8 @@ typedef enum qbt_mx_bad {
     QBT_MX_OK = 0,
     QBT_MX_BAD_SCALES_SHAPE = 1, /* _scales has one block column fewer */
     QBT_MX_BAD_E8M0 = 2,         /* one scale byte is 255 (E8M0 NaN) */
-    QBT_MX_BAD_BLOCK_BYTES = 3   /* _blocks' last dimension is 8, not 16 */
+    QBT_MX_BAD_BLOCK_BYTES = 3,  /* _blocks' last dimension is 8, not 16 */
+    QBT_MX_NO_BIAS = 4           /* gate_up_proj_bias absent (readable; no gpt-oss layer) */
 } qbt_mx_bad;
 
 typedef struct qbt_mx_spec {

@@ -408,6 +408,25 @@ START_TEST(malformed_exit_1_naming_tensor)
 }
 END_TEST
 
+/* A gpt-oss layer without gate_up_proj_bias reads fine but is no gpt-oss
+ * layer the W4A16 writer knows: exit 1 naming the missing tensor, no output. */
+START_TEST(w4a16_missing_expert_bias_exit_1)
+{
+    char args[4096], *out = NULL;
+    qbt_mx_spec s;
+    memset(&s, 0, sizeof(s));
+    s.bad = QBT_MX_NO_BIAS;
+    qbt_mx_spec_defaults(&s);
+    ck_assert_int_eq(qbt_mx_write(sub("nb"), &s), 0);
+    snprintf(args, sizeof(args), "convert --source '%s' --output '%s'", sub("nb"), sub("nb-out"));
+    ck_assert_int_eq(qbt_run_line(args, &out), 1);
+    ck_assert_msg(strstr(out, "model.layers.0.mlp.experts.gate_up_proj_bias") &&
+                      strstr(out, "required tensor missing"), "output: %s", out);
+    ck_assert(!qbt_exists(sub("nb-out")) || qbt_count_entries(sub("nb-out"), "safetensors") == 0);
+    free(out);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("mxfp4-cli");
@@ -416,6 +435,7 @@ Suite *qbt_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, hf_dense_f32_exact);
     tcase_add_test(tc, w4a16_split_verify_roundtrip);
+    tcase_add_test(tc, w4a16_missing_expert_bias_exit_1);
     tcase_add_test(tc, malformed_exit_1_naming_tensor);
     suite_add_tcase(s, tc);
     return s;
