@@ -8,7 +8,9 @@ Our generator (tests/gen/gen_mxfp4.c) writes a tiny gpt-oss checkpoint in the op
   GptOssExperts parameters [E, in, out]); its whole state_dict must equal our
   `convert --writer hf-dense --option dtype=f32` output bit for bit, key for key, shape for shape;
 - the function itself: integrations.mxfp4.convert_moe_packed_tensors on the stored blocks and scales,
-  in float32 and in bfloat16 (its default), against our f32 and bf16 outputs bit for bit.
+  in float32 and in bfloat16 (its default), against our f32 and bf16 outputs bit for bit;
+- its BF16 save (save_pretrained of the dequantized model) read by our hf-dense reader: the same f32
+  tensors, and byte-identical W4A16 layer files, as from the MXFP4 checkpoint.
 
 Tolerance: none (E2M1 times a power of two is exact in both float32 and bfloat16).
 """
@@ -86,3 +88,26 @@ def test_convert_moe_packed_tensors_equals_ours(mxfp4_ckpt, run_qb, tmp_path, dt
         _same_bits(ours[p], ref, p)
         n += 1
     assert n == 4
+
+
+def test_transformers_saved_bf16_converts_like_mxfp4(mxfp4_ckpt, run_qb, tmp_path):
+    """transformers' own BF16 save of the dequantized model (no quantization_config; experts
+    `gate_up_proj` [E, in, 2I], `down_proj` [E, I, in]) is what the mxfp4 reader presents:
+    read by hf-dense it gives the same f32 tensors, and the same W4A16 layer files."""
+    from transformers import GptOssForCausalLM, Mxfp4Config
+
+    model = GptOssForCausalLM.from_pretrained(
+        str(mxfp4_ckpt), quantization_config=Mxfp4Config(dequantize=True),
+        dtype=torch.bfloat16, device_map="cpu")
+    saved = tmp_path / "saved-bf16"
+    model.save_pretrained(str(saved))
+    assert "quantization_config" not in json.loads((saved / "config.json").read_text())
+    ours = _ours(run_qb, mxfp4_ckpt, tmp_path / "from-mxfp4", "f32")
+    theirs = _ours(run_qb, saved, tmp_path / "from-saved", "f32")
+    assert set(ours) == set(theirs)
+    for k in ours:
+        _same_bits(theirs[k], ours[k], k)
+    for src, out in ((mxfp4_ckpt, "w4-mxfp4"), (saved, "w4-saved")):
+        run_qb("convert", "--source", src, "--output", tmp_path / out, "--group-size", "32")
+    for f in sorted((tmp_path / "w4-mxfp4").glob("layer_*.safetensors")):
+        assert f.read_bytes() == (tmp_path / "w4-saved" / f.name).read_bytes(), f.name
