@@ -208,6 +208,47 @@ static const w4w_role qwen3_moe_roles[] = {
     NORM("post_attention_layernorm", 1),
 };
 
+/* gpt-oss (transformers models/gpt_oss/modeling_gpt_oss.py; docs/formats/mxfp4.md
+ * and w4a16-format.md "gpt-oss"): GptOssAttention has q/k/v/o biases and
+ * `self_attn.sinks` [num_attention_heads] (a bare parameter, kept F16);
+ * GptOssTopKRouter `mlp.router` is F.linear with a bias; GptOssExperts holds
+ * fused [E, in, out] tensors the format stores per expert (gptoss_xfused). */
+#define PARAM(p) { p, W4W_ROLE_PARAM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL }
+#define ROUTER_B(p, out)                                                                           \
+    { p, W4W_ROLE_ROUTER, W4W_BIAS_REQUIRED, 0, W4W_IN_HIDDEN, out, W4W_LAYERS_SPARSE }
+#define SLIN_B(p, in, out)                                                                         \
+    { p, W4W_ROLE_LINEAR, W4W_BIAS_REQUIRED, 0, in, out, W4W_LAYERS_SPARSE }
+static const w4w_role gpt_oss_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_REQUIRED, W4W_IN_HEADS),
+    PARAM("self_attn.sinks"),
+    ROUTER_B("mlp.router", W4W_IN_EXPERTS),
+    SLIN_B("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN_B("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN_B("mlp.experts.%d.down_proj", W4W_IN_INTER, W4W_IN_HIDDEN),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
+/* GptOssExperts.gate_up_proj [E, hidden, 2I]: gate = [..., ::2], up =
+ * [..., 1::2] (_apply_gate); down_proj [E, I, hidden]. Biases alike. */
+static const w4w_xfused gpt_oss_xfused[] = {
+    {"mlp.experts.gate_up_proj", {"mlp.experts.%d.gate_proj", "mlp.experts.%d.up_proj"}, 2},
+    {"mlp.experts.down_proj", {"mlp.experts.%d.down_proj", NULL}, 1},
+};
+
+const w4w_xfused *w4w_arch_xfused(const w4w_arch *a, size_t *n)
+{
+    *n = 0;
+    if (a && strcmp(a->model_type, "gpt_oss") == 0) {
+        *n = N_OF(gpt_oss_xfused);
+        return gpt_oss_xfused;
+    }
+    return NULL;
+}
+
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL,
@@ -229,12 +270,14 @@ static const w4w_arch archs[] = {
      "num_experts", NULL, 0},
     {"qwen3_moe", "Qwen3MoeForCausalLM", 0, qwen3_moe_roles, N_OF(qwen3_moe_roles), W4W_MOE_STEP,
      "num_experts", NULL, 0},
+    {"gpt_oss", "GptOssForCausalLM", 0, gpt_oss_roles, N_OF(gpt_oss_roles), W4W_MOE_EVERY,
+     "num_local_experts", NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
 const char *const w4w_arch_names[] = {
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
-    "mixtral", "qwen2_moe", "qwen3_moe", NULL,
+    "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", NULL,
 };
 
 size_t w4w_arch_count(void)

@@ -135,7 +135,7 @@ static qb_status take_census(const qb_host *h, const qb_model_src *src, const w4
             continue;
         bounds[i] = -1;
         cs->n_lin++;
-        if (src->tensor_info(src->handle, it->src, &ti) != QB_OK || !ti->has_grid) {
+        if (src->tensor_info(src->handle, it->src, &ti) != QB_OK || !ti->has_grid || it->view) {
             if (!cs->first_why[0])
                 snprintf(cs->first_why, sizeof cs->first_why, "%s: dense %s", it->name,
                          it->source_encoding);

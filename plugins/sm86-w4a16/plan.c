@@ -44,6 +44,10 @@ typedef struct builder {
     const char *sp; /* source path for messages */
     w4w_plan *p;
     size_t cap_files, cap_outs;
+    /* set while planning the parts of a fused expert source (w4w_xfused):
+     * add_item copies it into the item, with the part's rows and cols */
+    int vset, vtrans;
+    int64_t vexp, vstride, voff, vrows, vcols;
 } builder;
 
 static const qb_tensor_info *tinfo(const builder *b, size_t i)
@@ -119,6 +123,15 @@ static w4w_item *add_item(builder *b, size_t src, w4w_item_kind kind)
     it->source_encoding = ti->source_encoding ? ti->source_encoding : "";
     it->rows = qb_tensor_rows(ti);
     it->cols = qb_tensor_cols(ti);
+    if (b->vset) {
+        it->view = 1;
+        it->vtrans = b->vtrans;
+        it->vexp = b->vexp;
+        it->vstride = b->vstride;
+        it->voff = b->voff;
+        it->rows = b->vrows;
+        it->cols = b->vcols;
+    }
     if (p->item_of_src[src] == NONE) /* a fused source's first part */
         p->item_of_src[src] = p->n_items - 1;
     return it;
@@ -127,7 +140,9 @@ static w4w_item *add_item(builder *b, size_t src, w4w_item_kind kind)
 static qb_status plan_f16(builder *b, size_t src, const char *out_name)
 {
     const qb_tensor_info *ti = tinfo(b, src);
-    add_item(b, src, W4W_ITEM_F16);
+    w4w_item *it = add_item(b, src, W4W_ITEM_F16);
+    if (it->view) /* a part's bias: one row */
+        return add_out(b, out_name, "F16", 1, &it->cols, 2);
     return add_out(b, out_name, "F16", ti->n_dims, ti->dims, 2);
 }
 
@@ -277,6 +292,12 @@ static int match_role(const w4w_arch *a, const char *rest, int *is_bias, int64_t
 {
     size_t len = strlen(rest), i;
     size_t plen;
+    for (i = 0; i < a->n_roles; i++)
+        if (a->roles[i].kind == W4W_ROLE_PARAM && strcmp(rest, a->roles[i].path) == 0) {
+            *is_bias = 0;
+            *expert = -1;
+            return (int)i;
+        }
     if (len > 7 && strcmp(rest + len - 7, ".weight") == 0) {
         plen = len - 7;
         *is_bias = 0;
@@ -289,8 +310,9 @@ static int match_role(const w4w_arch *a, const char *rest, int *is_bias, int64_t
     for (i = 0; i < a->n_roles; i++) {
         const w4w_role *r = &a->roles[i];
         int64_t e = -1;
-        if (w4w_role_match(r, rest, plen, &e)) {
-            if (*is_bias && (r->kind != W4W_ROLE_LINEAR || r->bias == W4W_BIAS_NONE))
+        if (r->kind != W4W_ROLE_PARAM && w4w_role_match(r, rest, plen, &e)) {
+            if (*is_bias && ((r->kind != W4W_ROLE_LINEAR && r->kind != W4W_ROLE_ROUTER) ||
+                             r->bias == W4W_BIAS_NONE))
                 return -1;
             *expert = e;
             return (int)i;
@@ -327,6 +349,9 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     size_t n_inst, K;
     size_t *fslot = NULL;                     /* [layer * n_fused + f] fused source */
     int64_t *part_r0 = NULL, *part_rows = NULL; /* [layer * K + slot], -1: whole tensor */
+    const w4w_xfused *xf;                     /* fused expert sources (gpt-oss) */
+    size_t nx = 0, *xslot = NULL;             /* [layer * nx + f]: <path>, then <path>_bias */
+    int8_t *vq = NULL;                        /* [layer * K + slot]: part of a w4w_xfused, -1 */
     size_t embed = NONE, fnorm = NONE, head = NONE, i, nt = mi->n_tensors;
     int64_t hidden = -1, vocab = -1, L, l;
     const w4w_arch *a;
@@ -372,9 +397,12 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     if ((rc = w4w_layout_init(h, b.sp, a, cfg, L, &lo)) != QB_OK)
         goto out;
     K = lo.per_layer;
+    xf = w4w_arch_xfused(a, &nx);
     p = qbk_calloc(1, sizeof *p);
     if (p)
-        p->items = qbk_calloc(nt + (size_t)L * 2 * a->n_fused + 1, sizeof *p->items);
+        p->items = qbk_calloc(nt + (size_t)L * 2 * a->n_fused + 1 +
+                                  (size_t)L * nx * 4 * (size_t)lo.n_experts,
+                              sizeof *p->items);
     if (p)
         p->item_of_src = qbk_malloc((nt ? nt : 1) * sizeof *p->item_of_src);
     slot_w = qbk_malloc((size_t)L * K * sizeof *slot_w);
@@ -383,8 +411,10 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     fslot = qbk_malloc(((size_t)L * a->n_fused + 1) * sizeof *fslot);
     part_r0 = qbk_malloc((size_t)L * K * sizeof *part_r0);
     part_rows = qbk_malloc((size_t)L * K * sizeof *part_rows);
+    xslot = qbk_malloc(((size_t)L * nx * 2 + 1) * sizeof *xslot);
+    vq = qbk_malloc((size_t)L * K + 1);
     if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b || !inst || !fslot || !part_r0 ||
-        !part_rows) {
+        !part_rows || !xslot || !vq) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory planning", b.sp);
         goto out;
     }
@@ -396,7 +426,10 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     for (i = 0; i < (size_t)L * K; i++) {
         slot_w[i] = slot_b[i] = NONE;
         part_r0[i] = part_rows[i] = -1;
+        vq[i] = -1;
     }
+    for (i = 0; i < (size_t)L * nx * 2; i++)
+        xslot[i] = NONE;
     for (i = 0; i < (size_t)L * a->n_fused; i++)
         fslot[i] = NONE;
     for (i = 0; i < nt; i++)
@@ -450,6 +483,12 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                 size_t fl = strlen(a->fused[f].path);
                 if (strncmp(rest, a->fused[f].path, fl) == 0 && strcmp(rest + fl, ".weight") == 0)
                     slot = &fslot[(size_t)l * a->n_fused + f];
+            }
+            for (f = 0; f < nx && !slot; f++) {
+                size_t fl = strlen(xf[f].path);
+                if (strncmp(rest, xf[f].path, fl) == 0 &&
+                    (rest[fl] == '\0' || strcmp(rest + fl, "_bias") == 0))
+                    slot = &xslot[((size_t)l * nx + f) * 2 + (rest[fl] != '\0')];
             }
         }
         if (!slot) {
@@ -505,6 +544,56 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                                   "add up to %lld rows",
                                   b.sp, t->name, t->n_dims, (long long)t->dims[0], (long long)r0);
                 goto out;
+            }
+        }
+    }
+
+    /* fused expert sources: each expert's parts view the source */
+    for (l = 0; l < L; l++) {
+        size_t f;
+        for (f = 0; f < nx; f++) {
+            size_t wi = xslot[((size_t)l * nx + f) * 2], bi = xslot[((size_t)l * nx + f) * 2 + 1];
+            const qb_tensor_info *t, *bt;
+            int q;
+            if (wi == NONE && bi == NONE)
+                continue;
+            if (wi == NONE) {
+                rc = h->set_error(h, QB_E_NOT_FOUND, "%s: model.layers.%lld.%s: required tensor "
+                                  "missing (its bias is present)", b.sp, (long long)l, xf[f].path);
+                goto out;
+            }
+            t = tinfo(&b, wi);
+            if (t->n_dims != 3 || t->dims[0] != lo.n_experts || t->dims[2] % xf[f].n_parts) {
+                rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: not [%s = %lld, in, out] with out "
+                                  "divisible by %d", b.sp, t->name, a->experts_key,
+                                  (long long)lo.n_experts, xf[f].n_parts);
+                goto out;
+            }
+            if (bi == NONE) {
+                rc = h->set_error(h, QB_E_NOT_FOUND, "%s: %s_bias: required tensor missing", b.sp,
+                                  t->name);
+                goto out;
+            }
+            bt = tinfo(&b, bi);
+            if (bt->n_dims != 2 || bt->dims[0] != t->dims[0] || bt->dims[1] != t->dims[2]) {
+                rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld]", b.sp,
+                                  bt->name, (long long)t->dims[0], (long long)t->dims[2]);
+                goto out;
+            }
+            for (q = 0; q < xf[f].n_parts; q++) {
+                const w4w_role *role = w4w_arch_role(a, xf[f].parts[q]);
+                int64_t e;
+                for (e = 0; e < lo.n_experts; e++) {
+                    size_t si = (size_t)l * K + lo.role_off[role - a->roles] + (size_t)e;
+                    if (slot_w[si] != NONE || slot_b[si] != NONE) {
+                        rc = h->set_error(h, QB_E_FORMAT, "%s: %s: present both fused and per "
+                                          "expert (expert %lld)", b.sp, t->name, (long long)e);
+                        goto out;
+                    }
+                    slot_w[si] = wi;
+                    slot_b[si] = bi;
+                    vq[si] = (int8_t)q;
+                }
             }
         }
     }
@@ -582,7 +671,33 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                 goto out;
             }
             t = tinfo(&b, wi);
-            if (role->kind != W4W_ROLE_NORM) {
+            if (vq[si] >= 0) {
+                /* a part of a fused expert source: [E, in, out] viewed as
+                 * expert e's [out / n_parts, in] */
+                const w4w_xfused *fu = NULL;
+                int64_t want_r = role->out == W4W_IN_HIDDEN ? hidden : lo.width[role->out];
+                int64_t want_c = role->in == W4W_IN_HIDDEN ? hidden : lo.width[role->in];
+                size_t f;
+                for (f = 0; f < nx && !fu; f++)
+                    if (strlen(t->name) > strlen(xf[f].path) &&
+                        strcmp(t->name + strlen(t->name) - strlen(xf[f].path), xf[f].path) == 0)
+                        fu = &xf[f];
+                if (!fu || want_r < 1 || want_c < 1 || t->dims[2] / fu->n_parts != want_r ||
+                    t->dims[1] != want_c) {
+                    rc = h->set_error(h, QB_E_MISMATCH,
+                                      "%s: %s: shape [%lld, %lld, %lld] is not [%s, %s, %s x %d] "
+                                      "= [%lld, %lld, %lld]", b.sp, t->name,
+                                      (long long)t->dims[0], (long long)t->dims[1],
+                                      (long long)t->dims[2], a->experts_key,
+                                      w4w_width_key(role->in), w4w_width_key(role->out),
+                                      fu ? fu->n_parts : 1, (long long)lo.n_experts,
+                                      (long long)want_c,
+                                      (long long)(want_r * (fu ? fu->n_parts : 1)));
+                    goto out;
+                }
+                continue;
+            }
+            if (role->kind != W4W_ROLE_NORM && role->kind != W4W_ROLE_PARAM) {
                 if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1) {
                     rc = h->set_error(h, QB_E_FORMAT, "%s: %s: a %s weight must be 2-D", b.sp,
                                       t->name, role->kind == W4W_ROLE_ROUTER ? "router" : "linear");
@@ -612,7 +727,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                     }
                 }
             }
-            if (role->kind == W4W_ROLE_LINEAR) {
+            if (role->kind == W4W_ROLE_LINEAR || role->kind == W4W_ROLE_ROUTER) {
                 if (bi == NONE && role->bias == W4W_BIAS_REQUIRED) {
                     rc = h->set_error(h, QB_E_NOT_FOUND,
                                       "%s: model.layers.%lld.%s.bias: required tensor missing",
@@ -627,7 +742,7 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                         goto out;
                     }
                 }
-            } else if (role->kind == W4W_ROLE_NORM &&
+            } else if ((role->kind == W4W_ROLE_NORM || role->kind == W4W_ROLE_PARAM) &&
                        (t->n_dims != 1 || (role->hidden_sized && t->dims[0] != hidden))) {
                 rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: a norm weight must be 1-D%s", b.sp,
                                   t->name, role->hidden_sized ? " of hidden_size" : "");
@@ -658,19 +773,56 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             size_t wi = slot_w[si], bi = slot_b[si];
             char path[256];
             w4w_role_path(role, inst[k].expert, path, sizeof path); /* fits: checked above */
+            if (vq[si] >= 0)
+                continue; /* a fused expert source's part: planned below */
             if (role->kind == W4W_ROLE_LINEAR) {
                 rc = plan_linear(&b, wi, path, part_r0[si], part_rows[si]);
-                if (rc == QB_OK && bi != NONE) {
-                    snprintf(name, sizeof name, "%s.bias", path);
-                    rc = plan_f16(&b, bi, name);
-                }
             } else {
-                snprintf(name, sizeof name, "%s.weight", path);
+                snprintf(name, sizeof name, role->kind == W4W_ROLE_PARAM ? "%s" : "%s.weight",
+                         path);
                 rc = plan_f16(&b, wi, name);
+            }
+            if (rc == QB_OK && bi != NONE) {
+                snprintf(name, sizeof name, "%s.bias", path);
+                rc = plan_f16(&b, bi, name);
             }
             if (rc != QB_OK)
                 goto out;
         }
+        /* fused expert sources, one source after the other (the writer
+         * takes a source's items in one write_tensor call): every
+         * expert's parts, then their biases */
+        for (k = 0; k < nx && rc == QB_OK; k++) {
+            size_t wi = xslot[((size_t)l * nx + k) * 2], bi = xslot[((size_t)l * nx + k) * 2 + 1];
+            const qb_tensor_info *t;
+            int64_t e;
+            int q, pass;
+            if (wi == NONE)
+                continue;
+            t = tinfo(&b, wi);
+            for (pass = 0; pass < 2 && rc == QB_OK; pass++)
+                for (e = 0; e < lo.n_experts && rc == QB_OK; e++)
+                    for (q = 0; q < xf[k].n_parts && rc == QB_OK; q++) {
+                        char path[256];
+                        w4w_role_path(w4w_arch_role(a, xf[k].parts[q]), e, path, sizeof path);
+                        b.vset = 1;
+                        b.vtrans = pass == 0;
+                        b.vexp = e;
+                        b.vstride = xf[k].n_parts;
+                        b.voff = q;
+                        b.vrows = pass == 0 ? t->dims[2] / xf[k].n_parts : 1;
+                        b.vcols = pass == 0 ? t->dims[1] : t->dims[2] / xf[k].n_parts;
+                        if (pass == 0) {
+                            rc = plan_linear(&b, wi, path, -1, -1);
+                        } else {
+                            snprintf(name, sizeof name, "%s.bias", path);
+                            rc = plan_f16(&b, bi, name);
+                        }
+                        b.vset = 0;
+                    }
+        }
+        if (rc != QB_OK)
+            goto out;
     }
     if ((rc = add_file(&b, "norm.safetensors")) != QB_OK ||
         (rc = plan_f16(&b, fnorm, "norm.weight")) != QB_OK)
@@ -708,6 +860,8 @@ out:
     qbk_free(fslot);
     qbk_free(part_r0);
     qbk_free(part_rows);
+    qbk_free(xslot);
+    qbk_free(vq);
     w4w_layout_free(&lo);
     cJSON_Delete(cfg);
     return rc;

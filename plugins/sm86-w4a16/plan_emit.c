@@ -37,7 +37,7 @@ static qb_status linear_action(const w4w_plan *p, const qb_model_src *src, const
     if (rc != QB_OK)
         return rc;
     *action = QB_PLAN_REQUANT;
-    if (!ti->has_grid) {
+    if (!ti->has_grid || it->view) { /* a fused expert part: no grid view (w4w_item) */
         snprintf(why, wn, "dense %s: quantized to int4, group size %lld", it->source_encoding,
                  (long long)gs);
         return QB_OK;

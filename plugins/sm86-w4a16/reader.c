@@ -32,10 +32,15 @@ typedef struct w4r_tensor {
     const qb_st_tensor *a; /* F16 data, or the packed codes */
     const qb_st_tensor *s; /* scales of a packed linear, else NULL */
     uint32_t n_dims;
-    int64_t dims[2];
+    int64_t dims[3];
     int64_t rows, cols, ng;
     int32_t *perm;   /* input_permutation: stored column c is column perm[c]; owned */
     int32_t *colmap; /* with perm: group of each original column; owned */
+    /* a fused expert tensor served whole (w4w_xfused, gpt-oss): its
+     * per-expert parts are parts[part0 + e * np + q]; xbias: the bias
+     * [E, out] rather than the weight [E, in, out] */
+    int xf, xbias, np;
+    size_t part0;
 } w4r_tensor;
 
 typedef struct w4r_reader {
@@ -50,6 +55,8 @@ typedef struct w4r_reader {
     size_t n_sets;
     w4r_tensor *t;
     size_t n, cap;
+    w4r_tensor *parts; /* per-expert tensors behind the fused ones (w4r_tensor.xf) */
+    size_t n_parts;
 } w4r_reader;
 
 /* ---- probe ---- */
@@ -223,6 +230,85 @@ static qb_status open_set(w4r_reader *r, const char *file, qb_st_set **out)
     return rc;
 }
 
+/* Serves layer l's per-expert parts of each fused expert tensor
+ * (w4w_xfused) as the fused tensor and its bias, the names and shapes the
+ * source checkpoint had (w4a16-format.md "gpt-oss"): moves the parts from
+ * r->t[first..) to r->parts, keeping the order of the rest, and appends
+ * the fused tensors. */
+static qb_status fold_xfused(w4r_reader *r, int64_t l, size_t first, const w4w_layout *lo)
+{
+    const qb_host *h = r->h;
+    size_t nx, f, i, j, base[8][2];
+    const w4w_xfused *xf = w4w_arch_xfused(r->man.arch, &nx);
+    int64_t E = lo->n_experts, e;
+    int q, bias;
+    char canon[192], path[128];
+
+    if (nx == 0)
+        return QB_OK;
+    if (nx > 8)
+        return h->set_error(h, QB_E_INTERNAL, "%s: too many fused expert tensors", r->dir);
+    for (f = 0; f < nx; f++) {
+        int np = xf[f].n_parts;
+        w4r_tensor *grown = qbk_realloc(r->parts, (r->n_parts + (size_t)(2 * E * np)) *
+                                                      sizeof *r->parts);
+        if (!grown)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+        r->parts = grown;
+        for (bias = 0; bias < 2; bias++) {
+            base[f][bias] = r->n_parts;
+            for (e = 0; e < E; e++)
+                for (q = 0; q < np; q++) {
+                    w4w_role_path(w4w_arch_role(r->man.arch, xf[f].parts[q]), e, path,
+                                  sizeof path);
+                    snprintf(canon, sizeof canon, "model.layers.%lld.%s.%s", (long long)l, path,
+                             bias ? "bias" : "weight");
+                    for (i = first; i < r->n && strcmp(r->t[i].name, canon); i++)
+                        ;
+                    if (i == r->n || (!bias && r->t[i].perm))
+                        return h->set_error(h, QB_E_FORMAT, "%s: %s: %s", r->dir, canon,
+                                            i == r->n ? "missing"
+                                                      : "has an input permutation, which a "
+                                                        "fused expert part cannot have");
+                    r->parts[r->n_parts++] = r->t[i];
+                    r->t[i].name[0] = '\0'; /* moved */
+                    r->t[i].perm = r->t[i].colmap = NULL;
+                }
+        }
+    }
+    for (i = j = first; i < r->n; i++)
+        if (r->t[i].name[0])
+            r->t[j++] = r->t[i];
+    r->n = j;
+    for (f = 0; f < nx; f++)
+        for (bias = 0; bias < 2; bias++) {
+            const w4r_tensor *p0 = &r->parts[base[f][bias]];
+            int np = xf[f].n_parts;
+            w4r_tensor *t = add_tensor(r);
+            if (!t)
+                return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+            snprintf(t->name, sizeof t->name, "model.layers.%lld.%s%s", (long long)l,
+                     xf[f].path, bias ? "_bias" : "");
+            t->xf = 1;
+            t->xbias = bias;
+            t->np = np;
+            t->part0 = base[f][bias];
+            if (bias) {
+                t->n_dims = 2;
+                t->dims[0] = t->rows = E;
+                t->dims[1] = t->cols = p0->cols * np;
+            } else {
+                t->n_dims = 3;
+                t->dims[0] = E;
+                t->dims[1] = p0->cols;
+                t->dims[2] = p0->rows * np;
+                t->rows = E * p0->cols;
+                t->cols = p0->rows * np;
+            }
+        }
+    return QB_OK;
+}
+
 /* Maps one layer file; every tensor in it must be a role instance of the
  * architecture for this layer (layout.c: experts, MoE or dense layer),
  * every required one present. */
@@ -272,9 +358,11 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4w
                 used++;
             }
         } else {
-            const qb_st_tensor *w;
+            const qb_st_tensor *w, *b;
             int router = role->kind == W4W_ROLE_ROUTER;
-            snprintf(n, sizeof n, "%s.weight", path);
+            if (role->kind == W4W_ROLE_PARAM) /* a bare parameter keeps its own name */
+                snprintf(canon, sizeof canon, "model.layers.%lld.%s", (long long)l, path);
+            snprintf(n, sizeof n, role->kind == W4W_ROLE_PARAM ? "%s" : "%s.weight", path);
             w = api->find(set, n);
             if (!w)
                 return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
@@ -283,6 +371,16 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4w
                         : add_f16(r, file, w, canon, 1,
                                   role->hidden_sized ? lo->width[W4W_IN_HIDDEN] : 0, 0);
             if (rc != QB_OK)
+                return rc;
+            used++;
+            snprintf(n, sizeof n, "%s.bias", path);
+            if (!router || role->bias == W4W_BIAS_NONE || !(b = api->find(set, n))) {
+                if (router && role->bias == W4W_BIAS_REQUIRED)
+                    return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
+                continue;
+            }
+            snprintf(canon, sizeof canon, "model.layers.%lld.%s.bias", (long long)l, path);
+            if ((rc = add_f16(r, file, b, canon, 1, lo->width[role->out], 0)) != QB_OK)
                 return rc;
             used++;
         }
@@ -303,7 +401,7 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4w
                                                            : " (a dense-MLP layer)");
         }
     }
-    return QB_OK;
+    return fold_xfused(r, l, first, lo);
 }
 
 static qb_status map_single(w4r_reader *r, const char *file, const char *tname, const char *canon,
@@ -333,6 +431,7 @@ static void reader_free(w4r_reader *r)
         qbk_free(r->t[i].colmap);
     }
     qbk_free(r->t);
+    qbk_free(r->parts); /* fused expert parts hold no perm (fold_xfused) */
     r->h->free(r->h, r->config);
     r->h->free(r->h, r->gen);
     qbk_free(r->dir);
@@ -486,6 +585,13 @@ static qb_status w4r_tensor_info(qb_reader_handle hr, size_t i, qb_tensor_info *
     memset(out->dims, 0, sizeof out->dims);
     out->dims[0] = t->dims[0];
     out->dims[1] = t->dims[1];
+    out->dims[2] = t->dims[2];
+    if (t->xf) { /* a fused expert tensor: decoded from its parts, no one grid */
+        out->source_dtype = t->xbias ? QB_DT_F16 : QB_DT_QUANTIZED;
+        out->source_encoding = t->xbias ? "f16" : r->encoding;
+        out->has_grid = 0;
+        return QB_OK;
+    }
     out->source_dtype = t->s ? QB_DT_QUANTIZED : QB_DT_F16;
     out->source_encoding = t->s ? r->encoding : "f16";
     out->has_grid = t->s != NULL;
@@ -501,6 +607,35 @@ static qb_status check_range(const w4r_reader *r, size_t i, int64_t row0, int64_
     return QB_OK;
 }
 
+/* Rows of a fused expert tensor from its parts: weight row (e, k) is
+ * column k of every part row, part q's row c landing in column c * np + q
+ * (w4w_xfused); bias row e interleaves the parts' biases the same way. */
+static void read_xfused(const w4r_reader *r, const w4r_tensor *t, int64_t row0, int64_t n,
+                        float *dst)
+{
+    int64_t rr, c, np = t->np, gs = r->man.group_size;
+    int q;
+    for (rr = row0; rr < row0 + n; rr++) {
+        float *d = dst + (rr - row0) * t->cols;
+        int64_t e = t->xbias ? rr : rr / t->dims[1], k = t->xbias ? 0 : rr % t->dims[1];
+        for (q = 0; q < np; q++) {
+            const w4r_tensor *p = &r->parts[t->part0 + (size_t)(e * np + q)];
+            for (c = 0; c < (t->xbias ? p->cols : p->rows); c++) {
+                uint16_t v;
+                if (t->xbias) {
+                    memcpy(&v, p->a->data + 2 * c, 2); /* mapped data may be unaligned */
+                    d[c * np + q] = qb_f16_to_f32(v);
+                } else {
+                    const uint8_t *row =
+                        p->a->data + (size_t)(c * qbk_int4_packed_bytes(p->cols));
+                    memcpy(&v, p->s->data + (size_t)(c * p->ng + k / gs) * 2, 2);
+                    d[c * np + q] = (float)qbk_int4_code(row, k) * qb_f16_to_f32(v);
+                }
+            }
+        }
+    }
+}
+
 static qb_status w4r_read_rows(qb_reader_handle hr, size_t i, int64_t row0, int64_t n, float *dst)
 {
     w4r_reader *r = hr;
@@ -510,6 +645,10 @@ static qb_status w4r_read_rows(qb_reader_handle hr, size_t i, int64_t row0, int6
     if (rc != QB_OK)
         return rc;
     t = &r->t[i];
+    if (t->xf) {
+        read_xfused(r, t, row0, n, dst);
+        return QB_OK;
+    }
     if (!t->s) {
         const uint8_t *src = t->a->data + (size_t)(row0 * t->cols) * 2;
         for (k = 0; k < n * t->cols; k++) {
@@ -531,7 +670,7 @@ static qb_status w4r_grid_info(qb_reader_handle hr, size_t i, qb_grid_info *out)
     w4r_reader *r = hr;
     if (i >= r->n)
         return r->h->set_error(r->h, QB_E_RANGE, "%s: tensor index %zu", r->dir, i);
-    if (!r->t[i].s)
+    if (!r->t[i].s || r->t[i].xf)
         return QB_E_UNSUPPORTED;
     out->bits = 4;
     out->n_groups = (uint32_t)r->t[i].ng;
@@ -553,7 +692,7 @@ static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int6
     if (rc != QB_OK)
         return rc;
     t = &r->t[i];
-    if (!t->s)
+    if (!t->s || t->xf)
         return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s has no integer grid", r->dir,
                                t->name);
     for (k = 0; k < n; k++) {

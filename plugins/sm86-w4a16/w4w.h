@@ -47,7 +47,8 @@ extern const qb_option_decl *const w4w_option_decls[];
 typedef enum w4w_role_kind {
     W4W_ROLE_LINEAR = 1, /* 2-D [out, in] weight: packed + scales */
     W4W_ROLE_NORM = 2,   /* 1-D weight kept F16 */
-    W4W_ROLE_ROUTER = 3  /* 2-D MoE router weight kept F16 (w4a16-format.md) */
+    W4W_ROLE_ROUTER = 3, /* 2-D MoE router weight kept F16 (w4a16-format.md) */
+    W4W_ROLE_PARAM = 4   /* 1-D parameter named `<path>` itself (no .weight), kept F16 */
 } w4w_role_kind;
 
 typedef enum w4w_bias_rule {
@@ -103,6 +104,17 @@ typedef struct w4w_fused {
     w4w_in_dim rows[3];
 } w4w_fused;
 
+/* A fused per-layer expert tensor `<path>` [E, in, out] (gpt-oss
+ * GptOssExperts) the format stores per expert: part q of expert e is
+ * [e, :, q::n_parts] transposed to [out / n_parts, in]; `<path>_bias`
+ * [E, out] splits the same way into the parts' biases. Parts are expert
+ * roles (paths with %d) of the table. */
+typedef struct w4w_xfused {
+    const char *path;
+    const char *parts[2]; /* role paths in interleave order; unused NULL */
+    int n_parts;
+} w4w_xfused;
+
 /* How an architecture places MoE blocks. */
 typedef enum w4w_moe {
     W4W_MOE_NONE = 0,
@@ -126,6 +138,9 @@ typedef struct w4w_arch {
 
 /* The table entry for `model_type`, or NULL when unsupported. Pure. */
 const w4w_arch *w4w_arch_find(const char *model_type);
+/* The fused expert tensors of architecture a (*n of them; NULL, 0 when it
+ * has none). Pure. */
+const w4w_xfused *w4w_arch_xfused(const w4w_arch *a, size_t *n);
 /* NULL-terminated model_type of every architecture w4w_arch_find knows,
  * in table order: the writer's declared architectures (qb_writer_caps). */
 extern const char *const w4w_arch_names[];
@@ -301,6 +316,11 @@ typedef struct w4w_item {
      * past the earlier parts; the parts of one source are consecutive
      * items */
     int64_t row0;
+    /* a part of a fused expert source (w4w_xfused): item element [r][c] is
+     * source element [vexp, c, r * vstride + voff] (a weight, vtrans) or
+     * [vexp, c * vstride + voff] (its bias, one row); else view = 0 */
+    int view, vtrans;
+    int64_t vexp, vstride, voff;
 } w4w_item;
 
 typedef struct w4w_options {

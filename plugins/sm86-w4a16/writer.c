@@ -46,6 +46,12 @@ typedef struct w4w_writer {
     int32_t cur_file; /* file being written, -1 none */
     qbk_st_writer *cur;
     w4w_written_list written;
+    /* parts of a fused expert source (w4w_item.view): the source rows of
+     * one expert ([in, out] of a weight, one row of a bias), read once for
+     * all its parts; memory is one expert's, not the tensor's */
+    float *slab;
+    size_t slab_cap, slab_src;
+    int64_t slab_e, slab_rows, slab_cols; /* slab_e -1: empty */
 } w4w_writer;
 
 /* One row block handled by one parallel_for item. */
@@ -276,6 +282,91 @@ static qb_status f16_block(w4w_job *j, w4w_slot *s)
     return QB_OK;
 }
 
+/* Rows [s->row0, + s->n) of a view item from the writer's expert slab. */
+static void view_rows(const w4w_job *j, w4w_slot *s)
+{
+    const w4w_writer *w = j->w;
+    const w4w_item *it = j->it;
+    int64_t r, c, cols = it->cols, R = w->slab_cols;
+    for (r = 0; r < s->n; r++) {
+        float *d = s->w + r * cols;
+        if (it->vtrans) {
+            const float *src = w->slab + (s->row0 + r) * it->vstride + it->voff;
+            for (c = 0; c < cols; c++)
+                d[c] = src[c * R];
+        } else {
+            for (c = 0; c < cols; c++)
+                d[c] = w->slab[c * it->vstride + it->voff];
+        }
+    }
+}
+
+typedef struct slab_job {
+    w4w_writer *w;
+    size_t src;
+    int64_t row0, n, chunk;
+} slab_job;
+
+static qb_status slab_worker(void *arg, size_t i)
+{
+    slab_job *sj = arg;
+    int64_t r0 = (int64_t)i * sj->chunk, n = sj->n - r0 < sj->chunk ? sj->n - r0 : sj->chunk;
+    return sj->w->src->read_rows(sj->w->src->handle, sj->src, sj->row0 + r0, n,
+                                 sj->w->slab + r0 * sj->w->slab_cols);
+}
+
+/* Loads the source rows item `it` views (expert it->vexp) unless the slab
+ * holds them already: a weight [E, in, out] gives rows [e * in, + in), a
+ * bias [E, out] row e. Reads in parallel row chunks. */
+static qb_status view_load(w4w_writer *w, const w4w_item *it)
+{
+    const qb_host *h = w->h;
+    const qb_tensor_info *ti = NULL;
+    slab_job sj;
+    int64_t rows, cols;
+    size_t need, nchunk;
+    qb_status rc;
+
+    if (w->slab_e == it->vexp && w->slab_src == it->src)
+        return QB_OK;
+    rc = w->src->tensor_info(w->src->handle, it->src, &ti);
+    if (rc != QB_OK)
+        return rc;
+    rows = it->vtrans ? ti->dims[1] : 1;
+    cols = ti->dims[ti->n_dims - 1];
+    need = (size_t)(rows * cols);
+    if (need > w->slab_cap) {
+        qbk_free(w->slab);
+        w->slab_cap = 0;
+        w->slab = qbk_malloc(need * sizeof *w->slab);
+        if (!w->slab)
+            return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for one expert (%lld x "
+                                "%lld)", src_path(w), it->name, (long long)rows, (long long)cols);
+        w->slab_cap = need;
+    }
+    w->slab_e = -1;
+    w->slab_rows = rows;
+    w->slab_cols = cols;
+    sj.w = w;
+    sj.src = it->src;
+    sj.row0 = it->vexp * rows;
+    sj.n = rows;
+    sj.chunk = W4W_BLOCK_ELEMS / cols < 1 ? 1 : W4W_BLOCK_ELEMS / cols;
+    if (sj.chunk > 64)
+        sj.chunk = 64;
+    /* the last chunk after the others: a reader may release the expert's
+     * source pages once its last rows are read (mxfp4 does) */
+    nchunk = (size_t)((rows + sj.chunk - 1) / sj.chunk);
+    rc = h->parallel_for(h, nchunk - 1, slab_worker, &sj);
+    if (rc == QB_OK)
+        rc = slab_worker(&sj, nchunk - 1);
+    if (rc != QB_OK)
+        return rc;
+    w->slab_e = it->vexp;
+    w->slab_src = it->src;
+    return QB_OK;
+}
+
 static qb_status block_worker(void *arg, size_t i)
 {
     w4w_job *j = arg;
@@ -289,8 +380,10 @@ static qb_status block_worker(void *arg, size_t i)
     s->why[0] = '\0';
     if (s->n == 0)
         return QB_OK;
-    rc = j->w->src->read_rows(j->w->src->handle, it->src, it->row0 + s->row0, s->n, s->w);
-    if (rc != QB_OK)
+    if (it->view)
+        view_rows(j, s);
+    else if ((rc = j->w->src->read_rows(j->w->src->handle, it->src, it->row0 + s->row0, s->n,
+                                        s->w)) != QB_OK)
         return rc;
     if (it->kind == W4W_ITEM_F16)
         return f16_block(j, s);
@@ -385,12 +478,14 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
     if ((int64_t)nslot > nblocks)
         nslot = (size_t)nblocks;
 
+    if (it->view && (rc = view_load(w, it)) != QB_OK)
+        goto out;
     if (lin) {
         const qb_tensor_info *ti = NULL;
         rc = w->src->tensor_info(w->src->handle, it->src, &ti);
         if (rc != QB_OK)
             goto out;
-        if (ti->has_grid) {
+        if (ti->has_grid && !it->view) {
             char why[200];
             memset(&gi, 0, sizeof gi);
             gi.struct_size = sizeof gi;
@@ -675,6 +770,7 @@ static qb_status w4w_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     w->sink = sink;
     w->src = src;
     w->cur_file = -1;
+    w->slab_e = -1;
     rc = plan_with_group(h, src, &opt, 0, &w->plan);
     if (rc != QB_OK) {
         qbk_free(w);
@@ -732,6 +828,7 @@ static void writer_free(w4w_writer *w)
     qbk_st_writer_discard(w->cur);
     w4w_plan_free(w->plan);
     qbk_free(w->written.v);
+    qbk_free(w->slab);
     qbk_free(w);
 }
 

@@ -44,6 +44,8 @@ def cached(kind, variant=None):
         if not os.path.isdir(allv):
             run(GEN + "/qb-gen-" + kind, allv)
         shutil.copytree(os.path.join(allv, variant), d)
+    elif kind == "mxfp4":
+        run(GEN + "/qb-gen-mxfp4", d, *(["--bad", variant] if variant else []))
     elif kind == "gguf-split":
         os.makedirs(d)
         run(GEN + "/qb-gen-gguf", "llama", "q4_0", d + "/m", "2")
@@ -534,6 +536,13 @@ def build(case):
                 assert b - a == 4, h[k]  # one F32 block scale: [1, 1]
                 h[k]["shape"] = [1, 1, 1]
             st_edit(d + "/model.safetensors", f)
+    elif case.startswith("mxfp4-"):
+        if case == "mxfp4-scales-missing":
+            d = fixture(case, "mxfp4")
+            drop_tensor(d + "/model.safetensors",
+                        lambda k: k == "model.layers.0.mlp.experts.gate_up_proj_scales")
+        else:
+            fixture(case, "mxfp4", case[len("mxfp4-"):])
     else:
         raise SystemExit("make_bad.py: no recipe for case " + case)
 

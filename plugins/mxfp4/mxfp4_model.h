@@ -1,0 +1,76 @@
+/*
+ * mxfp4 reader — the model: the `quant_method: mxfp4` configuration, every
+ * `<p>_blocks` paired with its `<p>_scales`, and the canonical tensor list.
+ *
+ * Layout read (facts in docs/formats/mxfp4.md, checked against transformers
+ * integrations/mxfp4.py and models/gpt_oss):
+ *   <p>_blocks U8 [E, R, G, 16]: per expert, R output rows of G blocks of
+ *              32 E2M1 elements, two per byte (element 2i low nibble);
+ *   <p>_scales U8 [E, R, G]: one E8M0 exponent per block;
+ * presented as the BF16 gpt-oss checkpoint holds the tensor: `<p>` F32
+ * [E, G*32, R] (input features first: element [e, k, j] is block element
+ * k of row j), value E2M1 * 2^(scale - 127), exact in float32.
+ * Every other tensor is a float dense tensor passed through.
+ */
+#ifndef MXFP4_MODEL_H
+#define MXFP4_MODEL_H
+
+#include <stdint.h>
+
+#include <quantbridge/qb_host.h>
+#include <quantbridge/qb_tensor.h>
+
+#include "qbk_hfdir.h"
+
+typedef enum mx_kind {
+    MX_K_DENSE = 0,  /* float tensor passed through */
+    MX_K_EXPERTS = 1 /* MXFP4 blocks + scales, presented transposed */
+} mx_kind;
+
+typedef struct mx_tensor {
+    char *name;                /* canonical name (owned) */
+    mx_kind kind;
+    const qb_st_tensor *w;     /* dense tensor, or <p>_blocks */
+    const qb_st_tensor *scale; /* <p>_scales; NULL for dense */
+    uint32_t n_dims;           /* presented shape */
+    int64_t dims[4];
+    int64_t rows, cols;        /* matrix view: rows = product of all but the last dim */
+    int64_t E, R, G;           /* MX_K_EXPERTS: experts, stored rows, blocks per row */
+    char *encoding;            /* source_encoding text (owned) */
+} mx_tensor;
+
+typedef struct mx_model {
+    qbk_hfdir *d;
+    mx_tensor *t;
+    size_t n;
+    size_t n_quant;
+    char *summary;
+} mx_model;
+
+/* Opens the checkpoint directory `path` and validates the configuration
+ * (quant_method "mxfp4"), every `_blocks` (U8, 4-D, last dimension 16) with
+ * its `_scales` (U8, [E, R, G] equal to the blocks' leading dimensions),
+ * the gpt-oss expert widths against hidden_size / intermediate_size when
+ * the config has them, a `<p>_bias` beside them of shape [E, R], no leftover
+ * `_scales`, every other tensor a float dense tensor. Scale bytes are
+ * checked when read (mx_tensor_read_rows). Returns QB_OK with *out owned by
+ * the caller (mx_model_close), or a negative status with a message via h
+ * naming the file and tensor, *out NULL. Single-threaded. */
+qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out);
+
+/* Frees m and everything it holds. NULL is a no-op. */
+void mx_model_close(const qb_host *h, mx_model *m);
+
+/* Rows [row0, row0+n_rows) of tensor t (its matrix view) as float32 into
+ * dst (n_rows * t->cols floats). Thread-safe for concurrent calls (the
+ * model is immutable after open). Returns QB_OK, QB_E_RANGE for a bad
+ * range, QB_E_FORMAT naming the tensor and block for an E8M0 scale of 255
+ * (NaN), or QB_E_NOMEM. */
+qb_status mx_tensor_read_rows(const qb_host *h, const mx_tensor *t, int64_t row0, int64_t n_rows,
+                              float *dst);
+
+/* Confidence that a config.json text describes an MXFP4 checkpoint
+ * (quantization_config.quant_method == "mxfp4"). Pure; never crashes. */
+int mx_config_probe(const char *config_json);
+
+#endif /* MXFP4_MODEL_H */
