@@ -173,6 +173,12 @@ long qbh_tok_added_find(const qbh_tok *t, int normalized, const char *s, size_t 
 qb_status qbh_tok_encode(const qbh_tok *t, const char *text, size_t len, int add_special,
                          int64_t **ids, size_t *n);
 
+/* Loads dir/tokenizer.json (qbh_tok_load) and encodes the NUL-terminated
+ * text with the post-processor's tokens. Errors as qbh_tok_load and
+ * qbh_tok_encode, and QB_E_INVALID when the text gives no token at all.
+ * *ids is qbh_alloc'd, the caller's. Thread-safe. */
+qb_status qbh_tok_encode_text(const char *dir, const char *text, int64_t **ids, size_t *n);
+
 /* ---- tokenize_sample.c ---------------------------------------------------- */
 
 /* verify's built-in text (English, German, Chinese, Russian, code; a

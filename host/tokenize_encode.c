@@ -103,3 +103,20 @@ out:
     g_array_free(out, TRUE);
     return rc;
 }
+
+qb_status qbh_tok_encode_text(const char *dir, const char *text, int64_t **ids, size_t *n)
+{
+    qbh_tok *t = NULL;
+    qb_status rc;
+
+    assert(dir && text && ids && n);
+    *ids = NULL;
+    *n = 0;
+    if ((rc = qbh_tok_load(dir, &t)))
+        return rc;
+    rc = qbh_tok_encode(t, text, strlen(text), 1, ids, n);
+    if (!rc && !*n)
+        rc = qbh_error_set(QB_E_INVALID, "the text gives no tokens (%s/tokenizer.json)", dir);
+    qbh_tok_free(t);
+    return rc;
+}
