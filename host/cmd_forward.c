@@ -298,6 +298,10 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
             goto done;
         }
     }
+    if (!n_ids) {
+        qbh_error_set(QB_E_INVALID, "--text: the text gives no tokens");
+        goto report;
+    }
     if (qbh_forward(&src, ids, n_ids, &logits, &vocab))
         goto report;
     qbh_progress_done();

@@ -125,6 +125,13 @@ static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text
         return QB_OK;
     }
     rc = qbh_tok_encode_text(dir, text ? text : qbh_tok_sample_text(), ids, n);
+    if (!rc && *n < 2) {
+        /* a perplexity needs a next token to predict */
+        qbh_free(*ids);
+        *ids = NULL;
+        *n = 0;
+        rc = qbh_error_set(QB_E_INVALID, "model check: the text gives fewer than 2 tokens");
+    }
     if (rc && !text && rc != QB_E_NOMEM) {
         /* The built-in text is a default: a tokenizer the encoder refuses
          * falls back to the fixed ids, saying why. */

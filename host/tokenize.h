@@ -75,7 +75,7 @@ typedef struct qbh_tok_added {
 
 /* One merge: the pair (left id, right id) -> (rank, merged id). */
 typedef struct qbh_tok_merge {
-    gint64 key; /* left << 32 | right: the hash key (g_int64_hash) */
+    gint64 key; /* left << 32 | right: the hash key */
     int32_t rank;
     int32_t id;
 } qbh_tok_merge;
@@ -93,7 +93,7 @@ typedef struct qbh_tok {
     GStringChunk *strings;
     qbh_tok_merge *merges;      /* n_merges, keys of `merge_index` */
     size_t n_merges;
-    GHashTable *merge_index;    /* &key -> qbh_tok_merge */
+    GHashTable *merge_index;    /* &key -> qbh_tok_merge (a mixing hash: tokenize_load.c) */
     int64_t unk;                /* -1: none */
     int byte_fallback, fuse_unk, ignore_merges;
     int64_t max_id;             /* the largest id of vocabulary, added tokens, template */
@@ -174,9 +174,9 @@ qb_status qbh_tok_encode(const qbh_tok *t, const char *text, size_t len, int add
                          int64_t **ids, size_t *n);
 
 /* Loads dir/tokenizer.json (qbh_tok_load) and encodes the NUL-terminated
- * text with the post-processor's tokens. Errors as qbh_tok_load and
- * qbh_tok_encode, and QB_E_INVALID when the text gives no token at all.
- * *ids is qbh_alloc'd, the caller's. Thread-safe. */
+ * text with the post-processor's tokens (possibly none: *n 0, *ids NULL).
+ * Errors as qbh_tok_load and qbh_tok_encode. *ids is qbh_alloc'd, the
+ * caller's. Thread-safe. */
 qb_status qbh_tok_encode_text(const char *dir, const char *text, int64_t **ids, size_t *n);
 
 /* ---- tokenize_sample.c ---------------------------------------------------- */

@@ -412,6 +412,16 @@ static qb_status bpe_model(qbh_tok *t, const cJSON *m)
     return QB_OK;
 }
 
+/* g_int64_hash folds the halves (left ^ right): pairs of nearby ids
+ * collide by the thousand. A multiplicative mix spreads them. */
+static guint merge_hash(gconstpointer k)
+{
+    uint64_t x = (uint64_t)*(const gint64 *)k;
+    x ^= x >> 31;
+    x *= UINT64_C(0x9e3779b97f4a7c15);
+    return (guint)(x >> 32);
+}
+
 qb_status qbh_tok_load_json(const char *what, const char *json, size_t len, qbh_tok **out)
 {
     cJSON *root = NULL;
@@ -428,7 +438,7 @@ qb_status qbh_tok_load_json(const char *what, const char *json, size_t len, qbh_
     t->after = g_array_new(FALSE, TRUE, sizeof(int64_t));
     t->vocab = g_hash_table_new(g_str_hash, g_str_equal);
     t->strings = g_string_chunk_new(1 << 16);
-    t->merge_index = g_hash_table_new(g_int64_hash, g_int64_equal);
+    t->merge_index = g_hash_table_new(merge_hash, g_int64_equal);
     t->unk = -1;
     t->max_id = -1;
     root = cJSON_ParseWithLength(json, len);
