@@ -282,8 +282,12 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
                           "(tokenizer.json): give --tokenizer DIR or the ids with --tokens", model);
             goto report;
         }
-        if (qbh_tok_encode_text(dir, text, &ids, &n_ids))
+        if (qbh_tok_encode_text(dir, text, &ids, &n_ids)) {
+            if (qbh_error_code() == QB_E_NOT_FOUND)
+                qbh_error_set(QB_E_NOT_FOUND, "%s/tokenizer.json does not exist: give --tokenizer "
+                              "DIR or the ids with --tokens", dir);
             goto report;
+        }
         if (co->verbose) {
             fprintf(stderr, "quantbridge: forward: %zu tokens from the text (%s/tokenizer.json): ",
                     n_ids, dir);

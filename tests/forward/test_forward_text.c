@@ -337,6 +337,22 @@ START_TEST(text_tokens_and_perplexity)
     free(ida);
     free(idb);
 
+    /* The HTML report and the text output show the perplexities. */
+    {
+        char *rep = qbt_path(tmp, "r.html"), *html;
+        snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --report '%s'", src, w4,
+                 rep);
+        ck_assert_int_eq(qbt_run_line(args, &out), 0);
+        ck_assert_msg(strstr(out, "model check: perplexity "), "%s", out);
+        ck_assert_msg(strstr(out, "tokens from text)"), "%s", out);
+        free(out);
+        html = qbt_read_file(rep, NULL);
+        ck_assert_ptr_nonnull(html);
+        ck_assert(strstr(html, "Tokens from text: perplexity "));
+        free(html);
+        free(rep);
+    }
+
     /* A head of noise: the tensor check fails (3), the ratio is > 1. */
     qbt_copy_dir(same, noisy);
     noisy_head(noisy);
