@@ -225,3 +225,22 @@ def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb):
         for i, (rec, mine) in enumerate(zip(records, got)):
             tally.compare(f"{name} ({label}) record {i} {rec[:30]!r}", lib.encode(rec).ids, mine)
         tally.check(f"{name} {label} tokenizer.json: host encoder vs tokenizers")
+
+
+@pytest.mark.parametrize("pre", tu.PRE_TYPES)
+def test_host_encoder_pre_types(pre, tmp_path, build_dir, repo_root, run_qb, records):
+    """The host's encoder on the tokenizer.json the GGUF reader rebuilds for
+    every pre type we take (llama3 vocabulary; GPT-2's ByteLevel regex,
+    Digits, the DeepSeek Split chains...) against the live `tokenizers`
+    library: the whole corpus as one text and its ten first records."""
+    from tokenizers import Tokenizer
+
+    gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, tmp_path / "m.gguf")
+    ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
+    lib = Tokenizer.from_file(str(ours_path))
+    tally = Tally()
+    for i, rec in enumerate([records[-1]] + records[:10]):
+        out = run_qb("forward", "--tokenizer", ours_path.parent, "--text", rec, "--print-tokens").stdout.strip()
+        tally.compare(f"pre {pre} text {i} {rec[:30]!r}", lib.encode(rec).ids,
+                      [int(x) for x in out.split(",")] if out else [])
+    tally.check(f"pre {pre}: host encoder vs tokenizers")
