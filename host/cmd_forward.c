@@ -6,6 +6,7 @@
  * model's packed linears on the GPU (forward_weights.c).
  */
 #include "forward.h"
+#include "tokenize.h"
 #include "verify_engine.h"
 
 #include <assert.h>
@@ -20,6 +21,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: quantbridge forward --model PATH (--tokens I,J,... | --text \"...\")\n"
             "                           --output FILE.safetensors [options]\n"
+            "       quantbridge forward (--model PATH | --tokenizer DIR) --text \"...\" --print-tokens\n"
             "\n"
             "Runs the CPU reference forward pass of the model's decoder over one token\n"
             "sequence (causal, positions 0..n-1, no cache) and writes the logits of every\n"
@@ -35,7 +37,11 @@ static void usage(FILE *f)
             "  --format auto|NAME     its reader (default: probe)\n"
             "  --option KEY=VALUE     option of the reader\n"
             "  --tokens I,J,...       token ids, comma-separated\n"
-            "  --text \"...\"           text to tokenize (not supported yet: use --tokens)\n"
+            "  --text \"...\"           text, tokenized with the model's tokenizer.json as the\n"
+            "                         tokenizers library encodes it (BOS per its template)\n"
+            "  --tokenizer DIR        take tokenizer.json from DIR instead of the model's\n"
+            "  --print-tokens         print the token ids on stdout (without --output: only\n"
+            "                         that, no forward pass)\n"
             "  --output FILE          the safetensors file to write (atomically)\n"
             "  --device cpu|cuda      where the W4A16 linears run (default cpu; cuda: a\n"
             "                         W4A16 directory on CUDA device 0, the rest on the CPU)\n"
@@ -44,7 +50,10 @@ static void usage(FILE *f)
             "  --plugin-dir DIR       also register the plugins of DIR (repeatable)\n"
             "  -v, --verbose          progress even when not on a terminal\n"
             "\n"
-            "exit status: 0 written, 1 error (an architecture it cannot run is named),\n"
+            "The ids are recorded in the output's metadata (token_ids, token_source).\n"
+            "\n"
+            "exit status: 0 written, 1 error (an architecture it cannot run is named,\n"
+            "a tokenizer.json component the encoder does not support is named),\n"
             "2 usage error\n");
 }
 
@@ -85,28 +94,36 @@ qb_status qbh_parse_token_list(const char *s, int64_t **ids, size_t *n)
 }
 
 /* Writes `logits` [T, V] as the only tensor of a safetensors file at
- * `path`, through a temporary file beside it and a rename. */
-static qb_status write_logits(const char *path, const float *logits, size_t T, int64_t V)
+ * `path`, through a temporary file beside it and a rename; the ids it
+ * was run on and where they came from ("text" or "ids") go in the
+ * header's __metadata__ (string values, as safetensors requires). */
+static qb_status write_logits(const char *path, const float *logits, const int64_t *ids, size_t T,
+                              int64_t V, const char *source)
 {
-    char hdr[256], *tmp = NULL;
-    size_t hl, pad, nbytes = T * (size_t)V * sizeof(float);
+    char *tmp = NULL;
+    size_t hl, pad, nbytes = T * (size_t)V * sizeof(float), i;
     uint64_t len;
     FILE *f = NULL;
     qb_status rc = QB_OK;
-    int n;
+    GString *hdr = g_string_new("{\"__metadata__\":{\"token_source\":\"");
 
-    n = snprintf(hdr, sizeof hdr,
-                 "{\"logits\":{\"dtype\":\"F32\",\"shape\":[%zu,%lld],\"data_offsets\":[0,%zu]}}",
-                 T, (long long)V, nbytes);
-    hl = (size_t)n;
+    g_string_append_printf(hdr, "%s\",\"token_ids\":\"", source);
+    for (i = 0; i < T; i++)
+        g_string_append_printf(hdr, "%s%lld", i ? "," : "", (long long)ids[i]);
+    g_string_append_printf(hdr, "\"},\"logits\":{\"dtype\":\"F32\",\"shape\":[%zu,%lld],"
+                           "\"data_offsets\":[0,%zu]}}", T, (long long)V, nbytes);
+    hl = hdr->len;
     /* The data starts 8-aligned: the header is padded with spaces. */
     pad = (8 - (8 + hl) % 8) % 8;
-    memset(hdr + hl, ' ', pad);
+    for (i = 0; i < pad; i++)
+        g_string_append_c(hdr, ' ');
     hl += pad;
     len = hl;
     tmp = qbh_alloc(strlen(path) + 32);
-    if (!tmp)
+    if (!tmp) {
+        g_string_free(hdr, TRUE);
         return qbh_error_set(QB_E_NOMEM, "out of memory");
+    }
     sprintf(tmp, "%s.tmp-%ld", path, (long)getpid());
     f = fopen(tmp, "wb");
     if (!f) {
@@ -119,7 +136,7 @@ static qb_status write_logits(const char *path, const float *logits, size_t T, i
         int i;
         for (i = 0; i < 8; i++)
             le[i] = (unsigned char)(len >> (8 * i));
-        if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr, 1, hl, f) != hl ||
+        if (fwrite(le, 1, 8, f) != 8 || fwrite(hdr->str, 1, hl, f) != hl ||
             fwrite(logits, 1, nbytes, f) != nbytes || fflush(f) || fsync(fileno(f))) {
             rc = qbh_error_set(QB_E_IO, "%s: write failed: %s", path, strerror(errno));
             goto out;
@@ -139,7 +156,17 @@ out:
     if (rc)
         unlink(tmp);
     qbh_free(tmp);
+    g_string_free(hdr, TRUE);
     return rc;
+}
+
+/* The ids as "1,2,3" on f, one line. */
+static void print_ids(FILE *f, const int64_t *ids, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        fprintf(f, "%s%lld", i ? "," : "", (long long)ids[i]);
+    fputc('\n', f);
 }
 
 int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
@@ -150,6 +177,8 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         {"option", required_argument, NULL, 'o'},
         {"tokens", required_argument, NULL, 't'},
         {"text", required_argument, NULL, 'x'},
+        {"tokenizer", required_argument, NULL, 'k'},
+        {"print-tokens", no_argument, NULL, 'p'},
         {"output", required_argument, NULL, 'O'},
         {"config", required_argument, NULL, 'C'},
         {"plugin-dir", required_argument, NULL, 'P'},
@@ -161,6 +190,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
     };
     const char *model = NULL, *format = NULL, *tokens_arg = NULL, *text = NULL, *output = NULL;
     qbh_fwd_device device = QBH_FWD_CPU;
+    const char *tokenizer = NULL;
     qbh_registry reg;
     qbh_source src;
     qbh_params sp;
@@ -168,7 +198,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
     int64_t *ids = NULL, vocab = 0;
     float *logits = NULL;
     size_t n_ids = 0, n_opt = 0;
-    int c, usage_err = 0, rc = QBH_EXIT_FAIL, reg_open = 0;
+    int c, usage_err = 0, rc = QBH_EXIT_FAIL, reg_open = 0, print_tokens = 0;
 
     memset(&src, 0, sizeof src);
     memset(&sp, 0, sizeof sp);
@@ -186,6 +216,8 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         case 'f': format = optarg; break;
         case 't': tokens_arg = optarg; break;
         case 'x': text = optarg; break;
+        case 'k': tokenizer = optarg; break;
+        case 'p': print_tokens = 1; break;
         case 'O': output = optarg; break;
         case 'D':
             if (strcmp(optarg, "cpu") == 0)
@@ -227,28 +259,28 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
             goto done;
         }
     }
-    if (optind < argc || !model || !output || !tokens_arg == !text) {
+    {
+        const char *why = NULL;
         if (optind < argc)
             fprintf(stderr, "quantbridge: error: forward: unexpected argument '%s'\n",
                     argv[optind]);
-        else if (!model || !output)
-            fprintf(stderr, "quantbridge: error: forward: --model and --output are required\n");
-        else
-            fprintf(stderr, "quantbridge: error: forward: give exactly one of --tokens and "
-                    "--text\n");
-        usage(stderr);
-        rc = QBH_EXIT_USAGE;
-        goto done;
+        else if (!tokens_arg == !text)
+            why = "give exactly one of --tokens and --text";
+        else if (!output && !print_tokens)
+            why = "--output is required (or --print-tokens)";
+        else if (!model && (output || !tokenizer))
+            why = output ? "--model is required" : "--model or --tokenizer is required";
+        else if (tokenizer && !text)
+            why = "--tokenizer applies to --text only";
+        if (optind < argc || why) {
+            if (why)
+                fprintf(stderr, "quantbridge: error: forward: %s\n", why);
+            usage(stderr);
+            rc = QBH_EXIT_USAGE;
+            goto done;
+        }
     }
-    if (text) {
-        /* Tokenizing needs tokenizer.json's model (BPE/unigram); the host
-         * has no tokenizer yet. */
-        fprintf(stderr, "quantbridge: error: forward: --text is not supported yet (the host "
-                "has no tokenizer); give the ids with --tokens\n");
-        rc = QBH_EXIT_USAGE;
-        goto done;
-    }
-    if (qbh_parse_token_list(tokens_arg, &ids, &n_ids)) {
+    if (tokens_arg && qbh_parse_token_list(tokens_arg, &ids, &n_ids)) {
         qbh_cli_report();
         rc = QBH_EXIT_USAGE;
         goto done;
@@ -257,18 +289,51 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
      * at once (the forward tests probe the device this way). */
     if (qbh_fwd_device_check(device))
         goto report;
-    if (qbh_cli_setup(co, &reg))
+    if (model) {
+        if (qbh_cli_setup(co, &reg))
+            goto report;
+        reg_open = 1;
+        if (qbh_verify_open(&reg, model, format, cli, n_opt, &src, &sp, &usage_err))
+            goto report;
+    }
+    if (text) {
+        const char *dir = tokenizer ? tokenizer : src.info.tokenizer_dir;
+        if (!dir) {
+            qbh_error_set(QB_E_NOT_FOUND, "%s: the model has no tokenizer files "
+                          "(tokenizer.json): give --tokenizer DIR or the ids with --tokens", model);
+            goto report;
+        }
+        if (qbh_tok_encode_text(dir, text, &ids, &n_ids)) {
+            if (qbh_error_code() == QB_E_NOT_FOUND)
+                qbh_error_set(QB_E_NOT_FOUND, "%s/tokenizer.json does not exist: give --tokenizer "
+                              "DIR or the ids with --tokens", dir);
+            goto report;
+        }
+        if (co->verbose) {
+            fprintf(stderr, "quantbridge: forward: %zu tokens from the text (%s/tokenizer.json): ",
+                    n_ids, dir);
+            print_ids(stderr, ids, n_ids);
+        }
+    }
+    if (print_tokens) {
+        print_ids(stdout, ids, n_ids);
+        fflush(stdout);
+        if (!output) {
+            rc = QBH_EXIT_OK;
+            goto done;
+        }
+    }
+    if (!n_ids) {
+        qbh_error_set(QB_E_INVALID, "--text: the text gives no tokens");
         goto report;
-    reg_open = 1;
-    if (qbh_verify_open(&reg, model, format, cli, n_opt, &src, &sp, &usage_err))
-        goto report;
+    }
     qbh_fwd_set_device(device);
     rc = qbh_forward(&src, ids, n_ids, &logits, &vocab) ? QBH_EXIT_FAIL : QBH_EXIT_OK;
     qbh_fwd_set_device(QBH_FWD_CPU);
     if (rc)
         goto report;
     qbh_progress_done();
-    if (write_logits(output, logits, n_ids, vocab))
+    if (write_logits(output, logits, ids, n_ids, vocab, text ? "text" : "ids"))
         goto report;
     fprintf(stderr, "quantbridge: logits [%zu, %lld] written to %s\n", n_ids, (long long)vocab,
             output);
@@ -281,7 +346,8 @@ report:
 done:
     qbh_free(logits);
     qbh_free(ids);
-    qbh_source_close(&src);
+    if (model)
+        qbh_source_close(&src);
     qbh_params_free(&sp);
     qbh_free(cli);
     if (reg_open)

@@ -42,8 +42,11 @@ static void usage(FILE *f)
             "  --min-cosine X         also fail a tensor whose cosine or W.x cosine is below X\n"
             "                         (default: no such bound)\n"
             "  --no-model-check       skip the model check (below)\n"
-            "  --tokens I,J,...       token ids of the model check (default: %d fixed ids)\n"
-            "  --text \"...\"           text of the model check (not supported yet)\n"
+            "  --tokens I,J,...       token ids of the model check (default: a built-in\n"
+            "                         multilingual text through the source's tokenizer.json,\n"
+            "                         else %d fixed ids)\n"
+            "  --text \"...\"           text of the model check, through the source's\n"
+            "                         tokenizer.json; text gives perplexities and their ratio\n"
             "  --max-kl X             fail when the model check's KL max exceeds X (nats)\n"
             "  --min-top1 X           fail when its top-1 agreement is below X (0..1)\n"
             "  --json                 the report as JSON on stdout instead of the table\n"
@@ -121,6 +124,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
     qbh_model_check mc;
     int64_t *mc_ids = NULL;
     size_t mc_n = 0;
+    const char *mc_text = NULL;
     double max_kl = NAN, min_top1 = NAN;
     int no_mc = 0;
     const char *source = NULL, *converted = NULL, *format = NULL, *conv_format = NULL;
@@ -196,11 +200,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
                 goto done;
             }
             break;
-        case 'x':
-            fprintf(stderr, "quantbridge: error: verify: --text is not supported yet (the host "
-                    "has no tokenizer); give the ids with --tokens\n");
-            rc = QBH_EXIT_USAGE;
-            goto done;
+        case 'x': mc_text = optarg; break;
         case 'K':
             if (parse_double("--max-kl", optarg, 0.0, 1e6, &max_kl)) {
                 rc = QBH_EXIT_USAGE;
@@ -225,8 +225,10 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
             goto done;
         }
     }
-    if (optind < argc || !source || !converted) {
-        if (optind < argc)
+    if (optind < argc || !source || !converted || (mc_ids && mc_text)) {
+        if (mc_ids && mc_text)
+            fprintf(stderr, "quantbridge: error: verify: --tokens and --text exclude each other\n");
+        else if (optind < argc)
             fprintf(stderr, "quantbridge: error: verify: unexpected argument '%s'\n",
                     argv[optind]);
         else
@@ -249,7 +251,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
     if (qbh_verify_sources(&src, &conv, &vo, &res))
         goto report;
     if (!no_mc) {
-        if (qbh_model_check_run(&src, &conv, mc_ids, mc_n, max_kl, min_top1, &mc))
+        if (qbh_model_check_run(&src, &conv, mc_ids, mc_n, mc_text, max_kl, min_top1, &mc))
             goto report;
         res->model_check = &mc;
         if (mc.ran && !mc.pass)

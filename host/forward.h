@@ -205,6 +205,15 @@ typedef struct qbh_model_check {
     double max_kl, min_top1;  /* the user's limits; NaN: none */
     int pass;                 /* 1 unless a user limit is exceeded */
     char reason[256];         /* why not pass */
+    /* Tokens from text (the user's --text or the built-in sample, through
+     * the source's tokenizer.json): perplexity exp(mean NLL of token t+1
+     * at position t, t = 0..n-2, natural log) of both models and
+     * converted / source. from_text 0: ids (given or fixed), no
+     * perplexity. */
+    int from_text;
+    double ppl_src, ppl_conv, ppl_ratio;
+    char tokens_note[256];    /* why fixed ids although no --tokens was
+                                 given (no or an unsupported tokenizer); "" */
 } qbh_model_check;
 
 /* Number of tokens and seed of the default sequence. */
@@ -215,12 +224,17 @@ typedef struct qbh_model_check {
 void qbh_mc_default_tokens(int64_t vocab, int64_t bos, int64_t *ids, size_t n);
 
 /* Runs the check into *mc (zeroed first; max_kl/min_top1 NaN for no
- * limit). tokens NULL: the default sequence. An architecture the forward
+ * limit). tokens given: those ids. text given: its ids through the
+ * source's (else the converted model's) tokenizer.json, an error
+ * (QB_E_NOT_FOUND, QB_E_UNSUPPORTED naming the component, ...) when it
+ * has none or the encoder refuses it. Neither: the built-in sample text
+ * (qbh_tok_sample_text) when a tokenizer encodes it, else the fixed
+ * sequence (mc->tokens_note says why). An architecture the forward
  * pass cannot run is not an error: mc->ran = 0 with the reason. Errors
  * (a read failure, QB_E_NOMEM, QB_E_CANCELLED) are returned with the
  * message set. Free with qbh_model_check_free. Main thread; uses the pool. */
 qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *tokens,
-                              size_t n_tokens, double max_kl, double min_top1,
+                              size_t n_tokens, const char *text, double max_kl, double min_top1,
                               qbh_model_check *mc);
 void qbh_model_check_free(qbh_model_check *mc);
 /* Short text block (or the skip line) on f. */
@@ -233,7 +247,7 @@ void qbh_model_check_html(FILE *f, const qbh_model_check *mc);
  * so this header needs no cJSON). Returns 0, or -1 on OOM. */
 int qbh_model_check_json(const qbh_model_check *mc, void *root);
 
-/* `convert --verify`: runs the check with the default tokens and no
+/* `convert --verify`: runs the check with the default tokens (or text) and no
  * limits on the open src and conv and prints the block (or the skip
  * line) on f. Returns an error of the run (message set), else QB_OK. */
 qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv);

@@ -5,10 +5,13 @@
  *   KL(P_src || P_conv) of the softmax distributions, in nats (double);
  *   top-1 agreement: the share of positions whose argmax agrees;
  *   logits cosine per position.
+ * When the tokens come from text, also the perplexity of each model on
+ * it and their ratio (docs/verify.md, "Model check").
  * The check fails only on limits the user gives (--max-kl, --min-top1):
  * how much a 4-bit conversion may move the logits depends on the model.
  */
 #include "forward.h"
+#include "tokenize.h"
 
 #include <assert.h>
 #include <math.h>
@@ -82,6 +85,63 @@ static double cosine(const float *a, const float *b, int64_t n)
     return d / sqrt(sa * sb);
 }
 
+/* exp of the mean next-token NLL over positions 0..n-2 of logits
+ * [n][v] (natural log, sums in double). */
+static double perplexity(const float *logits, int64_t v, const int64_t *tokens, size_t n)
+{
+    double nll = 0;
+    size_t t;
+    for (t = 0; t + 1 < n; t++) {
+        const float *a = logits + t * (size_t)v;
+        double m = -INFINITY, s = 0;
+        int64_t i;
+        for (i = 0; i < v; i++)
+            if (a[i] > m)
+                m = a[i];
+        for (i = 0; i < v; i++)
+            s += exp((double)a[i] - m);
+        nll += -((double)a[tokens[t + 1]] - m - log(s));
+    }
+    return exp(nll / (double)(n - 1));
+}
+
+/* The model check's ids from text: the user's (an error when it cannot be
+ * encoded) or the sample (NULL: fixed ids instead, mc->tokens_note says
+ * why). QB_OK with *ids NULL means "use the fixed ids". */
+static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text,
+                             qbh_model_check *mc, int64_t **ids, size_t *n)
+{
+    const char *dir = src->info.tokenizer_dir ? src->info.tokenizer_dir
+                                              : conv->info.tokenizer_dir;
+    qb_status rc;
+    *ids = NULL;
+    *n = 0;
+    if (!dir) {
+        if (text)
+            return qbh_error_set(QB_E_NOT_FOUND, "--text: neither %s nor %s has tokenizer files "
+                                 "(tokenizer.json); give the ids with --tokens", src->path,
+                                 conv->path);
+        snprintf(mc->tokens_note, sizeof mc->tokens_note, "no tokenizer.json");
+        return QB_OK;
+    }
+    rc = qbh_tok_encode_text(dir, text ? text : qbh_tok_sample_text(), ids, n);
+    if (!rc && *n < 2) {
+        /* a perplexity needs a next token to predict */
+        qbh_free(*ids);
+        *ids = NULL;
+        *n = 0;
+        rc = qbh_error_set(QB_E_INVALID, "model check: the text gives fewer than 2 tokens");
+    }
+    if (rc && !text && rc != QB_E_NOMEM) {
+        /* The built-in text is a default: a tokenizer the encoder refuses
+         * falls back to the fixed ids, saying why. */
+        snprintf(mc->tokens_note, sizeof mc->tokens_note, "%s", qbh_error_message());
+        qbh_error_clear();
+        return QB_OK;
+    }
+    return rc;
+}
+
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -98,13 +158,13 @@ void qbh_model_check_free(qbh_model_check *mc)
 }
 
 qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *tokens,
-                              size_t n_tokens, double max_kl, double min_top1,
+                              size_t n_tokens, const char *text, double max_kl, double min_top1,
                               qbh_model_check *mc)
 {
     qbh_fwd_cfg cs, cc;
     float *la = NULL, *lb = NULL;
     double *sorted = NULL;
-    int64_t va = 0, vb = 0;
+    int64_t va = 0, vb = 0, *text_ids = NULL;
     size_t i, agree = 0, n;
     qb_status rc;
 
@@ -123,6 +183,28 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
         snprintf(mc->skipped, sizeof mc->skipped, "vocab_size differs (%lld vs %lld)",
                  (long long)cs.vocab, (long long)cc.vocab);
         return QB_OK;
+    }
+    if (!tokens) {
+        if ((rc = text_tokens(src, conv, text, mc, &text_ids, &n_tokens)))
+            return rc;
+        for (i = 0; i < n_tokens; i++)
+            if (text_ids[i] >= cs.vocab) {
+                rc = qbh_error_set(QB_E_RANGE, "model check: the tokenizer gives id %lld, "
+                                   "outside the model's vocab_size %lld", (long long)text_ids[i],
+                                   (long long)cs.vocab);
+                if (text)
+                    goto out;
+                /* the built-in text falls back to the fixed ids */
+                snprintf(mc->tokens_note, sizeof mc->tokens_note, "%s", qbh_error_message());
+                qbh_error_clear();
+                rc = QB_OK;
+                qbh_free(text_ids);
+                text_ids = NULL;
+                n_tokens = 0;
+                break;
+            }
+        tokens = text_ids;
+        mc->from_text = text_ids != NULL;
     }
     n = tokens ? n_tokens : QBH_MC_DEFAULT_TOKENS;
     mc->tokens = qbh_alloc(n * sizeof *mc->tokens);
@@ -171,6 +253,13 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
     qsort(sorted, n, sizeof *sorted, cmp_double);
     mc->kl_p99 = sorted[(size_t)ceil(0.99 * (double)n) - 1];
     mc->top1_agreement = (double)agree / (double)n;
+    if (mc->from_text && n > 1) {
+        mc->ppl_src = perplexity(la, va, mc->tokens, n);
+        mc->ppl_conv = perplexity(lb, va, mc->tokens, n);
+        mc->ppl_ratio = mc->ppl_conv / mc->ppl_src;
+    } else {
+        mc->from_text = 0;
+    }
     mc->ran = 1;
     if (!isnan(max_kl) && !(mc->kl_max <= max_kl)) {
         mc->pass = 0;
@@ -185,6 +274,7 @@ out:
     qbh_free(la);
     qbh_free(lb);
     qbh_free(sorted);
+    qbh_free(text_ids);
     if (rc)
         qbh_model_check_free(mc);
     return rc;
@@ -197,10 +287,16 @@ void qbh_model_check_print(FILE *f, const qbh_model_check *mc)
         return;
     }
     fprintf(f,
-            "model check (%zu tokens): KL mean %.3g, p99 %.3g, max %.3g nats; top-1 agreement "
+            "model check (%zu tokens%s): KL mean %.3g, p99 %.3g, max %.3g nats; top-1 agreement "
             "%.1f%%; min logits cosine %.6f%s%s\n",
-            mc->n_tokens, mc->kl_mean, mc->kl_p99, mc->kl_max, 100.0 * mc->top1_agreement,
-            mc->logits_cosine_min, mc->pass ? "" : "; FAILED: ", mc->pass ? "" : mc->reason);
+            mc->n_tokens, mc->from_text ? " from text" : "", mc->kl_mean, mc->kl_p99, mc->kl_max,
+            100.0 * mc->top1_agreement, mc->logits_cosine_min, mc->pass ? "" : "; FAILED: ",
+            mc->pass ? "" : mc->reason);
+    if (mc->from_text)
+        fprintf(f, "model check: perplexity %.6g (source), %.6g (converted), ratio %.6f\n",
+                mc->ppl_src, mc->ppl_conv, mc->ppl_ratio);
+    else if (mc->tokens_note[0])
+        fprintf(f, "model check: fixed token ids (%s)\n", mc->tokens_note);
 }
 
 int qbh_model_check_json(const qbh_model_check *mc, void *root_)
@@ -213,6 +309,8 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root_)
     }
     if (!mc->ran)
         return cJSON_AddStringToObject(o, "skipped", mc->skipped) ? 0 : -1;
+    if (!cJSON_AddStringToObject(o, "token_source", mc->from_text ? "text" : "ids"))
+        return -1;
     ids = cJSON_AddArrayToObject(o, "token_ids");
     if (!ids)
         return -1;
@@ -234,13 +332,19 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root_)
             return -1;
     if (!mc->pass && !cJSON_AddStringToObject(o, "reason", mc->reason))
         return -1;
+    if (mc->from_text && (!cJSON_AddNumberToObject(o, "perplexity_source", mc->ppl_src) ||
+                          !cJSON_AddNumberToObject(o, "perplexity_converted", mc->ppl_conv) ||
+                          !cJSON_AddNumberToObject(o, "perplexity_ratio", mc->ppl_ratio)))
+        return -1;
+    if (mc->tokens_note[0] && !cJSON_AddStringToObject(o, "token_note", mc->tokens_note))
+        return -1;
     return 0;
 }
 
 qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv)
 {
     qbh_model_check mc;
-    qb_status rc = qbh_model_check_run(src, conv, NULL, 0, NAN, NAN, &mc);
+    qb_status rc = qbh_model_check_run(src, conv, NULL, 0, NULL, NAN, NAN, &mc);
     if (rc == QB_OK)
         qbh_model_check_print(f, &mc);
     qbh_model_check_free(&mc);
@@ -275,6 +379,9 @@ void qbh_model_check_html(FILE *f, const qbh_model_check *mc)
                "agreement %.1f%%; min logits cosine %.6f%s</p>\n",
             mc->n_tokens, mc->kl_mean, mc->kl_p99, mc->kl_max, 100.0 * mc->top1_agreement,
             mc->logits_cosine_min, mc->pass ? "" : " &mdash; <b>failed a limit</b>");
+    if (mc->from_text)
+        fprintf(f, "<p>Tokens from text: perplexity %.6g (source), %.6g (converted), ratio "
+                   "%.6f</p>\n", mc->ppl_src, mc->ppl_conv, mc->ppl_ratio);
     for (i = 0; i < mc->n_tokens; i++) {
         top = mc->kl[i] > top ? mc->kl[i] : top;
         top = 1.0 - mc->cosine[i] > top ? 1.0 - mc->cosine[i] : top;
