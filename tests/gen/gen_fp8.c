@@ -11,8 +11,8 @@
  *   - vllm fp8.py (Fp8Config without block size): <m>.weight_scale F32
  *     scalar per tensor, <m>.input_scale with activation_scheme "static";
  *     per-channel weight_scale [N, 1] as llm-compressor/FBGEMM write it.
- *   - DeepSeek-V3's released FP8 weights (README_WEIGHTS.md, "FP8 Weight
- *     Documentation"; names from model.safetensors.index.json): 128x128
+ *   - DeepSeek-V3's released FP8 weights (docs/formats/fp8.md,
+ *     "DeepSeek-V3 checkpoints"; names from model.safetensors.index.json): 128x128
  *     block scales with partial edge blocks, BF16 norms / router /
  *     embeddings / heads, F32 e_score_correction_bias, the MTP layer as
  *     model.layers.{num_hidden_layers}.* (qbt_fp8_ds_write).
