@@ -83,6 +83,15 @@ static int w4_f16(qb_w4a16_model *m, const char *file, const char *name, int64_t
     int64_t i;
     if (qb_w4a16_tensor_get(m, file, name, &t))
         return -1;
+    if (t.dtype == QB_W4A16_DT_F32) { /* DeepSeek-V3's router bias */
+        ck_assert_int_eq((int64_t)t.n_bytes, n * 4);
+        for (i = 0; i < n; i++) {
+            float f;
+            memcpy(&f, (const char *)t.data + 4 * i, 4);
+            out[i] = f;
+        }
+        return 0;
+    }
     ck_assert_int_eq(t.dtype, QB_W4A16_DT_F16);
     ck_assert_int_eq((int64_t)t.n_bytes, n * 2);
     for (i = 0; i < n; i++)
@@ -725,10 +734,12 @@ static void build_deepseek(const char *variant, fx *f, fwd_ref_model *m, char *c
 static void check_deepseek(const char *variant)
 {
     const char *tmp = qbt_scratch("fwd-ds");
-    char *src = qbt_path(tmp, "src"), cfg[4096];
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), cfg[4096], args[8192];
+    char *text = NULL, err[512];
     double *ref = malloc(sizeof(double) * N_TOK * 128), *mag = malloc(sizeof(double) * N_TOK * 128);
     fx *f = calloc(1, sizeof *f);
     fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
     float *got;
     int64_t rows, cols;
 
@@ -740,6 +751,21 @@ static void check_deepseek(const char *variant)
     ck_assert_int_eq(cols, 128);
     compare(variant, got, ref, mag, rows * cols, U_F32, 2);
     free(got);
+
+    /* Its W4A16 conversion (g32): MLA linears, experts and shared experts
+     * through the kernel, the router F16, the correction bias F32. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(w4, tmp, &rows, &cols);
+    compare("w4a16", got, ref, mag, rows * cols, U_F16, 2);
+    free(got);
+    qb_w4a16_close(wm);
+    free(w4);
     fx_free(f);
     free(f);
     free(ref);
