@@ -192,6 +192,11 @@ static qb_status parse_deepseek(const char *what, const cJSON *root, qbh_fwd_cfg
             (rc = get_int(what, root, "topk_group", 4, &c->topk_group)))
             return rc;
         c->ds_route = QBH_DS_NOAUX_TC;
+        /* Null is no default here: DeepseekV3TopkRouter cannot group by None. */
+        if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "n_group")) ||
+            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "topk_group")))
+            return qbh_error_set(QB_E_FORMAT, "forward: %s: deepseek_v3 needs \"n_group\" and "
+                                 "\"topk_group\" (null given)", what);
     } else {
         if ((rc = get_choice(what, c->arch, root, "scoring_func", v2_score, 1, &pick)) ||
             (rc = get_choice(what, c->arch, root, "topk_method", v2_topk, 2, &pick)))

@@ -802,6 +802,8 @@ START_TEST(deepseek_refused)
          "norm_topk_prob true is not supported for deepseek_v2"},
         {"v2", "\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2}",
          "rope_scaling type \"dynamic\""},
+        {"v3", "\"n_group\": 4", "\"n_group\": null", "deepseek_v3 needs \"n_group\""},
+        {"v3", "\"n_group\": 4", "\"n_group\": 3", "n_group 3 / topk_group 2 do not fit 8 experts"},
     };
     const char *tmp = qbt_scratch("fwd-ds-err");
     size_t i;
