@@ -435,6 +435,14 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             slot = &fnorm;
         } else if (strcmp(ti->name, "lm_head.weight") == 0) {
             slot = &head;
+        } else if (parse_layer_name(ti->name, &l, &rest) && l >= L &&
+                   cfg_int(cfg, "num_nextn_predict_layers", 0) > 0) {
+            /* DeepSeek's MTP module (w4a16-format.md, "DeepSeek-V2 / V3 layers") */
+            rc = h->set_error(h, QB_E_FORMAT,
+                              "%s: %s: a multi-token-prediction layer (num_nextn_predict_layers), "
+                              "which %s does not store; read the source with --option mtp=drop",
+                              b.sp, ti->name, W4W_PLUGIN_NAME);
+            goto out;
         } else if (parse_layer_name(ti->name, &l, &rest) &&
                    (role = match_role(a, rest, &is_bias, &e)) >= 0) {
             size_t k;
