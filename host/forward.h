@@ -11,6 +11,8 @@
  *                      libquantbridge-w4a16 (qb_w4a16_gemm_cpu)
  *   forward_ops.c      RMSNorm, rotary embedding, causal attention,
  *                      activations, soft-capping
+ *   forward_mla.c      DeepSeek-V2/V3 multi-head latent attention
+ *   forward_route.c    DeepSeek-V2/V3 expert routing
  *   forward_model.c    the decoder, layer by layer (dense or expert MLPs)
  *   forward_check.c    verify's model check: KL, top-1, logits cosine
  *   cmd_forward.c      `quantbridge forward`
@@ -32,11 +34,23 @@ struct qb_w4a16_cuda_session;
 typedef enum qbh_rope_kind {
     QBH_ROPE_DEFAULT = 0,
     QBH_ROPE_LINEAR,   /* inv_freq / factor */
-    QBH_ROPE_LLAMA3    /* the llama3 frequency-band rule */
+    QBH_ROPE_LLAMA3,   /* the llama3 frequency-band rule */
+    QBH_ROPE_YARN      /* YaRN ramp between interpolation and extrapolation
+                          (DeepSeek-V2/V3 only) */
 } qbh_rope_kind;
 
 #define QBH_MOE_MIXTRAL 1 /* block_sparse_moe.{gate, experts.E.w1/w2/w3} */
 #define QBH_MOE_QWEN 2    /* mlp.{gate, experts.E.*_proj, shared_expert*} */
+#define QBH_MOE_DEEPSEEK 3 /* mlp.{gate(+e_score_correction_bias), experts.E.*_proj,
+                              shared_experts.*_proj} */
+
+/* DeepSeek routing rules (docs/forward.md, "DeepSeek routing"). */
+typedef enum qbh_ds_route {
+    QBH_DS_GREEDY = 1,       /* V2: softmax, top-k over all experts */
+    QBH_DS_GROUP_GREEDY,     /* V2 group_limited_greedy: softmax, groups by their max */
+    QBH_DS_NOAUX_TC          /* V3: sigmoid + correction bias, groups by the sum of
+                                their top 2, weights from the unbiased scores */
+} qbh_ds_route;
 
 /* What the forward pass needs from config.json. */
 typedef struct qbh_fwd_cfg {
@@ -70,6 +84,24 @@ typedef struct qbh_fwd_cfg {
     uint64_t mlp_only[16];    /* qwen: bit L: layer L keeps the dense MLP */
     int tied;                 /* tie_word_embeddings */
     int64_t bos;              /* bos_token_id, -1 when absent */
+    /* YaRN (rope_kind QBH_ROPE_YARN): transformers' _compute_yarn_parameters. */
+    double rope_beta_fast, rope_beta_slow;
+    int rope_truncate;        /* floor/ceil the correction range (default 1) */
+    double rope_attn_factor;  /* multiplies cos and sin; 1 unless yarn */
+    double rope_mscale_all_dim; /* rope_scaling's mscale_all_dim (0: none): DeepSeek's
+                                   softmax scale gains mscale(factor, it)^2 */
+    /* DeepSeek-V2/V3 multi-head latent attention (docs/forward.md, "MLA");
+     * then head_dim = qk_nope + qk_rope, n_kv_heads = n_heads and rot_dim =
+     * qk_rope. attn_scale includes yarn's mscale(mscale_all_dim)^2. */
+    int mla;
+    int64_t q_lora_rank;      /* 0: q_proj, else q_a_proj / q_a_layernorm / q_b_proj */
+    int64_t kv_lora_rank, qk_nope, qk_rope, v_head_dim;
+    int rope_interleave;      /* pairs (2i, 2i+1) rotate together, not (i, i + d/2) */
+    /* DeepSeek MoE (moe QBH_MOE_DEEPSEEK): layers >= first_dense run the
+     * experts; shared_intermediate = moe_intermediate * n_shared_experts. */
+    qbh_ds_route ds_route;
+    int64_t first_dense, n_group, topk_group;
+    double routed_scale;      /* routed_scaling_factor */
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names it in
@@ -81,8 +113,8 @@ typedef struct qbh_fwd_cfg {
 qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_cfg *c);
 
 /* Inverse rotary frequencies of c (rot_dim / 2 doubles into inv[]),
- * after the configured scaling; local: those of gemma3's sliding layers
- * (rope_local_theta, unscaled). Pure. */
+ * after the configured scaling (linear, llama3, yarn); local: those of
+ * gemma3's sliding layers (rope_local_theta, unscaled). Pure. */
 void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv);
 /* The window layer L attends with: c->sliding_window or 0. Pure. */
 int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
@@ -165,6 +197,13 @@ void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps,
  * Hugging Face rotate_half layout); the others pass unchanged. */
 void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
                   const double *inv);
+/* Rotates rot_dim dimensions starting at `off` in each of the T * n_heads
+ * vectors x + (t * n_heads + h) * stride, position t = row: interleave
+ * rotates the pairs (2i, 2i+1) in place (DeepSeek's layout), else the
+ * halves (i, i + rot_dim/2); cos and sin are multiplied by `factor`
+ * (yarn's attention factor, 1 otherwise). */
+void qbh_fwd_rope_ex(float *x, int64_t T, int64_t n_heads, int64_t stride, int64_t off,
+                     int64_t rot_dim, const double *inv, int interleave, double factor);
 /* out[T][nh * hd] = causal softmax(softcap(scale * q k^T)) v per head, kv
  * head h / (nh / nkv); softcap 0: none; window > 0 limits each query to
  * the `window` latest positions (itself included). Heads run on the
@@ -178,6 +217,27 @@ void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
 void qbh_fwd_gelu_tanh_mul(float *g, const float *u, size_t n);
 /* x[i] = cap * tanh(x[i] / cap) for i < n. */
 void qbh_fwd_softcap(float *x, size_t n, double cap);
+
+/* ---- forward_mla.c -------------------------------------------------------- */
+
+/* DeepSeek-V2/V3 multi-head latent attention of layer L (c->mla) on the
+ * normalised rows h[T][hidden] into out[T][hidden] (after o_proj), with
+ * the inverse frequencies inv (qbh_fwd_rope_inv_freq). Allocates its
+ * activations per call. Errors: a missing/mis-shaped tensor named,
+ * QB_E_NOMEM. Main thread; uses the pool. */
+qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const float *h,
+                      int64_t T, const double *inv, float *out);
+
+/* ---- forward_route.c ------------------------------------------------------ */
+
+/* DeepSeek-V2/V3 routing (c->moe == QBH_MOE_DEEPSEEK): from the router
+ * logits r[T][E] (and, for QBH_DS_NOAUX_TC, the correction bias[E]; NULL
+ * otherwise) fills wt[T][E] with each token's weight of each expert, 0
+ * for the experts not chosen (or chosen with a score of 0). Probabilities
+ * in double; ties go to the lower index. QB_E_NOMEM (message set).
+ * Thread-safe. */
+qb_status qbh_fwd_route_deepseek(const qbh_fwd_cfg *c, const float *r, const float *bias,
+                                 int64_t T, double *wt);
 
 /* ---- forward_model.c ------------------------------------------------------ */
 

@@ -11,13 +11,15 @@
 #include <cjson/cJSON.h>
 
 static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
-                                     "phi3, mixtral, qwen2_moe, qwen3_moe";
+                                     "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
+                                     "deepseek_v3";
 
 static int is_supported(const char *t)
 {
     static const char *const names[] = {"llama",       "mistral", "qwen2",   "qwen3",
                                         "gemma",       "gemma2",  "gemma3_text", "phi3",
-                                        "mixtral",     "qwen2_moe", "qwen3_moe"};
+                                        "mixtral",     "qwen2_moe", "qwen3_moe",
+                                        "deepseek_v2", "deepseek_v3"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
@@ -56,6 +58,173 @@ static qb_status get_real(const char *what, const cJSON *root, const char *key, 
         return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number", what,
                              key);
     *out = v->valuedouble;
+    return QB_OK;
+}
+
+/* A non-negative integer key; absent or null -> def. */
+static qb_status get_count(const char *what, const cJSON *root, const char *key, int64_t def,
+                           int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return QB_OK;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1e12 ||
+        v->valuedouble != floor(v->valuedouble))
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a non-negative integer",
+                             what, key);
+    *out = (int64_t)v->valuedouble;
+    return QB_OK;
+}
+
+/* Any finite number; absent or null -> def. */
+static qb_status get_num(const char *what, const cJSON *root, const char *key, double def,
+                         double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return QB_OK;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a number", what, key);
+    *out = v->valuedouble;
+    return QB_OK;
+}
+
+/* A string key that must be absent, null or one of ok[0..n) (the first is
+ * what absence means); *idx gets its index. QB_E_UNSUPPORTED naming it. */
+static qb_status get_choice(const char *what, const char *arch, const cJSON *root,
+                            const char *key, const char *const *ok, int n, int *idx)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    int i;
+    *idx = 0;
+    if (!v || cJSON_IsNull(v))
+        return QB_OK;
+    for (i = 0; cJSON_IsString(v) && i < n; i++)
+        if (strcmp(v->valuestring, ok[i]) == 0) {
+            *idx = i;
+            return QB_OK;
+        }
+    return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: %s \"%s\" is not supported by the CPU "
+                         "forward pass for %s (supported: %s%s%s)", what, key,
+                         cJSON_IsString(v) ? v->valuestring : "(not a string)", arch,
+                         ok[0], n > 1 ? ", " : "", n > 1 ? ok[1] : "");
+}
+
+/* yarn's mscale: transformers' get_mscale / yarn_get_mscale. */
+static double yarn_mscale(double scale, double m)
+{
+    return scale <= 1.0 ? 1.0 : 0.1 * m * log(scale) + 1.0;
+}
+
+/* DeepSeek-V2/V3: MLA sizes and routing, with the defaults of
+ * DeepseekV2Config / DeepseekV3Config (transformers 5.24); the routing
+ * variants transformers' routers do not compute are refused by name. */
+static qb_status parse_deepseek(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+{
+    static const char *const v3_score[] = {"sigmoid"}, *const v2_score[] = {"softmax"};
+    static const char *const v3_topk[] = {"noaux_tc"};
+    static const char *const v2_topk[] = {"greedy", "group_limited_greedy"};
+    int v3 = strcmp(c->arch, "deepseek_v3") == 0, pick;
+    const cJSON *v;
+    int64_t n_shared, freq;
+    qb_status rc;
+
+    c->mla = 1;
+    v = cJSON_GetObjectItemCaseSensitive(root, "q_lora_rank");
+    if (cJSON_IsNull(v))
+        c->q_lora_rank = 0; /* null: a plain q_proj */
+    else if ((rc = get_int(what, root, "q_lora_rank", 1536, &c->q_lora_rank)))
+        return rc;
+    if ((rc = get_int(what, root, "kv_lora_rank", 512, &c->kv_lora_rank)) ||
+        (rc = get_int(what, root, "qk_rope_head_dim", 64, &c->qk_rope)) ||
+        (rc = get_int(what, root, "qk_nope_head_dim", 128, &c->qk_nope)) ||
+        (rc = get_int(what, root, "v_head_dim", 128, &c->v_head_dim)))
+        return rc;
+    if (c->qk_rope % 2)
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: qk_rope_head_dim %lld is odd", what,
+                             (long long)c->qk_rope);
+    /* Every head gets its own k and v from kv_b_proj: no grouping. */
+    c->n_kv_heads = c->n_heads;
+    c->head_dim = c->qk_nope + c->qk_rope;
+    c->rot_dim = c->qk_rope;
+    /* V2 always rotates neighbour pairs (apply_rotary_emb's complex view);
+     * V3 when rope_interleave (default true). */
+    v = cJSON_GetObjectItemCaseSensitive(root, "rope_interleave");
+    c->rope_interleave = v3 ? !(v && cJSON_IsFalse(v)) : 1;
+    c->attn_scale = 1.0 / sqrt((double)c->head_dim);
+    /* yarn_apply_mscale: any rope scaling with mscale_all_dim scales the
+     * scores by mscale(factor, mscale_all_dim)^2. */
+    if (c->rope_kind != QBH_ROPE_DEFAULT && c->rope_mscale_all_dim != 0) {
+        double m = yarn_mscale(c->rope_factor, c->rope_mscale_all_dim);
+        c->attn_scale *= m * m;
+    }
+
+    c->moe = QBH_MOE_DEEPSEEK;
+    c->sparse_step = 1;
+    if ((rc = get_int(what, root, "n_routed_experts", v3 ? 256 : 64, &c->n_experts)) ||
+        (rc = get_int(what, root, "num_experts_per_tok", v3 ? 8 : -1, &c->top_k)) ||
+        (rc = get_int(what, root, "moe_intermediate_size", v3 ? 2048 : 1407,
+                      &c->moe_intermediate)) ||
+        (rc = get_count(what, root, "n_shared_experts", v3 ? 1 : 2, &n_shared)) ||
+        (rc = get_count(what, root, "first_k_dense_replace", v3 ? 3 : 0, &c->first_dense)) ||
+        (rc = get_real(what, root, "routed_scaling_factor", v3 ? 2.5 : 1.0, &c->routed_scale)) ||
+        (rc = get_count(what, root, "moe_layer_freq", 1, &freq)))
+        return rc;
+    c->shared_intermediate = c->moe_intermediate * n_shared;
+    v = cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob");
+    c->norm_topk = !v || cJSON_IsNull(v) ? v3 : cJSON_IsTrue(v);
+    /* DeepSeek's own code skips the experts on layers not a multiple of
+     * moe_layer_freq; transformers ignores the key. Every released model
+     * has 1. */
+    if (freq != 1)
+        return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: moe_layer_freq %lld is not "
+                             "supported by the CPU forward pass (supported: 1)", what,
+                             (long long)freq);
+    if (v3) {
+        /* DeepseekV3TopkRouter computes noaux_tc with sigmoid scores only. */
+        if ((rc = get_choice(what, c->arch, root, "scoring_func", v3_score, 1, &pick)) ||
+            (rc = get_choice(what, c->arch, root, "topk_method", v3_topk, 1, &pick)) ||
+            (rc = get_int(what, root, "n_group", 8, &c->n_group)) ||
+            (rc = get_int(what, root, "topk_group", 4, &c->topk_group)))
+            return rc;
+        c->ds_route = QBH_DS_NOAUX_TC;
+        /* Null is no default here: DeepseekV3TopkRouter cannot group by None. */
+        if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "n_group")) ||
+            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "topk_group")))
+            return qbh_error_set(QB_E_FORMAT, "forward: %s: deepseek_v3 needs \"n_group\" and "
+                                 "\"topk_group\" (null given)", what);
+    } else {
+        if ((rc = get_choice(what, c->arch, root, "scoring_func", v2_score, 1, &pick)) ||
+            (rc = get_choice(what, c->arch, root, "topk_method", v2_topk, 2, &pick)))
+            return rc;
+        c->ds_route = pick ? QBH_DS_GROUP_GREEDY : QBH_DS_GREEDY;
+        if (c->ds_route == QBH_DS_GROUP_GREEDY &&
+            ((rc = get_int(what, root, "n_group", -1, &c->n_group)) ||
+             (rc = get_int(what, root, "topk_group", -1, &c->topk_group))))
+            return rc;
+        /* DeepseekV2TopkRouter never renormalises while DeepSeek's own
+         * MoEGate does: the two disagree, so neither is guessed. */
+        if (c->norm_topk)
+            return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: norm_topk_prob true is not "
+                                 "supported for deepseek_v2 (transformers' router ignores it, "
+                                 "DeepSeek's renormalises)", what);
+    }
+    if (c->top_k > c->n_experts)
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
+                             what, (long long)c->top_k, (long long)c->n_experts);
+    if (c->ds_route != QBH_DS_GREEDY) {
+        int64_t per = c->n_experts / c->n_group;
+        if (c->n_experts % c->n_group || c->topk_group > c->n_group ||
+            c->top_k > c->topk_group * per || (v3 && per < 2))
+            return qbh_error_set(QB_E_FORMAT, "forward: %s: n_group %lld / topk_group %lld do not "
+                                 "fit %lld experts with num_experts_per_tok %lld", what,
+                                 (long long)c->n_group, (long long)c->topk_group,
+                                 (long long)c->n_experts, (long long)c->top_k);
+    }
     return QB_OK;
 }
 
@@ -175,14 +344,66 @@ static qb_status parse_gemma(const char *what, const cJSON *root, qbh_fwd_cfg *c
     return QB_OK;
 }
 
+/* yarn (transformers' _compute_yarn_parameters): beta_fast / beta_slow
+ * (32 / 1 when absent or 0), truncate, the original context length (a
+ * top-level original_max_position_embeddings wins over the one in the
+ * scaling, as standardize_rope_params sets it; else max_position_embeddings),
+ * and attention_factor (explicit, or from mscale and mscale_all_dim). */
+static qb_status parse_yarn(const char *what, const cJSON *root, const cJSON *rs, qbh_fwd_cfg *c)
+{
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(rs, "truncate");
+    double ms, msa, af;
+    int64_t orig, maxpos;
+    qb_status rc;
+
+    c->rope_kind = QBH_ROPE_YARN;
+    if ((rc = get_num(what, rs, "beta_fast", 0, &c->rope_beta_fast)) ||
+        (rc = get_num(what, rs, "beta_slow", 0, &c->rope_beta_slow)) ||
+        (rc = get_num(what, rs, "mscale", 0, &ms)) ||
+        (rc = get_num(what, rs, "attention_factor", 0, &af)) ||
+        (rc = get_int(what, root, "max_position_embeddings",
+                      strcmp(c->arch, "deepseek_v3") == 0 ? 4096 : 2048, &maxpos)) ||
+        (rc = get_int(what, rs, "original_max_position_embeddings", maxpos, &orig)) ||
+        (rc = get_int(what, root, "original_max_position_embeddings", orig, &orig)))
+        return rc;
+    msa = c->rope_mscale_all_dim;
+    if (c->rope_beta_fast == 0)
+        c->rope_beta_fast = 32;
+    if (c->rope_beta_slow == 0)
+        c->rope_beta_slow = 1;
+    c->rope_truncate = !(tr && cJSON_IsFalse(tr));
+    c->rope_orig_max = (double)orig;
+    if (af != 0)
+        c->rope_attn_factor = af;
+    else if (ms != 0 && msa != 0)
+        c->rope_attn_factor = yarn_mscale(c->rope_factor, ms) / yarn_mscale(c->rope_factor, msa);
+    else
+        c->rope_attn_factor = yarn_mscale(c->rope_factor, 1.0);
+    return QB_OK;
+}
+
 static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
 {
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     const cJSON *t;
     const char *type;
     qb_status rc;
+    int ds = strncmp(c->arch, "deepseek_v", 10) == 0;
 
     c->rope_kind = QBH_ROPE_DEFAULT;
+    c->rope_attn_factor = 1.0;
+    /* transformers 5 writes one flat "rope_parameters" object (with
+     * rope_theta inside) where older configs have "rope_scaling"; a dict
+     * nested by layer type is left to the families that have one. */
+    if (!rs || cJSON_IsNull(rs)) {
+        const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+        if (cJSON_IsObject(rp) && (cJSON_GetObjectItemCaseSensitive(rp, "rope_type") ||
+                                   cJSON_GetObjectItemCaseSensitive(rp, "type"))) {
+            rs = rp;
+            if ((rc = get_real(what, rp, "rope_theta", c->rope_theta, &c->rope_theta)))
+                return rc;
+        }
+    }
     if (!rs || cJSON_IsNull(rs))
         return QB_OK;
     if (!cJSON_IsObject(rs))
@@ -195,6 +416,8 @@ static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
     if (strcmp(type, "default") == 0)
         return QB_OK;
     rc = get_real(what, rs, "factor", 0, &c->rope_factor);
+    if (!rc && ds)
+        rc = get_num(what, rs, "mscale_all_dim", 0, &c->rope_mscale_all_dim);
     if (rc)
         return rc;
     if (!(c->rope_factor > 0))
@@ -222,9 +445,12 @@ static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
         c->rope_orig_max = (double)orig;
         return QB_OK;
     }
+    if (ds && strcmp(type, "yarn") == 0)
+        return parse_yarn(what, root, rs, c);
     return qbh_error_set(QB_E_UNSUPPORTED,
                          "forward: %s: rope_scaling type \"%s\" is not supported by the CPU "
-                         "forward pass (supported: default, linear, llama3)",
+                         "forward pass (supported: default, linear, llama3; yarn for "
+                         "deepseek_v2/v3)",
                          what, type);
 }
 
@@ -265,6 +491,12 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
     def_hd = c->hidden / c->n_heads;
     if ((rc = get_int(what, root, "head_dim", def_hd ? def_hd : 1, &c->head_dim)))
         goto out;
+    /* MLA: head sizes come from parse_deepseek (its head_dim key is
+     * qk_rope_head_dim, its kv heads are not grouped). */
+    if (strncmp(c->arch, "deepseek_v", 10) == 0) {
+        c->n_kv_heads = c->n_heads;
+        c->head_dim = 2;
+    }
     if (c->n_heads % c->n_kv_heads || c->head_dim % 2) {
         rc = qbh_error_set(QB_E_FORMAT,
                            "forward: %s: num_attention_heads %lld is not a multiple of "
@@ -283,6 +515,10 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
         c->bos = (int64_t)v->valuedouble;
     c->qk_norm = strcmp(c->arch, "qwen3") == 0 || strcmp(c->arch, "qwen3_moe") == 0;
     c->rot_dim = c->head_dim;
+    if (strncmp(c->arch, "deepseek_v", 10) == 0) {
+        rc = parse_deepseek(what, root, c);
+        goto out;
+    }
     if (strcmp(c->arch, "mixtral") == 0 || strstr(c->arch, "_moe")) {
         if ((rc = parse_moe(what, root, c)))
             goto out;
@@ -346,6 +582,8 @@ int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L)
         return 0;
     if (c->moe == QBH_MOE_MIXTRAL)
         return 1;
+    if (c->moe == QBH_MOE_DEEPSEEK) /* DeepseekV3DecoderLayer: dense below it */
+        return L >= c->first_dense;
     /* Qwen2/3-MoE: experts unless listed in mlp_only_layers, on every
      * decoder_sparse_step-th layer. */
     if (L < 1024 && (c->mlp_only[L / 64] >> (L % 64) & 1))
@@ -353,16 +591,44 @@ int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L)
     return (L + 1) % c->sparse_step == 0;
 }
 
+/* yarn's correction range [lo, hi] of dimension-pair indices:
+ * find_correction_range of transformers' _compute_yarn_parameters (the
+ * pair index whose wavelength makes `rot` turns over the original
+ * context), floored/ceiled when truncating, clamped to [0, dim - 1]. */
+static void yarn_range(const qbh_fwd_cfg *c, double *lo, double *hi)
+{
+    double dim = (double)c->rot_dim, lb = 2.0 * log(c->rope_theta);
+    double l = dim * log(c->rope_orig_max / (c->rope_beta_fast * 2.0 * M_PI)) / lb;
+    double h = dim * log(c->rope_orig_max / (c->rope_beta_slow * 2.0 * M_PI)) / lb;
+    if (c->rope_truncate) {
+        l = floor(l);
+        h = ceil(h);
+    }
+    *lo = l > 0 ? l : 0;
+    *hi = h < dim - 1 ? h : dim - 1;
+    if (*lo == *hi)
+        *hi += 0.001; /* linear_ramp_factor's guard against a zero width */
+}
+
 void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv)
 {
     int64_t i, half = c->rot_dim / 2;
     double theta = local && c->rope_local_theta > 0 ? c->rope_local_theta : c->rope_theta;
+    double lo = 0, hi = 1;
+    if (c->rope_kind == QBH_ROPE_YARN)
+        yarn_range(c, &lo, &hi);
     for (i = 0; i < half; i++) {
         double f = pow(theta, -(double)(2 * i) / (double)c->rot_dim);
         if (local && c->rope_local_theta > 0) {
             /* gemma3's sliding layers: their own base, never scaled. */
         } else if (c->rope_kind == QBH_ROPE_LINEAR) {
             f /= c->rope_factor;
+        } else if (c->rope_kind == QBH_ROPE_YARN) {
+            /* Pairs below lo keep their frequency (extrapolation), above
+             * hi are divided by factor (interpolation), linear between. */
+            double ramp = ((double)i - lo) / (hi - lo);
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            f = f / c->rope_factor * ramp + f * (1.0 - ramp);
         } else if (c->rope_kind == QBH_ROPE_LLAMA3) {
             /* Llama 3.1: wavelengths shorter than orig/high_freq kept,
              * longer than orig/low_freq divided by factor, smooth between. */

@@ -155,9 +155,10 @@ static qb_status mlp(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
 
 /* The expert block of layer L on h[T][H] into out[T][H] (docs/forward.md,
  * "Architectures"): router softmax over all experts (in double), the
- * top_k per token (renormalised for mixtral and norm_topk_prob), each
- * expert run once on the tokens routed to it; qwen2_moe adds the shared
- * expert gated by sigmoid(shared_expert_gate(h)). */
+ * top_k per token (renormalised for mixtral and norm_topk_prob), or
+ * DeepSeek's routing (forward_route.c), each expert run once on the
+ * tokens routed to it; qwen2_moe adds the shared expert gated by
+ * sigmoid(shared_expert_gate(h)), DeepSeek its shared experts ungated. */
 static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int64_t L,
                      const float *h, int64_t T, float *out)
 {
@@ -167,6 +168,7 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
     int64_t H = c->hidden, E = c->n_experts, K = c->top_k, t, e, i, k, n;
     char prefix[96];
     double *wt = NULL;     /* [T][E] routing weight, 0 when not chosen */
+    float *bias = NULL;    /* deepseek_v3: e_score_correction_bias */
     int64_t *rows = NULL;  /* tokens routed to the current expert */
     qb_status rc;
 
@@ -180,7 +182,24 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
     if ((rc = qbh_fwd_linear(w, L, mixtral ? "block_sparse_moe.gate" : "mlp.gate", h, T, H, b->r,
                              E)))
         goto out;
-    for (t = 0; t < T; t++) {
+    if (c->moe == QBH_MOE_DEEPSEEK) {
+        if (c->ds_route == QBH_DS_NOAUX_TC) {
+            /* V3's router bias, a buffer of the gate (kept in float32). */
+            char bn[160];
+            bias = qbh_alloc((size_t)E * sizeof *bias);
+            if (!bias) {
+                rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory");
+                goto out;
+            }
+            snprintf(bn, sizeof bn, "model.layers.%lld.mlp.gate.e_score_correction_bias",
+                     (long long)L);
+            if ((rc = qbh_fwd_vector(w, bn, bias, E)))
+                goto out;
+        }
+        if ((rc = qbh_fwd_route_deepseek(c, b->r, bias, T, wt)))
+            goto out;
+    }
+    for (t = 0; t < T && c->moe != QBH_MOE_DEEPSEEK; t++) {
         const float *r = b->r + t * E;
         double mx = r[0], z = 0, sum = 0;
         for (e = 1; e < E; e++)
@@ -219,7 +238,14 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
             for (k = 0; k < H; k++)
                 out[rows[i] * H + k] += (float)(wt[rows[i] * E + e] * (double)b->ys[i * H + k]);
     }
-    if (c->shared_intermediate) {
+    if (c->shared_intermediate && c->moe == QBH_MOE_DEEPSEEK) {
+        /* DeepseekV3MoE adds the shared experts ungated. */
+        if ((rc = mlp(w, c, b, L, "mlp.shared_experts.", qwen, h, T, c->shared_intermediate,
+                      b->ys)))
+            goto out;
+        for (k = 0; k < T * H; k++)
+            out[k] += b->ys[k];
+    } else if (c->shared_intermediate) {
         float gate[1];
         if ((rc = mlp(w, c, b, L, "mlp.shared_expert.", qwen, h, T, c->shared_intermediate,
                       b->ys)))
@@ -235,6 +261,7 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
 out:
     qbh_free(wt);
     qbh_free(rows);
+    qbh_free(bias);
     return rc;
 }
 
@@ -250,6 +277,11 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, in
     memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
     if ((rc = lnorm(w, c, L, "input_layernorm", b->h, T, H, b->wn)))
         return rc;
+    if (c->mla) {
+        if ((rc = qbh_fwd_mla(w, c, L, b->h, T, b->inv, b->o)))
+            return rc;
+        goto residual;
+    }
     if (has_fused(w, L, "self_attn.qkv_proj")) {
         /* phi3: one [q; k; v] projection, split by rows of the weight. */
         if ((rc = qbh_fwd_linear(w, L, "self_attn.qkv_proj", b->h, T, H, b->f, Q + 2 * KV)))
@@ -278,6 +310,7 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, in
      * pre_feedforward_layernorm the MLP's input norm. */
     if (c->sandwich && (rc = lnorm(w, c, L, "post_attention_layernorm", b->o, T, H, b->wn)))
         return rc;
+residual:
     for (i = 0; i < T * H; i++)
         b->x[i] += b->o[i];
 

@@ -27,15 +27,27 @@ void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps,
 void qbh_fwd_rope(float *x, int64_t T, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
                   const double *inv)
 {
+    qbh_fwd_rope_ex(x, T, n_heads, head_dim, 0, rot_dim, inv, 0, 1.0);
+}
+
+void qbh_fwd_rope_ex(float *x, int64_t T, int64_t n_heads, int64_t stride, int64_t off,
+                     int64_t rot_dim, const double *inv, int interleave, double factor)
+{
     int64_t t, h, i, half = rot_dim / 2;
     for (t = 0; t < T; t++)
         for (h = 0; h < n_heads; h++) {
-            float *v = x + (t * n_heads + h) * head_dim;
+            float *v = x + (t * n_heads + h) * stride + off;
             for (i = 0; i < half; i++) {
-                double a = (double)t * inv[i], c = cos(a), s = sin(a);
-                double x1 = v[i], x2 = v[i + half];
-                v[i] = (float)(x1 * c - x2 * s);
-                v[i + half] = (float)(x2 * c + x1 * s);
+                /* yarn scales cos and sin themselves (transformers'
+                 * rotary embedding multiplies both by attention_scaling). */
+                double a = (double)t * inv[i], c = cos(a) * factor, s = sin(a) * factor;
+                /* DeepSeek pairs neighbours (V2's complex view of (x[2i],
+                 * x[2i+1]); V3's rope_interleave); q and k share the layout,
+                 * so where the rotated pair is stored does not change q.k. */
+                int64_t i1 = interleave ? 2 * i : i, i2 = interleave ? 2 * i + 1 : i + half;
+                double x1 = v[i1], x2 = v[i2];
+                v[i1] = (float)(x1 * c - x2 * s);
+                v[i2] = (float)(x2 * c + x1 * s);
             }
         }
 }

@@ -218,11 +218,12 @@ static const w4w_role qwen3_moe_roles[] = {
  * `self_attn.sinks` [num_attention_heads] (a bare parameter, kept F16);
  * GptOssTopKRouter `mlp.router` is F.linear with a bias; GptOssExperts holds
  * fused [E, in, out] tensors the format stores per expert (gptoss_xfused). */
-#define PARAM(p) { p, W4W_ROLE_PARAM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL }
+#define PARAM(p)                                                                                   \
+    { p, W4W_ROLE_PARAM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL, 0 }
 #define ROUTER_B(p, out)                                                                           \
-    { p, W4W_ROLE_ROUTER, W4W_BIAS_REQUIRED, 0, W4W_IN_HIDDEN, out, W4W_LAYERS_SPARSE }
+    { p, W4W_ROLE_ROUTER, W4W_BIAS_REQUIRED, 0, W4W_IN_HIDDEN, out, W4W_LAYERS_SPARSE, 0 }
 #define SLIN_B(p, in, out)                                                                         \
-    { p, W4W_ROLE_LINEAR, W4W_BIAS_REQUIRED, 0, in, out, W4W_LAYERS_SPARSE }
+    { p, W4W_ROLE_LINEAR, W4W_BIAS_REQUIRED, 0, in, out, W4W_LAYERS_SPARSE, 0 }
 static const w4w_role gpt_oss_roles[] = {
     LIN("self_attn.q_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),
     LIN("self_attn.k_proj", W4W_BIAS_REQUIRED, W4W_IN_HIDDEN),

@@ -5,10 +5,13 @@
 #define _GNU_SOURCE
 #include "fwd_ref.h"
 
+#include <complex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#undef I /* complex.h's; the code below names sizes I */
 
 static double *xalloc(int64_t n)
 {
@@ -164,6 +167,222 @@ static void moe_block(const fwd_ref_model *m, int64_t L, const double *x, int64_
     free(chosen);
 }
 
+/* ---- DeepSeek-V2/V3 ------------------------------------------------------ */
+
+/* yarn's 0.1 m ln(s) + 1 (1 for s <= 1). */
+static double ms_of(double s, double mm)
+{
+    return s > 1 ? 1.0 + 0.1 * mm * log(s) : 1.0;
+}
+
+/* Rotary angle rate of pair i of a d-wide rotary part: theta^(-2i/d),
+ * with yarn blending it towards rate / factor over the pairs between the
+ * two correction dimensions (paper: "NTK-by-parts"). */
+static double ds_rate(const fwd_ref_model *m, int64_t i, int64_t d)
+{
+    double ext = 1.0 / pow(m->theta, (double)(2 * i) / (double)d), lo, hi, gamma;
+    if (m->yarn_factor <= 0)
+        return ext;
+    /* the dimension at which a wavelength fits `turns` times into orig */
+    lo = (double)d * log(m->yarn_orig / (2 * M_PI * m->beta_fast)) / (2 * log(m->theta));
+    hi = (double)d * log(m->yarn_orig / (2 * M_PI * m->beta_slow)) / (2 * log(m->theta));
+    if (!m->yarn_exact) {
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
+    if (lo < 0)
+        lo = 0;
+    if (hi > (double)(d - 1))
+        hi = (double)(d - 1);
+    if (hi == lo)
+        hi += 0.001;
+    gamma = fmin(1.0, fmax(0.0, ((double)i - lo) / (hi - lo)));
+    return (1 - gamma) * ext + gamma * ext / m->yarn_factor;
+}
+
+/* Rotates the d values at v for position t; amp scales cos and sin. */
+static void ds_rotate(const fwd_ref_model *m, double *v, int64_t d, int64_t t, double amp)
+{
+    int64_t i;
+    for (i = 0; i < d / 2; i++) {
+        double complex r = amp * cexp(_Complex_I * (double)t * ds_rate(m, i, d)), z;
+        if (m->interleave) {
+            z = (v[2 * i] + _Complex_I * v[2 * i + 1]) * r;
+            v[2 * i] = creal(z);
+            v[2 * i + 1] = cimag(z);
+        } else {
+            z = (v[i] + _Complex_I * v[i + d / 2]) * r;
+            v[i] = creal(z);
+            v[i + d / 2] = cimag(z);
+        }
+    }
+}
+
+/* DeepseekV2Attention / DeepseekV3Attention on hn[T][H] into y[T][H]. */
+static void mla_attn(const fwd_ref_model *m, int64_t L, const double *hn, int64_t T, double *y)
+{
+    int64_t H = m->hidden, nh = m->heads, dn = m->nope, dr = m->rope_d, dv = m->vdim;
+    int64_t dq = dn + dr, R = m->kv_lora, t, s, h, i;
+    double *q = xalloc(T * nh * dq), *ckv = xalloc(T * (R + dr)), *lat = xalloc(T * R);
+    double *kv = xalloc(T * nh * (dn + dv)), *att = xalloc(T * nh * dv), *w, *sc = xalloc(T);
+    double amp = 1.0, scale = 1.0 / sqrt((double)dq);
+    char name[160];
+
+    if (m->yarn_factor > 0) {
+        amp = m->mscale && m->mscale_all_dim
+                  ? ms_of(m->yarn_factor, m->mscale) / ms_of(m->yarn_factor, m->mscale_all_dim)
+                  : ms_of(m->yarn_factor, 1.0);
+        scale *= ms_of(m->yarn_factor, m->mscale_all_dim) * ms_of(m->yarn_factor, m->mscale_all_dim);
+    }
+    if (m->q_lora) {
+        double *qa = xalloc(T * m->q_lora);
+        linear(m, L, "self_attn.q_a_proj", hn, T, H, m->q_lora, qa);
+        snprintf(name, sizeof name, "model.layers.%lld.self_attn.q_a_layernorm.weight",
+                 (long long)L);
+        w = must(m, name, m->q_lora);
+        rmsnorm(qa, T, m->q_lora, w, 1e-6, qa, 0); /* the module's own eps */
+        free(w);
+        linear(m, L, "self_attn.q_b_proj", qa, T, m->q_lora, nh * dq, q);
+        free(qa);
+    } else {
+        linear(m, L, "self_attn.q_proj", hn, T, H, nh * dq, q);
+    }
+    linear(m, L, "self_attn.kv_a_proj_with_mqa", hn, T, H, R + dr, ckv);
+    for (t = 0; t < T; t++)
+        for (i = 0; i < R; i++)
+            lat[t * R + i] = ckv[t * (R + dr) + i];
+    snprintf(name, sizeof name, "model.layers.%lld.self_attn.kv_a_layernorm.weight", (long long)L);
+    w = must(m, name, R);
+    rmsnorm(lat, T, R, w, 1e-6, lat, 0);
+    free(w);
+    linear(m, L, "self_attn.kv_b_proj", lat, T, R, nh * (dn + dv), kv);
+    for (t = 0; t < T; t++) {
+        ds_rotate(m, ckv + t * (R + dr) + R, dr, t, amp);
+        for (h = 0; h < nh; h++)
+            ds_rotate(m, q + (t * nh + h) * dq + dn, dr, t, amp);
+    }
+    for (h = 0; h < nh; h++)
+        for (t = 0; t < T; t++) {
+            const double *qh = q + (t * nh + h) * dq;
+            double mx = -1e300, z = 0;
+            for (s = 0; s <= t; s++) {
+                const double *ks = kv + (s * nh + h) * (dn + dv), *pe = ckv + s * (R + dr) + R;
+                double dot = 0;
+                for (i = 0; i < dn; i++)
+                    dot += qh[i] * ks[i];
+                for (i = 0; i < dr; i++)
+                    dot += qh[dn + i] * pe[i];
+                sc[s] = dot * scale;
+                mx = sc[s] > mx ? sc[s] : mx;
+            }
+            for (s = 0; s <= t; s++)
+                z += exp(sc[s] - mx);
+            for (i = 0; i < dv; i++) {
+                double a = 0;
+                for (s = 0; s <= t; s++)
+                    a += exp(sc[s] - mx) / z * kv[(s * nh + h) * (dn + dv) + dn + i];
+                att[(t * nh + h) * dv + i] = a;
+            }
+        }
+    linear(m, L, "self_attn.o_proj", att, T, nh * dv, H, y);
+    free(q);
+    free(ckv);
+    free(lat);
+    free(kv);
+    free(att);
+    free(sc);
+}
+
+/* 1 when v[i] is among the k largest of v[0..n) (ties: lower index). */
+static int in_top(const double *v, int64_t n, int64_t i, int64_t k)
+{
+    int64_t j, above = 0;
+    for (j = 0; j < n; j++)
+        above += v[j] > v[i] || (v[j] == v[i] && j < i);
+    return above < k;
+}
+
+/* DeepSeek MoE block: routing of the V2/V3 routers, routed experts,
+ * ungated shared experts. */
+static void ds_moe(const fwd_ref_model *m, int64_t L, const double *x, int64_t T, double *y)
+{
+    static const char *const qw[3] = {"gate_proj", "up_proj", "down_proj"};
+    int64_t H = m->hidden, E = m->experts, G = m->ds_route == 1 ? 1 : m->n_group, per = E / G;
+    int64_t t, e, g, i;
+    double *r = xalloc(T * E), *p = xalloc(E), *c = xalloc(E), *gs = xalloc(G), *ye = xalloc(H);
+    double *bias = NULL;
+    char name[160];
+
+    linear(m, L, "mlp.gate", x, T, H, E, r);
+    if (m->ds_route == 3) {
+        snprintf(name, sizeof name, "model.layers.%lld.mlp.gate.e_score_correction_bias",
+                 (long long)L);
+        bias = must(m, name, E);
+    }
+    memset(y, 0, (size_t)(T * H) * sizeof *y);
+    for (t = 0; t < T; t++) {
+        double z = 0, tot = 0;
+        for (e = 0; e < E; e++) {
+            if (m->ds_route == 3)
+                p[e] = 1 / (1 + exp(-r[t * E + e]));
+            else
+                z += exp(r[t * E + e]);
+        }
+        for (e = 0; e < E; e++) {
+            if (m->ds_route != 3)
+                p[e] = exp(r[t * E + e]) / z;
+            c[e] = bias ? p[e] + bias[e] : p[e];
+        }
+        for (g = 0; g < G && m->ds_route != 1; g++) {
+            /* V3: sum of the group's two best choices; V2: its best */
+            double a = -1e300, b = -1e300;
+            for (i = 0; i < per; i++) {
+                double v = c[g * per + i];
+                if (v > a) {
+                    b = a;
+                    a = v;
+                } else if (v > b) {
+                    b = v;
+                }
+            }
+            gs[g] = m->ds_route == 3 ? a + b : a;
+        }
+        if (m->ds_route != 1)
+            for (e = 0; e < E; e++)
+                if (!in_top(gs, G, e / per, m->topk_group)) {
+                    c[e] = m->ds_route == 3 ? -1e300 : 0.0;
+                    if (m->ds_route == 2)
+                        p[e] = 0.0;
+                }
+        for (e = 0; e < E; e++)
+            if (in_top(c, E, e, m->top_k))
+                tot += p[e];
+        for (e = 0; e < E; e++) {
+            double wgt;
+            if (!in_top(c, E, e, m->top_k))
+                continue;
+            wgt = (m->norm_topk ? p[e] / (tot + 1e-20) : p[e]) * m->routed_scale;
+            snprintf(name, sizeof name, "mlp.experts.%lld.", (long long)e);
+            swiglu(m, L, name, qw, x + t * H, 1, m->moe_inter, ye);
+            for (i = 0; i < H; i++)
+                y[t * H + i] += wgt * ye[i];
+        }
+    }
+    if (m->shared_inter) {
+        double *ys = xalloc(T * H);
+        swiglu(m, L, "mlp.shared_experts.", qw, x, T, m->shared_inter, ys);
+        for (i = 0; i < T * H; i++)
+            y[i] += ys[i];
+        free(ys);
+    }
+    free(r);
+    free(p);
+    free(c);
+    free(gs);
+    free(ye);
+    free(bias);
+}
+
 void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, double *logits,
                  double *mag)
 {
@@ -185,6 +404,10 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
         tmp = must(m, name, H);
         rmsnorm(x, T, H, tmp, m->eps, hn, off);
         free(tmp);
+        if (m->mla) {
+            mla_attn(m, L, hn, T, o);
+            goto attn_residual;
+        }
         snprintf(name, sizeof name, "model.layers.%lld.self_attn.qkv_proj.weight", (long long)L);
         tmp = weight(m, name, (nh + 2 * nkv) * d * H);
         if (tmp) {
@@ -262,6 +485,7 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
             rmsnorm(o, T, H, tmp, m->eps, o, off);
             free(tmp);
         }
+    attn_residual:
         for (i = 0; i < T * H; i++)
             x[i] += o[i];
         snprintf(name, sizeof name, "model.layers.%lld.%s.weight", (long long)L,
@@ -269,6 +493,10 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
         tmp = must(m, name, H);
         rmsnorm(x, T, H, tmp, m->eps, hn, off);
         free(tmp);
+        if (m->ds_route && L >= m->first_dense) {
+            ds_moe(m, L, hn, T, o);
+            goto residual;
+        }
         if (m->moe && !(m->dense_layer_mask >> L & 1)) {
             moe_block(m, L, hn, T, o);
             goto residual;

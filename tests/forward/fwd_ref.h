@@ -38,6 +38,16 @@ typedef struct fwd_ref_model {
     int moe, norm_topk;
     int64_t experts, top_k, moe_inter, shared_inter;
     unsigned dense_layer_mask;
+    /* DeepSeek-V2/V3: mla 1 runs multi-head latent attention (q_lora 0:
+     * q_proj; kv_lora, nope, rope_d, vdim the head sizes; interleave:
+     * neighbour pairs rotate); yarn_factor > 0: yarn rope with orig,
+     * beta_fast, beta_slow, mscale, mscale_all_dim. ds_route 1 V2 greedy,
+     * 2 V2 group_limited_greedy, 3 V3 noaux_tc (n_group, topk_group) on
+     * layers >= first_dense, weights times routed_scale, shared experts
+     * of shared_inter ungated. */
+    int mla, interleave, ds_route, yarn_exact;
+    int64_t q_lora, kv_lora, nope, rope_d, vdim, n_group, topk_group, first_dense;
+    double yarn_factor, yarn_orig, beta_fast, beta_slow, mscale, mscale_all_dim, routed_scale;
     /* Fills out[n] with the values of tensor `name` (canonical HF name);
      * returns 0, or -1 when the model has no such tensor (a bias). */
     int (*get)(void *ctx, const char *name, int64_t n, double *out);

@@ -95,6 +95,15 @@ static int w4_f16(qb_w4a16_model *m, const char *file, const char *name, int64_t
     int64_t i;
     if (qb_w4a16_tensor_get(m, file, name, &t))
         return -1;
+    if (t.dtype == QB_W4A16_DT_F32) { /* DeepSeek-V3's router bias */
+        ck_assert_int_eq((int64_t)t.n_bytes, n * 4);
+        for (i = 0; i < n; i++) {
+            float f;
+            memcpy(&f, (const char *)t.data + 4 * i, 4);
+            out[i] = f;
+        }
+        return 0;
+    }
     ck_assert_int_eq(t.dtype, QB_W4A16_DT_F16);
     ck_assert_int_eq((int64_t)t.n_bytes, n * 2);
     for (i = 0; i < n; i++)
@@ -631,6 +640,381 @@ static void check_fixture(const char *arch)
     free(w4);
 }
 
+/* ---- DeepSeek-V2/V3 (MLA, DeepSeek routing) ------------------------------ */
+
+/* One tiny DeepSeek fixture per variant: 2 layers (layer 0 dense,
+ * first_k_dense_replace 1), hidden 64, 4 heads, kv_lora_rank 32, 8 routed
+ * experts of 32, vocab 128.
+ *   "v3":       q_lora 32, interleaved rope, yarn (factor 4, orig 64,
+ *               mscale 1, mscale_all_dim 0.8: both the cos/sin factor and
+ *               the score scale differ from 1), sigmoid + correction bias,
+ *               4 groups keep 2, top 3, renormalised, x 2.5, 2 shared
+ *               experts; rms_norm_eps 0.01, so q_a/kv_a norms' own 1e-6
+ *               matters; head sizes nope 16, rope 16, v 24;
+ *   "v3_half":  q_proj (q_lora_rank null), rope_interleave false, yarn in
+ *               transformers 5's rope_parameters (theta inside, truncate
+ *               false), one group (Kimi K2's layout), top 2;
+ *   "v2":       q_proj, softmax, group_limited_greedy (4 groups keep 2,
+ *               top 2, x 1.5), default rope; nope 8, rope 8, v 24 (wider
+ *               than q.k's 16);
+ *   "v2_greedy": q_lora 32, greedy top 2, yarn with mscale = mscale_all_dim
+ *               0.707 (DeepSeek-V2's own). */
+static void build_deepseek(const char *variant, fx *f, fwd_ref_model *m, char *cfg, size_t cap)
+{
+    const int64_t H = 64, I = 96, V = 128, nh = 4, R = 32, E = 8, IM = 32;
+    int v3 = strncmp(variant, "v3", 2) == 0, half = strcmp(variant, "v3_half") == 0;
+    int v2g = strcmp(variant, "v2_greedy") == 0;
+    int64_t Rq = (strcmp(variant, "v3") == 0 || v2g) ? 32 : 0;
+    int64_t dn = v3 ? 16 : 8, dr = v3 ? 16 : 8, dv = 24, n_shared = strcmp(variant, "v3") == 0 ? 2 : 1;
+    int64_t L, e;
+    char nm[96];
+
+    f->rng.s = 0xd5eed + (uint64_t)strlen(variant) * 131 + (uint64_t)variant[1];
+    fx_add(f, "model.embed_tokens.weight", V, H, 0, 0.5);
+    for (L = 0; L < 2; L++) {
+        fx_addf(f, L, "input_layernorm.weight", H, 0, 1, 0.1);
+        if (Rq) {
+            fx_addf(f, L, "self_attn.q_a_proj.weight", Rq, H, 0, 0.1);
+            fx_addf(f, L, "self_attn.q_a_layernorm.weight", Rq, 0, 1, 0.1);
+            fx_addf(f, L, "self_attn.q_b_proj.weight", nh * (dn + dr), Rq, 0, 0.15);
+        } else {
+            fx_addf(f, L, "self_attn.q_proj.weight", nh * (dn + dr), H, 0, 0.1);
+        }
+        fx_addf(f, L, "self_attn.kv_a_proj_with_mqa.weight", R + dr, H, 0, 0.1);
+        fx_addf(f, L, "self_attn.kv_a_layernorm.weight", R, 0, 1, 0.1);
+        fx_addf(f, L, "self_attn.kv_b_proj.weight", nh * (dn + dv), R, 0, 0.15);
+        fx_addf(f, L, "self_attn.o_proj.weight", H, nh * dv, 0, 0.1);
+        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, 1, 0.1);
+        if (L == 0) {
+            fx_addf(f, L, "mlp.gate_proj.weight", I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.up_proj.weight", I, H, 0, 0.1);
+            fx_addf(f, L, "mlp.down_proj.weight", H, I, 0, 0.1);
+            continue;
+        }
+        fx_addf(f, L, "mlp.gate.weight", E, H, 0, 0.15);
+        if (v3) /* large enough to change which experts win */
+            fx_addf(f, L, "mlp.gate.e_score_correction_bias", E, 0, 0, 0.3);
+        for (e = 0; e < E; e++) {
+            snprintf(nm, sizeof nm, "mlp.experts.%lld.gate_proj.weight", (long long)e);
+            fx_addf(f, L, nm, IM, H, 0, 0.1);
+            snprintf(nm, sizeof nm, "mlp.experts.%lld.up_proj.weight", (long long)e);
+            fx_addf(f, L, nm, IM, H, 0, 0.1);
+            snprintf(nm, sizeof nm, "mlp.experts.%lld.down_proj.weight", (long long)e);
+            fx_addf(f, L, nm, H, IM, 0, 0.1);
+        }
+        fx_addf(f, L, "mlp.shared_experts.gate_proj.weight", IM * n_shared, H, 0, 0.1);
+        fx_addf(f, L, "mlp.shared_experts.up_proj.weight", IM * n_shared, H, 0, 0.1);
+        fx_addf(f, L, "mlp.shared_experts.down_proj.weight", H, IM * n_shared, 0, 0.1);
+    }
+    fx_add(f, "model.norm.weight", H, 0, 1, 0.1);
+    fx_add(f, "lm_head.weight", V, H, 0, 0.1);
+
+    snprintf(cfg, cap,
+             "{\"architectures\": [\"X\"], \"model_type\": \"deepseek_v%d\", \"hidden_size\": 64,\n"
+             " \"intermediate_size\": 96, \"moe_intermediate_size\": 32, \"num_hidden_layers\": 2,\n"
+             " \"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"n_routed_experts\": 8,\n"
+             " \"n_shared_experts\": %lld, \"kv_lora_rank\": 32, \"q_lora_rank\": %s,\n"
+             " \"qk_nope_head_dim\": %lld, \"qk_rope_head_dim\": %lld, \"v_head_dim\": 24,\n"
+             " \"first_k_dense_replace\": 1, \"vocab_size\": 128, \"tie_word_embeddings\": false,\n"
+             " \"max_position_embeddings\": 256, \"bos_token_id\": 0, \"eos_token_id\": 1,\n"
+             " \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\", %s}\n",
+             v3 ? 3 : 2, (long long)n_shared, Rq ? "32" : "null", (long long)dn, (long long)dr,
+             strcmp(variant, "v3") == 0
+                 ? "\"rms_norm_eps\": 0.01, \"rope_theta\": 10000.0, \"rope_scaling\": {\"type\": "
+                   "\"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 64, "
+                   "\"beta_fast\": 32, \"beta_slow\": 1, \"mscale\": 1.0, \"mscale_all_dim\": 0.8},"
+                   " \"n_group\": 4, \"topk_group\": 2, \"num_experts_per_tok\": 3,"
+                   " \"norm_topk_prob\": true, \"routed_scaling_factor\": 2.5,"
+                   " \"topk_method\": \"noaux_tc\", \"scoring_func\": \"sigmoid\""
+             : half
+                 ? "\"rms_norm_eps\": 1e-6, \"rope_interleave\": false, \"rope_parameters\": "
+                   "{\"rope_type\": \"yarn\", \"rope_theta\": 1000.0, \"factor\": 8.0, "
+                   "\"original_max_position_embeddings\": 32, \"beta_fast\": 16, \"beta_slow\": 2,"
+                   " \"mscale\": 0.9, \"mscale_all_dim\": 1.0, \"truncate\": false},"
+                   " \"n_group\": 1, \"topk_group\": 1, \"num_experts_per_tok\": 2,"
+                   " \"norm_topk_prob\": true, \"routed_scaling_factor\": 2.5"
+             : v2g
+                 ? "\"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"rope_scaling\": {\"type\": "
+                   "\"yarn\", \"factor\": 40, \"original_max_position_embeddings\": 64, "
+                   "\"beta_fast\": 32, \"beta_slow\": 1, \"mscale\": 0.707, "
+                   "\"mscale_all_dim\": 0.707}, \"topk_method\": \"greedy\", \"n_group\": null,"
+                   " \"topk_group\": null, \"num_experts_per_tok\": 2, \"norm_topk_prob\": false,"
+                   " \"routed_scaling_factor\": 1.0, \"scoring_func\": \"softmax\""
+                 : "\"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"rope_scaling\": null,"
+                   " \"topk_method\": \"group_limited_greedy\", \"n_group\": 4, \"topk_group\": 2,"
+                   " \"num_experts_per_tok\": 2, \"norm_topk_prob\": false,"
+                   " \"routed_scaling_factor\": 1.5");
+
+    /* The reference model, from the same numbers (not from the parser). */
+    memset(m, 0, sizeof *m);
+    m->hidden = H;
+    m->inter = I;
+    m->layers = 2;
+    m->heads = nh;
+    m->kv_heads = nh;
+    m->head_dim = dn + dr;
+    m->vocab = V;
+    m->eps = strcmp(variant, "v3") == 0 ? 0.01 : 1e-6;
+    m->theta = half ? 1000.0 : 10000.0;
+    m->mla = 1;
+    m->interleave = !half;
+    m->q_lora = Rq;
+    m->kv_lora = R;
+    m->nope = dn;
+    m->rope_d = dr;
+    m->vdim = dv;
+    if (strcmp(variant, "v3") == 0) {
+        m->yarn_factor = 4.0, m->yarn_orig = 64, m->beta_fast = 32, m->beta_slow = 1;
+        m->mscale = 1.0, m->mscale_all_dim = 0.8;
+    } else if (half) {
+        m->yarn_factor = 8.0, m->yarn_orig = 32, m->beta_fast = 16, m->beta_slow = 2;
+        m->mscale = 0.9, m->mscale_all_dim = 1.0, m->yarn_exact = 1;
+    } else if (v2g) {
+        m->yarn_factor = 40.0, m->yarn_orig = 64, m->beta_fast = 32, m->beta_slow = 1;
+        m->mscale = 0.707, m->mscale_all_dim = 0.707;
+    }
+    m->moe = 0; /* ds_route runs the experts */
+    m->experts = E;
+    m->moe_inter = IM;
+    m->shared_inter = IM * n_shared;
+    m->first_dense = 1;
+    m->ds_route = v3 ? 3 : v2g ? 1 : 2;
+    m->n_group = half ? 1 : 4;
+    m->topk_group = half ? 1 : 2;
+    m->top_k = strcmp(variant, "v3") == 0 ? 3 : 2;
+    m->norm_topk = v3;
+    m->routed_scale = v3 ? 2.5 : v2g ? 1.0 : 1.5;
+    m->get = fx_get;
+    m->ctx = f;
+}
+
+static void check_deepseek(const char *variant)
+{
+    const char *tmp = qbt_scratch("fwd-ds");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), cfg[4096], args[8192];
+    char *text = NULL, err[512];
+    double *ref = malloc(sizeof(double) * N_TOK * 128), *mag = malloc(sizeof(double) * N_TOK * 128);
+    fx *f = calloc(1, sizeof *f);
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    float *got;
+    int64_t rows, cols;
+
+    build_deepseek(variant, f, &m, cfg, sizeof cfg);
+    fx_write(f, src, cfg);
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(src, tmp, &rows, &cols);
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, 128);
+    compare(variant, got, ref, mag, rows * cols, U_F32, 2);
+    free(got);
+
+    /* Its W4A16 conversion (g32): MLA linears, experts and shared experts
+     * through the kernel, the router F16, the correction bias F32. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(w4, tmp, &rows, &cols);
+    compare("w4a16", got, ref, mag, rows * cols, U_F16, 2);
+    free(got);
+    qb_w4a16_close(wm);
+    free(w4);
+    fx_free(f);
+    free(f);
+    free(ref);
+    free(mag);
+    free(src);
+}
+
+START_TEST(deepseek_v3_mla_yarn_groups) { check_deepseek("v3"); }
+END_TEST
+
+START_TEST(deepseek_v3_rotate_half_rope_parameters) { check_deepseek("v3_half"); }
+END_TEST
+
+START_TEST(deepseek_v2_group_limited_greedy) { check_deepseek("v2"); }
+END_TEST
+
+START_TEST(deepseek_v2_greedy_yarn) { check_deepseek("v2_greedy"); }
+END_TEST
+
+/* Routing variants transformers' routers do not compute are refused by
+ * name, exit 1, nothing written. */
+START_TEST(deepseek_refused)
+{
+    static const struct {
+        const char *variant, *from, *to, *expect;
+    } cases[] = {
+        {"v3", "\"scoring_func\": \"sigmoid\"", "\"scoring_func\": \"softmax\"",
+         "scoring_func \"softmax\" is not supported"},
+        {"v3", "\"topk_method\": \"noaux_tc\"", "\"topk_method\": \"greedy\"",
+         "topk_method \"greedy\" is not supported"},
+        {"v2", "\"topk_method\": \"group_limited_greedy\"", "\"topk_method\": \"noaux_tc\"",
+         "topk_method \"noaux_tc\" is not supported"},
+        {"v2", "\"norm_topk_prob\": false", "\"norm_topk_prob\": true",
+         "norm_topk_prob true is not supported for deepseek_v2"},
+        {"v2", "\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2}",
+         "rope_scaling type \"dynamic\""},
+        {"v3", "\"n_group\": 4", "\"n_group\": null", "deepseek_v3 needs \"n_group\""},
+        {"v3", "\"n_group\": 4", "\"n_group\": 3", "n_group 3 / topk_group 2 do not fit 8 experts"},
+    };
+    const char *tmp = qbt_scratch("fwd-ds-err");
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *dir, cfg[4096], *patched, *at, args[8192], *text = NULL, *o;
+        fx *f = calloc(1, sizeof *f);
+        fwd_ref_model m;
+        ck_assert_int_ge(asprintf(&dir, "%s/m%zu", tmp, i), 0);
+        build_deepseek(cases[i].variant, f, &m, cfg, sizeof cfg);
+        at = strstr(cfg, cases[i].from);
+        ck_assert_msg(at != NULL, "%s", cases[i].from);
+        ck_assert_int_ge(asprintf(&patched, "%.*s%s%s", (int)(at - cfg), cfg, cases[i].to,
+                                  at + strlen(cases[i].from)), 0);
+        fx_write(f, dir, patched);
+        o = qbt_path(dir, "o.st");
+        snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s'", dir, o);
+        ck_assert_int_eq(qbt_run_line(args, &text), 1);
+        ck_assert_msg(strstr(text, cases[i].expect), "%s\n%s", cases[i].expect, text);
+        ck_assert(!qbt_exists(o));
+        free(text);
+        free(o);
+        free(patched);
+        free(dir);
+        fx_free(f);
+        free(f);
+    }
+}
+END_TEST
+
+/* The reference of a qb-gen-hf-dense DeepSeek checkpoint, from the keys
+ * of the config.json it wrote (read here with cJSON, not by the host). */
+static void ds_ref_from_config(fwd_ref_model *m, const char *dir)
+{
+    char *p = qbt_path(dir, "config.json"), *text = qbt_read_file(p, NULL);
+    cJSON *c = cJSON_Parse(text), *rs;
+    int v3;
+#define NUM(k) cJSON_GetObjectItem(c, k)->valuedouble
+    ck_assert_ptr_nonnull(c);
+    v3 = strcmp(cJSON_GetObjectItem(c, "model_type")->valuestring, "deepseek_v3") == 0;
+    memset(m, 0, sizeof *m);
+    m->hidden = (int64_t)NUM("hidden_size");
+    m->inter = (int64_t)NUM("intermediate_size");
+    m->layers = (int64_t)NUM("num_hidden_layers");
+    m->heads = m->kv_heads = (int64_t)NUM("num_attention_heads");
+    m->vocab = (int64_t)NUM("vocab_size");
+    m->eps = NUM("rms_norm_eps");
+    m->theta = NUM("rope_theta");
+    m->mla = 1;
+    m->interleave = 1; /* V2 always; V3's rope_interleave defaults to true */
+    m->q_lora = cJSON_IsNull(cJSON_GetObjectItem(c, "q_lora_rank")) ? 0 : (int64_t)NUM("q_lora_rank");
+    m->kv_lora = (int64_t)NUM("kv_lora_rank");
+    m->nope = (int64_t)NUM("qk_nope_head_dim");
+    m->rope_d = (int64_t)NUM("qk_rope_head_dim");
+    m->vdim = (int64_t)NUM("v_head_dim");
+    m->head_dim = m->nope + m->rope_d;
+    rs = cJSON_GetObjectItem(c, "rope_scaling");
+    ck_assert_str_eq(cJSON_GetObjectItem(rs, "type")->valuestring, "yarn");
+    m->yarn_factor = cJSON_GetObjectItem(rs, "factor")->valuedouble;
+    m->yarn_orig = cJSON_GetObjectItem(rs, "original_max_position_embeddings")->valuedouble;
+    m->beta_fast = cJSON_GetObjectItem(rs, "beta_fast")->valuedouble;
+    m->beta_slow = cJSON_GetObjectItem(rs, "beta_slow")->valuedouble;
+    m->mscale = cJSON_GetObjectItem(rs, "mscale")->valuedouble;
+    m->mscale_all_dim = cJSON_GetObjectItem(rs, "mscale_all_dim")->valuedouble;
+    m->experts = (int64_t)NUM("n_routed_experts");
+    m->moe_inter = (int64_t)NUM("moe_intermediate_size");
+    m->shared_inter = m->moe_inter * (int64_t)NUM("n_shared_experts");
+    m->first_dense = (int64_t)NUM("first_k_dense_replace");
+    m->top_k = (int64_t)NUM("num_experts_per_tok");
+    m->n_group = (int64_t)NUM("n_group");
+    m->topk_group = (int64_t)NUM("topk_group");
+    ck_assert_str_eq(cJSON_GetObjectItem(c, "topk_method")->valuestring,
+                     v3 ? "noaux_tc" : "greedy");
+    m->ds_route = v3 ? 3 : 1;
+    m->norm_topk = cJSON_IsTrue(cJSON_GetObjectItem(c, "norm_topk_prob"));
+    m->routed_scale = NUM("routed_scaling_factor");
+#undef NUM
+    cJSON_Delete(c);
+    free(text);
+    free(p);
+}
+
+/* qb-gen-hf-dense's DeepSeek checkpoints (h-ds: bf16, DeepSeek's own
+ * config.json with yarn factor 40, an MTP layer after the decoder that
+ * the forward pass must leave alone) through forward, and verify's model
+ * check between the source and its W4A16 conversion runs, not skipped. */
+static void check_generated_deepseek(const char *arch)
+{
+    qbt_hfd_spec s = {.arch = arch, .dtype = "bf16", .layers = 2, .hidden = 64,
+                      .intermediate = 96, .vocab = 128, .heads = 4, .shards = 1, .seed = 23,
+                      .mtp_layers = 1};
+    const char *tmp = qbt_scratch("fwd-dsgen");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4");
+    char args[8192], *text = NULL;
+    double *ref = malloc(sizeof(double) * N_TOK * 128), *mag = malloc(sizeof(double) * N_TOK * 128);
+    src_ctx sc;
+    fwd_ref_model m;
+    float *got;
+    int64_t rows, cols;
+    cJSON *j, *mc;
+
+    ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, src), 0);
+    ck_assert_int_eq(qbt_hfd_tensors(&s, &sc.t, &sc.n), 0);
+    sc.s = &s;
+    ds_ref_from_config(&m, src);
+    m.get = src_get;
+    m.ctx = &sc;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(src, tmp, &rows, &cols);
+    ck_assert_int_eq(cols, 128);
+    compare(arch, got, ref, mag, rows * cols, U_F32, 2);
+    free(got);
+
+    /* The reader drops the MTP layer by default (mtp=drop), so the W4A16
+     * directory has none either; forward never reads it on both sides. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s'", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    {
+        qbt_result r;
+        const char *argv[] = {"verify", "--source", src, "--converted", w4, "--json", NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "verify -> %d\n%s", r.status, r.err);
+        j = cJSON_Parse(r.out);
+        qbt_result_free(&r);
+    }
+    ck_assert_ptr_nonnull(j);
+    mc = cJSON_GetObjectItem(j, "model_check");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert_msg(!cJSON_GetObjectItem(mc, "skipped"), "%s",
+                  cJSON_GetObjectItem(mc, "skipped") ? cJSON_GetObjectItem(mc, "skipped")->valuestring
+                                                     : "");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(mc, "token_ids")), 32);
+    fprintf(stderr, "%s model check: kl_mean %.3g, top1 %.3f, cosine min %.4f\n", arch,
+            cJSON_GetObjectItem(mc, "kl_mean")->valuedouble,
+            cJSON_GetObjectItem(mc, "top1_agreement")->valuedouble,
+            cJSON_GetObjectItem(mc, "logits_cosine_min")->valuedouble);
+    /* A 4-bit conversion moves the logits a little, never to noise. */
+    ck_assert(cJSON_GetObjectItem(mc, "kl_max")->valuedouble > 0);
+    ck_assert(cJSON_GetObjectItem(mc, "logits_cosine_min")->valuedouble > 0.9);
+    cJSON_Delete(j);
+    free(sc.t);
+    free(ref);
+    free(mag);
+    free(src);
+    free(w4);
+}
+
+START_TEST(deepseek_v3_generated_mtp_model_check) { check_generated_deepseek("deepseek_v3"); }
+END_TEST
+
+START_TEST(deepseek_v2_generated_model_check) { check_generated_deepseek("deepseek_v2"); }
+END_TEST
+
 START_TEST(phi3_fused_partial_rotary) { check_fixture("phi3"); }
 END_TEST
 
@@ -990,6 +1374,15 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, qwen2_moe_shared_expert);
     tcase_add_test(tc, qwen3_moe_norm_topk);
     if (!CUDA_MODE) {
+        /* DeepSeek's fixtures run their own source and W4A16 passes on the
+         * CPU; test_forward_cuda does not cover them yet. */
+        tcase_add_test(tc, deepseek_v3_mla_yarn_groups);
+        tcase_add_test(tc, deepseek_v3_rotate_half_rope_parameters);
+        tcase_add_test(tc, deepseek_v2_group_limited_greedy);
+        tcase_add_test(tc, deepseek_v2_greedy_yarn);
+        tcase_add_test(tc, deepseek_refused);
+        tcase_add_test(tc, deepseek_v3_generated_mtp_model_check);
+        tcase_add_test(tc, deepseek_v2_generated_model_check);
         tcase_add_test(tc, errors);
         tcase_add_test(tc, device_option);
         tcase_add_test(tc, verify_model_check);

@@ -157,3 +157,75 @@ def test_logits_quantbridge_forward_vs_llama_cpp(arch, qname, tmp_path, run_qb):
         compare(f"{arch} {qname} quantbridge forward vs llama.cpp", got, ref, F32_REL)
     else:
         compare(f"{arch} {qname} quantbridge forward vs llama.cpp", got, ref, Q8_REL, Q8_MIN_TOP1)
+
+
+# DeepSeek-V2/V3 (issue 18): llama.cpp's GGUF path is not ours yet, so
+# transformers builds and saves the model itself (random float32 weights,
+# per-expert tensors as DeepSeek's checkpoints name them) and runs it;
+# `quantbridge forward` reads the saved directory. Variants cover MLA with
+# and without q_lora, interleaved and rotate_half rope, yarn (its cos/sin
+# factor and the mscale_all_dim score scale), the V3 router (sigmoid,
+# correction bias, groups by top-2 sum) and both V2 routers.
+DEEPSEEK = {
+    "v3_yarn_groups": ("deepseek_v3", dict(
+        q_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=24,
+        n_group=4, topk_group=2, num_experts_per_tok=3, n_shared_experts=2,
+        routed_scaling_factor=2.5, norm_topk_prob=True, num_mtp_layers=0,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 64, "beta_fast": 32,
+                         "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.8})),
+    "v3_rotate_half_no_qlora": ("deepseek_v3", dict(
+        q_lora_rank=None, qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=24,
+        n_group=1, topk_group=1, num_experts_per_tok=2, n_shared_experts=1,
+        routed_scaling_factor=2.5, norm_topk_prob=True, rope_interleave=False, num_mtp_layers=0,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1000.0, "factor": 8.0,
+                         "original_max_position_embeddings": 32, "beta_fast": 16,
+                         "beta_slow": 2, "mscale": 0.9, "mscale_all_dim": 1.0})),
+    "v2_group_limited": ("deepseek_v2", dict(
+        q_lora_rank=None, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=24,
+        topk_method="group_limited_greedy", n_group=4, topk_group=2, num_experts_per_tok=2,
+        n_shared_experts=1, routed_scaling_factor=1.5, norm_topk_prob=False)),
+    "v2_greedy_yarn": ("deepseek_v2", dict(
+        q_lora_rank=32, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=24,
+        topk_method="greedy", num_experts_per_tok=2, n_shared_experts=2,
+        routed_scaling_factor=1.0, norm_topk_prob=False,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                         "original_max_position_embeddings": 64, "beta_fast": 32,
+                         "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707})),
+}
+
+
+def _deepseek_model(tmp_path, name):
+    from transformers import DeepseekV2Config, DeepseekV2ForCausalLM
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+    arch, extra = DEEPSEEK[name]
+    cls_cfg, cls = ((DeepseekV3Config, DeepseekV3ForCausalLM) if arch == "deepseek_v3"
+                    else (DeepseekV2Config, DeepseekV2ForCausalLM))
+    cfg = cls_cfg(vocab_size=U.VOCAB, hidden_size=64, intermediate_size=96,
+                  moe_intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=4, n_routed_experts=8, kv_lora_rank=32,
+                  first_k_dense_replace=1, max_position_embeddings=256, **extra)
+    torch.manual_seed(5)
+    model = cls(cfg).float().eval()
+    with torch.no_grad():
+        # Spread-out weights (the init's 0.02 leaves every logit near 0);
+        # norms around 1; a correction bias large enough to change choices.
+        for n, p in model.named_parameters():
+            p.normal_(0.0, 0.1)
+            if "norm" in n:
+                p.add_(1.0)
+        for n, b in model.named_buffers():
+            if n.endswith("e_score_correction_bias"):
+                b.normal_(0.0, 0.3)
+    out = tmp_path / f"tiny-{name}"
+    model.save_pretrained(str(out))
+    with torch.no_grad():
+        ref = model(torch.tensor([TOKENS])).logits[0].numpy().astype(np.float32)
+    return out, ref
+
+
+@pytest.mark.parametrize("name", list(DEEPSEEK))
+def test_logits_quantbridge_forward_vs_transformers_deepseek(name, tmp_path, run_qb):
+    model, ref = _deepseek_model(tmp_path, name)
+    got = quantbridge_logits(run_qb, model, tmp_path)
+    compare(f"{name} quantbridge forward vs transformers", got, ref, F32_REL)
