@@ -26,6 +26,11 @@ typedef struct gguf_ctensor {
     int minus_one;           /* subtract 1 (Gemma norm) */
     int has_grid;            /* Q4_0 integer grid offered */
     char encoding[32];       /* "gguf Q4_0" */
+    /* deepseek2 kv_b_proj rebuilt from attn_k_b (src, ne {nope, rank, H},
+     * each head's [nope, rank] block stored transposed) and attn_v_b (kv_v,
+     * ne {rank, v, H}); NULL otherwise (docs/formats/gguf.md "deepseek2"). */
+    const gguf_tinfo *kv_v;
+    int64_t kv_nope, kv_vdim;
 } gguf_ctensor;
 
 /* Tensors consumed into config.json instead of emitted (docs/formats/gguf.md, "Metadata to config.json"). */

@@ -254,7 +254,7 @@ static void drop_pages(const gguf_ctensor *c)
     const uintptr_t big = (uintptr_t)2 << 20;
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, lo, hi, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->kv_v)
         return;
     lo = (uintptr_t)c->src->file->map;
     hi = (lo + (uintptr_t)c->src->file->size + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -276,7 +276,7 @@ static void drop_rows(const gguf_ctensor *c, int64_t row0, int64_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || n <= 0)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || c->kv_v || n <= 0)
         return;
     p = (uintptr_t)(c->src->data + (uint64_t)(c->row0 + row0) * c->src->row_bytes);
     a = (p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -297,6 +297,38 @@ static void note_read(const gguf_reader *r, size_t index)
         drop_pages(&r->t[prev - 1]);
 }
 
+/* Rows of a deepseek2 kv_b_proj rebuilt from attn_k_b/attn_v_b (see
+ * map_kv_b in names.c): HF row h*(nope+v) + j is, for j < nope, column j
+ * of head h's k_b block (k_b rows h*rank .. h*rank+rank-1), else v_b row
+ * h*v + (j - nope). A head's k_b block is decoded once per call. */
+static qb_status read_kv_b(const gguf_reader *r, const gguf_ctensor *c, int64_t row0, int64_t n_rows, float *dst)
+{
+    const int64_t nope = c->kv_nope, per = nope + c->kv_vdim, rank = c->cols;
+    const gguf_tinfo *k = c->src, *v = c->kv_v;
+    float *blk = NULL;
+    int64_t i, col, head = -1;
+    for (i = 0; i < n_rows; i++) {
+        const int64_t hr = row0 + i, h = hr / per, j = hr % per;
+        float *d = dst + i * rank;
+        if (j >= nope) {
+            gguf_ggml_dequantize_row(v->type, v->data + (uint64_t)(h * c->kv_vdim + j - nope) * v->row_bytes, d, rank);
+            continue;
+        }
+        if (!blk && !(blk = qbk_malloc((size_t)(rank * nope) * sizeof(float))))
+            return r->h->set_error(r->h, QB_E_NOMEM, "%s: %s: out of memory", k->file->path, c->name);
+        if (h != head) {
+            for (col = 0; col < rank; col++)
+                gguf_ggml_dequantize_row(k->type, k->data + (uint64_t)(h * rank + col) * k->row_bytes,
+                                         blk + col * nope, nope);
+            head = h;
+        }
+        for (col = 0; col < rank; col++)
+            d[col] = blk[col * nope + j];
+    }
+    qbk_free(blk);
+    return QB_OK;
+}
+
 qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows, float *dst)
 {
     const gguf_ctensor *c;
@@ -306,6 +338,8 @@ qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0
         return st;
     note_read(r, index);
     c = &r->t[index];
+    if (c->kv_v)
+        return read_kv_b(r, c, row0, n_rows, dst);
     if (c->n_dims == 1 && c->perm_heads && n_rows == 1) {
         /* A permuted bias: its elements are what LlamaModel.permute moved. */
         float *tmp = qbk_malloc((size_t)c->cols * sizeof(float));
