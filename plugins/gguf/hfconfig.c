@@ -442,6 +442,37 @@ static qb_status deepseek2_config(cfg *c)
     return QB_OK;
 }
 
+/* gpt-oss → transformers GptOssConfig fields (docs/formats/gguf.md
+ * "gpt-oss"). */
+static void gpt_oss_config(cfg *c)
+{
+    const gguf_hparams *p = c->hp;
+    cJSON *arr;
+    int64_t l;
+    put_num(c, c->root, "num_local_experts", (double)p->n_expert);
+    if (p->n_expert_used > 0)
+        put_num(c, c->root, "num_experts_per_tok", (double)p->n_expert_used);
+    if (p->n_ff < 0 && p->n_ff_exp > 0) /* GptOssModel writes both from intermediate_size */
+        put_num(c, c->root, "intermediate_size", (double)p->n_ff_exp);
+    /* llama.cpp load_hparams (LLM_ARCH_OPENAI_MOE): set_swa_pattern(2),
+     * layer il slides when il % 2 == 0 -- GptOssConfig's default
+     * layer_types; written out so no default is relied on. */
+    if (p->sliding_window > 0) {
+        arr = cJSON_AddArrayToObject(c->root, "layer_types");
+        for (l = 0; arr && l < p->n_layer; l++)
+            if (!cJSON_AddItemToArray(arr, cJSON_CreateString(l % 2 == 0 ? "sliding_attention" : "full_attention")))
+                c->oom = 1;
+        if (!arr)
+            c->oom = 1;
+    }
+    /* No GGUF key: llama.cpp's gpt-oss graph clamps with the fixed 7.0
+     * (swiglu_oai limit) and alpha 1.702, GptOssConfig's defaults. */
+    put_float(c, c->root, "swiglu_limit", 7.0);
+    put_float(c, c->root, "swiglu_alpha", 1.702);
+    if (!cJSON_AddBoolToObject(c->root, "attention_bias", 1))
+        c->oom = 1;
+}
+
 qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, const gguf_special *sp,
                               char **config_json, char **gen_json)
 {
@@ -510,6 +541,8 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
     if (b == GGUF_A_DEEPSEEK2) {
         if ((st = deepseek2_config(&c)))
             goto out;
+    } else if (b == GGUF_A_GPTOSS) {
+        gpt_oss_config(&c);
     } else if (p->n_expert > 0) {
         put_num(&c, c.root, b == GGUF_A_LLAMA ? "num_local_experts" : "num_experts", (double)p->n_expert);
         if (p->n_expert_used > 0)

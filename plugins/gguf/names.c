@@ -21,11 +21,13 @@ enum {
     OP_ROW,     /* HF [1, n] from a 1-D (or {n,1}) GGUF tensor */
     OP_LEAF,    /* hf is the whole leaf name (suffix not appended) */
     OP_K_B,     /* deepseek2 attn_k_b: with attn_v_b, one kv_b_proj */
-    OP_V_B      /* deepseek2 attn_v_b: read through its attn_k_b's tensor */
+    OP_V_B,     /* deepseek2 attn_v_b: read through its attn_k_b's tensor */
+    OP_OSS_EXPS /* gpt-oss ffn_{gate,up,down}_exps weight/bias: fused HF experts */
 };
 
 #define ALL 0x1ffu
 #define DS2 GGUF_A_DEEPSEEK2
+#define OSS GGUF_A_GPTOSS
 #define MOE (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | DS2)
 #define GEMMA23 (GGUF_A_GEMMA2 | GGUF_A_GEMMA3)
 
@@ -39,7 +41,17 @@ static const struct blk_map {
     unsigned archs;
     const char *hf_up; /* OP_EXPERTS_GATE_UP: the up half's name */
 } blk_maps[] = {
-    {"attn_norm", "input_layernorm", OP_PLAIN, ALL | DS2, NULL},
+    {"attn_norm", "input_layernorm", OP_PLAIN, ALL | DS2 | OSS, NULL},
+    /* gpt-oss (GptOssModel.modify_tensors; tensor_mapping.py). */
+    {"attn_q", "self_attn.q_proj", OP_PLAIN, OSS, NULL},
+    {"attn_k", "self_attn.k_proj", OP_PLAIN, OSS, NULL},
+    {"attn_v", "self_attn.v_proj", OP_PLAIN, OSS, NULL},
+    {"attn_sinks", "self_attn.sinks", OP_LEAF, OSS, NULL},
+    {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, OSS, NULL},
+    {"ffn_gate_inp", "mlp.router", OP_PLAIN, OSS, NULL},
+    {"ffn_gate_exps", "mlp.experts.gate_up_proj", OP_OSS_EXPS, OSS, NULL},
+    {"ffn_up_exps", "mlp.experts.gate_up_proj", OP_OSS_EXPS, OSS, NULL},
+    {"ffn_down_exps", "mlp.experts.down_proj", OP_OSS_EXPS, OSS, NULL},
     /* deepseek2 MLA (tensor_mapping.py ATTN_Q_A ... ATTN_V_B). */
     {"attn_q", "self_attn.q_proj", OP_PLAIN, DS2, NULL},
     {"attn_q_a", "self_attn.q_a_proj", OP_PLAIN, DS2, NULL},
@@ -58,7 +70,7 @@ static const struct blk_map {
     {"attn_k", "self_attn.k_proj", OP_K, ALL & ~GGUF_A_PHI3, NULL},
     {"attn_v", "self_attn.v_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
     {"attn_qkv", NULL, OP_QKV, GGUF_A_PHI3, NULL},
-    {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL | DS2, NULL},
+    {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL | DS2 | OSS, NULL},
     {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
     {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
     /* FFN_NORM is post_attention_layernorm except in gemma2/3, where HF's
@@ -221,6 +233,65 @@ static qb_status map_kv_b(builder *b, const gguf_tinfo *t, int layer, int is_k, 
     return QB_OK;
 }
 
+/* gpt-oss experts. transformers' GptOssExperts holds gate_up_proj
+ * [E, H, 2I] (gate at even output columns, up at odd), gate_up_proj_bias
+ * [E, 2I], down_proj [E, I, H], down_proj_bias [E, H]: [E, in, out].
+ * GptOssModel (float path; its MXFP4 repack gives the same layout)
+ * transposes each expert to [out, in] and splits the interleave:
+ * ffn_gate_exps / ffn_up_exps ne {H, I, E}, their biases ne {I, E},
+ * ffn_down_exps ne {I, H, E}, its bias ne {H, E}. The gate tensor
+ * registers the fused gate_up; the up tensor only needs its partner. */
+static qb_status map_oss_experts(builder *b, const gguf_tinfo *t, int layer, const char *base, int is_bias)
+{
+    const gguf_hparams *hp = b->hp;
+    const int64_t E = hp->n_expert, H = hp->n_embd;
+    const int is_down = strcmp(base, "ffn_down_exps") == 0, is_up = strcmp(base, "ffn_up_exps") == 0;
+    const gguf_tinfo *up = NULL;
+    gguf_ctensor *c;
+    char name[256];
+    qb_status st;
+    int64_t N;
+    if (is_bias ? (t->n_dims != 2 || t->ne[1] != E) : (t->n_dims != 3 || t->ne[2] != E))
+        return bad_shape(b, t, is_bias ? "expected a [E, N] expert bias" : "expected a 3-D expert weight over expert_count");
+    N = is_bias ? t->ne[0] : t->ne[1];
+    if (!is_bias && t->ne[is_down ? 1 : 0] != H)
+        return bad_shape(b, t, "expert width differs from embedding_length");
+    if (is_bias && is_down && N != H)
+        return bad_shape(b, t, "down bias width differs from embedding_length");
+    if (!is_down) {
+        snprintf(name, sizeof(name), "blk.%d.%s.%s", layer, is_up ? "ffn_gate_exps" : "ffn_up_exps",
+                 is_bias ? "bias" : "weight");
+        if (!(up = gguf_model_find(b->m, name)))
+            return b->h->set_error(b->h, QB_E_FORMAT, "%s: tensor '%s' without its partner '%s' (gate_up_proj needs both)",
+                                   t->file->path, t->name, name);
+        if (is_up)
+            return QB_OK;
+        if (up->n_dims != t->n_dims || up->ne[0] != t->ne[0] || up->ne[1] != t->ne[1] || up->ne[2] != t->ne[2])
+            return bad_shape(b, up, "gate and up expert shapes differ");
+    }
+    snprintf(name, sizeof(name), "model.layers.%d.mlp.experts.%s%s", layer, is_down ? "down_proj" : "gate_up_proj",
+             is_bias ? "_bias" : "");
+    if (is_bias && is_down)
+        return add(b, t, name, 0, E, 0, 0); /* [E, H] rows as stored */
+    if ((st = add(b, t, name, 0, is_bias ? E : E * t->ne[0], 0, 0)))
+        return st;
+    c = &b->t[b->n - 1];
+    c->oss_up = up;
+    c->oss_n = N;
+    c->has_grid = 0;
+    if (is_bias) {
+        c->oss = GGUF_OSS_ROWS;
+        c->cols = c->dims[1] = 2 * N;
+    } else {
+        c->oss = GGUF_OSS_COLUMNS;
+        c->n_dims = 3;
+        c->dims[0] = E;
+        c->dims[1] = t->ne[0];
+        c->dims[2] = c->cols = up ? 2 * N : N;
+    }
+    return QB_OK;
+}
+
 static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const char *base, const char *suffix)
 {
     const gguf_hparams *hp = b->hp;
@@ -255,7 +326,7 @@ static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const cha
         return b->h->set_error(b->h, QB_E_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face mapping for architecture '%s'",
                                t->file->path, t->name, hp->arch->gguf_name);
     if (t->n_dims > 2 && mp->op != OP_EXPERTS && mp->op != OP_EXPERTS_GATE_UP && mp->op != OP_K_B &&
-        mp->op != OP_V_B)
+        mp->op != OP_V_B && mp->op != OP_OSS_EXPS)
         return bad_shape(b, t, "unexpected 3-D tensor");
     switch (mp->op) {
     case OP_LEAF:
@@ -266,6 +337,8 @@ static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const cha
     case OP_K_B:
     case OP_V_B:
         return map_kv_b(b, t, layer, mp->op == OP_K_B, is_bias);
+    case OP_OSS_EXPS:
+        return map_oss_experts(b, t, layer, base, is_bias);
     case OP_PLAIN:
     case OP_Q:
     case OP_K: {
@@ -484,8 +557,9 @@ static qb_status check_layers(builder *b, const gguf_model *m)
         {"model.layers.%d.self_attn.v_proj.weight", kv, hp->n_embd},
         {"model.layers.%d.self_attn.o_proj.weight", hp->n_embd, q},
         {!moe ? "model.layers.%d.mlp.down_proj.weight"
-              : (hp->arch->bit & GGUF_A_LLAMA) ? "model.layers.%d.block_sparse_moe.gate.weight"
-                                               : "model.layers.%d.mlp.gate.weight",
+              : (hp->arch->bit & GGUF_A_LLAMA)  ? "model.layers.%d.block_sparse_moe.gate.weight"
+              : (hp->arch->bit & GGUF_A_GPTOSS) ? "model.layers.%d.mlp.router.weight"
+                                                : "model.layers.%d.mlp.gate.weight",
          moe ? hp->n_expert : hp->n_embd, moe ? hp->n_embd : hp->n_ff},
     };
     int64_t l;

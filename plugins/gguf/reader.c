@@ -254,7 +254,7 @@ static void drop_pages(const gguf_ctensor *c)
     const uintptr_t big = (uintptr_t)2 << 20;
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, lo, hi, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->kv_v)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->kv_v || c->oss)
         return;
     lo = (uintptr_t)c->src->file->map;
     hi = (lo + (uintptr_t)c->src->file->size + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -276,7 +276,7 @@ static void drop_rows(const gguf_ctensor *c, int64_t row0, int64_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || c->kv_v || n <= 0)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || c->kv_v || c->oss || n <= 0)
         return;
     p = (uintptr_t)(c->src->data + (uint64_t)(c->row0 + row0) * c->src->row_bytes);
     a = (p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -329,6 +329,46 @@ static qb_status read_kv_b(const gguf_reader *r, const gguf_ctensor *c, int64_t 
     return QB_OK;
 }
 
+/* Rows of a gpt-oss fused expert tensor (gguf_ctensor.oss; names.c
+ * map_oss_experts). GGUF_OSS_COLUMNS: HF row e*K + k holds column k of
+ * expert e's stored rows, so each stored row of an expert the range
+ * touches is decoded once and scattered into the requested HF rows. */
+static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t row0, int64_t n_rows, float *dst)
+{
+    const int m = c->oss_up ? 2 : 1;
+    const int64_t N = c->oss_n, K = c->src->ne[0];
+    const gguf_tinfo *part[2] = {c->src, c->oss_up};
+    float *tmp;
+    int64_t i, e, row, k;
+    int p;
+    if (!(tmp = qbk_malloc((size_t)(c->oss == GGUF_OSS_ROWS ? N : K) * sizeof(float))))
+        return r->h->set_error(r->h, QB_E_NOMEM, "%s: %s: out of memory", c->src->file->path, c->name);
+    if (c->oss == GGUF_OSS_ROWS) {
+        for (i = 0; i < n_rows; i++)
+            for (p = 0; p < m; p++) {
+                gguf_ggml_dequantize_row(part[p]->type, part[p]->data + (uint64_t)(row0 + i) * part[p]->row_bytes,
+                                         tmp, N);
+                for (k = 0; k < N; k++)
+                    dst[i * c->cols + k * m + p] = tmp[k];
+            }
+        qbk_free(tmp);
+        return QB_OK;
+    }
+    for (e = row0 / K; e * K < row0 + n_rows; e++) {
+        const int64_t k0 = e * K < row0 ? row0 - e * K : 0;
+        const int64_t k1 = (e + 1) * K > row0 + n_rows ? row0 + n_rows - e * K : K;
+        for (p = 0; p < m; p++)
+            for (row = 0; row < N; row++) {
+                gguf_ggml_dequantize_row(part[p]->type, part[p]->data + (uint64_t)(e * N + row) * part[p]->row_bytes,
+                                         tmp, K);
+                for (k = k0; k < k1; k++)
+                    dst[(e * K + k - row0) * c->cols + row * m + p] = tmp[k];
+            }
+    }
+    qbk_free(tmp);
+    return QB_OK;
+}
+
 qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows, float *dst)
 {
     const gguf_ctensor *c;
@@ -340,6 +380,8 @@ qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0
     c = &r->t[index];
     if (c->kv_v)
         return read_kv_b(r, c, row0, n_rows, dst);
+    if (c->oss)
+        return read_oss(r, c, row0, n_rows, dst);
     if (c->n_dims == 1 && c->perm_heads && n_rows == 1) {
         /* A permuted bias: its elements are what LlamaModel.permute moved. */
         float *tmp = qbk_malloc((size_t)c->cols * sizeof(float));

@@ -955,6 +955,130 @@ fail:
     return -1;
 }
 
+/* Encoded bytes of element (r, c) of a float-typed source. */
+static const uint8_t *elem(const src *s, int64_t r, int64_t c)
+{
+    return s->enc + (size_t)r * s->row_bytes + (size_t)c * (s->type == T_F32 ? 4 : 2);
+}
+
+/* A GGUF tensor whose row `row` (of n_rows, each of `cols` elements) has
+ * element k = pick(row, k) of source s, moved as encoded bytes. */
+typedef void (*pick_fn)(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *dims);
+static int emit_picked(mb *b, const char *gname, int n_dims, const int64_t *ne, const src *s, int64_t n_rows,
+                       int64_t cols, pick_fn pick, const int64_t *dims)
+{
+    const size_t es = s->type == T_F32 ? 4 : 2;
+    uint8_t *buf = malloc((size_t)(n_rows * cols) * es);
+    int64_t r, k, sr, sc;
+    int rc;
+    if (!buf)
+        return -1;
+    for (r = 0; r < n_rows; r++)
+        for (k = 0; k < cols; k++) {
+            pick(r, k, &sr, &sc, dims);
+            memcpy(buf + (size_t)(r * cols + k) * es, elem(s, sr, sc), es);
+        }
+    rc = qbt_gguf_add_tensor(b->g, gname, n_dims, ne, s->type, buf, (size_t)(n_rows * cols) * es);
+    free(buf);
+    return rc;
+}
+
+/* GptOssModel.modify_tensors (float experts): gate_up_proj [E, H, 2I]
+ * transposed to [E, 2I, H], gate = [:, ::2, :], up = [:, 1::2, :]; dims =
+ * {H, I, parity}. GGUF row e*I + c, element h = HF (e*H + h, 2c + parity). */
+static void pick_gate_up(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *d)
+{
+    int64_t e = row / d[1], c = row % d[1];
+    *sr = e * d[0] + k;
+    *sc = 2 * c + d[2];
+}
+
+/* down_proj [E, I, H] transposed to [E, H, I]; dims = {H, I}. GGUF row
+ * e*H + o, element i = HF (e*I + i, o). */
+static void pick_down(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *d)
+{
+    int64_t e = row / d[0], o = row % d[0];
+    *sr = e * d[1] + k;
+    *sc = o;
+}
+
+/* gate_up_proj_bias [E, 2I] split [..., ::2] / [..., 1::2]; dims = {I, parity}. */
+static void pick_bias(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *d)
+{
+    *sr = row;
+    *sc = 2 * k + d[1];
+}
+
+/* One gpt-oss block: HF GptOss weights (experts fused, [E, in, out]),
+ * written as GptOssModel's float path does. The reference holds the fused
+ * experts in their row view ([E*in, out] for the 3-D ones). */
+static int build_layer_oss(mb *b, int l)
+{
+    const qbt_gguf_spec *s = b->s;
+    const int64_t E = s->n_embd, X = s->n_expert, I = s->n_ff, hd = s->head_dim;
+    const int64_t q = s->n_head * hd, kv = s->n_head_kv * hd;
+    char hn[256], gn[128];
+    src *x;
+    int64_t ne[3], d[3];
+
+    if (s->wtype != T_F32 && s->wtype != T_F16 && s->wtype != T_BF16) {
+        fprintf(stderr, "gen_gguf: gpt-oss fixtures need a float weight type\n");
+        return -1;
+    }
+#define HF(fmt) (snprintf(hn, sizeof(hn), "model.layers.%d." fmt, l), hn)
+#define GG(fmt) (snprintf(gn, sizeof(gn), "blk.%d." fmt, l), gn)
+    CHECK(x = new_src(b, HF("input_layernorm.weight"), 1, 1, E, 1));
+    CHECK(!emit_src(b, GG("attn_norm.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.q_proj.weight"), 2, q, E, 0));
+    CHECK(!emit_src(b, GG("attn_q.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.q_proj.bias"), 1, 1, q, 2));
+    CHECK(!emit_src(b, GG("attn_q.bias"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.k_proj.weight"), 2, kv, E, 0));
+    CHECK(!emit_src(b, GG("attn_k.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.k_proj.bias"), 1, 1, kv, 2));
+    CHECK(!emit_src(b, GG("attn_k.bias"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.v_proj.weight"), 2, kv, E, 0));
+    CHECK(!emit_src(b, GG("attn_v.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.v_proj.bias"), 1, 1, kv, 2));
+    CHECK(!emit_src(b, GG("attn_v.bias"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.o_proj.weight"), 2, E, q, 0));
+    CHECK(!emit_src(b, GG("attn_output.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.o_proj.bias"), 1, 1, E, 2));
+    CHECK(!emit_src(b, GG("attn_output.bias"), x, 0));
+    /* "sinks" gets ".weight" appended by GptOssModel.modify_tensors */
+    CHECK(x = new_src(b, HF("self_attn.sinks"), 1, 1, s->n_head, 2));
+    CHECK(!emit_src(b, GG("attn_sinks.weight"), x, 0));
+    CHECK(x = new_src(b, HF("post_attention_layernorm.weight"), 1, 1, E, 1));
+    CHECK(!emit_src(b, GG("post_attention_norm.weight"), x, 0));
+    CHECK(x = new_src(b, HF("mlp.router.weight"), 2, X, E, 0));
+    CHECK(!emit_src(b, GG("ffn_gate_inp.weight"), x, 0));
+    CHECK(x = new_src(b, HF("mlp.router.bias"), 1, 1, X, 2));
+    CHECK(!emit_src(b, GG("ffn_gate_inp.bias"), x, 0));
+    CHECK(x = new_src(b, HF("mlp.experts.gate_up_proj"), 2, X * E, 2 * I, 0));
+    ne[0] = E, ne[1] = I, ne[2] = X;
+    d[0] = E, d[1] = I, d[2] = 0;
+    CHECK(!emit_picked(b, GG("ffn_gate_exps.weight"), 3, ne, x, X * I, E, pick_gate_up, d));
+    d[2] = 1;
+    CHECK(!emit_picked(b, GG("ffn_up_exps.weight"), 3, ne, x, X * I, E, pick_gate_up, d));
+    CHECK(x = new_src(b, HF("mlp.experts.gate_up_proj_bias"), 2, X, 2 * I, 2));
+    ne[0] = I, ne[1] = X;
+    d[0] = I, d[1] = 0;
+    CHECK(!emit_picked(b, GG("ffn_gate_exps.bias"), 2, ne, x, X, I, pick_bias, d));
+    d[1] = 1;
+    CHECK(!emit_picked(b, GG("ffn_up_exps.bias"), 2, ne, x, X, I, pick_bias, d));
+    CHECK(x = new_src(b, HF("mlp.experts.down_proj"), 2, X * I, E, 0));
+    ne[0] = I, ne[1] = E, ne[2] = X;
+    d[0] = E, d[1] = I;
+    CHECK(!emit_picked(b, GG("ffn_down_exps.weight"), 3, ne, x, X * E, I, pick_down, d));
+    CHECK(x = new_src(b, HF("mlp.experts.down_proj_bias"), 2, X, E, 2));
+    CHECK(!emit_src(b, GG("ffn_down_exps.bias"), x, 0));
+#undef HF
+#undef GG
+    return 0;
+fail:
+    return -1;
+}
+
 static int build_meta(mb *b)
 {
     const qbt_gguf_spec *s = b->s;
@@ -1013,6 +1137,11 @@ static int build_meta(mb *b)
     rc |= qbt_gguf_kv_f32(g, K("rope.freq_base"), 500000.0f);
     if (s->sliding_window)
         rc |= qbt_gguf_kv_u32(g, K("attention.sliding_window"), (uint32_t)s->sliding_window);
+    if (strcmp(s->arch, "gpt-oss") == 0) { /* GptOssModel.set_gguf_parameters */
+        rc |= qbt_gguf_kv_str(g, K("rope.scaling.type"), "yarn");
+        rc |= qbt_gguf_kv_f32(g, K("rope.scaling.factor"), 32.0f);
+        rc |= qbt_gguf_kv_u32(g, K("rope.scaling.original_context_length"), 4096);
+    }
     if (s->n_expert) {
         rc |= qbt_gguf_kv_u32(g, K("expert_count"), (uint32_t)s->n_expert);
         rc |= qbt_gguf_kv_u32(g, K("expert_used_count"), (uint32_t)s->n_expert_used);
@@ -1076,7 +1205,9 @@ int qbt_gguf_build_model(const qbt_gguf_spec *spec, qbt_gguf **out, qbt_hf_model
         CHECK(!emit_rope_freqs(&b, spec->head_dim ? spec->head_dim : spec->n_embd / spec->n_head, 500000.0,
                                spec->llama3_rope == 2));
     for (l = 0; l < spec->n_layer; l++)
-        CHECK(!(strcmp(spec->arch, "deepseek2") == 0 ? build_layer_ds2(&b, l) : build_layer(&b, l)));
+        CHECK(!(strcmp(spec->arch, "deepseek2") == 0 ? build_layer_ds2(&b, l)
+                : strcmp(spec->arch, "gpt-oss") == 0  ? build_layer_oss(&b, l)
+                                                      : build_layer(&b, l)));
     CHECK(x = new_src(&b, "model.norm.weight", 1, 1, spec->n_embd, 1));
     CHECK(!emit_src(&b, "output_norm.weight", x, 0));
     if (!spec->tied) {

@@ -66,7 +66,9 @@ int qbt_gguf_save_split(const qbt_gguf *g, const char *prefix, int n_shards);
 /* ---- synthetic models ---- */
 
 typedef struct qbt_gguf_spec {
-    const char *arch;  /* llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3, deepseek2 */
+    const char *arch;  /* llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3, deepseek2,
+                          gpt-oss (float wtype; n_ff = expert width; the fused experts' reference is
+                          their row view [E*in, out]) */
     int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim; /* head_dim 0: n_embd/n_head, no key_length */
     int n_vocab;
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* MoE (llama with experts = mixtral) */

@@ -52,10 +52,16 @@ static gguf_reader *check_model(const qbt_gguf_spec *s, const char *path, qbt_hf
         int64_t rows, cols, r0;
         float *buf;
         ck_assert_msg(t != NULL, "%s: reader emitted unexpected tensor %s", s->arch, c->name);
-        ck_assert_int_eq((int)c->n_dims, t->n_dims);
-        ck_assert_int_eq(c->dims[0], t->dims[0]);
-        if (t->n_dims == 2)
-            ck_assert_int_eq(c->dims[1], t->dims[1]);
+        if (c->n_dims == 3) { /* gpt-oss fused experts: the reference is the row view */
+            ck_assert_int_eq(t->n_dims, 2);
+            ck_assert_int_eq(c->dims[0] * c->dims[1], t->dims[0]);
+            ck_assert_int_eq(c->dims[2], t->dims[1]);
+        } else {
+            ck_assert_int_eq((int)c->n_dims, t->n_dims);
+            ck_assert_int_eq(c->dims[0], t->dims[0]);
+            if (t->n_dims == 2)
+                ck_assert_int_eq(c->dims[1], t->dims[1]);
+        }
         rows = t->n_dims == 2 ? t->dims[0] : 1;
         cols = t->dims[1];
         buf = malloc((size_t)(rows * cols) * sizeof(float));
@@ -952,6 +958,76 @@ START_TEST(deepseek_refusals)
 }
 END_TEST
 
+/* gpt-oss: 3 experts of width 32 in a 64-wide model, so a missing
+ * transpose or swapped interleave changes values (shapes too for down). */
+static qbt_gguf_spec oss_spec(uint32_t wtype)
+{
+    qbt_gguf_spec s = base_spec("gpt-oss", wtype);
+    s.n_layer = 3;
+    s.n_ff = 32;
+    s.n_ff_exp = 32;
+    s.head_dim = 16;
+    s.n_expert = 3;
+    s.n_expert_used = 2;
+    s.sliding_window = 128;
+    return s;
+}
+
+START_TEST(gpt_oss_f32_fused_experts)
+{
+    qbt_gguf_spec s = oss_spec(0);
+    qbt_hf_model ref;
+    gguf_reader *r = roundtrip(&s, &ref, "gptoss");
+    cJSON *c = config_of(r), *lt, *rs;
+    size_t i;
+    int l;
+    ck_assert_str_eq(str(c, "model_type"), "gpt_oss");
+    ck_assert_int_eq((int)num(c, "num_local_experts"), 3);
+    ck_assert_int_eq((int)num(c, "num_experts_per_tok"), 2);
+    ck_assert_int_eq((int)num(c, "intermediate_size"), 32);
+    ck_assert_int_eq((int)num(c, "head_dim"), 16);
+    ck_assert_int_eq((int)num(c, "num_key_value_heads"), 2);
+    ck_assert_int_eq((int)num(c, "sliding_window"), 128);
+    ck_assert(num(c, "swiglu_limit") == 7.0);
+    ck_assert(is_true(c, "attention_bias"));
+    lt = cJSON_GetObjectItem(c, "layer_types");
+    ck_assert_int_eq(cJSON_GetArraySize(lt), s.n_layer);
+    for (l = 0; l < s.n_layer; l++) /* GptOssConfig: sliding when (l + 1) % 2 */
+        ck_assert_str_eq(cJSON_GetArrayItem(lt, l)->valuestring, (l + 1) % 2 ? "sliding_attention" : "full_attention");
+    rs = cJSON_GetObjectItem(c, "rope_scaling");
+    ck_assert_str_eq(str(rs, "rope_type"), "yarn");
+    ck_assert(num(rs, "factor") == 32.0);
+    ck_assert_int_eq((int)num(rs, "original_max_position_embeddings"), 4096);
+    /* the fused experts are 3-D [E, in, out] */
+    for (i = 0; i < gguf_reader_count(r); i++) {
+        const gguf_ctensor *t = gguf_reader_tensor(r, i);
+        if (strcmp(t->name, "model.layers.1.mlp.experts.gate_up_proj") == 0) {
+            ck_assert_int_eq(t->n_dims, 3);
+            ck_assert_int_eq(t->dims[0], 3);
+            ck_assert_int_eq(t->dims[1], s.n_embd);
+            ck_assert_int_eq(t->dims[2], 2 * s.n_ff);
+        }
+        if (strcmp(t->name, "model.layers.1.mlp.experts.down_proj") == 0) {
+            ck_assert_int_eq(t->dims[1], s.n_ff);
+            ck_assert_int_eq(t->dims[2], s.n_embd);
+        }
+    }
+    cJSON_Delete(c);
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
+START_TEST(gpt_oss_bf16)
+{
+    qbt_gguf_spec s = oss_spec(30);
+    qbt_hf_model ref;
+    gguf_reader *r = roundtrip(&s, &ref, "gptossbf16");
+    gguf_reader_close(r);
+    qbt_hf_model_free(&ref);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_models");
@@ -988,6 +1064,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, deepseek_v3_split_kv_b_bf16_views);
     tcase_add_test(tc, deepseek_v2_kv_b_q8_0);
     tcase_add_test(tc, deepseek_refusals);
+    tcase_add_test(tc, gpt_oss_f32_fused_experts);
+    tcase_add_test(tc, gpt_oss_bf16);
     suite_add_tcase(s, tc);
     return s;
 }
