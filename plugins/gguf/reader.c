@@ -329,6 +329,21 @@ static qb_status read_kv_b(const gguf_reader *r, const gguf_ctensor *c, int64_t 
     return QB_OK;
 }
 
+/* Drops the whole pages inside stored rows [row0, row0 + n) of t, as
+ * drop_rows does for a canonical tensor's own rows. */
+static void drop_span(const gguf_tinfo *t, int64_t row0, int64_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t a, e, p;
+    if (!t || !t->file || !t->file->mapped || pg <= 0 || n <= 0)
+        return;
+    p = (uintptr_t)(t->data + (uint64_t)row0 * t->row_bytes);
+    a = (p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    e = (p + (uintptr_t)((uint64_t)n * t->row_bytes)) & ~((uintptr_t)pg - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
 /* Rows of a gpt-oss fused expert tensor (gguf_ctensor.oss; names.c
  * map_oss_experts). GGUF_OSS_COLUMNS: HF row e*K + k holds column k of
  * expert e's stored rows, so each stored row of an expert the range
@@ -364,6 +379,12 @@ static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t r
                 for (k = k0; k < k1; k++)
                     dst[(e * K + k - row0) * c->cols + row * m + p] = tmp[k];
             }
+        /* Every read of an expert decodes all its stored rows; once its
+         * last HF row is read (writers read an expert's rows in order),
+         * release them so the mapped resident set stays about one expert. */
+        if (k1 == K)
+            for (p = 0; p < m; p++)
+                drop_span(part[p], e * N, N);
     }
     qbk_free(tmp);
     return QB_OK;

@@ -1255,7 +1255,8 @@ const qbt_hf_tensor *qbt_hf_model_find(const qbt_hf_model *m, const char *name)
 
 #ifdef QBT_GEN_GGUF_MAIN
 /* qb-gen-gguf ARCH WTYPE OUT.gguf [SHARDS]: writes one synthetic model
- * (for CLI tests). ARCH: a GGUF architecture or "mistral"; WTYPE: f32,
+ * (for CLI tests). ARCH: a GGUF architecture, "mistral", or the deepseek2
+ * variants "deepseek2-kvb" / "deepseek2-v2" (see main); WTYPE: f32,
  * f16, bf16, q4_0, q8_0, or a ggml type id qbt_gguf_can_quantize() takes
  * (then n_embd/n_ff are 256 so K-quant blocks fit). With SHARDS, OUT is the split-file prefix. */
 int main(int argc, char **argv)
@@ -1302,6 +1303,33 @@ int main(int argc, char **argv)
             fprintf(stderr, "QBT_GGUF_DIMS: expected layers,embd,ff,heads,kv_heads,vocab\n");
             return 2;
         }
+    }
+    if (strncmp(s.arch, "deepseek2", 9) == 0) {
+        /* deepseek2: DeepSeek-V3 shape, kv_b split (llama.cpp's MLA form);
+         * deepseek2-kvb: the same HF weights with attn_kv_b (older files);
+         * deepseek2-v2: DeepSeek-V2-Lite shape (softmax, q_proj, kv_b). */
+        const char *v = s.arch + 9;
+        s.n_head_kv = s.n_head;
+        s.n_expert = 4;
+        s.n_expert_used = 2;
+        s.n_ff_exp = 64;
+        s.n_dense = 1;
+        s.n_shared = 1;
+        s.kv_lora = 64;
+        s.qk_nope = 32;
+        s.qk_rope = 32;
+        s.v_head = 32;
+        s.q_lora = strcmp(v, "-v2") == 0 ? 0 : 96;
+        s.sigmoid = strcmp(v, "-v2") != 0;
+        s.split_kv_b = v[0] == '\0';
+        s.arch = "deepseek2";
+    }
+    if (strcmp(s.arch, "gpt-oss") == 0) {
+        s.head_dim = 32;
+        s.n_expert = 4;
+        s.n_expert_used = 2;
+        s.n_ff_exp = s.n_ff;
+        s.sliding_window = 128;
     }
     if (strcmp(s.arch, "mistral") == 0) { /* Mistral GGUFs say "llama" plus a sliding window */
         s.arch = "llama";
