@@ -25,6 +25,12 @@ static const gguf_arch arch_table[] = {
     {"gemma2", GGUF_A_GEMMA2, 0, 1},
     {"gemma3", GGUF_A_GEMMA3, 0, 1},
     {"phi3", GGUF_A_PHI3, 0, 0},
+    /* deepseek2: DeepseekV2Model does not permute; llama.cpp ropes it NORM
+     * (adjacent pairs), which is what transformers' DeepSeek attention does
+     * too (rope_interleave), so q_pe/k_pe rows are stored as in HF.
+     * gpt-oss: GptOssModel does not permute; NEOX rope like HF's halves. */
+    {"deepseek2", GGUF_A_DEEPSEEK2, 0, 0},
+    {"gpt-oss", GGUF_A_GPTOSS, 0, 0},
 };
 
 const gguf_arch *gguf_arch_find(const char *name)
@@ -61,6 +67,90 @@ static qb_status get(const qb_host *h, const gguf_file *f, const gguf_hparams *h
     return st;
 }
 
+/* deepseek2: the MLA widths and routing keys, and the HF model_type they
+ * imply (docs/formats/gguf.md "deepseek2"). Called after the common keys. */
+static qb_status deepseek2_hparams(const qb_host *h, const gguf_file *f, gguf_hparams *hp)
+{
+    gguf_mla *a = &hp->mla;
+    int64_t klen_mla, vlen_mla, qk;
+    qb_status st;
+
+    if ((st = get(h, f, hp, "attention.q_lora_rank", 0, &a->q_lora)) ||
+        (st = get(h, f, hp, "attention.kv_lora_rank", 1, &a->kv_lora)) ||
+        (st = get(h, f, hp, "attention.key_length_mla", 0, &klen_mla)) ||
+        (st = get(h, f, hp, "attention.value_length_mla", 0, &vlen_mla)) ||
+        (st = get(h, f, hp, "rope.dimension_count", 1, &a->qk_rope)) ||
+        (st = get(h, f, hp, "leading_dense_block_count", 0, &a->n_dense)) ||
+        (st = get(h, f, hp, "expert_shared_count", 0, &a->n_shared)) ||
+        (st = get(h, f, hp, "expert_gating_func", 0, &a->gating)) ||
+        (st = get(h, f, hp, "expert_group_count", 0, &a->n_group)) ||
+        (st = get(h, f, hp, "expert_group_used_count", 0, &a->n_group_used)))
+        return st;
+    /* A q_lora_rank of 0 selects attn_q in llama.cpp's loader, as absent does. */
+    if (a->q_lora == 0)
+        a->q_lora = -1;
+    /* Files converted since llama.cpp's MLA change (attn_k_b/attn_v_b)
+     * store the absorbed MQA view in key_length/value_length and the HF
+     * per-head widths in the _mla keys; older files (attn_kv_b) store the
+     * HF widths in key_length/value_length and have no _mla keys. */
+    if (klen_mla >= 0 || vlen_mla >= 0) {
+        if (klen_mla < 0 || vlen_mla < 0)
+            return h->set_error(h, QB_E_FORMAT, "%s: only one of %s.attention.key_length_mla/value_length_mla is present",
+                                f->path, hp->arch->gguf_name);
+        qk = klen_mla;
+        a->v_head = vlen_mla;
+    } else {
+        if (hp->value_dim < 0)
+            return h->set_error(h, QB_E_FORMAT, "%s: deepseek2 without attention.value_length or value_length_mla",
+                                f->path);
+        qk = hp->head_dim;
+        a->v_head = hp->value_dim;
+    }
+    a->qk_nope = qk - a->qk_rope;
+    if (a->kv_lora < 1 || a->qk_rope < 1 || a->qk_nope < 1 || a->v_head < 1)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: deepseek2 widths do not fit: kv_lora_rank %lld, key length %lld, rope dimension %lld, value length %lld",
+                            f->path, (long long)a->kv_lora, (long long)qk, (long long)a->qk_rope, (long long)a->v_head);
+    if (a->n_dense < 0)
+        a->n_dense = 0;
+    if (a->n_shared < 0)
+        a->n_shared = 0;
+    /* llama.cpp load_hparams (LLM_ARCH_DEEPSEEK2): files without
+     * expert_gating_func are DeepSeek-V2/V2.5 conversions and route by
+     * softmax. */
+    if (a->gating < 0)
+        a->gating = 1;
+    if (hp->n_expert < 1 || hp->n_expert_used < 1 || hp->n_ff_exp < 1)
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: deepseek2 without expert_count, expert_used_count and expert_feed_forward_length (dense-only deepseek2 files are not supported)",
+                            f->path);
+    if (a->n_dense > hp->n_layer)
+        return h->set_error(h, QB_E_FORMAT, "%s: leading_dense_block_count %lld exceeds block_count %lld", f->path,
+                            (long long)a->n_dense, (long long)hp->n_layer);
+    if (a->n_dense > 0 && hp->n_ff < 1)
+        return h->set_error(h, QB_E_FORMAT, "%s: dense deepseek2 blocks without feed_forward_length", f->path);
+    /* transformers: DeepseekV3 routes by sigmoid with
+     * e_score_correction_bias, DeepseekV2 by softmax; q_lora_rank is
+     * optional in both. Nothing else maps. */
+    if (a->gating == 2) {
+        hp->model_type = "deepseek_v3";
+        hp->hf_class = "DeepseekV3ForCausalLM";
+    } else if (a->gating == 1) {
+        hp->model_type = "deepseek_v2";
+        hp->hf_class = "DeepseekV2ForCausalLM";
+    } else {
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s.expert_gating_func %lld has no transformers DeepSeek equivalent",
+                            f->path, hp->arch->gguf_name, (long long)a->gating);
+    }
+    /* HF's num_key_value_heads is num_attention_heads (the file's 1 is the
+     * absorbed MQA view); its head_dim is qk_rope_head_dim. */
+    hp->n_head_kv = hp->n_head;
+    hp->head_dim = a->qk_rope;
+    hp->value_dim = a->v_head;
+    hp->rope_dim = a->qk_rope;
+    return QB_OK;
+}
+
 qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams *hp)
 {
     const gguf_file *f = gguf_model_meta(m);
@@ -84,7 +174,8 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     b = hp->arch->bit;
     if ((st = get(h, f, hp, "block_count", 1, &hp->n_layer)) ||
         (st = get(h, f, hp, "embedding_length", 1, &hp->n_embd)) ||
-        (st = get(h, f, hp, "feed_forward_length", !(b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE)), &hp->n_ff)) ||
+        (st = get(h, f, hp, "feed_forward_length",
+                   !(b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | GGUF_A_DEEPSEEK2 | GGUF_A_GPTOSS)), &hp->n_ff)) ||
         (st = get(h, f, hp, "attention.head_count", 1, &hp->n_head)) ||
         (st = get(h, f, hp, "attention.head_count_kv", 0, &hp->n_head_kv)) ||
         (st = get(h, f, hp, "attention.key_length", 0, &hp->head_dim)) ||
@@ -99,6 +190,8 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
         return st;
     if (hp->n_layer < 1 || hp->n_embd < 1 || hp->n_head < 1)
         return h->set_error(h, QB_E_FORMAT, "%s: block_count, embedding_length and head_count must be positive", f->path);
+    if (b == GGUF_A_DEEPSEEK2)
+        return deepseek2_hparams(h, f, hp);
     if (hp->n_head_kv < 0)
         hp->n_head_kv = hp->n_head; /* llama.cpp load_hparams default */
     if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv != 0)
@@ -157,12 +250,16 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
         hp->model_type = "gemma3_text";
         hp->hf_class = "Gemma3ForCausalLM";
         break;
+    case GGUF_A_GPTOSS:
+        hp->model_type = "gpt_oss";
+        hp->hf_class = "GptOssForCausalLM";
+        break;
     default:
         hp->model_type = "phi3";
         hp->hf_class = "Phi3ForCausalLM";
         break;
     }
-    if ((b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE)) && hp->n_expert < 1)
+    if ((b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | GGUF_A_GPTOSS)) && hp->n_expert < 1)
         return h->set_error(h, QB_E_FORMAT, "%s: %s model without %s.expert_count", f->path, hp->arch->gguf_name,
                             hp->arch->gguf_name);
     return QB_OK;

@@ -23,7 +23,9 @@ enum {
     GGUF_A_GEMMA = 1u << 5,
     GGUF_A_GEMMA2 = 1u << 6,
     GGUF_A_GEMMA3 = 1u << 7,
-    GGUF_A_PHI3 = 1u << 8
+    GGUF_A_PHI3 = 1u << 8,
+    GGUF_A_DEEPSEEK2 = 1u << 9,
+    GGUF_A_GPTOSS = 1u << 10
 };
 
 typedef struct gguf_arch {
@@ -34,6 +36,18 @@ typedef struct gguf_arch {
 } gguf_arch;
 
 /* Hyper-parameters read from metadata ({arch}.* keys). -1 = absent. */
+/* deepseek2 multi-head latent attention and routing (DeepseekV2Model
+ * set_gguf_parameters; docs/formats/gguf.md "deepseek2"). -1 = absent. */
+typedef struct gguf_mla {
+    int64_t q_lora, kv_lora;     /* attention.q_lora_rank (-1: q_proj), kv_lora_rank */
+    int64_t qk_nope, qk_rope;    /* per-head query/key widths without / with rope */
+    int64_t v_head;              /* per-head value width */
+    int64_t n_dense;             /* leading_dense_block_count */
+    int64_t n_shared;            /* expert_shared_count */
+    int64_t gating;              /* expert_gating_func: 1 softmax, 2 sigmoid */
+    int64_t n_group, n_group_used; /* expert_group_count / expert_group_used_count */
+} gguf_mla;
+
 typedef struct gguf_hparams {
     const gguf_arch *arch;
     const char *model_type;    /* HF model_type after refinement (mistral, mixtral, ...) */
@@ -41,6 +55,7 @@ typedef struct gguf_hparams {
     int64_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, value_dim;
     int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     int64_t n_ctx, sliding_window, rope_dim;
+    gguf_mla mla;              /* deepseek2 only */
 } gguf_hparams;
 
 /* The rules for a general.architecture value, or NULL when unknown. */
@@ -49,7 +64,10 @@ const gguf_arch *gguf_arch_find(const char *name);
 /* Reads general.architecture and the hyper-parameters from the metadata
  * shard, refines llama into mistral (attention.sliding_window present) or
  * mixtral (expert_count > 0), and checks what the mapping relies on
- * (heads divide the embedding, ...). Failure: QB_E_UNSUPPORTED for an
+ * (heads divide the embedding, ...). deepseek2 becomes deepseek_v3
+ * (sigmoid gating) or deepseek_v2 (softmax gating), with hp->mla filled
+ * and n_head_kv = n_head, head_dim = qk_rope as transformers' configs
+ * have them. Failure: QB_E_UNSUPPORTED for an
  * unknown architecture (named), QB_E_FORMAT for missing/invalid keys; the
  * message names the file and key. Pure; no allocation kept. */
 qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams *hp);

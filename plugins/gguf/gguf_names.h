@@ -15,8 +15,8 @@
 
 typedef struct gguf_ctensor {
     char *name;              /* HF name, owned */
-    uint32_t n_dims;         /* 1..2 */
-    int64_t dims[2];         /* HF order */
+    uint32_t n_dims;         /* 1..3 (3: gpt-oss fused experts) */
+    int64_t dims[3];         /* HF order */
     const gguf_tinfo *src;
     int64_t row0;            /* first ggml row of src (rows over ne[1..3]) */
     int64_t n_rows;          /* HF rows (1 for a 1-D tensor) */
@@ -26,7 +26,22 @@ typedef struct gguf_ctensor {
     int minus_one;           /* subtract 1 (Gemma norm) */
     int has_grid;            /* Q4_0 integer grid offered */
     char encoding[32];       /* "gguf Q4_0" */
+    /* deepseek2 kv_b_proj rebuilt from attn_k_b (src, ne {nope, rank, H},
+     * each head's [nope, rank] block stored transposed) and attn_v_b (kv_v,
+     * ne {rank, v, H}); NULL otherwise (docs/formats/gguf.md "deepseek2"). */
+    const gguf_tinfo *kv_v;
+    int64_t kv_nope, kv_vdim;
+    /* gpt-oss experts (docs/formats/gguf.md "gpt-oss"). GGUF_OSS_COLUMNS:
+     * HF [E, K, m*N] whose row (e, k) is column k of expert e's stored
+     * [N, K] block (src ne {K, N, E}), and with oss_up (m = 2) gate and up
+     * interleaved (gate at even places). GGUF_OSS_ROWS: HF [E, 2N] whose row
+     * e interleaves row e of src and of oss_up. */
+    int oss;
+    const gguf_tinfo *oss_up;
+    int64_t oss_n;
 } gguf_ctensor;
+
+enum { GGUF_OSS_COLUMNS = 1, GGUF_OSS_ROWS = 2 };
 
 /* Tensors consumed into config.json instead of emitted (docs/formats/gguf.md, "Metadata to config.json"). */
 typedef struct gguf_special {

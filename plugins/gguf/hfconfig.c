@@ -52,6 +52,33 @@ static void put_float(cfg *c, cJSON *obj, const char *field, double v)
     }
 }
 
+/* A value that went through a GGUF FLOAT32, printed with the fewest
+ * digits that give the same float (0.707f as 0.707, not 0.70700001716). */
+static void put_f32(cfg *c, cJSON *obj, const char *field, float v)
+{
+    char buf[32];
+    int p;
+    cJSON *item;
+    if (!isfinite(v)) {
+        put_num(c, obj, field, v);
+        return;
+    }
+    for (p = 6; p < 9; p++) {
+        snprintf(buf, sizeof(buf), "%.*g", p, (double)v);
+        if ((float)strtod(buf, NULL) == v)
+            break;
+    }
+    if (p == 9)
+        snprintf(buf, sizeof(buf), "%.9g", (double)v);
+    if (!strpbrk(buf, ".eEn"))
+        strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
+    item = cJSON_CreateRaw(buf);
+    if (!item || !cJSON_AddItemToObject(obj, field, item)) {
+        cJSON_Delete(item);
+        c->oom = 1;
+    }
+}
+
 /* Copies an {arch}.<suffix> number when present: a GGUF float stays a
  * float (put_float), an integer (original_context_length) an integer. */
 static qb_status copy_float(cfg *c, cJSON *obj, const char *suffix, const char *field, double *got)
@@ -301,6 +328,18 @@ static qb_status rope_scaling(cfg *c, const gguf_special *sp, double theta)
             (st = copy_float(c, rs, "rope.scaling.yarn_beta_fast", "beta_fast", NULL)) ||
             (st = copy_float(c, rs, "rope.scaling.yarn_beta_slow", "beta_slow", NULL)))
             goto out;
+        if (c->hp->arch->bit == GGUF_A_DEEPSEEK2 && strcmp(type, "yarn") == 0) {
+            /* DeepseekV2Model writes yarn_log_multiplier = 0.1 *
+             * mscale_all_dim, and llama.cpp scales attention by it alone,
+             * i.e. as transformers does when mscale == mscale_all_dim. */
+            double lm = -1;
+            if ((st = copy_float(c, rs, "rope.scaling.yarn_log_multiplier", NULL, &lm)))
+                goto out;
+            if (lm > 0) {
+                put_f32(c, rs, "mscale", (float)(lm / 0.1));
+                put_f32(c, rs, "mscale_all_dim", (float)(lm / 0.1));
+            }
+        }
     } else {
         st = c->h->set_error(c->h, QB_E_UNSUPPORTED, "%s: rope scaling type '%s' is not supported", c->f->path,
                              type ? type : "(longrope factors without longrope type)");
@@ -350,6 +389,88 @@ static qb_status gemma3_swa(cfg *c)
         return st;
     put_num(c, c->root, "sliding_window_pattern", (double)pat);
     return QB_OK;
+}
+
+/* deepseek2 → transformers DeepseekV3Config / DeepseekV2Config fields
+ * (docs/formats/gguf.md "deepseek2"): MLA widths, routing. */
+static qb_status deepseek2_config(cfg *c)
+{
+    const gguf_hparams *p = c->hp;
+    const gguf_mla *a = &p->mla;
+    char key[128];
+    int norm = 0;
+    double scale = 1.0; /* llama.cpp: no expert_weights_scale = no scaling */
+    qb_status st;
+
+    if (a->q_lora > 0)
+        put_num(c, c->root, "q_lora_rank", (double)a->q_lora);
+    else if (!cJSON_AddNullToObject(c->root, "q_lora_rank"))
+        c->oom = 1;
+    put_num(c, c->root, "kv_lora_rank", (double)a->kv_lora);
+    put_num(c, c->root, "qk_nope_head_dim", (double)a->qk_nope);
+    put_num(c, c->root, "qk_rope_head_dim", (double)a->qk_rope);
+    put_num(c, c->root, "v_head_dim", (double)a->v_head);
+    put_num(c, c->root, "n_routed_experts", (double)p->n_expert);
+    put_num(c, c->root, "num_experts_per_tok", (double)p->n_expert_used);
+    put_num(c, c->root, "moe_intermediate_size", (double)p->n_ff_exp);
+    put_num(c, c->root, "n_shared_experts", (double)a->n_shared);
+    put_num(c, c->root, "first_k_dense_replace", (double)a->n_dense);
+    if ((st = copy_float(c, NULL, "expert_weights_scale", NULL, &scale)))
+        return st;
+    put_f32(c, c->root, "routed_scaling_factor", (float)scale);
+    gguf_arch_key(p, "expert_weights_norm", key, sizeof(key));
+    st = gguf_kv_bool(c->h, c->f, key, &norm);
+    if (st && st != QB_E_NOT_FOUND)
+        return st;
+    if (!cJSON_AddBoolToObject(c->root, "norm_topk_prob", norm))
+        c->oom = 1;
+    /* Group-limited routing: llama.cpp groups only when expert_group_count
+     * > 1; transformers' V3 defaults n_group to 8, so 1/1 is written. */
+    if (a->n_group > 1 && (a->n_group_used < 1 || a->n_group_used > a->n_group || p->n_expert % a->n_group != 0))
+        return c->h->set_error(c->h, QB_E_FORMAT, "%s: expert_group_count %lld / expert_group_used_count %lld do not fit %lld experts",
+                               c->f->path, (long long)a->n_group, (long long)a->n_group_used, (long long)p->n_expert);
+    put_num(c, c->root, "n_group", a->n_group > 1 ? (double)a->n_group : 1);
+    put_num(c, c->root, "topk_group", a->n_group > 1 ? (double)a->n_group_used : 1);
+    if (a->gating == 1) {
+        if (!cJSON_AddStringToObject(c->root, "topk_method", a->n_group > 1 ? "group_limited_greedy" : "greedy"))
+            c->oom = 1;
+    } else if (!cJSON_AddBoolToObject(c->root, "rope_interleave", 1)) {
+        c->oom = 1;
+    }
+    if (!cJSON_AddBoolToObject(c->root, "attention_bias", 0))
+        c->oom = 1;
+    return QB_OK;
+}
+
+/* gpt-oss → transformers GptOssConfig fields (docs/formats/gguf.md
+ * "gpt-oss"). */
+static void gpt_oss_config(cfg *c)
+{
+    const gguf_hparams *p = c->hp;
+    cJSON *arr;
+    int64_t l;
+    put_num(c, c->root, "num_local_experts", (double)p->n_expert);
+    if (p->n_expert_used > 0)
+        put_num(c, c->root, "num_experts_per_tok", (double)p->n_expert_used);
+    if (p->n_ff < 0 && p->n_ff_exp > 0) /* GptOssModel writes both from intermediate_size */
+        put_num(c, c->root, "intermediate_size", (double)p->n_ff_exp);
+    /* llama.cpp load_hparams (LLM_ARCH_OPENAI_MOE): set_swa_pattern(2),
+     * layer il slides when il % 2 == 0 -- GptOssConfig's default
+     * layer_types; written out so no default is relied on. */
+    if (p->sliding_window > 0) {
+        arr = cJSON_AddArrayToObject(c->root, "layer_types");
+        for (l = 0; arr && l < p->n_layer; l++)
+            if (!cJSON_AddItemToArray(arr, cJSON_CreateString(l % 2 == 0 ? "sliding_attention" : "full_attention")))
+                c->oom = 1;
+        if (!arr)
+            c->oom = 1;
+    }
+    /* No GGUF key: llama.cpp's gpt-oss graph clamps with the fixed 7.0
+     * (swiglu_oai limit) and alpha 1.702, GptOssConfig's defaults. */
+    put_float(c, c->root, "swiglu_limit", 7.0);
+    put_float(c, c->root, "swiglu_alpha", 1.702);
+    if (!cJSON_AddBoolToObject(c->root, "attention_bias", 1))
+        c->oom = 1;
 }
 
 qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, const gguf_special *sp,
@@ -417,7 +538,12 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
     }
     if (b == GGUF_A_GEMMA3 && p->sliding_window > 0 && (st = gemma3_swa(&c)))
         goto out;
-    if (p->n_expert > 0) {
+    if (b == GGUF_A_DEEPSEEK2) {
+        if ((st = deepseek2_config(&c)))
+            goto out;
+    } else if (b == GGUF_A_GPTOSS) {
+        gpt_oss_config(&c);
+    } else if (p->n_expert > 0) {
         put_num(&c, c.root, b == GGUF_A_LLAMA ? "num_local_experts" : "num_experts", (double)p->n_expert);
         if (p->n_expert_used > 0)
             put_num(&c, c.root, "num_experts_per_tok", (double)p->n_expert_used);

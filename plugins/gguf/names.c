@@ -18,11 +18,17 @@ enum {
     OP_GATE_UP, /* phi3 ffn_up = [gate; up] rows */
     OP_EXPERTS, /* 3-D stacked experts, ne = {K, N, E} */
     OP_EXPERTS_GATE_UP, /* fused 3-D experts, ne = {K, 2N, E}: per expert gate rows then up rows */
-    OP_ROW      /* HF [1, n] from a 1-D (or {n,1}) GGUF tensor */
+    OP_ROW,     /* HF [1, n] from a 1-D (or {n,1}) GGUF tensor */
+    OP_LEAF,    /* hf is the whole leaf name (suffix not appended) */
+    OP_K_B,     /* deepseek2 attn_k_b: with attn_v_b, one kv_b_proj */
+    OP_V_B,     /* deepseek2 attn_v_b: read through its attn_k_b's tensor */
+    OP_OSS_EXPS /* gpt-oss ffn_{gate,up,down}_exps weight/bias: fused HF experts */
 };
 
 #define ALL 0x1ffu
-#define MOE (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE)
+#define DS2 GGUF_A_DEEPSEEK2
+#define OSS GGUF_A_GPTOSS
+#define MOE (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | DS2)
 #define GEMMA23 (GGUF_A_GEMMA2 | GGUF_A_GEMMA3)
 
 /* Per-block names: gguf-py constants.py MODEL_TENSOR names → HF names from
@@ -35,25 +41,49 @@ static const struct blk_map {
     unsigned archs;
     const char *hf_up; /* OP_EXPERTS_GATE_UP: the up half's name */
 } blk_maps[] = {
-    {"attn_norm", "input_layernorm", OP_PLAIN, ALL, NULL},
+    {"attn_norm", "input_layernorm", OP_PLAIN, ALL | DS2 | OSS, NULL},
+    /* gpt-oss (GptOssModel.modify_tensors; tensor_mapping.py). */
+    {"attn_q", "self_attn.q_proj", OP_PLAIN, OSS, NULL},
+    {"attn_k", "self_attn.k_proj", OP_PLAIN, OSS, NULL},
+    {"attn_v", "self_attn.v_proj", OP_PLAIN, OSS, NULL},
+    {"attn_sinks", "self_attn.sinks", OP_LEAF, OSS, NULL},
+    {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, OSS, NULL},
+    {"ffn_gate_inp", "mlp.router", OP_PLAIN, OSS, NULL},
+    {"ffn_gate_exps", "mlp.experts.gate_up_proj", OP_OSS_EXPS, OSS, NULL},
+    {"ffn_up_exps", "mlp.experts.gate_up_proj", OP_OSS_EXPS, OSS, NULL},
+    {"ffn_down_exps", "mlp.experts.down_proj", OP_OSS_EXPS, OSS, NULL},
+    /* deepseek2 MLA (tensor_mapping.py ATTN_Q_A ... ATTN_V_B). */
+    {"attn_q", "self_attn.q_proj", OP_PLAIN, DS2, NULL},
+    {"attn_q_a", "self_attn.q_a_proj", OP_PLAIN, DS2, NULL},
+    {"attn_q_a_norm", "self_attn.q_a_layernorm", OP_PLAIN, DS2, NULL},
+    {"attn_q_b", "self_attn.q_b_proj", OP_PLAIN, DS2, NULL},
+    {"attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa", OP_PLAIN, DS2, NULL},
+    {"attn_kv_a_norm", "self_attn.kv_a_layernorm", OP_PLAIN, DS2, NULL},
+    {"attn_kv_b", "self_attn.kv_b_proj", OP_PLAIN, DS2, NULL},
+    {"attn_k_b", "self_attn.kv_b_proj", OP_K_B, DS2, NULL},
+    {"attn_v_b", "self_attn.kv_b_proj", OP_V_B, DS2, NULL},
+    {"exp_probs_b", "mlp.gate.e_score_correction_bias", OP_LEAF, DS2, NULL},
+    {"ffn_gate_shexp", "mlp.shared_experts.gate_proj", OP_PLAIN, DS2, NULL},
+    {"ffn_up_shexp", "mlp.shared_experts.up_proj", OP_PLAIN, DS2, NULL},
+    {"ffn_down_shexp", "mlp.shared_experts.down_proj", OP_PLAIN, DS2, NULL},
     {"attn_q", "self_attn.q_proj", OP_Q, ALL & ~GGUF_A_PHI3, NULL},
     {"attn_k", "self_attn.k_proj", OP_K, ALL & ~GGUF_A_PHI3, NULL},
     {"attn_v", "self_attn.v_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
     {"attn_qkv", NULL, OP_QKV, GGUF_A_PHI3, NULL},
-    {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL, NULL},
+    {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL | DS2 | OSS, NULL},
     {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
     {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
     /* FFN_NORM is post_attention_layernorm except in gemma2/3, where HF's
      * pre_feedforward_layernorm maps to it and post_attention_layernorm
      * maps to ATTN_POST_NORM (tensor_mapping.py). */
-    {"ffn_norm", "post_attention_layernorm", OP_PLAIN, ALL & ~GEMMA23, NULL},
+    {"ffn_norm", "post_attention_layernorm", OP_PLAIN, (ALL & ~GEMMA23) | DS2, NULL},
     {"ffn_norm", "pre_feedforward_layernorm", OP_PLAIN, GEMMA23, NULL},
     {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, GEMMA23, NULL},
     {"post_ffw_norm", "post_feedforward_layernorm", OP_PLAIN, GEMMA23, NULL},
-    {"ffn_gate", "mlp.gate_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
-    {"ffn_up", "mlp.up_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
+    {"ffn_gate", "mlp.gate_proj", OP_PLAIN, (ALL & ~GGUF_A_PHI3) | DS2, NULL},
+    {"ffn_up", "mlp.up_proj", OP_PLAIN, (ALL & ~GGUF_A_PHI3) | DS2, NULL},
     {"ffn_up", NULL, OP_GATE_UP, GGUF_A_PHI3, NULL},
-    {"ffn_down", "mlp.down_proj", OP_PLAIN, ALL, NULL},
+    {"ffn_down", "mlp.down_proj", OP_PLAIN, ALL | DS2, NULL},
     /* Mixtral (LlamaModel.modify_tensors stacks w1/w2/w3 per layer). */
     {"ffn_gate_inp", "block_sparse_moe.gate", OP_PLAIN, GGUF_A_LLAMA, NULL},
     {"ffn_gate_exps", "block_sparse_moe.experts.%d.w1", OP_EXPERTS, GGUF_A_LLAMA, NULL},
@@ -104,6 +134,7 @@ void gguf_names_free(gguf_ctensor *t, size_t n)
 
 typedef struct builder {
     const qb_host *h;
+    const gguf_model *m;
     const gguf_hparams *hp;
     gguf_ctensor *t;
     size_t n, cap;
@@ -156,6 +187,111 @@ static qb_status bad_shape(builder *b, const gguf_tinfo *t, const char *why)
                            (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], why);
 }
 
+/* deepseek2's split kv_b (DeepseekV2Model.modify_tensors since llama.cpp's
+ * MLA change): kv_b_proj [H*(nope+v), rank] viewed as [H, nope+v, rank],
+ * k_b = its first nope rows per head transposed to [H, rank, nope], v_b =
+ * the other v rows [H, v, rank]. Both become one kv_b_proj, registered at
+ * attn_k_b; attn_v_b only has to have its partner. When a file also keeps
+ * attn_kv_b, that one is kv_b_proj and the derived copies are skipped. */
+static qb_status map_kv_b(builder *b, const gguf_tinfo *t, int layer, int is_k, int is_bias)
+{
+    const gguf_mla *a = &b->hp->mla;
+    const gguf_tinfo *k, *v;
+    char name[256];
+    qb_status st;
+    if (is_bias || t->n_dims != 3)
+        return bad_shape(b, t, "expected a 3-D per-head weight");
+    snprintf(name, sizeof(name), "blk.%d.attn_kv_b.weight", layer);
+    if (gguf_model_find(b->m, name))
+        return QB_OK;
+    snprintf(name, sizeof(name), "blk.%d.attn_%s_b.weight", layer, is_k ? "v" : "k");
+    if (!gguf_model_find(b->m, name))
+        return b->h->set_error(b->h, QB_E_FORMAT, "%s: tensor '%s' without its partner '%s' (kv_b_proj needs both)",
+                               t->file->path, t->name, name);
+    if (!is_k)
+        return QB_OK;
+    k = t;
+    v = gguf_model_find(b->m, name);
+    if (k->ne[0] != a->qk_nope || k->ne[1] != a->kv_lora || k->ne[2] != b->hp->n_head)
+        return bad_shape(b, k, "expected ne {qk_nope, kv_lora_rank, head_count}");
+    if (v->n_dims != 3 || v->ne[0] != a->kv_lora || v->ne[1] != a->v_head || v->ne[2] != b->hp->n_head)
+        return bad_shape(b, v, "expected ne {kv_lora_rank, value_length_mla, head_count}");
+    snprintf(name, sizeof(name), "model.layers.%d.self_attn.kv_b_proj.weight", layer);
+    if ((st = add(b, k, name, 0, b->hp->n_head * (a->qk_nope + a->v_head), 0, 0)))
+        return st;
+    {
+        gguf_ctensor *c = &b->t[b->n - 1];
+        c->cols = a->kv_lora;
+        c->dims[1] = a->kv_lora;
+        c->kv_v = v;
+        c->kv_nope = a->qk_nope;
+        c->kv_vdim = a->v_head;
+        c->has_grid = 0;
+        snprintf(c->encoding, sizeof(c->encoding), "gguf %s+%s", gguf_ggml_type_name(k->type),
+                 gguf_ggml_type_name(v->type));
+    }
+    return QB_OK;
+}
+
+/* gpt-oss experts. transformers' GptOssExperts holds gate_up_proj
+ * [E, H, 2I] (gate at even output columns, up at odd), gate_up_proj_bias
+ * [E, 2I], down_proj [E, I, H], down_proj_bias [E, H]: [E, in, out].
+ * GptOssModel (float path; its MXFP4 repack gives the same layout)
+ * transposes each expert to [out, in] and splits the interleave:
+ * ffn_gate_exps / ffn_up_exps ne {H, I, E}, their biases ne {I, E},
+ * ffn_down_exps ne {I, H, E}, its bias ne {H, E}. The gate tensor
+ * registers the fused gate_up; the up tensor only needs its partner. */
+static qb_status map_oss_experts(builder *b, const gguf_tinfo *t, int layer, const char *base, int is_bias)
+{
+    const gguf_hparams *hp = b->hp;
+    const int64_t E = hp->n_expert, H = hp->n_embd;
+    const int is_down = strcmp(base, "ffn_down_exps") == 0, is_up = strcmp(base, "ffn_up_exps") == 0;
+    const gguf_tinfo *up = NULL;
+    gguf_ctensor *c;
+    char name[256];
+    qb_status st;
+    int64_t N;
+    if (is_bias ? (t->n_dims != 2 || t->ne[1] != E) : (t->n_dims != 3 || t->ne[2] != E))
+        return bad_shape(b, t, is_bias ? "expected a [E, N] expert bias" : "expected a 3-D expert weight over expert_count");
+    N = is_bias ? t->ne[0] : t->ne[1];
+    if (!is_bias && t->ne[is_down ? 1 : 0] != H)
+        return bad_shape(b, t, "expert width differs from embedding_length");
+    if (is_bias && is_down && N != H)
+        return bad_shape(b, t, "down bias width differs from embedding_length");
+    if (!is_down) {
+        snprintf(name, sizeof(name), "blk.%d.%s.%s", layer, is_up ? "ffn_gate_exps" : "ffn_up_exps",
+                 is_bias ? "bias" : "weight");
+        if (!(up = gguf_model_find(b->m, name)))
+            return b->h->set_error(b->h, QB_E_FORMAT, "%s: tensor '%s' without its partner '%s' (gate_up_proj needs both)",
+                                   t->file->path, t->name, name);
+        if (is_up)
+            return QB_OK;
+        if (up->n_dims != t->n_dims || up->ne[0] != t->ne[0] || up->ne[1] != t->ne[1] || up->ne[2] != t->ne[2])
+            return bad_shape(b, up, "gate and up expert shapes differ");
+    }
+    snprintf(name, sizeof(name), "model.layers.%d.mlp.experts.%s%s", layer, is_down ? "down_proj" : "gate_up_proj",
+             is_bias ? "_bias" : "");
+    if (is_bias && is_down)
+        return add(b, t, name, 0, E, 0, 0); /* [E, H] rows as stored */
+    if ((st = add(b, t, name, 0, is_bias ? E : E * t->ne[0], 0, 0)))
+        return st;
+    c = &b->t[b->n - 1];
+    c->oss_up = up;
+    c->oss_n = N;
+    c->has_grid = 0;
+    if (is_bias) {
+        c->oss = GGUF_OSS_ROWS;
+        c->cols = c->dims[1] = 2 * N;
+    } else {
+        c->oss = GGUF_OSS_COLUMNS;
+        c->n_dims = 3;
+        c->dims[0] = E;
+        c->dims[1] = t->ne[0];
+        c->dims[2] = c->cols = up ? 2 * N : N;
+    }
+    return QB_OK;
+}
+
 static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const char *base, const char *suffix)
 {
     const gguf_hparams *hp = b->hp;
@@ -189,9 +325,20 @@ static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const cha
     if (!mp)
         return b->h->set_error(b->h, QB_E_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face mapping for architecture '%s'",
                                t->file->path, t->name, hp->arch->gguf_name);
-    if (t->n_dims > 2 && mp->op != OP_EXPERTS && mp->op != OP_EXPERTS_GATE_UP)
+    if (t->n_dims > 2 && mp->op != OP_EXPERTS && mp->op != OP_EXPERTS_GATE_UP && mp->op != OP_K_B &&
+        mp->op != OP_V_B && mp->op != OP_OSS_EXPS)
         return bad_shape(b, t, "unexpected 3-D tensor");
     switch (mp->op) {
+    case OP_LEAF:
+        if (!one_d)
+            return bad_shape(b, t, "expected a vector");
+        snprintf(name, sizeof(name), "model.layers.%d.%s", layer, mp->hf);
+        return add(b, t, name, 0, 1, 1, 0);
+    case OP_K_B:
+    case OP_V_B:
+        return map_kv_b(b, t, layer, mp->op == OP_K_B, is_bias);
+    case OP_OSS_EXPS:
+        return map_oss_experts(b, t, layer, base, is_bias);
     case OP_PLAIN:
     case OP_Q:
     case OP_K: {
@@ -321,6 +468,77 @@ static const gguf_ctensor *find_mapped(const builder *b, const char *name)
     return NULL;
 }
 
+/* Requires canonical `name` with HF shape [rows, cols] (cols < 0: a
+ * vector of rows elements), named in the error when absent or different. */
+static qb_status need(builder *b, const gguf_model *m, const char *name, int64_t rows, int64_t cols)
+{
+    const gguf_ctensor *c = find_mapped(b, name);
+    if (!c)
+        return b->h->set_error(b->h, QB_E_FORMAT, "%s: no GGUF tensor gives %s (block_count %lld)",
+                               gguf_model_meta(m)->path, name, (long long)b->hp->n_layer);
+    if (cols < 0 ? (c->n_dims != 1 || c->dims[0] != rows)
+                 : (c->n_dims != 2 || c->dims[0] != rows || c->dims[1] != cols))
+        return b->h->set_error(b->h, QB_E_FORMAT, "%s: tensor '%s' (%s) has shape [%lld, %lld], metadata implies [%lld, %lld]",
+                               c->src->file->path, c->src->name, name, (long long)c->dims[0],
+                               (long long)(c->n_dims == 2 ? c->dims[1] : 0), (long long)rows,
+                               (long long)(cols < 0 ? 0 : cols));
+    return QB_OK;
+}
+
+/* deepseek2: every layer's MLA linears with the widths of hp->mla, a dense
+ * MLP below leading_dense_block_count, else the router (with its bias when
+ * routing is sigmoid, as transformers' DeepseekV3 always has one and
+ * DeepseekV2 never) and the shared experts. */
+static qb_status check_layers_ds2(builder *b, const gguf_model *m)
+{
+    const gguf_hparams *hp = b->hp;
+    const gguf_mla *a = &hp->mla;
+    const int64_t E = hp->n_embd, H = hp->n_head, qk = a->qk_nope + a->qk_rope;
+    int64_t l;
+    char n[256];
+    qb_status st = QB_OK;
+#define NEED(fmt, rows, cols) (snprintf(n, sizeof(n), "model.layers.%d." fmt, (int)l), need(b, m, n, rows, cols))
+    for (l = 0; l < hp->n_layer && !st; l++) {
+        if ((st = NEED("input_layernorm.weight", E, -1)) || (st = NEED("post_attention_layernorm.weight", E, -1)))
+            break;
+        if (a->q_lora > 0) {
+            if ((st = NEED("self_attn.q_a_proj.weight", a->q_lora, E)) ||
+                (st = NEED("self_attn.q_a_layernorm.weight", a->q_lora, -1)) ||
+                (st = NEED("self_attn.q_b_proj.weight", H * qk, a->q_lora)))
+                break;
+        } else if ((st = NEED("self_attn.q_proj.weight", H * qk, E))) {
+            break;
+        }
+        if ((st = NEED("self_attn.kv_a_proj_with_mqa.weight", a->kv_lora + a->qk_rope, E)) ||
+            (st = NEED("self_attn.kv_a_layernorm.weight", a->kv_lora, -1)) ||
+            (st = NEED("self_attn.kv_b_proj.weight", H * (a->qk_nope + a->v_head), a->kv_lora)) ||
+            (st = NEED("self_attn.o_proj.weight", E, H * a->v_head)))
+            break;
+        if (l < a->n_dense) {
+            st = NEED("mlp.gate_proj.weight", hp->n_ff, E);
+            if (!st && (st = NEED("mlp.up_proj.weight", hp->n_ff, E)) == QB_OK)
+                st = NEED("mlp.down_proj.weight", E, hp->n_ff);
+            continue;
+        }
+        if ((st = NEED("mlp.gate.weight", hp->n_expert, E)) ||
+            (st = NEED("mlp.experts.0.down_proj.weight", E, hp->n_ff_exp)))
+            break;
+        snprintf(n, sizeof(n), "model.layers.%d.mlp.gate.e_score_correction_bias", (int)l);
+        if (a->gating == 2 && (st = NEED("mlp.gate.e_score_correction_bias", hp->n_expert, -1)))
+            break;
+        if (a->gating != 2 && find_mapped(b, n)) {
+            st = b->h->set_error(b->h, QB_E_UNSUPPORTED,
+                                 "%s: layer %d has exp_probs_b but routing is softmax: transformers' DeepseekV2 has no router bias",
+                                 gguf_model_meta(m)->path, (int)l);
+            break;
+        }
+        if (a->n_shared > 0)
+            st = NEED("mlp.shared_experts.down_proj.weight", E, a->n_shared * hp->n_ff_exp);
+    }
+#undef NEED
+    return st;
+}
+
 /* Every layer must have its attention and MLP (or router) weights with the
  * shapes the hyper-parameters give; a missing one is reported by name
  * instead of surfacing later in a writer. */
@@ -339,8 +557,9 @@ static qb_status check_layers(builder *b, const gguf_model *m)
         {"model.layers.%d.self_attn.v_proj.weight", kv, hp->n_embd},
         {"model.layers.%d.self_attn.o_proj.weight", hp->n_embd, q},
         {!moe ? "model.layers.%d.mlp.down_proj.weight"
-              : (hp->arch->bit & GGUF_A_LLAMA) ? "model.layers.%d.block_sparse_moe.gate.weight"
-                                               : "model.layers.%d.mlp.gate.weight",
+              : (hp->arch->bit & GGUF_A_LLAMA)  ? "model.layers.%d.block_sparse_moe.gate.weight"
+              : (hp->arch->bit & GGUF_A_GPTOSS) ? "model.layers.%d.mlp.router.weight"
+                                                : "model.layers.%d.mlp.gate.weight",
          moe ? hp->n_expert : hp->n_embd, moe ? hp->n_embd : hp->n_ff},
     };
     int64_t l;
@@ -367,7 +586,7 @@ static qb_status check_layers(builder *b, const gguf_model *m)
 qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, gguf_ctensor **out,
                          size_t *n_out, gguf_special *sp)
 {
-    builder b = {h, hp, NULL, 0, 0};
+    builder b = {h, m, hp, NULL, 0, 0};
     size_t fi;
     uint64_t ti;
     qb_status st = QB_OK;
@@ -382,7 +601,7 @@ qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hpara
     if (!st && !gguf_model_find(m, "token_embd.weight"))
         st = h->set_error(h, QB_E_FORMAT, "%s: tensor 'token_embd.weight' is missing", gguf_model_meta(m)->path);
     if (!st)
-        st = check_layers(&b, m);
+        st = hp->arch->bit == GGUF_A_DEEPSEEK2 ? check_layers_ds2(&b, m) : check_layers(&b, m);
     if (st) {
         gguf_names_free(b.t, b.n);
         return st;

@@ -254,7 +254,7 @@ static void drop_pages(const gguf_ctensor *c)
     const uintptr_t big = (uintptr_t)2 << 20;
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, lo, hi, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->kv_v || c->oss)
         return;
     lo = (uintptr_t)c->src->file->map;
     hi = (lo + (uintptr_t)c->src->file->size + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -276,7 +276,7 @@ static void drop_rows(const gguf_ctensor *c, int64_t row0, int64_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || n <= 0)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || c->kv_v || c->oss || n <= 0)
         return;
     p = (uintptr_t)(c->src->data + (uint64_t)(c->row0 + row0) * c->src->row_bytes);
     a = (p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -297,6 +297,99 @@ static void note_read(const gguf_reader *r, size_t index)
         drop_pages(&r->t[prev - 1]);
 }
 
+/* Rows of a deepseek2 kv_b_proj rebuilt from attn_k_b/attn_v_b (see
+ * map_kv_b in names.c): HF row h*(nope+v) + j is, for j < nope, column j
+ * of head h's k_b block (k_b rows h*rank .. h*rank+rank-1), else v_b row
+ * h*v + (j - nope). A head's k_b block is decoded once per call. */
+static qb_status read_kv_b(const gguf_reader *r, const gguf_ctensor *c, int64_t row0, int64_t n_rows, float *dst)
+{
+    const int64_t nope = c->kv_nope, per = nope + c->kv_vdim, rank = c->cols;
+    const gguf_tinfo *k = c->src, *v = c->kv_v;
+    float *blk = NULL;
+    int64_t i, col, head = -1;
+    for (i = 0; i < n_rows; i++) {
+        const int64_t hr = row0 + i, h = hr / per, j = hr % per;
+        float *d = dst + i * rank;
+        if (j >= nope) {
+            gguf_ggml_dequantize_row(v->type, v->data + (uint64_t)(h * c->kv_vdim + j - nope) * v->row_bytes, d, rank);
+            continue;
+        }
+        if (!blk && !(blk = qbk_malloc((size_t)(rank * nope) * sizeof(float))))
+            return r->h->set_error(r->h, QB_E_NOMEM, "%s: %s: out of memory", k->file->path, c->name);
+        if (h != head) {
+            for (col = 0; col < rank; col++)
+                gguf_ggml_dequantize_row(k->type, k->data + (uint64_t)(h * rank + col) * k->row_bytes,
+                                         blk + col * nope, nope);
+            head = h;
+        }
+        for (col = 0; col < rank; col++)
+            d[col] = blk[col * nope + j];
+    }
+    qbk_free(blk);
+    return QB_OK;
+}
+
+/* Drops the whole pages inside stored rows [row0, row0 + n) of t, as
+ * drop_rows does for a canonical tensor's own rows. */
+static void drop_span(const gguf_tinfo *t, int64_t row0, int64_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t a, e, p;
+    if (!t || !t->file || !t->file->mapped || pg <= 0 || n <= 0)
+        return;
+    p = (uintptr_t)(t->data + (uint64_t)row0 * t->row_bytes);
+    a = (p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    e = (p + (uintptr_t)((uint64_t)n * t->row_bytes)) & ~((uintptr_t)pg - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+/* Rows of a gpt-oss fused expert tensor (gguf_ctensor.oss; names.c
+ * map_oss_experts). GGUF_OSS_COLUMNS: HF row e*K + k holds column k of
+ * expert e's stored rows, so each stored row of an expert the range
+ * touches is decoded once and scattered into the requested HF rows. */
+static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t row0, int64_t n_rows, float *dst)
+{
+    const int m = c->oss_up ? 2 : 1;
+    const int64_t N = c->oss_n, K = c->src->ne[0];
+    const gguf_tinfo *part[2] = {c->src, c->oss_up};
+    float *tmp;
+    int64_t i, e, row, k;
+    int p;
+    if (!(tmp = qbk_malloc((size_t)(c->oss == GGUF_OSS_ROWS ? N : K) * sizeof(float))))
+        return r->h->set_error(r->h, QB_E_NOMEM, "%s: %s: out of memory", c->src->file->path, c->name);
+    if (c->oss == GGUF_OSS_ROWS) {
+        for (i = 0; i < n_rows; i++)
+            for (p = 0; p < m; p++) {
+                gguf_ggml_dequantize_row(part[p]->type, part[p]->data + (uint64_t)(row0 + i) * part[p]->row_bytes,
+                                         tmp, N);
+                for (k = 0; k < N; k++)
+                    dst[i * c->cols + k * m + p] = tmp[k];
+            }
+        qbk_free(tmp);
+        return QB_OK;
+    }
+    for (e = row0 / K; e * K < row0 + n_rows; e++) {
+        const int64_t k0 = e * K < row0 ? row0 - e * K : 0;
+        const int64_t k1 = (e + 1) * K > row0 + n_rows ? row0 + n_rows - e * K : K;
+        for (p = 0; p < m; p++)
+            for (row = 0; row < N; row++) {
+                gguf_ggml_dequantize_row(part[p]->type, part[p]->data + (uint64_t)(e * N + row) * part[p]->row_bytes,
+                                         tmp, K);
+                for (k = k0; k < k1; k++)
+                    dst[(e * K + k - row0) * c->cols + row * m + p] = tmp[k];
+            }
+        /* Every read of an expert decodes all its stored rows; once its
+         * last HF row is read (writers read an expert's rows in order),
+         * release them so the mapped resident set stays about one expert. */
+        if (k1 == K)
+            for (p = 0; p < m; p++)
+                drop_span(part[p], e * N, N);
+    }
+    qbk_free(tmp);
+    return QB_OK;
+}
+
 qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows, float *dst)
 {
     const gguf_ctensor *c;
@@ -306,6 +399,10 @@ qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0
         return st;
     note_read(r, index);
     c = &r->t[index];
+    if (c->kv_v)
+        return read_kv_b(r, c, row0, n_rows, dst);
+    if (c->oss)
+        return read_oss(r, c, row0, n_rows, dst);
     if (c->n_dims == 1 && c->perm_heads && n_rows == 1) {
         /* A permuted bias: its elements are what LlamaModel.permute moved. */
         float *tmp = qbk_malloc((size_t)c->cols * sizeof(float));

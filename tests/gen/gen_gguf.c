@@ -437,17 +437,11 @@ static src *new_src(mb *b, const char *name, int n_dims, int64_t rows, int64_t c
     src *s;
     uint32_t type = kind ? T_F32 : b->s->wtype;
     int64_t r, c, n = rows * cols;
+    /* Fixed capacity (qbt_gguf_build_model): builders hold src pointers
+     * across calls, so the arrays must never move. */
     if (b->n_src == b->cap) {
-        size_t nc = b->cap ? 2 * b->cap : 64;
-        src *ns = realloc(b->src, nc * sizeof(*ns));
-        qbt_hf_tensor *nt = realloc(m->t, nc * sizeof(*nt));
-        if (ns)
-            b->src = ns;
-        if (nt)
-            m->t = nt;
-        if (!ns || !nt)
-            return NULL;
-        b->cap = nc;
+        fprintf(stderr, "gen_gguf: more than %zu tensors\n", b->cap);
+        return NULL;
     }
     t = &m->t[m->n++];
     s = &b->src[b->n_src++];
@@ -827,6 +821,264 @@ fail:
     return -1;
 }
 
+/* deepseek2 kv_b in llama.cpp's split form (DeepseekV2Model.modify_tensors
+ * since its MLA change): kv_b_proj [H*(nope+v), R] viewed [H, nope+v, R];
+ * k_b = rows [0, nope) of each head transposed to [H, R, nope] (ggml ne
+ * {nope, R, H}), v_b = rows [nope, nope+v) as [H, v, R] (ne {R, v, H}).
+ * Float types only, so the transpose moves encoded elements unchanged. */
+static int emit_kv_b_split(mb *b, int l, const src *kvb)
+{
+    const qbt_gguf_spec *s = b->s;
+    const int64_t H = s->n_head, R = s->kv_lora, nope = s->qk_nope, v = s->v_head, per = nope + v;
+    const size_t es = kvb->type == T_F32 ? 4 : 2;
+    int64_t h, c, j, k = 0;
+    int64_t ne_k[3] = {nope, R, H}, ne_v[3] = {R, v, H};
+    uint8_t *kb = malloc((size_t)(H * R * nope) * es);
+    rowref *rr = malloc((size_t)(H * v) * sizeof(*rr));
+    char gn[128];
+    int rc = -1;
+    if (!kb || !rr)
+        goto out;
+    for (h = 0; h < H; h++)
+        for (c = 0; c < R; c++)
+            for (j = 0; j < nope; j++)
+                memcpy(kb + (size_t)((h * R + c) * nope + j) * es,
+                       kvb->enc + (size_t)(h * per + j) * kvb->row_bytes + (size_t)c * es, es);
+    for (h = 0; h < H; h++)
+        for (j = 0; j < v; j++) {
+            rr[k].s = kvb;
+            rr[k++].row = h * per + nope + j;
+        }
+    snprintf(gn, sizeof(gn), "blk.%d.attn_k_b.weight", l);
+    if (qbt_gguf_add_tensor(b->g, gn, 3, ne_k, kvb->type, kb, (size_t)(H * R * nope) * es))
+        goto out;
+    snprintf(gn, sizeof(gn), "blk.%d.attn_v_b.weight", l);
+    rc = emit(b, gn, 3, ne_v, rr, H * v);
+out:
+    free(kb);
+    free(rr);
+    return rc;
+}
+
+/* One deepseek2 block: HF DeepseekV2/V3 weights, written as
+ * DeepseekV2Model does (no rope permutation, experts stacked). */
+static int build_layer_ds2(mb *b, int l)
+{
+    const qbt_gguf_spec *s = b->s;
+    const int64_t E = s->n_embd, H = s->n_head, qk = s->qk_nope + s->qk_rope, F = s->n_ff_exp;
+    char hn[256], gn[128];
+    src *x, **g = NULL, **u = NULL, **d = NULL;
+    int e, ok;
+
+#define HF(fmt) (snprintf(hn, sizeof(hn), "model.layers.%d." fmt, l), hn)
+#define GG(fmt) (snprintf(gn, sizeof(gn), "blk.%d." fmt, l), gn)
+    CHECK(x = new_src(b, HF("input_layernorm.weight"), 1, 1, E, 1));
+    CHECK(!emit_src(b, GG("attn_norm.weight"), x, 0));
+    if (s->q_lora) {
+        CHECK(x = new_src(b, HF("self_attn.q_a_proj.weight"), 2, s->q_lora, E, 0));
+        CHECK(!emit_src(b, GG("attn_q_a.weight"), x, 0));
+        CHECK(x = new_src(b, HF("self_attn.q_a_layernorm.weight"), 1, 1, s->q_lora, 1));
+        CHECK(!emit_src(b, GG("attn_q_a_norm.weight"), x, 0));
+        CHECK(x = new_src(b, HF("self_attn.q_b_proj.weight"), 2, H * qk, s->q_lora, 0));
+        CHECK(!emit_src(b, GG("attn_q_b.weight"), x, 0));
+    } else {
+        CHECK(x = new_src(b, HF("self_attn.q_proj.weight"), 2, H * qk, E, 0));
+        CHECK(!emit_src(b, GG("attn_q.weight"), x, 0));
+    }
+    CHECK(x = new_src(b, HF("self_attn.kv_a_proj_with_mqa.weight"), 2, s->kv_lora + s->qk_rope, E, 0));
+    CHECK(!emit_src(b, GG("attn_kv_a_mqa.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.kv_a_layernorm.weight"), 1, 1, s->kv_lora, 1));
+    CHECK(!emit_src(b, GG("attn_kv_a_norm.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.kv_b_proj.weight"), 2, H * (s->qk_nope + s->v_head), s->kv_lora, 0));
+    if (s->split_kv_b) {
+        if (x->type != T_F32 && x->type != T_F16 && x->type != T_BF16) {
+            fprintf(stderr, "gen_gguf: split kv_b needs a float weight type\n");
+            goto fail;
+        }
+        CHECK(!emit_kv_b_split(b, l, x));
+    } else {
+        CHECK(!emit_src(b, GG("attn_kv_b.weight"), x, 0));
+    }
+    CHECK(x = new_src(b, HF("self_attn.o_proj.weight"), 2, E, H * s->v_head, 0));
+    CHECK(!emit_src(b, GG("attn_output.weight"), x, 0));
+    CHECK(x = new_src(b, HF("post_attention_layernorm.weight"), 1, 1, E, 1));
+    CHECK(!emit_src(b, GG("ffn_norm.weight"), x, 0));
+    if (l < s->n_dense) {
+        CHECK(x = new_src(b, HF("mlp.gate_proj.weight"), 2, s->n_ff, E, 0));
+        CHECK(!emit_src(b, GG("ffn_gate.weight"), x, 0));
+        CHECK(x = new_src(b, HF("mlp.up_proj.weight"), 2, s->n_ff, E, 0));
+        CHECK(!emit_src(b, GG("ffn_up.weight"), x, 0));
+        CHECK(x = new_src(b, HF("mlp.down_proj.weight"), 2, E, s->n_ff, 0));
+        CHECK(!emit_src(b, GG("ffn_down.weight"), x, 0));
+        return 0;
+    }
+    CHECK(x = new_src(b, HF("mlp.gate.weight"), 2, s->n_expert, E, 2));
+    CHECK(!emit_src(b, GG("ffn_gate_inp.weight"), x, 0));
+    if (s->sigmoid) {
+        /* "e_score_correction_bias" is renamed e_score_correction.bias,
+         * tensor_mapping FFN_EXP_PROBS_B: blk.N.exp_probs_b.bias. */
+        CHECK(x = new_src(b, HF("mlp.gate.e_score_correction_bias"), 1, 1, s->n_expert, 2));
+        CHECK(!emit_src(b, GG("exp_probs_b.bias"), x, 0));
+    }
+    g = calloc((size_t)s->n_expert, sizeof(*g));
+    u = calloc((size_t)s->n_expert, sizeof(*u));
+    d = calloc((size_t)s->n_expert, sizeof(*d));
+    ok = g && u && d;
+    for (e = 0; ok && e < s->n_expert; e++) {
+        char n1[256];
+        snprintf(n1, sizeof(n1), "model.layers.%d.mlp.experts.%d.gate_proj.weight", l, e);
+        ok = (g[e] = new_src(b, n1, 2, F, E, 0)) != NULL;
+        snprintf(n1, sizeof(n1), "model.layers.%d.mlp.experts.%d.up_proj.weight", l, e);
+        ok = ok && (u[e] = new_src(b, n1, 2, F, E, 0));
+        snprintf(n1, sizeof(n1), "model.layers.%d.mlp.experts.%d.down_proj.weight", l, e);
+        ok = ok && (d[e] = new_src(b, n1, 2, E, F, 0));
+    }
+    ok = ok && !emit_cat(b, GG("ffn_down_exps.weight"), d, s->n_expert, 1) &&
+         !emit_cat(b, GG("ffn_gate_exps.weight"), g, s->n_expert, 1) &&
+         !emit_cat(b, GG("ffn_up_exps.weight"), u, s->n_expert, 1);
+    free(g);
+    free(u);
+    free(d);
+    CHECK(ok);
+    if (s->n_shared > 0) {
+        CHECK(x = new_src(b, HF("mlp.shared_experts.gate_proj.weight"), 2, s->n_shared * F, E, 0));
+        CHECK(!emit_src(b, GG("ffn_gate_shexp.weight"), x, 0));
+        CHECK(x = new_src(b, HF("mlp.shared_experts.up_proj.weight"), 2, s->n_shared * F, E, 0));
+        CHECK(!emit_src(b, GG("ffn_up_shexp.weight"), x, 0));
+        CHECK(x = new_src(b, HF("mlp.shared_experts.down_proj.weight"), 2, E, s->n_shared * F, 0));
+        CHECK(!emit_src(b, GG("ffn_down_shexp.weight"), x, 0));
+    }
+#undef HF
+#undef GG
+    return 0;
+fail:
+    return -1;
+}
+
+/* Encoded bytes of element (r, c) of a float-typed source. */
+static const uint8_t *elem(const src *s, int64_t r, int64_t c)
+{
+    return s->enc + (size_t)r * s->row_bytes + (size_t)c * (s->type == T_F32 ? 4 : 2);
+}
+
+/* A GGUF tensor whose row `row` (of n_rows, each of `cols` elements) has
+ * element k = pick(row, k) of source s, moved as encoded bytes. */
+typedef void (*pick_fn)(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *dims);
+static int emit_picked(mb *b, const char *gname, int n_dims, const int64_t *ne, const src *s, int64_t n_rows,
+                       int64_t cols, pick_fn pick, const int64_t *dims)
+{
+    const size_t es = s->type == T_F32 ? 4 : 2;
+    uint8_t *buf = malloc((size_t)(n_rows * cols) * es);
+    int64_t r, k, sr, sc;
+    int rc;
+    if (!buf)
+        return -1;
+    for (r = 0; r < n_rows; r++)
+        for (k = 0; k < cols; k++) {
+            pick(r, k, &sr, &sc, dims);
+            memcpy(buf + (size_t)(r * cols + k) * es, elem(s, sr, sc), es);
+        }
+    rc = qbt_gguf_add_tensor(b->g, gname, n_dims, ne, s->type, buf, (size_t)(n_rows * cols) * es);
+    free(buf);
+    return rc;
+}
+
+/* GptOssModel.modify_tensors (float experts): gate_up_proj [E, H, 2I]
+ * transposed to [E, 2I, H], gate = [:, ::2, :], up = [:, 1::2, :]; dims =
+ * {H, I, parity}. GGUF row e*I + c, element h = HF (e*H + h, 2c + parity). */
+static void pick_gate_up(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *d)
+{
+    int64_t e = row / d[1], c = row % d[1];
+    *sr = e * d[0] + k;
+    *sc = 2 * c + d[2];
+}
+
+/* down_proj [E, I, H] transposed to [E, H, I]; dims = {H, I}. GGUF row
+ * e*H + o, element i = HF (e*I + i, o). */
+static void pick_down(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *d)
+{
+    int64_t e = row / d[0], o = row % d[0];
+    *sr = e * d[1] + k;
+    *sc = o;
+}
+
+/* gate_up_proj_bias [E, 2I] split [..., ::2] / [..., 1::2]; dims = {I, parity}. */
+static void pick_bias(int64_t row, int64_t k, int64_t *sr, int64_t *sc, const int64_t *d)
+{
+    *sr = row;
+    *sc = 2 * k + d[1];
+}
+
+/* One gpt-oss block: HF GptOss weights (experts fused, [E, in, out]),
+ * written as GptOssModel's float path does. The reference holds the fused
+ * experts in their row view ([E*in, out] for the 3-D ones). */
+static int build_layer_oss(mb *b, int l)
+{
+    const qbt_gguf_spec *s = b->s;
+    const int64_t E = s->n_embd, X = s->n_expert, I = s->n_ff, hd = s->head_dim;
+    const int64_t q = s->n_head * hd, kv = s->n_head_kv * hd;
+    char hn[256], gn[128];
+    src *x;
+    int64_t ne[3], d[3];
+
+    if (s->wtype != T_F32 && s->wtype != T_F16 && s->wtype != T_BF16) {
+        fprintf(stderr, "gen_gguf: gpt-oss fixtures need a float weight type\n");
+        return -1;
+    }
+#define HF(fmt) (snprintf(hn, sizeof(hn), "model.layers.%d." fmt, l), hn)
+#define GG(fmt) (snprintf(gn, sizeof(gn), "blk.%d." fmt, l), gn)
+    CHECK(x = new_src(b, HF("input_layernorm.weight"), 1, 1, E, 1));
+    CHECK(!emit_src(b, GG("attn_norm.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.q_proj.weight"), 2, q, E, 0));
+    CHECK(!emit_src(b, GG("attn_q.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.q_proj.bias"), 1, 1, q, 2));
+    CHECK(!emit_src(b, GG("attn_q.bias"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.k_proj.weight"), 2, kv, E, 0));
+    CHECK(!emit_src(b, GG("attn_k.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.k_proj.bias"), 1, 1, kv, 2));
+    CHECK(!emit_src(b, GG("attn_k.bias"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.v_proj.weight"), 2, kv, E, 0));
+    CHECK(!emit_src(b, GG("attn_v.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.v_proj.bias"), 1, 1, kv, 2));
+    CHECK(!emit_src(b, GG("attn_v.bias"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.o_proj.weight"), 2, E, q, 0));
+    CHECK(!emit_src(b, GG("attn_output.weight"), x, 0));
+    CHECK(x = new_src(b, HF("self_attn.o_proj.bias"), 1, 1, E, 2));
+    CHECK(!emit_src(b, GG("attn_output.bias"), x, 0));
+    /* "sinks" gets ".weight" appended by GptOssModel.modify_tensors */
+    CHECK(x = new_src(b, HF("self_attn.sinks"), 1, 1, s->n_head, 2));
+    CHECK(!emit_src(b, GG("attn_sinks.weight"), x, 0));
+    CHECK(x = new_src(b, HF("post_attention_layernorm.weight"), 1, 1, E, 1));
+    CHECK(!emit_src(b, GG("post_attention_norm.weight"), x, 0));
+    CHECK(x = new_src(b, HF("mlp.router.weight"), 2, X, E, 0));
+    CHECK(!emit_src(b, GG("ffn_gate_inp.weight"), x, 0));
+    CHECK(x = new_src(b, HF("mlp.router.bias"), 1, 1, X, 2));
+    CHECK(!emit_src(b, GG("ffn_gate_inp.bias"), x, 0));
+    CHECK(x = new_src(b, HF("mlp.experts.gate_up_proj"), 2, X * E, 2 * I, 0));
+    ne[0] = E, ne[1] = I, ne[2] = X;
+    d[0] = E, d[1] = I, d[2] = 0;
+    CHECK(!emit_picked(b, GG("ffn_gate_exps.weight"), 3, ne, x, X * I, E, pick_gate_up, d));
+    d[2] = 1;
+    CHECK(!emit_picked(b, GG("ffn_up_exps.weight"), 3, ne, x, X * I, E, pick_gate_up, d));
+    CHECK(x = new_src(b, HF("mlp.experts.gate_up_proj_bias"), 2, X, 2 * I, 2));
+    ne[0] = I, ne[1] = X;
+    d[0] = I, d[1] = 0;
+    CHECK(!emit_picked(b, GG("ffn_gate_exps.bias"), 2, ne, x, X, I, pick_bias, d));
+    d[1] = 1;
+    CHECK(!emit_picked(b, GG("ffn_up_exps.bias"), 2, ne, x, X, I, pick_bias, d));
+    CHECK(x = new_src(b, HF("mlp.experts.down_proj"), 2, X * I, E, 0));
+    ne[0] = I, ne[1] = E, ne[2] = X;
+    d[0] = E, d[1] = I;
+    CHECK(!emit_picked(b, GG("ffn_down_exps.weight"), 3, ne, x, X * E, I, pick_down, d));
+    CHECK(x = new_src(b, HF("mlp.experts.down_proj_bias"), 2, X, E, 2));
+    CHECK(!emit_src(b, GG("ffn_down_exps.bias"), x, 0));
+#undef HF
+#undef GG
+    return 0;
+fail:
+    return -1;
+}
+
 static int build_meta(mb *b)
 {
     const qbt_gguf_spec *s = b->s;
@@ -843,16 +1095,53 @@ static int build_meta(mb *b)
     if (s->n_ff)
         rc |= qbt_gguf_kv_u32(g, K("feed_forward_length"), (uint32_t)s->n_ff);
     rc |= qbt_gguf_kv_u32(g, K("attention.head_count"), (uint32_t)s->n_head);
-    rc |= qbt_gguf_kv_u32(g, K("attention.head_count_kv"), (uint32_t)s->n_head_kv);
-    if (s->head_dim) {
-        rc |= qbt_gguf_kv_u32(g, K("attention.key_length"), (uint32_t)s->head_dim);
-        rc |= qbt_gguf_kv_u32(g, K("attention.value_length"), (uint32_t)s->head_dim);
+    if (strcmp(s->arch, "deepseek2") == 0) {
+        /* DeepseekV2Model.set_gguf_parameters: the split (MLA) form stores
+         * the absorbed MQA view (1 kv head, key kv_lora + rope, value
+         * kv_lora) plus the HF widths in the _mla keys; older files the HF
+         * widths in key_length/value_length. */
+        const uint32_t R = (uint32_t)s->kv_lora, rope = (uint32_t)s->qk_rope, nope = (uint32_t)s->qk_nope;
+        rc |= qbt_gguf_kv_u32(g, K("attention.head_count_kv"), s->split_kv_b ? 1u : (uint32_t)s->n_head);
+        rc |= qbt_gguf_kv_u32(g, K("attention.key_length"), s->split_kv_b ? R + rope : nope + rope);
+        rc |= qbt_gguf_kv_u32(g, K("attention.value_length"), s->split_kv_b ? R : (uint32_t)s->v_head);
+        if (s->split_kv_b) {
+            rc |= qbt_gguf_kv_u32(g, K("attention.key_length_mla"), nope + rope);
+            rc |= qbt_gguf_kv_u32(g, K("attention.value_length_mla"), (uint32_t)s->v_head);
+        }
+        rc |= qbt_gguf_kv_u32(g, K("attention.kv_lora_rank"), R);
+        if (s->q_lora)
+            rc |= qbt_gguf_kv_u32(g, K("attention.q_lora_rank"), (uint32_t)s->q_lora);
+        rc |= qbt_gguf_kv_u32(g, K("rope.dimension_count"), rope);
+        rc |= qbt_gguf_kv_u32(g, K("leading_dense_block_count"), (uint32_t)s->n_dense);
+        rc |= qbt_gguf_kv_u32(g, K("expert_shared_count"), (uint32_t)s->n_shared);
+        rc |= qbt_gguf_kv_f32(g, K("expert_weights_scale"), s->sigmoid ? 2.5f : 16.0f);
+        if (s->sigmoid) {
+            rc |= qbt_gguf_kv_bool(g, K("expert_weights_norm"), 1);
+            rc |= qbt_gguf_kv_u32(g, K("expert_gating_func"), s->sigmoid == 2 ? 1 : 2);
+            rc |= qbt_gguf_kv_u32(g, K("expert_group_count"), 2);
+            rc |= qbt_gguf_kv_u32(g, K("expert_group_used_count"), 1);
+            rc |= qbt_gguf_kv_str(g, K("rope.scaling.type"), "yarn");
+            rc |= qbt_gguf_kv_f32(g, K("rope.scaling.factor"), 40.0f);
+            rc |= qbt_gguf_kv_u32(g, K("rope.scaling.original_context_length"), 4096);
+            rc |= qbt_gguf_kv_f32(g, K("rope.scaling.yarn_log_multiplier"), (float)(0.1 * 0.707));
+        }
+    } else {
+        rc |= qbt_gguf_kv_u32(g, K("attention.head_count_kv"), (uint32_t)s->n_head_kv);
+        if (s->head_dim) {
+            rc |= qbt_gguf_kv_u32(g, K("attention.key_length"), (uint32_t)s->head_dim);
+            rc |= qbt_gguf_kv_u32(g, K("attention.value_length"), (uint32_t)s->head_dim);
+        }
+        rc |= qbt_gguf_kv_u32(g, K("rope.dimension_count"), (uint32_t)(s->head_dim ? s->head_dim : s->n_embd / s->n_head));
     }
     rc |= qbt_gguf_kv_f32(g, K("attention.layer_norm_rms_epsilon"), 1e-5f);
     rc |= qbt_gguf_kv_f32(g, K("rope.freq_base"), 500000.0f);
-    rc |= qbt_gguf_kv_u32(g, K("rope.dimension_count"), (uint32_t)(s->head_dim ? s->head_dim : s->n_embd / s->n_head));
     if (s->sliding_window)
         rc |= qbt_gguf_kv_u32(g, K("attention.sliding_window"), (uint32_t)s->sliding_window);
+    if (strcmp(s->arch, "gpt-oss") == 0) { /* GptOssModel.set_gguf_parameters */
+        rc |= qbt_gguf_kv_str(g, K("rope.scaling.type"), "yarn");
+        rc |= qbt_gguf_kv_f32(g, K("rope.scaling.factor"), 32.0f);
+        rc |= qbt_gguf_kv_u32(g, K("rope.scaling.original_context_length"), 4096);
+    }
     if (s->n_expert) {
         rc |= qbt_gguf_kv_u32(g, K("expert_count"), (uint32_t)s->n_expert);
         rc |= qbt_gguf_kv_u32(g, K("expert_used_count"), (uint32_t)s->n_expert_used);
@@ -902,6 +1191,10 @@ int qbt_gguf_build_model(const qbt_gguf_spec *spec, qbt_gguf **out, qbt_hf_model
     b.rng.s = spec->seed ? spec->seed : 1;
     b.ref = ref;
     b.g = qbt_gguf_new();
+    b.cap = 4096;
+    b.src = calloc(b.cap, sizeof(*b.src));
+    ref->t = calloc(b.cap, sizeof(*ref->t));
+    CHECK(b.src && ref->t);
     /* GemmaModel/Gemma2Model/Gemma3Model store every "*norm.weight" as w + 1. */
     b.plus_one = has(spec->arch, "gemma,gemma2,gemma3");
     *out = NULL;
@@ -912,7 +1205,9 @@ int qbt_gguf_build_model(const qbt_gguf_spec *spec, qbt_gguf **out, qbt_hf_model
         CHECK(!emit_rope_freqs(&b, spec->head_dim ? spec->head_dim : spec->n_embd / spec->n_head, 500000.0,
                                spec->llama3_rope == 2));
     for (l = 0; l < spec->n_layer; l++)
-        CHECK(!build_layer(&b, l));
+        CHECK(!(strcmp(spec->arch, "deepseek2") == 0 ? build_layer_ds2(&b, l)
+                : strcmp(spec->arch, "gpt-oss") == 0  ? build_layer_oss(&b, l)
+                                                      : build_layer(&b, l)));
     CHECK(x = new_src(&b, "model.norm.weight", 1, 1, spec->n_embd, 1));
     CHECK(!emit_src(&b, "output_norm.weight", x, 0));
     if (!spec->tied) {
@@ -960,7 +1255,8 @@ const qbt_hf_tensor *qbt_hf_model_find(const qbt_hf_model *m, const char *name)
 
 #ifdef QBT_GEN_GGUF_MAIN
 /* qb-gen-gguf ARCH WTYPE OUT.gguf [SHARDS]: writes one synthetic model
- * (for CLI tests). ARCH: a GGUF architecture or "mistral"; WTYPE: f32,
+ * (for CLI tests). ARCH: a GGUF architecture, "mistral", or the deepseek2
+ * variants "deepseek2-kvb" / "deepseek2-v2" (see main); WTYPE: f32,
  * f16, bf16, q4_0, q8_0, or a ggml type id qbt_gguf_can_quantize() takes
  * (then n_embd/n_ff are 256 so K-quant blocks fit). With SHARDS, OUT is the split-file prefix. */
 int main(int argc, char **argv)
@@ -1007,6 +1303,33 @@ int main(int argc, char **argv)
             fprintf(stderr, "QBT_GGUF_DIMS: expected layers,embd,ff,heads,kv_heads,vocab\n");
             return 2;
         }
+    }
+    if (strncmp(s.arch, "deepseek2", 9) == 0) {
+        /* deepseek2: DeepSeek-V3 shape, kv_b split (llama.cpp's MLA form);
+         * deepseek2-kvb: the same HF weights with attn_kv_b (older files);
+         * deepseek2-v2: DeepSeek-V2-Lite shape (softmax, q_proj, kv_b). */
+        const char *v = s.arch + 9;
+        s.n_head_kv = s.n_head;
+        s.n_expert = 4;
+        s.n_expert_used = 2;
+        s.n_ff_exp = 64;
+        s.n_dense = 1;
+        s.n_shared = 1;
+        s.kv_lora = 64;
+        s.qk_nope = 32;
+        s.qk_rope = 32;
+        s.v_head = 32;
+        s.q_lora = strcmp(v, "-v2") == 0 ? 0 : 96;
+        s.sigmoid = strcmp(v, "-v2") != 0;
+        s.split_kv_b = v[0] == '\0';
+        s.arch = "deepseek2";
+    }
+    if (strcmp(s.arch, "gpt-oss") == 0) {
+        s.head_dim = 32;
+        s.n_expert = 4;
+        s.n_expert_used = 2;
+        s.n_ff_exp = s.n_ff;
+        s.sliding_window = 128;
     }
     if (strcmp(s.arch, "mistral") == 0) { /* Mistral GGUFs say "llama" plus a sliding window */
         s.arch = "llama";

@@ -66,7 +66,9 @@ int qbt_gguf_save_split(const qbt_gguf *g, const char *prefix, int n_shards);
 /* ---- synthetic models ---- */
 
 typedef struct qbt_gguf_spec {
-    const char *arch;  /* llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3 */
+    const char *arch;  /* llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3, deepseek2,
+                          gpt-oss (float wtype; n_ff = expert width; the fused experts' reference is
+                          their row view [E*in, out]) */
     int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim; /* head_dim 0: n_embd/n_head, no key_length */
     int n_vocab;
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* MoE (llama with experts = mixtral) */
@@ -81,6 +83,16 @@ typedef struct qbt_gguf_spec {
     int llama3_rope;  /* llama only: rope_freqs.weight of Llama 3.1 (factor 8, low 1, high 4, ctx 8192);
                          2 = factors matching no known set */
     int no_tokenizer; /* no tokenizer.* keys (the caller adds them, e.g. qbt_gguf_add_hf_tokenizer) */
+    /* deepseek2 (DeepseekV2Model): MLA widths (head_dim/n_head_kv unused),
+     * q_lora 0 = q_proj; n_ff = dense width of the first n_dense blocks,
+     * n_ff_exp the expert width, n_shared shared experts. sigmoid: a
+     * DeepSeek-V3 file (expert_gating_func 2, exp_probs_b, 2 expert groups,
+     * yarn rope); else a V2 one without the gating key. sigmoid 2: the V3
+     * tensors with expert_gating_func 1 (softmax), a defect. split_kv_b: kv_b
+     * written as attn_k_b (transposed per head) + attn_v_b with the _mla
+     * keys, as llama.cpp converts since its MLA change (F32/F16/BF16 only:
+     * the transpose of quantized rows would need requantizing). */
+    int q_lora, kv_lora, qk_nope, qk_rope, v_head, n_dense, n_shared, sigmoid, split_kv_b;
     uint64_t seed;
 } qbt_gguf_spec;
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -258,6 +259,86 @@ START_TEST(malformed_exit_1)
 }
 END_TEST
 
+/* Bytes of every *.safetensors file of an hf-dense output, concatenated in
+ * name order (the writer's file names are deterministic). */
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static char *dense_bytes(const char *dir, size_t *n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char *names[64], *all = NULL;
+    size_t nn = 0, i, len = 0;
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d)) && nn < 64)
+        if (strstr(de->d_name, ".safetensors"))
+            names[nn++] = strdup(de->d_name);
+    closedir(d);
+    qsort(names, nn, sizeof(names[0]), cmp_str);
+    for (i = 0; i < nn; i++) {
+        char path[2300];
+        struct stat sb;
+        FILE *f;
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        ck_assert_int_eq(stat(path, &sb), 0);
+        all = realloc(all, len + (size_t)sb.st_size);
+        f = fopen(path, "rb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fread(all + len, 1, (size_t)sb.st_size, f), (size_t)sb.st_size);
+        fclose(f);
+        len += (size_t)sb.st_size;
+        free(names[i]);
+    }
+    ck_assert_uint_gt(len, 0);
+    *n = len;
+    return all;
+}
+
+/* deepseek2: the split (attn_k_b/attn_v_b) and the attn_kv_b forms of the
+ * same HF weights give byte-identical hf-dense f32 output; both convert to
+ * sm86-w4a16 with every MLA linear, routed and shared expert in the
+ * manifest, and verify passes. The V2-Lite shape (q_proj, softmax) too. */
+START_TEST(convert_deepseek2)
+{
+    static const char *const forms[] = {"deepseek2", "deepseek2-kvb", "deepseek2-v2"};
+    char src[1200], dst[1200], cmd[4096], out[8192], mpath[1300];
+    char *dense[2], *man;
+    size_t nd[2], i;
+    for (i = 0; i < 3; i++) {
+        snprintf(src, sizeof(src), "%s/%s.gguf", tmp, forms[i]);
+        gen(forms[i], "f32", src, 0);
+        if (i < 2) {
+            snprintf(dst, sizeof(dst), "%s/dense-%s", tmp, forms[i]);
+            snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s' --writer hf-dense --option dtype=f32",
+                     bin(), src, dst);
+            ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s: %s", forms[i], out);
+            dense[i] = dense_bytes(dst, &nd[i]);
+        }
+        snprintf(dst, sizeof(dst), "%s/w4-%s", tmp, forms[i]);
+        snprintf(cmd, sizeof(cmd), "'%s' convert --source '%s' --output '%s'", bin(), src, dst);
+        ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s: %s", forms[i], out);
+        snprintf(mpath, sizeof(mpath), "%s/manifest.json", dst);
+        man = slurp(mpath);
+        ck_assert_msg(strstr(man, "\"layer_01.safetensors:self_attn.kv_b_proj\""), "%s: no kv_b_proj", forms[i]);
+        ck_assert_msg(strstr(man, i < 2 ? "\"layer_01.safetensors:self_attn.q_b_proj\""
+                                        : "\"layer_01.safetensors:self_attn.q_proj\""), "%s: no q", forms[i]);
+        ck_assert(strstr(man, "\"layer_00.safetensors:mlp.down_proj\""));
+        ck_assert(strstr(man, "\"layer_01.safetensors:mlp.experts.3.up_proj\""));
+        ck_assert(strstr(man, "\"layer_01.safetensors:mlp.shared_experts.down_proj\""));
+        free(man);
+        snprintf(cmd, sizeof(cmd), "'%s' verify --source '%s' --converted '%s' --no-model-check", bin(), src, dst);
+        ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s: %s", forms[i], out);
+    }
+    ck_assert_uint_eq(nd[0], nd[1]);
+    ck_assert(memcmp(dense[0], dense[1], nd[0]) == 0);
+    free(dense[0]);
+    free(dense[1]);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_cli");
@@ -269,6 +350,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, convert_q4_0_exact);
     tcase_add_test(tc, convert_f16_and_split);
     tcase_add_test(tc, malformed_exit_1);
+    tcase_add_test(tc, convert_deepseek2);
 #ifdef QBT_GGUF_HAVE_QUANT
     tcase_add_test(tc, convert_k_quants);
 #endif
