@@ -30,9 +30,11 @@
  *   F32: mlp.gate.e_score_correction_bias.
  * No multi-token-prediction layer is written (num_nextn_predict_layers 0).
  * Values: per tensor a splitmix64 stream seeded from the tensor's name;
- * FP8 bytes follow a bell-shaped distribution (|v| <= 448 like a
- * quantizer's absmax / 448 blocks), block scales ~2e-4 (weights ~0.01),
- * norms ~1, BF16 weights ~0.02: finite and in a real model's range.
+ * FP8 bytes and BF16 weights come from 65536-entry tables indexed by 16
+ * random bits (cheap: 4 elements per draw). FP8 bytes follow a bell-shaped
+ * distribution (|v| <= 448 like a quantizer's absmax / 448 blocks), block
+ * scales ~2e-4 (weights ~0.01), norms ~1, BF16 weights ~0.02: finite and
+ * in a real model's range.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -210,6 +212,9 @@ static uint64_t name_seed(const char *s)
  * gives a realistic byte (most blocks' absmax near 448, no NaN) at the
  * cost of a table load. */
 static uint8_t g_fp8_lut[65536];
+/* Same idea for BF16 weights, N(0, 0.02^2): the embedding and lm_head are
+ * 1.85 G elements each at the real shape. */
+static uint16_t g_bf16_lut[65536];
 
 static void build_fp8_lut(void)
 {
@@ -231,6 +236,7 @@ static void build_fp8_lut(void)
                 bi = b;
             }
         g_fp8_lut[i] = (uint8_t)bi;
+        g_bf16_lut[i] = qb_f32_to_bf16(0.02f * rng_normal(&r));
     }
 }
 
@@ -263,10 +269,18 @@ static void emit(FILE *f, const tspec *t)
             }
             break;
         case F_BF16_W:
+            for (i = 0; i + 8 <= n; i += 8) {
+                uint64_t x = rng_next(&r);
+                uint16_t h[4] = {g_bf16_lut[x & 0xffff], g_bf16_lut[(x >> 16) & 0xffff],
+                                 g_bf16_lut[(x >> 32) & 0xffff], g_bf16_lut[x >> 48]};
+                memcpy(buf + i, h, 8);
+            }
+            for (; i + 2 <= n; i += 2)
+                memcpy(buf + i, &g_bf16_lut[rng_next(&r) & 0xffff], 2);
+            break;
         case F_BF16_NORM:
             for (i = 0; i + 2 <= n; i += 2) {
-                float v = t->fill == F_BF16_NORM ? 1.0f + 0.05f * rng_normal(&r) : 0.02f * rng_normal(&r);
-                uint16_t h = qb_f32_to_bf16(v);
+                uint16_t h = qb_f32_to_bf16(1.0f + 0.05f * rng_normal(&r));
                 memcpy(buf + i, &h, 2);
             }
             break;

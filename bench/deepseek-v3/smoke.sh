@@ -48,3 +48,21 @@ PY
 "$qb" convert --source "$work/src" --output "$work/out" --writer hf-dense >"$work/convert.txt" 2>&1 \
   || { cat "$work/convert.txt" >&2; exit 1; }
 echo "convert ok"
+
+# Bounded memory: one MoE layer of 512 tiny experts (~80 MB of FP8 read
+# through the file mapping). The reader must drop the mapped pages it has
+# read, so the converter's peak RSS stays well under the source size
+# (before that fix it was source-sized: bench/RESULTS.md).
+rm -rf "$work/src" "$work/out"
+"$gen" --tiny 4 512 "$work/src" >"$work/gen.txt"
+read -r _ _ _ _ _ _ _ src_bytes <"$work/gen.txt"
+python3 - "$qb" "$work/src" "$work/out" "$src_bytes" <<'PY'
+import resource, subprocess, sys
+qb, src, out, src_bytes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+subprocess.run([qb, "convert", "--source", src, "--output", out, "--writer", "hf-dense",
+                "--progress", "none", "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # Linux: KiB
+print(f"peak RSS {peak / 1e6:.1f} MB for a {src_bytes / 1e6:.1f} MB source")
+assert src_bytes > 60e6, src_bytes
+assert peak < src_bytes / 2, f"peak RSS {peak} is not bounded (source {src_bytes} bytes)"
+PY
