@@ -274,6 +274,9 @@ qb_status qb_w4a16_tensor_get(qb_w4a16_model *m, const char *file, const char *n
     case QB_DT_I32:
         dt = QB_W4A16_DT_I32, esize = 4;
         break;
+    case QB_DT_F32:
+        dt = QB_W4A16_DT_F32, esize = 4;
+        break;
     default:
         return fail(m, QB_E_UNSUPPORTED, "%s/%s: tensor '%s': dtype %s is not used by the format",
                     m->dir, file, name, t->dtype_name);

@@ -17,6 +17,7 @@
  */
 #define _DEFAULT_SOURCE /* madvise, MADV_DONTNEED */
 #include "fp8_model.h"
+#include "qbk_mtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,7 +185,7 @@ static int fp8_is_activation_param(const char *name)
     return 0;
 }
 
-qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
+qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_model **out)
 {
     const qb_st_api *api = h->safetensors;
     fp8_model *m;
@@ -338,7 +339,16 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
      * parameters removed). */
     {
         size_t j = 0;
+        int64_t mtp_first = mtp_drop ? qbk_mtp_first_layer(m->d->config) : -1;
         for (i = 0; i < n_st; i++) {
+            if ((used[i] == 1 || used[i] == 4) && qbk_mtp_is_mtp(m->t[i].name, mtp_first)) {
+                /* mtp=drop (qbk_mtp.h): checked above, not presented */
+                qbk_free(m->t[i].name);
+                qbk_free(m->t[i].encoding);
+                memset(&m->t[i], 0, sizeof(m->t[i]));
+                m->n_mtp_dropped++;
+                continue;
+            }
             if (used[i] == 1 || used[i] == 4) {
                 fp8_tensor tmp = m->t[i];
                 if (used[i] == 1)
@@ -367,6 +377,9 @@ qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out)
                                                                    : "per-tensor and per-channel",
                      m->n_quant, m->n - m->n_quant);
         }
+        if (m->n_mtp_dropped)
+            snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+                     "; %zu MTP tensors dropped (mtp=drop)", m->n_mtp_dropped);
         m->summary = qbk_strdup(buf);
         if (!m->summary) {
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);

@@ -42,6 +42,7 @@ typedef struct fp8_model {
     fp8_tensor *t;
     size_t n;
     size_t n_quant;
+    size_t n_mtp_dropped; /* DeepSeek MTP tensors not presented (mtp=drop) */
     qb_dtype fmt;       /* QB_DT_F8_E4M3 or QB_DT_F8_E5M2 */
     int64_t bn, bk;     /* 0, 0 without weight_block_size */
     char *summary;
@@ -51,9 +52,11 @@ typedef struct fp8_model {
 /* Opens the checkpoint directory `path` and validates everything: the
  * configuration, every FP8 weight's scale (name, dtype, shape), no
  * leftover scale without its weight, every other tensor a float dense
- * tensor. Returns QB_OK with *out owned by the caller (fp8_model_close), or
- * a negative status (message via h naming file and tensor), *out NULL. */
-qb_status fp8_model_open(const qb_host *h, const char *path, fp8_model **out);
+ * tensor. mtp_drop: DeepSeek MTP layers (kit qbk_mtp.h), validated like
+ * the rest, are then left out of the tensor list. Returns QB_OK with *out
+ * owned by the caller (fp8_model_close), or a negative status (message via
+ * h naming file and tensor), *out NULL. */
+qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_model **out);
 
 void fp8_model_close(const qb_host *h, fp8_model *m);
 

@@ -15,6 +15,7 @@
 #include "qbk_plugin_entry.h"
 #include "qbk_raw_st.h"
 #include "qbk_reader.h"
+#include "qbk_mtp.h"
 
 static const qb_host *fp8_host;
 
@@ -30,9 +31,11 @@ static qb_status fp8_open(void *ctx, const char *path, const qb_param *params,
                           qb_reader_handle *out)
 {
     fp8_model *m = NULL; /* fp8_model_open leaves it NULL on failure */
-    qb_status st = fp8_model_open(fp8_host, path, &m);
+    int mtp_drop;
+    qb_status st = qbk_mtp_mode(fp8_host, params, &mtp_drop);
     (void)ctx;
-    (void)params;
+    if (st == QB_OK)
+        st = fp8_model_open(fp8_host, path, mtp_drop, &m);
     *out = m;
     return st;
 }
@@ -116,6 +119,9 @@ static const qb_reader_vtable fp8_reader = {
     .get_raw_tensor_info = fp8_raw_tensor,
 };
 
+/* mtp=drop|keep: DeepSeek-V3 checkpoints carry an MTP layer (qbk_mtp.h) */
+static const qb_option_decl *const fp8_options[] = {&qbk_mtp_option, NULL};
+
 /* Not const: the entry writes the negotiated ABI into .abi. */
 static qb_plugin fp8_plugin = {
     .struct_size = sizeof(qb_plugin),
@@ -126,6 +132,7 @@ static qb_plugin fp8_plugin = {
     .vendor = "quantbridge",
     .flags = QB_PLUGIN_CONCURRENT_READS,
     .reader = &fp8_reader,
+    .options = fp8_options,
 };
 
 /* Plugin entry (qb_plugin.h): negotiates ABI major 1, keeps the host

@@ -23,6 +23,7 @@
 #include "qbk_path.h"
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
+#include "qbk_mtp.h"
 
 /* Largest config.json / generation_config.json accepted (as probe's 4 MiB
  * config_json, with room for long chat templates in generation configs). */
@@ -46,7 +47,8 @@ typedef struct hfd_reader {
     qb_st_set *set;
     hfd_tensor *t;
     size_t n;
-    char summary[160];
+    size_t n_mtp_dropped; /* DeepSeek MTP tensors not presented (mtp=drop) */
+    char summary[200];
 } hfd_reader;
 
 static int hfd_has_suffix(const char *s, const char *suf)
@@ -154,12 +156,13 @@ static int hfd_file_exists(const char *dir, const char *name)
 }
 
 /* Validates every tensor up front: dense float dtype, at least one
- * element, matrix view sizes that fit the byte count. */
-static qb_status hfd_describe(hfd_reader *r)
+ * element, matrix view sizes that fit the byte count. Tensors of layers at
+ * or past mtp_first (DeepSeek MTP, qbk_mtp.h; -1: none) are not presented. */
+static qb_status hfd_describe(hfd_reader *r, int64_t mtp_first)
 {
     const qb_host *h = hfd_host;
     const qb_st_api *api = h->safetensors;
-    size_t i, n = api->count(r->set);
+    size_t i, n = api->count(r->set), k = 0;
     uint32_t d;
 
     if (n == 0)
@@ -169,7 +172,12 @@ static qb_status hfd_describe(hfd_reader *r)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
     for (i = 0; i < n; i++) {
         const qb_st_tensor *st = api->tensor(r->set, i);
-        hfd_tensor *t = &r->t[i];
+        hfd_tensor *t = &r->t[k];
+        if (qbk_mtp_is_mtp(st->name, mtp_first)) {
+            r->n_mtp_dropped++;
+            continue;
+        }
+        k++;
         t->st = st;
         t->encoding = hfd_dtype_encoding(st->dtype);
         if (!t->encoding)
@@ -195,7 +203,10 @@ static qb_status hfd_describe(hfd_reader *r)
             return h->set_error(h, QB_E_INTERNAL, "%s: tensor '%s': size disagrees with its shape",
                                 st->file, st->name);
     }
-    r->n = n;
+    r->n = k;
+    if (k == 0)
+        return h->set_error(h, QB_E_FORMAT, "%s: the checkpoint has no tensors outside MTP layers",
+                            r->dir);
     return QB_OK;
 }
 
@@ -208,11 +219,13 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     char *cfg_path = NULL;
     qb_status st = QB_OK;
     size_t i;
-    int is_dir;
+    int is_dir, mtp_drop;
+    int64_t mtp_first = -1;
 
     (void)ctx;
-    (void)params;
     *out = NULL;
+    if (qbk_mtp_mode(h, params, &mtp_drop) != QB_OK)
+        return QB_E_INVALID;
     if (stat(path, &sb) != 0)
         return h->set_error(h, errno == ENOENT ? QB_E_NOT_FOUND : QB_E_IO, "%s: %s", path,
                             strerror(errno));
@@ -266,14 +279,25 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     r->has_tokenizer = hfd_file_exists(r->dir, "tokenizer.json") ||
                        hfd_file_exists(r->dir, "tokenizer.model") ||
                        hfd_file_exists(r->dir, "tokenizer_config.json");
-    st = hfd_describe(r);
+    if (mtp_drop) {
+        cJSON *cfg = cJSON_Parse(r->config_text);
+        mtp_first = qbk_mtp_first_layer(cfg);
+        cJSON_Delete(cfg);
+    }
+    st = hfd_describe(r, mtp_first);
     if (st != QB_OK)
         goto out;
     st = hfd_config_check_tensors(h, cfg_path, r->config_text, r->set);
     if (st != QB_OK)
         goto out;
-    snprintf(r->summary, sizeof(r->summary), "Hugging Face dense safetensors, %zu tensors (%s first)",
-             r->n, r->t[0].encoding);
+    snprintf(r->summary, sizeof(r->summary),
+             "Hugging Face dense safetensors, %zu tensors (%s first)", r->n, r->t[0].encoding);
+    if (r->n_mtp_dropped)
+        snprintf(r->summary + strlen(r->summary), sizeof(r->summary) - strlen(r->summary),
+                 "; %zu MTP tensors dropped (mtp=drop)", r->n_mtp_dropped);
+    if (r->n_mtp_dropped)
+        h->log(h, QB_LOG_INFO, "%s: mtp=drop: %zu tensors of the MTP layers (model.layers.%lld+) "
+               "not read", r->dir, r->n_mtp_dropped, (long long)mtp_first);
 out:
     qbk_free(cfg_path);
     if (st != QB_OK) {

@@ -27,17 +27,22 @@
 
 /* Input widths: q/k/v/gate/up read the hidden state, o_proj the
  * concatenated heads, down_proj the MLP's intermediate activations. */
-#define LIN(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in, W4W_IN_NONE, W4W_LAYERS_ALL }
+#define LIN(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in, W4W_IN_NONE, W4W_LAYERS_ALL, 0 }
 #define NORM(p, hs)                                                                                \
     {                                                                                              \
-        p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL              \
+        p, W4W_ROLE_NORM, W4W_BIAS_NONE, hs, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL, 0           \
     }
 /* MoE architectures: roles checked against the config's widths, held by
  * dense (D) or sparse (S) layers only. */
-#define DLIN(p, in) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, W4W_IN_NONE, W4W_LAYERS_DENSE }
-#define SLIN(p, in, out) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, out, W4W_LAYERS_SPARSE }
+#define DLIN(p, in) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, W4W_IN_NONE, W4W_LAYERS_DENSE, 0 }
+#define SLIN(p, in, out) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, out, W4W_LAYERS_SPARSE, 0 }
 #define ROUTER(p, out)                                                                             \
-    { p, W4W_ROLE_ROUTER, W4W_BIAS_NONE, 0, W4W_IN_HIDDEN, out, W4W_LAYERS_SPARSE }
+    { p, W4W_ROLE_ROUTER, W4W_BIAS_NONE, 0, W4W_IN_HIDDEN, out, W4W_LAYERS_SPARSE, 0 }
+/* DeepSeek MLA: linears with both widths checked, present when `when`
+ * says (w4w_role.when); norms of a LoRA rank (not hidden-sized). */
+#define MLA(p, in, out, when) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, out, W4W_LAYERS_ALL, when }
+#define RNORM(p, when)                                                                             \
+    { p, W4W_ROLE_NORM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_ALL, when }
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static const w4w_role llama_roles[] = {
@@ -208,6 +213,50 @@ static const w4w_role qwen3_moe_roles[] = {
     NORM("post_attention_layernorm", 1),
 };
 
+/* DeepseekV2Attention / DeepseekV3Attention (MLA): with q_lora_rank,
+ * q_a_proj [q_lora_rank, hidden] -> q_a_layernorm -> q_b_proj; without
+ * (DeepSeek-V2-Lite: q_lora_rank null), q_proj [heads * qk_head_dim,
+ * hidden]; kv_a_proj_with_mqa [kv_lora_rank + qk_rope_head_dim, hidden],
+ * kv_a_layernorm [kv_lora_rank], kv_b_proj [heads * (qk_nope_head_dim +
+ * v_head_dim), kv_lora_rank], o_proj [hidden, heads * v_head_dim]; no
+ * biases (attention_bias false in every released config). Layers below
+ * first_k_dense_replace hold DeepseekV3MLP of intermediate_size, the
+ * others DeepseekV3MoE: router mlp.gate, experts of moe_intermediate_size,
+ * shared_experts of moe_intermediate_size * n_shared_experts. */
+#define DS_ATTN                                                                                    \
+    MLA("self_attn.q_proj", W4W_IN_HIDDEN, W4W_IN_MLA_Q, -W4W_IN_Q_LORA),                         \
+        MLA("self_attn.q_a_proj", W4W_IN_HIDDEN, W4W_IN_Q_LORA, W4W_IN_Q_LORA),                    \
+        RNORM("self_attn.q_a_layernorm", W4W_IN_Q_LORA),                                           \
+        MLA("self_attn.q_b_proj", W4W_IN_Q_LORA, W4W_IN_MLA_Q, W4W_IN_Q_LORA),                     \
+        MLA("self_attn.kv_a_proj_with_mqa", W4W_IN_HIDDEN, W4W_IN_MLA_KV_A, 0),                    \
+        RNORM("self_attn.kv_a_layernorm", 0),                                                      \
+        MLA("self_attn.kv_b_proj", W4W_IN_KV_LORA, W4W_IN_MLA_KV_B, 0),                            \
+        MLA("self_attn.o_proj", W4W_IN_MLA_V, W4W_IN_HIDDEN, 0)
+#define DS_MLP                                                                                     \
+    DLIN("mlp.gate_proj", W4W_IN_HIDDEN), DLIN("mlp.up_proj", W4W_IN_HIDDEN),                      \
+        DLIN("mlp.down_proj", W4W_IN_INTER), ROUTER("mlp.gate", W4W_IN_EXPERTS)
+#define DS_EXPERTS                                                                                 \
+    SLIN("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),                             \
+        SLIN("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),                           \
+        SLIN("mlp.experts.%d.down_proj", W4W_IN_MOE_INTER, W4W_IN_HIDDEN),                         \
+        SLIN("mlp.shared_experts.gate_proj", W4W_IN_HIDDEN, W4W_IN_DS_SHARED),                     \
+        SLIN("mlp.shared_experts.up_proj", W4W_IN_HIDDEN, W4W_IN_DS_SHARED),                       \
+        SLIN("mlp.shared_experts.down_proj", W4W_IN_DS_SHARED, W4W_IN_HIDDEN),                     \
+        NORM("input_layernorm", 1), NORM("post_attention_layernorm", 1)
+
+static const w4w_role deepseek_v2_roles[] = {DS_ATTN, DS_MLP, DS_EXPERTS};
+
+/* DeepseekV3TopkRouter adds e_score_correction_bias [n_routed_experts], a
+ * float32 buffer (noaux_tc routing; _keep_in_fp32_modules_strict in
+ * modeling_deepseek_v3.py), kept F32 so routing sees the trained values. */
+static const w4w_role deepseek_v3_roles[] = {
+    DS_ATTN,
+    DS_MLP,
+    {"mlp.gate.e_score_correction_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE,
+     W4W_IN_EXPERTS, W4W_LAYERS_SPARSE, 0},
+    DS_EXPERTS,
+};
+
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL,
@@ -229,12 +278,16 @@ static const w4w_arch archs[] = {
      "num_experts", NULL, 0},
     {"qwen3_moe", "Qwen3MoeForCausalLM", 0, qwen3_moe_roles, N_OF(qwen3_moe_roles), W4W_MOE_STEP,
      "num_experts", NULL, 0},
+    {"deepseek_v2", "DeepseekV2ForCausalLM", 0, deepseek_v2_roles, N_OF(deepseek_v2_roles),
+     W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
+    {"deepseek_v3", "DeepseekV3ForCausalLM", 0, deepseek_v3_roles, N_OF(deepseek_v3_roles),
+     W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
 const char *const w4w_arch_names[] = {
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
-    "mixtral", "qwen2_moe", "qwen3_moe", NULL,
+    "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", NULL,
 };
 
 size_t w4w_arch_count(void)

@@ -9,7 +9,10 @@
  * use one when the layer is not in mlp_only_layers and num_experts > 0
  * and (layer + 1) % decoder_sparse_step == 0 (defaults 1 and [] in
  * configuration_qwen2_moe.py / configuration_qwen3_moe.py), else a dense
- * MLP of intermediate_size.
+ * MLP of intermediate_size. DeepseekV2/V3DecoderLayer use one from layer
+ * first_k_dense_replace on (transformers 5.24 reads no moe_layer_freq; the
+ * original DeepSeek code also wants layer % moe_layer_freq == 0, so a
+ * config with moe_layer_freq other than 1 is refused rather than guessed).
  */
 #include "w4w.h"
 
@@ -30,6 +33,13 @@ static const char *const width_keys[W4W_N_WIDTHS] = {
     "the expert count",
     "1",
     "num_key_value_heads * head_dim",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim)",
+    "kv_lora_rank + qk_rope_head_dim",
+    "num_attention_heads * (qk_nope_head_dim + v_head_dim)",
+    "num_attention_heads * v_head_dim",
+    "moe_intermediate_size * n_shared_experts",
 };
 
 const char *w4w_width_key(w4w_in_dim d)
@@ -90,6 +100,26 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
     out->width[W4W_IN_KV_HEADS] = kv_heads > 0 && head_dim > 0 ? kv_heads * head_dim : -1;
     out->width[W4W_IN_ONE] = 1;
     out->width[W4W_IN_EXPERTS] = -1;
+    {
+        /* DeepSeek MLA widths (DeepseekV3Attention); -1 where a key is absent */
+        int64_t ql = pos_int(cfg, "q_lora_rank"), kvl = pos_int(cfg, "kv_lora_rank");
+        int64_t nope = pos_int(cfg, "qk_nope_head_dim"), rope = pos_int(cfg, "qk_rope_head_dim");
+        int64_t vd = pos_int(cfg, "v_head_dim"), nsh = pos_int(cfg, "n_shared_experts");
+        int64_t mi = out->width[W4W_IN_MOE_INTER];
+        if (ql == -2 || kvl == -2 || nope == -2 || rope == -2 || vd == -2 || nsh == -2)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: config.json: q_lora_rank/kv_lora_rank/qk_nope_head_dim/"
+                                "qk_rope_head_dim/v_head_dim/n_shared_experts is not a positive "
+                                "integer",
+                                where);
+        out->width[W4W_IN_Q_LORA] = ql;
+        out->width[W4W_IN_KV_LORA] = kvl;
+        out->width[W4W_IN_MLA_Q] = heads > 0 && nope > 0 && rope > 0 ? heads * (nope + rope) : -1;
+        out->width[W4W_IN_MLA_KV_A] = kvl > 0 && rope > 0 ? kvl + rope : -1;
+        out->width[W4W_IN_MLA_KV_B] = heads > 0 && nope > 0 && vd > 0 ? heads * (nope + vd) : -1;
+        out->width[W4W_IN_MLA_V] = heads > 0 && vd > 0 ? heads * vd : -1;
+        out->width[W4W_IN_DS_SHARED] = mi > 0 && nsh > 0 ? mi * nsh : -1;
+    }
     if (a->moe != W4W_MOE_NONE) {
         out->n_experts = pos_int(cfg, a->experts_key);
         if (out->n_experts < 1 || out->n_experts > W4W_MAX_EXPERTS)
@@ -111,6 +141,31 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
     }
     if (a->moe == W4W_MOE_EVERY)
         memset(out->sparse, 1, (size_t)n_layers);
+    if (a->moe == W4W_MOE_FIRST_K) {
+        const cJSON *fk = cJSON_GetObjectItemCaseSensitive(cfg, "first_k_dense_replace");
+        int64_t freq = pos_int(cfg, "moe_layer_freq"), k = 0;
+        if (fk && !cJSON_IsNull(fk)) {
+            if (!cJSON_IsNumber(fk) || !(fk->valuedouble >= 0 && fk->valuedouble <= 1e9) ||
+                fk->valuedouble != (double)(int64_t)fk->valuedouble) {
+                rc = h->set_error(h, QB_E_FORMAT,
+                                  "%s: config.json: first_k_dense_replace is not a non-negative "
+                                  "integer",
+                                  where);
+                goto out;
+            }
+            k = (int64_t)fk->valuedouble;
+        }
+        if (freq == -2 || freq > 1) {
+            rc = h->set_error(h, QB_E_UNSUPPORTED,
+                              "%s: config.json: moe_layer_freq other than 1 is not supported "
+                              "(transformers' %s places a MoE block in every layer from "
+                              "first_k_dense_replace on)",
+                              where, a->model_type);
+            goto out;
+        }
+        for (l = 0; l < n_layers; l++)
+            out->sparse[l] = l >= k;
+    }
     if (a->moe == W4W_MOE_STEP) {
         step = pos_int(cfg, "decoder_sparse_step");
         if (step == -2) {
@@ -161,6 +216,9 @@ void w4w_layout_free(w4w_layout *lo)
 int w4w_layout_active(const w4w_layout *lo, int64_t l, size_t r)
 {
     w4w_layers where = lo->arch->roles[r].layers;
+    int when = lo->arch->roles[r].when;
+    if ((when > 0 && lo->width[when] < 1) || (when < 0 && lo->width[-when] >= 1))
+        return 0;
     if (where == W4W_LAYERS_ALL)
         return 1;
     return (where == W4W_LAYERS_SPARSE) == (lo->sparse[l] != 0);

@@ -11,6 +11,8 @@
  *   model.layers.N.<linear>.bias       -> <linear>.bias F16
  *   model.layers.N.<norm>.weight       -> <norm>.weight F16
  *   model.layers.N.<router>.weight     -> <router>.weight F16 (MoE routers)
+ *   model.layers.N.mlp.gate.e_score_correction_bias
+ *                                      -> the same path F32 (DeepSeek-V3 router bias)
  * Expert roles (block_sparse_moe.experts.E.w1, mlp.experts.E.gate_proj ...)
  * are expanded per layer by layout.c from config.json: every expert of
  * every MoE layer must be present, an expert index at or above the
@@ -129,6 +131,13 @@ static qb_status plan_f16(builder *b, size_t src, const char *out_name)
     const qb_tensor_info *ti = tinfo(b, src);
     add_item(b, src, W4W_ITEM_F16);
     return add_out(b, out_name, "F16", ti->n_dims, ti->dims, 2);
+}
+
+static qb_status plan_f32(builder *b, size_t src, const char *out_name)
+{
+    const qb_tensor_info *ti = tinfo(b, src);
+    add_item(b, src, W4W_ITEM_F32);
+    return add_out(b, out_name, "F32", ti->n_dims, ti->dims, 4);
 }
 
 /* act_order=permute: for a grid whose column-to-group map is not the
@@ -277,6 +286,13 @@ static int match_role(const w4w_arch *a, const char *rest, int *is_bias, int64_t
 {
     size_t len = strlen(rest), i;
     size_t plen;
+    /* F32 roles are whole tensor paths without a .weight suffix */
+    for (i = 0; i < a->n_roles; i++)
+        if (a->roles[i].kind == W4W_ROLE_F32 && strcmp(a->roles[i].path, rest) == 0) {
+            *is_bias = 0;
+            *expert = -1;
+            return (int)i;
+        }
     if (len > 7 && strcmp(rest + len - 7, ".weight") == 0) {
         plen = len - 7;
         *is_bias = 0;
@@ -419,6 +435,14 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             slot = &fnorm;
         } else if (strcmp(ti->name, "lm_head.weight") == 0) {
             slot = &head;
+        } else if (parse_layer_name(ti->name, &l, &rest) && l >= L &&
+                   cfg_int(cfg, "num_nextn_predict_layers", 0) > 0) {
+            /* DeepSeek's MTP module (w4a16-format.md, "DeepSeek-V2 / V3 layers") */
+            rc = h->set_error(h, QB_E_FORMAT,
+                              "%s: %s: a multi-token-prediction layer (num_nextn_predict_layers), "
+                              "which %s does not store; read the source with --option mtp=drop",
+                              b.sp, ti->name, W4W_PLUGIN_NAME);
+            goto out;
         } else if (parse_layer_name(ti->name, &l, &rest) &&
                    (role = match_role(a, rest, &is_bias, &e)) >= 0) {
             size_t k;
@@ -577,12 +601,22 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             }
             if (wi == NONE) {
                 rc = h->set_error(h, QB_E_NOT_FOUND,
-                                  "%s: model.layers.%lld.%s.weight: required tensor missing", b.sp,
-                                  (long long)l, path);
+                                  "%s: model.layers.%lld.%s%s: required tensor missing%s", b.sp,
+                                  (long long)l, path, role->kind == W4W_ROLE_F32 ? "" : ".weight",
+                                  role->kind == W4W_ROLE_F32
+                                      ? " (the router bias of noaux_tc routing)"
+                                      : "");
                 goto out;
             }
             t = tinfo(&b, wi);
-            if (role->kind != W4W_ROLE_NORM) {
+            if (role->kind == W4W_ROLE_F32) {
+                if (t->n_dims != 1 || t->dims[0] != lo.width[role->out]) {
+                    rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (%s)", b.sp,
+                                      t->name, (long long)lo.width[role->out],
+                                      w4w_width_key(role->out));
+                    goto out;
+                }
+            } else if (role->kind != W4W_ROLE_NORM) {
                 if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1) {
                     rc = h->set_error(h, QB_E_FORMAT, "%s: %s: a %s weight must be 2-D", b.sp,
                                       t->name, role->kind == W4W_ROLE_ROUTER ? "router" : "linear");
@@ -664,6 +698,8 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                     snprintf(name, sizeof name, "%s.bias", path);
                     rc = plan_f16(&b, bi, name);
                 }
+            } else if (role->kind == W4W_ROLE_F32) {
+                rc = plan_f32(&b, wi, path);
             } else {
                 snprintf(name, sizeof name, "%s.weight", path);
                 rc = plan_f16(&b, wi, name);

@@ -146,6 +146,14 @@ qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_pla
                 snprintf(why, sizeof why, "%s -> f16, kept dense", it->source_encoding);
             }
             break;
+        case W4W_ITEM_F32:
+            snprintf(target, sizeof target, "%s:%s", p->files[it->file].name,
+                     p->outs[it->out].name);
+            e.target = target;
+            e.bytes_out = p->outs[it->out].n_bytes;
+            e.action = ti->source_dtype == QB_DT_F32 ? QB_PLAN_COPY : QB_PLAN_CONVERT;
+            snprintf(why, sizeof why, "%s kept dense F32 (router bias)", it->source_encoding);
+            break;
         case W4W_ITEM_TIED:
             e.action = QB_PLAN_OMIT;
             snprintf(why, sizeof why, "tie_word_embeddings: checked equal to "

@@ -29,13 +29,14 @@
 
 typedef struct w4r_tensor {
     char name[192];        /* canonical */
-    const qb_st_tensor *a; /* F16 data, or the packed codes */
+    const qb_st_tensor *a; /* F16 (or, with f32, F32) data, or the packed codes */
     const qb_st_tensor *s; /* scales of a packed linear, else NULL */
     uint32_t n_dims;
     int64_t dims[2];
     int64_t rows, cols, ng;
     int32_t *perm;   /* input_permutation: stored column c is column perm[c]; owned */
     int32_t *colmap; /* with perm: group of each original column; owned */
+    int f32;         /* a is F32 (W4W_ROLE_F32) */
 } w4r_tensor;
 
 typedef struct w4r_reader {
@@ -271,6 +272,26 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4w
                     return rc;
                 used++;
             }
+        } else if (role->kind == W4W_ROLE_F32) {
+            const qb_st_tensor *w = api->find(set, path);
+            w4r_tensor *t;
+            snprintf(canon, sizeof canon, "model.layers.%lld.%s", (long long)l, path);
+            if (!w)
+                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, path);
+            if (w->dtype != QB_DT_F32 || w->n_dims != 1 || w->dims[0] != lo->width[role->out])
+                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: not F32 [%lld] (%s)", r->dir,
+                                    file, path, (long long)lo->width[role->out],
+                                    w4w_width_key(role->out));
+            if (!(t = add_tensor(r)))
+                return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+            snprintf(t->name, sizeof t->name, "%s", canon);
+            t->a = w;
+            t->f32 = 1;
+            t->n_dims = 1;
+            t->dims[0] = w->dims[0];
+            t->rows = 1;
+            t->cols = w->dims[0];
+            used++;
         } else {
             const qb_st_tensor *w;
             int router = role->kind == W4W_ROLE_ROUTER;
@@ -486,8 +507,8 @@ static qb_status w4r_tensor_info(qb_reader_handle hr, size_t i, qb_tensor_info *
     memset(out->dims, 0, sizeof out->dims);
     out->dims[0] = t->dims[0];
     out->dims[1] = t->dims[1];
-    out->source_dtype = t->s ? QB_DT_QUANTIZED : QB_DT_F16;
-    out->source_encoding = t->s ? r->encoding : "f16";
+    out->source_dtype = t->s ? QB_DT_QUANTIZED : t->f32 ? QB_DT_F32 : QB_DT_F16;
+    out->source_encoding = t->s ? r->encoding : t->f32 ? "f32" : "f16";
     out->has_grid = t->s != NULL;
     return QB_OK;
 }
@@ -510,6 +531,11 @@ static qb_status w4r_read_rows(qb_reader_handle hr, size_t i, int64_t row0, int6
     if (rc != QB_OK)
         return rc;
     t = &r->t[i];
+    if (t->f32) {
+        /* mapped data may be unaligned */
+        memcpy(dst, t->a->data + (size_t)(row0 * t->cols) * 4, (size_t)(n * t->cols) * 4);
+        return QB_OK;
+    }
     if (!t->s) {
         const uint8_t *src = t->a->data + (size_t)(row0 * t->cols) * 2;
         for (k = 0; k < n * t->cols; k++) {

@@ -47,7 +47,9 @@ extern const qb_option_decl *const w4w_option_decls[];
 typedef enum w4w_role_kind {
     W4W_ROLE_LINEAR = 1, /* 2-D [out, in] weight: packed + scales */
     W4W_ROLE_NORM = 2,   /* 1-D weight kept F16 */
-    W4W_ROLE_ROUTER = 3  /* 2-D MoE router weight kept F16 (w4a16-format.md) */
+    W4W_ROLE_ROUTER = 3, /* 2-D MoE router weight kept F16 (w4a16-format.md) */
+    W4W_ROLE_F32 = 4     /* 1-D tensor kept F32 under its full path, no ".weight"
+                            (DeepSeek-V3's mlp.gate.e_score_correction_bias) */
 } w4w_role_kind;
 
 typedef enum w4w_bias_rule {
@@ -67,10 +69,18 @@ typedef enum w4w_in_dim {
     W4W_IN_SHARED_INTER = 5, /* shared_expert_intermediate_size */
     W4W_IN_EXPERTS = 6,      /* the expert count (a router's rows) */
     W4W_IN_ONE = 7,          /* 1 (shared_expert_gate's single row) */
-    W4W_IN_KV_HEADS = 8      /* num_key_value_heads * head_dim */
+    W4W_IN_KV_HEADS = 8,     /* num_key_value_heads * head_dim */
+    /* DeepSeek MLA (DeepseekV3Attention) and its shared experts */
+    W4W_IN_Q_LORA = 9,       /* q_lora_rank (null: no q LoRA, q_proj instead) */
+    W4W_IN_KV_LORA = 10,     /* kv_lora_rank */
+    W4W_IN_MLA_Q = 11,       /* num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim) */
+    W4W_IN_MLA_KV_A = 12,    /* kv_lora_rank + qk_rope_head_dim */
+    W4W_IN_MLA_KV_B = 13,    /* num_attention_heads * (qk_nope_head_dim + v_head_dim) */
+    W4W_IN_MLA_V = 14,       /* num_attention_heads * v_head_dim */
+    W4W_IN_DS_SHARED = 15    /* moe_intermediate_size * n_shared_experts */
 } w4w_in_dim;
 
-#define W4W_N_WIDTHS 9
+#define W4W_N_WIDTHS 16
 
 /* Which decoder layers hold a role. */
 typedef enum w4w_layers {
@@ -90,6 +100,9 @@ typedef struct w4w_role {
     w4w_in_dim in;    /* LINEAR/ROUTER: input width source */
     w4w_in_dim out;   /* LINEAR/ROUTER: rows source; W4W_IN_NONE: not checked by the plan */
     w4w_layers layers;
+    /* 0: always present; +d: only when config width d is set; -d: only when
+     * it is not (DeepSeek: q_a_proj/q_b_proj with q_lora_rank, else q_proj) */
+    int when;
 } w4w_role;
 
 /* A fused source tensor the format stores split (w4a16-format.md): rows
@@ -107,8 +120,9 @@ typedef struct w4w_fused {
 typedef enum w4w_moe {
     W4W_MOE_NONE = 0,
     W4W_MOE_EVERY = 1, /* every layer (Mixtral) */
-    W4W_MOE_STEP = 2   /* layer l when (l + 1) % decoder_sparse_step == 0 and l is not in
+    W4W_MOE_STEP = 2,  /* layer l when (l + 1) % decoder_sparse_step == 0 and l is not in
                           mlp_only_layers (Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer) */
+    W4W_MOE_FIRST_K = 3 /* layer l when l >= first_k_dense_replace (DeepseekV3DecoderLayer) */
 } w4w_moe;
 
 /* One supported architecture. Adding one is adding a table entry. */
@@ -267,7 +281,8 @@ typedef qbk_st_out_tensor w4w_st_tensor;
 typedef enum w4w_item_kind {
     W4W_ITEM_LINEAR = 1, /* packed + scales */
     W4W_ITEM_F16 = 2,    /* dense F16 copy */
-    W4W_ITEM_TIED = 3    /* lm_head of a tied model: checked equal, not written */
+    W4W_ITEM_TIED = 3,   /* lm_head of a tied model: checked equal, not written */
+    W4W_ITEM_F32 = 4     /* dense F32 copy (W4W_ROLE_F32) */
 } w4w_item_kind;
 
 /* One output file. Its tensors are outs[first_out .. first_out + n_out). */

@@ -294,6 +294,11 @@ static qb_status block_worker(void *arg, size_t i)
         return rc;
     if (it->kind == W4W_ITEM_F16)
         return f16_block(j, s);
+    if (it->kind == W4W_ITEM_F32) {
+        /* read_rows gives float32: the stored bytes are these values */
+        memcpy(s->out, s->w, (size_t)(s->n * it->cols) * sizeof(float));
+        return QB_OK;
+    }
     if (j->grid) {
         ok = repack_block(j, s);
         if (ok < 0)
@@ -311,7 +316,8 @@ static qb_status block_worker(void *arg, size_t i)
 static size_t slot_bytes(const w4w_job *j, const w4w_slot *s)
 {
     return j->it->kind == W4W_ITEM_LINEAR ? (size_t)(s->n * j->pcols)
-                                          : (size_t)(s->n * j->it->cols) * 2;
+                                          : (size_t)(s->n * j->it->cols) *
+                                                (j->it->kind == W4W_ITEM_F32 ? 4 : 2);
 }
 
 /* One parallel_for item of a batch: with a previous batch pending, item 0
@@ -429,7 +435,8 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
     for (i = 0; i < 2 * nslot; i++) {
         w4w_slot *s = &slots[i];
         s->w = qbk_malloc((size_t)(br * cols) * sizeof *s->w);
-        s->out = qbk_malloc(lin ? (size_t)(br * j.pcols) : (size_t)(br * cols) * 2);
+        s->out = qbk_malloc(lin ? (size_t)(br * j.pcols)
+                                : (size_t)(br * cols) * (it->kind == W4W_ITEM_F32 ? 4 : 2));
         s->q = qbk_malloc((size_t)cols);
         s->row = qbk_malloc((size_t)cols * sizeof *s->row);
         if (!s->w || !s->out || !s->q || !s->row) {

@@ -115,6 +115,31 @@ typedef struct qbt_fp8_spec {
 /* Writes an FP8 checkpoint into `dir` (created); *truth as above. */
 int qbt_fp8_write(const char *dir, const qbt_fp8_spec *spec, qbt_cq_model **truth);
 
+/* DeepSeek-V3 FP8 checkpoints (gen_fp8.c), on the deepseek_v3 tensors and
+ * values of the hf-dense generator (gen_hf_dense.h; spec->arch must be
+ * "deepseek_v3", MTP layers included when spec->mtp_layers > 0). As the
+ * released DeepSeek-V3 weights (README_WEIGHTS.md, "FP8 Weight
+ * Documentation"): every linear F8_E4M3 with <m>.weight_scale_inv F32
+ * [ceil(N/128), ceil(K/128)], partial edge blocks scaled on their own
+ * elements; BF16 exceptions (qbt_fp8_ds_is_fp8 == 0): norms, the router
+ * mlp.gate.weight, embeddings, lm_head and the MTP shared_head.head, plus
+ * e_score_correction_bias kept F32; quantization_config {quant_method
+ * fp8, fmt e4m3, activation_scheme dynamic, weight_block_size [128, 128]}.
+ * One safetensors file. Returns 0 or -1. */
+struct qbt_hfd_spec;
+struct qbt_hfd_tensor;
+int qbt_fp8_ds_write(const char *dir, const struct qbt_hfd_spec *spec);
+
+/* 1 when qbt_fp8_ds_write stores t as FP8 (a linear that is not an
+ * exception above). Pure. */
+int qbt_fp8_ds_is_fp8(const struct qbt_hfd_tensor *t);
+
+/* The float32 values the fp8 reader must return for t (qbt_hfd_numel of
+ * them): (float)e4m3(code) * scale_inv, one float32 product, for FP8
+ * tensors; the storage rounding of the generator value otherwise. Returns
+ * 0, or -1 when out of memory. */
+int qbt_fp8_ds_values(const struct qbt_hfd_spec *spec, const struct qbt_hfd_tensor *t, float *out);
+
 /* Shared by both generators: the llama model skeleton. */
 typedef struct qbt_cq_writer qbt_cq_writer;
 /* Starts a checkpoint with `shards` files. */

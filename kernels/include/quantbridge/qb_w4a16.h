@@ -77,6 +77,7 @@ typedef struct qb_w4a16_model qb_w4a16_model; /* opaque: one opened directory */
 #define QB_W4A16_DT_U8 1
 #define QB_W4A16_DT_F16 2
 #define QB_W4A16_DT_I32 3
+#define QB_W4A16_DT_F32 4 /* DeepSeek-V3's mlp.gate.e_score_correction_bias */
 
 /* A tensor inside a mapped file. Pointers stay valid until close. */
 typedef struct qb_w4a16_tensor {

@@ -60,7 +60,8 @@ static char *path_in(const char *name)
 
 static qbt_hfd_spec spec(const char *arch, const char *dtype, int shards, int tied)
 {
-    qbt_hfd_spec s = {arch, dtype, 2, 64, 96, 40, 0, 0, 0, tied, shards, 7};
+    qbt_hfd_spec s = {.arch = arch, .dtype = dtype, .layers = 2, .hidden = 64, .intermediate = 96,
+                      .vocab = 40, .tied = tied, .shards = shards, .seed = 7};
     ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
     return s;
 }
@@ -202,7 +203,8 @@ END_TEST
 START_TEST(values_sharded_large_embedding)
 {
     /* an embedding larger than a fair shard still gives every shard tensors */
-    qbt_hfd_spec s = {"llama", "bf16", 2, 64, 96, 4000, 0, 0, 0, 0, 5, 11};
+    qbt_hfd_spec s = {.arch = "llama", .dtype = "bf16", .layers = 2, .hidden = 64,
+                      .intermediate = 96, .vocab = 4000, .shards = 5, .seed = 11};
     ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
     ck_assert_int_eq(qbt_hfd_write(&s, tmp), 0);
     check_all(&s, tmp);

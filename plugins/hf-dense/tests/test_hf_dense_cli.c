@@ -46,7 +46,8 @@ static char *sub(const char *name)
 
 START_TEST(inspect_generated_sharded)
 {
-    qbt_hfd_spec s = {"qwen3", "f16", 2, 64, 96, 40, 0, 0, 0, 0, 3, 5};
+    qbt_hfd_spec s = {.arch = "qwen3", .dtype = "f16", .layers = 2, .hidden = 64,
+                      .intermediate = 96, .vocab = 40, .shards = 3, .seed = 5};
     char args[2048], *out;
     ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
     ck_assert_int_eq(qbt_hfd_write(&s, sub("m")), 0);
@@ -104,7 +105,8 @@ END_TEST
 
 START_TEST(quantized_config_refused_by_name)
 {
-    qbt_hfd_spec s = {"llama", "bf16", 1, 64, 96, 40, 0, 0, 0, 0, 1, 5};
+    qbt_hfd_spec s = {.arch = "llama", .dtype = "bf16", .layers = 1, .hidden = 64,
+                      .intermediate = 96, .vocab = 40, .shards = 1, .seed = 5};
     char args[4096], *out;
     struct stat sb;
     ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);

@@ -196,7 +196,8 @@ static void check_hfd_fixture(const qbt_hfd_spec *s, const char *dir, const char
 
 static qbt_hfd_spec hspec(const char *arch, const char *dtype, int tied)
 {
-    qbt_hfd_spec s = {arch, dtype, 2, 64, 96, 40, 0, 0, 0, tied, 1, 5};
+    qbt_hfd_spec s = {.arch = arch, .dtype = dtype, .layers = 2, .hidden = 64, .intermediate = 96,
+                      .vocab = 40, .tied = tied, .shards = 1, .seed = 5};
     ck_assert_int_eq(qbt_hfd_spec_check(&s), 0);
     return s;
 }
