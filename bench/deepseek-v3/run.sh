@@ -89,7 +89,7 @@ done
 echo
 echo "DeepSeek-V3 FP8 (671B shapes) -> $writer$([ "$writer" = hf-dense ] && echo ' (bf16)'), $threads threads, $(date -u +%F)"
 echo
-echo "| case | layers | routed experts/layer | tensors (stored / read) | weights (G) | source GB | output GB | gen s (RSS MB) | convert s | CPU s | source GB/s | tensors/s | Mw/s | peak RSS MB | load |"
+echo "| case | layers | routed experts/layer | tensors (stored / read) | weights (G) | source GB | output GB | gen s (RSS MiB) | convert s | CPU s | source GB/s | tensors/s | Mw/s | peak RSS MiB | load |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 awk '{
   printf "| %s | %d | %d | %d / %d | %.2f | %.2f | %.2f | %.0f (%d) | %.1f | %.1f | %.3f | %.1f | %.0f | %d | %s-%s |\n",

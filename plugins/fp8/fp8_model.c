@@ -425,7 +425,7 @@ void fp8_model_close(const qb_host *h, fp8_model *m)
  * the host's read-only file mapping (qb_safetensors.h: "mapped bytes"), so
  * MADV_DONTNEED only unmaps them: the page cache keeps them and a later
  * read maps them again. Without it every source byte read stays in the
- * peak RSS: converting a 6.0 GB DeepSeek-V3-shaped source peaked at 5.9 GB
+ * peak RSS: converting a 6.0 GB DeepSeek-V3-shaped source peaked at 5.6 GiB
  * (bench/RESULTS.md, "DeepSeek-V3 FP8 (issue 18)"). */
 static void fp8_drop_range(const uint8_t *p, uint64_t n)
 {
