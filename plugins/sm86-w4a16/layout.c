@@ -100,7 +100,9 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
     out->width[W4W_IN_KV_HEADS] = kv_heads > 0 && head_dim > 0 ? kv_heads * head_dim : -1;
     out->width[W4W_IN_ONE] = 1;
     out->width[W4W_IN_EXPERTS] = -1;
-    {
+    for (i = W4W_IN_Q_LORA; i < W4W_N_WIDTHS; i++)
+        out->width[i] = -1;
+    if (a->moe == W4W_MOE_FIRST_K) {
         /* DeepSeek MLA widths (DeepseekV3Attention); -1 where a key is absent */
         int64_t ql = pos_int(cfg, "q_lora_rank"), kvl = pos_int(cfg, "kv_lora_rank");
         int64_t nope = pos_int(cfg, "qk_nope_head_dim"), rope = pos_int(cfg, "qk_rope_head_dim");

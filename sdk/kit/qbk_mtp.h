@@ -6,7 +6,7 @@
  * DeepSeek-V3 stores num_nextn_predict_layers MTP modules after the decoder
  * layers as model.layers.{num_hidden_layers + i}.* (enorm, hnorm, eh_proj,
  * shared_head.norm, shared_head.head, embed_tokens and a full decoder
- * layer; README_WEIGHTS.md of deepseek-ai/DeepSeek-V3). transformers'
+ * layer; DeepSeek-V3's weights README, docs/formats/fp8.md). transformers'
  * DeepseekV3 ignores them on load (_keys_to_ignore_on_load_unexpected
  * `model\.layers\.61.*`), so dropping them is the default; see
  * docs/formats/fp8.md, "DeepSeek-V3 MTP layers".

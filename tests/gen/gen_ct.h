@@ -115,11 +115,12 @@ typedef struct qbt_fp8_spec {
 /* Writes an FP8 checkpoint into `dir` (created); *truth as above. */
 int qbt_fp8_write(const char *dir, const qbt_fp8_spec *spec, qbt_cq_model **truth);
 
-/* DeepSeek-V3 FP8 checkpoints (gen_fp8.c), on the deepseek_v3 tensors and
- * values of the hf-dense generator (gen_hf_dense.h; spec->arch must be
- * "deepseek_v3", MTP layers included when spec->mtp_layers > 0). As the
- * released DeepSeek-V3 weights (README_WEIGHTS.md, "FP8 Weight
- * Documentation"): every linear F8_E4M3 with <m>.weight_scale_inv F32
+/* DeepSeek-V3 FP8 checkpoints (gen_fp8.c), on the deepseek tensors and
+ * values of the hf-dense generator (gen_hf_dense.h; spec->arch
+ * "deepseek_v3", or "deepseek_v2" for the same layout on V2 names, MTP
+ * layers included when spec->mtp_layers > 0). As the
+ * released DeepSeek-V3 weights (docs/formats/fp8.md,
+ * "DeepSeek-V3 checkpoints"): every linear F8_E4M3 with <m>.weight_scale_inv F32
  * [ceil(N/128), ceil(K/128)], partial edge blocks scaled on their own
  * elements; BF16 exceptions (qbt_fp8_ds_is_fp8 == 0): norms, the router
  * mlp.gate.weight, embeddings, lm_head and the MTP shared_head.head, plus

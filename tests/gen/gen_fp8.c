@@ -11,8 +11,8 @@
  *   - vllm fp8.py (Fp8Config without block size): <m>.weight_scale F32
  *     scalar per tensor, <m>.input_scale with activation_scheme "static";
  *     per-channel weight_scale [N, 1] as llm-compressor/FBGEMM write it.
- *   - DeepSeek-V3's released FP8 weights (README_WEIGHTS.md, "FP8 Weight
- *     Documentation"; names from model.safetensors.index.json): 128x128
+ *   - DeepSeek-V3's released FP8 weights (docs/formats/fp8.md,
+ *     "DeepSeek-V3 checkpoints"; names from model.safetensors.index.json): 128x128
  *     block scales with partial edge blocks, BF16 norms / router /
  *     embeddings / heads, F32 e_score_correction_bias, the MTP layer as
  *     model.layers.{num_hidden_layers}.* (qbt_fp8_ds_write).
@@ -144,20 +144,21 @@ out:
 #define DS_BLOCK 128 /* weight_block_size [128, 128] of DeepSeek-V3 */
 #define E4M3_MAX 448.0
 
-/* Nearest E4M3FN code of v (|v| <= 448), ties to the even code. */
-static uint8_t ds_e4m3(double v)
+/* Nearest E4M3FN code of v (|v| <= 448) given tab[c] = value of code c
+ * for c = 0 .. 0x7e (increasing), ties to the even code. */
+static uint8_t ds_e4m3(const double *tab, double v)
 {
-    double a = v < 0 ? -v : v, best = -1.0;
-    int c, pick = 0;
-    for (c = 0; c <= 0x7e; c++) {
-        double d = qbt_fp8_value((uint8_t)c, 0) - a;
-        d = d < 0 ? -d : d;
-        if (best < 0 || d < best || (d == best && (c & 1) == 0 && (pick & 1))) {
-            best = d;
-            pick = c;
-        }
+    double a = v < 0 ? -v : v;
+    int lo = 0, hi = 0x7e, c;
+    while (hi - lo > 1) { /* tab[lo] <= a <= tab[hi] */
+        int mid = (lo + hi) / 2;
+        if (tab[mid] <= a)
+            lo = mid;
+        else
+            hi = mid;
     }
-    return (uint8_t)(pick | (v < 0 ? 0x80 : 0));
+    c = a - tab[lo] < tab[hi] - a || (a - tab[lo] == tab[hi] - a && (lo & 1) == 0) ? lo : hi;
+    return (uint8_t)(c | (v < 0 ? 0x80 : 0));
 }
 
 int qbt_fp8_ds_is_fp8(const qbt_hfd_tensor *t)
@@ -184,8 +185,11 @@ static int ds_quant(const qbt_hfd_spec *s, const qbt_hfd_tensor *t, uint8_t *cod
     int64_t N = t->dims[0], K = t->dims[1], SR = (N + DS_BLOCK - 1) / DS_BLOCK;
     int64_t G = (K + DS_BLOCK - 1) / DS_BLOCK, br, bc, r, c;
     float *v = malloc((size_t)(N * K) * sizeof *v);
+    double tab[0x7f];
     if (!v)
         return -1;
+    for (c = 0; c <= 0x7e; c++)
+        tab[c] = qbt_fp8_value((uint8_t)c, 0);
     qbt_hfd_fill(s, t, v);
     for (br = 0; br < SR; br++)
         for (bc = 0; bc < G; bc++) {
@@ -199,7 +203,7 @@ static int ds_quant(const qbt_hfd_spec *s, const qbt_hfd_tensor *t, uint8_t *cod
             for (r = br * DS_BLOCK; r < N && r < (br + 1) * DS_BLOCK; r++)
                 for (c = bc * DS_BLOCK; c < K && c < (bc + 1) * DS_BLOCK; c++) {
                     double x = (double)v[r * K + c] / sc;
-                    uint8_t q = ds_e4m3(x > E4M3_MAX ? E4M3_MAX : x < -E4M3_MAX ? -E4M3_MAX : x);
+                    uint8_t q = ds_e4m3(tab, x > E4M3_MAX ? E4M3_MAX : x < -E4M3_MAX ? -E4M3_MAX : x);
                     if (codes)
                         codes[r * K + c] = q;
                     if (vals)
@@ -276,7 +280,7 @@ int qbt_fp8_ds_write(const char *dir, const qbt_hfd_spec *spec)
     FILE *fp;
     int rc = -1;
 
-    if (strcmp(s.arch, "deepseek_v3") != 0)
+    if (strcmp(s.arch, "deepseek_v3") != 0 && strcmp(s.arch, "deepseek_v2") != 0)
         return -1;
     /* the side files and config.json of the bf16 checkpoint, then its
      * weights replaced by the FP8 ones */

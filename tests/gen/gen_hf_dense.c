@@ -9,7 +9,7 @@
  * Qwen3Config, Gemma2Config at transformers v4.44–4.51; DeepseekV2Config,
  * DeepseekV3Config and their modeling files at transformers 5.24, the keys of
  * deepseek-ai/DeepSeek-V3's and DeepSeek-V2-Lite's config.json, and the MTP
- * layer names of DeepSeek-V3's README_WEIGHTS.md).
+ * layer names of DeepSeek-V3's weights README, docs/formats/fp8.md).
  */
 #define _XOPEN_SOURCE 700
 #include "gen_hf_dense.h"
@@ -148,7 +148,7 @@ static int hfd_add(qbt_hfd_tensor **v, size_t *n, size_t *cap, qbt_hfd_kind kind
 
 /* DeepSeek layer L (MLA attention; dense MLP below first_k_dense, MoE from
  * there, as DeepseekV3DecoderLayer); mtp: the MTP module's extras
- * (README_WEIGHTS.md: embed_tokens, enorm, hnorm, eh_proj, shared_head). */
+ * (docs/formats/fp8.md, "DeepSeek-V3 MTP layers"). */
 static int hfd_ds_layer(const qbt_hfd_spec *s, int L, int mtp, qbt_hfd_tensor **v, size_t *n,
                         size_t *cap)
 {

@@ -16,7 +16,9 @@
  *     --no-model-check` passes (the CPU forward pass does not run deepseek
  *     yet, so the model check would only report that) and `inspect` reads
  *     the output; read back to hf-dense f32, the bias and norms are exact and
- *     each linear within the writer's error cap;
+ *     each linear within the writer's error cap; the W4A16 loader
+ *     (libquantbridge-w4a16) serves the bias as QB_W4A16_DT_F32 and every
+ *     MLA linear with its input width;
  *   - malformed sources exit 1 naming the tensor: kv_b_proj of the wrong
  *     width, a missing e_score_correction_bias (noaux_tc), an expert past
  *     n_routed_experts.
@@ -33,6 +35,8 @@
 #include <sys/stat.h>
 
 #include <quantbridge/qb_half.h>
+
+#include <quantbridge/qb_w4a16.h>
 
 #include "gen_hf_dense.h"
 #include "qbt_args.h"
@@ -316,6 +320,37 @@ START_TEST(test_to_w4a16)
     ck_assert(saw_shared && saw_expert);
     cJSON_Delete(man);
 
+    {
+        /* the runtime loader: the F32 bias and the MLA linears' widths */
+        qb_w4a16_model *m = NULL;
+        qb_w4a16_tensor lt;
+        qb_w4a16_linear lin;
+        char lerr[512];
+        int64_t mla_v = (int64_t)s.heads * s.v_head_dim;
+        ck_assert_msg(qb_w4a16_open(out, QB_W4A16_OPEN_VERIFY_SHA256, &m, lerr, sizeof lerr) == 0,
+                      "%s", lerr);
+        ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "self_attn.kv_b_proj", s.kv_lora_rank, &lin), 0);
+        ck_assert_int_eq(lin.n, (int64_t)s.heads * (s.qk_nope_head_dim + s.v_head_dim));
+        ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "self_attn.o_proj", mla_v, &lin), 0);
+        ck_assert_int_eq(lin.n, s.hidden);
+        if (_i == 0) {
+            qbt_hfd_tensor bt = {.n_dims = 1, .dims = {s.n_routed_experts, 0},
+                                 .kind = QBT_HFD_F32};
+            float *want = malloc((size_t)s.n_routed_experts * sizeof *want);
+            snprintf(bt.name, sizeof bt.name, "model.layers.1.mlp.gate.e_score_correction_bias");
+            qbt_hfd_fill(&s, &bt, want);
+            ck_assert_int_eq(qb_w4a16_linear_get(m, 0, "self_attn.q_b_proj", s.q_lora_rank, &lin),
+                             0);
+            ck_assert_int_eq(qb_w4a16_tensor_get(m, "layer_01.safetensors",
+                                                 "mlp.gate.e_score_correction_bias", &lt),
+                             0);
+            ck_assert_int_eq(lt.dtype, QB_W4A16_DT_F32);
+            ck_assert_int_eq(lt.dims[0], s.n_routed_experts);
+            ck_assert_mem_eq(lt.data, want, (size_t)s.n_routed_experts * sizeof *want);
+            free(want);
+        }
+        qb_w4a16_close(m);
+    }
     snprintf(args, sizeof args, "verify --source '%s' --converted '%s' --no-model-check", src, out);
     ck_assert_msg(run_tool(args, err, sizeof err) == 0, "%s", err);
     snprintf(args, sizeof args, "inspect '%s'", out);
