@@ -46,6 +46,7 @@ typedef struct fp8_model {
     qb_dtype fmt;       /* QB_DT_F8_E4M3 or QB_DT_F8_E5M2 */
     int64_t bn, bk;     /* 0, 0 without weight_block_size */
     char *summary;
+    size_t last_read;   /* 1 + index of the tensor read last, 0 before any (atomic) */
 } fp8_model;
 
 /* Opens the checkpoint directory `path` and validates everything: the
@@ -59,11 +60,20 @@ qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_m
 
 void fp8_model_close(const qb_host *h, fp8_model *m);
 
-/* Rows [row0, row0+n_rows) of tensor t as float32 into dst. Thread-safe
- * for concurrent calls (the model is immutable after open). Returns QB_OK,
- * QB_E_RANGE for a bad range or QB_E_NOMEM. */
+/* Rows [row0, row0+n_rows) of tensor t as float32 into dst, then the
+ * whole pages of those rows are dropped from this process's mapping (the
+ * page cache keeps them). Thread-safe for concurrent calls (the model is
+ * immutable after open). Returns QB_OK, QB_E_RANGE for a bad range or
+ * QB_E_NOMEM. */
 qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t row0,
                                int64_t n_rows, float *dst);
+
+/* Notes a read of tensor `index` of m; when the previous read was of
+ * another tensor, drops that tensor's mapped pages (weight and scale) from
+ * this process. Call before fp8_tensor_read_rows. Thread-safe (an atomic
+ * exchange on m->last_read); a concurrent reader of the dropped tensor only
+ * faults its pages in again. */
+void fp8_model_note_read(fp8_model *m, size_t index);
 
 /* Confidence that a config.json text describes an FP8 checkpoint
  * (quantization_config.quant_method == "fp8"). Pure; never crashes. */

@@ -76,6 +76,7 @@ static qb_status fp8_read_rows(qb_reader_handle r, size_t index, int64_t row0, i
     qb_status st = qbk_reader_check_index(fp8_host, m->d->dir, index, m->n);
     if (st != QB_OK)
         return st;
+    fp8_model_note_read(m, index);
     return fp8_tensor_read_rows(fp8_host, &m->t[index], row0, n_rows, dst);
 }
 
