@@ -15,20 +15,18 @@
  *     exports, W = fp8 * weight_scale;
  *   - `fmt`: "e4m3" (default, torch.float8_e4m3fn) or "e5m2".
  */
-#define _DEFAULT_SOURCE /* madvise, MADV_DONTNEED */
 #include "fp8_model.h"
 #include "qbk_mtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "qbk_fp8_decode.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
+#include "qbk_pages.h"
 
 int fp8_config_probe(const char *config_json)
 {
@@ -421,24 +419,6 @@ void fp8_model_close(const qb_host *h, fp8_model *m)
     qbk_free(m);
 }
 
-/* Drops the whole pages inside [p, p + n) from this process. The bytes are
- * the host's read-only file mapping (qb_safetensors.h: "mapped bytes"), so
- * MADV_DONTNEED only unmaps them: the page cache keeps them and a later
- * read maps them again. Without it every source byte read stays in the
- * peak RSS: converting a 6.0 GB DeepSeek-V3-shaped source peaked at 5.6 GiB
- * (bench/RESULTS.md, "DeepSeek-V3 FP8 (issue 18)"). */
-static void fp8_drop_range(const uint8_t *p, uint64_t n)
-{
-    long pg = sysconf(_SC_PAGESIZE);
-    uintptr_t a, e;
-    if (!p || n == 0 || pg <= 0)
-        return;
-    a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    e = ((uintptr_t)p + (uintptr_t)n) & ~((uintptr_t)pg - 1);
-    if (e > a)
-        (void)madvise((void *)a, e - a, MADV_DONTNEED);
-}
-
 /* Per-read drops round inward to whole pages, so the pages shared by two
  * row blocks stay mapped (a few KB per block: ~1 % of an FP8 source at
  * 1 MiB blocks). A writer streams tensor after tensor, so dropping the
@@ -451,9 +431,9 @@ void fp8_model_note_read(fp8_model *m, size_t index)
     if (prev == 0 || prev == index + 1 || prev - 1 >= m->n)
         return;
     t = &m->t[prev - 1];
-    fp8_drop_range(t->w->data, t->w->n_bytes);
+    qbk_pages_drop(t->w->data, t->w->n_bytes);
     if (t->scale)
-        fp8_drop_range(t->scale->data, t->scale->n_bytes);
+        qbk_pages_drop(t->scale->data, t->scale->n_bytes);
 }
 
 qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t row0,
@@ -472,7 +452,7 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
         size_t es = qbk_float_store_size(w->dtype);
         qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
                          (size_t)(n_rows * t->cols), dst);
-        fp8_drop_range(w->data + (size_t)(row0 * t->cols) * es, (uint64_t)(n_rows * t->cols) * es);
+        qbk_pages_drop(w->data + (size_t)(row0 * t->cols) * es, (uint64_t)(n_rows * t->cols) * es);
         return QB_OK;
     }
     ss = qbk_float_store_size(s->dtype);
@@ -502,6 +482,6 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
     }
     qbk_free(srow);
     /* FP8 weights are one byte per element */
-    fp8_drop_range(w->data + (size_t)(row0 * t->cols), (uint64_t)(n_rows * t->cols));
+    qbk_pages_drop(w->data + (size_t)(row0 * t->cols), (uint64_t)(n_rows * t->cols));
     return QB_OK;
 }

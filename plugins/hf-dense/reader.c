@@ -9,15 +9,12 @@
  * read_rows call touches only the bytes of its rows.
  */
 #define _XOPEN_SOURCE 700 /* strdup */
-#define _DEFAULT_SOURCE  /* madvise, MADV_DONTNEED */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "qbk_raw_st.h"
 #include "hfd.h"
@@ -26,6 +23,7 @@
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
 #include "qbk_mtp.h"
+#include "qbk_pages.h"
 
 /* Largest config.json / generation_config.json accepted (as probe's 4 MiB
  * config_json, with room for long chat templates in generation configs). */
@@ -351,24 +349,6 @@ static qb_status hfd_get_tensor_info(qb_reader_handle handle, size_t index, qb_t
     return QB_OK;
 }
 
-/* Drops the whole pages inside [p, p + n) from this process. The bytes
- * are the host's read-only file mapping (qb_safetensors.h: "mapped
- * bytes"), so MADV_DONTNEED only unmaps them: the page cache keeps them
- * and a later read maps them again. Rows are read once per conversion,
- * so without this every source byte stays in the peak RSS (14 GB for a
- * 7B BF16 source). */
-static void hfd_drop_pages(const uint8_t *p, size_t n)
-{
-    long pg = sysconf(_SC_PAGESIZE);
-    uintptr_t a, e;
-    if (pg <= 0)
-        return;
-    a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    e = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
-    if (e > a)
-        (void)madvise((void *)a, e - a, MADV_DONTNEED);
-}
-
 static qb_status hfd_read_rows(qb_reader_handle handle, size_t index, int64_t row0, int64_t n_rows,
                                float *dst)
 {
@@ -391,7 +371,7 @@ static qb_status hfd_read_rows(qb_reader_handle handle, size_t index, int64_t ro
                    (size_t)n_rows * (size_t)t->cols, dst) != 0)
         return hfd_host->set_error(hfd_host, QB_E_INTERNAL, "%s: tensor '%s': dtype %s", t->st->file,
                                    t->st->name, t->st->dtype_name);
-    hfd_drop_pages(t->st->data + (size_t)row0 * row_bytes, (size_t)n_rows * row_bytes);
+    qbk_pages_drop(t->st->data + (size_t)row0 * row_bytes, (size_t)n_rows * row_bytes);
     return QB_OK;
 }
 

@@ -18,14 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "qbk_alloc.h"
 #include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
 #include "qbk_reader.h"
 #include "qbk_str.h"
+#include "qbk_pages.h"
 
 #define MX_BLOCK 32       /* elements per E8M0 scale (OCP MX block) */
 #define MX_BLOCK_BYTES 16 /* two E2M1 elements per byte */
@@ -306,21 +305,6 @@ void mx_model_close(const qb_host *h, mx_model *m)
     qbk_free(m);
 }
 
-/* Unmaps the whole pages inside [p, p + n) of a mapped file (the page
- * cache keeps them; a later read maps them again), so that reading a
- * checkpoint expert by expert keeps the resident set flat. */
-static void mx_drop_pages(const uint8_t *p, size_t n)
-{
-    long pg = sysconf(_SC_PAGESIZE);
-    uintptr_t a, e;
-    if (pg <= 0)
-        return;
-    a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    e = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
-    if (e > a)
-        (void)madvise((void *)a, e - a, MADV_DONTNEED);
-}
-
 /* Rows [k0, k1) of expert e's presented [K, R] matrix into dst. Each stored
  * block (row j, block g) decodes once into 32 floats, then lands in column
  * j of the rows it covers. */
@@ -351,8 +335,8 @@ static qb_status mx_read_expert(const qb_host *h, const mx_tensor *t, int64_t e,
     }
     if (k1 == G * MX_BLOCK) { /* the expert's last rows: its bytes are not needed again */
         size_t nblk = (size_t)(R * G);
-        mx_drop_pages(t->w->data + (size_t)e * nblk * MX_BLOCK_BYTES, nblk * MX_BLOCK_BYTES);
-        mx_drop_pages(t->scale->data + (size_t)e * nblk, nblk);
+        qbk_pages_drop(t->w->data + (size_t)e * nblk * MX_BLOCK_BYTES, nblk * MX_BLOCK_BYTES);
+        qbk_pages_drop(t->scale->data + (size_t)e * nblk, nblk);
     }
     return QB_OK;
 }
@@ -373,7 +357,7 @@ qb_status mx_tensor_read_rows(const qb_host *h, const mx_tensor *t, int64_t row0
         size_t es = qbk_float_store_size(w->dtype);
         qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
                                (size_t)(n_rows * t->cols), dst);
-        mx_drop_pages(w->data + (size_t)(row0 * t->cols) * es, (size_t)(n_rows * t->cols) * es);
+        qbk_pages_drop(w->data + (size_t)(row0 * t->cols) * es, (size_t)(n_rows * t->cols) * es);
         return QB_OK;
     }
     /* presented row r is expert r / K, input k = r % K */

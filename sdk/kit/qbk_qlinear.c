@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <quantbridge/qb_half.h>
@@ -17,6 +15,7 @@
 #include "qbk_path.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
+#include "qbk_pages.h"
 
 /* Rows decoded per scratch chunk: bounds read_rows memory to
  * QBK_QLINEAR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
@@ -365,27 +364,10 @@ float qbk_qlinear_float_at(const qb_st_tensor *st, uint64_t idx)
     }
 }
 
-/* Drops the whole pages inside st's bytes from this process's mapping.
- * The bytes are a read-only file mapping (qb_safetensors.h: "mapped
- * bytes"), so MADV_DONTNEED only unmaps them: the page cache keeps them
- * and a later read maps them again. Without this every source byte
- * touched stays in the peak RSS (a 7B source is 4-14 GB). */
-static void qbk_qlinear_drop_range(const uint8_t *p, uint64_t n)
-{
-    long pg = sysconf(_SC_PAGESIZE);
-    uintptr_t a, e;
-    if (!p || n == 0 || pg <= 0)
-        return;
-    a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    e = ((uintptr_t)p + (uintptr_t)n) & ~((uintptr_t)pg - 1);
-    if (e > a)
-        (void)madvise((void *)a, e - a, MADV_DONTNEED);
-}
-
 void qbk_qlinear_drop_pages(const qb_st_tensor *st)
 {
     if (st)
-        qbk_qlinear_drop_range(st->data, st->n_bytes);
+        qbk_pages_drop(st->data, st->n_bytes);
 }
 
 /* Notes a read of tensor i; when the previous read was of another tensor,
@@ -516,7 +498,7 @@ qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t ro
         {
             /* element sizes as qbk_qlinear_float_at reads them */
             uint64_t esz = t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16 ? 2 : 4;
-            qbk_qlinear_drop_range(t->st->data + base * esz, n * esz);
+            qbk_pages_drop(t->st->data + base * esz, n * esz);
         }
         return QB_OK;
     }
