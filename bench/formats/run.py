@@ -85,7 +85,8 @@ def widened(dtype, data):
 
 # Companions of a quantized weight, folded into its dequantized values (never written alone):
 # compressed-tensors weight_global_scale / weight_scale, ModelOpt weight_scale_2 / input_scale,
-# DeepSeek-V3 weight_scale_inv, gpt-oss *_scales (docs/formats/fp4.md, fp8.md, mxfp4.md).
+# DeepSeek-V3 weight_scale_inv, gpt-oss *_scales (docs/formats/nvfp4.md, docs/formats/fp8.md,
+# docs/formats/mxfp4.md).
 COMPANIONS = (".weight_global_scale", ".weight_scale", ".weight_scale_2", ".input_scale",
               ".input_global_scale", ".weight_scale_inv", "_scales", ".weight_zero_point")
 
@@ -193,9 +194,9 @@ ROWS = [
     ("DeepSeek-V3 FP8 block 128x128, MTP dropped", "deepseek_v3", gen_ds_fp8,
      "quantized: FP8 linears bit-equal to the generator's codes x scale_inv: test_fp8_deepseek"),
     ("DeepSeek-V3 bf16, MTP dropped", "deepseek_v3", lambda t: gen_ds_bf16(t, "deepseek_v3", 1),
-     "also test_deepseek_e2e, against the generator's definition"),
+     "also test_w4w_deepseek, against the generator's definition"),
     ("DeepSeek-V2 bf16", "deepseek_v2", lambda t: gen_ds_bf16(t, "deepseek_v2", 0),
-     "also test_deepseek_e2e, against the generator's definition"),
+     "also test_w4w_deepseek, against the generator's definition"),
     ("GGUF deepseek2 f32", "deepseek2", lambda t: gen_gguf(t, "deepseek2"), ""),
     ("GGUF gpt-oss f32", "gpt-oss", lambda t: gen_gguf(t, "gpt-oss"), ""),
 ]
@@ -236,7 +237,8 @@ def measure(tmp, label, make, truth_note):
     man = json.loads((w4 / "manifest.json").read_text())
     lin = [t for t in man.get("tensors", {}).values() if "exact" in t]
     exact = sum(1 for t in lin if t.get("exact"))
-    r["w4"] = ("exact" if exact == len(lin) else "lossy") + f" ({exact}/{len(lin)} linears exact)"
+    r["w4"] = ("exact" if exact == len(lin) else "lossy") + \
+        f" (g{man.get('group_size')}, {exact}/{len(lin)} linears exact)"
     v = run(QB, "verify", "--source", src, "--converted", w4, "--json")
     try:
         j = json.loads(v.stdout)
