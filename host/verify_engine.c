@@ -9,6 +9,7 @@
 #include "forward.h"
 #include "verify_engine.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -204,6 +205,7 @@ static qb_status compare_one(void *arg, size_t i)
         n = rows - r0 < block ? rows - r0 : block;
         if (j->rule.expert_rows > 0 && n > j->rule.expert_rows - r0 % j->rule.expert_rows)
             n = j->rule.expert_rows - r0 % j->rule.expert_rows; /* stop at the expert's end */
+        assert(j->rule.expert_rows == 0 || r0 % j->rule.expert_rows % j->rule.group_size == 0);
         if (qbh_cancel_requested()) {
             rc = qbh_error_set(QB_E_CANCELLED, "verify: cancelled at %s", t->name);
             goto out;

@@ -139,7 +139,7 @@ void qbh_vb_rule_free(qbh_vb_rule *rl);
  * non-finite value are skipped (the element metrics fail them). With
  * rl->expert_rows the block must start at a group boundary of one expert
  * (a multiple of group_size rows into it) and not cross into the next
- * (asserted by the caller's blocking). Pure. */
+ * (verify_engine.c's blocking asserts it). Pure. */
 void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t n_rows,
                  int64_t cols, qbh_vb_stats *st);
 
