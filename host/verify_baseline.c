@@ -15,6 +15,8 @@
  *           in fp32 (for b = 4 the absmax/7 rule of docs/w4a16-format.md;
  *           the sm86-w4a16 writer keeps it whenever its search does no
  *           better, so a group worse than it is a bug, not noise)
+ *           (a fused expert tensor [E, in, out] served whole: groups run
+ *           down its columns, the parts' own input features)
  *   round   a float target: round to nearest even in that dtype, which is
  *           the least error any rounding can make, per element
  */
@@ -45,17 +47,17 @@ float qbh_vb_round(qb_dtype dt, float v)
     }
 }
 
-/* One group's baseline over the columns listed in cols[0..n) (NULL: the
- * contiguous run c0 .. c0 + n). Returns its squared error. */
+/* One group's baseline over the elements a[x * stride] for x in cols[0..n)
+ * (NULL: the contiguous run c0 .. c0 + n). Returns its squared error. */
 static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,
-                        int64_t n)
+                        int64_t n, int64_t stride)
 {
     float amax = 0.0f, s;
     int qmax = (1 << (rl->bits - 1)) - 1, qmin = -(1 << (rl->bits - 1));
     double e = 0.0;
     int64_t i;
     for (i = 0; i < n; i++) {
-        float w = fabsf(a[cols ? cols[i] : c0 + i]);
+        float w = fabsf(a[(cols ? cols[i] : c0 + i) * stride]);
         if (w > amax)
             amax = w;
     }
@@ -65,7 +67,7 @@ static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *co
     if (!isfinite(s))
         return INFINITY; /* the plain rule cannot store this group at all */
     for (i = 0; i < n; i++) {
-        float w = a[cols ? cols[i] : c0 + i], q = s != 0.0f ? rintf(w / s) : 0.0f, d;
+        float w = a[(cols ? cols[i] : c0 + i) * stride], q = s != 0.0f ? rintf(w / s) : 0.0f, d;
         q = q > (float)qmax ? (float)qmax : q < (float)qmin ? (float)qmin : q;
         d = q * s; /* decoded in fp32, as every reader of the format does */
         e += ((double)d - (double)w) * ((double)d - (double)w);
@@ -73,11 +75,55 @@ static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *co
     return e;
 }
 
+/* Adds one group's outcome: baseline eb, converted error ec. */
+static void judge_group(qbh_vb_stats *st, double eb, double ec, double lim)
+{
+    if (!isfinite(ec))
+        return; /* non-finite values: the element metrics fail them */
+    st->n_units++;
+    if (isfinite(eb))
+        st->ss_base += eb;
+    if (isfinite(eb) && ec > eb * lim) {
+        double ratio = eb > 0.0 ? sqrt(ec / eb) : INFINITY;
+        st->n_worse++;
+        if (ratio > st->worst)
+            st->worst = ratio;
+    }
+}
+
+/* A fused expert tensor (rl->expert_rows): each column of the block is one
+ * row of a per-expert [out, in] linear, its input features running down
+ * the rows (w4a16-format.md "gpt-oss"), so a group is group_size
+ * consecutive rows of one column. The caller's block starts at a group
+ * boundary and stays inside one expert. */
+static void fused_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t n_rows,
+                       int64_t cols, double lim, qbh_vb_stats *st)
+{
+    int64_t r0, c, k;
+    for (r0 = 0; r0 < n_rows; r0 += rl->group_size) {
+        int64_t n = n_rows - r0 < rl->group_size ? n_rows - r0 : rl->group_size;
+        for (c = 0; c < cols; c++) {
+            const float *ca = a + (size_t)r0 * (size_t)cols + (size_t)c;
+            const float *cb = b + (size_t)r0 * (size_t)cols + (size_t)c;
+            double eb = group_err(rl, ca, NULL, 0, n, cols), ec = 0.0;
+            for (k = 0; k < n; k++) {
+                double d = (double)cb[k * cols] - (double)ca[k * cols];
+                ec += d * d;
+            }
+            judge_group(st, eb, ec, lim);
+        }
+    }
+}
+
 void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t n_rows,
                  int64_t cols, qbh_vb_stats *st)
 {
     int64_t r, c, g;
     double lim = (1.0 + rl->margin) * (1.0 + rl->margin);
+    if (rl->kind == QBH_VB_GRID && rl->expert_rows > 0) {
+        fused_rows(rl, a, b, n_rows, cols, lim, st);
+        return;
+    }
     for (r = 0; r < n_rows; r++) {
         const float *ra = a + (size_t)r * (size_t)cols, *rb = b + (size_t)r * (size_t)cols;
         if (rl->kind == QBH_VB_ROUND) {
@@ -103,7 +149,7 @@ void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t 
             int64_t n;
             if (rl->col_group) {
                 n = rl->group_len[g];
-                eb = group_err(rl, ra, rl->group_cols + rl->group_start[g], 0, n);
+                eb = group_err(rl, ra, rl->group_cols + rl->group_start[g], 0, n, 1);
                 for (c = 0; c < n; c++) {
                     int64_t k = rl->group_cols[rl->group_start[g] + c];
                     double d = (double)rb[k] - (double)ra[k];
@@ -112,23 +158,13 @@ void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t 
             } else {
                 int64_t c0 = g * rl->group_size;
                 n = cols - c0 < rl->group_size ? cols - c0 : rl->group_size;
-                eb = group_err(rl, ra, NULL, c0, n);
+                eb = group_err(rl, ra, NULL, c0, n, 1);
                 for (c = c0; c < c0 + n; c++) {
                     double d = (double)rb[c] - (double)ra[c];
                     ec += d * d;
                 }
             }
-            if (!isfinite(ec))
-                continue; /* non-finite values: the element metrics fail them */
-            st->n_units++;
-            if (isfinite(eb))
-                st->ss_base += eb;
-            if (isfinite(eb) && ec > eb * lim) {
-                double ratio = eb > 0.0 ? sqrt(ec / eb) : INFINITY;
-                st->n_worse++;
-                if (ratio > st->worst)
-                    st->worst = ratio;
-            }
+            judge_group(st, eb, ec, lim);
         }
     }
 }

@@ -9,6 +9,7 @@
 #include "forward.h"
 #include "verify_engine.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -16,6 +17,8 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+
+#include "qbk_w4a16_names.h"
 
 #define VERIFY_BLOCK_ELEMS ((int64_t)1 << 20) /* 4 MiB of float32 per side */
 
@@ -168,7 +171,7 @@ static qb_status compare_one(void *arg, size_t i)
     verify_job *j = &c->jobs[i];
     qbh_verify_tensor *t = j->t;
     const qb_tensor_info *ti = &c->src->tensors[j->si];
-    int64_t rows = qb_tensor_rows(ti), cols = qb_tensor_cols(ti), block, r0;
+    int64_t rows = qb_tensor_rows(ti), cols = qb_tensor_cols(ti), block, r0, n = 0;
     float *a = NULL, *b = NULL;
     qbh_vm_acc acc;
     qbh_vm_wx wx;
@@ -179,6 +182,10 @@ static qb_status compare_one(void *arg, size_t i)
     memset(&vb, 0, sizeof vb);
     qbh_vm_acc_init(&acc);
     block = cols >= VERIFY_BLOCK_ELEMS ? 1 : VERIFY_BLOCK_ELEMS / cols;
+    if (j->rule.expert_rows > 0) { /* whole groups of one expert per block */
+        int64_t gs = j->rule.group_size;
+        block = gs * (gs * cols >= VERIFY_BLOCK_ELEMS ? 1 : VERIFY_BLOCK_ELEMS / (gs * cols));
+    }
     if (block > rows)
         block = rows;
     a = qbh_alloc((size_t)block * (size_t)cols * sizeof *a);
@@ -194,8 +201,11 @@ static qb_status compare_one(void *arg, size_t i)
         if (rc)
             goto out;
     }
-    for (r0 = 0; r0 < rows; r0 += block) {
-        int64_t n = rows - r0 < block ? rows - r0 : block;
+    for (r0 = 0; r0 < rows; r0 += n) {
+        n = rows - r0 < block ? rows - r0 : block;
+        if (j->rule.expert_rows > 0 && n > j->rule.expert_rows - r0 % j->rule.expert_rows)
+            n = j->rule.expert_rows - r0 % j->rule.expert_rows; /* stop at the expert's end */
+        assert(j->rule.expert_rows == 0 || r0 % j->rule.expert_rows % j->rule.group_size == 0);
         if (qbh_cancel_requested()) {
             rc = qbh_error_set(QB_E_CANCELLED, "verify: cancelled at %s", t->name);
             goto out;
@@ -280,17 +290,44 @@ static void shape_str(const qb_tensor_info *t, char *out, size_t n)
         len += (size_t)snprintf(out + len, n - len, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
 }
 
+/* Whether canonical name is "model.layers.N.<path>" with <path> in the
+ * manifest's fused expert set. Pure. */
+static int is_fused(GHashTable *fused, const char *name)
+{
+    static const char pre[] = "model.layers.";
+    const char *p = name + sizeof pre - 1;
+    if (!fused || strncmp(name, pre, sizeof pre - 1) != 0 || !isdigit((unsigned char)*p))
+        return 0;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '.' && g_hash_table_contains(fused, p + 1);
+}
+
 /* The rule converted tensor ci is judged by: exact when its writer's
- * manifest says so, the grid's absmax rule for an integer grid, nearest
- * rounding for a float dtype, else none. Main thread. */
-static qb_status pick_rule(qbh_source *conv, size_t ci, GHashTable *exact_set,
-                           const qbh_verify_opts *o, qbh_vb_rule *rl)
+ * manifest says so, the absmax rule in the parts' own grouping for a fused
+ * expert tensor the manifest describes, the grid's absmax rule for an
+ * integer grid, nearest rounding for a float dtype, else none. Main
+ * thread. */
+static qb_status pick_rule(qbh_source *conv, size_t ci, GHashTable *exact_set, GHashTable *fused,
+                           int64_t fused_gs, const qbh_verify_opts *o, qbh_vb_rule *rl)
 {
     const qb_tensor_info *ti = &conv->tensors[ci];
     memset(rl, 0, sizeof *rl);
     rl->margin = o->margin;
     if (exact_set && g_hash_table_contains(exact_set, ti->name)) {
         rl->kind = QBH_VB_EXACT;
+        return QB_OK;
+    }
+    if (ti->n_dims == 3 && ti->source_dtype == QB_DT_QUANTIZED && ti->dims[1] > 0 &&
+        is_fused(fused, ti->name)) {
+        /* [E, in, out]: every part is a W4A16 linear [out, in] with fp16
+         * scales per group_size input features (w4a16-format.md) */
+        rl->kind = QBH_VB_GRID;
+        rl->bits = QBK_W4A16_BITS;
+        rl->scale_dtype = QB_DT_F16;
+        rl->group_size = fused_gs;
+        rl->expert_rows = ti->dims[1];
+        rl->n_groups = (ti->dims[1] + fused_gs - 1) / fused_gs;
         return QB_OK;
     }
     if (ti->has_grid && conv->src.get_grid_info) {
@@ -322,7 +359,8 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     qbh_verify_result *r = NULL;
     unsigned char *used = NULL;
     verify_ctx ctx;
-    GHashTable *exact_set = NULL;
+    GHashTable *exact_set = NULL, *fused_set = NULL;
+    int64_t fused_gs = 0;
     qb_status rc = QB_OK;
     int conv_tied = config_tied(conv), src_tied = config_tied(src);
 
@@ -434,8 +472,12 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     rc = qbh_verify_manifest_exact(conv->path, &exact_set);
     if (rc)
         goto out;
+    rc = qbh_verify_manifest_fused(conv->path, &fused_set, &fused_gs);
+    if (rc)
+        goto out;
     for (i = 0; i < ctx.n_jobs; i++) {
-        rc = pick_rule(conv, ctx.jobs[i].ci, exact_set, o, &ctx.jobs[i].rule);
+        rc = pick_rule(conv, ctx.jobs[i].ci, exact_set, fused_set, fused_gs, o,
+                       &ctx.jobs[i].rule);
         if (rc)
             goto out;
     }
@@ -473,6 +515,8 @@ out:
     qbh_free(ctx.jobs);
     if (exact_set)
         g_hash_table_destroy(exact_set);
+    if (fused_set)
+        g_hash_table_destroy(fused_set);
     return rc;
 }
 

@@ -110,6 +110,10 @@ typedef struct qbh_vb_rule {
     const int32_t *col_group;     /* GRID: borrowed from the reader */
     int64_t *group_start, *group_len, *group_cols; /* col_group inverted */
     double margin;          /* GRID: relative RMSE margin per group */
+    int64_t expert_rows;    /* GRID of a fused expert tensor [E, expert_rows,
+                               cols] (manifest "fused_experts"): each column
+                               of an expert is one linear row whose groups of
+                               group_size run down the rows; 0 otherwise */
 } qbh_vb_rule;
 
 /* Outcome of qbh_vb_rows, summed over calls (zero it first). */
@@ -132,7 +136,10 @@ qb_status qbh_vb_rule_grid(qbh_vb_rule *rl, const qb_grid_info *gi, int64_t cols
 void qbh_vb_rule_free(qbh_vb_rule *rl);
 /* Judges n_rows rows of source a and converted b ([n_rows, cols]) under rl
  * (GRID or ROUND; other kinds add nothing) into st. Pairs with a
- * non-finite value are skipped (the element metrics fail them). Pure. */
+ * non-finite value are skipped (the element metrics fail them). With
+ * rl->expert_rows the block must start at a group boundary of one expert
+ * (a multiple of group_size rows into it) and not cross into the next
+ * (verify_engine.c's blocking asserts it). Pure. */
 void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t n_rows,
                  int64_t cols, qbh_vb_stats *st);
 
@@ -144,6 +151,16 @@ void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t 
  * manifest. Returns QB_OK (an unreadable manifest is the reader's to
  * refuse). Main thread. */
 qb_status qbh_verify_manifest_exact(const char *dir, GHashTable **out);
+
+/* The fused expert tensors dir/manifest.json (sm86-w4a16) describes under
+ * "fused_experts" with the layout w4a16-format.md "gpt-oss" defines
+ * ("expert-in-out-interleaved"): a set of their paths inside a layer
+ * ("mlp.experts.gate_up_proj"; GHashTable of g_malloc'd keys,
+ * g_hash_table_destroy) and the manifest's group_size, or *out NULL (and
+ * *group_size 0) when there is no such manifest or entry. An entry of
+ * another layout is left out (no rule: judged exact). Returns QB_OK.
+ * Main thread. */
+qb_status qbh_verify_manifest_fused(const char *dir, GHashTable **out, int64_t *group_size);
 
 /* ---- verify_engine.c ------------------------------------------------------ */
 

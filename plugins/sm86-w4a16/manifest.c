@@ -76,7 +76,9 @@ static const char *basename_of(const char *p)
 qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                              const w4w_plan *plan, const w4w_written_list *list)
 {
-    cJSON *m = cJSON_CreateObject(), *a, *o;
+    cJSON *m = cJSON_CreateObject(), *a, *o, *p;
+    const w4w_xfused *xf;
+    size_t nx;
     char *text = NULL, hex[65], base[1024];
     const char *bn;
     qb_status rc = QB_OK;
@@ -105,6 +107,31 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
         ok = cJSON_AddItemToArray(a, cJSON_CreateString(QBK_W4A16_FEAT_PERM));
     if (ok && plan->opt.quantized_head)
         ok = cJSON_AddItemToArray(a, cJSON_CreateString(QBK_W4A16_FEAT_QHEAD));
+    /* the fused expert tensors the reader serves back (w4w_xfused), so a
+     * verifier can judge them in the parts' own [out, in] grouping */
+    xf = w4w_arch_xfused(plan->arch, &nx);
+    if (ok && nx)
+        ADD(a = cJSON_AddArrayToObject(m, QBK_W4A16_K_FUSED_EXPERTS));
+    for (i = 0; ok && i < nx; i++) {
+        int q;
+        ADD(o = cJSON_CreateObject());
+        ok = ok && cJSON_AddItemToArray(a, o);
+        ADD(cJSON_AddStringToObject(o, "tensor", xf[i].path));
+        ADD(cJSON_AddStringToObject(o, "layout", QBK_W4A16_FUSED_LAYOUT));
+        ADD(cJSON_AddNumberToObject(o, "n_parts", xf[i].n_parts));
+        ADD(p = cJSON_AddArrayToObject(o, "parts"));
+        for (q = 0; ok && q < xf[i].n_parts; q++) {
+            /* the role path's "%d" (expert index) written as "*" */
+            const char *pc = strstr(xf[i].parts[q], "%d");
+            char pat[128];
+            if (pc)
+                snprintf(pat, sizeof pat, "%.*s*%s", (int)(pc - xf[i].parts[q]), xf[i].parts[q],
+                         pc + 2);
+            else
+                snprintf(pat, sizeof pat, "%s", xf[i].parts[q]);
+            ok = cJSON_AddItemToArray(p, cJSON_CreateString(pat));
+        }
+    }
     ADD(a = cJSON_AddArrayToObject(m, QBK_W4A16_K_FILES));
     for (i = 0; ok && i < list->n; i++) {
         qbk_sha256_hex(list->v[i].sha256, hex);

@@ -35,6 +35,10 @@
 #define QBK_W4A16_K_FILE_SHA256 "sha256"
 #define QBK_W4A16_K_SOURCE "source"
 #define QBK_W4A16_K_TENSORS "tensors"
+/* Optional: the fused expert tensors a reader serves whole, and their
+ * layout (w4a16-format.md "gpt-oss"); informational for runtimes. */
+#define QBK_W4A16_K_FUSED_EXPERTS "fused_experts"
+#define QBK_W4A16_FUSED_LAYOUT "expert-in-out-interleaved"
 
 /* Fixed values of the encoding fields. */
 #define QBK_W4A16_BITS 4

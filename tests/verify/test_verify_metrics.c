@@ -133,6 +133,67 @@ START_TEST(baseline_grid_col_group)
 }
 END_TEST
 
+/* A fused expert tensor [E, in, cols] (expert_rows = in): its groups are
+ * the contiguous groups of the per-expert transposes [cols, in], so the
+ * rule must agree with the plain contiguous rule on those transposes,
+ * block by block of whole groups, and name the one corrupted group. */
+START_TEST(baseline_grid_fused)
+{
+    enum { E = 2, IN = 5, COLS = 3, GS = 2 };
+    float a[E * IN * COLS], b[E * IN * COLS], ta[COLS * IN], tb[COLS * IN];
+    qbh_vb_rule fr, cr;
+    qbh_vb_stats sf, sc;
+    qb_grid_info gi;
+    int e, k, c, bad;
+    for (k = 0; k < E * IN * COLS; k++)
+        a[k] = (float)((k * 37) % 23) / 7.0f - 1.5f;
+    for (bad = 0; bad < 2; bad++) {
+        memset(&fr, 0, sizeof fr);
+        fr.kind = QBH_VB_GRID;
+        fr.bits = 4;
+        fr.scale_dtype = QB_DT_F16;
+        fr.group_size = GS;
+        fr.n_groups = (IN + GS - 1) / GS;
+        fr.expert_rows = IN;
+        fr.margin = 0.01;
+        memset(&gi, 0, sizeof gi);
+        gi.bits = 4;
+        gi.n_groups = (IN + GS - 1) / GS;
+        gi.group_size = GS;
+        gi.symmetric = 1;
+        gi.scale_dtype = QB_DT_F16;
+        memset(&cr, 0, sizeof cr);
+        ck_assert_int_eq(qbh_vb_rule_grid(&cr, &gi, IN), QB_OK);
+        cr.margin = 0.01;
+        /* converted = source quantized by nothing, except one element of
+         * expert 1, input feature 3, column 2 pushed far off */
+        memcpy(b, a, sizeof b);
+        if (bad)
+            b[(1 * IN + 3) * COLS + 2] += 3.0f;
+        memset(&sf, 0, sizeof sf);
+        memset(&sc, 0, sizeof sc);
+        for (e = 0; e < E; e++) {
+            /* blocks of whole groups inside one expert: rows [0, 4), [4, 5) */
+            qbh_vb_rows(&fr, a + e * IN * COLS, b + e * IN * COLS, 4, COLS, &sf);
+            qbh_vb_rows(&fr, a + (e * IN + 4) * COLS, b + (e * IN + 4) * COLS, 1, COLS, &sf);
+            for (c = 0; c < COLS; c++)
+                for (k = 0; k < IN; k++) {
+                    ta[c * IN + k] = a[(e * IN + k) * COLS + c];
+                    tb[c * IN + k] = b[(e * IN + k) * COLS + c];
+                }
+            qbh_vb_rows(&cr, ta, tb, COLS, IN, &sc);
+        }
+        ck_assert_uint_eq(sf.n_units, E * COLS * 3);
+        ck_assert_uint_eq(sf.n_units, sc.n_units);
+        ck_assert_uint_eq(sf.n_worse, sc.n_worse);
+        ck_assert_uint_eq(sf.n_worse, (unsigned)bad);
+        ck_assert_double_eq_tol(sf.ss_base, sc.ss_base, 1e-15);
+        ck_assert_double_gt(sf.ss_base, 0.0);
+        qbh_vb_rule_free(&cr);
+    }
+}
+END_TEST
+
 /* Float targets: nearest-even rounding passes, its neighbour fails. */
 START_TEST(baseline_round)
 {
@@ -481,6 +542,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, acc_exact);
     tcase_add_test(tc, baseline_grid_by_hand);
     tcase_add_test(tc, baseline_grid_col_group);
+    tcase_add_test(tc, baseline_grid_fused);
     tcase_add_test(tc, baseline_round);
     tcase_add_test(tc, acc_known_values);
     tcase_add_test(tc, acc_signed_zero_and_nonfinite);
