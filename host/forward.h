@@ -37,7 +37,7 @@ typedef enum qbh_rope_kind {
     QBH_ROPE_LINEAR,   /* inv_freq / factor */
     QBH_ROPE_LLAMA3,   /* the llama3 frequency-band rule */
     QBH_ROPE_YARN      /* YaRN ramp between interpolation and extrapolation
-                          (DeepSeek-V2/V3 only) */
+                          (DeepSeek-V2/V3, gpt-oss) */
 } qbh_rope_kind;
 
 #define QBH_MOE_MIXTRAL 1 /* block_sparse_moe.{gate, experts.E.w1/w2/w3} */
@@ -80,7 +80,7 @@ typedef struct qbh_fwd_cfg {
     int64_t rot_dim;          /* dimensions rotated per head (phi3's
                                  partial_rotary_factor; else head_dim) */
     /* Mixture of experts (docs/forward.md, "Architectures"). */
-    int moe;                  /* 0 dense; QBH_MOE_MIXTRAL; QBH_MOE_QWEN */
+    int moe;                  /* 0 dense, or QBH_MOE_* */
     int64_t n_experts, top_k, moe_intermediate, shared_intermediate;
     int norm_topk;            /* renormalise the top-k routing weights */
     int64_t sparse_step;      /* qwen: MoE on layers with (L + 1) % step == 0 */
