@@ -13,6 +13,7 @@
  *                      activations, soft-capping
  *   forward_mla.c      DeepSeek-V2/V3 multi-head latent attention
  *   forward_route.c    DeepSeek-V2/V3 expert routing
+ *   forward_gptoss.c   gpt-oss's expert block (fused experts, clamped SwiGLU)
  *   forward_model.c    the decoder, layer by layer (dense or expert MLPs)
  *   forward_check.c    verify's model check: KL, top-1, logits cosine
  *   cmd_forward.c      `quantbridge forward`
@@ -36,13 +37,15 @@ typedef enum qbh_rope_kind {
     QBH_ROPE_LINEAR,   /* inv_freq / factor */
     QBH_ROPE_LLAMA3,   /* the llama3 frequency-band rule */
     QBH_ROPE_YARN      /* YaRN ramp between interpolation and extrapolation
-                          (DeepSeek-V2/V3 only) */
+                          (DeepSeek-V2/V3, gpt-oss) */
 } qbh_rope_kind;
 
 #define QBH_MOE_MIXTRAL 1 /* block_sparse_moe.{gate, experts.E.w1/w2/w3} */
 #define QBH_MOE_QWEN 2    /* mlp.{gate, experts.E.*_proj, shared_expert*} */
 #define QBH_MOE_DEEPSEEK 3 /* mlp.{gate(+e_score_correction_bias), experts.E.*_proj,
                               shared_experts.*_proj} */
+#define QBH_MOE_GPTOSS 4  /* mlp.{router(+bias), experts.{gate_up_proj, down_proj}(+_bias)}
+                             fused [E, in, out] */
 
 /* DeepSeek routing rules (docs/forward.md, "DeepSeek routing"). */
 typedef enum qbh_ds_route {
@@ -77,7 +80,7 @@ typedef struct qbh_fwd_cfg {
     int64_t rot_dim;          /* dimensions rotated per head (phi3's
                                  partial_rotary_factor; else head_dim) */
     /* Mixture of experts (docs/forward.md, "Architectures"). */
-    int moe;                  /* 0 dense; QBH_MOE_MIXTRAL; QBH_MOE_QWEN */
+    int moe;                  /* 0 dense, or QBH_MOE_* */
     int64_t n_experts, top_k, moe_intermediate, shared_intermediate;
     int norm_topk;            /* renormalise the top-k routing weights */
     int64_t sparse_step;      /* qwen: MoE on layers with (L + 1) % step == 0 */
@@ -102,6 +105,9 @@ typedef struct qbh_fwd_cfg {
     qbh_ds_route ds_route;
     int64_t first_dense, n_group, topk_group;
     double routed_scale;      /* routed_scaling_factor */
+    /* gpt-oss (moe QBH_MOE_GPTOSS): the clamped SwiGLU's swiglu_alpha and
+     * swiglu_limit; attention has per-head sinks. */
+    double glu_alpha, glu_limit;
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names it in
@@ -211,6 +217,12 @@ void qbh_fwd_rope_ex(float *x, int64_t T, int64_t n_heads, int64_t stride, int64
 qb_status qbh_fwd_attention(const float *q, const float *k, const float *v, int64_t T,
                             int64_t nh, int64_t nkv, int64_t hd, int64_t window, double scale,
                             double softcap, float *out);
+/* qbh_fwd_attention with gpt-oss's per-head sinks[nh] (NULL: none): each
+ * head's softmax denominator gains exp(sinks[h]), which weights no value
+ * (docs/forward.md, "gpt-oss"). */
+qb_status qbh_fwd_attention_sinks(const float *q, const float *k, const float *v, int64_t T,
+                                  int64_t nh, int64_t nkv, int64_t hd, int64_t window,
+                                  double scale, double softcap, const float *sinks, float *out);
 /* g[i] = silu(g[i]) * u[i] for i < n. */
 void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
 /* g[i] = gelu_tanh(g[i]) * u[i] (gelu_pytorch_tanh). */
@@ -238,6 +250,17 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
  * Thread-safe. */
 qb_status qbh_fwd_route_deepseek(const qbh_fwd_cfg *c, const float *r, const float *bias,
                                  int64_t T, double *wt);
+
+/* ---- forward_gptoss.c ----------------------------------------------------- */
+
+/* gpt-oss's expert block of layer L (c->moe == QBH_MOE_GPTOSS) on the
+ * normalised rows h[T][hidden] into out[T][hidden] (docs/forward.md,
+ * "gpt-oss"): router with bias, top_k then softmax over those, each
+ * chosen expert's clamped SwiGLU on its fused [in, out] weights, read one
+ * row block of that expert at a time. Errors: a missing/mis-shaped tensor
+ * named, a reader's error, QB_E_NOMEM. Main thread; uses the pool. */
+qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const float *h,
+                             int64_t T, float *out);
 
 /* ---- forward_model.c ------------------------------------------------------ */
 

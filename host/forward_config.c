@@ -12,14 +12,14 @@
 
 static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
-                                     "deepseek_v3";
+                                     "deepseek_v3, gpt_oss";
 
 static int is_supported(const char *t)
 {
     static const char *const names[] = {"llama",       "mistral", "qwen2",   "qwen3",
                                         "gemma",       "gemma2",  "gemma3_text", "phi3",
                                         "mixtral",     "qwen2_moe", "qwen3_moe",
-                                        "deepseek_v2", "deepseek_v3"};
+                                        "deepseek_v2", "deepseek_v3", "gpt_oss"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
@@ -270,6 +270,38 @@ static qb_status parse_moe(const char *what, const cJSON *root, qbh_fwd_cfg *c)
     return QB_OK;
 }
 
+static qb_status parse_layer_types(const char *what, const cJSON *root, qbh_fwd_cfg *c);
+
+/* gpt-oss: GptOssConfig's keys and defaults (transformers 5.24): every
+ * layer runs the experts; layer_types, or else alternating sliding /
+ * full starting with a sliding layer; sliding_window 128 (null: none). */
+static qb_status parse_gptoss(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+{
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    int64_t L;
+    qb_status rc;
+
+    c->moe = QBH_MOE_GPTOSS;
+    c->moe_intermediate = c->intermediate;
+    c->sparse_step = 1;
+    if ((rc = get_int(what, root, "num_local_experts", 128, &c->n_experts)) ||
+        (rc = get_int(what, root, "num_experts_per_tok", 4, &c->top_k)) ||
+        (rc = get_real(what, root, "swiglu_alpha", 1.702, &c->glu_alpha)) ||
+        (rc = get_real(what, root, "swiglu_limit", 7.0, &c->glu_limit)))
+        return rc;
+    if (c->top_k > c->n_experts)
+        return qbh_error_set(QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
+                             what, (long long)c->top_k, (long long)c->n_experts);
+    if (!cJSON_IsNull(sw) && (rc = get_int(what, root, "sliding_window", 128, &c->sliding_window)))
+        return rc;
+    if (c->n_layers > 1024)
+        return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", what);
+    for (L = 0; L < c->n_layers; L += 2)
+        c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
+    c->has_sliding_map = 1;
+    return parse_layer_types(what, root, c);
+}
+
 /* A number that may be null: absent -> def, null -> 0 (switched off). */
 static qb_status get_opt_real(const char *what, const cJSON *root, const char *key, double def,
                               double *out)
@@ -362,7 +394,10 @@ static qb_status parse_yarn(const char *what, const cJSON *root, const cJSON *rs
         (rc = get_num(what, rs, "mscale", 0, &ms)) ||
         (rc = get_num(what, rs, "attention_factor", 0, &af)) ||
         (rc = get_int(what, root, "max_position_embeddings",
-                      strcmp(c->arch, "deepseek_v3") == 0 ? 4096 : 2048, &maxpos)) ||
+                      strcmp(c->arch, "deepseek_v3") == 0 ? 4096
+                      : strcmp(c->arch, "gpt_oss") == 0   ? 131072
+                                                          : 2048,
+                      &maxpos)) ||
         (rc = get_int(what, rs, "original_max_position_embeddings", maxpos, &orig)) ||
         (rc = get_int(what, root, "original_max_position_embeddings", orig, &orig)))
         return rc;
@@ -388,7 +423,8 @@ static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
     const cJSON *t;
     const char *type;
     qb_status rc;
-    int ds = strncmp(c->arch, "deepseek_v", 10) == 0;
+    int ds = strncmp(c->arch, "deepseek_v", 10) == 0, oss = strcmp(c->arch, "gpt_oss") == 0;
+    cJSON *def = NULL;
 
     c->rope_kind = QBH_ROPE_DEFAULT;
     c->rope_attn_factor = 1.0;
@@ -404,6 +440,18 @@ static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
                 return rc;
         }
     }
+    if ((!rs || cJSON_IsNull(rs)) && oss) {
+        /* GptOssConfig.__post_init__'s rope when the config has none. */
+        def = cJSON_Parse("{\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, "
+                          "\"beta_slow\": 1.0, \"truncate\": false, "
+                          "\"original_max_position_embeddings\": 4096}");
+        if (!def)
+            return qbh_error_set(QB_E_NOMEM, "forward: out of memory");
+        c->rope_factor = 32.0;
+        rc = parse_yarn(what, root, def, c);
+        cJSON_Delete(def);
+        return rc;
+    }
     if (!rs || cJSON_IsNull(rs))
         return QB_OK;
     if (!cJSON_IsObject(rs))
@@ -416,7 +464,7 @@ static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
     if (strcmp(type, "default") == 0)
         return QB_OK;
     rc = get_real(what, rs, "factor", 0, &c->rope_factor);
-    if (!rc && ds)
+    if (!rc && (ds || oss))
         rc = get_num(what, rs, "mscale_all_dim", 0, &c->rope_mscale_all_dim);
     if (rc)
         return rc;
@@ -445,12 +493,12 @@ static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
         c->rope_orig_max = (double)orig;
         return QB_OK;
     }
-    if (ds && strcmp(type, "yarn") == 0)
+    if ((ds || oss) && strcmp(type, "yarn") == 0)
         return parse_yarn(what, root, rs, c);
     return qbh_error_set(QB_E_UNSUPPORTED,
                          "forward: %s: rope_scaling type \"%s\" is not supported by the CPU "
                          "forward pass (supported: default, linear, llama3; yarn for "
-                         "deepseek_v2/v3)",
+                         "deepseek_v2/v3, gpt_oss)",
                          what, type);
 }
 
@@ -460,6 +508,7 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
     const cJSON *mt, *v;
     qb_status rc;
     int64_t def_hd;
+    int oss;
 
     memset(c, 0, sizeof *c);
     c->bos = -1;
@@ -480,15 +529,17 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
         goto out;
     }
     snprintf(c->arch, sizeof c->arch, "%s", mt->valuestring);
+    oss = strcmp(c->arch, "gpt_oss") == 0;
     if ((rc = get_int(what, root, "hidden_size", -1, &c->hidden)) ||
         (rc = get_int(what, root, "intermediate_size", -1, &c->intermediate)) ||
         (rc = get_int(what, root, "num_hidden_layers", -1, &c->n_layers)) ||
         (rc = get_int(what, root, "num_attention_heads", -1, &c->n_heads)) ||
-        (rc = get_int(what, root, "num_key_value_heads", c->n_heads, &c->n_kv_heads)) ||
+        /* GptOssConfig's field defaults: 8 kv heads, head_dim 64. */
+        (rc = get_int(what, root, "num_key_value_heads", oss ? 8 : c->n_heads, &c->n_kv_heads)) ||
         (rc = get_int(what, root, "vocab_size", -1, &c->vocab)))
         goto out;
     /* head_dim: explicit (qwen3, some mistral) or hidden / heads. */
-    def_hd = c->hidden / c->n_heads;
+    def_hd = oss ? 64 : c->hidden / c->n_heads;
     if ((rc = get_int(what, root, "head_dim", def_hd ? def_hd : 1, &c->head_dim)))
         goto out;
     /* MLA: head sizes come from parse_deepseek (its head_dim key is
@@ -505,8 +556,8 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
                            (long long)c->head_dim);
         goto out;
     }
-    if ((rc = get_real(what, root, "rms_norm_eps", 1e-6, &c->rms_eps)) ||
-        (rc = get_real(what, root, "rope_theta", 10000.0, &c->rope_theta)) ||
+    if ((rc = get_real(what, root, "rms_norm_eps", oss ? 1e-5 : 1e-6, &c->rms_eps)) ||
+        (rc = get_real(what, root, "rope_theta", oss ? 150000.0 : 10000.0, &c->rope_theta)) ||
         (rc = parse_rope(what, root, c)))
         goto out;
     c->tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings"));
@@ -537,6 +588,10 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
         }
     }
     c->attn_scale = 1.0 / sqrt((double)c->head_dim);
+    if (oss) {
+        rc = parse_gptoss(what, root, c);
+        goto out;
+    }
     if (strncmp(c->arch, "gemma", 5) == 0) {
         if ((rc = parse_gemma(what, root, c)) || (rc = parse_layer_types(what, root, c)))
             goto out;

@@ -44,6 +44,8 @@ static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
     size_t F, E = c->moe ? (size_t)c->n_experts : 1;
     size_t Q = (size_t)(c->n_heads * c->head_dim), KV = (size_t)(c->n_kv_heads * c->head_dim);
     size_t wn = H > (size_t)c->head_dim ? H : (size_t)c->head_dim;
+    if ((size_t)c->n_heads > wn) /* gpt-oss's sinks */
+        wn = (size_t)c->n_heads;
     if ((size_t)c->moe_intermediate > I)
         I = (size_t)c->moe_intermediate;
     if ((size_t)c->shared_intermediate > I)
@@ -299,11 +301,23 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, in
                        (rc = lnorm(w, c, L, "self_attn.k_norm", b->k, T * c->n_kv_heads, hd,
                                    b->wn))))
         return rc;
-    qbh_fwd_rope(b->q, T, c->n_heads, hd, c->rot_dim, inv);
-    qbh_fwd_rope(b->k, T, c->n_kv_heads, hd, c->rot_dim, inv);
-    if ((rc = qbh_fwd_attention(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd, window,
-                                c->attn_scale, c->attn_softcap, b->a)) ||
-        (rc = qbh_fwd_linear(w, L, "self_attn.o_proj", b->a, T, Q, b->o, H)))
+    /* rotate_half; gpt-oss's yarn multiplies cos and sin by its attention
+     * factor (1 for every other rope). */
+    qbh_fwd_rope_ex(b->q, T, c->n_heads, hd, 0, c->rot_dim, inv, 0, c->rope_attn_factor);
+    qbh_fwd_rope_ex(b->k, T, c->n_kv_heads, hd, 0, c->rot_dim, inv, 0, c->rope_attn_factor);
+    if (c->moe == QBH_MOE_GPTOSS) {
+        /* GptOssAttention's sinks: a bare [num_attention_heads] parameter. */
+        char sn[160];
+        snprintf(sn, sizeof sn, "model.layers.%lld.self_attn.sinks", (long long)L);
+        rc = qbh_fwd_vector(w, sn, b->wn, c->n_heads);
+        if (rc == QB_OK)
+            rc = qbh_fwd_attention_sinks(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd,
+                                         window, c->attn_scale, 0.0, b->wn, b->a);
+    } else {
+        rc = qbh_fwd_attention(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd, window,
+                               c->attn_scale, c->attn_softcap, b->a);
+    }
+    if (rc || (rc = qbh_fwd_linear(w, L, "self_attn.o_proj", b->a, T, Q, b->o, H)))
         return rc;
     /* Gemma2/3 normalise the block's output before the residual add
      * ("sandwich"); there post_attention_layernorm is that output norm and
@@ -318,7 +332,10 @@ residual:
     if ((rc = lnorm(w, c, L, c->sandwich ? "pre_feedforward_layernorm" : "post_attention_layernorm",
                     b->h, T, H, b->wn)))
         return rc;
-    if (qbh_fwd_layer_moe(c, L)) {
+    if (c->moe == QBH_MOE_GPTOSS) {
+        if ((rc = qbh_fwd_gptoss_moe(w, c, L, b->h, T, b->o)))
+            return rc;
+    } else if (qbh_fwd_layer_moe(c, L)) {
         if ((rc = moe(w, c, b, L, b->h, T, b->o)))
             return rc;
     } else if (has_fused(w, L, "mlp.gate_up_proj")) {

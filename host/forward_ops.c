@@ -84,6 +84,7 @@ typedef struct attn_job {
     float *out;
     int64_t T, nh, nkv, hd, window;
     double scale, softcap;
+    const float *sinks; /* gpt-oss: [nh] extra logits, or NULL */
 } attn_job;
 
 static qb_status attn_head(void *arg, size_t item)
@@ -100,7 +101,7 @@ static qb_status attn_head(void *arg, size_t item)
     for (t = 0; t < j->T; t++) {
         const float *qt = j->q + (t * j->nh + h) * j->hd;
         int64_t s0 = j->window > 0 && t - j->window + 1 > 0 ? t - j->window + 1 : 0;
-        double mx = -INFINITY, sum = 0.0;
+        double mx = j->sinks ? (double)j->sinks[h] : -INFINITY, sum = 0.0;
         for (s = s0; s <= t; s++) {
             const float *ks = j->k + (s * j->nkv + kh) * j->hd;
             double dot = 0.0;
@@ -116,6 +117,10 @@ static qb_status attn_head(void *arg, size_t item)
             p[s] = exp(p[s] - mx);
             sum += p[s];
         }
+        /* gpt-oss's sink: one more logit in the denominator, with no value
+         * (eager_attention_forward drops its probability). */
+        if (j->sinks)
+            sum += exp((double)j->sinks[h] - mx);
         memset(acc, 0, (size_t)j->hd * sizeof *acc);
         for (s = s0; s <= t; s++) {
             const float *vs = j->v + (s * j->nkv + kh) * j->hd;
@@ -135,7 +140,14 @@ qb_status qbh_fwd_attention(const float *q, const float *k, const float *v, int6
                             int64_t nh, int64_t nkv, int64_t hd, int64_t window, double scale,
                             double softcap, float *out)
 {
-    attn_job j = {q, k, v, out, T, nh, nkv, hd, window, scale, softcap};
+    return qbh_fwd_attention_sinks(q, k, v, T, nh, nkv, hd, window, scale, softcap, NULL, out);
+}
+
+qb_status qbh_fwd_attention_sinks(const float *q, const float *k, const float *v, int64_t T,
+                                  int64_t nh, int64_t nkv, int64_t hd, int64_t window,
+                                  double scale, double softcap, const float *sinks, float *out)
+{
+    attn_job j = {q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks};
     assert(nh % nkv == 0);
     return qbh_parallel_for((size_t)nh, attn_head, &j);
 }

@@ -383,6 +383,117 @@ static void ds_moe(const fwd_ref_model *m, int64_t L, const double *x, int64_t T
     free(bias);
 }
 
+/* ---- gpt-oss -------------------------------------------------------------- */
+
+/* GptOssAttention on hn[T][H] into y[T][H]: biased projections, yarn
+ * rotate_half rotation, grouped heads, the sink as a value-less logit. */
+static void oss_attn(const fwd_ref_model *m, int64_t L, const double *hn, int64_t T, double *y)
+{
+    int64_t H = m->hidden, d = m->head_dim, nh = m->heads, nkv = m->kv_heads, t, s, h, i;
+    int64_t win = (m->sliding_mask >> L & 1) ? m->window : 0;
+    double *q = xalloc(T * nh * d), *k = xalloc(T * nkv * d), *v = xalloc(T * nkv * d);
+    double *att = xalloc(T * nh * d), *sc = xalloc(T), *sinks;
+    double amp = m->yarn_factor > 0 ? ms_of(m->yarn_factor, 1.0) : 1.0;
+    char name[160];
+    linear(m, L, "self_attn.q_proj", hn, T, H, nh * d, q);
+    linear(m, L, "self_attn.k_proj", hn, T, H, nkv * d, k);
+    linear(m, L, "self_attn.v_proj", hn, T, H, nkv * d, v);
+    snprintf(name, sizeof name, "model.layers.%lld.self_attn.sinks", (long long)L);
+    sinks = must(m, name, nh);
+    for (t = 0; t < T; t++) {
+        for (h = 0; h < nh; h++)
+            ds_rotate(m, q + (t * nh + h) * d, d, t, amp);
+        for (h = 0; h < nkv; h++)
+            ds_rotate(m, k + (t * nkv + h) * d, d, t, amp);
+    }
+    for (h = 0; h < nh; h++)
+        for (t = 0; t < T; t++) {
+            int64_t kh = h / (nh / nkv), s0 = win && t >= win ? t - win + 1 : 0;
+            double mx = sinks[h], z;
+            for (s = s0; s <= t; s++) {
+                double dot = 0;
+                for (i = 0; i < d; i++)
+                    dot += q[(t * nh + h) * d + i] * k[(s * nkv + kh) * d + i];
+                sc[s] = dot / sqrt((double)d);
+                mx = fmax(mx, sc[s]);
+            }
+            z = exp(sinks[h] - mx);
+            for (s = s0; s <= t; s++)
+                z += exp(sc[s] - mx);
+            for (i = 0; i < d; i++) {
+                double a = 0;
+                for (s = s0; s <= t; s++)
+                    a += exp(sc[s] - mx) / z * v[(s * nkv + kh) * d + i];
+                att[(t * nh + h) * d + i] = a;
+            }
+        }
+    linear(m, L, "self_attn.o_proj", att, T, nh * d, H, y);
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(sc);
+    free(sinks);
+}
+
+/* GptOssMLP on x[T][H] into y[T][H], one token at a time. */
+static void oss_moe(const fwd_ref_model *m, int64_t L, const double *x, int64_t T, double *y)
+{
+    int64_t H = m->hidden, I = m->moe_inter, E = m->experts, t, e, j, c;
+    double *r = xalloc(T * E), *gu = xalloc(2 * I), *a = xalloc(I), *gw, *gb, *dw, *db;
+    char name[160];
+    linear(m, L, "mlp.router", x, T, H, E, r);
+    snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.gate_up_proj", (long long)L);
+    gw = must(m, name, E * H * 2 * I);
+    strcat(name, "_bias");
+    gb = must(m, name, E * 2 * I);
+    snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.down_proj", (long long)L);
+    dw = must(m, name, E * I * H);
+    strcat(name, "_bias");
+    db = must(m, name, E * H);
+    memset(y, 0, (size_t)(T * H) * sizeof *y);
+    for (t = 0; t < T; t++) {
+        const double *rt = r + t * E, *xt = x + t * H;
+        double z = 0, mx = -1e300;
+        for (e = 0; e < E; e++)
+            if (in_top(rt, E, e, m->top_k))
+                mx = fmax(mx, rt[e]);
+        for (e = 0; e < E; e++)
+            if (in_top(rt, E, e, m->top_k))
+                z += exp(rt[e] - mx);
+        for (e = 0; e < E; e++) {
+            double wgt;
+            if (!in_top(rt, E, e, m->top_k))
+                continue;
+            wgt = exp(rt[e] - mx) / z;
+            for (j = 0; j < 2 * I; j++) {
+                double s = gb[e * 2 * I + j];
+                for (c = 0; c < H; c++)
+                    s += xt[c] * gw[(e * H + c) * 2 * I + j];
+                gu[j] = s;
+            }
+            for (j = 0; j < I; j++) {
+                double gt = fmin(gu[2 * j], m->glu_limit);
+                double up = fmax(-m->glu_limit, fmin(gu[2 * j + 1], m->glu_limit));
+                a[j] = (up + 1) * gt / (1 + exp(-m->glu_alpha * gt));
+            }
+            for (c = 0; c < H; c++) {
+                double s = db[e * H + c];
+                for (j = 0; j < I; j++)
+                    s += a[j] * dw[(e * I + j) * H + c];
+                y[t * H + c] += wgt * s;
+            }
+        }
+    }
+    free(r);
+    free(gu);
+    free(a);
+    free(gw);
+    free(gb);
+    free(dw);
+    free(db);
+}
+
 void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, double *logits,
                  double *mag)
 {
@@ -406,6 +517,10 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
         free(tmp);
         if (m->mla) {
             mla_attn(m, L, hn, T, o);
+            goto attn_residual;
+        }
+        if (m->gptoss) {
+            oss_attn(m, L, hn, T, o);
             goto attn_residual;
         }
         snprintf(name, sizeof name, "model.layers.%lld.self_attn.qkv_proj.weight", (long long)L);
@@ -493,6 +608,10 @@ void fwd_ref_run(const fwd_ref_model *m, const int64_t *tokens, int64_t T, doubl
         tmp = must(m, name, H);
         rmsnorm(x, T, H, tmp, m->eps, hn, off);
         free(tmp);
+        if (m->gptoss) {
+            oss_moe(m, L, hn, T, o);
+            goto residual;
+        }
         if (m->ds_route && L >= m->first_dense) {
             ds_moe(m, L, hn, T, o);
             goto residual;

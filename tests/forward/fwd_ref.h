@@ -48,6 +48,16 @@ typedef struct fwd_ref_model {
     int mla, interleave, ds_route, yarn_exact;
     int64_t q_lora, kv_lora, nope, rope_d, vdim, n_group, topk_group, first_dense;
     double yarn_factor, yarn_orig, beta_fast, beta_slow, mscale, mscale_all_dim, routed_scale;
+    /* gpt-oss: q/k/v/o biases, per-head sinks (self_attn.sinks) in the
+     * softmax denominator, layers with bit L of sliding_mask attend within
+     * `window`; yarn (yarn_* above, rotate_half) scales cos and sin by
+     * 0.1 ln(factor) + 1; router with bias, top_k then softmax over those;
+     * experts fused [E, in, out] (mlp.experts.gate_up_proj / down_proj and
+     * their _bias), gate/up interleaved, clamped SwiGLU (glu_alpha,
+     * glu_limit) with (up + 1). */
+    int gptoss;
+    unsigned sliding_mask;
+    double glu_alpha, glu_limit;
     /* Fills out[n] with the values of tensor `name` (canonical HF name);
      * returns 0, or -1 when the model has no such tensor (a bias). */
     int (*get)(void *ctx, const char *name, int64_t n, double *out);

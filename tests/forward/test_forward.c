@@ -401,7 +401,7 @@ END_TEST
 typedef struct fx {
     char name[FX_MAX][96];
     int nd[FX_MAX];
-    int64_t dims[FX_MAX][2];
+    int64_t dims[FX_MAX][3];
     float *data[FX_MAX];
     size_t n;
     qbt_rng rng;
@@ -421,6 +421,18 @@ static void fx_add(fx *f, const char *name, int64_t rows, int64_t cols, double m
     f->n++;
 }
 
+/* A 3-D tensor [a, b, c] (gpt-oss's fused experts). */
+static void fx_add3(fx *f, int64_t L, const char *what, int64_t a, int64_t b, int64_t c, double sd)
+{
+    char name[200];
+    snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)L, what);
+    fx_add(f, name, a * b, c, 0, sd);
+    f->nd[f->n - 1] = 3;
+    f->dims[f->n - 1][0] = a;
+    f->dims[f->n - 1][1] = b;
+    f->dims[f->n - 1][2] = c;
+}
+
 static void fx_addf(fx *f, int64_t L, const char *what, int64_t rows, int64_t cols, double mean,
                     double sd)
 {
@@ -436,7 +448,8 @@ static int fx_get(void *ctx, const char *name, int64_t n, double *out)
     int64_t k;
     for (i = 0; i < f->n; i++)
         if (strcmp(f->name[i], name) == 0) {
-            ck_assert_int_eq(f->dims[i][0] * (f->nd[i] == 2 ? f->dims[i][1] : 1), n);
+            ck_assert_int_eq(f->dims[i][0] * (f->nd[i] >= 2 ? f->dims[i][1] : 1) *
+                                 (f->nd[i] == 3 ? f->dims[i][2] : 1), n);
             for (k = 0; k < n; k++)
                 out[k] = f->data[i][k];
             return 0;
@@ -451,7 +464,8 @@ static void fx_write(fx *f, const char *dir, const char *config)
     size_t i;
     qbt_mkdir_p(dir);
     for (i = 0; i < f->n; i++) {
-        size_t n = (size_t)(f->dims[i][0] * (f->nd[i] == 2 ? f->dims[i][1] : 1));
+        size_t n = (size_t)(f->dims[i][0] * (f->nd[i] >= 2 ? f->dims[i][1] : 1) *
+                            (f->nd[i] == 3 ? f->dims[i][2] : 1));
         ck_assert_int_eq(qbt_st_writer_add(w, f->name[i], "F32", f->nd[i], f->dims[i], f->data[i],
                                            n * sizeof(float)),
                          0);
@@ -874,6 +888,268 @@ START_TEST(deepseek_refused)
         ck_assert_msg(at != NULL, "%s", cases[i].from);
         ck_assert_int_ge(asprintf(&patched, "%.*s%s%s", (int)(at - cfg), cfg, cases[i].to,
                                   at + strlen(cases[i].from)), 0);
+        fx_write(f, dir, patched);
+        o = qbt_path(dir, "o.st");
+        snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s'", dir, o);
+        ck_assert_int_eq(qbt_run_line(args, &text), 1);
+        ck_assert_msg(strstr(text, cases[i].expect), "%s\n%s", cases[i].expect, text);
+        ck_assert(!qbt_exists(o));
+        free(text);
+        free(o);
+        free(patched);
+        free(dir);
+        fx_free(f);
+        free(f);
+    }
+}
+END_TEST
+
+
+/* ---- gpt-oss -------------------------------------------------------------- */
+
+/* A gpt-oss model, 2 layers, hidden 64, 4 heads of 16 over 2 kv heads,
+ * vocab 128, 4 experts top 2 of intermediate 32, sliding_window 3 (below
+ * the 9 tokens), swiglu_limit 0.6 so that both clamps bite, alpha and
+ * rms_norm_eps left to GptOssConfig's defaults (1.702, 1e-5).
+ *   "a": legacy rope_scaling yarn (factor 4, original 64, truncate false)
+ *        with rope_theta 10000, explicit layer_types full then sliding;
+ *   "b": transformers 5's rope_parameters (theta 5000, factor 8, original
+ *        32), no layer_types (GptOssConfig: sliding first). */
+static void build_gptoss(const char *variant, fx *f, fwd_ref_model *m, char *cfg, size_t cap)
+{
+    const int64_t H = 64, V = 128, nh = 4, nkv = 2, hd = 16, E = 4, I = 32;
+    int b = strcmp(variant, "b") == 0;
+    int64_t L;
+
+    f->rng.s = 0x055f00d + (uint64_t)variant[0];
+    fx_add(f, "model.embed_tokens.weight", V, H, 0, 0.5);
+    for (L = 0; L < 2; L++) {
+        fx_addf(f, L, "input_layernorm.weight", H, 0, 1, 0.1);
+        fx_addf(f, L, "self_attn.q_proj.weight", nh * hd, H, 0, 0.15);
+        fx_addf(f, L, "self_attn.q_proj.bias", nh * hd, 0, 0, 0.1);
+        fx_addf(f, L, "self_attn.k_proj.weight", nkv * hd, H, 0, 0.15);
+        fx_addf(f, L, "self_attn.k_proj.bias", nkv * hd, 0, 0, 0.1);
+        fx_addf(f, L, "self_attn.v_proj.weight", nkv * hd, H, 0, 0.1);
+        fx_addf(f, L, "self_attn.v_proj.bias", nkv * hd, 0, 0, 0.1);
+        fx_addf(f, L, "self_attn.o_proj.weight", H, nh * hd, 0, 0.1);
+        fx_addf(f, L, "self_attn.o_proj.bias", H, 0, 0, 0.1);
+        fx_addf(f, L, "self_attn.sinks", nh, 0, 0.5, 1.0);
+        fx_addf(f, L, "post_attention_layernorm.weight", H, 0, 1, 0.1);
+        fx_addf(f, L, "mlp.router.weight", E, H, 0, 0.3);
+        fx_addf(f, L, "mlp.router.bias", E, 0, 0, 0.3);
+        fx_add3(f, L, "mlp.experts.gate_up_proj", E, H, 2 * I, 0.1);
+        fx_addf(f, L, "mlp.experts.gate_up_proj_bias", E, 2 * I, 0, 0.1);
+        fx_add3(f, L, "mlp.experts.down_proj", E, I, H, 0.1);
+        fx_addf(f, L, "mlp.experts.down_proj_bias", E, H, 0, 0.1);
+    }
+    fx_add(f, "model.norm.weight", H, 0, 1, 0.1);
+    fx_add(f, "lm_head.weight", V, H, 0, 0.1);
+    snprintf(cfg, cap,
+             "{\"architectures\": [\"GptOssForCausalLM\"], \"model_type\": \"gpt_oss\",\n"
+             " \"hidden_size\": 64, \"intermediate_size\": 32, \"num_hidden_layers\": 2,\n"
+             " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16,\n"
+             " \"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"experts_per_token\": 2,\n"
+             " \"vocab_size\": 128, \"tie_word_embeddings\": false, \"sliding_window\": 3,\n"
+             " \"swiglu_limit\": 0.6, \"max_position_embeddings\": 256, \"attention_bias\": true,\n"
+             " \"bos_token_id\": 0, \"eos_token_id\": 1, \"torch_dtype\": \"float32\",\n %s}\n",
+             b ? "\"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 5000.0, "
+                 "\"factor\": 8.0, \"beta_fast\": 32.0, \"beta_slow\": 1.0, \"truncate\": false, "
+                 "\"original_max_position_embeddings\": 32}"
+               : "\"rope_theta\": 10000.0, \"rope_scaling\": {\"rope_type\": \"yarn\", "
+                 "\"factor\": 4.0, \"beta_fast\": 32.0, \"beta_slow\": 1.0, \"truncate\": false, "
+                 "\"original_max_position_embeddings\": 64},\n"
+                 " \"layer_types\": [\"full_attention\", \"sliding_attention\"]");
+
+    /* The reference, from the same numbers (not from the parser). */
+    memset(m, 0, sizeof *m);
+    m->hidden = H;
+    m->inter = I;
+    m->layers = 2;
+    m->heads = nh;
+    m->kv_heads = nkv;
+    m->head_dim = hd;
+    m->vocab = V;
+    m->eps = 1e-5;
+    m->theta = b ? 5000.0 : 10000.0;
+    m->gptoss = 1;
+    m->window = 3;
+    m->sliding_mask = b ? 1u : 2u;
+    m->yarn_factor = b ? 8.0 : 4.0;
+    m->yarn_orig = b ? 32 : 64;
+    m->beta_fast = 32;
+    m->beta_slow = 1;
+    m->yarn_exact = 1;
+    m->experts = E;
+    m->top_k = 2;
+    m->moe_inter = I;
+    m->glu_alpha = 1.702;
+    m->glu_limit = 0.6;
+    m->get = fx_get;
+    m->ctx = f;
+}
+
+/* The W4A16 directory's values under the source's fused names: the
+ * per-expert parts decoded (w4_get) and interleaved back (gate_up[2c] =
+ * gate[c], gate_up[2c + 1] = up[c]; down transposed), independently of the
+ * sm86-w4a16 reader's own recombination. */
+static int oss_w4_get(void *ctx, const char *name, int64_t n, double *out)
+{
+    qb_w4a16_model *m = ctx;
+    const int64_t H = 64, E = 4, I = 32;
+    long long L;
+    int off = 0;
+    char nm[200], file[64];
+    int64_t e, c, k;
+    double *a = malloc(sizeof(double) * (size_t)(H * I)), *b = malloc(sizeof(double) * (size_t)(H * I));
+    int rc = 0;
+
+    if (sscanf(name, "model.layers.%lld.%n", &L, &off) != 1)
+        off = 0;
+    if (!off || strncmp(name + off, "mlp.", 4) != 0) {
+        rc = w4_get(ctx, name, n, out);
+        goto done;
+    }
+    if (strcmp(name + off, "mlp.router.bias") == 0) {
+        ck_assert_int_eq(qb_w4a16_layer_file(m, L, file, sizeof file), 0);
+        rc = w4_f16(m, file, "mlp.router.bias", n, out);
+        goto done;
+    }
+    if (strncmp(name + off, "mlp.experts.gate_up_proj", 24) == 0) {
+        int bias = strstr(name, "_bias") != NULL;
+        ck_assert_int_eq(n, E * 2 * I * (bias ? 1 : H));
+        for (e = 0; e < E; e++) {
+            snprintf(nm, sizeof nm, "model.layers.%lld.mlp.experts.%lld.gate_proj.%s", L,
+                     (long long)e, bias ? "bias" : "weight");
+            ck_assert_int_eq(w4_get(ctx, nm, bias ? I : I * H, a), 0);
+            snprintf(nm, sizeof nm, "model.layers.%lld.mlp.experts.%lld.up_proj.%s", L,
+                     (long long)e, bias ? "bias" : "weight");
+            ck_assert_int_eq(w4_get(ctx, nm, bias ? I : I * H, b), 0);
+            for (c = 0; c < I; c++)
+                for (k = 0; k < (bias ? 1 : H); k++) {
+                    int64_t at = bias ? e * 2 * I + 2 * c : (e * H + k) * 2 * I + 2 * c;
+                    out[at] = a[c * (bias ? 1 : H) + k];
+                    out[at + 1] = b[c * (bias ? 1 : H) + k];
+                }
+        }
+        goto done;
+    }
+    if (strncmp(name + off, "mlp.experts.down_proj", 21) == 0) {
+        int bias = strstr(name, "_bias") != NULL;
+        ck_assert_int_eq(n, E * H * (bias ? 1 : I));
+        for (e = 0; e < E; e++) {
+            snprintf(nm, sizeof nm, "model.layers.%lld.mlp.experts.%lld.down_proj.%s", L,
+                     (long long)e, bias ? "bias" : "weight");
+            ck_assert_int_eq(w4_get(ctx, nm, bias ? H : H * I, a), 0);
+            for (c = 0; c < H; c++)
+                for (k = 0; k < (bias ? 1 : I); k++) {
+                    if (bias)
+                        out[e * H + c] = a[c];
+                    else
+                        out[(e * I + k) * H + c] = a[c * I + k]; /* [out, in] -> [in, out] */
+                }
+        }
+        goto done;
+    }
+    rc = w4_get(ctx, name, n, out);
+done:
+    free(a);
+    free(b);
+    return rc;
+}
+
+static void check_gptoss(const char *variant)
+{
+    const char *tmp = qbt_scratch("fwd-oss");
+    char *src = qbt_path(tmp, "src"), *w4 = qbt_path(tmp, "w4"), cfg[4096], args[8192];
+    char *text = NULL, err[512];
+    double *ref = malloc(sizeof(double) * N_TOK * 128), *mag = malloc(sizeof(double) * N_TOK * 128);
+    fx *f = calloc(1, sizeof *f);
+    fwd_ref_model m;
+    qb_w4a16_model *wm = NULL;
+    float *got;
+    int64_t rows, cols;
+
+    build_gptoss(variant, f, &m, cfg, sizeof cfg);
+    fx_write(f, src, cfg);
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(src, tmp, &rows, &cols);
+    ck_assert_int_eq(rows, N_TOK);
+    ck_assert_int_eq(cols, 128);
+    compare(variant, got, ref, mag, rows * cols, U_F32, 2);
+    free(got);
+
+    /* Its W4A16 conversion (g32): attention through the kernel, the
+     * experts served back fused by the reader, router and sinks F16. */
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s' --group-size 32", src, w4);
+    ck_assert_msg(qbt_run_line(args, &text) == 0, "%s\n%s", args, text);
+    free(text);
+    ck_assert_msg(qb_w4a16_open(w4, 0, &wm, err, sizeof err) == 0, "%s", err);
+    m.get = oss_w4_get;
+    m.ctx = wm;
+    fwd_ref_run(&m, TOKENS, N_TOK, ref, mag);
+    got = run_forward(w4, tmp, &rows, &cols);
+    compare("gpt_oss w4a16", got, ref, mag, rows * cols, U_F16, 2);
+    free(got);
+    qb_w4a16_close(wm);
+    free(w4);
+    fx_free(f);
+    free(f);
+    free(ref);
+    free(mag);
+    free(src);
+}
+
+START_TEST(gpt_oss_sinks_yarn_layer_types) { check_gptoss("a"); }
+END_TEST
+
+START_TEST(gpt_oss_rope_parameters_default_layers) { check_gptoss("b"); }
+END_TEST
+
+/* What the pass cannot run, or a broken model, is refused by name, exit
+ * 1, nothing written. */
+START_TEST(gpt_oss_refused)
+{
+    static const struct {
+        const char *from, *to, *expect;
+    } cases[] = {
+        {"\"rope_type\": \"yarn\"", "\"rope_type\": \"dynamic\"", "rope_scaling type \"dynamic\""},
+        {"\"full_attention\", \"sliding", "\"chunked_attention\", \"sliding",
+         "layer_types[0] is not sliding_attention or full_attention"},
+        {"\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 5",
+         "num_experts_per_tok 5 > 4 experts"},
+        {"\"swiglu_limit\": 0.6", "\"swiglu_limit\": -1", "\"swiglu_limit\" is not a positive"},
+        /* the sinks of layer 1 renamed away */
+        {"", "", "tensor model.layers.1.self_attn.sinks is missing"},
+        /* the fused experts of layer 0 given [E * H, 2I] instead of [E, H, 2I] */
+        {"", "", "model.layers.0.mlp.experts.gate_up_proj is not [4, 64, 64]"},
+    };
+    const char *tmp = qbt_scratch("fwd-oss-err");
+    size_t i, j;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *dir, cfg[4096], *patched, *at, args[8192], *text = NULL, *o;
+        fx *f = calloc(1, sizeof *f);
+        fwd_ref_model m;
+        ck_assert_int_ge(asprintf(&dir, "%s/m%zu", tmp, i), 0);
+        build_gptoss("a", f, &m, cfg, sizeof cfg);
+        if (cases[i].from[0]) {
+            at = strstr(cfg, cases[i].from);
+            ck_assert_msg(at != NULL, "%s", cases[i].from);
+            ck_assert_int_ge(asprintf(&patched, "%.*s%s%s", (int)(at - cfg), cfg, cases[i].to,
+                                      at + strlen(cases[i].from)), 0);
+        } else {
+            patched = strdup(cfg);
+        }
+        for (j = 0; j < f->n; j++) {
+            if (strstr(cases[i].expect, "sinks") &&
+                strcmp(f->name[j], "model.layers.1.self_attn.sinks") == 0)
+                strcat(f->name[j], "_x");
+            if (strstr(cases[i].expect, "gate_up_proj") &&
+                strcmp(f->name[j], "model.layers.0.mlp.experts.gate_up_proj") == 0) {
+                f->nd[j] = 2;
+                f->dims[j][0] *= f->dims[j][1];
+                f->dims[j][1] = f->dims[j][2];
+            }
+        }
         fx_write(f, dir, patched);
         o = qbt_path(dir, "o.st");
         snprintf(args, sizeof args, "forward --model '%s' --tokens 1,2 --output '%s'", dir, o);
@@ -1383,6 +1659,9 @@ Suite *qbt_suite(void)
         tcase_add_test(tc, deepseek_refused);
         tcase_add_test(tc, deepseek_v3_generated_mtp_model_check);
         tcase_add_test(tc, deepseek_v2_generated_model_check);
+        tcase_add_test(tc, gpt_oss_sinks_yarn_layer_types);
+        tcase_add_test(tc, gpt_oss_rope_parameters_default_layers);
+        tcase_add_test(tc, gpt_oss_refused);
         tcase_add_test(tc, errors);
         tcase_add_test(tc, device_option);
         tcase_add_test(tc, verify_model_check);

@@ -229,3 +229,50 @@ def test_logits_quantbridge_forward_vs_transformers_deepseek(name, tmp_path, run
     model, ref = _deepseek_model(tmp_path, name)
     got = quantbridge_logits(run_qb, model, tmp_path)
     compare(f"{name} quantbridge forward vs transformers", got, ref, F32_REL)
+
+
+# gpt-oss (issue 18): transformers builds and saves the model (random float32
+# weights, fused [E, in, out] experts as gpt-oss checkpoints hold them) and
+# runs it eagerly; `quantbridge forward` reads the saved directory. Variants:
+# GptOssConfig's own rope (yarn, truncate false) with its default layer_types,
+# and explicit yarn rope_parameters with full layers first; sliding_window 3
+# and swiglu_limit 0.6 so that the window and both clamps matter.
+GPT_OSS = {
+    "default_rope": dict(),
+    "yarn_full_first": dict(
+        layer_types=["full_attention", "sliding_attention"],
+        rope_parameters={"rope_type": "yarn", "rope_theta": 5000.0, "factor": 8.0,
+                         "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                         "original_max_position_embeddings": 32}),
+}
+
+
+def _gpt_oss_model(tmp_path, name):
+    from transformers import GptOssConfig, GptOssForCausalLM
+    cfg = GptOssConfig(vocab_size=U.VOCAB, hidden_size=64, intermediate_size=32,
+                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                       head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+                       sliding_window=3, swiglu_limit=0.6, max_position_embeddings=256,
+                       **GPT_OSS[name])
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(7)
+    model = GptOssForCausalLM(cfg).float().eval()
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.normal_(0.0, 0.1)
+            if "norm" in n:
+                p.add_(1.0)
+            if n.endswith("sinks") or "router" in n:
+                p.mul_(5.0)  # sinks that weigh, routers without near-ties
+    out = tmp_path / f"tiny-gpt-oss-{name}"
+    model.save_pretrained(str(out))
+    with torch.no_grad():
+        ref = model(torch.tensor([TOKENS])).logits[0].numpy().astype(np.float32)
+    return out, ref
+
+
+@pytest.mark.parametrize("name", list(GPT_OSS))
+def test_logits_quantbridge_forward_vs_transformers_gpt_oss(name, tmp_path, run_qb):
+    model, ref = _gpt_oss_model(tmp_path, name)
+    got = quantbridge_logits(run_qb, model, tmp_path)
+    compare(f"gpt-oss {name} quantbridge forward vs transformers", got, ref, F32_REL)
