@@ -196,31 +196,38 @@ def test_pre_type_splits_as_llama_cpp(pre, tmp_path, build_dir, repo_root, run_q
     tally.check(f"pre {pre} (llama3 vocabulary) vs llama.cpp")
 
 
-@pytest.mark.parametrize("name", [v[0] for v in tu.VOCABULARIES])
-def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb):
-    """The host's own encoder (host/tokenize_*.c, through `quantbridge
-    forward --tokenizer DIR --text T --print-tokens`, what `forward --text`
-    and verify's model check use) against the live `tokenizers` library,
-    on every record, for the publisher's tokenizer.json and for the one
-    rebuilt from the GGUF. Exact ids, special tokens added (the library's
-    default, as forward and verify encode)."""
-    from concurrent.futures import ThreadPoolExecutor
+def _host_ids(run_qb, tokenizer_dir, texts, scratch):
+    """The host encoder's ids for every text, from one `quantbridge forward
+    --tokenizer DIR --text-file F --print-tokens` process: the texts go in F
+    separated by NUL bytes (they hold newlines, never a NUL) and come back
+    as one line of comma-separated ids each, in order."""
+    assert not any("\0" in t for t in texts), "a text holds a NUL: it cannot be framed by NULs"
+    f = scratch / "texts.nul"
+    f.write_bytes("\0".join(texts).encode("utf-8"))
+    out = run_qb("forward", "--tokenizer", tokenizer_dir, "--text-file", f, "--print-tokens").stdout
+    lines = out.split("\n")
+    assert lines[-1] == "" and len(lines) == len(texts) + 1, \
+        f"{len(texts)} texts gave {len(lines) - 1} lines of ids"
+    return [[int(x) for x in line.split(",")] if line else [] for line in lines[:-1]]
 
+
+@pytest.mark.parametrize("name", [v[0] for v in tu.VOCABULARIES])
+def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb, tmp_path):
+    """The host's own encoder (host/tokenize_*.c, through `quantbridge
+    forward --tokenizer DIR --text-file F --print-tokens`, the encoder
+    `forward --text` and verify's model check use) against the live
+    `tokenizers` library, on every record, for the publisher's
+    tokenizer.json and for the one rebuilt from the GGUF. Exact ids, special
+    tokens added (the library's default, as forward and verify encode)."""
     from tokenizers import Tokenizer
 
     _, ours_path, orig_path = rebuilt[name]
-    orig_dir = orig_path.parent / "original"
-    orig_dir.mkdir(exist_ok=True)
+    orig_dir = tmp_path / "original"
+    orig_dir.mkdir()
     (orig_dir / "tokenizer.json").write_bytes(orig_path.read_bytes())
     for label, d in (("original", orig_dir), ("GGUF-rebuilt", ours_path.parent)):
         lib = Tokenizer.from_file(str(d / "tokenizer.json"))
-
-        def host_ids(rec, d=d):
-            out = run_qb("forward", "--tokenizer", d, "--text", rec, "--print-tokens").stdout.strip()
-            return [int(x) for x in out.split(",")] if out else []
-
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            got = list(pool.map(host_ids, records))
+        got = _host_ids(run_qb, d, records, tmp_path)
         tally = Tally()
         for i, (rec, mine) in enumerate(zip(records, got)):
             tally.compare(f"{name} ({label}) record {i} {rec[:30]!r}", lib.encode(rec).ids, mine)
@@ -232,15 +239,13 @@ def test_host_encoder_pre_types(pre, tmp_path, build_dir, repo_root, run_qb, rec
     """The host's encoder on the tokenizer.json the GGUF reader rebuilds for
     every pre type we take (llama3 vocabulary; GPT-2's ByteLevel regex,
     Digits, the DeepSeek Split chains...) against the live `tokenizers`
-    library: the whole corpus as one text and its ten first records."""
+    library: every record, the whole corpus as one text included."""
     from tokenizers import Tokenizer
 
     gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, tmp_path / "m.gguf")
     ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
     lib = Tokenizer.from_file(str(ours_path))
     tally = Tally()
-    for i, rec in enumerate([records[-1]] + records[:10]):
-        out = run_qb("forward", "--tokenizer", ours_path.parent, "--text", rec, "--print-tokens").stdout.strip()
-        tally.compare(f"pre {pre} text {i} {rec[:30]!r}", lib.encode(rec).ids,
-                      [int(x) for x in out.split(",")] if out else [])
+    for i, (rec, mine) in enumerate(zip(records, _host_ids(run_qb, ours_path.parent, records, tmp_path))):
+        tally.compare(f"pre {pre} record {i} {rec[:30]!r}", lib.encode(rec).ids, mine)
     tally.check(f"pre {pre}: host encoder vs tokenizers")
