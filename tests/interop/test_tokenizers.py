@@ -104,6 +104,23 @@ def rebuilt(tmp_path_factory, build_dir, repo_root, run_qb):
     return out
 
 
+@pytest.fixture(scope="module")
+def pre_rebuilt(tmp_path_factory, build_dir, repo_root, run_qb):
+    """pre_rebuilt(pre) -> (gguf, our tokenizer.json): the llama3 vocabulary
+    with pre type `pre`, made and converted once for the two pre-type tests
+    (both only read it)."""
+    done = {}
+
+    def get(pre):
+        if pre not in done:
+            d = tmp_path_factory.mktemp(f"pre-{pre}")
+            gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, d / "m.gguf")
+            done[pre] = (gguf, tu.convert(run_qb, gguf, d / "out"))
+        return done[pre]
+
+    return get
+
+
 @pytest.mark.parametrize("name", [v[0] for v in tu.VOCABULARIES])
 def test_ids_equal_original(name, rebuilt, records):
     """Ours against the original tokenizer.json: ids, offsets, special-token
@@ -172,14 +189,13 @@ def test_ids_equal_llama_cpp(name, rebuilt, records, repo_root):
 
 
 @pytest.mark.parametrize("pre", tu.PRE_TYPES)
-def test_pre_type_splits_as_llama_cpp(pre, tmp_path, build_dir, repo_root, run_qb, records):
+def test_pre_type_splits_as_llama_cpp(pre, pre_rebuilt, records):
     """Every pre type we take, on the llama3 vocabulary: our tokenizer.json
     (its Split regexes from the pretok.c table) and llama.cpp's regex_exprs
     for that pre type give the same ids on the corpus."""
     from tokenizers import Tokenizer
 
-    gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, tmp_path / "m.gguf")
-    ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
+    gguf, ours_path = pre_rebuilt(pre)
     ours = Tokenizer.from_file(str(ours_path))
     nfc = _has_nfc(ours_path)
     adapted = pre in ("gpt-4o", "tekken")
@@ -235,15 +251,14 @@ def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb, tmp_path
 
 
 @pytest.mark.parametrize("pre", tu.PRE_TYPES)
-def test_host_encoder_pre_types(pre, tmp_path, build_dir, repo_root, run_qb, records):
+def test_host_encoder_pre_types(pre, tmp_path, pre_rebuilt, run_qb, records):
     """The host's encoder on the tokenizer.json the GGUF reader rebuilds for
     every pre type we take (llama3 vocabulary; GPT-2's ByteLevel regex,
     Digits, the DeepSeek Split chains...) against the live `tokenizers`
     library: every record, the whole corpus as one text included."""
     from tokenizers import Tokenizer
 
-    gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, tmp_path / "m.gguf")
-    ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
+    _, ours_path = pre_rebuilt(pre)
     lib = Tokenizer.from_file(str(ours_path))
     tally = Tally()
     for i, (rec, mine) in enumerate(zip(records, _host_ids(run_qb, ours_path.parent, records, tmp_path))):
