@@ -1,6 +1,6 @@
 /*
  * quantbridge host — `quantbridge forward --model PATH (--tokens I,J,... |
- * --text "...") --output FILE.safetensors`: the CPU reference forward pass
+ * --text "..." | --text-file FILE) --output FILE.safetensors`: the CPU reference forward pass
  * (forward_model.c) of any readable model, written as F32 `logits`
  * [n_tokens, vocab] in a safetensors file; `--device cuda` runs a W4A16
  * model's packed linears on the GPU (forward_weights.c).
@@ -19,9 +19,11 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: quantbridge forward --model PATH (--tokens I,J,... | --text \"...\")\n"
+            "usage: quantbridge forward --model PATH (--tokens I,J,... | --text \"...\" |\n"
+            "                           --text-file FILE)\n"
             "                           --output FILE.safetensors [options]\n"
-            "       quantbridge forward (--model PATH | --tokenizer DIR) --text \"...\" --print-tokens\n"
+            "       quantbridge forward (--model PATH | --tokenizer DIR)\n"
+            "                           (--text \"...\" | --text-file FILE) --print-tokens\n"
             "\n"
             "Runs the CPU reference forward pass of the model's decoder over one token\n"
             "sequence (causal, positions 0..n-1, no cache) and writes the logits of every\n"
@@ -40,6 +42,10 @@ static void usage(FILE *f)
             "  --tokens I,J,...       token ids, comma-separated\n"
             "  --text \"...\"           text, tokenized with the model's tokenizer.json as the\n"
             "                         tokenizers library encodes it (BOS per its template)\n"
+            "  --text-file FILE       the text of FILE (all of it, newlines included); NUL\n"
+            "                         bytes separate several texts, each encoded on its own\n"
+            "                         (--print-tokens: one line of ids per text; a forward\n"
+            "                         pass takes one text)\n"
             "  --tokenizer DIR        take tokenizer.json from DIR instead of the model's\n"
             "  --print-tokens         print the token ids on stdout (without --output: only\n"
             "                         that, no forward pass)\n"
@@ -170,6 +176,66 @@ static void print_ids(FILE *f, const int64_t *ids, size_t n)
     fputc('\n', f);
 }
 
+/* --text-file: encodes each text of `path` with tok, printing its ids as
+ * a line on stdout when `print`. The texts are the file cut at every NUL
+ * byte (a text may hold newlines but never a NUL, which the encoder
+ * refuses anyway; a file without one is one text, trailing newline
+ * included). With `one`, the file must hold a single text, whose ids go
+ * to *ids / *n (the caller's, qbh_free); otherwise *ids stays NULL.
+ * Errors name the file and the text's number (from 1). */
+static qb_status encode_text_file(const qbh_tok *tok, const char *path, int print, int one,
+                                  int64_t **ids, size_t *n)
+{
+    gchar *buf = NULL;
+    gsize len = 0, start = 0, i, k = 0;
+    GError *gerr = NULL;
+    qb_status rc = QB_OK;
+
+    assert(tok && path && ids && n);
+    *ids = NULL;
+    *n = 0;
+    if (!g_file_get_contents(path, &buf, &len, &gerr)) {
+        rc = qbh_error_set(gerr->code == G_FILE_ERROR_NOENT ? QB_E_NOT_FOUND : QB_E_IO,
+                           "--text-file %s: %s", path, gerr->message);
+        g_error_free(gerr);
+        return rc;
+    }
+    if (one && memchr(buf, 0, len)) {
+        rc = qbh_error_set(QB_E_INVALID, "--text-file %s: NUL bytes separate several texts here; "
+                           "a forward pass takes one text (--print-tokens alone takes many)",
+                           path);
+        goto out;
+    }
+    for (i = 0; i <= len; i++) {
+        int64_t *v = NULL;
+        size_t m = 0;
+        if (i < len && buf[i])
+            continue;
+        k++;
+        if ((rc = qbh_tok_encode(tok, buf + start, i - start, 1, &v, &m))) {
+            char *why = g_strdup(qbh_error_message());
+            rc = qbh_error_set(rc, "--text-file %s: text %zu (byte %zu): %s", path, (size_t)k,
+                               (size_t)start, why);
+            g_free(why);
+            goto out;
+        }
+        if (print)
+            print_ids(stdout, v, m);
+        if (one) {
+            *ids = v;
+            *n = m;
+        } else {
+            qbh_free(v);
+        }
+        start = i + 1;
+    }
+    if (print && (fflush(stdout) || ferror(stdout)))
+        rc = qbh_error_set(QB_E_IO, "stdout: write failed: %s", strerror(errno));
+out:
+    g_free(buf);
+    return rc;
+}
+
 int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
 {
     static const struct option opts[] = {
@@ -178,6 +244,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         {"option", required_argument, NULL, 'o'},
         {"tokens", required_argument, NULL, 't'},
         {"text", required_argument, NULL, 'x'},
+        {"text-file", required_argument, NULL, 'X'},
         {"tokenizer", required_argument, NULL, 'k'},
         {"print-tokens", no_argument, NULL, 'p'},
         {"output", required_argument, NULL, 'O'},
@@ -191,7 +258,8 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
     };
     const char *model = NULL, *format = NULL, *tokens_arg = NULL, *text = NULL, *output = NULL;
     qbh_fwd_device device = QBH_FWD_CPU;
-    const char *tokenizer = NULL;
+    const char *tokenizer = NULL, *text_file = NULL;
+    qbh_tok *tok = NULL;
     qbh_registry reg;
     qbh_source src;
     qbh_params sp;
@@ -217,6 +285,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         case 'f': format = optarg; break;
         case 't': tokens_arg = optarg; break;
         case 'x': text = optarg; break;
+        case 'X': text_file = optarg; break;
         case 'k': tokenizer = optarg; break;
         case 'p': print_tokens = 1; break;
         case 'O': output = optarg; break;
@@ -265,14 +334,14 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         if (optind < argc)
             fprintf(stderr, "quantbridge: error: forward: unexpected argument '%s'\n",
                     argv[optind]);
-        else if (!tokens_arg == !text)
-            why = "give exactly one of --tokens and --text";
+        else if (!!tokens_arg + !!text + !!text_file != 1)
+            why = "give exactly one of --tokens, --text and --text-file";
         else if (!output && !print_tokens)
             why = "--output is required (or --print-tokens)";
         else if (!model && (output || !tokenizer))
             why = output ? "--model is required" : "--model or --tokenizer is required";
-        else if (tokenizer && !text)
-            why = "--tokenizer applies to --text only";
+        else if (tokenizer && tokens_arg)
+            why = "--tokenizer applies to --text and --text-file only";
         if (optind < argc || why) {
             if (why)
                 fprintf(stderr, "quantbridge: error: forward: %s\n", why);
@@ -297,27 +366,34 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         if (qbh_verify_open(&reg, model, format, cli, n_opt, &src, &sp, &usage_err))
             goto report;
     }
-    if (text) {
+    if (text || text_file) {
         const char *dir = tokenizer ? tokenizer : src.info.tokenizer_dir;
+        qb_status e;
         if (!dir) {
             qbh_error_set(QB_E_NOT_FOUND, "%s: the model has no tokenizer files "
                           "(tokenizer.json): give --tokenizer DIR or the ids with --tokens", model);
             goto report;
         }
-        if (qbh_tok_encode_text(dir, text, &ids, &n_ids)) {
+        if (qbh_tok_load(dir, &tok)) {
             if (qbh_error_code() == QB_E_NOT_FOUND)
                 qbh_error_set(QB_E_NOT_FOUND, "%s/tokenizer.json does not exist: give --tokenizer "
                               "DIR or the ids with --tokens", dir);
             goto report;
         }
-        if (co->verbose) {
+        /* The tokenizer is loaded once: --text-file's texts all reuse it. */
+        e = text ? qbh_tok_encode(tok, text, strlen(text), 1, &ids, &n_ids)
+                 : encode_text_file(tok, text_file, print_tokens, !!output, &ids, &n_ids);
+        if (e)
+            goto report;
+        if (co->verbose && (text || output)) {
             fprintf(stderr, "quantbridge: forward: %zu tokens from the text (%s/tokenizer.json): ",
                     n_ids, dir);
             print_ids(stderr, ids, n_ids);
         }
     }
     if (print_tokens) {
-        print_ids(stdout, ids, n_ids);
+        if (!text_file) /* encode_text_file printed them */
+            print_ids(stdout, ids, n_ids);
         fflush(stdout);
         if (!output) {
             rc = QBH_EXIT_OK;
@@ -325,7 +401,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         }
     }
     if (!n_ids) {
-        qbh_error_set(QB_E_INVALID, "--text: the text gives no tokens");
+        qbh_error_set(QB_E_INVALID, "%s: the text gives no tokens", text ? "--text" : text_file);
         goto report;
     }
     qbh_fwd_set_device(device);
@@ -334,7 +410,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
     if (rc)
         goto report;
     qbh_progress_done();
-    if (write_logits(output, logits, ids, n_ids, vocab, text ? "text" : "ids"))
+    if (write_logits(output, logits, ids, n_ids, vocab, tokens_arg ? "ids" : "text"))
         goto report;
     fprintf(stderr, "quantbridge: logits [%zu, %lld] written to %s\n", n_ids, (long long)vocab,
             output);
@@ -347,6 +423,7 @@ report:
 done:
     qbh_free(logits);
     qbh_free(ids);
+    qbh_tok_free(tok);
     if (model)
         qbh_source_close(&src);
     qbh_params_free(&sp);

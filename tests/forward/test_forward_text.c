@@ -310,6 +310,32 @@ START_TEST(text_tokens_and_perplexity)
         qbt_result_free(&r);
         la = read_logits(a, &T, &V, &ida);
         lb = read_logits(b, &T2, &V2, &idb);
+        {
+            /* --text-file holding the same text: the same ids and logits;
+             * several NUL-separated texts: refused (exit 1). */
+            char *tf = qbt_path(tmp, "text.txt"), *c = qbt_path(tmp, "c.safetensors"), *idc;
+            const char *fc[] = {"forward", "--model", src, "--text-file", tf, "--output", c, NULL};
+            int64_t T3, V3;
+            float *lc;
+            qbt_write_bytes(tf, text, strlen(text));
+            qbt_run(&r, fc);
+            ck_assert_msg(r.status == 0, "%s", r.err);
+            qbt_result_free(&r);
+            lc = read_logits(c, &T3, &V3, &idc);
+            ck_assert_str_eq(idc, ida);
+            ck_assert_int_eq(T3, T);
+            ck_assert_int_eq(V3, V);
+            ck_assert_int_eq(memcmp(lc, la, (size_t)(T * V) * sizeof *la), 0);
+            qbt_write_bytes(tf, "a\0b", 3);
+            qbt_run(&r, fc);
+            ck_assert_int_eq(r.status, 1);
+            ck_assert_msg(strstr(r.err, tf) && strstr(r.err, "NUL"), "%s", r.err);
+            qbt_result_free(&r);
+            free(lc);
+            free(idc);
+            free(tf);
+            free(c);
+        }
         free(a);
         free(b);
     }
@@ -405,12 +431,84 @@ START_TEST(text_tokens_and_perplexity)
 }
 END_TEST
 
+/* forward --text-file FILE --print-tokens (the interop tier's one process
+ * per vocabulary): NUL bytes separate the texts, each gets its own line of
+ * ids, newlines are part of a text. Hand-worked ids as above: BOS first;
+ * "\n" is byte 10 (a piece of its own by GPT-2's regex); "the" -> t, he;
+ * " theme" -> Ġthe, m, e. */
+START_TEST(text_file_print_tokens)
+{
+    const char *tmp = qbt_scratch("fwd-text-file");
+    char *tok = qbt_path(tmp, "tok"), *f = qbt_path(tmp, "texts"), *g = qbt_path(tmp, "one");
+    char *bad = qbt_path(tmp, "bad"), *missing = qbt_path(tmp, "missing");
+    /* "the theme", "" (only BOS), "a\nthe", and a trailing empty text */
+    static const char texts[] = "the theme\0\0a\nthe\0";
+    static const char bad_texts[] = "the\0\xff\xfe";
+    qbt_result r;
+
+    qbt_mkdir_p(tok);
+    write_tokenizer(tok);
+    qbt_write_bytes(f, texts, sizeof texts - 1);
+    {
+        const char *argv[] = {"forward", "--tokenizer", tok, "--text-file", f, "--print-tokens",
+                              NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(r.out, "259,116,257,258,109,101\n259\n259,97,10,116,257\n259\n");
+        qbt_result_free(&r);
+    }
+    /* No NUL: one text, its trailing newline included (byte 10 last). */
+    qbt_write_bytes(g, "the theme\n", 10);
+    {
+        const char *argv[] = {"forward", "--tokenizer", tok, "--text-file", g, "--print-tokens",
+                              NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_str_eq(r.out, "259,116,257,258,109,101,10\n");
+        qbt_result_free(&r);
+    }
+    /* Text 2 is not UTF-8: exit 1 naming the file and the text. */
+    qbt_write_bytes(bad, bad_texts, sizeof bad_texts - 1);
+    {
+        const char *argv[] = {"forward", "--tokenizer", tok, "--text-file", bad, "--print-tokens",
+                              NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, bad) && strstr(r.err, "text 2"), "%s", r.err);
+        qbt_result_free(&r);
+    }
+    /* A missing file: exit 1 naming it. */
+    {
+        const char *argv[] = {"forward", "--tokenizer", tok, "--text-file", missing,
+                              "--print-tokens", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, missing), "%s", r.err);
+        qbt_result_free(&r);
+    }
+    /* --text-file excludes --text and --tokens (usage, 2). */
+    {
+        const char *argv[] = {"forward", "--tokenizer", tok, "--text-file", f, "--text", "x",
+                              "--print-tokens", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 2);
+        qbt_result_free(&r);
+    }
+    free(tok);
+    free(f);
+    free(g);
+    free(bad);
+    free(missing);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("forward-text");
     TCase *tc = tcase_create("forward-text");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, text_tokens_and_perplexity);
+    tcase_add_test(tc, text_file_print_tokens);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -104,6 +104,23 @@ def rebuilt(tmp_path_factory, build_dir, repo_root, run_qb):
     return out
 
 
+@pytest.fixture(scope="module")
+def pre_rebuilt(tmp_path_factory, build_dir, repo_root, run_qb):
+    """pre_rebuilt(pre) -> (gguf, our tokenizer.json): the llama3 vocabulary
+    with pre type `pre`, made and converted once for the two pre-type tests
+    (both only read it)."""
+    done = {}
+
+    def get(pre):
+        if pre not in done:
+            d = tmp_path_factory.mktemp(f"pre-{pre}")
+            gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, d / "m.gguf")
+            done[pre] = (gguf, tu.convert(run_qb, gguf, d / "out"))
+        return done[pre]
+
+    return get
+
+
 @pytest.mark.parametrize("name", [v[0] for v in tu.VOCABULARIES])
 def test_ids_equal_original(name, rebuilt, records):
     """Ours against the original tokenizer.json: ids, offsets, special-token
@@ -172,14 +189,13 @@ def test_ids_equal_llama_cpp(name, rebuilt, records, repo_root):
 
 
 @pytest.mark.parametrize("pre", tu.PRE_TYPES)
-def test_pre_type_splits_as_llama_cpp(pre, tmp_path, build_dir, repo_root, run_qb, records):
+def test_pre_type_splits_as_llama_cpp(pre, pre_rebuilt, records):
     """Every pre type we take, on the llama3 vocabulary: our tokenizer.json
     (its Split regexes from the pretok.c table) and llama.cpp's regex_exprs
     for that pre type give the same ids on the corpus."""
     from tokenizers import Tokenizer
 
-    gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, tmp_path / "m.gguf")
-    ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
+    gguf, ours_path = pre_rebuilt(pre)
     ours = Tokenizer.from_file(str(ours_path))
     nfc = _has_nfc(ours_path)
     adapted = pre in ("gpt-4o", "tekken")
@@ -196,31 +212,38 @@ def test_pre_type_splits_as_llama_cpp(pre, tmp_path, build_dir, repo_root, run_q
     tally.check(f"pre {pre} (llama3 vocabulary) vs llama.cpp")
 
 
-@pytest.mark.parametrize("name", [v[0] for v in tu.VOCABULARIES])
-def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb):
-    """The host's own encoder (host/tokenize_*.c, through `quantbridge
-    forward --tokenizer DIR --text T --print-tokens`, what `forward --text`
-    and verify's model check use) against the live `tokenizers` library,
-    on every record, for the publisher's tokenizer.json and for the one
-    rebuilt from the GGUF. Exact ids, special tokens added (the library's
-    default, as forward and verify encode)."""
-    from concurrent.futures import ThreadPoolExecutor
+def _host_ids(run_qb, tokenizer_dir, texts, scratch):
+    """The host encoder's ids for every text, from one `quantbridge forward
+    --tokenizer DIR --text-file F --print-tokens` process: the texts go in F
+    separated by NUL bytes (they hold newlines, never a NUL) and come back
+    as one line of comma-separated ids each, in order."""
+    assert not any("\0" in t for t in texts), "a text holds a NUL: it cannot be framed by NULs"
+    f = scratch / "texts.nul"
+    f.write_bytes("\0".join(texts).encode("utf-8"))
+    out = run_qb("forward", "--tokenizer", tokenizer_dir, "--text-file", f, "--print-tokens").stdout
+    lines = out.split("\n")
+    assert lines[-1] == "" and len(lines) == len(texts) + 1, \
+        f"{len(texts)} texts gave {len(lines) - 1} lines of ids"
+    return [[int(x) for x in line.split(",")] if line else [] for line in lines[:-1]]
 
+
+@pytest.mark.parametrize("name", [v[0] for v in tu.VOCABULARIES])
+def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb, tmp_path):
+    """The host's own encoder (host/tokenize_*.c, through `quantbridge
+    forward --tokenizer DIR --text-file F --print-tokens`, the encoder
+    `forward --text` and verify's model check use) against the live
+    `tokenizers` library, on every record, for the publisher's
+    tokenizer.json and for the one rebuilt from the GGUF. Exact ids, special
+    tokens added (the library's default, as forward and verify encode)."""
     from tokenizers import Tokenizer
 
     _, ours_path, orig_path = rebuilt[name]
-    orig_dir = orig_path.parent / "original"
-    orig_dir.mkdir(exist_ok=True)
+    orig_dir = tmp_path / "original"
+    orig_dir.mkdir()
     (orig_dir / "tokenizer.json").write_bytes(orig_path.read_bytes())
     for label, d in (("original", orig_dir), ("GGUF-rebuilt", ours_path.parent)):
         lib = Tokenizer.from_file(str(d / "tokenizer.json"))
-
-        def host_ids(rec, d=d):
-            out = run_qb("forward", "--tokenizer", d, "--text", rec, "--print-tokens").stdout.strip()
-            return [int(x) for x in out.split(",")] if out else []
-
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            got = list(pool.map(host_ids, records))
+        got = _host_ids(run_qb, d, records, tmp_path)
         tally = Tally()
         for i, (rec, mine) in enumerate(zip(records, got)):
             tally.compare(f"{name} ({label}) record {i} {rec[:30]!r}", lib.encode(rec).ids, mine)
@@ -228,19 +251,16 @@ def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb):
 
 
 @pytest.mark.parametrize("pre", tu.PRE_TYPES)
-def test_host_encoder_pre_types(pre, tmp_path, build_dir, repo_root, run_qb, records):
+def test_host_encoder_pre_types(pre, tmp_path, pre_rebuilt, run_qb, records):
     """The host's encoder on the tokenizer.json the GGUF reader rebuilds for
     every pre type we take (llama3 vocabulary; GPT-2's ByteLevel regex,
     Digits, the DeepSeek Split chains...) against the live `tokenizers`
-    library: the whole corpus as one text and its ten first records."""
+    library: every record, the whole corpus as one text included."""
     from tokenizers import Tokenizer
 
-    gguf = tu.make_gguf(build_dir, repo_root, "llama3", pre, tmp_path / "m.gguf")
-    ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
+    _, ours_path = pre_rebuilt(pre)
     lib = Tokenizer.from_file(str(ours_path))
     tally = Tally()
-    for i, rec in enumerate([records[-1]] + records[:10]):
-        out = run_qb("forward", "--tokenizer", ours_path.parent, "--text", rec, "--print-tokens").stdout.strip()
-        tally.compare(f"pre {pre} text {i} {rec[:30]!r}", lib.encode(rec).ids,
-                      [int(x) for x in out.split(",")] if out else [])
+    for i, (rec, mine) in enumerate(zip(records, _host_ids(run_qb, ours_path.parent, records, tmp_path))):
+        tally.compare(f"pre {pre} record {i} {rec[:30]!r}", lib.encode(rec).ids, mine)
     tally.check(f"pre {pre}: host encoder vs tokenizers")
