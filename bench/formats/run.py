@@ -197,8 +197,12 @@ ROWS = [
      "also test_w4w_deepseek, against the generator's definition"),
     ("DeepSeek-V2 bf16", "deepseek_v2", lambda t: gen_ds_bf16(t, "deepseek_v2", 0),
      "also test_w4w_deepseek, against the generator's definition"),
-    ("GGUF deepseek2 f32", "deepseek2", lambda t: gen_gguf(t, "deepseek2"), ""),
-    ("GGUF gpt-oss f32", "gpt-oss", lambda t: gen_gguf(t, "gpt-oss"), ""),
+    ("GGUF deepseek2 f32", "deepseek2", lambda t: gen_gguf(t, "deepseek2"),
+     "HF tensors bit-equal to the values the generator started from: test_gguf_models; "
+     "interop: gguf-py's writer + llama.cpp's loader (test_gguf_deepseek_oss.py)"),
+    ("GGUF gpt-oss f32", "gpt-oss", lambda t: gen_gguf(t, "gpt-oss"),
+     "HF tensors bit-equal to the values the generator started from: test_gguf_models; "
+     "interop: gguf-py's writer + llama.cpp's loader (test_gguf_deepseek_oss.py)"),
 ]
 
 
@@ -229,7 +233,8 @@ def measure(tmp, label, make, truth_note):
                 (f", {dropped} MTP dropped" if dropped else "") + ")" + \
                 (f"; {truth_note}" if truth_note else "")
     else:
-        r["dense"] = "converts; reader = decoder (no independent check here)"
+        r["dense"] = "converts (a GGUF file: not re-decoded here)" + \
+            (f"; {truth_note}" if truth_note else "")
     p = run(QB, "convert", "--source", src, "--output", w4)
     if p.returncode:
         r["w4"] = "convert FAILED: " + last_line(p)
