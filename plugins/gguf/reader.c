@@ -347,7 +347,8 @@ static void drop_span(const gguf_tinfo *t, int64_t row0, int64_t n)
 /* Rows of a gpt-oss fused expert tensor (gguf_ctensor.oss; names.c
  * map_oss_experts). GGUF_OSS_COLUMNS: HF row e*K + k holds column k of
  * expert e's stored rows, so each stored row of an expert the range
- * touches is decoded once and scattered into the requested HF rows. */
+ * touches has the blocks covering the requested columns decoded once and
+ * scattered into the requested HF rows. */
 static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t row0, int64_t n_rows, float *dst)
 {
     const int m = c->oss_up ? 2 : 1;
@@ -372,16 +373,26 @@ static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t r
     for (e = row0 / K; e * K < row0 + n_rows; e++) {
         const int64_t k0 = e * K < row0 ? row0 - e * K : 0;
         const int64_t k1 = (e + 1) * K > row0 + n_rows ? row0 + n_rows - e * K : K;
-        for (p = 0; p < m; p++)
+        for (p = 0; p < m; p++) {
+            /* Only the ggml blocks holding columns [k0, k1) of each stored
+             * row: a writer reads an expert in many row chunks, and decoding
+             * whole rows each time would decode the expert once per chunk.
+             * K is a whole number of blocks (a valid stored row), so the
+             * rounded-out span stays inside the row. */
+            const gguf_ggml_type_info *ti = gguf_ggml_type_get(part[p]->type);
+            const int64_t bl = ti->blck, b0 = k0 / bl * bl, b1 = (k1 + bl - 1) / bl * bl;
+            const uint64_t off = (uint64_t)(b0 / bl) * ti->bytes;
             for (row = 0; row < N; row++) {
-                gguf_ggml_dequantize_row(part[p]->type, part[p]->data + (uint64_t)(e * N + row) * part[p]->row_bytes,
-                                         tmp, K);
+                gguf_ggml_dequantize_row(part[p]->type,
+                                         part[p]->data + (uint64_t)(e * N + row) * part[p]->row_bytes + off,
+                                         tmp, b1 - b0);
                 for (k = k0; k < k1; k++)
-                    dst[(e * K + k - row0) * c->cols + row * m + p] = tmp[k];
+                    dst[(e * K + k - row0) * c->cols + row * m + p] = tmp[k - b0];
             }
-        /* Every read of an expert decodes all its stored rows; once its
-         * last HF row is read (writers read an expert's rows in order),
-         * release them so the mapped resident set stays about one expert. */
+        }
+        /* Each read touches every stored row of the expert; once its last
+         * HF row is read (writers read an expert's rows in order), release
+         * them so the mapped resident set stays about one expert. */
         if (k1 == K)
             for (p = 0; p < m; p++)
                 drop_span(part[p], e * N, N);
