@@ -2,8 +2,9 @@
 
 One tiny random model is written as GGUF with gguf-py (F32 and Q8_0) and run
 on a fixed token list by
-  - llama.cpp (llama-cpp-python, all logits, F32 KV cache, flash attention
-    off, 2 threads),
+  - llama.cpp (llama-cpp-python's low-level API through
+    tests/support/py/qbllama.py: all logits, F32 KV cache, flash attention
+    off, 2 threads, no extra buffer types),
   - transformers (float32, eager attention) on our hf-dense (f32) output of
     that GGUF,
   - `quantbridge forward` on the GGUF itself (issue 16's CLI).
@@ -43,6 +44,7 @@ from safetensors.numpy import load_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 import _hf_util as U  # noqa: E402
+import qbllama  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
 
@@ -69,14 +71,9 @@ def _model(tmp_path, arch, qname):
 
 
 def llama_cpp_logits(path):
-    from llama_cpp import Llama
-    llm = Llama(model_path=str(path), n_ctx=U.N_CTX, n_batch=U.N_CTX, logits_all=True,
-                n_threads=2, n_threads_batch=2, flash_attn=False, n_gpu_layers=0,
-                type_k=int(Q.F32), type_v=int(Q.F32), verbose=False)
-    llm.eval(TOKENS)
-    out = np.array(llm.scores[:len(TOKENS), :], dtype=np.float32)
-    llm.close()
-    return out
+    # qbllama: all logits, F32 KV cache, flash attention off, 2 threads, and no extra buffer
+    # types (llama.cpp's AMX matmul crashes on the build machine; the file says more).
+    return qbllama.llama_logits(path, TOKENS)
 
 
 def transformers_logits(run_qb, gguf_path, tmp_path):
