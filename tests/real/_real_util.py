@@ -178,3 +178,39 @@ def model_check_on_text(js: dict) -> dict:
         print(f"model verdict: {js['model_verdict'].get('verdict')}: "
               f"{js['model_verdict'].get('words')}")
     return mc
+
+
+# ------------------------------------------------------------------------------------------------
+# sources derived from the real weights (the tier's tests and bench/real make them the same way)
+
+def make_f32_gguf(published: pathlib.Path, out: pathlib.Path):
+    """The published weights as an all-F32 GGUF: llama.cpp's own quantizer, file type ALL_F32,
+    requantizing allowed (so llama.cpp dequantizes every tensor)."""
+    llama_quantize(published, out, FTYPE["F32"], pure=False)
+
+
+def make_llama_quant(f32_gguf: pathlib.Path, type_name: str, out: pathlib.Path):
+    """llama.cpp's quantizer from the F32 GGUF to file type `type_name` (FTYPE), `pure` (every
+    weight the type's default where its rows admit it) with token_embd kept Q8_0, as llama.cpp's
+    own mixtures keep it."""
+    llama_quantize(f32_gguf, out, FTYPE[type_name], pure=True, embd_type=GGML_Q8_0)
+
+
+def make_ct(hf_f32: pathlib.Path, tokenizer_dir: pathlib.Path, out: pathlib.Path,
+            symmetric: bool):
+    """compressed-tensors' own int4 group-128 pack-quantized checkpoint of our hf-dense f32
+    output, loaded by transformers in bfloat16 (as such checkpoints are published); the
+    tokenizer files of `tokenizer_dir` copied beside, as a publisher ships them."""
+    import shutil
+
+    import torch
+    from compressed_tensors.quantization import QuantizationArgs
+    from transformers import AutoModelForCausalLM
+
+    import qbct
+    model = AutoModelForCausalLM.from_pretrained(str(hf_f32), dtype=torch.float32,
+                                                 local_files_only=True).to(torch.bfloat16)
+    qbct.compress_model(model, out, QuantizationArgs(num_bits=4, type="int", symmetric=symmetric,
+                                                     strategy="group", group_size=128))
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tokenizer_dir / f, out / f)

@@ -95,6 +95,13 @@ class Made:
             return t["logits"]
         return self._once(("forward", name), make)
 
+    def drop(self, name: str):
+        """Deletes the output of `convert(..., name, ...)` once no later test needs it (the
+        tier writes about 1 GB per f32 output)."""
+        out = self.memo.pop(("convert", name), None)
+        if out is not None:
+            shutil.rmtree(out, ignore_errors=True)
+
     def verify(self, src: pathlib.Path, conv: pathlib.Path, name: str, *args) -> dict:
         """`quantbridge verify --source src --converted conv --json ARGS`: exit status 0 required
         (every tensor passes its rule); the JSON report."""
@@ -159,7 +166,7 @@ def f32_gguf(work, gemma_gguf) -> pathlib.Path:
     (llama_model_quantize, file type ALL_F32, requantizing allowed) from the published file."""
     out = work / "gemma-f32.gguf"
     if not out.exists():
-        U.llama_quantize(gemma_gguf, out, U.FTYPE["F32"], pure=False)
+        U.make_f32_gguf(gemma_gguf, out)
     return out
 
 

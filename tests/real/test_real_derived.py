@@ -68,7 +68,7 @@ def quantized(request, f32_gguf, work):
     name = request.param
     out = work / f"gemma-{name.lower()}.gguf"
     if not out.exists():
-        U.llama_quantize(f32_gguf, out, U.FTYPE[name], pure=True, embd_type=U.GGML_Q8_0)
+        U.make_llama_quant(f32_gguf, name, out)
     return name, out, U.gguf_reader(out)
 
 
@@ -95,6 +95,7 @@ def test_hf_dense_f32_equals_gguf_py(quantized, made):
     out = made.convert(path, f"gemma-{name.lower()}-hf-f32", "--writer", "hf-dense",
                        "--option", "dtype=f32")
     check_hf_dense_equals_gguf_py(r, out)
+    made.drop(f"gemma-{name.lower()}-hf-f32")
 
 
 def test_w4a16(quantized, made, text_file):
@@ -172,6 +173,7 @@ def test_f32_gguf(f32_gguf, made, hf_f32, w4a16_default, text_file):
     for n in ours:
         U.assert_bits_equal(n, U.read_tensor(ours[n], n), U.read_tensor(theirs[n], n),
                             "our dequantization of the published file")
+    made.drop("gemma-f32-hf-f32")
     w4 = made.convert(f32_gguf, "gemma-f32-w4a16")
     sha = {f["name"]: f["sha256"] for f in U.read_json(w4 / "manifest.json")["files"]}
     ref = {f["name"]: f["sha256"] for f in U.read_json(w4a16_default / "manifest.json")["files"]}
@@ -192,21 +194,11 @@ def ct_source(request, hf_f32, hf_default, work):
     """(kind, directory): our hf-dense f32 output loaded by transformers in bfloat16, every
     projection quantized to int4 group 128 (symmetric or not) and compressed pack-quantized by
     compressed-tensors itself; the tokenizer files copied beside, as a publisher ships them."""
-    import torch
-    from compressed_tensors.quantization import QuantizationArgs
-    from transformers import AutoModelForCausalLM
-    import qbct
     kind = request.param
     out = work / f"gemma-ct-int4-{kind}-g128"
     if out.exists():
         shutil.rmtree(out)
-    model = AutoModelForCausalLM.from_pretrained(str(hf_f32), dtype=torch.float32,
-                                                 local_files_only=True).to(torch.bfloat16)
-    qbct.compress_model(model, out, QuantizationArgs(num_bits=4, type="int",
-                                                     symmetric=kind == "sym",
-                                                     strategy="group", group_size=128))
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(hf_default / f, out / f)
+    U.make_ct(hf_f32, hf_default, out, symmetric=kind == "sym")
     return kind, out
 
 
@@ -228,6 +220,7 @@ def test_ct_hf_dense_equals_library(ct_source, made):
         assert U.safetensors_dtype(files[n], n) == "BF16", n
         U.assert_bits_equal(n, U.read_tensor(files[n], n), v.view(torch.int16).numpy().view(np.uint16),
                             "compressed-tensors' decompression")
+    made.drop(f"gemma-ct-{kind}-hf-bf16")
 
 
 def test_ct_w4a16(ct_source, made, text_file):
@@ -257,6 +250,7 @@ def test_ct_w4a16(ct_source, made, text_file):
             U.assert_bits_equal(n, U.f32_to_bf16_bits(U.read_tensor(files[n], n)),
                                 v.view(torch.int16).numpy().view(np.uint16),
                                 "compressed-tensors' decompression")
+        made.drop("gemma-ct-sym-w4a16-back")
     js = made.verify(src, w4, f"gemma-ct-{kind}-w4a16", "--text", short_text(text_file))
     assert js["pass"] is True and js["n_failed"] == 0
     U.model_check_on_text(js)
