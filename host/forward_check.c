@@ -121,7 +121,12 @@ static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text
             return qbh_error_set(QB_E_NOT_FOUND, "--text: neither %s nor %s has tokenizer files "
                                  "(tokenizer.json); give the ids with --tokens", src->path,
                                  conv->path);
-        snprintf(mc->tokens_note, sizeof mc->tokens_note, "no tokenizer.json");
+        /* a tokenizer the source's reader skipped or refused says why */
+        snprintf(mc->tokens_note, sizeof mc->tokens_note, "no tokenizer.json%s%s%s%s",
+                 src->info.tokenizer_note ? "; the source's tokenizer was " : "",
+                 src->info.tokenizer_note ? qbh_source_tokenizer_state(src) : "",
+                 src->info.tokenizer_note ? ": " : "",
+                 src->info.tokenizer_note ? src->info.tokenizer_note : "");
         return QB_OK;
     }
     rc = qbh_tok_encode_text(dir, text ? text : qbh_tok_sample_text(), ids, n);

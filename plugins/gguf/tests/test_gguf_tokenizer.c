@@ -270,7 +270,7 @@ static void expect_refused(const char *model, const char *pre, const char *needl
     ck_assert_msg(strstr(qbt_host_last_error(), needle) && strstr(qbt_host_last_error(), "tokenizer=skip"),
                   "message: %s", qbt_host_last_error());
     /* tokenizer=skip converts without one */
-    ck_assert_int_eq(gguf_reader_open_opts(qbt_host(), path, 1, &r), QB_OK);
+    ck_assert_int_eq(gguf_reader_open_opts(qbt_host(), path, GGUF_OPEN_SKIP_TOKENIZER, &r), QB_OK);
     memset(&info, 0, sizeof(info));
     info.struct_size = sizeof(info);
     ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
