@@ -111,8 +111,10 @@ static double perplexity(const float *logits, int64_t v, const int64_t *tokens, 
 static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text,
                              qbh_model_check *mc, int64_t **ids, size_t *n)
 {
-    const char *dir = src->info.tokenizer_dir ? src->info.tokenizer_dir
-                                              : conv->info.tokenizer_dir;
+    /* a tokenizer directory may hold other files only (tokenizer_config.json
+     * with a chat template): take the first that has tokenizer.json */
+    const char *dir = qbh_source_tokenizer_json_dir(src) ? qbh_source_tokenizer_json_dir(src)
+                                                         : qbh_source_tokenizer_json_dir(conv);
     qb_status rc;
     *ids = NULL;
     *n = 0;

@@ -192,6 +192,18 @@ const char *qbh_source_tokenizer_state(const qbh_source *s)
     }
 }
 
+const char *qbh_source_tokenizer_json_dir(const qbh_source *s)
+{
+    char *p;
+    int ok;
+    if (!s->info.tokenizer_dir)
+        return NULL;
+    p = g_build_filename(s->info.tokenizer_dir, "tokenizer.json", NULL);
+    ok = g_file_test(p, G_FILE_TEST_IS_REGULAR);
+    g_free(p);
+    return ok ? s->info.tokenizer_dir : NULL;
+}
+
 qb_status qbh_source_tokenizer_refused(const qbh_source *s)
 {
     assert(s->info.tokenizer_state == QB_TOKENIZER_REFUSED && s->info.tokenizer_note);

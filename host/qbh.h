@@ -549,6 +549,10 @@ void qbh_source_close(qbh_source *s);
  * UNSTATED. Pure. */
 const char *qbh_source_tokenizer_state(const qbh_source *s);
 
+/* s's tokenizer_dir when it holds tokenizer.json (what the host's encoder
+ * reads), else NULL. Reads the file system; thread-safe. */
+const char *qbh_source_tokenizer_json_dir(const qbh_source *s);
+
 /* The refusal of a command that needs the source's tokenizer files
  * (convert, forward --text) when the reader refused them: sets the
  * reader's note followed by the host's own way out, "; or give the

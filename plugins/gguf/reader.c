@@ -613,7 +613,7 @@ static qb_status vt_model_info(qb_reader_handle h, qb_model_info *out)
     } else if (r->tok_state == QB_TOKENIZER_REFUSED) {
         /* a host that negotiated 1.3 but hands a shorter struct would read
          * "no tokenizer": say the refusal as open() to a 1.2 host does */
-        return g_host->set_error(g_host, QB_E_UNSUPPORTED, "%s", r->tok_note);
+        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s", r->tok_note);
     }
     return QB_OK;
 }

@@ -292,9 +292,9 @@ qb_status gguf_tokenizer_notes(const qb_host *h, const gguf_file *f, const gguf_
                  "so their original form is not in the GGUF; they are matched as added tokens on the raw text, as "
                  "llama.cpp does");
         if (v->spm && v->n_space_merges)
-            put(&b, ", and the %zu merges of pieces holding a space are left out (the normalizer's "
+            put(&b, ", and the %zu merge%s of pieces holding a space %s left out (the normalizer's "
                      "Replace(\" \", \"\xe2\x96\x81\") leaves no space for them to apply to)",
-                v->n_space_merges);
+                v->n_space_merges, v->n_space_merges == 1 ? "" : "s", v->n_space_merges == 1 ? "is" : "are");
         if ((st = add_note(h, f, out, &b)))
             return st;
     }
