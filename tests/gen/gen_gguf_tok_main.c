@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Largest id in model.vocab and added_tokens, plus one; -1 when none. */
 static long n_ids(const char *json)
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(path, sizeof(path), "%s/tokenizer.json.xz", argv[1]);
-    tok = qbt_read_maybe_xz(path);
+    tok = access(path, R_OK) == 0 ? qbt_read_maybe_xz(path) : NULL;
     if (!tok) {
         snprintf(path, sizeof(path), "%s/tokenizer.json", argv[1]);
         tok = qbt_read_maybe_xz(path);
