@@ -179,6 +179,8 @@ qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out
 /* How a refusal reads, in the reader's words: its reason and the reader
  * option that skips the tokenizer (the host adds its own ways out). */
 #define SKIP_HINT "; option tokenizer=skip converts without a tokenizer"
+/* The note of a skip stated to the host, which adds the consequence. */
+#define SKIP_NOTE "option tokenizer=skip: the tokenizer.ggml.* vocabulary is not rebuilt"
 
 /* One warning at open with the rebuild's notes (docs/formats/gguf.md
  * "Tokenizer"): never silent about what the GGUF cannot tell. */
@@ -213,10 +215,9 @@ static qb_status open_tokenizer(gguf_reader *r, const char *path, unsigned flags
             return QB_OK;
         }
         r->tok_state = QB_TOKENIZER_SKIPPED;
-        r->tok_note = qbk_malloc(sizeof("option tokenizer=skip: the tokenizer.ggml.* vocabulary is not rebuilt"));
-        if (!r->tok_note)
+        if (!(r->tok_note = qbk_malloc(sizeof(SKIP_NOTE))))
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-        strcpy(r->tok_note, "option tokenizer=skip: the tokenizer.ggml.* vocabulary is not rebuilt");
+        memcpy(r->tok_note, SKIP_NOTE, sizeof(SKIP_NOTE));
         return QB_OK;
     }
     if ((st = gguf_tokenizer_try(h, meta, r->hp.n_ctx, &r->tok, &why, &refusal)))
@@ -575,8 +576,8 @@ static qb_status vt_open(void *ctx, const char *path, const qb_param *params, qb
     gguf_reader *r = NULL;
     qb_status st;
     const qb_param *tp = qb_param_find(params, "tokenizer");
-    (void)ctx;
     unsigned flags = 0;
+    (void)ctx;
     if (tp && tp->is_set && tp->v.s && strcmp(tp->v.s, "skip") == 0)
         flags |= GGUF_OPEN_SKIP_TOKENIZER;
     /* plugin.abi is what the entry negotiated: a 1.3 host reads the state */
