@@ -764,8 +764,9 @@ START_TEST(test_gemma_mini_user_defined_spaces)
 END_TEST
 
 /* A SentencePiece vocabulary with user-defined tokens `user` (n of them)
- * beside a few normal ones; returns the notes of its rebuild. */
-static cJSON *notes_of(const char *const *user, int n_user)
+ * beside a few normal ones, general.name `name` (NULL: the generator's);
+ * returns the notes of its rebuild. */
+static cJSON *notes_named(const char *const *user, int n_user, const char *name)
 {
     const char *dir = qbt_scratch("gguf-tok-notes");
     const char *toks[16] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "c", "x"};
@@ -785,6 +786,10 @@ static cJSON *notes_of(const char *const *user, int n_user)
     ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", (size_t)n, toks), 0);
     ck_assert_int_eq(qbt_gguf_kv_arr_i32(g, "tokenizer.ggml.token_type", (size_t)n, types), 0);
     ck_assert_int_eq(qbt_gguf_kv_u32(g, "tokenizer.ggml.bos_token_id", 1), 0);
+    if (name) {
+        qbt_gguf_kv_remove(g, "general.name");
+        ck_assert_int_eq(qbt_gguf_kv_str(g, "general.name", name), 0);
+    }
     ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
     qbt_gguf_free(g);
     ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s", qbt_host_last_error());
@@ -804,6 +809,29 @@ static cJSON *notes_of(const char *const *user, int n_user)
     free(path);
     return notes;
 }
+
+static cJSON *notes_of(const char *const *user, int n_user)
+{
+    return notes_named(user, n_user, NULL);
+}
+
+/* llama.cpp strips whitespace after the special tokens of a model whose
+ * general.name holds "phi-3" or "phi3" (any case; llama_vocab::impl::load):
+ * said for such a name only. */
+START_TEST(test_phi3_name_noted)
+{
+    static const char *const user[] = {"<|end|>"};
+    static const char *const names[] = {"Phi-3 mini 4k instruct", "PHI3.5", "phi 3", "Llama 3"};
+    int k;
+    for (k = 0; k < 4; k++) {
+        cJSON *notes = notes_named(user, 1, names[k]), *e;
+        int found = 0;
+        cJSON_ArrayForEach(e, notes) found += strstr(e->valuestring, "phi-3 model") != NULL;
+        ck_assert_msg(found == (k < 2), "%s: %d phi-3 notes", names[k], found);
+        cJSON_Delete(notes);
+    }
+}
+END_TEST
 
 /* Added tokens that overlap (a proper suffix of one a proper prefix of
  * another) are named: tokenizers' leftmost-longest and llama.cpp's
@@ -900,6 +928,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_named_chat_templates);
     tcase_add_test(tc, test_gemma_mini_user_defined_spaces);
     tcase_add_test(tc, test_overlapping_added_tokens_noted);
+    tcase_add_test(tc, test_phi3_name_noted);
     tcase_add_test(tc, test_refused_and_skipped_states);
     suite_add_tcase(s, tc);
     return s;
