@@ -295,7 +295,7 @@ typedef struct qbh_model_check {
      * perplexity. */
     int from_text;
     double ppl_src, ppl_conv, ppl_ratio;
-    char tokens_note[256];    /* why fixed ids although no --tokens was
+    char tokens_note[1024];   /* why fixed ids although no --tokens was
                                  given (no or an unsupported tokenizer); "" */
 } qbh_model_check;
 

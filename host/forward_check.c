@@ -111,8 +111,10 @@ static double perplexity(const float *logits, int64_t v, const int64_t *tokens, 
 static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text,
                              qbh_model_check *mc, int64_t **ids, size_t *n)
 {
-    const char *dir = src->info.tokenizer_dir ? src->info.tokenizer_dir
-                                              : conv->info.tokenizer_dir;
+    /* a tokenizer directory may hold other files only (tokenizer_config.json
+     * with a chat template): take the first that has tokenizer.json */
+    const char *dir = qbh_source_tokenizer_json_dir(src) ? qbh_source_tokenizer_json_dir(src)
+                                                         : qbh_source_tokenizer_json_dir(conv);
     qb_status rc;
     *ids = NULL;
     *n = 0;
@@ -121,7 +123,12 @@ static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text
             return qbh_error_set(QB_E_NOT_FOUND, "--text: neither %s nor %s has tokenizer files "
                                  "(tokenizer.json); give the ids with --tokens", src->path,
                                  conv->path);
-        snprintf(mc->tokens_note, sizeof mc->tokens_note, "no tokenizer.json");
+        /* a tokenizer the source's reader skipped or refused says why */
+        snprintf(mc->tokens_note, sizeof mc->tokens_note, "no tokenizer.json%s%s%s%s",
+                 src->info.tokenizer_note ? "; the source's tokenizer was " : "",
+                 src->info.tokenizer_note ? qbh_source_tokenizer_state(src) : "",
+                 src->info.tokenizer_note ? ": " : "",
+                 src->info.tokenizer_note ? src->info.tokenizer_note : "");
         return QB_OK;
     }
     rc = qbh_tok_encode_text(dir, text ? text : qbh_tok_sample_text(), ids, n);
