@@ -127,11 +127,43 @@ int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
 /* 1 when layer L runs the experts (c->moe and not a dense layer). Pure. */
 int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L);
 
+/* ---- forward_gemm.c ------------------------------------------------------- */
+
+/* Columns of a widened row: K rounded up to a multiple of 4. Pure. */
+int64_t qbh_fwd_gemm_kp(int64_t K);
+/* dst[rows][qbh_fwd_gemm_kp(K)] = src[rows][K] as double, the padding
+ * columns 0. Pure. */
+void qbh_fwd_gemm_widen(const float *src, int64_t rows, int64_t K, double *dst);
+/* y[m * ldy + r] = sum_c xd[m][c] * wd[r][c] for m < M, r < n, both
+ * operands widened (qbh_fwd_gemm_widen) from K columns: products exact in
+ * double, each output summed in one fixed order (4 lanes over the columns
+ * in order, then (l0 + l1) + (l2 + l3)), whatever the tiling, thread
+ * count or instruction set; rounded to float once. Pure; thread-safe on
+ * disjoint outputs. */
+void qbh_fwd_gemm(const double *xd, int64_t M, int64_t K, const double *wd, int64_t n, float *y,
+                  int64_t ldy);
+
 /* ---- forward_weights.c ---------------------------------------------------- */
+
+/* A hook on every weight a pass reads (verify's baseline model,
+ * forward_check.c): fn is called on each block of rows read through the
+ * reader, after the read, and may rewrite rows[n_rows][cols] in place.
+ * `as` is the tensor the values stand for in the model's structure (the
+ * head is "lm_head.weight" even when a tied model serves it from the
+ * embedding), `t` the tensor read, rows row0 .. row0 + n_rows of its
+ * [rows, cols] matrix view (qb_tensor_rows / qb_tensor_cols). Returns
+ * QB_OK, or an error with the message set, which stops the pass. Called
+ * from pool threads at once: fn must be thread-safe. */
+typedef struct qbh_fwd_filter {
+    qb_status (*fn)(void *ctx, const char *as, const qb_tensor_info *t, int64_t row0,
+                    int64_t n_rows, float *rows);
+    void *ctx;
+} qbh_fwd_filter;
 
 /* The weights of one open model. */
 typedef struct qbh_fwd_weights {
     qbh_source *src;              /* not owned */
+    const qbh_fwd_filter *filter; /* not owned; NULL: the values as read */
     struct qb_w4a16_model *w4;    /* owned; NULL: every linear from dense rows */
     int tied;                     /* the config ties the head to the embedding */
     double lin_seconds;           /* wall time spent in qbh_fwd_linear */
@@ -169,7 +201,19 @@ qb_status qbh_fwd_device_check(qbh_fwd_device d);
  * model when it is not a W4A16 directory (only packed linears run on the
  * GPU). Free with qbh_fwd_weights_close. Main thread. */
 qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w);
+/* qbh_fwd_weights_open with a filter (not NULL): every weight, the packed
+ * linears of a W4A16 directory too, is read as dense rows through it, on
+ * the CPU whatever the device. */
+qb_status qbh_fwd_weights_open_filtered(qbh_source *s, const qbh_fwd_filter *filter,
+                                        qbh_fwd_weights *w);
 void qbh_fwd_weights_close(qbh_fwd_weights *w);
+
+/* Rows row0 .. row0 + n of tensor idx of w's model into out, through the
+ * reader and then w's filter (`as` as qbh_fwd_filter says; NULL: the
+ * tensor's own name). The reader's error or the filter's. Thread-safe as
+ * the reader and the filter. */
+qb_status qbh_fwd_read_rows(qbh_fwd_weights *w, const char *as, size_t idx, int64_t row0,
+                            int64_t n, float *out);
 
 /* y[M][N] = x[M][K] . W^T (+ bias when the model has one) for the linear
  * `path` ("self_attn.q_proj", "mlp.down_proj") of decoder layer `layer`,
@@ -272,6 +316,11 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
  * thread; uses the pool. */
 qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **logits,
                       int64_t *vocab);
+/* qbh_forward with every weight read through `filter` (not NULL;
+ * qbh_fwd_weights_open_filtered): the same structure, other values. Its
+ * errors as well. */
+qb_status qbh_forward_filtered(qbh_source *s, const qbh_fwd_filter *filter,
+                               const int64_t *tokens, size_t n, float **logits, int64_t *vocab);
 
 /* ---- forward_check.c ------------------------------------------------------ */
 
