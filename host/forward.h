@@ -134,14 +134,18 @@ int64_t qbh_fwd_gemm_kp(int64_t K);
 /* dst[rows][qbh_fwd_gemm_kp(K)] = src[rows][K] as double, the padding
  * columns 0. Pure. */
 void qbh_fwd_gemm_widen(const float *src, int64_t rows, int64_t K, double *dst);
-/* y[m * ldy + r] = sum_c xd[m][c] * wd[r][c] for m < M, r < n, both
- * operands widened (qbh_fwd_gemm_widen) from K columns: products exact in
- * double, each output summed in one fixed order (4 lanes over the columns
- * in order, then (l0 + l1) + (l2 + l3)), whatever the tiling, thread
- * count or instruction set; rounded to float once. Pure; thread-safe on
- * disjoint outputs. */
-void qbh_fwd_gemm(const double *xd, int64_t M, int64_t K, const double *wd, int64_t n, float *y,
+/* y[m * ldy + r] = sum_c xd[m][c] * w[r][c] for m < M, r < n: xd widened
+ * (qbh_fwd_gemm_widen) from K columns, w float rows [n][K]; products exact
+ * in double, each output summed in one fixed order (4 lanes over the
+ * columns in order, then (l0 + l1) + (l2 + l3)), whatever the tiling,
+ * thread count or instruction set; rounded to float once. Pure;
+ * thread-safe on disjoint outputs. */
+void qbh_fwd_gemm(const double *xd, int64_t M, int64_t K, const float *w, int64_t n, float *y,
                   int64_t ldy);
+/* qbh_fwd_gemm on the portable path whatever the CPU (tests compare the
+ * two: the same results bit for bit). */
+void qbh_fwd_gemm_portable(const double *xd, int64_t M, int64_t K, const float *w, int64_t n,
+                           float *y, int64_t ldy);
 
 /* ---- forward_weights.c ---------------------------------------------------- */
 
@@ -388,7 +392,7 @@ typedef struct qbh_model_check {
     int bits;                 /* the grids' common code width (0: mixed) */
     int64_t group_size;       /* their common group size (0: mixed) */
     size_t n_grid;            /* converted tensors on a grid */
-    char words[512];          /* the verdict in words */
+    char words[1024];         /* the verdict in words */
 } qbh_model_check;
 
 /* What the model check runs on and how it judges. */

@@ -202,21 +202,14 @@ static qb_status dense_block(void *arg, size_t item)
     lin_job *j = arg;
     int64_t r0 = (int64_t)item * j->rows, n = j->N - r0 < j->rows ? j->N - r0 : j->rows;
     float *wb = qbh_alloc((size_t)n * (size_t)j->K * sizeof *wb);
-    double *wd = qbh_alloc((size_t)n * (size_t)qbh_fwd_gemm_kp(j->K) * sizeof *wd);
     qb_status rc;
-    if (!wb || !wd) {
-        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for a weight block of %s",
-                           j->w->src->tensors[j->idx].name);
-        goto out;
-    }
+    if (!wb)
+        return qbh_error_set(QB_E_NOMEM, "forward: out of memory for a weight block of %s",
+                             j->w->src->tensors[j->idx].name);
     rc = qbh_fwd_read_rows(j->w, j->as, j->idx, r0, n, wb);
-    if (rc == QB_OK) {
-        qbh_fwd_gemm_widen(wb, n, j->K, wd);
-        qbh_fwd_gemm(j->xd, j->M, j->K, wd, n, j->y + r0, j->N);
-    }
-out:
+    if (rc == QB_OK)
+        qbh_fwd_gemm(j->xd, j->M, j->K, wb, n, j->y + r0, j->N);
     qbh_free(wb);
-    qbh_free(wd);
     return rc;
 }
 
