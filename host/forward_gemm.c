@@ -1,6 +1,6 @@
 /*
  * quantbridge host — forward pass: the dense products y = x . W^T of a row
- * block (docs/forward.md, "Numerics").
+ * block (docs/forward.md, "Operations").
  *
  * x arrives as double (widened once per linear, zero-padded to a multiple
  * of 4 columns), W as the float rows the reader gave: widened 4 columns at

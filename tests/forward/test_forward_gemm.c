@@ -3,7 +3,7 @@
  * qbh_core) against a reference written here in long double, and against
  * themselves: the portable and the AVX2 path, a token alone or among many
  * (the tile and the widened-rows branch), rows alone or in a block, must
- * give the same floats bit for bit (docs/forward.md, "Numerics": one
+ * give the same floats bit for bit (docs/forward.md, "Operations": one
  * summation order per output). Shapes with K and N not multiples of 4.
  */
 #include <check.h>
