@@ -205,8 +205,9 @@ qb_status qbh_tok_encode_text(const char *dir, const char *text, int64_t **ids, 
 
 /* ---- tokenize_sample.c ---------------------------------------------------- */
 
-/* verify's built-in text (English, German, Chinese, Russian, code; a
- * few dozen tokens in the vocabularies we meet). Static; pure. */
+/* verify's built-in text (English, German, French, Chinese, Russian,
+ * code, figures; 320-420 tokens in the vocabularies we meet). Static;
+ * pure. */
 const char *qbh_tok_sample_text(void);
 
 #endif
