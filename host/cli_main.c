@@ -137,18 +137,43 @@ static void usage(FILE *f)
             "`convert --verify`) ran and the models do not match\n");
 }
 
-/* The command names, in getopt's table shape for qbh_cli_suggest. */
+/* The commands: one table for dispatch, `help CMD` and suggestions, so a
+ * command cannot be runnable yet unknown to `help`. */
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv, qbh_common *co);
+} cli_command;
+
+static const cli_command CMDS[] = {
+    {"plugins", qbh_cmd_plugins}, {"inspect", qbh_cmd_inspect},
+    {"convert", qbh_cmd_convert}, {"verify", qbh_cmd_verify},
+    {"forward", qbh_cmd_forward}, {"plugin-check", qbh_cmd_plugin_check},
+};
+#define N_CMDS (sizeof CMDS / sizeof CMDS[0])
+
+/* The command names (and "help"), in getopt's table shape for
+ * qbh_cli_suggest. */
 static const struct option COMMANDS[] = {
     {"plugins", 0, NULL, 0}, {"inspect", 0, NULL, 0},      {"convert", 0, NULL, 0},
-    {"verify", 0, NULL, 0},  {"plugin-check", 0, NULL, 0}, {"help", 0, NULL, 0},
-    {NULL, 0, NULL, 0},
+    {"verify", 0, NULL, 0},  {"forward", 0, NULL, 0},      {"plugin-check", 0, NULL, 0},
+    {"help", 0, NULL, 0},    {NULL, 0, NULL, 0},
 };
+
+static const cli_command *find_command(const char *name)
+{
+    size_t i;
+    for (i = 0; i < N_CMDS; i++)
+        if (strcmp(CMDS[i].name, name) == 0)
+            return &CMDS[i];
+    return NULL;
+}
 
 /* `help CMD`: that command's own --help. */
 static int help_command(int argc, char **argv, qbh_common *co)
 {
     char *sub[3];
     const char *s;
+    const cli_command *cmd;
     if (argc > 2) {
         fprintf(stderr, "quantbridge: error: help: one command at a time\n");
         qbh_cli_usage_hint(NULL);
@@ -157,16 +182,8 @@ static int help_command(int argc, char **argv, qbh_common *co)
     sub[0] = argv[1];
     sub[1] = (char *)"--help";
     sub[2] = NULL;
-    if (strcmp(argv[1], "plugins") == 0)
-        return qbh_cmd_plugins(2, sub, co);
-    if (strcmp(argv[1], "inspect") == 0)
-        return qbh_cmd_inspect(2, sub, co);
-    if (strcmp(argv[1], "convert") == 0)
-        return qbh_cmd_convert(2, sub, co);
-    if (strcmp(argv[1], "verify") == 0)
-        return qbh_cmd_verify(2, sub, co);
-    if (strcmp(argv[1], "plugin-check") == 0)
-        return qbh_cmd_plugin_check(2, sub, co);
+    if ((cmd = find_command(argv[1])))
+        return cmd->run(2, sub, co);
     if (strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return QBH_EXIT_OK;
@@ -246,18 +263,8 @@ int qbh_cli_main(int argc, char **argv)
     cmd = argv[optind];
     argc -= optind;
     argv += optind;
-    if (strcmp(cmd, "plugins") == 0)
-        rc = qbh_cmd_plugins(argc, argv, &co);
-    else if (strcmp(cmd, "inspect") == 0)
-        rc = qbh_cmd_inspect(argc, argv, &co);
-    else if (strcmp(cmd, "convert") == 0)
-        rc = qbh_cmd_convert(argc, argv, &co);
-    else if (strcmp(cmd, "verify") == 0)
-        rc = qbh_cmd_verify(argc, argv, &co);
-    else if (strcmp(cmd, "forward") == 0)
-        rc = qbh_cmd_forward(argc, argv, &co);
-    else if (strcmp(cmd, "plugin-check") == 0)
-        rc = qbh_cmd_plugin_check(argc, argv, &co);
+    if (find_command(cmd))
+        rc = find_command(cmd)->run(argc, argv, &co);
     else if (strcmp(cmd, "help") == 0 && argc > 1)
         rc = help_command(argc, argv, &co);
     else if (strcmp(cmd, "help") == 0) {

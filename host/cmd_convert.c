@@ -61,8 +61,10 @@ static void usage(FILE *f)
             "                        lists each option's role); when both declare it as two\n"
             "                        different options, name one: reader.KEY=VALUE or\n"
             "                        writer.KEY=VALUE. A KEY neither declares is an error\n"
-            "  --tokenizer DIR       tokenizer files to copy (overrides the source's); only\n"
-            "                        for a writer that carries side files (`plugins`)\n"
+            "  --tokenizer DIR       tokenizer files to copy (overrides the source's, or gives\n"
+            "                        them where its reader refused to rebuild them: `inspect`\n"
+            "                        shows that); only for a writer that carries side files\n"
+            "                        (`plugins`)\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
             "  --verify              afterwards read the output back and compare it with the\n"
             "                        source (as `quantbridge verify`, default rule) and\n"
@@ -269,6 +271,17 @@ static int run(const convert_args *a, qbh_registry *reg, int *usage_err, int *ve
     rc = qbh_source_open(reader, a->source, rp.items, &src);
     if (rc)
         goto out;
+    /* A tokenizer the reader refused stops a conversion whose writer
+     * carries tokenizer files, unless --tokenizer gives them; one it
+     * skipped at the user's request is said once, here, when nothing
+     * replaces it. */
+    if (side && !a->tokenizer && src.info.tokenizer_state == QB_TOKENIZER_REFUSED) {
+        rc = qbh_source_tokenizer_refused(&src);
+        goto out;
+    }
+    if (side && !a->tokenizer && src.info.tokenizer_state == QB_TOKENIZER_SKIPPED)
+        qbh_log(QB_LOG_WARN, NULL, "%s: %s: the output gets no tokenizer.json", a->source,
+                src.info.tokenizer_note);
     if (a->tokenizer)
         src.info.tokenizer_dir = a->tokenizer;
     if (!side && (src.info.tokenizer_dir || src.info.chat_template))

@@ -370,8 +370,15 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         const char *dir = tokenizer ? tokenizer : src.info.tokenizer_dir;
         qb_status e;
         if (!dir) {
-            qbh_error_set(QB_E_NOT_FOUND, "%s: the model has no tokenizer files "
-                          "(tokenizer.json): give --tokenizer DIR or the ids with --tokens", model);
+            if (src.info.tokenizer_state == QB_TOKENIZER_REFUSED)
+                qbh_source_tokenizer_refused(&src);
+            else if (src.info.tokenizer_state == QB_TOKENIZER_SKIPPED)
+                qbh_error_set(QB_E_NOT_FOUND, "%s: %s: give --tokenizer DIR or the ids with "
+                              "--tokens", model, src.info.tokenizer_note);
+            else
+                qbh_error_set(QB_E_NOT_FOUND, "%s: the model has no tokenizer files "
+                              "(tokenizer.json): give --tokenizer DIR or the ids with --tokens",
+                              model);
             goto report;
         }
         if (qbh_tok_load(dir, &tok)) {

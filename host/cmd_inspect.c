@@ -137,7 +137,14 @@ static qb_status print_text(const char *path, const qbh_probe_score *sc, size_t 
         printf("summary: %s\n", s->info.source_summary);
     if (s->info.tokenizer_dir)
         printf("tokenizer: %s\n", s->info.tokenizer_dir);
-    qbh_inspect_tokenizer_text(stdout, &s->info);
+    if (s->info.tokenizer_state == QB_TOKENIZER_REFUSED)
+        /* reported, never fatal here: convert and forward --text refuse */
+        printf("tokenizer: refused: %s; or give the tokenizer files with --tokenizer DIR\n",
+               s->info.tokenizer_note);
+    else if (s->info.tokenizer_state == QB_TOKENIZER_SKIPPED)
+        printf("tokenizer: skipped: %s\n", s->info.tokenizer_note);
+    if (!s->info.tokenizer_note || s->info.tokenizer_dir || s->info.chat_template)
+        qbh_inspect_tokenizer_text(stdout, &s->info); /* not "none" after the line above */
     {
         char facts[512];
         qbh_model_facts_text(&s->facts, facts, sizeof facts);
@@ -223,6 +230,11 @@ static qb_status print_json(const char *path, const qbh_probe_score *sc, size_t 
         cJSON_AddStringToObject(root, "summary", s->info.source_summary);
     if (s->info.tokenizer_dir)
         cJSON_AddStringToObject(root, "tokenizer_dir", s->info.tokenizer_dir);
+    cJSON_AddStringToObject(root, "tokenizer_state", qbh_source_tokenizer_state(s)
+                                                         ? qbh_source_tokenizer_state(s)
+                                                         : "unstated");
+    if (s->info.tokenizer_note)
+        cJSON_AddStringToObject(root, "tokenizer_note", s->info.tokenizer_note);
     {
         cJSON *tok = qbh_inspect_tokenizer_json(&s->info);
         cJSON_AddItemToObject(root, "tokenizer", tok ? tok : cJSON_CreateNull());

@@ -42,11 +42,16 @@ static void usage(FILE *f)
             "  --min-cosine X         also fail a tensor whose cosine or W.x cosine is below X\n"
             "                         (default: no such bound)\n"
             "  --no-model-check       skip the model check (below)\n"
-            "  --tokens I,J,...       token ids of the model check (default: a built-in\n"
-            "                         multilingual text through the source's tokenizer.json,\n"
-            "                         else %d fixed ids)\n"
-            "  --text \"...\"           text of the model check, through the source's\n"
-            "                         tokenizer.json; text gives perplexities and their ratio\n"
+            "  --text-file FILE       text of the model check: all of FILE, one text\n"
+            "                         (default: a built-in text of a few hundred tokens,\n"
+            "                         English, German, French, Chinese, Russian, code and\n"
+            "                         numbers)\n"
+            "  --text \"...\"           text of the model check, given inline\n"
+            "  --tokenizer DIR        encode the text with DIR/tokenizer.json (default: the\n"
+            "                         source's, else the converted model's; without any,\n"
+            "                         the built-in text gives way to %d fixed ids)\n"
+            "  --tokens I,J,...       token ids of the model check instead of text (no\n"
+            "                         perplexity)\n"
             "  --max-kl X             fail when the model check's KL max exceeds X (nats)\n"
             "  --min-top1 X           fail when its top-1 agreement is below X (0..1)\n"
             "  --json                 the report as JSON on stdout instead of the table\n"
@@ -74,8 +79,25 @@ static void usage(FILE *f)
             "\n"
             "Model check (architectures the CPU forward pass runs: docs/forward.md): the\n"
             "forward pass of both models over one token sequence; reports KL(src || conv)\n"
-            "mean, p99 and max, top-1 agreement and the minimum logits cosine. It fails\n"
-            "the verification only on --max-kl / --min-top1.\n"
+            "mean, p99 and max, top-1 agreement, the minimum logits cosine and, from text,\n"
+            "both perplexities and their ratio. It fails on --max-kl / --min-top1.\n"
+            "\n"
+            "Model verdict: a third pass runs the baseline model, the converted model's\n"
+            "structure with the source's values put through the plain rules at the\n"
+            "converted model's own grids (absmax/(2^(b-1)-1) per group, the scale rounded\n"
+            "to the grid's scale dtype; floats rounded to their dtype), and the\n"
+            "conversion's KL mean KL_c is placed against the baseline's KL_b:\n"
+            "  exact codes     every grid tensor declared exact and passing (no third pass)\n"
+            "  better          KL_c < 0.9 KL_b\n"
+            "  as expected     KL_c <= 1.1 KL_b + 0.001: what any sound rounding rule gets,\n"
+            "                  give or take the W4A16 kernel's fp16 activations\n"
+            "  worse           above that: a warning, not a failure (the rule the writer\n"
+            "                  chose loses to absmax on this model)\n"
+            "  defect          KL_c > 1.5 KL_b + 0.01: no rounding rule is that much worse\n"
+            "                  than the plainest; a wrong permutation or a broken tensor is.\n"
+            "                  Fails the verification (exit 3)\n"
+            "Without a grid (a float conversion), or where the baseline cannot be formed,\n"
+            "the verdict says why it was not computed. JSON: \"model_verdict\".\n"
             "\n"
             "exit status: 0 every tensor present and passing, 1 error (nothing compared),\n"
             "2 usage error, 3 the comparison ran and failed\n",
@@ -95,6 +117,30 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     }
     *out = v;
     return 0;
+}
+
+/* --text-file: all of FILE as one text (*text g_malloc'd). QB_E_IO naming
+ * the file when it cannot be read, QB_E_INVALID when it holds a NUL (the
+ * encoder takes NUL-terminated text: `forward --text-file` reads NUL as a
+ * separator of several texts; the model check runs on one). */
+static qb_status read_text_file(const char *path, char **text)
+{
+    GError *gerr = NULL;
+    gsize len = 0;
+    qb_status rc;
+    *text = NULL;
+    if (!g_file_get_contents(path, text, &len, &gerr)) {
+        rc = qbh_error_set(QB_E_IO, "--text-file %s: %s", path, gerr->message);
+        g_error_free(gerr);
+        return rc;
+    }
+    if (memchr(*text, '\0', len)) {
+        g_free(*text);
+        *text = NULL;
+        return qbh_error_set(QB_E_INVALID, "--text-file %s: holds a NUL byte; the model check "
+                             "runs on one text", path);
+    }
+    return QB_OK;
 }
 
 int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
@@ -117,6 +163,8 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         {"no-model-check", no_argument, NULL, 'N'},
         {"tokens", required_argument, NULL, 'k'},
         {"text", required_argument, NULL, 'x'},
+        {"text-file", required_argument, NULL, 'X'},
+        {"tokenizer", required_argument, NULL, 't'},
         {"max-kl", required_argument, NULL, 'K'},
         {"min-top1", required_argument, NULL, 'p'},
         {NULL, 0, NULL, 0},
@@ -124,7 +172,9 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
     qbh_model_check mc;
     int64_t *mc_ids = NULL;
     size_t mc_n = 0;
-    const char *mc_text = NULL;
+    const char *mc_text = NULL, *text_file = NULL, *tokenizer = NULL;
+    char *file_text = NULL, text_what[1100];
+    qbh_mc_opts mo;
     double max_kl = NAN, min_top1 = NAN;
     int no_mc = 0;
     const char *source = NULL, *converted = NULL, *format = NULL, *conv_format = NULL;
@@ -201,6 +251,8 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
             }
             break;
         case 'x': mc_text = optarg; break;
+        case 'X': text_file = optarg; break;
+        case 't': tokenizer = optarg; break;
         case 'K':
             if (parse_double("--max-kl", optarg, 0.0, 1e6, &max_kl)) {
                 rc = QBH_EXIT_USAGE;
@@ -225,9 +277,14 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
             goto done;
         }
     }
-    if (optind < argc || !source || !converted || (mc_ids && mc_text)) {
-        if (mc_ids && mc_text)
-            fprintf(stderr, "quantbridge: error: verify: --tokens and --text exclude each other\n");
+    if (optind < argc || !source || !converted || !!mc_ids + !!mc_text + !!text_file > 1 ||
+        (tokenizer && mc_ids)) {
+        if (!!mc_ids + !!mc_text + !!text_file > 1)
+            fprintf(stderr, "quantbridge: error: verify: --tokens, --text and --text-file "
+                    "exclude each other\n");
+        else if (tokenizer && mc_ids)
+            fprintf(stderr, "quantbridge: error: verify: --tokenizer applies to text (--text, "
+                    "--text-file, the built-in text), not to --tokens\n");
         else if (optind < argc)
             fprintf(stderr, "quantbridge: error: verify: unexpected argument '%s'\n",
                     argv[optind]);
@@ -240,6 +297,12 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
     /* before the comparison, which may take minutes */
     if (report && qbh_cli_check_out_parent(report, "--report"))
         goto report;
+    if (text_file && read_text_file(text_file, &file_text))
+        goto report;
+    if (tokenizer && !g_file_test(tokenizer, G_FILE_TEST_IS_DIR)) {
+        qbh_error_set(QB_E_NOT_FOUND, "--tokenizer %s: not a directory", tokenizer);
+        goto report;
+    }
     if (qbh_cli_setup(co, &reg))
         goto report;
     reg_open = 1;
@@ -251,11 +314,22 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
     if (qbh_verify_sources(&src, &conv, &vo, &res))
         goto report;
     if (!no_mc) {
-        if (qbh_model_check_run(&src, &conv, mc_ids, mc_n, mc_text, max_kl, min_top1, &mc))
+        qbh_mc_opts_default(&mo);
+        mo.tokens = mc_ids;
+        mo.n_tokens = mc_n;
+        mo.text = file_text ? file_text : mc_text;
+        snprintf(text_what, sizeof text_what, "--text-file %s", text_file ? text_file : "");
+        mo.text_what = file_text ? text_what : "--text";
+        mo.tokenizer = tokenizer;
+        mo.max_kl = max_kl;
+        mo.min_top1 = min_top1;
+        mo.exact_codes = qbh_verify_exact_codes(res);
+        if (qbh_model_check_run(&src, &conv, &mo, &mc))
             goto report;
         res->model_check = &mc;
         if (mc.ran && !mc.pass)
             res->pass = 0;
+        qbh_mc_verdict_warn(&mc);
     }
     if (report && qbh_verify_write_html(res, report))
         goto report;
@@ -295,8 +369,8 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
             fprintf(stderr, "quantbridge: error: %s does not match %s: %zu tensor(s) fail, "
                     "first %s\n", converted, source, bad, first);
         else
-            fprintf(stderr, "quantbridge: error: %s does not match %s: the model check "
-                    "fails its thresholds\n", converted, source);
+            fprintf(stderr, "quantbridge: error: %s does not match %s: %s\n", converted,
+                    source, mc.reason);
     }
     goto done;
 report:
@@ -306,6 +380,7 @@ done:
     qbh_verify_result_free(res);
     qbh_model_check_free(&mc);
     qbh_free(mc_ids);
+    g_free(file_text);
     qbh_source_close(&conv);
     qbh_source_close(&src);
     qbh_params_free(&sp);

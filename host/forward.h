@@ -127,11 +127,47 @@ int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
 /* 1 when layer L runs the experts (c->moe and not a dense layer). Pure. */
 int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L);
 
+/* ---- forward_gemm.c ------------------------------------------------------- */
+
+/* Columns of a widened row: K rounded up to a multiple of 4. Pure. */
+int64_t qbh_fwd_gemm_kp(int64_t K);
+/* dst[rows][qbh_fwd_gemm_kp(K)] = src[rows][K] as double, the padding
+ * columns 0. Pure. */
+void qbh_fwd_gemm_widen(const float *src, int64_t rows, int64_t K, double *dst);
+/* y[m * ldy + r] = sum_c xd[m][c] * w[r][c] for m < M, r < n: xd widened
+ * (qbh_fwd_gemm_widen) from K columns, w float rows [n][K]; products exact
+ * in double, each output summed in one fixed order (4 lanes over the
+ * columns in order, then (l0 + l1) + (l2 + l3)), whatever the tiling,
+ * thread count or instruction set; rounded to float once. Pure;
+ * thread-safe on disjoint outputs. */
+void qbh_fwd_gemm(const double *xd, int64_t M, int64_t K, const float *w, int64_t n, float *y,
+                  int64_t ldy);
+/* qbh_fwd_gemm on the portable path whatever the CPU (tests compare the
+ * two: the same results bit for bit). */
+void qbh_fwd_gemm_portable(const double *xd, int64_t M, int64_t K, const float *w, int64_t n,
+                           float *y, int64_t ldy);
+
 /* ---- forward_weights.c ---------------------------------------------------- */
+
+/* A hook on every weight a pass reads (verify's baseline model,
+ * forward_check.c): fn is called on each block of rows read through the
+ * reader, after the read, and may rewrite rows[n_rows][cols] in place.
+ * `as` is the tensor the values stand for in the model's structure (the
+ * head is "lm_head.weight" even when a tied model serves it from the
+ * embedding), `t` the tensor read, rows row0 .. row0 + n_rows of its
+ * [rows, cols] matrix view (qb_tensor_rows / qb_tensor_cols). Returns
+ * QB_OK, or an error with the message set, which stops the pass. Called
+ * from pool threads at once: fn must be thread-safe. */
+typedef struct qbh_fwd_filter {
+    qb_status (*fn)(void *ctx, const char *as, const qb_tensor_info *t, int64_t row0,
+                    int64_t n_rows, float *rows);
+    void *ctx;
+} qbh_fwd_filter;
 
 /* The weights of one open model. */
 typedef struct qbh_fwd_weights {
     qbh_source *src;              /* not owned */
+    const qbh_fwd_filter *filter; /* not owned; NULL: the values as read */
     struct qb_w4a16_model *w4;    /* owned; NULL: every linear from dense rows */
     int tied;                     /* the config ties the head to the embedding */
     double lin_seconds;           /* wall time spent in qbh_fwd_linear */
@@ -169,7 +205,19 @@ qb_status qbh_fwd_device_check(qbh_fwd_device d);
  * model when it is not a W4A16 directory (only packed linears run on the
  * GPU). Free with qbh_fwd_weights_close. Main thread. */
 qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w);
+/* qbh_fwd_weights_open with a filter (not NULL): every weight, the packed
+ * linears of a W4A16 directory too, is read as dense rows through it, on
+ * the CPU whatever the device. */
+qb_status qbh_fwd_weights_open_filtered(qbh_source *s, const qbh_fwd_filter *filter,
+                                        qbh_fwd_weights *w);
 void qbh_fwd_weights_close(qbh_fwd_weights *w);
+
+/* Rows row0 .. row0 + n of tensor idx of w's model into out, through the
+ * reader and then w's filter (`as` as qbh_fwd_filter says; NULL: the
+ * tensor's own name). The reader's error or the filter's. Thread-safe as
+ * the reader and the filter. */
+qb_status qbh_fwd_read_rows(qbh_fwd_weights *w, const char *as, size_t idx, int64_t row0,
+                            int64_t n, float *out);
 
 /* y[M][N] = x[M][K] . W^T (+ bias when the model has one) for the linear
  * `path` ("self_attn.q_proj", "mlp.down_proj") of decoder layer `layer`,
@@ -272,11 +320,44 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
  * thread; uses the pool. */
 qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **logits,
                       int64_t *vocab);
+/* qbh_forward with every weight read through `filter` (not NULL;
+ * qbh_fwd_weights_open_filtered): the same structure, other values. Its
+ * errors as well. */
+qb_status qbh_forward_filtered(qbh_source *s, const qbh_fwd_filter *filter,
+                               const int64_t *tokens, size_t n, float **logits, int64_t *vocab);
 
 /* ---- forward_check.c ------------------------------------------------------ */
 
+/* The model verdict (docs/verify.md, "Model verdict"): the converted
+ * model's KL mean against the source, KL_c, placed against the baseline
+ * model's, KL_b (the plain absmax rule at the converted model's own
+ * grids, verify_engine.h's qbh_vb_model). */
+typedef enum qbh_mc_verdict {
+    QBH_MCV_NONE = 0,  /* no verdict: the baseline was not computed (why) */
+    QBH_MCV_EXACT,     /* every grid tensor declared exact and passing */
+    QBH_MCV_BETTER,    /* KL_c < 0.9 KL_b */
+    QBH_MCV_EXPECTED,  /* KL_c <= 1.1 KL_b + 1e-3 */
+    QBH_MCV_WORSE,     /* above that, up to the defect band */
+    QBH_MCV_DEFECT     /* KL_c > 1.5 KL_b + 0.01 + 2 defect_se: fails the
+                          verification */
+} qbh_mc_verdict;
+
+/* The bands (docs/verify.md, "Model verdict" says why these). */
+#define QBH_MCV_BETTER_FACTOR 0.9
+#define QBH_MCV_EXPECTED_FACTOR 1.1
+#define QBH_MCV_EXPECTED_SLACK 1e-3
+#define QBH_MCV_DEFECT_FACTOR 1.5
+#define QBH_MCV_DEFECT_SLACK 0.01
+#define QBH_MCV_DEFECT_SIGMAS 2.0 /* standard errors beyond the band */
+
+/* One model's logits against the source's over the check's tokens. */
+typedef struct qbh_mc_stats {
+    double kl_mean, kl_p99, kl_max, top1_agreement, logits_cosine_min;
+    double ppl, ppl_ratio;    /* from text: its perplexity and / the source's */
+} qbh_mc_stats;
+
 /* verify's model check: the forward pass of source and converted model
- * over one token sequence. */
+ * over one token sequence, and the baseline model's for the verdict. */
 typedef struct qbh_model_check {
     int ran;                  /* 0: skipped (skipped says why) */
     char skipped[256];
@@ -286,54 +367,114 @@ typedef struct qbh_model_check {
     double *cosine;           /* per position logits cosine */
     double kl_mean, kl_p99, kl_max, top1_agreement, logits_cosine_min;
     double max_kl, min_top1;  /* the user's limits; NaN: none */
-    int pass;                 /* 1 unless a user limit is exceeded */
-    char reason[256];         /* why not pass */
-    /* Tokens from text (the user's --text or the built-in sample, through
-     * the source's tokenizer.json): perplexity exp(mean NLL of token t+1
-     * at position t, t = 0..n-2, natural log) of both models and
-     * converted / source. from_text 0: ids (given or fixed), no
-     * perplexity. */
+    int pass;                 /* 1 unless a user limit is exceeded or
+                                 the verdict is QBH_MCV_DEFECT */
+    char reason[384];         /* why not pass */
+    /* Tokens from text (--text, --text-file or the built-in sample,
+     * through --tokenizer's, the source's or the converted model's
+     * tokenizer.json): perplexity exp(mean NLL of token t+1 at position
+     * t, t = 0..n-2, natural log) of both models and converted / source.
+     * from_text 0: ids (given or fixed), no perplexity. */
     int from_text;
     double ppl_src, ppl_conv, ppl_ratio;
-    char tokens_note[256];    /* why fixed ids although no --tokens was
+    char tokenizer[1024];     /* the directory whose tokenizer.json gave
+                                 the ids ("" for ids) */
+    char tokens_note[1024];   /* why fixed ids although no --tokens was
                                  given (no or an unsupported tokenizer); "" */
+    /* The verdict. */
+    qbh_mc_verdict verdict;
+    int base_ran;             /* the baseline pass ran: base holds it */
+    qbh_mc_stats base;        /* the baseline model against the source */
+    char base_note[512];      /* why no baseline ("" when it ran) */
+    double defect_se;         /* standard error of the mean of the paired
+                                 per-position KL_c - 1.5 KL_b (INFINITY
+                                 below 2 positions) */
+    int bits;                 /* the grids' common code width (0: mixed) */
+    int64_t group_size;       /* their common group size (0: mixed) */
+    size_t n_grid;            /* converted tensors on a grid */
+    char words[1024];         /* the verdict in words */
 } qbh_model_check;
+
+/* What the model check runs on and how it judges. */
+typedef struct qbh_mc_opts {
+    const int64_t *tokens;    /* given ids (--tokens), or NULL */
+    size_t n_tokens;
+    const char *text;         /* given text (--text, --text-file's), or NULL */
+    const char *text_what;    /* names it in messages ("--text", "--text-file F") */
+    const char *tokenizer;    /* --tokenizer DIR, or NULL: the models' */
+    double max_kl, min_top1;  /* the user's limits; NaN: none */
+    int exact_codes;          /* every grid tensor of the converted model is
+                                 declared exact and passed (qbh_verify_exact_codes):
+                                 verdict QBH_MCV_EXACT, no baseline pass */
+} qbh_mc_opts;
 
 /* Number of tokens and seed of the default sequence. */
 #define QBH_MC_DEFAULT_TOKENS 32
+
+/* No tokens, text or tokenizer given, no limits, exact_codes 0. */
+void qbh_mc_opts_default(qbh_mc_opts *o);
 
 /* Fills `ids` with the default fixed sequence for a vocabulary of `vocab`:
  * bos (when 0 <= bos < vocab) then splitmix64 ids, deterministic. */
 void qbh_mc_default_tokens(int64_t vocab, int64_t bos, int64_t *ids, size_t n);
 
-/* Runs the check into *mc (zeroed first; max_kl/min_top1 NaN for no
- * limit). tokens given: those ids. text given: its ids through the
- * source's (else the converted model's) tokenizer.json, an error
- * (QB_E_NOT_FOUND, QB_E_UNSUPPORTED naming the component, ...) when it
- * has none or the encoder refuses it. Neither: the built-in sample text
- * (qbh_tok_sample_text) when a tokenizer encodes it, else the fixed
- * sequence (mc->tokens_note says why). An architecture the forward
- * pass cannot run is not an error: mc->ran = 0 with the reason. Errors
- * (a read failure, QB_E_NOMEM, QB_E_CANCELLED) are returned with the
- * message set. Free with qbh_model_check_free. Main thread; uses the pool. */
-qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *tokens,
-                              size_t n_tokens, const char *text, double max_kl, double min_top1,
+/* Runs the check into *mc (zeroed first). o->tokens given: those ids.
+ * o->text given: its ids through o->tokenizer's, else the source's, else
+ * the converted model's tokenizer.json, an error (QB_E_NOT_FOUND,
+ * QB_E_UNSUPPORTED naming the component, ...) when there is none or the
+ * encoder refuses it. Neither: the built-in sample text
+ * (qbh_tok_sample_text) the same way, falling back to the fixed sequence
+ * (mc->tokens_note says why) when no tokenizer encodes it, unless
+ * o->tokenizer was given (then an error). Then the verdict: exact codes
+ * (o->exact_codes), or a third pass over the source through the
+ * baseline model's filter (none, with the reason in base_note, when the
+ * converted model has no grid or the baseline cannot be formed). An
+ * architecture the forward pass cannot run is not an error: mc->ran = 0
+ * with the reason. Errors (a read failure, QB_E_NOMEM, QB_E_CANCELLED)
+ * are returned with the message set. Free with qbh_model_check_free. Main
+ * thread; uses the pool. */
+qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const qbh_mc_opts *o,
                               qbh_model_check *mc);
 void qbh_model_check_free(qbh_model_check *mc);
-/* Short text block (or the skip line) on f. */
+/* Short text block (or the skip line) on f, the verdict line last. */
 void qbh_model_check_print(FILE *f, const qbh_model_check *mc);
 /* The HTML report's section (verify_report.c): a heading, the summary
- * line, an inline SVG of KL and 1 - logits cosine per position, using
- * the report's chart classes. Writes nothing else; never fails. */
+ * line, the verdict, an inline SVG of KL and 1 - logits cosine per
+ * position, using the report's chart classes. Writes nothing else; never
+ * fails. */
 void qbh_model_check_html(FILE *f, const qbh_model_check *mc);
-/* Adds "model_check" to the cJSON object `root` (a cJSON *, passed as void
- * so this header needs no cJSON). Returns 0, or -1 on OOM. */
+/* Adds "model_check" and, when it ran, "model_verdict" to the cJSON
+ * object `root` (a cJSON *, passed as void so this header needs no
+ * cJSON). Returns 0, or -1 on OOM. */
 int qbh_model_check_json(const qbh_model_check *mc, void *root);
 
-/* `convert --verify`: runs the check with the default tokens (or text) and no
- * limits on the open src and conv and prints the block (or the skip
- * line) on f. Returns an error of the run (message set), else QB_OK. */
-qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv);
+/* `convert --verify`: runs the check with the default text (or fixed
+ * ids), no limits and o's exact_codes on the open src and conv and prints
+ * the block (or the skip line) on f. Returns an error of the run
+ * (message set), else QB_OK with *pass 0 when the verdict is a defect
+ * (mc reason printed). */
+qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int exact_codes,
+                                 int *pass);
+
+/* ---- forward_verdict.c ---------------------------------------------------- */
+
+/* Places mc's converted KL mean against its baseline (mc->base_ran) or
+ * takes the exact-codes verdict, and fills verdict, words, and for a
+ * defect pass = 0 and reason. With neither, QBH_MCV_NONE and words from
+ * base_note. Pure. */
+void qbh_mc_verdict_decide(qbh_model_check *mc, int exact_codes);
+/* "exact_codes", "better_than_baseline", "as_expected",
+ * "worse_than_baseline", "defect", "no_baseline". Pure. */
+const char *qbh_mc_verdict_name(qbh_mc_verdict v);
+/* The verdict line ("model verdict: ...") on f. */
+void qbh_mc_verdict_print(FILE *f, const qbh_model_check *mc);
+/* A worse-than-baseline verdict as a warning on stderr (qbh_log), so it
+ * is seen with --json too; other verdicts: nothing. */
+void qbh_mc_verdict_warn(const qbh_model_check *mc);
+/* Adds "model_verdict" to the cJSON object root. 0, or -1 on OOM. */
+int qbh_mc_verdict_json(const qbh_model_check *mc, void *root);
+/* The verdict as an HTML paragraph and a small table. Never fails. */
+void qbh_mc_verdict_html(FILE *f, const qbh_model_check *mc);
 
 /* Parses "I,J,K" into a qbh_alloc'd id array. QB_E_INVALID naming the bad
  * item (the caller exits 2). */

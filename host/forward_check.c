@@ -7,11 +7,16 @@
  *   logits cosine per position.
  * When the tokens come from text, also the perplexity of each model on
  * it and their ratio (docs/verify.md, "Model check").
- * The check fails only on limits the user gives (--max-kl, --min-top1):
- * how much a 4-bit conversion may move the logits depends on the model.
+ * Then the verdict (docs/verify.md, "Model verdict"): a third pass over
+ * the source through the baseline model's filter (verify_baseline_model.c)
+ * measures what the plain absmax rule at the converted model's own grids
+ * gives, and forward_verdict.c places the conversion against it.
+ * The check fails on limits the user gives (--max-kl, --min-top1) and on
+ * a conversion far worse than the baseline (a defect, not a rule choice).
  */
 #include "forward.h"
 #include "tokenize.h"
+#include "verify_engine.h"
 
 #include <assert.h>
 #include <math.h>
@@ -107,21 +112,31 @@ static double perplexity(const float *logits, int64_t v, const int64_t *tokens, 
 
 /* The model check's ids from text: the user's (an error when it cannot be
  * encoded) or the sample (NULL: fixed ids instead, mc->tokens_note says
- * why). QB_OK with *ids NULL means "use the fixed ids". */
-static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text,
+ * why, unless the user named the tokenizer). QB_OK with *ids NULL means
+ * "use the fixed ids". */
+static qb_status text_tokens(qbh_source *src, qbh_source *conv, const qbh_mc_opts *o,
                              qbh_model_check *mc, int64_t **ids, size_t *n)
 {
-    const char *dir = src->info.tokenizer_dir ? src->info.tokenizer_dir
-                                              : conv->info.tokenizer_dir;
+    /* a tokenizer directory may hold other files only (tokenizer_config.json
+     * with a chat template): take the first that has tokenizer.json */
+    const char *dir = o->tokenizer ? o->tokenizer
+                      : qbh_source_tokenizer_json_dir(src) ? qbh_source_tokenizer_json_dir(src)
+                                                           : qbh_source_tokenizer_json_dir(conv);
+    const char *text = o->text, *what = o->text_what ? o->text_what : "--text";
     qb_status rc;
     *ids = NULL;
     *n = 0;
     if (!dir) {
         if (text)
-            return qbh_error_set(QB_E_NOT_FOUND, "--text: neither %s nor %s has tokenizer files "
-                                 "(tokenizer.json); give the ids with --tokens", src->path,
-                                 conv->path);
-        snprintf(mc->tokens_note, sizeof mc->tokens_note, "no tokenizer.json");
+            return qbh_error_set(QB_E_NOT_FOUND, "%s: neither %s nor %s has tokenizer files "
+                                 "(tokenizer.json); give --tokenizer DIR or the ids with "
+                                 "--tokens", what, src->path, conv->path);
+        /* a tokenizer the source's reader skipped or refused says why */
+        snprintf(mc->tokens_note, sizeof mc->tokens_note, "no tokenizer.json%s%s%s%s",
+                 src->info.tokenizer_note ? "; the source's tokenizer was " : "",
+                 src->info.tokenizer_note ? qbh_source_tokenizer_state(src) : "",
+                 src->info.tokenizer_note ? ": " : "",
+                 src->info.tokenizer_note ? src->info.tokenizer_note : "");
         return QB_OK;
     }
     rc = qbh_tok_encode_text(dir, text ? text : qbh_tok_sample_text(), ids, n);
@@ -130,15 +145,19 @@ static qb_status text_tokens(qbh_source *src, qbh_source *conv, const char *text
         qbh_free(*ids);
         *ids = NULL;
         *n = 0;
-        rc = qbh_error_set(QB_E_INVALID, "model check: the text gives fewer than 2 tokens");
+        rc = qbh_error_set(QB_E_INVALID, "model check: %s gives fewer than 2 tokens",
+                           text ? what : "the built-in text");
     }
-    if (rc && !text && rc != QB_E_NOMEM) {
-        /* The built-in text is a default: a tokenizer the encoder refuses
-         * falls back to the fixed ids, saying why. */
+    if (rc && !text && !o->tokenizer && rc != QB_E_NOMEM) {
+        /* The built-in text through the models' tokenizer is a default: a
+         * tokenizer the encoder refuses falls back to the fixed ids,
+         * saying why. */
         snprintf(mc->tokens_note, sizeof mc->tokens_note, "%s", qbh_error_message());
         qbh_error_clear();
         return QB_OK;
     }
+    if (!rc)
+        snprintf(mc->tokenizer, sizeof mc->tokenizer, "%s", dir);
     return rc;
 }
 
@@ -157,20 +176,140 @@ void qbh_model_check_free(qbh_model_check *mc)
     mc->kl = mc->cosine = NULL;
 }
 
-qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *tokens,
-                              size_t n_tokens, const char *text, double max_kl, double min_top1,
+void qbh_mc_opts_default(qbh_mc_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_kl = NAN;
+    o->min_top1 = NAN;
+}
+
+/* Logits b [n][v] against the source's a into st (perplexity only from
+ * text, ppl_src the source's); per position KL and cosine into kl[] and
+ * cos[] when not NULL. sorted: n doubles of scratch. */
+static void compare(const float *a, const float *b, int64_t v, const int64_t *tokens, size_t n,
+                    int from_text, double ppl_src, double *kl, double *cos, double *sorted,
+                    qbh_mc_stats *st)
+{
+    size_t i, agree = 0;
+    memset(st, 0, sizeof *st);
+    st->logits_cosine_min = INFINITY;
+    for (i = 0; i < n; i++) {
+        const float *pa = a + i * (size_t)v, *pb = b + i * (size_t)v;
+        double k = kl_div(pa, pb, v), c = cosine(pa, pb, v);
+        if (kl)
+            kl[i] = k;
+        if (cos)
+            cos[i] = c;
+        st->kl_mean += k / (double)n;
+        if (k > st->kl_max)
+            st->kl_max = k;
+        if (c < st->logits_cosine_min)
+            st->logits_cosine_min = c;
+        agree += argmax(pa, v) == argmax(pb, v);
+        sorted[i] = k;
+    }
+    /* p99 by nearest rank: the smallest value with >= 99% at or below it. */
+    qsort(sorted, n, sizeof *sorted, cmp_double);
+    st->kl_p99 = sorted[(size_t)ceil(0.99 * (double)n) - 1];
+    st->top1_agreement = (double)agree / (double)n;
+    if (from_text) {
+        st->ppl = perplexity(b, v, tokens, n);
+        st->ppl_ratio = st->ppl / ppl_src;
+    }
+}
+
+/* The standard error of the mean of d_t = kc[t] - f * kb[t] over n
+ * positions (sample standard deviation / sqrt(n)); INFINITY for n < 2. */
+static double paired_se(const double *kc, const double *kb, size_t n, double f)
+{
+    double mean = 0, ss = 0;
+    size_t t;
+    if (n < 2)
+        return INFINITY;
+    for (t = 0; t < n; t++)
+        mean += (kc[t] - f * kb[t]) / (double)n;
+    for (t = 0; t < n; t++) {
+        double d = kc[t] - f * kb[t] - mean;
+        ss += d * d;
+    }
+    return sqrt(ss / (double)(n - 1) / (double)n);
+}
+
+/* Missing or mis-shaped tensors, what a pass cannot run: the check or the
+ * baseline is skipped with the reason, not failed. */
+static int skippable(qb_status rc)
+{
+    return rc == QB_E_NOT_FOUND || rc == QB_E_MISMATCH || rc == QB_E_UNSUPPORTED;
+}
+
+/* The baseline model's pass (verify_baseline_model.c) over the source,
+ * compared with the source's logits la: mc->base and base_ran, or
+ * base_note saying why not. Errors other than "cannot be formed" are
+ * returned. */
+static qb_status baseline(qbh_source *src, qbh_source *conv, const float *la, int64_t va,
+                          int run, double *sorted, qbh_model_check *mc)
+{
+    qbh_vb_model *m = NULL;
+    qbh_fwd_filter f;
+    float *lc = NULL;
+    double *bkl = NULL;
+    int64_t vc = 0;
+    qb_status rc = qbh_vb_model_new(conv, &m);
+    if (rc)
+        return rc;
+    mc->n_grid = qbh_vb_model_grids(m, &mc->bits, &mc->group_size);
+    if (!run)
+        goto out;
+    if (!mc->n_grid) {
+        snprintf(mc->base_note, sizeof mc->base_note, "baseline not computed: %s holds no "
+                 "tensor on an integer grid, so there is no rounding rule to compare with (its "
+                 "tensors are judged one by one, by nearest rounding)", conv->path);
+        goto out;
+    }
+    f.fn = qbh_vb_model_filter;
+    f.ctx = m;
+    rc = qbh_forward_filtered(src, &f, mc->tokens, mc->n_tokens, &lc, &vc);
+    qbh_progress_done();
+    if (skippable(rc)) {
+        snprintf(mc->base_note, sizeof mc->base_note, "baseline not computed: %s",
+                 qbh_error_message());
+        qbh_error_clear();
+        rc = QB_OK;
+        goto out;
+    }
+    if (rc)
+        goto out;
+    bkl = qbh_alloc(mc->n_tokens * sizeof *bkl);
+    if (!bkl) {
+        rc = qbh_error_set(QB_E_NOMEM, "model check: out of memory");
+        goto out;
+    }
+    compare(la, lc, va, mc->tokens, mc->n_tokens, mc->from_text, mc->ppl_src, bkl, NULL,
+            sorted, &mc->base);
+    mc->defect_se = paired_se(mc->kl, bkl, mc->n_tokens, QBH_MCV_DEFECT_FACTOR);
+    mc->base_ran = 1;
+out:
+    qbh_free(bkl);
+    qbh_free(lc);
+    qbh_vb_model_free(m);
+    return rc;
+}
+
+qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const qbh_mc_opts *o,
                               qbh_model_check *mc)
 {
     qbh_fwd_cfg cs, cc;
     float *la = NULL, *lb = NULL;
     double *sorted = NULL;
     int64_t va = 0, vb = 0, *text_ids = NULL;
-    size_t i, agree = 0, n;
+    const int64_t *tokens = o->tokens;
+    size_t i, n, n_tokens = o->n_tokens;
+    qbh_mc_stats st;
     qb_status rc;
 
     memset(mc, 0, sizeof *mc);
-    mc->max_kl = max_kl;
-    mc->min_top1 = min_top1;
+    mc->max_kl = o->max_kl;
+    mc->min_top1 = o->min_top1;
     mc->pass = 1;
     /* Unsupported architecture (either side): skipped, not an error. */
     if (qbh_fwd_cfg_parse(src->path, src->info.config_json, &cs) ||
@@ -185,14 +324,14 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
         return QB_OK;
     }
     if (!tokens) {
-        if ((rc = text_tokens(src, conv, text, mc, &text_ids, &n_tokens)))
+        if ((rc = text_tokens(src, conv, o, mc, &text_ids, &n_tokens)))
             return rc;
         for (i = 0; i < n_tokens; i++)
             if (text_ids[i] >= cs.vocab) {
-                rc = qbh_error_set(QB_E_RANGE, "model check: the tokenizer gives id %lld, "
-                                   "outside the model's vocab_size %lld", (long long)text_ids[i],
-                                   (long long)cs.vocab);
-                if (text)
+                rc = qbh_error_set(QB_E_RANGE, "model check: the tokenizer (%s) gives id %lld, "
+                                   "outside the model's vocab_size %lld", mc->tokenizer,
+                                   (long long)text_ids[i], (long long)cs.vocab);
+                if (o->text || o->tokenizer)
                     goto out;
                 /* the built-in text falls back to the fixed ids */
                 snprintf(mc->tokens_note, sizeof mc->tokens_note, "%s", qbh_error_message());
@@ -201,6 +340,7 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
                 qbh_free(text_ids);
                 text_ids = NULL;
                 n_tokens = 0;
+                mc->tokenizer[0] = '\0';
                 break;
             }
         tokens = text_ids;
@@ -220,10 +360,12 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
     else
         qbh_mc_default_tokens(cs.vocab, cs.bos, mc->tokens, n);
     mc->n_tokens = n;
+    if (n < 2)
+        mc->from_text = 0; /* no next token to predict */
     rc = qbh_forward(src, mc->tokens, n, &la, &va);
     if (rc == QB_OK)
         rc = qbh_forward(conv, mc->tokens, n, &lb, &vb);
-    if (rc == QB_E_NOT_FOUND || rc == QB_E_MISMATCH || rc == QB_E_UNSUPPORTED) {
+    if (skippable(rc)) {
         /* A tensor missing or mis-shaped (the tensor table reports it)
          * leaves no model to run: skipped, with the reason. */
         snprintf(mc->skipped, sizeof mc->skipped, "%s", qbh_error_message());
@@ -234,41 +376,33 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const int64_t *
     if (rc)
         goto out;
     qbh_progress_done();
-    mc->kl_mean = 0;
-    mc->kl_max = 0;
-    mc->logits_cosine_min = INFINITY;
-    for (i = 0; i < n; i++) {
-        const float *a = la + i * (size_t)va, *b = lb + i * (size_t)va;
-        mc->kl[i] = kl_div(a, b, va);
-        mc->cosine[i] = cosine(a, b, va);
-        mc->kl_mean += mc->kl[i] / (double)n;
-        if (mc->kl[i] > mc->kl_max)
-            mc->kl_max = mc->kl[i];
-        if (mc->cosine[i] < mc->logits_cosine_min)
-            mc->logits_cosine_min = mc->cosine[i];
-        agree += argmax(a, va) == argmax(b, va);
-        sorted[i] = mc->kl[i];
-    }
-    /* p99 by nearest rank: the smallest value with >= 99% at or below it. */
-    qsort(sorted, n, sizeof *sorted, cmp_double);
-    mc->kl_p99 = sorted[(size_t)ceil(0.99 * (double)n) - 1];
-    mc->top1_agreement = (double)agree / (double)n;
-    if (mc->from_text && n > 1) {
+    if (mc->from_text)
         mc->ppl_src = perplexity(la, va, mc->tokens, n);
-        mc->ppl_conv = perplexity(lb, va, mc->tokens, n);
-        mc->ppl_ratio = mc->ppl_conv / mc->ppl_src;
-    } else {
-        mc->from_text = 0;
-    }
+    compare(la, lb, va, mc->tokens, n, mc->from_text, mc->ppl_src, mc->kl, mc->cosine, sorted,
+            &st);
+    mc->kl_mean = st.kl_mean;
+    mc->kl_p99 = st.kl_p99;
+    mc->kl_max = st.kl_max;
+    mc->top1_agreement = st.top1_agreement;
+    mc->logits_cosine_min = st.logits_cosine_min;
+    mc->ppl_conv = st.ppl;
+    mc->ppl_ratio = st.ppl_ratio;
+    qbh_free(lb); /* two logit buffers at most: [n, vocab] each */
+    lb = NULL;
     mc->ran = 1;
-    if (!isnan(max_kl) && !(mc->kl_max <= max_kl)) {
+    if (!isnan(o->max_kl) && !(mc->kl_max <= o->max_kl)) {
         mc->pass = 0;
-        snprintf(mc->reason, sizeof mc->reason, "KL max %.6g > --max-kl %g", mc->kl_max, max_kl);
-    } else if (!isnan(min_top1) && !(mc->top1_agreement >= min_top1)) {
+        snprintf(mc->reason, sizeof mc->reason, "KL max %.6g > --max-kl %g", mc->kl_max,
+                 o->max_kl);
+    } else if (!isnan(o->min_top1) && !(mc->top1_agreement >= o->min_top1)) {
         mc->pass = 0;
         snprintf(mc->reason, sizeof mc->reason, "top-1 agreement %.4f < --min-top1 %g",
-                 mc->top1_agreement, min_top1);
+                 mc->top1_agreement, o->min_top1);
     }
+    /* The verdict: exact codes need no baseline pass. */
+    if ((rc = baseline(src, conv, la, va, !o->exact_codes, sorted, mc)))
+        goto out;
+    qbh_mc_verdict_decide(mc, o->exact_codes);
     rc = QB_OK;
 out:
     qbh_free(la);
@@ -297,6 +431,7 @@ void qbh_model_check_print(FILE *f, const qbh_model_check *mc)
                 mc->ppl_src, mc->ppl_conv, mc->ppl_ratio);
     else if (mc->tokens_note[0])
         fprintf(f, "model check: fixed token ids (%s)\n", mc->tokens_note);
+    qbh_mc_verdict_print(f, mc);
 }
 
 int qbh_model_check_json(const qbh_model_check *mc, void *root_)
@@ -338,15 +473,28 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root_)
         return -1;
     if (mc->tokens_note[0] && !cJSON_AddStringToObject(o, "token_note", mc->tokens_note))
         return -1;
-    return 0;
+    if (mc->tokenizer[0] && !cJSON_AddStringToObject(o, "tokenizer", mc->tokenizer))
+        return -1;
+    return qbh_mc_verdict_json(mc, root);
 }
 
-qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv)
+qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int exact_codes,
+                                 int *pass)
 {
     qbh_model_check mc;
-    qb_status rc = qbh_model_check_run(src, conv, NULL, 0, NULL, NAN, NAN, &mc);
-    if (rc == QB_OK)
+    qbh_mc_opts o;
+    qb_status rc;
+    qbh_mc_opts_default(&o);
+    o.exact_codes = exact_codes;
+    *pass = 1;
+    rc = qbh_model_check_run(src, conv, &o, &mc);
+    if (rc == QB_OK) {
         qbh_model_check_print(f, &mc);
+        qbh_mc_verdict_warn(&mc);
+        *pass = !mc.ran || mc.pass;
+        if (!*pass)
+            qbh_error_set(QB_E_MISMATCH, "%s", mc.reason);
+    }
     qbh_model_check_free(&mc);
     return rc;
 }
@@ -382,6 +530,7 @@ void qbh_model_check_html(FILE *f, const qbh_model_check *mc)
     if (mc->from_text)
         fprintf(f, "<p>Tokens from text: perplexity %.6g (source), %.6g (converted), ratio "
                    "%.6f</p>\n", mc->ppl_src, mc->ppl_conv, mc->ppl_ratio);
+    qbh_mc_verdict_html(f, mc);
     for (i = 0; i < mc->n_tokens; i++) {
         top = mc->kl[i] > top ? mc->kl[i] : top;
         top = 1.0 - mc->cosine[i] > top ? 1.0 - mc->cosine[i] : top;

@@ -76,7 +76,7 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
      * [e * K, (e + 1) * K). */
     for (k0 = 0; k0 < K; k0 += rows) {
         nb = K - k0 < rows ? K - k0 : rows;
-        if ((rc = w->src->src.read_rows(w->src->src.handle, idx, e * K + k0, nb, wb)))
+        if ((rc = qbh_fwd_read_rows(w, NULL, idx, e * K + k0, nb, wb)))
             goto out;
         for (m = 0; m < M; m++)
             for (k = 0; k < nb; k++) {
@@ -88,7 +88,7 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
             }
     }
     w->lin_bytes += (uint64_t)K * (uint64_t)N * sizeof(float);
-    if ((rc = w->src->src.read_rows(w->src->src.handle, bidx, e, 1, b)))
+    if ((rc = qbh_fwd_read_rows(w, NULL, bidx, e, 1, b)))
         goto out;
     for (m = 0; m < M; m++)
         for (n = 0; n < N; n++)

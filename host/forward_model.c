@@ -359,8 +359,24 @@ residual:
     return QB_OK;
 }
 
+static qb_status run(qbh_source *s, const qbh_fwd_filter *filter, const int64_t *tokens,
+                     size_t n, float **logits, int64_t *vocab);
+
 qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **logits,
                       int64_t *vocab)
+{
+    return run(s, NULL, tokens, n, logits, vocab);
+}
+
+qb_status qbh_forward_filtered(qbh_source *s, const qbh_fwd_filter *filter,
+                               const int64_t *tokens, size_t n, float **logits, int64_t *vocab)
+{
+    assert(filter && filter->fn);
+    return run(s, filter, tokens, n, logits, vocab);
+}
+
+static qb_status run(qbh_source *s, const qbh_fwd_filter *filter, const int64_t *tokens,
+                     size_t n, float **logits, int64_t *vocab)
 {
     qbh_fwd_cfg c;
     qbh_fwd_weights w;
@@ -377,7 +393,7 @@ qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **lo
     rc = qbh_fwd_cfg_parse(s->path, s->info.config_json, &c);
     if (rc)
         return rc;
-    if ((rc = qbh_fwd_weights_open(s, &w)))
+    if ((rc = filter ? qbh_fwd_weights_open_filtered(s, filter, &w) : qbh_fwd_weights_open(s, &w)))
         return rc;
     w.tied = c.tied;
     if ((rc = bufs_alloc(&b, &c, n)))

@@ -13,6 +13,7 @@
  */
 #include "forward.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -74,6 +75,16 @@ qb_status qbh_fwd_device_check(qbh_fwd_device d)
     return rc;
 }
 
+qb_status qbh_fwd_weights_open_filtered(qbh_source *s, const qbh_fwd_filter *filter,
+                                        qbh_fwd_weights *w)
+{
+    assert(filter && filter->fn);
+    memset(w, 0, sizeof *w);
+    w->src = s;
+    w->filter = filter;
+    return QB_OK;
+}
+
 qb_status qbh_fwd_weights_open(qbh_source *s, qbh_fwd_weights *w)
 {
     char err[1024];
@@ -123,6 +134,16 @@ static int has_tensor(qbh_source *s, const char *name, size_t *idx)
     return 0;
 }
 
+qb_status qbh_fwd_read_rows(qbh_fwd_weights *w, const char *as, size_t idx, int64_t row0,
+                            int64_t n, float *out)
+{
+    const qb_tensor_info *ti = &w->src->tensors[idx];
+    qb_status rc = w->src->src.read_rows(w->src->src.handle, idx, row0, n, out);
+    if (rc || !w->filter)
+        return rc;
+    return w->filter->fn(w->filter->ctx, as ? as : ti->name, ti, row0, n, out);
+}
+
 qb_status qbh_fwd_vector(qbh_fwd_weights *w, const char *name, float *out, int64_t n)
 {
     size_t idx;
@@ -135,7 +156,7 @@ qb_status qbh_fwd_vector(qbh_fwd_weights *w, const char *name, float *out, int64
         return qbh_error_set(QB_E_MISMATCH, "forward: %s: %s has %u dim(s) [%lld...], expected [%lld]",
                              w->src->path, name, ti->n_dims, (long long)ti->dims[0],
                              (long long)n);
-    return w->src->src.read_rows(w->src->src.handle, idx, 0, 1, out);
+    return qbh_fwd_read_rows(w, NULL, idx, 0, 1, out);
 }
 
 qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int64_t hidden,
@@ -156,7 +177,7 @@ qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int
             return qbh_error_set(QB_E_RANGE, "forward: token id %lld outside the vocabulary "
                                  "[0, %lld) of %s", (long long)tokens[i],
                                  (long long)ti->dims[0], w->src->path);
-        rc = w->src->src.read_rows(w->src->src.handle, idx, tokens[i], 1, out + i * hidden);
+        rc = qbh_fwd_read_rows(w, NULL, idx, tokens[i], 1, out + i * hidden);
         if (rc)
             return rc;
     }
@@ -165,8 +186,10 @@ qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int
 
 /* One linear product split in row blocks of W. */
 typedef struct lin_job {
-    qbh_source *s;
+    qbh_fwd_weights *w;
+    const char *as;             /* dense: what the weight stands for */
     size_t idx;                 /* dense: the weight tensor */
+    const double *xd;           /* dense: x widened (qbh_fwd_gemm_widen) */
     const qb_w4a16_linear *q;   /* W4A16: the packed linear */
     const uint16_t *xh;         /* W4A16: x in fp16 */
     const float *x;
@@ -177,25 +200,15 @@ typedef struct lin_job {
 static qb_status dense_block(void *arg, size_t item)
 {
     lin_job *j = arg;
-    int64_t r0 = (int64_t)item * j->rows, n = j->N - r0 < j->rows ? j->N - r0 : j->rows, r, m, c;
+    int64_t r0 = (int64_t)item * j->rows, n = j->N - r0 < j->rows ? j->N - r0 : j->rows;
     float *wb = qbh_alloc((size_t)n * (size_t)j->K * sizeof *wb);
     qb_status rc;
     if (!wb)
         return qbh_error_set(QB_E_NOMEM, "forward: out of memory for a weight block of %s",
-                             j->s->tensors[j->idx].name);
-    rc = j->s->src.read_rows(j->s->src.handle, j->idx, r0, n, wb);
-    if (rc == QB_OK) {
-        for (r = 0; r < n; r++) {
-            const float *wr = wb + r * j->K;
-            for (m = 0; m < j->M; m++) {
-                const float *xm = j->x + m * j->K;
-                double s = 0.0;
-                for (c = 0; c < j->K; c++)
-                    s += (double)xm[c] * (double)wr[c];
-                j->y[m * j->N + r0 + r] = (float)s;
-            }
-        }
-    }
+                             j->w->src->tensors[j->idx].name);
+    rc = qbh_fwd_read_rows(j->w, j->as, j->idx, r0, n, wb);
+    if (rc == QB_OK)
+        qbh_fwd_gemm(j->xd, j->M, j->K, wb, n, j->y + r0, j->N);
     qbh_free(wb);
     return rc;
 }
@@ -341,11 +354,12 @@ static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, con
     const qb_tensor_info *ti;
     lin_job j;
     float *b = NULL;
+    double *xd = NULL;
     int64_t i;
     qb_status rc;
 
     memset(&j, 0, sizeof j);
-    j.s = w->src;
+    j.w = w;
     j.x = x;
     j.y = y;
     j.M = M;
@@ -372,6 +386,7 @@ static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, con
                                  "and config.json does not say tie_word_embeddings: true",
                                  w->src->path);
         snprintf(name, sizeof name, "model.embed_tokens.weight");
+        j.as = "lm_head.weight";
     }
     rc = find_tensor(w->src, name, &idx);
     if (rc)
@@ -380,10 +395,17 @@ static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, con
     if (ti->n_dims != 2 || ti->dims[0] != N || ti->dims[1] != K)
         return qbh_error_set(QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->src->path,
                              name, (long long)N, (long long)K);
+    /* x widened once for every block (forward_gemm.c) */
+    xd = qbh_alloc((size_t)M * (size_t)qbh_fwd_gemm_kp(K) * sizeof *xd);
+    if (!xd)
+        return qbh_error_set(QB_E_NOMEM, "forward: out of memory for the input of %s", name);
+    qbh_fwd_gemm_widen(x, M, K, xd);
+    j.xd = xd;
     j.idx = idx;
     j.rows = block_rows(N, K);
     w->lin_bytes += (uint64_t)N * (uint64_t)K * sizeof(float);
     rc = qbh_parallel_for((size_t)((N + j.rows - 1) / j.rows), dense_block, &j);
+    qbh_free(xd);
     if (rc || !has_tensor(w->src, bias, &bidx))
         return rc;
     b = qbh_alloc((size_t)N * sizeof *b);

@@ -246,6 +246,14 @@ cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi)
         present = 1;
     cJSON_AddBoolToObject(o, "chat_template", present);
     cJSON_AddItemToObject(o, "chat_templates", names);
+    {
+        /* what a rebuilt tokenizer could not recover (docs/formats/gguf.md,
+         * "What a GGUF does not store") */
+        const cJSON *notes = cJSON_GetObjectItemCaseSensitive(cfg, "quantbridge_rebuild_notes"), *e;
+        cJSON *arr = cJSON_AddArrayToObject(o, "rebuild_notes");
+        cJSON_ArrayForEach(e, notes) if (cJSON_IsString(e))
+            cJSON_AddItemToArray(arr, cJSON_CreateString(e->valuestring));
+    }
     cJSON_Delete(tj);
     cJSON_Delete(cfg);
     g_free(err);
@@ -308,5 +316,7 @@ void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi)
         fprintf(f, ")");
     }
     fprintf(f, "\n");
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "rebuild_notes"))
+        fprintf(f, "tokenizer note: %s\n", e->valuestring);
     cJSON_Delete(o);
 }

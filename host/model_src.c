@@ -6,6 +6,7 @@
  */
 #include "qbh.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,68 @@ static qb_status validate_tensor(qbh_source *s, size_t i)
     return QB_OK;
 }
 
+/* ABI 1.3 tokenizer state: a reader of an older ABI has left both fields
+ * zero (the host zeroed its struct), one that set a struct_size without
+ * them is read as stating nothing. An unknown state is refused, not
+ * guessed at (qb_abi.h); a state contradicting tokenizer_dir too. */
+static qb_status check_tokenizer_state(qbh_source *s, const qbh_plugin *p)
+{
+    if (!QB_HAS_FIELD(&s->info, qb_model_info, tokenizer_note)) {
+        s->info.tokenizer_state = QB_TOKENIZER_UNSTATED;
+        s->info.tokenizer_note = NULL;
+        return QB_OK;
+    }
+    switch (s->info.tokenizer_state) {
+    case QB_TOKENIZER_UNSTATED:
+        s->info.tokenizer_note = NULL;
+        return QB_OK;
+    case QB_TOKENIZER_SKIPPED:
+    case QB_TOKENIZER_REFUSED:
+        if (s->info.tokenizer_dir)
+            return qbh_error_set(QB_E_FORMAT, "%s: reader %s states its tokenizer %s and yet "
+                                 "gives the tokenizer directory %s", s->path, p->name,
+                                 qbh_source_tokenizer_state(s), s->info.tokenizer_dir);
+        if (!s->info.tokenizer_note || !*s->info.tokenizer_note)
+            s->info.tokenizer_note = "the reader gives no reason";
+        return QB_OK;
+    default:
+        return qbh_error_set(QB_E_UNSUPPORTED, "%s: reader %s states tokenizer_state %d, which "
+                             "this host (ABI %d.%d) does not know", s->path, p->name,
+                             (int)s->info.tokenizer_state, QB_ABI_MAJOR, QB_ABI_MINOR);
+    }
+}
+
+const char *qbh_source_tokenizer_state(const qbh_source *s)
+{
+    switch (s->info.tokenizer_state) {
+    case QB_TOKENIZER_SKIPPED:
+        return "skipped";
+    case QB_TOKENIZER_REFUSED:
+        return "refused";
+    default:
+        return NULL;
+    }
+}
+
+const char *qbh_source_tokenizer_json_dir(const qbh_source *s)
+{
+    char *p;
+    int ok;
+    if (!s->info.tokenizer_dir)
+        return NULL;
+    p = g_build_filename(s->info.tokenizer_dir, "tokenizer.json", NULL);
+    ok = g_file_test(p, G_FILE_TEST_IS_REGULAR);
+    g_free(p);
+    return ok ? s->info.tokenizer_dir : NULL;
+}
+
+qb_status qbh_source_tokenizer_refused(const qbh_source *s)
+{
+    assert(s->info.tokenizer_state == QB_TOKENIZER_REFUSED && s->info.tokenizer_note);
+    return qbh_error_set(QB_E_UNSUPPORTED, "%s; or give the tokenizer files with --tokenizer DIR",
+                         s->info.tokenizer_note);
+}
+
 qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *params,
                           qbh_source *s)
 {
@@ -190,6 +253,8 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
                            path, p->name, s->info.struct_size);
         goto out;
     }
+    if ((rc = check_tokenizer_state(s, p)))
+        goto out;
     if (!s->info.architecture || !s->info.source_format) {
         rc = qbh_error_set(QB_E_FORMAT, "%s: reader %s gives no %s", path, p->name,
                            !s->info.architecture ? "architecture" : "source format");

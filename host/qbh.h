@@ -543,6 +543,23 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
                           qbh_source *s);
 void qbh_source_close(qbh_source *s);
 
+/* The tokenizer a source states it does not give (qb_model_info ABI 1.3,
+ * validated by qbh_source_open: a known state, no tokenizer_dir with it, a
+ * note always set): "skipped" / "refused", or NULL when the state is
+ * UNSTATED. Pure. */
+const char *qbh_source_tokenizer_state(const qbh_source *s);
+
+/* s's tokenizer_dir when it holds tokenizer.json (what the host's encoder
+ * reads), else NULL. Reads the file system; thread-safe. */
+const char *qbh_source_tokenizer_json_dir(const qbh_source *s);
+
+/* The refusal of a command that needs the source's tokenizer files
+ * (convert, forward --text) when the reader refused them: sets the
+ * reader's note followed by the host's own way out, "; or give the
+ * tokenizer files with --tokenizer DIR", and returns QB_E_UNSUPPORTED.
+ * Precondition: s states QB_TOKENIZER_REFUSED. */
+qb_status qbh_source_tokenizer_refused(const qbh_source *s);
+
 /* ---- model_facts.c ------------------------------------------------------- */
 
 /* Computes *out (struct_size set, every field) from a reader's config text
@@ -572,13 +589,16 @@ struct cJSON;
  * "pre_tokenizer", "normalizer" (component types, "Split x3 + ByteLevel"),
  * "vocab_size", "special_tokens": {bos|eos|unk|pad: {"token", "id"} or
  * null}, "add_bos_token", "add_eos_token" (bool or null), "chat_template"
- * (bool), "chat_templates" (names of the list form)}, plus "error" naming
+ * (bool), "chat_templates" (names of the list form), "rebuild_notes"
+ * (tokenizer_config.json's quantbridge_rebuild_notes: what a reader that
+ * rebuilt the files could not recover; [] when none)}, plus "error" naming
  * the file when one cannot be read or parsed. Returns a new cJSON object
  * (caller deletes), NULL when the source has no tokenizer dir and no chat
  * template, or on out of memory. Reads files; thread-safe. */
 struct cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi);
 /* The same as text lines ("tokenizer kind: ...", "tokenizer special: ...",
- * "chat template: ...") on f; "tokenizer: none" when there is none. */
+ * "chat template: ...", one "tokenizer note: ..." per rebuild note) on f;
+ * "tokenizer: none" when there is none. */
 void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi);
 
 /* ---- sink.c --------------------------------------------------------------- */

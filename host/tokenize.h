@@ -73,6 +73,18 @@ typedef struct qbh_tok_added {
     int lstrip, rstrip, normalized;
 } qbh_tok_added;
 
+/* A byte trie over added-token patterns (tokenize_added.c): node 0 is the
+ * root; the edges live in one open-addressing table keyed by
+ * (node + 1) << 8 | byte; `term` holds per node the index in qbh_tok.added
+ * of the token whose pattern ends there, or -1. */
+typedef struct qbh_tok_trie {
+    uint64_t *key;   /* g_malloc'd, 0: empty slot */
+    int32_t *child;  /* g_malloc'd, per slot */
+    size_t mask;     /* slots - 1 */
+    int32_t *term;   /* g_malloc'd, per node */
+    size_t n_nodes;  /* 0: no pattern at all */
+} qbh_tok_trie;
+
 /* One merge: the pair (left id, right id) -> (rank, merged id). */
 typedef struct qbh_tok_merge {
     gint64 key; /* left << 32 | right: the hash key */
@@ -86,6 +98,7 @@ typedef struct qbh_tok {
     GArray *pres;               /* qbh_tok_pre, in order */
     qbh_tok_added *added;       /* n_added, in the file's order */
     size_t n_added;
+    qbh_tok_trie added_trie[2]; /* patterns of tokens with normalized 0 / 1 */
     /* The post-processor's single template around the sequence. */
     GArray *before, *after;     /* int64_t ids */
     /* BPE */
@@ -154,11 +167,22 @@ const char *qbh_tok_byte_char(unsigned b);
 
 /* ---- tokenize_added.c ----------------------------------------------------- */
 
+/* Builds t->added_trie from t->added once the normalizers are loaded: a
+ * token with normalized == 0 is matched as written, one with normalized ==
+ * 1 as t's normalizers rewrite it (tokenizers' AddedVocabulary
+ * refresh_added_tokens normalizes those patterns); a pattern two tokens
+ * share keeps the first in file order. Cannot fail (GLib aborts when out
+ * of memory). */
+void qbh_tok_added_index(qbh_tok *t);
+/* Frees what qbh_tok_added_index built (NULL-safe fields). */
+void qbh_tok_added_free(qbh_tok *t);
+
 /* Where an added token matches in s: the leftmost match of any added token
  * with normalized == `normalized` at or after `from`, the longest there
  * (tokenizers' AddedVocabulary, leftmost-longest), widened over the
  * whitespace beside it for lstrip / rstrip. Returns the token index and
- * sets [*start, *end), or -1 when none. Pure. */
+ * sets [*start, *end), or -1 when none. O(length of the longest match) per
+ * position of s. Pure. */
 long qbh_tok_added_find(const qbh_tok *t, int normalized, const char *s, size_t len, size_t from,
                         size_t *start, size_t *end);
 
@@ -181,8 +205,9 @@ qb_status qbh_tok_encode_text(const char *dir, const char *text, int64_t **ids, 
 
 /* ---- tokenize_sample.c ---------------------------------------------------- */
 
-/* verify's built-in text (English, German, Chinese, Russian, code; a
- * few dozen tokens in the vocabularies we meet). Static; pure. */
+/* verify's built-in text (English, German, French, Chinese, Russian,
+ * code, figures; 320-420 tokens in the vocabularies we meet). Static;
+ * pure. */
 const char *qbh_tok_sample_text(void);
 
 #endif

@@ -64,50 +64,140 @@ static qb_status add_char(const qbh_tok *t, const char *c, size_t n, GArray *sym
     return QB_OK;
 }
 
+/* One symbol of the word being merged (tokenizers' word.rs Symbol). */
+typedef struct sym {
+    int64_t id;
+    int prev, next; /* neighbours, -1 at the ends */
+    int alive;      /* 0 once merged into its left neighbour */
+} sym;
+
+/* A queued merge (tokenizers' word.rs Merge): the lowest rank first, then
+ * the leftmost position. */
+typedef struct qmerge {
+    int32_t rank, id;
+    int pos;
+} qmerge;
+
+static int qless(const qmerge *a, const qmerge *b)
+{
+    return a->rank != b->rank ? a->rank < b->rank : a->pos < b->pos;
+}
+
+static void qpush(GArray *q, qmerge m)
+{
+    guint i;
+    g_array_append_val(q, m);
+    for (i = q->len - 1; i > 0;) {
+        guint up = (i - 1) / 2;
+        qmerge *a = &g_array_index(q, qmerge, i), *b = &g_array_index(q, qmerge, up);
+        if (!qless(a, b))
+            break;
+        qmerge x = *a;
+        *a = *b;
+        *b = x;
+        i = up;
+    }
+}
+
+static qmerge qpop(GArray *q)
+{
+    qmerge top = g_array_index(q, qmerge, 0);
+    guint i = 0, n = q->len - 1;
+    g_array_index(q, qmerge, 0) = g_array_index(q, qmerge, n);
+    g_array_set_size(q, n);
+    for (;;) {
+        guint l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && qless(&g_array_index(q, qmerge, l), &g_array_index(q, qmerge, m)))
+            m = l;
+        if (r < n && qless(&g_array_index(q, qmerge, r), &g_array_index(q, qmerge, m)))
+            m = r;
+        if (m == i)
+            break;
+        qmerge x = g_array_index(q, qmerge, i);
+        g_array_index(q, qmerge, i) = g_array_index(q, qmerge, m);
+        g_array_index(q, qmerge, m) = x;
+        i = m;
+    }
+    return top;
+}
+
+/* Queues the merge of the pair starting at symbol `pos`, when there is one. */
+static void queue_pair(const qbh_tok *t, const sym *w, int pos, GArray *q)
+{
+    const qbh_tok_merge *m;
+    if (pos < 0 || w[pos].next < 0)
+        return;
+    if ((m = merge_of(t, w[pos].id, w[w[pos].next].id))) {
+        qmerge x = {m->rank, m->id, pos};
+        qpush(q, x);
+    }
+}
+
 qb_status qbh_tok_bpe_word(const qbh_tok *t, const char *word, size_t len, GArray *ids)
 {
-    GArray *sym;
+    GArray *sy, *q;
+    sym *w;
     const char *p = word, *end = word + len;
-    int prev_unk = 0;
+    int prev_unk = 0, i, n;
     qb_status rc = QB_OK;
 
     assert(t && word && len && ids);
     if (t->ignore_merges) {
-        char *w = g_strndup(word, len);
-        int64_t id = qbh_tok_vocab_id(t, w);
-        g_free(w);
+        char *ws = g_strndup(word, len);
+        int64_t id = qbh_tok_vocab_id(t, ws);
+        g_free(ws);
         if (id >= 0) {
             g_array_append_val(ids, id);
             return QB_OK;
         }
     }
-    sym = g_array_sized_new(FALSE, FALSE, sizeof(int64_t), (guint)len);
+    sy = g_array_sized_new(FALSE, FALSE, sizeof(int64_t), (guint)len);
     while (p < end) {
-        const char *q = g_utf8_next_char(p);
-        if ((rc = add_char(t, p, (size_t)(q - p), sym, &prev_unk)))
-            goto out;
-        p = q;
-    }
-    /* Repeatedly the pair of lowest rank, the leftmost of equals: what
-     * merge_all's queue ordered by (rank, position) pops. */
-    for (;;) {
-        const qbh_tok_merge *best = NULL;
-        guint i, at = 0;
-        for (i = 0; i + 1 < sym->len; i++) {
-            const qbh_tok_merge *m = merge_of(t, g_array_index(sym, int64_t, i),
-                                              g_array_index(sym, int64_t, i + 1));
-            if (m && (!best || m->rank < best->rank)) {
-                best = m;
-                at = i;
-            }
+        const char *c = g_utf8_next_char(p);
+        if ((rc = add_char(t, p, (size_t)(c - p), sy, &prev_unk))) {
+            g_array_free(sy, TRUE);
+            return rc;
         }
-        if (!best)
-            break;
-        g_array_index(sym, int64_t, at) = best->id;
-        g_array_remove_index(sym, at + 1);
+        p = c;
     }
-    g_array_append_vals(ids, sym->data, sym->len);
-out:
-    g_array_free(sym, TRUE);
-    return rc;
+    n = (int)sy->len;
+    w = g_new(sym, n ? n : 1);
+    for (i = 0; i < n; i++) {
+        w[i].id = g_array_index(sy, int64_t, i);
+        w[i].prev = i - 1;
+        w[i].next = i + 1 < n ? i + 1 : -1;
+        w[i].alive = 1;
+    }
+    /* tokenizers' merge_all: a queue of every pair's merge ordered by
+     * (rank, position); a popped entry whose pair has changed since is
+     * skipped unless the pair there now merges into the same token (its
+     * check compares the new id, not the rank), and each merge queues the
+     * pairs it forms with its neighbours. O(n log n) in the word. */
+    q = g_array_sized_new(FALSE, FALSE, sizeof(qmerge), (guint)(n ? n : 1));
+    for (i = 0; i + 1 < n; i++)
+        queue_pair(t, w, i, q);
+    while (q->len) {
+        qmerge top = qpop(q);
+        const qbh_tok_merge *m;
+        int right;
+        if (!w[top.pos].alive || (right = w[top.pos].next) < 0)
+            continue;
+        m = merge_of(t, w[top.pos].id, w[right].id);
+        if (!m || m->id != top.id)
+            continue;
+        w[top.pos].id = top.id;
+        w[top.pos].next = w[right].next;
+        w[right].alive = 0;
+        if (w[right].next >= 0)
+            w[w[right].next].prev = top.pos;
+        queue_pair(t, w, w[top.pos].prev, q);
+        queue_pair(t, w, top.pos, q);
+    }
+    for (i = 0; i < n; i++)
+        if (w[i].alive)
+            g_array_append_val(ids, w[i].id);
+    g_array_free(q, TRUE);
+    g_array_free(sy, TRUE);
+    g_free(w);
+    return QB_OK;
 }

@@ -452,6 +452,7 @@ qb_status qbh_tok_load_json(const char *what, const char *json, size_t len, qbh_
         (rc = add_pretokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"))) ||
         (rc = post_processor(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"))))
         goto out;
+    qbh_tok_added_index(t); /* after the normalizers: it normalizes normalized patterns */
     *out = t;
     t = NULL;
 out:
@@ -495,6 +496,7 @@ void qbh_tok_free(qbh_tok *t)
         if (p->rx)
             g_regex_unref(p->rx);
     }
+    qbh_tok_added_free(t);
     for (i = 0; t->added && i < t->n_added; i++)
         g_free(t->added[i].content);
     g_free(t->added);

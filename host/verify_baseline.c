@@ -22,6 +22,7 @@
  */
 #include "verify_engine.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -48,9 +49,12 @@ float qbh_vb_round(qb_dtype dt, float v)
 }
 
 /* One group's baseline over the elements a[x * stride] for x in cols[0..n)
- * (NULL: the contiguous run c0 .. c0 + n). Returns its squared error. */
-static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,
-                        int64_t n, int64_t stride)
+ * (NULL: the contiguous run c0 .. c0 + n). Returns its squared error;
+ * with out, also writes the decoded values there (out[x * stride], the
+ * same indexes), unless the rule cannot store the group (INFINITY: its
+ * scale overflows the scale dtype; out untouched). */
+static double group_quant(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,
+                          int64_t n, int64_t stride, float *out)
 {
     float amax = 0.0f, s;
     int qmax = (1 << (rl->bits - 1)) - 1, qmin = -(1 << (rl->bits - 1));
@@ -61,18 +65,31 @@ static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *co
         if (w > amax)
             amax = w;
     }
-    if (amax == 0.0f)
+    if (amax == 0.0f) {
+        if (out) /* all zeros (or -0): stored as 0 * s */
+            for (i = 0; i < n; i++)
+                out[(cols ? cols[i] : c0 + i) * stride] = 0.0f;
         return 0.0;
+    }
     s = qbh_vb_round(rl->scale_dtype, amax / (float)qmax);
     if (!isfinite(s))
         return INFINITY; /* the plain rule cannot store this group at all */
     for (i = 0; i < n; i++) {
-        float w = a[(cols ? cols[i] : c0 + i) * stride], q = s != 0.0f ? rintf(w / s) : 0.0f, d;
+        int64_t x = (cols ? cols[i] : c0 + i) * stride;
+        float w = a[x], q = s != 0.0f ? rintf(w / s) : 0.0f, d;
         q = q > (float)qmax ? (float)qmax : q < (float)qmin ? (float)qmin : q;
         d = q * s; /* decoded in fp32, as every reader of the format does */
         e += ((double)d - (double)w) * ((double)d - (double)w);
+        if (out)
+            out[x] = d;
     }
     return e;
+}
+
+static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,
+                        int64_t n, int64_t stride)
+{
+    return group_quant(rl, a, cols, c0, n, stride, NULL);
 }
 
 /* Adds one group's outcome: baseline eb, converted error ec. */
@@ -167,6 +184,37 @@ void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t 
             judge_group(st, eb, ec, lim);
         }
     }
+}
+
+int64_t qbh_vb_apply_rows(const qbh_vb_rule *rl, float *rows, int64_t n_rows, int64_t cols)
+{
+    int64_t r, c, g, bad = 0;
+    assert(rl->expert_rows == 0);
+    for (r = 0; r < n_rows; r++) {
+        float *ra = rows + (size_t)r * (size_t)cols;
+        if (rl->kind == QBH_VB_ROUND) {
+            for (c = 0; c < cols; c++)
+                ra[c] = qbh_vb_round(rl->round_dtype, ra[c]);
+            continue;
+        }
+        if (rl->kind != QBH_VB_GRID)
+            continue;
+        for (g = 0; g < rl->n_groups; g++) {
+            double e;
+            if (rl->col_group) {
+                /* the group's columns read and written in place: each
+                 * element is read for the maximum before any is written */
+                e = group_quant(rl, ra, rl->group_cols + rl->group_start[g], 0, rl->group_len[g],
+                                1, ra);
+            } else {
+                int64_t c0 = g * rl->group_size;
+                int64_t n = cols - c0 < rl->group_size ? cols - c0 : rl->group_size;
+                e = n > 0 ? group_quant(rl, ra, NULL, c0, n, 1, ra) : 0.0;
+            }
+            bad += !isfinite(e);
+        }
+    }
+    return bad;
 }
 
 qb_status qbh_vb_rule_grid(qbh_vb_rule *rl, const qb_grid_info *gi, int64_t cols)

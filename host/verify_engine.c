@@ -418,6 +418,7 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
         r->n++;
         if (rc)
             goto out;
+        t->conv_quantized = conv->tensors[k].source_dtype == QB_DT_QUANTIZED;
         if (cname != si->name &&
             !(t->compared_with = qbh_strdup("converted " EMBED_S " (tied head)"))) {
             rc = qbh_error_set(QB_E_NOMEM, "verify: out of memory");
@@ -451,6 +452,7 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
             r->n++;
             if (rc)
                 goto out;
+            t->conv_quantized = ci->source_dtype == QB_DT_QUANTIZED;
             if (!(t->compared_with = qbh_strdup("source " EMBED_S " (tied head)"))) {
                 rc = qbh_error_set(QB_E_NOMEM, "verify: out of memory");
                 goto out;
@@ -465,6 +467,7 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
         r->n++;
         if (rc)
             goto out;
+        t->conv_quantized = ci->source_dtype == QB_DT_QUANTIZED;
         t->state = QBH_VT_EXTRA;
         snprintf(t->reason, sizeof t->reason, "in the converted model only");
     }
@@ -542,6 +545,20 @@ void qbh_verify_result_free(qbh_verify_result *r)
     qbh_free(r);
 }
 
+int qbh_verify_exact_codes(const qbh_verify_result *r)
+{
+    size_t i, n = 0;
+    for (i = 0; i < r->n; i++) {
+        const qbh_verify_tensor *t = &r->t[i];
+        if (!t->conv_quantized)
+            continue;
+        if (t->rule != QBH_VB_EXACT || t->state != QBH_VT_OK)
+            return 0;
+        n++;
+    }
+    return n > 0;
+}
+
 const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name)
 {
     const qbh_plugin *p = name ? qbh_registry_find(reg, name) : NULL;
@@ -585,10 +602,17 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
     printf("quantbridge: verifying %s against %s\n", output, src->path);
     rc = qbh_verify_sources(src, &conv, &o, &r);
     if (rc == QB_OK) {
+        int mc_pass = 1;
         qbh_verify_print_summary(stdout, r);
-        rc = qbh_model_check_report(stdout, src, &conv);
+        rc = qbh_model_check_report(stdout, src, &conv, qbh_verify_exact_codes(r), &mc_pass);
         fflush(stdout);
-        if (rc == QB_OK && !r->pass) {
+        if (rc == QB_OK && r->pass && !mc_pass) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", qbh_error_message());
+            *failed = 1;
+            rc = qbh_error_set(QB_E_MISMATCH, "--verify: %s does not match %s: %s; the output "
+                               "was kept for inspection", output, src->path, why);
+        } else if (rc == QB_OK && !r->pass) {
             size_t w;
             const char *what = "";
             const char *why = "";

@@ -143,6 +143,48 @@ void qbh_vb_rule_free(qbh_vb_rule *rl);
 void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t n_rows,
                  int64_t cols, qbh_vb_stats *st);
 
+/* Rewrites n_rows rows [n_rows, cols] in place to what rl's plain rule
+ * makes of them: GRID, each group (rl's contiguous groups or column map;
+ * not a fused expert rule) encoded by the absmax rule and decoded in fp32
+ * as above; ROUND, each element rounded to nearest even in round_dtype;
+ * other kinds leave them. Returns how many groups the rule cannot store
+ * (a scale beyond the scale dtype's range, a non-finite value: those are
+ * left as they were), 0 normally. Pure; thread-safe on disjoint rows. */
+int64_t qbh_vb_apply_rows(const qbh_vb_rule *rl, float *rows, int64_t n_rows, int64_t cols);
+
+/* ---- verify_baseline_model.c ---------------------------------------------- */
+
+/* The baseline model of a converted model (docs/verify.md, "Model
+ * verdict"): its structure with the values the plain rules make of the
+ * SOURCE's: a tensor the converted model holds on a symmetric integer
+ * grid (its reader's get_grid_info) gets the absmax rule in that grid's
+ * own grouping, a float tensor (F16, BF16, F32) nearest rounding to that
+ * dtype. Run as a filter of the source's forward pass (forward.h,
+ * qbh_forward_filtered). Opaque; built on the main thread, then read-only. */
+typedef struct qbh_vb_model qbh_vb_model;
+
+/* Builds the rules of every tensor of the open converted model conv (kept
+ * open while the model lives: the column maps are the reader's). A tensor
+ * the baseline cannot form (quantized without a grid view, an asymmetric
+ * grid, another dtype) gets no rule but a reason, given when the pass
+ * reads it. QB_OK with *out (qbh_vb_model_free), or QB_E_NOMEM. Main
+ * thread (get_grid_info is instance class). */
+qb_status qbh_vb_model_new(qbh_source *conv, qbh_vb_model **out);
+void qbh_vb_model_free(qbh_vb_model *m);
+
+/* Tensors with a grid rule, and their common code width and group size
+ * (0 when they differ; an act-order grid counts cols / n_groups). Pure. */
+size_t qbh_vb_model_grids(const qbh_vb_model *m, int *bits, int64_t *group_size);
+
+/* The filter fn of forward.h's qbh_fwd_filter, ctx a qbh_vb_model: the
+ * rows of source tensor t, standing for `as`, rewritten by the rule of
+ * the converted tensor named `as` (else t's own name). QB_E_UNSUPPORTED
+ * naming the tensor and why when the converted model has no such tensor
+ * or of another shape, or it has no rule (the reason), or the rule cannot
+ * store a group. Thread-safe. */
+qb_status qbh_vb_model_filter(void *ctx, const char *as, const qb_tensor_info *t, int64_t row0,
+                              int64_t n_rows, float *rows);
+
 /* ---- verify_manifest.c ---------------------------------------------------- */
 
 /* The canonical names of the linears that dir/manifest.json (an
@@ -204,6 +246,8 @@ typedef struct qbh_verify_tensor {
     double ss_a, ss_err;   /* for per-layer aggregate SNR */
     int has_wx;
     double wx_cosine;
+    int conv_quantized;    /* the converted side is stored quantized
+                              (its tensor info's source_dtype) */
     qbh_vb_kind rule;      /* how it was judged */
     double base_rel_rmse;  /* the baseline's rel RMSE (GRID, ROUND), else NaN */
     uint64_t n_units, n_worse; /* groups/elements judged, worse than baseline */
@@ -249,6 +293,12 @@ qb_status qbh_verify_open(const qbh_registry *reg, const char *path, const char 
 qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify_opts *o,
                              qbh_verify_result **out);
 void qbh_verify_result_free(qbh_verify_result *r);
+
+/* 1 when the converted model of r holds at least one quantized tensor and
+ * every one of them was judged by the exact rule (its writer declares it
+ * exact) and passed: the model check's "exact codes" verdict
+ * (forward.h). Pure. */
+int qbh_verify_exact_codes(const qbh_verify_result *r);
 
 /* The reader for a model written by plugin `name`, as --converted-format
  * takes it: `name` itself when it is not a loaded writer-only plugin, else

@@ -474,6 +474,7 @@ static const char CSS[] =
     ".meta{color:#4a5468}.meta td{padding:1px 12px 1px 0}"
     ".verdict{display:inline-block;padding:3px 12px;border-radius:4px;font-weight:700;"
     "color:#fff;margin:10px 0}.pass{background:#1a7f37}.failv{background:#c62828}"
+    ".warnv{background:#b45f06}.nonev{background:#6b7487}"
     "table.data{border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums}"
     "table.data th{background:#eef1f6;text-align:left;padding:5px 8px;border-bottom:2px solid #c8cfdb;"
     "cursor:pointer;user-select:none;white-space:nowrap;position:sticky;top:0}"

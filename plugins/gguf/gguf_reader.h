@@ -19,12 +19,27 @@ typedef struct gguf_reader gguf_reader;
  * gguf_arch_hparams, gguf_names_map, gguf_hfconfig_build; *out NULL. */
 qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out);
 
-/* gguf_reader_open with the reader option tokenizer: skip_tokenizer 0
- * rebuilds the HF tokenizer files from tokenizer.ggml.* into a private
+/* gguf_reader_open_opts flags. */
+#define GGUF_OPEN_SKIP_TOKENIZER 1u  /* reader option tokenizer=skip */
+#define GGUF_OPEN_TOKENIZER_STATE 2u /* the host reads qb_model_info.tokenizer_state (ABI >= 1.3) */
+
+/* gguf_reader_open with options. Without GGUF_OPEN_SKIP_TOKENIZER the HF
+ * tokenizer files are rebuilt from tokenizer.ggml.* into a private
  * temporary directory (qb_model_info.tokenizer_dir; removed by
- * gguf_reader_close) and fails when that cannot be done exactly
- * (gguf_tokenizer_build); 1 leaves them out with a warning. */
-qb_status gguf_reader_open_opts(const qb_host *h, const char *path, int skip_tokenizer, gguf_reader **out);
+ * gguf_reader_close), with one warning naming what the GGUF cannot tell
+ * (gguf_tokenizer_notes); when that cannot be done exactly
+ * (gguf_tokenizer_build), open fails with its status and message plus the
+ * reader option that skips it -- or, with GGUF_OPEN_TOKENIZER_STATE, opens
+ * with no tokenizer and states QB_TOKENIZER_REFUSED and that message
+ * (gguf_reader_tokenizer_state). With GGUF_OPEN_SKIP_TOKENIZER nothing is
+ * rebuilt: a warning says the output gets no tokenizer.json, or, with
+ * GGUF_OPEN_TOKENIZER_STATE, QB_TOKENIZER_SKIPPED is stated and the host
+ * warns. Other failures as gguf_reader_open. */
+qb_status gguf_reader_open_opts(const qb_host *h, const char *path, unsigned flags, gguf_reader **out);
+
+/* What the reader states about its tokenizer (qb_model_info.tokenizer_state)
+ * and *note its one line (NULL with UNSTATED), owned by r. Pure. */
+qb_tokenizer_state gguf_reader_tokenizer_state(const gguf_reader *r, const char **note);
 
 /* Releases the reader. NULL is a no-op. */
 void gguf_reader_close(gguf_reader *r);

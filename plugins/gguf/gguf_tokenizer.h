@@ -41,6 +41,9 @@ const gguf_pretok *gguf_pretok_find(const char *name);
  * messages. */
 const char *gguf_pretok_names(void);
 
+/* Most notes one rebuild carries (gguf_tokenizer.notes). */
+#define GGUF_TOK_MAX_NOTES 8
+
 /* What was rebuilt, for the reader's summary and inspect. */
 typedef struct gguf_tokenizer {
     char *tokenizer_json;        /* malloc'd (cJSON allocator), or NULL: no tokenizer */
@@ -52,7 +55,36 @@ typedef struct gguf_tokenizer {
     char text[4][64];            /* their texts (truncated), for messages */
     int add_bos, add_eos;
     int n_templates;             /* chat templates (default + named) */
+    /* What the GGUF cannot tell about this vocabulary, one sentence each
+     * naming the token ids (docs/formats/gguf.md "Tokenizer", "What a GGUF
+     * does not store"): malloc'd (qbk), also written into
+     * tokenizer_config.json as "quantbridge_rebuild_notes". */
+    char *notes[GGUF_TOK_MAX_NOTES];
+    int n_notes;
 } gguf_tokenizer;
+
+/* llama.cpp gguf-py constants.py TokenType. */
+enum { GGUF_TT_UNDEFINED = 0, GGUF_TT_NORMAL, GGUF_TT_UNKNOWN, GGUF_TT_CONTROL, GGUF_TT_USER, GGUF_TT_UNUSED, GGUF_TT_BYTE };
+
+/* The vocabulary as tokenizer.c read it, for gguf_tokenizer_notes. */
+typedef struct gguf_tok_view {
+    const char *const *s;  /* token texts, NUL-terminated (valid UTF-8, unique) */
+    const size_t *len;
+    const int32_t *type;   /* GGUF_TT_* */
+    int64_t n;
+    int spm;               /* tokenizer.ggml.model llama */
+    size_t n_space_merges; /* merges left out because a part holds a space */
+} gguf_tok_view;
+
+/* Appends to out->notes what the rebuild of vocabulary v from metadata
+ * file f cannot recover or states differently from llama.cpp, only what
+ * applies to this vocabulary: user-defined tokens holding a literal space
+ * (their U+2581 form lost; the merges left out), the added-token flags a
+ * GGUF does not store (with the ids of control and user-defined tokens),
+ * added tokens that overlap (leftmost-longest against llama.cpp's
+ * longest-first partition), llama.cpp's name-based rstrip of phi-3.
+ * QB_E_NOMEM (message set) or QB_OK. Thread-safe. */
+qb_status gguf_tokenizer_notes(const qb_host *h, const gguf_file *f, const gguf_tok_view *v, gguf_tokenizer *out);
 
 /* Rebuilds the tokenizer of metadata file f. `ctx_len` (> 0) becomes
  * model_max_length. When f has no tokenizer.ggml.model, only
@@ -66,6 +98,17 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
 
 /* Frees what gguf_tokenizer_build returned (fields zeroed). NULL-safe. */
 void gguf_tokenizer_free(gguf_tokenizer *t);
+
+/* gguf_tokenizer_build for a reader that reports a refusal instead of
+ * failing: a failure other than QB_E_NOMEM (the vocabulary cannot be
+ * rebuilt exactly, or its keys are malformed) returns QB_OK with *out
+ * empty (no files), *why the message gguf_tokenizer_build would have set
+ * (malloc'd with qbk_malloc, the caller frees; the host's error is left
+ * untouched) and *refusal its status (QB_E_UNSUPPORTED, QB_E_FORMAT).
+ * Success: *why NULL, *refusal QB_OK. QB_E_NOMEM is returned as such, its
+ * message set. Thread-safe. */
+qb_status gguf_tokenizer_try(const qb_host *h, const gguf_file *f, int64_t ctx_len, gguf_tokenizer *out, char **why,
+                             qb_status *refusal);
 
 /* Writes tokenizer.json / tokenizer_config.json (those present) into a
  * new private directory mkdtemp'd under $TMPDIR (else /tmp); *dir is its

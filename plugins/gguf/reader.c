@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 static const qb_host *g_host;
+static qb_plugin plugin; /* defined below; vt_open reads the negotiated ABI */
 
 struct gguf_reader {
     const qb_host *h;
@@ -43,6 +44,8 @@ struct gguf_reader {
     char *tok_dir; /* private temporary directory of tok's files, or NULL */
     char summary[768];
     int tok_skip;
+    qb_tokenizer_state tok_state; /* SKIPPED / REFUSED stated to a 1.3 host */
+    char *tok_note;               /* its one line (qbk_malloc), or NULL */
     size_t last_read; /* 1 + index of the tensor read last, 0 none (note_read) */
 };
 
@@ -110,6 +113,7 @@ void gguf_reader_close(gguf_reader *r)
     qbk_free(r->chat_template);
     gguf_tokenizer_remove_dir(r->tok_dir);
     gguf_tokenizer_free(&r->tok);
+    qbk_free(r->tok_note);
     qbk_free(r);
 }
 
@@ -128,6 +132,11 @@ static void summarize_tokenizer(const gguf_reader *r, char *out, size_t n)
     char b[4][96];
     if (r->tok_skip) {
         snprintf(out, n, "; tokenizer: skipped (option tokenizer=skip)");
+        return;
+    }
+    if (r->tok_state == QB_TOKENIZER_REFUSED) {
+        snprintf(out, n, "; tokenizer: %s%s%s%s, not rebuilt (refused)", t->kind[0] ? t->kind : "tokenizer.ggml.*",
+                 t->pre[0] ? " (pre " : "", t->pre, t->pre[0] ? ")" : "");
         return;
     }
     if (!t->kind[0]) {
@@ -167,7 +176,76 @@ qb_status gguf_reader_open(const qb_host *h, const char *path, gguf_reader **out
     return gguf_reader_open_opts(h, path, 0, out);
 }
 
-qb_status gguf_reader_open_opts(const qb_host *h, const char *path, int skip_tokenizer, gguf_reader **out)
+/* How a refusal reads, in the reader's words: its reason and the reader
+ * option that skips the tokenizer (the host adds its own ways out). */
+#define SKIP_HINT "; option tokenizer=skip converts without a tokenizer"
+/* The note of a skip stated to the host, which adds the consequence. */
+#define SKIP_NOTE "option tokenizer=skip: the tokenizer.ggml.* vocabulary is not rebuilt"
+
+/* One warning at open with the rebuild's notes (docs/formats/gguf.md
+ * "Tokenizer"): never silent about what the GGUF cannot tell. */
+static void warn_notes(const qb_host *h, const char *path, const gguf_tokenizer *t)
+{
+    char msg[4096];
+    size_t len;
+    int i;
+    if (!t->n_notes)
+        return;
+    len = (size_t)snprintf(msg, sizeof(msg), "%s: the rebuilt tokenizer carries %d note(s) (also in its "
+                           "tokenizer_config.json, quantbridge_rebuild_notes):", path, t->n_notes);
+    for (i = 0; i < t->n_notes && len < sizeof(msg); i++)
+        len += (size_t)snprintf(msg + len, sizeof(msg) - len, " (%d) %s%s", i + 1, t->notes[i],
+                                i + 1 < t->n_notes ? ";" : "");
+    h->log(h, QB_LOG_WARN, "%s", msg);
+}
+
+/* The tokenizer files, or (state) a refusal stated for the host. */
+static qb_status open_tokenizer(gguf_reader *r, const char *path, unsigned flags)
+{
+    const qb_host *h = r->h;
+    const gguf_file *meta = gguf_model_meta(r->m);
+    char *why = NULL;
+    qb_status st, refusal;
+    if (flags & GGUF_OPEN_SKIP_TOKENIZER) {
+        if (!gguf_kv_find(meta, "tokenizer.ggml.model"))
+            return QB_OK;
+        if (!(flags & GGUF_OPEN_TOKENIZER_STATE)) {
+            /* a 1.2 host says nothing itself */
+            h->log(h, QB_LOG_WARN, "%s: option tokenizer=skip: the output gets no tokenizer.json", path);
+            return QB_OK;
+        }
+        r->tok_state = QB_TOKENIZER_SKIPPED;
+        if (!(r->tok_note = qbk_malloc(sizeof(SKIP_NOTE))))
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        memcpy(r->tok_note, SKIP_NOTE, sizeof(SKIP_NOTE));
+        return QB_OK;
+    }
+    if ((st = gguf_tokenizer_try(h, meta, r->hp.n_ctx, &r->tok, &why, &refusal)))
+        return st;
+    if (why) {
+        size_t n = strlen(why) + sizeof(SKIP_HINT);
+        char *note = qbk_malloc(n);
+        if (note)
+            snprintf(note, n, "%s%s", why, SKIP_HINT);
+        qbk_free(why);
+        if (!note)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        if (!(flags & GGUF_OPEN_TOKENIZER_STATE)) {
+            st = h->set_error(h, refusal, "%s", note);
+            qbk_free(note);
+            return st;
+        }
+        r->tok_state = QB_TOKENIZER_REFUSED;
+        r->tok_note = note;
+        return QB_OK;
+    }
+    if (r->tok.tokenizer_json && (st = gguf_tokenizer_write_dir(h, &r->tok, &r->tok_dir)))
+        return st;
+    warn_notes(h, path, &r->tok);
+    return QB_OK;
+}
+
+qb_status gguf_reader_open_opts(const qb_host *h, const char *path, unsigned flags, gguf_reader **out)
 {
     gguf_reader *r;
     qb_status st;
@@ -177,7 +255,7 @@ qb_status gguf_reader_open_opts(const qb_host *h, const char *path, int skip_tok
     if (!r)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
     r->h = h;
-    r->tok_skip = skip_tokenizer;
+    r->tok_skip = (flags & GGUF_OPEN_SKIP_TOKENIZER) != 0;
     if ((st = gguf_model_open(h, path, &r->m)) || (st = gguf_arch_hparams(h, r->m, &r->hp)) ||
         (st = gguf_names_map(h, r->m, &r->hp, &r->t, &r->n, &r->sp)) ||
         (st = gguf_hfconfig_build(h, r->m, &r->hp, &r->sp, &r->config_json, &r->gen_json)))
@@ -185,16 +263,8 @@ qb_status gguf_reader_open_opts(const qb_host *h, const char *path, int skip_tok
     st = gguf_kv_string(h, gguf_model_meta(r->m), "tokenizer.chat_template", &r->chat_template);
     if (st == QB_E_NOT_FOUND)
         st = QB_OK;
-    if (st)
+    if (st || (st = open_tokenizer(r, path, flags)))
         goto out;
-    if (!skip_tokenizer) {
-        if ((st = gguf_tokenizer_build(h, gguf_model_meta(r->m), r->hp.n_ctx, &r->tok)))
-            goto out;
-        if (r->tok.tokenizer_json && (st = gguf_tokenizer_write_dir(h, &r->tok, &r->tok_dir)))
-            goto out;
-    } else if (gguf_kv_find(gguf_model_meta(r->m), "tokenizer.ggml.model")) {
-        h->log(h, QB_LOG_WARN, "%s: option tokenizer=skip: the output gets no tokenizer.json", path);
-    }
     make_summary(r);
 out:
     if (st) {
@@ -203,6 +273,12 @@ out:
     }
     *out = r;
     return QB_OK;
+}
+
+qb_tokenizer_state gguf_reader_tokenizer_state(const gguf_reader *r, const char **note)
+{
+    *note = r->tok_note;
+    return r->tok_state;
 }
 
 size_t gguf_reader_count(const gguf_reader *r)
@@ -500,8 +576,14 @@ static qb_status vt_open(void *ctx, const char *path, const qb_param *params, qb
     gguf_reader *r = NULL;
     qb_status st;
     const qb_param *tp = qb_param_find(params, "tokenizer");
+    unsigned flags = 0;
     (void)ctx;
-    st = gguf_reader_open_opts(g_host, path, tp && tp->is_set && tp->v.s && strcmp(tp->v.s, "skip") == 0, &r);
+    if (tp && tp->is_set && tp->v.s && strcmp(tp->v.s, "skip") == 0)
+        flags |= GGUF_OPEN_SKIP_TOKENIZER;
+    /* plugin.abi is what the entry negotiated: a 1.3 host reads the state */
+    if (plugin.abi >= QB_MAKE_ABI(1, 3))
+        flags |= GGUF_OPEN_TOKENIZER_STATE;
+    st = gguf_reader_open_opts(g_host, path, flags, &r);
     *out = r;
     return st;
 }
@@ -526,6 +608,14 @@ static qb_status vt_model_info(qb_reader_handle h, qb_model_info *out)
     out->tokenizer_dir = r->tok_dir;
     if (QB_HAS_FIELD(out, qb_model_info, chat_template))
         out->chat_template = r->chat_template;
+    if (QB_HAS_FIELD(out, qb_model_info, tokenizer_note)) {
+        out->tokenizer_state = r->tok_state;
+        out->tokenizer_note = r->tok_note;
+    } else if (r->tok_state == QB_TOKENIZER_REFUSED) {
+        /* a host that negotiated 1.3 but hands a shorter struct would read
+         * "no tokenizer": say the refusal as open() to a 1.2 host does */
+        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s", r->tok_note);
+    }
     return QB_OK;
 }
 

@@ -15,8 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* llama.cpp gguf-py constants.py TokenType. */
-enum { TT_UNDEFINED = 0, TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+enum {
+    TT_NORMAL = GGUF_TT_NORMAL,
+    TT_UNKNOWN = GGUF_TT_UNKNOWN,
+    TT_CONTROL = GGUF_TT_CONTROL,
+    TT_USER = GGUF_TT_USER,
+    TT_BYTE = GGUF_TT_BYTE
+};
 
 typedef struct tok_ctx {
     const qb_host *h;
@@ -28,6 +33,7 @@ typedef struct tok_ctx {
     float *score;
     int64_t *map;  /* open-addressing hash of texts: id + 1, 0 empty */
     size_t map_mask;
+    size_t n_space_merges; /* SentencePiece merges left out: a part holds a space */
 } tok_ctx;
 
 static uint64_t hash_bytes(const char *p, size_t n)
@@ -406,10 +412,19 @@ static qb_status add_merges(tok_ctx *t, cJSON *model, int spm)
             return st;
         for (i = 0; i < n && !st; i++) {
             size_t ll = t->len[m[i].l], rl = t->len[m[i].r];
+            /* A piece holding a literal space (user-defined tokens such as
+             * Gemma's runs of spaces: llama.cpp's converter writes their
+             * U+2581 as a space) never reaches the model: the normalizer
+             * build_tokenizer_json writes, Replace(" ", "\u2581"), turns
+             * every space of the text into U+2581 first, as llama.cpp's
+             * llama_escape_whitespace does before llm_tokenizer_spm. Such a
+             * merge can never apply, so leaving it out is exact -- as long
+             * as that normalizer is there (docs/formats/gguf.md,
+             * "Tokenizer"). The merge string form "left right" could not
+             * hold it anyway. */
             if (memchr(t->s[m[i].l], ' ', ll) || memchr(t->s[m[i].r], ' ', rl)) {
-                st = t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: merge of token %lld \"%s\" holds a space",
-                                     t->f->path, (long long)m[i].l, t->s[m[i].l]);
-                break;
+                t->n_space_merges++;
+                continue;
             }
             if (ll + rl + 2 > bufcap) {
                 char *g = qbk_realloc(buf, bufcap = (ll + rl + 2) * 2);
@@ -634,6 +649,9 @@ static qb_status build_config_json(tok_ctx *t, int64_t ctx_len, gguf_tokenizer *
         add_token_str(cfg, "eos_token", t, out->eos_id);
         add_token_str(cfg, "unk_token", t, out->unk_id);
         add_token_str(cfg, "pad_token", t, out->pad_id);
+        if (out->n_notes > 0)
+            cJSON_AddItemToObject(cfg, "quantbridge_rebuild_notes",
+                                  cJSON_CreateStringArray((const char *const *)out->notes, out->n_notes));
         cJSON_AddBoolToObject(cfg, "clean_up_tokenization_spaces", 0);
         if (ctx_len > 0)
             cJSON_AddNumberToObject(cfg, "model_max_length", (double)ctx_len);
@@ -675,7 +693,7 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
         if (st == QB_E_NOT_FOUND) {
             st = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: tokenizer.ggml.model gpt2 without tokenizer.ggml.pre: the pre-tokenizer is unknown "
-                              "(handled: %s); option tokenizer=skip converts without a tokenizer",
+                              "(handled: %s)",
                               f->path, gguf_pretok_names());
             goto out;
         }
@@ -685,14 +703,14 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
         if (!(pre = gguf_pretok_find(pre_name))) {
             st = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: tokenizer.ggml.pre \"%s\" is not a pre-tokenizer this reader rebuilds (handled: "
-                              "%s); option tokenizer=skip converts without a tokenizer",
+                              "%s)",
                               f->path, pre_name, gguf_pretok_names());
             goto out;
         }
     } else if (strcmp(model, "llama") != 0) {
         st = h->set_error(h, QB_E_UNSUPPORTED,
                           "%s: tokenizer.ggml.model \"%s\" cannot be rebuilt as a Hugging Face tokenizer (handled: "
-                          "gpt2, llama); option tokenizer=skip converts without a tokenizer",
+                          "gpt2, llama)",
                           f->path, model);
         goto out;
     }
@@ -729,7 +747,7 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
         if (add_sep) {
             st = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: tokenizer.ggml.add_sep_token is true: a SEP-appending post-processor is not "
-                              "rebuilt; option tokenizer=skip converts without a tokenizer",
+                              "rebuilt",
                               f->path);
             goto out;
         }
@@ -740,7 +758,20 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
                           out->add_bos && out->bos_id < 0 ? "bos" : "eos");
         goto out;
     }
-    if ((st = build_tokenizer_json(&t, pre, out)) || (st = build_config_json(&t, ctx_len, out)))
+    if ((st = build_tokenizer_json(&t, pre, out)))
+        goto out;
+    {
+        gguf_tok_view v;
+        v.s = (const char *const *)t.s;
+        v.len = t.len;
+        v.type = t.type;
+        v.n = t.n;
+        v.spm = pre == NULL;
+        v.n_space_merges = t.n_space_merges;
+        if ((st = gguf_tokenizer_notes(h, f, &v, out)))
+            goto out;
+    }
+    if ((st = build_config_json(&t, ctx_len, out)))
         goto out;
 out:
     free_strings(t.s, t.len);
@@ -761,4 +792,7 @@ void gguf_tokenizer_free(gguf_tokenizer *t)
     cJSON_free(t->tokenizer_json);
     cJSON_free(t->tokenizer_config_json);
     t->tokenizer_json = t->tokenizer_config_json = NULL;
+    for (int i = 0; i < t->n_notes; i++)
+        qbk_free(t->notes[i]);
+    t->n_notes = 0;
 }

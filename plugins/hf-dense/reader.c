@@ -278,9 +278,9 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     st = qbk_read_side_text(h, r->dir, "generation_config.json", HFD_MAX_JSON, NULL, 1, &r->gen_text);
     if (st != QB_OK)
         goto out;
-    r->has_tokenizer = hfd_file_exists(r->dir, "tokenizer.json") ||
-                       hfd_file_exists(r->dir, "tokenizer.model") ||
-                       hfd_file_exists(r->dir, "tokenizer_config.json");
+    st = qbk_hf_dir_has_tokenizer(h, r->dir, &r->has_tokenizer);
+    if (st != QB_OK)
+        goto out;
     if (mtp_drop) {
         cJSON *cfg = cJSON_Parse(r->config_text);
         mtp_first = qbk_mtp_first_layer(cfg);

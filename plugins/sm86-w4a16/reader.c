@@ -24,6 +24,7 @@
 #include <string.h>
 #include "qbk_alloc.h"
 #include "qbk_path.h"
+#include "qbk_hf_sidefiles.h"
 
 #define W4W_CONFIG_MAX (4u << 20)
 
@@ -47,6 +48,7 @@ typedef struct w4r_tensor {
 typedef struct w4r_reader {
     const qb_host *h;
     char *dir;
+    int has_tokenizer; /* dir holds tokenizer files (qbk_hf_dir_has_tokenizer) */
     w4w_manifest_in man;
     void *config; /* host->alloc'd texts */
     void *gen;
@@ -560,6 +562,9 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     }
     if (rc != QB_OK)
         goto out;
+    /* the output of a source without a tokenizer has none: claim none */
+    if ((rc = qbk_hf_dir_has_tokenizer(h, r->dir, &r->has_tokenizer)) != QB_OK)
+        goto out;
     snprintf(r->encoding, sizeof r->encoding, "sm86-w4a16 int4 g%lld sym",
              (long long)r->man.group_size);
     snprintf(r->summary, sizeof r->summary, "sm86-w4a16 v1, int4 g%lld, %lld layers%s%s",
@@ -589,7 +594,7 @@ static qb_status w4r_model_info(qb_reader_handle hr, qb_model_info *out)
     out->n_tensors = r->n;
     out->source_format = W4W_PLUGIN_NAME;
     out->source_summary = r->summary;
-    out->tokenizer_dir = r->dir;
+    out->tokenizer_dir = r->has_tokenizer ? r->dir : NULL;
     out->chat_template = NULL;
     return QB_OK;
 }

@@ -61,6 +61,20 @@ int qbk_hf_is_tokenizer_file(const char *name)
     return 0;
 }
 
+qb_status qbk_hf_dir_has_tokenizer(const qb_host *h, const char *dir, int *has)
+{
+    char **names = NULL;
+    qb_status st;
+    size_t k;
+    *has = 0;
+    if ((st = h->list_dir(h, dir, &names)) != QB_OK)
+        return st;
+    for (k = 0; names[k] && !*has; k++)
+        *has = qbk_hf_is_tokenizer_file(names[k]);
+    h->free_list(h, names);
+    return QB_OK;
+}
+
 void qbk_hf_config_strip_quant(cJSON *cfg)
 {
     size_t k;

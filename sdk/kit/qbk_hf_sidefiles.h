@@ -30,6 +30,14 @@ extern const char *const qbk_hf_tokenizer_files[];
  * qbk_hf_tokenizer_files, else 0. Exact, case-sensitive. Pure. */
 int qbk_hf_is_tokenizer_file(const char *name);
 
+/* The one rule for a reader of an HF-style directory: *has = 1 when `dir`
+ * holds a file of qbk_hf_tokenizer_files (the reader then sets
+ * qb_model_info.tokenizer_dir to it), else 0 -- a directory without any
+ * never claims to be a tokenizer directory (docs/architecture.md, "HF side
+ * files"). Lists dir through h->list_dir; its failure is returned with its
+ * message (*has 0). Thread-safe as h->list_dir is. */
+qb_status qbk_hf_dir_has_tokenizer(const qb_host *h, const char *dir, int *has);
+
 /* NULL-terminated list of the top-level config.json keys that describe a
  * quantized checkpoint: "quantization_config" (transformers' quantizers)
  * and "compression_config" (older compressed-tensors checkpoints). A

@@ -1,5 +1,6 @@
 /* fp8 reader — Hugging Face checkpoint directory. See qbk_hfdir.h. */
 #include "qbk_hfdir.h"
+#include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
 
 #include <stdlib.h>
@@ -99,8 +100,7 @@ qb_status qbk_hfdir_open(const qb_host *h, const char *path, qbk_hfdir **out)
     if (st != QB_OK)
         goto out;
     for (i = 0; names[i]; i++)
-        if (!strcmp(names[i], "tokenizer.json") || !strcmp(names[i], "tokenizer.model") ||
-            !strcmp(names[i], "tokenizer_config.json"))
+        if (qbk_hf_is_tokenizer_file(names[i])) /* the readers' one rule (qbk_hf_dir_has_tokenizer) */
             d->has_tokenizer = 1;
     st = h->safetensors->open_dir(h, d->dir, &d->st);
 out:

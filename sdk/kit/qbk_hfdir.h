@@ -23,7 +23,7 @@ typedef struct qbk_hfdir {
     const cJSON *qcfg;      /* config.quantization_config (object) or NULL */
     const char *model_type; /* config.model_type; never NULL after open */
     char *gen_text;         /* generation_config.json text or NULL */
-    int has_tokenizer;      /* tokenizer.json / tokenizer.model / tokenizer_config.json present */
+    int has_tokenizer;      /* a file of qbk_hf_tokenizer_files present (qbk_hf_dir_has_tokenizer) */
     qb_st_set *st;          /* the safetensors checkpoint */
 } qbk_hfdir;
 

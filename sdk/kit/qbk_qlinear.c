@@ -1,5 +1,6 @@
 /* Quantized-linear reader core: see qbk_qlinear_model.h. */
 #include "qbk_qlinear.h"
+#include "qbk_hf_sidefiles.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -240,8 +241,7 @@ qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)
     if ((st = h->list_dir(h, m->dir, &names)) != QB_OK)
         goto out;
     for (i = 0; names[i]; i++)
-        if (strcmp(names[i], "tokenizer.json") == 0 || strcmp(names[i], "tokenizer_config.json") == 0 ||
-            strcmp(names[i], "tokenizer.model") == 0)
+        if (qbk_hf_is_tokenizer_file(names[i])) /* the readers' one rule (qbk_hf_dir_has_tokenizer) */
             has_tok = 1;
     if (has_tok && !(m->tokenizer_dir = qbk_strdup(m->dir))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);

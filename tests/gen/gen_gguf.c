@@ -92,6 +92,21 @@ int qbt_gguf_kv_raw(qbt_gguf *g, const char *key, uint32_t type, const void *byt
     return 0;
 }
 
+void qbt_gguf_kv_remove(qbt_gguf *g, const char *key)
+{
+    size_t i = 0;
+    while (i < g->n_kv) {
+        if (strcmp(g->kv[i].key, key) == 0) {
+            free(g->kv[i].key);
+            free(g->kv[i].bytes);
+            memmove(&g->kv[i], &g->kv[i + 1], (g->n_kv - i - 1) * sizeof(g->kv[0]));
+            g->n_kv--;
+        } else {
+            i++;
+        }
+    }
+}
+
 int qbt_gguf_kv_u32(qbt_gguf *g, const char *key, uint32_t v)
 {
     return qbt_gguf_kv_raw(g, key, VT_U32, &v, 4);

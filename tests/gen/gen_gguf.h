@@ -37,6 +37,8 @@ int qbt_gguf_kv_str(qbt_gguf *g, const char *key, const char *v);
 int qbt_gguf_kv_arr_str(qbt_gguf *g, const char *key, size_t n, const char *const *v);
 int qbt_gguf_kv_arr_i32(qbt_gguf *g, const char *key, size_t n, const int32_t *v);
 int qbt_gguf_kv_raw(qbt_gguf *g, const char *key, uint32_t type, const void *bytes, size_t n);
+/* Removes every entry named `key` (none: no-op), e.g. to set general.name anew. */
+void qbt_gguf_kv_remove(qbt_gguf *g, const char *key);
 
 /* Adds a tensor; ne in ggml order (ne[0] contiguous); data copied. */
 int qbt_gguf_add_tensor(qbt_gguf *g, const char *name, int n_dims, const int64_t *ne, uint32_t type,

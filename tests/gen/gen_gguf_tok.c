@@ -74,6 +74,16 @@ static const char *cfg_token(const cJSON *cfg, const char *name)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* A normalizer that is, or holds in its Sequence, a Prepend. */
+static int has_prepend(const cJSON *n)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(n, "type"), *e;
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "Prepend"))
+        return 1;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(n, "normalizers")) if (has_prepend(e)) return 1;
+    return 0;
+}
+
 /* Merge i as "left right" (string or [left, right]) into buf. */
 static const char *merge_text(const cJSON *m, char *buf, size_t n)
 {
@@ -92,7 +102,7 @@ long qbt_gguf_add_hf_tokenizer(qbt_gguf *g, const char *tokenizer_json, const ch
     cJSON *tj = cJSON_Parse(tokenizer_json), *cfg = cJSON_Parse(tokenizer_config_json);
     const cJSON *model, *vocab, *merges, *added, *e, *bf;
     long n = 0, i, rc = -1;
-    char **tok = NULL, **merge_s = NULL, buf[1024];
+    char **tok = NULL, **merge_s = NULL, **owned = NULL, buf[1024];
     int32_t *type = NULL;
     float *score = NULL;
     unsigned char *is_added = NULL, *is_special = NULL;
@@ -154,6 +164,30 @@ long qbt_gguf_add_hf_tokenizer(qbt_gguf *g, const char *tokenizer_json, const ch
             type[i] = is_added[i] ? (is_special[i] || looks_special(tok[i]) ? 3 : 4) : 1;
         }
     }
+    if (spm) {
+        /* _create_vocab_sentencepiece: a non-special added token becomes
+         * USER_DEFINED with U+2581 written as a space ("pre-normalize
+         * user-defined spaces", Gemma) and the score -1000 (below). */
+        owned = calloc((size_t)n, sizeof(*owned));
+        if (!owned)
+            goto out;
+        for (i = 0; i < n; i++)
+            if (type[i] == 4 && strstr(tok[i], "\xe2\x96\x81")) {
+                const char *p = tok[i];
+                char *q = owned[i] = malloc(strlen(p) + 1);
+                if (!q)
+                    goto out;
+                while (*p)
+                    if (!strncmp(p, "\xe2\x96\x81", 3)) {
+                        *q++ = ' ';
+                        p += 3;
+                    } else {
+                        *q++ = *p++;
+                    }
+                *q = '\0';
+                tok[i] = owned[i];
+            }
+    }
     e = merges ? merges->child : NULL;
     for (i = 0; i < n_merges; i++, e = e->next) {
         const char *m = merge_text(e, buf, sizeof(buf)); /* walked: GetArrayItem is O(i) */
@@ -175,8 +209,15 @@ long qbt_gguf_add_hf_tokenizer(qbt_gguf *g, const char *tokenizer_json, const ch
             if (id)
                 score[(long)id->valuedouble] = -(float)i;
         }
+        for (i = 0; i < n; i++)
+            if (type[i] == 4)
+                score[i] = -1000.0f;
     }
     rc = qbt_gguf_kv_str(g, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
+    /* Gemma's converter states add_space_prefix false; a llama-style one
+     * (a Prepend normalizer) leaves llama.cpp's default, true. */
+    if (spm && !has_prepend(cJSON_GetObjectItemCaseSensitive(tj, "normalizer")))
+        rc |= qbt_gguf_kv_bool(g, "tokenizer.ggml.add_space_prefix", 0);
     if (!spm)
         rc |= qbt_gguf_kv_str(g, "tokenizer.ggml.pre", pre);
     rc |= qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", (size_t)n, (const char *const *)tok);
@@ -218,6 +259,9 @@ out:
     for (i = 0; tok && i < n; i++)
         if (type && type[i] == 5)
             free(tok[i]);
+    for (i = 0; owned && i < n; i++)
+        free(owned[i]);
+    free(owned);
     for (i = 0; merge_s && i < n_merges; i++)
         free(merge_s[i]);
     free(merge_s);

@@ -17,10 +17,13 @@
  *   special (does_token_look_special: "<|...|>", "<｜...｜>"), else
  *   USER_DEFINED; the rest NORMAL; merges as "left right".
  * - SentencePiece BPE (byte_fallback true): model "llama", no merges;
- *   the unk token UNKNOWN, added special tokens CONTROL, "<0xNN>" BYTE;
- *   scores as the .model file orders pieces: minus the index of the first
- *   merge producing the piece, 0 for unknown/control/byte, below every
- *   merge for pieces no merge produces.
+ *   the unk token UNKNOWN, added special tokens CONTROL, other added
+ *   tokens USER_DEFINED with U+2581 written as a space and score -1000
+ *   (_create_vocab_sentencepiece), "<0xNN>" BYTE; scores as the .model
+ *   file orders pieces: minus the index of the first merge producing the
+ *   piece, 0 for unknown/control/byte, below every merge for pieces no
+ *   merge produces; add_space_prefix false when the normalizer has no
+ *   Prepend (Gemma's converter states it).
  * Ids from tokenizer_config.json's bos/eos/unk/pad tokens, add_bos/eos
  * when present there. Returns the vocabulary size (> 0), or -1 with a
  * message on stderr. */

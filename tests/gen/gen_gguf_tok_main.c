@@ -1,5 +1,6 @@
 /*
- * qb-gen-gguf-tok TOKDIR PRE|- OUT.gguf: a tiny llama GGUF (f16) whose
+ * qb-gen-gguf-tok TOKDIR PRE|- OUT.gguf [ARCH]: a tiny llama (or ARCH,
+ * e.g. gemma3: transformers picks its GGUF tokenizer by it) GGUF (f16) whose
  * tokenizer.ggml.* metadata is made from TOKDIR/tokenizer.json[.xz] and
  * TOKDIR/tokenizer_config.json the way llama.cpp's converter does
  * (gen_gguf_tok.h; "-": no tokenizer.ggml.pre, as for SentencePiece), for CLI tests of the tokenizer rebuild. The
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Largest id in model.vocab and added_tokens, plus one; -1 when none. */
 static long n_ids(const char *json)
@@ -43,12 +45,12 @@ int main(int argc, char **argv)
     qbt_hf_model ref;
     int built = 0, rc = 1;
     long n;
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s TOKDIR PRE OUT.gguf\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s TOKDIR PRE OUT.gguf [ARCH]\n", argv[0]);
         return 2;
     }
     snprintf(path, sizeof(path), "%s/tokenizer.json.xz", argv[1]);
-    tok = qbt_read_maybe_xz(path);
+    tok = access(path, R_OK) == 0 ? qbt_read_maybe_xz(path) : NULL;
     if (!tok) {
         snprintf(path, sizeof(path), "%s/tokenizer.json", argv[1]);
         tok = qbt_read_maybe_xz(path);
@@ -65,7 +67,9 @@ int main(int argc, char **argv)
         goto out;
     }
     memset(&s, 0, sizeof(s));
-    s.arch = "llama";
+    s.arch = argc == 5 ? argv[4] : "llama";
+    if (strncmp(s.arch, "gemma", 5) == 0)
+        s.head_dim = 16;
     s.n_layer = 1;
     s.n_embd = 32;
     s.n_ff = 64;

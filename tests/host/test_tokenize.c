@@ -146,6 +146,60 @@ START_TEST(hand_worked_bpe)
 }
 END_TEST
 
+/* Added tokens, worked by hand (tokenizers' AddedVocabulary): raw-text
+ * ones matched leftmost, then longest there ("abce": "ab" at 0, though
+ * "bc" is as long -- llama.cpp's longest-first partition may pick "bc");
+ * a normalized one matched by its normalized pattern ("xy" under
+ * Replace(x -> y) is "yy", as refresh_added_tokens builds it). Vocabulary:
+ * a 0, b 1, c 2, d 3, y 4, e 5; added ab 6, abcd 7, bc 8, cd 9, and the
+ * normalized xy 10 (tokenizers 0.23 gives these ids too). */
+START_TEST(added_tokens_leftmost_longest)
+{
+    static const char *json =
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"d\": 3, \"y\": 4,"
+        " \"e\": 5}, \"merges\": []},"
+        " \"added_tokens\": [{\"id\": 6, \"content\": \"ab\", \"normalized\": false},"
+        "  {\"id\": 7, \"content\": \"abcd\", \"normalized\": false},"
+        "  {\"id\": 8, \"content\": \"bc\", \"normalized\": false},"
+        "  {\"id\": 9, \"content\": \"cd\", \"normalized\": false},"
+        "  {\"id\": 10, \"content\": \"xy\", \"normalized\": true}],"
+        " \"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \"x\"}, \"content\": \"y\"}}";
+    ck_assert_str_eq(encode_str(json, "abce"), "6,2,5");
+    ck_assert_str_eq(encode_str(json, "abcd"), "7");
+    ck_assert_str_eq(encode_str(json, "xbcd"), "4,8,3");
+    ck_assert_str_eq(encode_str(json, "eabcdcd"), "5,7,9");
+    ck_assert_str_eq(encode_str(json, "xxa"), "10,0");
+    ck_assert_str_eq(encode_str(json, "xya"), "10,0");
+}
+END_TEST
+
+/* One long word (no pre-tokenizer, as SentencePiece vocabularies are
+ * rebuilt) merges as tokenizers' queue does, whatever its length: 3000
+ * "ab" pairs become 1500 "abab" (merges (a b) rank 0, (ab ab) rank 1,
+ * leftmost first), and an odd tail stays "ab". */
+START_TEST(long_word_merges)
+{
+    static const char *json =
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \"abab\": 3},"
+        " \"merges\": [\"a b\", \"ab ab\"]}}";
+    char *text = g_strnfill(6002, 'a');
+    qbh_tok *t = NULL;
+    int64_t *ids = NULL;
+    size_t n = 0, k;
+    for (k = 1; k < 6002; k += 2)
+        text[k] = 'b';
+    ck_assert_int_eq(qbh_tok_load_json("t.json", json, strlen(json), &t), QB_OK);
+    ck_assert_int_eq(qbh_tok_encode(t, text, strlen(text), 1, &ids, &n), QB_OK);
+    ck_assert_uint_eq(n, 1501);
+    for (k = 0; k < 1500; k++)
+        ck_assert_int_eq(ids[k], 3);
+    ck_assert_int_eq(ids[1500], 2);
+    qbh_free(ids);
+    qbh_tok_free(t);
+    g_free(text);
+}
+END_TEST
+
 static void refused(const char *json, const char *needle)
 {
     qbh_tok *t = NULL;
@@ -196,6 +250,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, golden_llama3);
     tcase_add_test(tc, golden_qwen3);
     tcase_add_test(tc, hand_worked_bpe);
+    tcase_add_test(tc, added_tokens_leftmost_longest);
+    tcase_add_test(tc, long_word_merges);
     tcase_add_test(tc, unsupported_refused_by_name);
     tcase_add_test(tc, no_unk_refused);
     suite_add_tcase(s, tc);

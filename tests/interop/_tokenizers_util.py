@@ -39,14 +39,15 @@ def original_tokenizer_json(repo_root: pathlib.Path, name: str, dest: pathlib.Pa
 
 
 def make_gguf(build_dir: pathlib.Path, repo_root: pathlib.Path, name: str, pre: str,
-              out: pathlib.Path) -> pathlib.Path:
-    """A tiny llama GGUF carrying vocabulary `name` as tokenizer.ggml.* with
-    pre type `pre` (qb-gen-gguf-tok: what convert_hf_to_gguf.py writes)."""
+              out: pathlib.Path, arch: str = "llama", folder: pathlib.Path = None) -> pathlib.Path:
+    """A tiny GGUF of architecture `arch` carrying vocabulary `name` (or the
+    tokenizer files in `folder`) as tokenizer.ggml.* with pre type `pre`
+    (qb-gen-gguf-tok: what convert_hf_to_gguf.py writes)."""
     gen = build_dir / "tests" / "bin" / "qb-gen-gguf-tok"
     if not gen.is_file():
         pytest.fail(f"{gen} is missing: build the project first")
-    proc = subprocess.run([str(gen), str(data_dir(repo_root) / name), pre, str(out)], capture_output=True,
-                          text=True)
+    src = folder if folder is not None else data_dir(repo_root) / name
+    proc = subprocess.run([str(gen), str(src), pre, str(out), arch], capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.fail(f"qb-gen-gguf-tok {name} {pre} failed:\n{proc.stderr}")
     return out
@@ -73,6 +74,10 @@ class LlamaCppVocab:
         # special=True: special-token texts in the input are matched as
         # tokens, as the tokenizers library matches added tokens.
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True))
+
+    def text(self, ids: list, special: bool) -> str:
+        # llama_cpp.Llama.detokenize: llama_token_to_piece per id (special: control tokens shown)
+        return self.llm.detokenize(ids, special=special).decode("utf-8", errors="replace")
 
     def close(self):
         self.llm.close()

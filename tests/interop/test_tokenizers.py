@@ -264,3 +264,129 @@ def test_host_encoder_pre_types(pre, tmp_path, pre_rebuilt, run_qb, records):
     for i, (rec, mine) in enumerate(zip(records, _host_ids(run_qb, ours_path.parent, records, tmp_path))):
         tally.compare(f"pre {pre} record {i} {rec[:30]!r}", lib.encode(rec).ids, mine)
     tally.check(f"pre {pre}: host encoder vs tokenizers")
+
+
+# ---- A Gemma-shaped SentencePiece vocabulary (tests/data/tokenizers/gemma-mini) ------------------
+#
+# User-defined runs of spaces (written with plain spaces by llama.cpp's converter), tabs and newlines,
+# HTML tags, byte and control tokens, add_space_prefix false (docs/formats/gguf.md, "User-defined
+# tokens and the merges left out"). There is no original to compare with: the GGUF does not keep the
+# U+2581 form of those tokens, and the rebuild follows the GGUF as llama.cpp runs it. Stated
+# divergences (docs/formats/gguf.md, "Compared with llama.cpp and transformers"):
+# - decoded without special tokens, llama.cpp leaves out "</s>" (a user-defined HTML tag here, which
+#   its end-of-generation heuristics retype control), and llama-cpp-python's detokenize drops a
+#   leading space after BOS; decoding with special tokens has neither;
+# - transformers' GGUF tokenizer respells the space runs as U+2581 runs reached by merges, so a text
+#   holding two or more spaces in a row may encode otherwise there (ours then equals llama.cpp).
+
+import tokcases  # noqa: E402  (tests/support/py, on sys.path through conftest.py)
+
+MINI = "gemma-mini"
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory, build_dir, repo_root, run_qb):
+    """(gguf, our tokenizer.json) of gemma-mini, converted once."""
+    d = tmp_path_factory.mktemp(MINI)
+    # gemma3: transformers chooses its GGUF tokenizer by the architecture
+    gguf = tu.make_gguf(build_dir, repo_root, MINI, "-", d / f"{MINI}.gguf", arch="gemma3")
+    return gguf, tu.convert(run_qb, gguf, d / "out")
+
+
+@pytest.fixture(scope="module")
+def mini_cases(repo_root):
+    return tokcases.gemma_cases(repo_root)
+
+
+def test_gemma_mini_ids_equal_llama_cpp(mini, mini_cases):
+    """Every case, with and without BOS: our tokenizer.json (the tokenizers library) and llama.cpp's
+    tokenizer with special tokens parsed give the same ids, and decode back to the same text."""
+    from tokenizers import Tokenizer
+
+    gguf, ours_path = mini
+    ours = Tokenizer.from_file(str(ours_path))
+    lc = tu.LlamaCppVocab(gguf)
+    tally, decoded = Tally(), 0
+    try:
+        for cid, text in mini_cases:
+            for add in (True, False):
+                want = lc.ids(text, add)
+                tally.compare(f"{cid} add_special={add}", want, ours.encode(text, add_special_tokens=add).ids)
+            ids = lc.ids(text, True)
+            assert ours.decode(ids, skip_special_tokens=False) == lc.text(ids, True), f"{cid}: decode differs"
+            body = ids[1:]  # no BOS: llama-cpp-python's leading-space cut does not apply
+            if 22 not in body:  # "</s>", retyped control by llama.cpp (module note)
+                assert ours.decode(body, skip_special_tokens=True) == lc.text(body, False), \
+                    f"{cid}: decode without special tokens differs"
+            decoded += 1
+    finally:
+        lc.close()
+    tally.check("gemma-mini vs llama.cpp")
+    assert decoded == len(mini_cases)
+
+
+def test_gemma_mini_transformers_gguf(mini, mini_cases):
+    """transformers' own GGUF tokenizer: the same ids except on texts holding a run of spaces, where
+    it reaches the runs through merges of U+2581 (module note) and ours is llama.cpp's."""
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    gguf, ours_path = mini
+    hf = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    ours = Tokenizer.from_file(str(ours_path))
+    lc = tu.LlamaCppVocab(gguf)
+    tally = Tally()
+    try:
+        for cid, text in mini_cases:
+            mine = ours.encode(text).ids
+            tally.compare(cid, hf.encode(text), mine, divergence="  " in text and mine == lc.ids(text, True))
+    finally:
+        lc.close()
+    tally.check("gemma-mini vs transformers GGUF tokenizer")
+
+
+def test_gemma_mini_host_encoder(mini, mini_cases, run_qb, tmp_path):
+    """The host's encoder on the rebuilt tokenizer.json (what forward --text and verify use) against
+    the tokenizers library, every case."""
+    from tokenizers import Tokenizer
+
+    _, ours_path = mini
+    lib = Tokenizer.from_file(str(ours_path))
+    texts = [t for _, t in mini_cases]
+    tally = Tally()
+    for (cid, text), mine in zip(mini_cases, _host_ids(run_qb, ours_path.parent, texts, tmp_path)):
+        tally.compare(cid, lib.encode(text).ids, mine)
+    tally.check("gemma-mini: host encoder vs tokenizers")
+
+
+def test_gemma_mini_overlap_note_is_true(tmp_path, build_dir, repo_root, run_qb):
+    """gemma-mini with two more user-defined tokens that overlap, "ab" and "bcd": the reader says so
+    (quantbridge_rebuild_notes), and what the note warns of happens: on "abcd" tokenizers matches "ab"
+    first (leftmost), llama.cpp "bcd" (longest first); on text where they do not meet both agree."""
+    from tokenizers import Tokenizer
+
+    src = tu.data_dir(repo_root) / MINI
+    tj = json.loads((src / "tokenizer.json").read_text(encoding="utf-8"))
+    cfg = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
+    n = max(tj["model"]["vocab"].values()) + 1
+    for k, text in enumerate(("ab", "bcd")):
+        tj["model"]["vocab"][text] = n + k
+        tj["added_tokens"].append({"id": n + k, "content": text, "single_word": False, "lstrip": False,
+                                   "rstrip": False, "normalized": False, "special": False})
+    folder = tmp_path / "overlap"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg, ensure_ascii=False), encoding="utf-8")
+    gguf = tu.make_gguf(build_dir, repo_root, MINI, "-", tmp_path / "overlap.gguf", folder=folder)
+    ours_path = tu.convert(run_qb, gguf, tmp_path / "out")
+    notes = json.loads((ours_path.parent / "tokenizer_config.json").read_text())["quantbridge_rebuild_notes"]
+    assert any(f'{n} "ab" and {n + 1} "bcd" overlap' in s for s in notes), notes
+    ours = Tokenizer.from_file(str(ours_path))
+    lc = tu.LlamaCppVocab(gguf)
+    try:
+        a, b, c, d = (ours.token_to_id(x) for x in "abcd")
+        assert ours.encode("abcd", add_special_tokens=False).ids == [n, c, d]
+        assert lc.ids("abcd", False) == [a, n + 1]
+        assert ours.encode("xab bcdx", add_special_tokens=False).ids == lc.ids("xab bcdx", False)
+    finally:
+        lc.close()

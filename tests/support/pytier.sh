@@ -40,7 +40,10 @@ qb_tier_venv() {
     fi
     venv=$build/interop-venv
     stamp=$venv/.qb-requirements.sha256
-    llama_cmake="-DLLAVA_BUILD=OFF"
+    # GGML_NATIVE=OFF with AVX2/FMA/F16C named: the oracle must not depend on the CPU that builds
+    # it. A native build on a CPU that reports AMX compiles ggml's AMX matmul, which crashed with
+    # SIGSEGV on Q8_0/Q4_0 (ggml_backend_amx_mul_mat) on the virtual machines here.
+    llama_cmake="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
     # The stamp covers what decides the environment: the pins and how llama.cpp is compiled.
     want=$( { cat "$req"; echo "$llama_cmake"; } | sha256sum | cut -d' ' -f1)
     if [[ ! -x $venv/bin/python || "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
@@ -49,9 +52,14 @@ qb_tier_venv() {
         python3 -m venv "$venv"
         # llama-cpp-python is compiled from its sdist (vendored llama.cpp, CPU backend): use every
         # core, and skip its multimodal library (LLAVA_BUILD, tools/mtmd: about 30% of the
-        # objects), which no test loads (llama_cpp imports mtmd_cpp only on demand).
+        # objects), which no test loads (llama_cpp imports mtmd_cpp only on demand); the GGML
+        # flags above.
+        # llama-cpp-python first and without pip's cache: pip keys a wheel it built by the sdist
+        # alone, not by CMAKE_ARGS, so a cached build with other flags would come back silently.
         if ! CMAKE_BUILD_PARALLEL_LEVEL=$jobs CMAKE_ARGS="${CMAKE_ARGS:-} $llama_cmake" \
-                "$venv/bin/python" -m pip install \
+                "$venv/bin/python" -m pip install --no-cache-dir --no-binary llama-cpp-python \
+                --disable-pip-version-check --no-input -c "$req" llama-cpp-python ||
+           ! "$venv/bin/python" -m pip install \
                 --disable-pip-version-check --no-input -r "$req"; then
             echo "tier: pip could not install tests/interop/requirements.txt (its error is above)" >&2
             rm -rf "$venv"   # a half-built environment must not be reused

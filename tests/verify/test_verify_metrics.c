@@ -18,6 +18,7 @@
 
 #include <quantbridge/qb_half.h>
 
+#include "forward.h"
 #include "verify_engine.h"
 #include "vt_util.h"
 
@@ -129,6 +130,138 @@ START_TEST(baseline_grid_col_group)
         ck_assert_double_eq_tol(sc.ss_base, ss.ss_base, 1e-15);
         qbh_vb_rule_free(&rc_rule);
         qbh_vb_rule_free(&rs_rule);
+    }
+}
+END_TEST
+
+/* The baseline model's values (qbh_vb_apply_rows) against the rule worked
+ * out here: per group s = fp16(absmax / 7), q = clamp(rint(w / s), -8, 7),
+ * decoded q * s in fp32; for a column map, the same on the scattered
+ * groups; nearest-even rounding for a float target. And the applied values
+ * carry exactly the error qbh_vb_rows reports as the baseline. */
+START_TEST(baseline_apply_rows)
+{
+    enum { R = 3, C = 10, G = 4 };
+    const int32_t cg[C] = {2, 0, 1, 0, 2, 1, 1, 0, 2, 2};
+    float a[R * C], got[R * C], want[R * C];
+    qbh_vb_rule rl;
+    qbh_vb_stats st;
+    qb_grid_info gi;
+    int r, c, g, map;
+    double ss = 0;
+    for (c = 0; c < R * C; c++)
+        a[c] = (float)((c * 53) % 29) / 5.0f - 2.9f + (c == 7 ? 40.0f : 0.0f); /* an outlier */
+    for (map = 0; map < 2; map++) {
+        memset(&gi, 0, sizeof gi);
+        gi.bits = 4;
+        gi.symmetric = 1;
+        gi.scale_dtype = QB_DT_F16;
+        gi.n_groups = map ? 3 : (C + G - 1) / G;
+        gi.group_size = map ? 0 : G;
+        gi.col_group = map ? cg : NULL;
+        memset(&rl, 0, sizeof rl);
+        ck_assert_int_eq(qbh_vb_rule_grid(&rl, &gi, C), QB_OK);
+        ck_assert_int_eq(rl.kind, QBH_VB_GRID);
+        for (r = 0; r < R; r++)
+            for (g = 0; g < (int)gi.n_groups; g++) {
+                float amax = 0, s;
+                for (c = 0; c < C; c++)
+                    if ((map ? cg[c] : c / G) == g && fabsf(a[r * C + c]) > amax)
+                        amax = fabsf(a[r * C + c]);
+                s = qb_f16_to_f32(qb_f32_to_f16(amax / 7.0f));
+                for (c = 0; c < C; c++)
+                    if ((map ? cg[c] : c / G) == g) {
+                        float q = rintf(a[r * C + c] / s);
+                        q = q > 7 ? 7 : q < -8 ? -8 : q;
+                        want[r * C + c] = q * s;
+                    }
+            }
+        memcpy(got, a, sizeof a);
+        ck_assert_int_eq(qbh_vb_apply_rows(&rl, got, R, C), 0);
+        ss = 0;
+        for (c = 0; c < R * C; c++) {
+            ck_assert_msg(got[c] == want[c], "map %d element %d: %g, want %g", map, c, got[c],
+                          want[c]);
+            ss += ((double)got[c] - a[c]) * ((double)got[c] - a[c]);
+        }
+        memset(&st, 0, sizeof st);
+        rl.margin = 0.01;
+        qbh_vb_rows(&rl, a, got, R, C, &st);
+        ck_assert_uint_eq(st.n_worse, 0);
+        ck_assert_double_eq_tol(st.ss_base, ss, 1e-12 * ss);
+        qbh_vb_rule_free(&rl);
+    }
+    /* a value the scale dtype cannot hold: counted, the group left */
+    memset(&gi, 0, sizeof gi);
+    gi.bits = 4;
+    gi.symmetric = 1;
+    gi.scale_dtype = QB_DT_F16;
+    gi.n_groups = 1;
+    gi.group_size = C;
+    memset(&rl, 0, sizeof rl);
+    ck_assert_int_eq(qbh_vb_rule_grid(&rl, &gi, C), QB_OK);
+    memcpy(got, a, sizeof a);
+    got[3] = 1e9f; /* 1e9 / 7 is beyond fp16 */
+    ck_assert_int_eq(qbh_vb_apply_rows(&rl, got, 1, C), 1);
+    ck_assert(got[3] == 1e9f && got[0] == a[0]);
+    qbh_vb_rule_free(&rl);
+    /* float targets: nearest even */
+    memset(&rl, 0, sizeof rl);
+    rl.kind = QBH_VB_ROUND;
+    rl.round_dtype = QB_DT_BF16;
+    memcpy(got, a, sizeof a);
+    ck_assert_int_eq(qbh_vb_apply_rows(&rl, got, R, C), 0);
+    for (c = 0; c < R * C; c++)
+        ck_assert(got[c] == qb_bf16_to_f32(qb_f32_to_bf16(a[c])));
+}
+END_TEST
+
+/* The verdict bands of forward.h on hand-set figures: which band, whether
+ * it fails, and that the noise term keeps a noisy mean from failing. */
+START_TEST(verdict_bands)
+{
+    struct {
+        double kc, kb, se;
+        int exact, ran;
+        qbh_mc_verdict want;
+        int pass;
+    } c[] = {
+        {1e-7, 0, 0, 1, 0, QBH_MCV_EXACT, 1},
+        {0.5, 0, 0, 0, 0, QBH_MCV_NONE, 1},
+        {0.089, 0.1, 0.001, 0, 1, QBH_MCV_BETTER, 1},
+        {0.091, 0.1, 0.001, 0, 1, QBH_MCV_EXPECTED, 1},
+        {0.1109, 0.1, 0.001, 0, 1, QBH_MCV_EXPECTED, 1},
+        {0.112, 0.1, 0.001, 0, 1, QBH_MCV_WORSE, 1},
+        {0.0009, 0, 0.0001, 0, 1, QBH_MCV_EXPECTED, 1},  /* slack for a zero baseline */
+        {0.159, 0.1, 0.001, 0, 1, QBH_MCV_WORSE, 1},     /* below 1.5 KL_b + 0.01 */
+        {0.163, 0.1, 0.001, 0, 1, QBH_MCV_DEFECT, 0},    /* 0.16 + 2 x 0.001 */
+        {0.163, 0.1, 0.01, 0, 1, QBH_MCV_WORSE, 1},      /* within the noise */
+        {2.29, 1.21, 0.27, 0, 1, QBH_MCV_WORSE, 1},      /* a random fixture's 32 ids */
+    };
+    size_t i;
+    for (i = 0; i < sizeof c / sizeof c[0]; i++) {
+        qbh_model_check mc;
+        memset(&mc, 0, sizeof mc);
+        mc.ran = 1;
+        mc.pass = 1;
+        mc.n_tokens = 32;
+        mc.kl_mean = c[i].kc;
+        mc.base.kl_mean = c[i].kb;
+        mc.defect_se = c[i].se;
+        mc.base_ran = c[i].ran;
+        mc.bits = 4;
+        mc.group_size = 128;
+        snprintf(mc.base_note, sizeof mc.base_note, "baseline not computed: test");
+        qbh_mc_verdict_decide(&mc, c[i].exact);
+        ck_assert_msg(mc.verdict == c[i].want, "case %zu: %s", i, mc.words);
+        ck_assert_msg(mc.pass == c[i].pass, "case %zu: pass %d", i, mc.pass);
+        ck_assert(mc.words[0]);
+        if (!c[i].pass)
+            ck_assert_msg(strstr(mc.reason, "defect"), "%s", mc.reason);
+        if (c[i].want == QBH_MCV_EXPECTED)
+            ck_assert_msg(strstr(mc.words, "as expected for int4 at group 128"), "%s", mc.words);
+        if (c[i].want == QBH_MCV_NONE)
+            ck_assert_str_eq(mc.words, "baseline not computed: test");
     }
 }
 END_TEST
@@ -543,6 +676,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, baseline_grid_by_hand);
     tcase_add_test(tc, baseline_grid_col_group);
     tcase_add_test(tc, baseline_grid_fused);
+    tcase_add_test(tc, baseline_apply_rows);
+    tcase_add_test(tc, verdict_bands);
     tcase_add_test(tc, baseline_round);
     tcase_add_test(tc, acc_known_values);
     tcase_add_test(tc, acc_signed_zero_and_nonfinite);

@@ -3,7 +3,10 @@
  * type mix and mapped names; convert to sm86-w4a16 works for the
  * architectures the writer supports, Q4_0 at --group-size 32 is exact; a
  * split set converts from any shard; malformed files exit 1 with a message
- * naming the file.
+ * naming the file. The Gemma-shaped vocabulary gemma-mini through the
+ * host's encoder (ids worked out by hand), and a tokenizer the reader
+ * refuses (ABI 1.3: inspect reports it, convert and forward --text refuse
+ * naming the ways out, tokenizer=skip and --tokenizer DIR).
  */
 #include <check.h>
 
@@ -339,6 +342,180 @@ START_TEST(convert_deepseek2)
 }
 END_TEST
 
+/* GGUF of tests/data/tokenizers/NAME (qb-gen-gguf-tok, pre `pre` or "-") at out. */
+static void gen_tok(const char *name, const char *pre, const char *out)
+{
+    char cmd[4096];
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    ck_assert_ptr_nonnull(bd);
+    snprintf(cmd, sizeof(cmd), "'%s/tests/bin/qb-gen-gguf-tok' '%s/%s' %s '%s'", bd, QB_TOKENIZER_DATA, name, pre,
+             out);
+    ck_assert_int_eq(run(cmd, NULL, 0), 0);
+}
+
+/* gemma-mini's rebuilt tokenizer.json through the host's encoder
+ * (`forward --text-file --print-tokens`, what forward --text and verify
+ * use), against ids worked out by hand from tests/data/tokenizers/
+ * gemma-mini (ids: "hello" 330, "\u2581world" 336, "world" 335, "\u2581hello" 331,
+ * "he" 326, "er" 340, letters a=283.., bytes <0xNN> = 26 + NN; merges by
+ * their order: "h e", "l l", "he ll", "hell o", "\u2581 hello", "o r", ...; the
+ * user-defined runs of spaces 14-16, newlines 11-13, tabs 17-18 matched
+ * longest first from the left). llama.cpp gives the same ids (interop tier). */
+START_TEST(gemma_mini_host_encoder)
+{
+    static const struct {
+        const char *text, *ids;
+    } cases[] = {
+        {"hello world", "2,330,336"},
+        {"hello  world", "2,330,14,335"},
+        {" hello", "2,331"},
+        {"the hello", "2,302,326,331"},
+        {"hello   \n\n\n\nworld", "2,330,15,13,11,335"},
+        {"     ", "2,16,282"},
+        {"         ", "2,16,16,282"},
+        {"a\tb\t\t\tc", "2,283,17,284,18,17,285"},
+        {"<s>x</s><sub>", "2,21,306,22,23"},
+        {"<unused10><unused1>", "2,10,9"},
+        {"<start_of_turn>user\nhi<end_of_turn>\n", "2,6,303,301,340,11,290,291,7,11"},
+        {"\xc3\xa9", "2,221,195"},
+    };
+    char src[1200], txt[1200], text[4096], want[8192];
+    size_t i, len = 0, wl = 0;
+    FILE *f;
+    qbt_result r;
+    snprintf(src, sizeof(src), "%s/mini.gguf", tmp);
+    snprintf(txt, sizeof(txt), "%s/texts.nul", tmp);
+    gen_tok("gemma-mini", "-", src);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = strlen(cases[i].text);
+        memcpy(text + len, cases[i].text, n + 1); /* NUL-separated (forward --help) */
+        len += n + (i + 1 < sizeof(cases) / sizeof(cases[0]));
+        wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "%s\n", cases[i].ids);
+    }
+    f = fopen(txt, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+    fclose(f);
+    {
+        const char *argv[] = {"forward", "--model", src, "--text-file", txt, "--print-tokens", NULL};
+        qbt_run(&r, argv);
+    }
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(r.out, want);
+    /* the rebuild's one warning, naming what the GGUF cannot tell */
+    ck_assert_int_eq(qbt_count_lines(r.err, "quantbridge_rebuild_notes"), 1);
+    qbt_result_free(&r);
+}
+END_TEST
+
+/* A GGUF whose tokenizer the reader cannot rebuild (llama3's vocabulary with
+ * pre type falcon): inspect reports it and exits 0; convert refuses naming
+ * both ways out, and each way out works, with the host's one warning only
+ * where the output really gets no tokenizer.json; forward --text refuses,
+ * forward --tokens runs; verify's model check says why it used fixed ids. */
+START_TEST(tokenizer_refused_ways_out)
+{
+    char src[1200], out[1200], tokdir[1200], path[1400];
+    cJSON *j;
+    qbt_result r;
+    snprintf(src, sizeof(src), "%s/bad.gguf", tmp);
+    gen_tok("llama3", "falcon", src);
+    /* a tokenizer directory to hand over: gemma-mini's */
+    snprintf(tokdir, sizeof(tokdir), "%s/gemma-mini", QB_TOKENIZER_DATA);
+    {
+        const char *argv[] = {"inspect", src, NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "inspect exit %d: %s", r.status, r.err);
+        ck_assert_int_eq(qbt_count_lines(r.out, "tokenizer: refused: "), 1);
+        ck_assert_msg(strstr(r.out, "\"falcon\"") && strstr(r.out, "option tokenizer=skip") &&
+                          strstr(r.out, "--tokenizer DIR") && strstr(r.out, "not rebuilt (refused)"),
+                      "%s", r.out);
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"inspect", src, "--json", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        j = cJSON_Parse(r.out);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "tokenizer_state")->valuestring, "refused");
+        ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItemCaseSensitive(j, "tokenizer_note")->valuestring, "falcon"));
+        ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "tokenizer_dir"));
+        cJSON_Delete(j);
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"inspect", src, "--option", "tokenizer=skip", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_int_eq(qbt_count_lines(r.out, "tokenizer: skipped: option tokenizer=skip"), 1);
+        qbt_result_free(&r);
+    }
+    snprintf(out, sizeof(out), "%s/refused", tmp);
+    {
+        const char *argv[] = {"convert", "--source", src, "--output", out, "--writer", "hf-dense", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "\"falcon\"") && strstr(r.err, "option tokenizer=skip") &&
+                          strstr(r.err, "or give the tokenizer files with --tokenizer DIR"),
+                      "%s", r.err);
+        ck_assert(!qbt_exists(out));
+        qbt_result_free(&r);
+    }
+    snprintf(out, sizeof(out), "%s/skipped", tmp);
+    {
+        const char *argv[] = {"convert", "--source", src,           "--output", out,
+                              "--writer", "hf-dense", "--option", "tokenizer=skip", NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_int_eq(qbt_count_lines(r.err, "the output gets no tokenizer.json"), 1);
+        snprintf(path, sizeof(path), "%s/tokenizer.json", out);
+        ck_assert(!qbt_exists(path));
+        qbt_result_free(&r);
+    }
+    {
+        /* verify: the model check falls back to fixed ids and says why */
+        const char *argv[] = {"verify", "--source", src, "--converted", out, NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+        ck_assert_msg(strstr(r.out, "fixed token ids") && strstr(r.out, "the source's tokenizer was refused"), "%s",
+                      r.out);
+        qbt_result_free(&r);
+    }
+    for (int with_skip = 0; with_skip < 2; with_skip++) {
+        const char *argv[] = {"convert", "--source", src, "--output", out, "--writer", "hf-dense", "--tokenizer",
+                              tokdir, "--overwrite", with_skip ? "--option" : NULL, "tokenizer=skip", NULL};
+        char *a, *b;
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        /* the files come from DIR: no refusal, no misleading warning */
+        ck_assert_int_eq(qbt_count_lines(r.err, "tokenizer"), 0);
+        snprintf(path, sizeof(path), "%s/tokenizer.json", out);
+        a = slurp(path);
+        snprintf(path, sizeof(path), "%s/tokenizer.json", tokdir);
+        b = slurp(path);
+        ck_assert_str_eq(a, b);
+        free(a);
+        free(b);
+        qbt_result_free(&r);
+    }
+    {
+        const char *argv[] = {"forward", "--model", src, "--text", "hi", "--print-tokens", NULL};
+        qbt_run(&r, argv);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "\"falcon\"") && strstr(r.err, "--tokenizer DIR"), "%s", r.err);
+        qbt_result_free(&r);
+    }
+    snprintf(path, sizeof(path), "%s/logits.safetensors", tmp);
+    {
+        const char *argv[] = {"forward", "--model", src, "--tokens", "1,2", "--output", path, NULL};
+        qbt_run(&r, argv);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        qbt_result_free(&r);
+    }
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_cli");
@@ -347,6 +524,8 @@ Suite *qbt_suite(void)
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, inspect_shows_arch_types_names);
     tcase_add_test(tc, inspect_shows_tokenizer);
+    tcase_add_test(tc, gemma_mini_host_encoder);
+    tcase_add_test(tc, tokenizer_refused_ways_out);
     tcase_add_test(tc, convert_q4_0_exact);
     tcase_add_test(tc, convert_f16_and_split);
     tcase_add_test(tc, malformed_exit_1);

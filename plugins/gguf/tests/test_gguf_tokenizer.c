@@ -4,13 +4,18 @@
  * (byte-level BPE) vocabularies of tests/data/tokenizers are turned into
  * GGUF metadata the way llama.cpp's converter does (gen_gguf_tok.h), put
  * on a tiny model, opened with the reader, and the tokenizer.json it
- * rebuilds is compared with the original structurally. Plus the refusals.
+ * rebuilds is compared with the original structurally. Plus the refusals,
+ * a Gemma-shaped SentencePiece vocabulary (tests/data/tokenizers/gemma-mini:
+ * user-defined runs of spaces, tabs and newlines, byte and control tokens,
+ * add_space_prefix false), the notes on what a GGUF does not store, and the
+ * ABI 1.3 tokenizer state.
  */
 #include "gen_gguf.h"
 #include "gen_gguf_tok.h"
 #include "gguf_reader.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_host_log.h"
 
 #include <check.h>
 
@@ -270,7 +275,7 @@ static void expect_refused(const char *model, const char *pre, const char *needl
     ck_assert_msg(strstr(qbt_host_last_error(), needle) && strstr(qbt_host_last_error(), "tokenizer=skip"),
                   "message: %s", qbt_host_last_error());
     /* tokenizer=skip converts without one */
-    ck_assert_int_eq(gguf_reader_open_opts(qbt_host(), path, 1, &r), QB_OK);
+    ck_assert_int_eq(gguf_reader_open_opts(qbt_host(), path, GGUF_OPEN_SKIP_TOKENIZER, &r), QB_OK);
     memset(&info, 0, sizeof(info));
     info.struct_size = sizeof(info);
     ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
@@ -622,6 +627,289 @@ START_TEST(test_named_chat_templates)
 }
 END_TEST
 
+/* The rebuilt files of a GGUF made from vocabulary folder `name` (no pre
+ * type: SentencePiece), opened strictly; *warnings the warnings logged at
+ * open and *last the last line (malloc'd). */
+static void rebuild_folder(const char *name, cJSON **tj, cJSON **cfg, int *warnings, char **last)
+{
+    char *jpath = qbt_path(QB_TOKENIZER_DATA, name), *tjp = qbt_path(jpath, "tokenizer.json"),
+         *cjp = qbt_path(jpath, "tokenizer_config.json");
+    char *orig_text = qbt_read_file(tjp, NULL), *cfg_text = qbt_read_file(cjp, NULL), *path, *t1, *t2, *p1, *p2;
+    const char *dir = qbt_scratch("gguf-tok-mini");
+    cJSON *orig;
+    qbt_gguf *g;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    long n;
+    ck_assert_msg(orig_text && cfg_text, "%s: test data missing", jpath);
+    orig = cJSON_Parse(orig_text);
+    ck_assert_ptr_nonnull(orig);
+    n = max_id_plus_one(orig);
+    path = tiny_gguf(dir, (int)n, &g);
+    ck_assert_int_eq(qbt_gguf_add_hf_tokenizer(g, orig_text, cfg_text, NULL), n);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    qbt_host_reset();
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s: %s", name, qbt_host_last_error());
+    *warnings = qbt_host_warn_count();
+    *last = strdup(qbt_host_log_last());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    ck_assert_int_eq(info.tokenizer_state, QB_TOKENIZER_UNSTATED);
+    ck_assert_ptr_null(info.tokenizer_note);
+    p1 = qbt_path(info.tokenizer_dir, "tokenizer.json");
+    p2 = qbt_path(info.tokenizer_dir, "tokenizer_config.json");
+    t1 = qbt_read_file(p1, NULL);
+    t2 = qbt_read_file(p2, NULL);
+    ck_assert(t1 && t2);
+    *tj = cJSON_Parse(t1);
+    *cfg = cJSON_Parse(t2);
+    ck_assert(*tj && *cfg);
+    gguf_reader_close(r);
+    cJSON_Delete(orig);
+    free(t1);
+    free(t2);
+    free(p1);
+    free(p2);
+    free(path);
+    free(orig_text);
+    free(cfg_text);
+    free(jpath);
+    free(tjp);
+    free(cjp);
+}
+
+static int has_merge(const cJSON *merges, const char *want)
+{
+    const cJSON *e;
+    char b[256];
+    cJSON_ArrayForEach(e, merges) if (!strcmp(merge_str(e, b, sizeof(b)), want)) return 1;
+    return 0;
+}
+
+/* gemma-mini (tests/data/tokenizers/README.md): what the converter makes of
+ * Gemma's user-defined tokens, rebuilt as llama.cpp tokenizes them. The
+ * counts and ranges are worked out by hand from the folder's files. */
+START_TEST(test_gemma_mini_user_defined_spaces)
+{
+    cJSON *tj, *cfg, *e;
+    const cJSON *added, *merges, *vocab, *norm, *notes;
+    char *last, b[256];
+    int warnings, id;
+    rebuild_folder("gemma-mini", &tj, &cfg, &warnings, &last);
+    /* one warning at open, naming the file, the key and the notes */
+    ck_assert_int_eq(warnings, 1);
+    ck_assert_msg(strstr(last, "m.gguf") && strstr(last, "quantbridge_rebuild_notes") && strstr(last, "14-16"),
+                  "warning: %s", last);
+    /* added tokens: 26, texts as llama.cpp's converter wrote them (U+2581
+     * of a user-defined token as a space), matched on the raw text */
+    added = cJSON_GetObjectItemCaseSensitive(tj, "added_tokens");
+    ck_assert_int_eq(cJSON_GetArraySize(added), 26);
+    id = 0;
+    cJSON_ArrayForEach(e, added)
+    {
+        const char *c = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+        int special = id <= 4 || (id >= 6 && id <= 10);
+        ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(e, "id")->valuedouble, id);
+        ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special")) == special, "id %d special", id);
+        ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "normalized")));
+        ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "lstrip")));
+        ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "rstrip")));
+        if (id == 14)
+            ck_assert_str_eq(c, "  ");
+        if (id == 16)
+            ck_assert_str_eq(c, "    ");
+        if (id == 18)
+            ck_assert_str_eq(c, "\t\t");
+        id++;
+    }
+    vocab = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tj, "model"), "vocab");
+    ck_assert_int_eq(cJSON_GetArraySize(vocab), 342);
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(vocab, "   ")->valuedouble, 15);
+    /* merges: the folder's 17, plus "\n \n", "\n \n\n", "\n\n \n" and
+     * "\t \t" from the user-defined pieces; "  " + "  " -> "    " left out
+     * (no merge part holds a space) */
+    merges = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tj, "model"), "merges");
+    ck_assert_int_eq(cJSON_GetArraySize(merges), 21);
+    ck_assert(has_merge(merges, "\n \n") && has_merge(merges, "\n \n\n") && has_merge(merges, "\n\n \n"));
+    ck_assert(has_merge(merges, "\t \t") && has_merge(merges, "\xe2\x96\x81 hello"));
+    cJSON_ArrayForEach(e, merges)
+    {
+        const char *m = merge_str(e, b, sizeof(b)), *sp = strchr(m, ' ');
+        ck_assert_msg(sp && !strchr(sp + 1, ' ') && sp != m, "merge \"%s\" has a part holding a space", m);
+    }
+    /* add_space_prefix false: Replace(" ", U+2581) alone, no Strip */
+    norm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tj, "normalizer"), "normalizers");
+    ck_assert_int_eq(cJSON_GetArraySize(norm), 1);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(norm->child, "type")->valuestring, "Replace");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(tj, "decoder"), "decoders")),
+                     3);
+    /* the notes, in tokenizer_config.json */
+    notes = cJSON_GetObjectItemCaseSensitive(cfg, "quantbridge_rebuild_notes");
+    ck_assert_int_eq(cJSON_GetArraySize(notes), 2);
+    ck_assert_msg(strstr(notes->child->valuestring, "control/unknown 0-4, 6-10; user-defined 5, 11-25") &&
+                      strstr(notes->child->valuestring, "lstrip, rstrip, single_word and normalized false"),
+                  "%s", notes->child->valuestring);
+    ck_assert_msg(strstr(notes->child->next->valuestring, "user-defined tokens 14-16 hold literal spaces") &&
+                      strstr(notes->child->next->valuestring, "1 merge of pieces holding a space is left out"),
+                  "%s", notes->child->next->valuestring);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cfg, "bos_token")->valuestring, "<bos>");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "add_bos_token")));
+    free(last);
+    cJSON_Delete(tj);
+    cJSON_Delete(cfg);
+}
+END_TEST
+
+/* A SentencePiece vocabulary with user-defined tokens `user` (n of them)
+ * beside a few normal ones, general.name `name` (NULL: the generator's);
+ * returns the notes of its rebuild. */
+static cJSON *notes_named(const char *const *user, int n_user, const char *name)
+{
+    const char *dir = qbt_scratch("gguf-tok-notes");
+    const char *toks[16] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "c", "x"};
+    int32_t types[16] = {2, 3, 3, 1, 1, 1, 1, 1};
+    int n = 8, i;
+    qbt_gguf *g;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    char *path, *fp, *text;
+    cJSON *cfg, *notes;
+    for (i = 0; i < n_user; i++, n++) {
+        toks[n] = user[i];
+        types[n] = 4;
+    }
+    path = tiny_gguf(dir, n, &g);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.model", "llama"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", (size_t)n, toks), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_i32(g, "tokenizer.ggml.token_type", (size_t)n, types), 0);
+    ck_assert_int_eq(qbt_gguf_kv_u32(g, "tokenizer.ggml.bos_token_id", 1), 0);
+    if (name) {
+        qbt_gguf_kv_remove(g, "general.name");
+        ck_assert_int_eq(qbt_gguf_kv_str(g, "general.name", name), 0);
+    }
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s", qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    fp = qbt_path(info.tokenizer_dir, "tokenizer_config.json");
+    text = qbt_read_file(fp, NULL);
+    ck_assert_ptr_nonnull(text);
+    cfg = cJSON_Parse(text);
+    notes = cJSON_DetachItemFromObjectCaseSensitive(cfg, "quantbridge_rebuild_notes");
+    ck_assert(cJSON_IsArray(notes));
+    gguf_reader_close(r);
+    cJSON_Delete(cfg);
+    free(text);
+    free(fp);
+    free(path);
+    return notes;
+}
+
+static cJSON *notes_of(const char *const *user, int n_user)
+{
+    return notes_named(user, n_user, NULL);
+}
+
+/* llama.cpp strips whitespace after the special tokens of a model whose
+ * general.name holds "phi-3" or "phi3" (any case; llama_vocab::impl::load):
+ * said for such a name only. */
+START_TEST(test_phi3_name_noted)
+{
+    static const char *const user[] = {"<|end|>"};
+    static const char *const names[] = {"Phi-3 mini 4k instruct", "PHI3.5", "phi 3", "Llama 3"};
+    int k;
+    for (k = 0; k < 4; k++) {
+        cJSON *notes = notes_named(user, 1, names[k]), *e;
+        int found = 0;
+        cJSON_ArrayForEach(e, notes) found += strstr(e->valuestring, "phi-3 model") != NULL;
+        ck_assert_msg(found == (k < 2), "%s: %d phi-3 notes", names[k], found);
+        cJSON_Delete(notes);
+    }
+}
+END_TEST
+
+/* Added tokens that overlap (a proper suffix of one a proper prefix of
+ * another) are named: tokenizers' leftmost-longest and llama.cpp's
+ * longest-first partition may then cut a text differently. Runs of one
+ * repeated character are not (both take the longest run from the left),
+ * nor are nested ones. */
+START_TEST(test_overlapping_added_tokens_noted)
+{
+    static const char *const overlap[] = {"ab", "bc", "xx", "xxx"}, *runs[] = {"xx", "xxx", "abc", "bc"};
+    cJSON *notes = notes_of(overlap, 4), *e;
+    int found = 0;
+    cJSON_ArrayForEach(e, notes) if (strstr(e->valuestring, "overlap"))
+    {
+        found++;
+        ck_assert_msg(strstr(e->valuestring, "8 \"ab\" and 9 \"bc\"") && !strstr(e->valuestring, "more such"),
+                      "%s", e->valuestring);
+    }
+    ck_assert_int_eq(found, 1);
+    cJSON_Delete(notes);
+    notes = notes_of(runs, 4);
+    cJSON_ArrayForEach(e, notes) ck_assert_msg(!strstr(e->valuestring, "overlap"), "%s", e->valuestring);
+    /* no space in any user-defined token: no note about spaces either */
+    ck_assert_int_eq(cJSON_GetArraySize(notes), 1);
+    cJSON_Delete(notes);
+}
+END_TEST
+
+/* ABI 1.3: with GGUF_OPEN_TOKENIZER_STATE a tokenizer that cannot be
+ * rebuilt opens the model and is stated REFUSED with the reason and the
+ * reader option; a host struct without the 1.3 fields gets the refusal as
+ * an error; tokenizer=skip is stated SKIPPED, the host then warns (the
+ * reader does not), while a 1.2 host gets the reader's own warning. */
+START_TEST(test_refused_and_skipped_states)
+{
+    char *path = odd_tokenizer("t5", NULL);
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    const char *note;
+    qbt_host_reset();
+    ck_assert_msg(gguf_reader_open_opts(qbt_host(), path, GGUF_OPEN_TOKENIZER_STATE, &r) == QB_OK, "%s",
+                  qbt_host_last_error());
+    ck_assert_int_eq(qbt_host_warn_count(), 0);
+    ck_assert_int_eq(gguf_reader_tokenizer_state(r, &note), QB_TOKENIZER_REFUSED);
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    ck_assert_int_eq(info.tokenizer_state, QB_TOKENIZER_REFUSED);
+    ck_assert_ptr_null(info.tokenizer_dir);
+    ck_assert_ptr_eq(info.tokenizer_note, note);
+    ck_assert_msg(strstr(note, "m.gguf") && strstr(note, "\"t5\"") && strstr(note, "option tokenizer=skip"), "%s",
+                  note);
+    ck_assert_msg(strstr(info.source_summary, "tokenizer: t5, not rebuilt (refused)"), "%s", info.source_summary);
+    /* a struct of ABI 1.1 size cannot carry the state: the refusal is an error */
+    memset(&info, 0, sizeof(info));
+    info.struct_size = QB_MODEL_INFO_SIZE_1_1;
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_E_UNSUPPORTED);
+    ck_assert_msg(strstr(qbt_host_last_error(), "\"t5\""), "%s", qbt_host_last_error());
+    gguf_reader_close(r);
+
+    qbt_host_reset();
+    ck_assert_int_eq(
+        gguf_reader_open_opts(qbt_host(), path, GGUF_OPEN_TOKENIZER_STATE | GGUF_OPEN_SKIP_TOKENIZER, &r), QB_OK);
+    ck_assert_int_eq(qbt_host_warn_count(), 0);
+    ck_assert_int_eq(gguf_reader_tokenizer_state(r, &note), QB_TOKENIZER_SKIPPED);
+    ck_assert_msg(strstr(note, "option tokenizer=skip"), "%s", note);
+    gguf_reader_close(r);
+
+    qbt_host_reset();
+    ck_assert_int_eq(gguf_reader_open_opts(qbt_host(), path, GGUF_OPEN_SKIP_TOKENIZER, &r), QB_OK);
+    ck_assert_int_eq(qbt_host_warn_count(), 1);
+    ck_assert_msg(strstr(qbt_host_log_last(), "the output gets no tokenizer.json"), "%s", qbt_host_log_last());
+    ck_assert_int_eq(gguf_reader_tokenizer_state(r, &note), QB_TOKENIZER_UNSTATED);
+    ck_assert_ptr_null(note);
+    gguf_reader_close(r);
+    free(path);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_tokenizer");
@@ -638,6 +926,10 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_generation_config_eos_list);
     tcase_add_test(tc, test_pre_types_are_upstream_regexes);
     tcase_add_test(tc, test_named_chat_templates);
+    tcase_add_test(tc, test_gemma_mini_user_defined_spaces);
+    tcase_add_test(tc, test_overlapping_added_tokens_noted);
+    tcase_add_test(tc, test_phi3_name_noted);
+    tcase_add_test(tc, test_refused_and_skipped_states);
     suite_add_tcase(s, tc);
     return s;
 }

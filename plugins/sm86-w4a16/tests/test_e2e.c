@@ -500,6 +500,48 @@ START_TEST(test_inspect_output)
 }
 END_TEST
 
+/* The reader names its directory as tokenizer_dir only when it holds a
+ * tokenizer file (qbk_hf_dir_has_tokenizer): the output of a source with
+ * none has none, and verify's model check then says there is no
+ * tokenizer.json rather than failing to open one. With the source's
+ * tokenizer_config.json copied, the directory is named again. */
+START_TEST(test_tokenizer_dir_only_with_files)
+{
+    char src[700], out[700], args[2048], err[4096], path[1024], *text = NULL;
+    qbt_hfd_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.arch = "llama";
+    spec.dtype = "bf16";
+    spec.layers = 2;
+    spec.hidden = 128;
+    spec.intermediate = 320;
+    spec.vocab = 256;
+    spec.shards = 1;
+    spec.seed = 23;
+    ck_assert_int_eq(qbt_hfd_spec_check(&spec), 0);
+    snprintf(src, sizeof src, "%s/src-notok", g_tmp);
+    snprintf(out, sizeof out, "%s/w4-notok", g_tmp);
+    ck_assert_int_eq(qbt_hfd_write(&spec, src), 0);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", src);
+    ck_assert_int_eq(unlink(path), 0);
+    snprintf(args, sizeof args, "convert --source '%s' --output '%s'", src, out);
+    ck_assert_msg(run_tool(args, err, sizeof err) == 0, "convert failed: %s", err);
+    snprintf(args, sizeof args, "inspect '%s' --json", out);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    ck_assert_msg(!strstr(text, "\"tokenizer_dir\""), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "verify --source '%s' --converted '%s'", src, out);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    ck_assert_msg(strstr(text, "model check: fixed token ids (no tokenizer.json)"), "%s", text);
+    free(text);
+    gen_and_convert("llama", 0, "", src, out, sizeof src);
+    snprintf(args, sizeof args, "inspect '%s' --json", out);
+    ck_assert_int_eq(qbt_run_line(args, &text), 0);
+    ck_assert_msg(strstr(text, "\"tokenizer_dir\""), "%s", text);
+    free(text);
+}
+END_TEST
+
 /* The built plugin loads through the host: both sides, the four options,
  * and a bad option value is refused before anything is written. */
 START_TEST(test_plugin_listed_and_options_checked)
@@ -719,6 +761,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_round_trip_gemma2_tied_g64);
     tcase_add_test(tc, test_round_trip_quantized_head);
     tcase_add_test(tc, test_inspect_output);
+    tcase_add_test(tc, test_tokenizer_dir_only_with_files);
     tcase_add_test(tc, test_plugin_listed_and_options_checked);
     tcase_add_test(tc, test_reader_refusals);
     tcase_add_test(tc, test_reader_refuses_unknown_feature_and_version);

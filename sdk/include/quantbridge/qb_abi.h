@@ -37,9 +37,12 @@ extern "C" {
  *   1.2  the writer's plan (qb_writer_vtable.plan, qb_plan_sink,
  *        qb_plan_entry, qb_plan_action); reader views of the source
  *        as stored (qb_reader_vtable get_raw_tensor_info, get_metadata;
- *        qb_raw_tensor_info, qb_meta_entry). */
+ *        qb_raw_tensor_info, qb_meta_entry).
+ *   1.3  the tokenizer a reader does not give, stated instead of failing
+ *        open (qb_model_info.tokenizer_state, tokenizer_note,
+ *        qb_tokenizer_state). */
 #define QB_ABI_MAJOR 1
-#define QB_ABI_MINOR 2
+#define QB_ABI_MINOR 3
 #define QB_MAKE_ABI(maj, min) ((((uint32_t)(maj)) << 16) | (uint32_t)(min))
 #define QB_ABI_GET_MAJOR(v) (((uint32_t)(v)) >> 16)
 #define QB_ABI_GET_MINOR(v) (((uint32_t)(v)) & 0xffffu)

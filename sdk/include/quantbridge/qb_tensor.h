@@ -178,6 +178,21 @@ QB_ABI_ALIGN_HELPER(qb_model_facts);
 #define QB_MODEL_FACTS_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_model_facts, tied_embeddings)
 QB_ABI_STATIC_ASSERT(QB_MODEL_FACTS_SIZE_1_1 == sizeof(qb_model_facts), qb_model_facts_size_1_1);
 
+/* What a reader says about the tokenizer it does not give (ABI 1.3,
+ * qb_model_info.tokenizer_state). A reader that gives tokenizer files sets
+ * tokenizer_dir and leaves the state UNSTATED. */
+typedef enum qb_tokenizer_state {
+    QB_TOKENIZER_UNSTATED = 0, /* nothing said: tokenizer_dir tells (NULL: the
+                                  source has no tokenizer files) */
+    QB_TOKENIZER_SKIPPED = 1,  /* the source has a tokenizer the reader left out
+                                  at the user's request (a reader option) */
+    QB_TOKENIZER_REFUSED = 2,  /* the source has a tokenizer the reader cannot
+                                  give exactly; tokenizer_note says why and
+                                  names the reader option that skips it */
+    QB_TOKENIZER_STATE_MAX_ENUM = QB_ABI_ENUM_MAX /* pins the size; not a state */
+} qb_tokenizer_state;
+QB_ABI_STATIC_ASSERT(sizeof(qb_tokenizer_state) == 4, qb_tokenizer_state_is_32_bits);
+
 /* Description of a whole model. Filled by the reader; pointers owned by the
  * reader, valid until close(). */
 typedef struct qb_model_info {
@@ -200,6 +215,20 @@ typedef struct qb_model_info {
                                       NULL and the host ignores what a reader
                                       puts there. Check QB_HAS_FIELD first:
                                       a 1.0 host does not have it. */
+    /* ABI 1.3 */
+    qb_tokenizer_state tokenizer_state; /* QB_TOKENIZER_*; with SKIPPED or
+                                      REFUSED tokenizer_dir is NULL. A reader
+                                      states a refusal only to a host that
+                                      negotiated ABI >= 1.3 (and writes the
+                                      field under QB_HAS_FIELD); to an older
+                                      host it fails open() instead, as before
+                                      1.3. The host refuses a state it does
+                                      not know, or SKIPPED / REFUSED with a
+                                      tokenizer_dir (docs/plugin-design.md,
+                                      "Tokenizer state added in 1.3"). */
+    const char *tokenizer_note;    /* one line on SKIPPED / REFUSED (the
+                                      reason, naming the reader option that
+                                      skips the tokenizer), else NULL */
 } qb_model_info;
 
 /* ABI 1.0 size (qb_abi.h): a 1.0 info ends at chat_template. */
@@ -208,7 +237,10 @@ QB_ABI_ALIGN_HELPER(qb_model_info);
 QB_ABI_STATIC_ASSERT(offsetof(qb_model_info, facts) >= QB_MODEL_INFO_SIZE_1_0,
                      qb_model_info_size_1_0);
 #define QB_MODEL_INFO_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_model_info, facts)
-QB_ABI_STATIC_ASSERT(QB_MODEL_INFO_SIZE_1_1 == sizeof(qb_model_info), qb_model_info_size_1_1);
+QB_ABI_STATIC_ASSERT(offsetof(qb_model_info, tokenizer_state) >= QB_MODEL_INFO_SIZE_1_1,
+                     qb_model_info_size_1_1);
+#define QB_MODEL_INFO_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_model_info, tokenizer_note)
+QB_ABI_STATIC_ASSERT(QB_MODEL_INFO_SIZE_1_3 == sizeof(qb_model_info), qb_model_info_size_1_3);
 
 /* Number of rows/cols of the matrix view (see file comment). */
 static inline int64_t qb_tensor_rows(const qb_tensor_info *ti)
