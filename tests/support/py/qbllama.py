@@ -31,9 +31,11 @@ def _load_model(path: pathlib.Path, vocab_only: bool = False):
     mp.n_gpu_layers = 0
     mp.vocab_only = vocab_only
     # No "extra buffer types": llama.cpp would otherwise repack Q4_0/Q8_0/... weights for its AMX
-    # or interleaved CPU kernels. On the build machine (a Xeon whose /proc/cpuinfo lists amx_tile)
-    # the AMX matmul, ggml_backend_amx_mul_mat, dies with SIGSEGV at its first tile instruction;
-    # without extra buffers every product runs ggml's ordinary vec_dot kernels, the reference path.
+    # or interleaved CPU kernels. In a llama.cpp built natively on the build machines (Xeons whose
+    # /proc/cpuinfo lists amx_tile) the AMX matmul, ggml_backend_amx_mul_mat, dies with SIGSEGV
+    # at its first tile instruction; tests/support/pytier.sh builds the tiers' llama.cpp without
+    # AMX, and this keeps any other environment (QB_INTEROP_VENV) off it too. Without extra
+    # buffers every product runs ggml's ordinary vec_dot kernels, whatever the build.
     mp.use_extra_bufts = False
     model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
     if not model:
