@@ -214,3 +214,13 @@ def make_ct(hf_f32: pathlib.Path, tokenizer_dir: pathlib.Path, out: pathlib.Path
                                                      strategy="group", group_size=128))
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tokenizer_dir / f, out / f)
+
+
+def assert_verdict(js: dict, allowed: set) -> str:
+    """verify's model verdict (docs/verify.md, "Model verdict") is one of `allowed` and does not
+    fail the verification; returns it."""
+    mv = js.get("model_verdict")
+    assert mv, f"verify wrote no model_verdict: {sorted(js)}"
+    assert mv["verdict"] in allowed and mv["fails"] is False, \
+        f"model verdict {mv['verdict']} (allowed: {sorted(allowed)}): {mv.get('words')}"
+    return mv["verdict"]

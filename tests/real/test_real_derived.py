@@ -11,7 +11,8 @@ that made it:
   library's own decompression, bit for bit.
 
 Each W4A16 conversion passes verify, whose model check runs on text (the first paragraph of
-tests/real/text.txt, to keep three forward passes per source short).
+tests/real/text.txt, to keep three forward passes per source short) with a model verdict of exact
+codes for the repacks and no worse than the plain absmax rule for the requantized ones.
 """
 import pathlib
 import shutil
@@ -124,6 +125,8 @@ def test_w4a16(quantized, made, text_file):
     assert len(rules) == 126
     assert set(rules.values()) == ({"exact"} if name == "Q4_0" else {"absmax"}), set(rules.values())
     U.model_check_on_text(js)
+    U.assert_verdict(js, {"exact_codes"} if name == "Q4_0"
+                     else {"better_than_baseline", "as_expected"})
 
 
 def check_q4_0_codes(reader, w4: pathlib.Path):
@@ -183,6 +186,7 @@ def test_f32_gguf(f32_gguf, made, hf_f32, w4a16_default, text_file):
     js = made.verify(f32_gguf, w4, "gemma-f32-w4a16", "--text", short_text(text_file))
     assert js["pass"] is True and js["n_failed"] == 0
     U.model_check_on_text(js)
+    U.assert_verdict(js, {"better_than_baseline", "as_expected"})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -254,3 +258,5 @@ def test_ct_w4a16(ct_source, made, text_file):
     js = made.verify(src, w4, f"gemma-ct-{kind}-w4a16", "--text", short_text(text_file))
     assert js["pass"] is True and js["n_failed"] == 0
     U.model_check_on_text(js)
+    U.assert_verdict(js, {"exact_codes"} if kind == "sym"
+                     else {"better_than_baseline", "as_expected"})

@@ -248,6 +248,8 @@ def test_verify_hf_dense_default(made, gemma_gguf, hf_default):
     mc = U.model_check_on_text(js)
     assert mc["kl_mean"] < 1e-4 and mc["top1_agreement"] >= 0.98, mc
     assert abs(mc["perplexity_ratio"] - 1.0) < 0.01, mc["perplexity_ratio"]
+    # A float output has no integer grid, so no absmax baseline to compare with.
+    U.assert_verdict(js, {"no_baseline"})
 
 
 def test_w4a16_default(made, gemma_gguf, w4a16_default):
@@ -255,7 +257,8 @@ def test_w4a16_default(made, gemma_gguf, w4a16_default):
     requantized at the automatic group size 128 and declared so; verify's tensor rule (absmax
     per group, docs/verify.md) passes on all 126 linears, and the model check on text reports
     the perplexities: the conversion is lossy, so the converted model must read the text worse
-    than the source (a check that compared the source with itself would give KL 0, ratio 1)."""
+    than the source (a check that compared the source with itself would give KL 0, ratio 1),
+    but no worse than the plain absmax rule does (the model verdict)."""
     man = U.read_json(w4a16_default / "manifest.json")
     assert man["group_size"] == 128 and man["architecture"] == "gemma3_text"
     assert man["tie_word_embeddings"] is True and not (w4a16_default / "lm_head.safetensors").exists()
@@ -270,3 +273,6 @@ def test_w4a16_default(made, gemma_gguf, w4a16_default):
     assert all(t["n_worse_than_baseline"] == 0 for t in grid)
     mc = U.model_check_on_text(js)
     assert mc["kl_mean"] > 0 and mc["perplexity_ratio"] > 1.0, mc
+    # Against the plain absmax rule at the same grid (docs/verify.md, "Model verdict"): the
+    # writer's rule must not lose to it on a real model (measured: better, KL 0.79 vs 0.89).
+    U.assert_verdict(js, {"better_than_baseline", "as_expected"})
