@@ -74,6 +74,11 @@ void qbh_pc_ctx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void qbh_pc_value(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void qbh_pc_result(qbh_pc_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
+/* Child side: fn(arg) runs after the result line is sent and before the
+ * child exits (NULL: nothing), so that what a check opened is released
+ * (a reader's temporary files). A crash in it cannot change the result
+ * the parent already has. Replaces the previous hook. */
+void qbh_pc_at_result(void (*fn)(void *), void *arg);
 
 /* ---- plugin_check_load.c: the library, entry and descriptor -------------- */
 

@@ -29,6 +29,11 @@ typedef struct pcr {
     long live0;
 } pcr;
 
+static void close_sample(void *arg)
+{
+    qbh_source_close(&((pcr *)arg)->src);
+}
+
 static void open_sample(pcr *r)
 {
     qbh_pc_child_load(r->s, &r->p);
@@ -37,6 +42,7 @@ static void open_sample(pcr *r)
     qbh_pc_ctx("open %s", r->s->sample);
     if (qbh_source_open(&r->p, r->s->sample, r->pp.items, &r->src) != QB_OK)
         qbh_pc_result(QBH_PC_FAIL, "open failed: %s", qbh_error_message());
+    qbh_pc_at_result(close_sample, r);
 }
 
 /* Rows of tensor i this check reads: all, or the first that fit the cap. */
