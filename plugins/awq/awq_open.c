@@ -11,6 +11,7 @@
 #include "awq_layout.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 enum { AWQ_GEMM = 1, AWQ_GEMV = 2 };
 
@@ -118,10 +119,19 @@ static qb_status awq_parse(const qb_host *h, const cJSON *o, awq_config *c)
 static qb_status awq_config_load(const qb_host *h, const char *dir, const char *config_json,
                                  awq_config *c)
 {
-    cJSON *main_cfg = config_json ? cJSON_Parse(config_json) : NULL, *side = NULL;
-    const cJSON *qc = main_cfg ? cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config") : NULL;
+    cJSON *main_cfg = NULL, *side = NULL;
+    const cJSON *qc;
     char *text = NULL;
-    qb_status st;
+    qb_status st = QB_OK;
+    if (config_json) {
+        char *what = qbk_strdupf("%s/config.json", dir);
+        st = what ? qbk_json_parse(h, what, config_json, strlen(config_json), &main_cfg)
+                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+        qbk_free(what);
+        if (st != QB_OK)
+            goto out;
+    }
+    qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
     if (qc) {
         c->source = qbk_strdupf("%s/config.json", dir);
         if (!c->source) {
@@ -140,12 +150,12 @@ static qb_status awq_config_load(const qb_host *h, const char *dir, const char *
         goto out;
     }
     c->source = qbk_strdupf("%s/quant_config.json", dir);
-    side = cJSON_Parse(text);
-    if (!c->source || !side) {
-        st = h->set_error(h, c->source ? QB_E_FORMAT : QB_E_NOMEM, "%s/quant_config.json: %s", dir,
-                          c->source ? "invalid JSON" : "out of memory");
+    if (!c->source) {
+        st = h->set_error(h, QB_E_NOMEM, "%s/quant_config.json: out of memory", dir);
         goto out;
     }
+    if ((st = qbk_json_parse(h, c->source, text, strlen(text), &side)) != QB_OK)
+        goto out;
     st = awq_parse(h, side, c);
 out:
     h->free(h, text);
@@ -344,7 +354,7 @@ int awq_probe_config(const char *config_json, int has_quant_config)
     const cJSON *qc, *m;
     if (!config_json)
         return score;
-    if (!(c = cJSON_Parse(config_json)))
+    if (!(c = qbk_json_parse_quiet(config_json, strlen(config_json))))
         return score;
     qc = cJSON_GetObjectItemCaseSensitive(c, "quantization_config");
     if (cJSON_IsObject(qc)) {

@@ -11,6 +11,7 @@
 #include "qbk_qlinear.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 /* First of `a`, `b` present in object `o`, or NULL. */
 static const cJSON *gptq_get2(const cJSON *o, const char *a, const char *b)
@@ -297,16 +298,17 @@ static qb_status gptq_parse_object(const qb_host *h, const char *src, const cJSO
 
 static qb_status gptq_load_file(const qb_host *h, const char *dir, const char *name, cJSON **out)
 {
-    char *text = NULL;
+    char *text = NULL, *what = NULL;
     qb_status st = qbk_read_text(h, dir, name, &text);
     *out = NULL;
     if (st != QB_OK || !text)
         return st;
-    *out = cJSON_Parse(text);
+    what = qbk_strdupf("%s/%s", dir, name);
+    st = what ? qbk_json_parse(h, what, text, strlen(text), out)
+              : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+    qbk_free(what);
     h->free(h, text);
-    if (!*out)
-        return h->set_error(h, QB_E_FORMAT, "%s/%s: invalid JSON", dir, name);
-    return QB_OK;
+    return st;
 }
 
 qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config_json,
@@ -325,9 +327,13 @@ qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config
             goto out;
     }
     if (config_json) {
-        main_cfg = cJSON_Parse(config_json);
-        if (main_cfg)
-            qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
+        char *what = qbk_strdupf("%s/config.json", dir);
+        st = what ? qbk_json_parse(h, what, config_json, strlen(config_json), &main_cfg)
+                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+        qbk_free(what);
+        if (st != QB_OK)
+            goto out;
+        qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
     }
     if (side) {
         cfg->source = qbk_strdupf("%s/%s", dir, side_name);
@@ -437,7 +443,7 @@ int gptq_config_probe(const char *config_json, int has_quantize_config)
     const cJSON *qc, *m;
     if (!config_json)
         return score;
-    c = cJSON_Parse(config_json);
+    c = qbk_json_parse_quiet(config_json, strlen(config_json));
     if (!c)
         return score;
     qc = cJSON_GetObjectItemCaseSensitive(c, "quantization_config");

@@ -23,7 +23,7 @@ typedef enum hfd_config_kind {
     HFD_CONFIG_DENSE = 0,      /* no quantization_config: ours */
     HFD_CONFIG_QUANTIZED = 1,  /* quantization_config / compression_config present */
     HFD_CONFIG_INVALID = 2,    /* a JSON object without a model_type string */
-    HFD_CONFIG_BROKEN = 3      /* not JSON or not an object */
+    HFD_CONFIG_BROKEN = 3      /* refused by the strict parser (qbk_json.h) or not an object */
 } hfd_config_kind;
 
 /* Classifies config.json text without reporting anything (for probe).

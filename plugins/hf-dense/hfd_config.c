@@ -16,6 +16,7 @@
 #include "hfd.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 /* The quantization object of a config, or NULL for a dense one. */
 static const cJSON *hfd_quant_object(const cJSON *root, const char **key)
@@ -41,7 +42,7 @@ hfd_config_kind hfd_config_classify(const char *text)
 
     if (!text)
         return HFD_CONFIG_BROKEN;
-    root = cJSON_Parse(text);
+    root = qbk_json_parse_quiet(text, strlen(text));
     if (!cJSON_IsObject(root))
         k = HFD_CONFIG_BROKEN;
     else if (hfd_quant_object(root, &key))
@@ -62,11 +63,9 @@ qb_status hfd_config_check(const qb_host *h, const char *path, const char *text,
     qb_status st = QB_OK;
 
     *model_type = NULL;
-    root = cJSON_Parse(text);
-    if (!cJSON_IsObject(root)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", path);
+    st = qbk_json_parse_object(h, path, text, strlen(text), &root);
+    if (st != QB_OK)
         goto out;
-    }
     q = hfd_quant_object(root, &key);
     if (q) {
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
@@ -264,11 +263,9 @@ qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const cha
     int64_t hidden, vocab, unused;
     qb_status st = QB_OK;
 
-    root = cJSON_Parse(text);
-    if (!cJSON_IsObject(root)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", path);
+    st = qbk_json_parse_object(h, path, text, strlen(text), &root);
+    if (st != QB_OK)
         goto out;
-    }
     /* Size fields that writers turn into integers: a number that is no
      * int64_t (1e300, 4096.5, -1) is refused here, naming config.json,
      * rather than cast later (undefined behaviour) or misread. */

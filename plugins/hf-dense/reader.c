@@ -24,6 +24,7 @@
 #include "qbk_reader.h"
 #include "qbk_mtp.h"
 #include "qbk_pages.h"
+#include "qbk_json.h"
 
 /* Largest config.json / generation_config.json accepted (as probe's 4 MiB
  * config_json, with room for long chat templates in generation configs). */
@@ -282,9 +283,12 @@ static qb_status hfd_open(void *ctx, const char *path, const qb_param *params, q
     if (st != QB_OK)
         goto out;
     if (mtp_drop) {
-        cJSON *cfg = cJSON_Parse(r->config_text);
+        cJSON *cfg = NULL;
+        st = qbk_json_parse(h, cfg_path, r->config_text, strlen(r->config_text), &cfg);
         mtp_first = qbk_mtp_first_layer(cfg);
         cJSON_Delete(cfg);
+        if (st != QB_OK)
+            goto out;
     }
     st = hfd_describe(r, mtp_first);
     if (st != QB_OK)

@@ -20,6 +20,7 @@
 #include "qbk_path.h"
 #include "qbk_reader.h"
 #include "qbk_str.h"
+#include "qbk_json.h"
 
 #define MO_GROUP 16                 /* NVFP4 elements per E4M3 scale */
 #define MO_SIDE_MAX (1u << 20)      /* hf_quant_config.json size limit */
@@ -50,10 +51,13 @@ static int mo_list_has(const char *const *names, const char *name)
 
 int mo_probe(const char *config_json, const char *const *siblings)
 {
-    cJSON *root = config_json ? cJSON_Parse(config_json) : NULL;
+    cJSON *root;
     const cJSON *q, *m;
     int score = 0;
 
+    if (!config_json)
+        return 0;
+    root = qbk_json_parse_quiet(config_json, strlen(config_json));
     if (!root)
         return 0;
     q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
@@ -128,12 +132,14 @@ static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
         return st;
     if (st == QB_OK) {
         const cJSON *qq;
-        side = cJSON_ParseWithLength(data, len);
+        path = qbk_path_join(dir, "hf_quant_config.json");
+        st = path ? qbk_json_parse_object(h, path, data, len, &side)
+                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+        qbk_free(path);
+        path = NULL;
         h->free(h, data);
-        if (!side || !cJSON_IsObject(side)) {
-            st = h->set_error(h, QB_E_FORMAT, "%s/hf_quant_config.json: not a JSON object", dir);
+        if (st != QB_OK)
             goto out;
-        }
         qq = cJSON_GetObjectItemCaseSensitive(side, "quantization");
         if (!cJSON_IsObject(qq)) {
             st = h->set_error(h, QB_E_FORMAT, "%s/hf_quant_config.json: no \"quantization\" "

@@ -72,7 +72,8 @@ qb_status mo_tensor_read_rows(const qb_host *h, const mo_tensor *t, int64_t row0
 /* Probe score for a directory: QB_PROBE_LIKELY + 10 when config.json's
  * quantization_config says quant_method "modelopt"; QB_PROBE_LIKELY when
  * hf_quant_config.json is among `siblings` and config.json has no
- * quantization_config of another method; else QB_PROBE_NONE. Pure. */
+ * quantization_config of another method; else QB_PROBE_NONE (also when
+ * the strict parser, qbk_json.h, refuses config.json). Pure. */
 int mo_probe(const char *config_json, const char *const *siblings);
 
 #endif /* MO_MODEL_H */

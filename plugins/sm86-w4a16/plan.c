@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 #define NONE ((size_t)-1)
 
@@ -381,10 +382,8 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                           mi->architecture ? mi->architecture : "(none)", W4W_PLUGIN_NAME);
         goto out;
     }
-    if (!mi->config_json || !(cfg = cJSON_Parse(mi->config_json)) || !cJSON_IsObject(cfg)) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: missing or not a JSON object", b.sp);
+    if ((rc = qbk_json_parse_config(h, b.sp, mi->config_json, &cfg)) != QB_OK)
         goto out;
-    }
     L = cfg_int(cfg, "num_hidden_layers", -1);
     if (L < 1 || L > 100000) {
         rc = h->set_error(h, QB_E_FORMAT,

@@ -25,6 +25,7 @@
 #include "qbk_alloc.h"
 #include "qbk_path.h"
 #include "qbk_hf_sidefiles.h"
+#include "qbk_json.h"
 
 #define W4W_CONFIG_MAX (4u << 20)
 
@@ -87,9 +88,13 @@ static int w4r_probe(void *ctx, const qb_probe_input *in)
         return QB_PROBE_NONE;
     if (h->read_small_file(h, path, 1u << 20, &text, &len) != QB_OK)
         return QB_PROBE_WEAK;
-    m = cJSON_ParseWithLength(text, len);
-    if (cJSON_IsObject(m) && cJSON_IsString(cJSON_GetObjectItem(m, "format")) &&
-        strcmp(cJSON_GetObjectItem(m, "format")->valuestring, W4W_PLUGIN_NAME) == 0)
+    m = qbk_json_parse_quiet(text, len);
+    if (!m)
+        score = QB_PROBE_WEAK; /* refused: open() names manifest.json and the reason */
+    else if (cJSON_IsObject(m) &&
+             cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "format")) &&
+             strcmp(cJSON_GetObjectItemCaseSensitive(m, "format")->valuestring,
+                    W4W_PLUGIN_NAME) == 0)
         score = QB_PROBE_CERTAIN;
     cJSON_Delete(m);
     h->free(h, text);
@@ -493,13 +498,14 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     snprintf(p, sizeof p, "%s/config.json", r->dir);
     if ((rc = h->read_small_file(h, p, W4W_CONFIG_MAX, &r->config, &len)) != QB_OK)
         goto out;
+    if ((rc = qbk_json_parse_object(h, p, r->config, len, &cfg)) != QB_OK)
+        goto out;
     snprintf(p, sizeof p, "%s/generation_config.json", r->dir);
     rc = h->read_small_file(h, p, W4W_CONFIG_MAX, &r->gen, &len);
     if (rc == QB_E_NOT_FOUND)
         rc = QB_OK;
     if (rc != QB_OK)
         goto out;
-    cfg = cJSON_Parse(r->config);
     mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
     vocab = cfg_int(cfg, "vocab_size");

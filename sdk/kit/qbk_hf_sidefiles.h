@@ -96,8 +96,10 @@ qb_status qbk_read_side_text(const qb_host *h, const char *dir, const char *name
  *    a newline, else (config_json NULL or not an object) nothing.
  * Returns QB_OK or: QB_E_IO naming a tokenizer file that cannot be read or
  * is not a regular file; QB_E_FORMAT for a source tokenizer_config.json
- * that holds a NUL or is not an object (naming its path), or a generation config that is not
- * an object ("generation_config.json of the source: not a JSON object");
+ * that holds a NUL, is refused by the strict parser (qbk_json.h) or is not
+ * an object (naming its path), a generation config refused or not an
+ * object ("generation_config.json of the source: ..."), or a config_json
+ * the strict parser refuses ("config.json of the source: ...");
  * QB_E_NOMEM; QB_E_INTERNAL (qbk_json_edit's self-check); or the
  * sink's status. Messages through h->set_error (the
  * sink sets its own). Every sink file it creates is closed again, success

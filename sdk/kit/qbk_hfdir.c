@@ -1,6 +1,7 @@
 /* fp8 reader — Hugging Face checkpoint directory. See qbk_hfdir.h. */
 #include "qbk_hfdir.h"
 #include "qbk_hf_sidefiles.h"
+#include "qbk_json.h"
 #include "qbk_path.h"
 
 #include <stdlib.h>
@@ -76,10 +77,14 @@ qb_status qbk_hfdir_open(const qb_host *h, const char *path, qbk_hfdir **out)
     st = hfdir_read_text(h, d->dir, "config.json", 0, &d->config_text);
     if (st != QB_OK)
         goto out;
-    d->config = cJSON_Parse(d->config_text);
-    if (!d->config || !cJSON_IsObject(d->config)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s/config.json: not a JSON object", d->dir);
-        goto out;
+    {
+        char *what = qbk_path_join(d->dir, "config.json");
+        st = what ? qbk_json_parse_object(h, what, d->config_text, strlen(d->config_text),
+                                          &d->config)
+                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", d->dir);
+        qbk_free(what);
+        if (st != QB_OK)
+            goto out;
     }
     mt = cJSON_GetObjectItemCaseSensitive(d->config, "model_type");
     if (!cJSON_IsString(mt) || !mt->valuestring[0]) {

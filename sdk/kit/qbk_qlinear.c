@@ -13,6 +13,7 @@
 #include <quantbridge/qb_half.h>
 
 #include "qbk_half_row.h"
+#include "qbk_json.h"
 #include "qbk_path.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
@@ -222,10 +223,13 @@ qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)
     }
     if ((st = qbk_read_text(h, m->dir, "generation_config.json", &m->generation_config_json)) != QB_OK)
         goto out;
-    cfg = cJSON_Parse(m->config_json);
-    if (!cfg || !cJSON_IsObject(cfg)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s/config.json: not a JSON object", m->dir);
-        goto out;
+    {
+        char *what = qbk_path_join(m->dir, "config.json");
+        st = what ? qbk_json_parse_object(h, what, m->config_json, strlen(m->config_json), &cfg)
+                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
+        qbk_free(what);
+        if (st != QB_OK)
+            goto out;
     }
     mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     if (!cJSON_IsString(mt) || !mt->valuestring[0]) {

@@ -6,6 +6,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "qbk_json.h"
+
 qb_status qbk_reader_check_index(const qb_host *h, const char *where, size_t index, size_t n)
 {
     if (index < n)
@@ -43,7 +45,7 @@ int qbk_reader_probe_quant_method(const char *config_json, const char *quant_met
 
     if (!config_json)
         return 0;
-    root = cJSON_Parse(config_json);
+    root = qbk_json_parse_quiet(config_json, strlen(config_json));
     if (!root)
         return 0;
     q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");

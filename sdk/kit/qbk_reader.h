@@ -44,7 +44,8 @@ void qbk_reader_hfdir_info(const qbk_hfdir *d, size_t n_tensors, const char *for
 
 /* Probe score (qb_reader.h probe) from config.json text alone: 90 when
  * quantization_config.quant_method equals `quant_method` exactly, else 0
- * (also for NULL or unparsable text). The tensors are checked at open. */
+ * (also for NULL text or text the strict parser, qbk_json.h, refuses).
+ * The tensors are checked at open. */
 int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method);
 
 #endif /* QBK_READER_H */

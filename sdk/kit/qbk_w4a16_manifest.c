@@ -15,18 +15,17 @@
 #include "qbk_sha256.h"
 #include "qbk_st_internal.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 #include "qbk_path.h"
 
-/* Integer value of a JSON number that is exactly an integer in [lo, hi]. */
+/* Integer value of a JSON number whose text is exactly an integer in
+ * [lo, hi] (qbk_json_int). */
 static int json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *v)
 {
-    double d;
-    if (!cJSON_IsNumber(j))
+    int64_t x;
+    if (!qbk_json_int(j, &x) || x < lo || x > hi)
         return 0;
-    d = j->valuedouble;
-    if (!(d >= (double)lo && d <= (double)hi) || floor(d) != d || fabs(d) > 9007199254740992.0)
-        return 0;
-    *v = (int64_t)d;
+    *v = x;
     return 1;
 }
 
@@ -39,23 +38,6 @@ static const char *str_member(const cJSON *o, const char *key)
 {
     const cJSON *v = member(o, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* First duplicate key of any object in the tree under j, or NULL. cJSON
- * keeps both members of a duplicate and GetObjectItem returns the first,
- * so a reader that did not check would silently pick one. */
-static const char *dup_anywhere(const cJSON *j, int *nomem)
-{
-    const cJSON *c;
-    const char *d;
-    if (cJSON_IsObject(j) && (d = qbk_st_json_dup_key(j, nomem)) != NULL)
-        return d;
-    if (*nomem)
-        return NULL;
-    for (c = j->child; c; c = c->next)
-        if ((d = dup_anywhere(c, nomem)) != NULL || *nomem)
-            return d;
-    return NULL;
 }
 
 static int lower_hex64(const char *s)
@@ -216,21 +198,26 @@ static qb_status read_files(qbk_st_err *err, const char *path, const cJSON *root
 qb_status qbk_w4a16_manifest_parse(qbk_st_err *err, const char *path, const char *text, size_t len,
                                    qbk_w4a16_manifest *out)
 {
-    cJSON *root;
-    const char *dup;
-    int nomem = 0;
+    cJSON *root = NULL;
+    qbk_json_fail jf;
     qb_status st;
 
     memset(out, 0, sizeof *out);
-    root = cJSON_ParseWithLength(text, len);
-    if (!cJSON_IsObject(root)) {
-        st = qbk_st_fail(err, QB_E_FORMAT, "%s: not a JSON object", path);
+    /* The one strict JSON reading (qbk_json.h): a duplicate key in any
+     * object is refused there, so no member is silently picked. */
+    if (qbk_json_parse_text(text, len, NULL, &root, &jf) != QB_OK) {
+        if (jf.rc == QB_E_NOMEM)
+            st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
+        else if (jf.dup_key[0])
+            st = qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s'", path, jf.dup_key);
+        else {
+            qbk_json_fail_text(&jf, path, err->msg, sizeof err->msg);
+            st = QB_E_FORMAT;
+        }
         goto out;
     }
-    dup = dup_anywhere(root, &nomem);
-    if (nomem || dup) {
-        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path)
-                   : qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s'", path, dup);
+    if (!cJSON_IsObject(root)) {
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: not a JSON object", path);
         goto out;
     }
     st = check_fixed(err, path, root);
