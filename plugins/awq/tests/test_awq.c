@@ -17,6 +17,7 @@
 #include "gen_gptq.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_json_refusals.h"
 #include "qbt_st_writer.h"
 #include "qlr_check.h"
 
@@ -247,6 +248,45 @@ START_TEST(refuses_bits_8)
 }
 END_TEST
 
+static qb_status awq_open_cb(const char *path, void *ctx)
+{
+    qbk_qlinear_model *m = NULL;
+    qb_status st = awq_open_model(qbt_host(), path, &m);
+    (void)ctx;
+    qbk_qlinear_free(m);
+    return st;
+}
+
+/* config.json and the old quant_config.json (docs/formats/awq.md,
+ * "Config") are read by the one strict parser (sdk/kit/qbk_json.h): every
+ * refusal names the file and the reason. */
+START_TEST(strict_json_in_config_and_quant_config)
+{
+    qbt_awq_spec s = spec(0, 1, 128);
+    char *cfg_path, *text, *q, *side;
+    ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
+    qbt_json_refusals(tmp, "config.json", "model_type", NULL, awq_open_cb, NULL, NULL);
+    /* the same checkpoint with its quantization_config moved to quant_config.json */
+    cfg_path = qbt_path(tmp, "config.json");
+    text = qbt_read_file(cfg_path, NULL);
+    ck_assert_ptr_nonnull(text);
+    q = strstr(text, ",\n  \"quantization_config\": ");
+    ck_assert_ptr_nonnull(q);
+    side = strdup(q + strlen(",\n  \"quantization_config\": "));
+    *strrchr(side, '}') = '\0'; /* the config's own closing brace */
+    strcpy(q, "\n}\n");
+    qbt_write_file(cfg_path, text);
+    free(text);
+    text = qbt_path(tmp, "quant_config.json");
+    qbt_write_file(text, side);
+    ck_assert_msg(awq_open_cb(tmp, NULL) == QB_OK, "%s", qbt_host_last_error());
+    qbt_json_refusals(tmp, "quant_config.json", "version", NULL, awq_open_cb, NULL, NULL);
+    free(text);
+    free(side);
+    free(cfg_path);
+}
+END_TEST
+
 START_TEST(probe_scores)
 {
     ck_assert_int_eq(awq_probe_config("{\"quantization_config\": {\"quant_method\": \"awq\"}}", 0), 90);
@@ -278,6 +318,7 @@ Suite *qbt_suite(void)
     tcase_add_test(b, group_size_disagrees_with_scales);
     tcase_add_test(b, refuses_bits_8);
     tcase_add_test(b, probe_scores);
+    tcase_add_test(b, strict_json_in_config_and_quant_config);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
     return s;

@@ -19,6 +19,7 @@
 #include "gptq_open.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_json_refusals.h"
 #include "qbt_st_writer.h"
 #include "qlr_check.h"
 
@@ -485,6 +486,28 @@ START_TEST(tokenizer_dir_when_present)
 }
 END_TEST
 
+static qb_status gptq_open_cb(const char *path, void *ctx)
+{
+    qbk_qlinear_model *m = NULL;
+    qb_status st = gptq_open_model(qbt_host(), path, GPTQ_OPT_AUTO, &m);
+    (void)ctx;
+    qbk_qlinear_free(m);
+    return st;
+}
+
+/* config.json and quantize_config.json are read by the one strict parser
+ * (sdk/kit/qbk_json.h): every refusal names the file and the reason. */
+START_TEST(strict_json_in_config_and_side_file)
+{
+    qbt_gptq_spec s = spec(4, 32, 1, 0);
+    s.side_file = 1;
+    ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
+    ck_assert_int_eq(gptq_open_cb(tmp, NULL), QB_OK);
+    qbt_json_refusals(tmp, "config.json", "model_type", NULL, gptq_open_cb, NULL, NULL);
+    qbt_json_refusals(tmp, "quantize_config.json", "bits", NULL, gptq_open_cb, NULL, NULL);
+}
+END_TEST
+
 START_TEST(probe_scores)
 {
     ck_assert_int_eq(gptq_config_probe("{\"quantization_config\": {\"quant_method\": \"gptq\"}}", 0), 90);
@@ -532,6 +555,7 @@ Suite *qbt_suite(void)
     tcase_add_test(b, broken_g_idx_group_counts);
     tcase_add_test(b, refuses_marlin_and_planar);
     tcase_add_test(b, probe_scores);
+    tcase_add_test(b, strict_json_in_config_and_side_file);
     tcase_add_test(g, tokenizer_dir_when_present);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
