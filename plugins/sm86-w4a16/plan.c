@@ -28,9 +28,9 @@
  * header can be written before its data is streamed.
  */
 #include "w4w.h"
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
-#include "qbk_w4a16_names.h"
+#include "w4a16_names.h"
 
 #include <cJSON.h>
 #include <stdio.h>
@@ -252,12 +252,12 @@ static qb_status plan_linear(builder *b, size_t src, const char *base, int64_t r
         return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", b->sp);
     snprintf(it->key, kl, "%s:%s", f->name, base);
     dims[0] = it->rows;
-    dims[1] = qbk_int4_packed_bytes(it->cols);
+    dims[1] = w4a16_int4_packed_bytes(it->cols);
     snprintf(name, sizeof name, "%s.packed", base);
     rc = add_out(b, name, "U8", 2, dims, 1);
     if (rc != QB_OK)
         return rc;
-    dims[1] = qbk_int4_n_groups(it->cols, p->opt.group_size);
+    dims[1] = w4a16_int4_n_groups(it->cols, p->opt.group_size);
     snprintf(name, sizeof name, "%s.scales", base);
     rc = add_out(b, name, "F16", 2, dims, 2);
     if (rc != QB_OK || !p->opt.act_order_permute)
@@ -787,9 +787,9 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
     for (l = 0; l < L; l++) {
         size_t k;
         /* the kit names layer files for the writer and both readers alike */
-        if (qbk_w4a16_layer_file(l, L, name, sizeof name) != 0) {
+        if (w4a16_layer_file(l, L, name, sizeof name) != 0) {
             rc = h->set_error(h, QB_E_FORMAT, "%lld layers: more than the format allows (%d)",
-                              (long long)L, QBK_W4A16_MAX_LAYERS);
+                              (long long)L, W4A16_MAX_LAYERS);
             goto out;
         }
         if ((rc = add_file(&b, name)) != QB_OK)

@@ -1,6 +1,6 @@
 /*
  * The sm86-w4a16 reader's manifest check (manifest_in.c over the kit's
- * qbk_w4a16_manifest) on hand-built directories: a valid one, and the
+ * w4a16_manifest) on hand-built directories: a valid one, and the
  * cases docs/w4a16-format.md "Strict reading" settles (uppercase digest,
  * duplicate key, name starting with '.', zero layers, layer file width
  * above 1,000 layers). Expected names and digests come from the document
