@@ -8,7 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "qbk_qlinear.h"
+#include "qlinear.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
 #include "qbk_json.h"

@@ -43,10 +43,11 @@ libdir=$(dirname "$(dirname "$pc")")
 n=0
 for d in "$src"/plugins/*/; do
   name=$(basename "$d")
-  [ -f "$d/CMakeLists.txt" ] || continue
+  # a plugin folder has its conf; one without holds shared code (plugins/qlinear)
+  [ -f "$d/CMakeLists.txt" ] && [ -f "$d/$name.conf" ] || continue
   n=$((n + 1))
   echo "libqb_${name//-/_}.so" >>"$tmp/want-plugins"
-  [ -f "$d/$name.conf" ] && echo "$name.conf" >>"$tmp/want-confs"
+  echo "$name.conf" >>"$tmp/want-confs"
 done
 [ "$n" -gt 0 ] || fail "no plugin folder under $src/plugins"
 LC_ALL=C sort -o "$tmp/want-plugins" "$tmp/want-plugins"

@@ -95,7 +95,8 @@ echo "sdk-example: both examples built against the SDK-only prefix (find_package
 qb="$full/bin/quantbridge"
 builtins=()
 for d in "$src"/plugins/*/; do
-  [ -f "$d/CMakeLists.txt" ] && builtins+=("$(basename "$d")")
+  # a plugin folder has its conf; one without holds shared code (plugins/qlinear)
+  [ -f "$d/CMakeLists.txt" ] && [ -f "$d/$(basename "$d").conf" ] && builtins+=("$(basename "$d")")
 done
 # A clean environment: no user config, no search path unless a way sets one.
 export HOME="$tmp/home"
