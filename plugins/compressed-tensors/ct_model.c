@@ -537,7 +537,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
     size_t stem;
     qb_status st;
 
-    if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2)
+    if (!qb_streader_is_dense(x))
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is not a float dense tensor and "
                             "no compressed-tensors scheme explains it", x->file, x->name,
                             x->dtype_name);
@@ -577,27 +577,30 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
         return st;
     t->kind = CT_K_DENSE;
     t->w = x;
-    if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding))
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
+    qb_streader_matrix(x->n_dims, x->dims, &t->rows, &t->cols);
     return QB_OK;
 }
 
-qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
+static qb_status ct_model_open(qb_streader *r, const qb_param *params)
 {
+    const qb_host *h = r->host;
     const qb_st_api *api = h->safetensors;
+    const char *path = r->dir->dir;
     ct_pset used = {NULL, 0};
     ct_model *m;
     size_t n_st, i, stem, j;
     qb_status st;
 
-    *out = NULL;
+    (void)params;
     m = qbk_calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_hfdir_open(h, path, &m->d);
+    r->model = m;
+    m->d = r->dir;
+    st = qbk_reader_config(m->d, &m->config, &m->qcfg);
     if (st != QB_OK)
         goto out;
-    st = ct_config_parse(h, m->d->dir, m->d->qcfg, &m->cfg);
+    st = ct_config_parse(h, m->d->dir, m->qcfg, &m->cfg);
     if (st != QB_OK)
         goto out;
     n_st = api->count(m->d->st);
@@ -679,24 +682,19 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
         if (off < sizeof(buf) - 1)
             snprintf(buf + off, sizeof(buf) - off, " %zu quantized + %zu dense tensors",
                      m->n_quant, m->n - m->n_quant);
-        m->summary = qbk_strdup(buf);
-        if (!m->summary) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        if ((st = qb_streader_set_summary(r, "%s", buf)) != QB_OK)
             goto out;
-        }
     }
+    r->n_tensors = m->n;
     st = QB_OK;
 out:
     qbk_free(used.slot);
-    if (st != QB_OK)
-        ct_model_close(h, m);
-    else
-        *out = m;
     return st;
 }
 
-void ct_model_close(const qb_host *h, ct_model *m)
+static void ct_model_close(qb_streader *r)
 {
+    ct_model *m = r->model;
     size_t i;
     if (!m)
         return;
@@ -706,9 +704,65 @@ void ct_model_close(const qb_host *h, ct_model *m)
         qbk_free(m->t[i].g_idx);
     }
     qbk_free(m->t);
-    qbk_free(m->summary);
     qbk_free(m->scheme_use);
     ct_config_free(&m->cfg);
-    qbk_hfdir_close(h, m->d);
+    cJSON_Delete(m->config);
     qbk_free(m);
+    r->model = NULL;
 }
+
+static void ct_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
+{
+    const ct_tensor *t = &((const ct_model *)r->model)->t[i];
+    qb_streader_describe_dense(t->w, out); /* its data first */
+    if (t->kind == CT_K_DENSE)
+        return;
+    out->name = t->name;
+    out->n_dims = 2;
+    out->dims[0] = t->rows;
+    out->dims[1] = t->cols;
+    memset(out->dims + 2, 0, sizeof(out->dims) - 2 * sizeof(out->dims[0]));
+    out->source_dtype = t->kind == CT_K_FLOAT ? QB_DT_F8_E4M3 : QB_DT_QUANTIZED;
+    out->encoding = t->encoding;
+    out->has_grid = t->has_grid;
+    /* weight_g_idx, weight_shape and other "<module>.*" parts reach the
+     * tensor through its name (qb_streader.h) */
+    out->stored[1] = t->scale;
+    out->stored[2] = t->zp;
+}
+
+static qb_status ct_read_rows_cb(const qb_streader *r, size_t i, int64_t row0, int64_t n_rows,
+                                 float *dst)
+{
+    return ct_tensor_read_rows(r->host, &((const ct_model *)r->model)->t[i], row0, n_rows, dst);
+}
+
+static qb_status ct_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
+{
+    const ct_tensor *t = &((const ct_model *)r->model)->t[i];
+    out->bits = (uint32_t)t->bits;
+    out->n_groups = (uint32_t)t->n_groups;
+    out->group_size = t->g_idx ? 0 : t->gs;
+    out->col_group = t->g_idx;
+    out->symmetric = t->grid_symmetric;
+    out->scale_dtype = t->scale->dtype;
+    return QB_OK;
+}
+
+static qb_status ct_read_grid_cb(const qb_streader *r, size_t i, int64_t row0, int64_t n_rows,
+                                 qb_grid_rows *out)
+{
+    return ct_tensor_read_grid(r->host, &((const ct_model *)r->model)->t[i], row0, n_rows,
+                               out->codes, out->scales, out->zeros);
+}
+
+const qb_streader_class ct_class = {
+    .struct_size = sizeof(qb_streader_class),
+    .format = "compressed-tensors",
+    .open = ct_model_open,
+    .close = ct_model_close,
+    .describe = ct_describe,
+    .read_rows = ct_read_rows_cb,
+    .grid_info = ct_grid_info,
+    .read_grid = ct_read_grid_cb,
+};

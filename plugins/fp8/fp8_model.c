@@ -26,7 +26,7 @@
 #include "qbk_str.h"
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
-#include "qbk_pages.h"
+#include <quantbridge/base/qb_rows.h>
 
 int fp8_config_probe(const char *config_json)
 {
@@ -59,7 +59,7 @@ static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
                                         "weight_block_size", "modules_to_not_convert",
                                         "ignored_layers", "scale_fmt", "dequantize", NULL};
     const char *dir = m->d->dir;
-    const cJSON *q = m->d->qcfg, *it, *e;
+    const cJSON *q = m->qcfg, *it, *e;
     size_t i;
     int n;
 
@@ -183,20 +183,28 @@ static int fp8_is_activation_param(const char *name)
     return 0;
 }
 
-qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_model **out)
+static void fp8_model_close(qb_streader *r);
+
+static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
 {
+    const qb_host *h = r->host;
     const qb_st_api *api = h->safetensors;
+    const char *path = r->dir->dir;
     fp8_model *m;
     unsigned char *used = NULL;
     size_t n_st, i, stem;
     qb_status st;
     char *module = NULL;
+    int mtp_drop;
 
-    *out = NULL;
+    if ((st = qbk_mtp_mode(h, params, &mtp_drop)) != QB_OK)
+        return st;
     m = qbk_calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_hfdir_open(h, path, &m->d);
+    r->model = m;
+    m->d = r->dir;
+    st = qbk_reader_config(m->d, &m->config, &m->qcfg);
     if (st != QB_OK)
         goto out;
     st = fp8_parse_config(h, m);
@@ -237,7 +245,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_m
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
         }
-        if (fp8_module_not_converted(m->d->qcfg, module)) {
+        if (fp8_module_not_converted(m->qcfg, module)) {
             st = h->set_error(h, QB_E_MISMATCH,
                               "%s: %s: FP8 weight in a module the config lists as not converted",
                               w->file, w->name);
@@ -281,11 +289,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_m
         st = fp8_pair(h, m, w, s, t);
         if (st != QB_OK)
             goto out;
-        t->name = qbk_strdup(w->name);
-        if (!t->name) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
+        t->name = w->name;
         used[i] = 1;
     }
     /* Pass 2: what is left is dense, an activation parameter, or an error. */
@@ -319,7 +323,7 @@ qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_m
             used[i] = 3;
             continue;
         }
-        if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2) {
+        if (!qb_streader_is_dense(x)) {
             st = h->set_error(h, QB_E_UNSUPPORTED,
                               "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
                               x->file, x->name, x->dtype_name);
@@ -327,21 +331,18 @@ qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_m
         }
         t->kind = FP8_K_DENSE;
         t->w = x;
-        if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding)) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
+        t->name = x->name;
+        qb_streader_matrix(x->n_dims, x->dims, &t->rows, &t->cols);
         used[i] = 4;
     }
     /* Compact to the canonical list (source order, scales and activation
      * parameters removed). */
     {
         size_t j = 0;
-        int64_t mtp_first = mtp_drop ? qbk_mtp_first_layer(m->d->config) : -1;
+        int64_t mtp_first = mtp_drop ? qbk_mtp_first_layer(m->config) : -1;
         for (i = 0; i < n_st; i++) {
             if ((used[i] == 1 || used[i] == 4) && qbk_mtp_is_mtp(m->t[i].name, mtp_first)) {
                 /* mtp=drop (qbk_mtp.h): checked above, not presented */
-                qbk_free(m->t[i].name);
                 qbk_free(m->t[i].encoding);
                 memset(&m->t[i], 0, sizeof(m->t[i]));
                 m->n_mtp_dropped++;
@@ -378,45 +379,48 @@ qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_m
         if (m->n_mtp_dropped)
             snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
                      "; %zu MTP tensors dropped (mtp=drop)", m->n_mtp_dropped);
-        m->summary = qbk_strdup(buf);
-        if (!m->summary) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        if ((st = qb_streader_set_summary(r, "%s", buf)) != QB_OK)
             goto out;
-        }
     }
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: config says fp8 but no FP8 weight was found",
                           m->d->dir);
         goto out;
     }
+    r->n_tensors = m->n;
     st = QB_OK;
 out:
     qbk_free(module);
     qbk_free(used);
-    if (st != QB_OK)
-        fp8_model_close(h, m);
-    else
-        *out = m;
     return st;
 }
 
-void fp8_model_close(const qb_host *h, fp8_model *m)
+static void fp8_model_close(qb_streader *r)
 {
+    fp8_model *m = r->model;
     size_t i, cap;
     if (!m)
         return;
     if (m->t) {
         /* entries past n were zeroed by compaction or never filled */
-        cap = m->d && m->d->st ? h->safetensors->count(m->d->st) : m->n;
-        for (i = 0; i < cap; i++) {
-            qbk_free(m->t[i].name);
+        cap = m->d->st ? r->host->safetensors->count(m->d->st) : m->n;
+        for (i = 0; i < cap; i++)
             qbk_free(m->t[i].encoding);
-        }
     }
     qbk_free(m->t);
-    qbk_free(m->summary);
-    qbk_hfdir_close(h, m->d);
+    cJSON_Delete(m->config);
     qbk_free(m);
+    r->model = NULL;
+}
+
+static void fp8_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
+{
+    const fp8_tensor *t = &((const fp8_model *)r->model)->t[i];
+    qb_streader_describe_dense(t->w, out); /* its name, shape, dtype and data */
+    if (t->kind != FP8_K_DENSE) {
+        out->encoding = t->encoding;
+        out->stored[1] = t->scale;
+    }
 }
 
 /* Per-read drops round inward to whole pages, so the pages shared by two
@@ -424,37 +428,36 @@ void fp8_model_close(const qb_host *h, fp8_model *m)
  * 1 MiB blocks). A writer streams tensor after tensor, so dropping the
  * previous tensor whole at the first read of the next one bounds what stays
  * mapped to about one tensor, and the small scale tensors go with it. */
-void fp8_model_note_read(fp8_model *m, size_t index)
+static void fp8_model_note_read(fp8_model *m, size_t index)
 {
     size_t prev = __atomic_exchange_n(&m->last_read, index + 1, __ATOMIC_RELAXED);
     const fp8_tensor *t;
     if (prev == 0 || prev == index + 1 || prev - 1 >= m->n)
         return;
     t = &m->t[prev - 1];
-    qbk_pages_drop(t->w->data, t->w->n_bytes);
+    qb_rows_drop_pages(t->w->data, t->w->n_bytes);
     if (t->scale)
-        qbk_pages_drop(t->scale->data, t->scale->n_bytes);
+        qb_rows_drop_pages(t->scale->data, t->scale->n_bytes);
 }
 
-qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t row0,
-                               int64_t n_rows, float *dst)
+static qb_status fp8_read_rows(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
+                               float *dst)
 {
+    const qb_host *h = rd->host;
+    fp8_model *m = rd->model;
+    const fp8_tensor *t = &m->t[i];
     const qb_st_tensor *w = t->w, *s = t->scale;
     size_t ss;
     float *srow = NULL;
     int64_t r, k;
     float sc = 0.0f;
 
+    fp8_model_note_read(m, i);
+    if (t->kind == FP8_K_DENSE)
+        return qb_streader_dense_rows(h, w, row0, n_rows, dst);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
                             t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
-    if (t->kind == FP8_K_DENSE) {
-        size_t es = qbk_float_store_size(w->dtype);
-        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
-                         (size_t)(n_rows * t->cols), dst);
-        qbk_pages_drop(w->data + (size_t)(row0 * t->cols) * es, (uint64_t)(n_rows * t->cols) * es);
-        return QB_OK;
-    }
     ss = qbk_float_store_size(s->dtype);
     if (t->kind == FP8_K_TENSOR)
         qbk_float_store_to_f32(s->dtype, s->data, 1, &sc);
@@ -482,6 +485,16 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
     }
     qbk_free(srow);
     /* FP8 weights are one byte per element */
-    qbk_pages_drop(w->data + (size_t)(row0 * t->cols), (uint64_t)(n_rows * t->cols));
+    qb_rows_drop_pages(w->data + (size_t)(row0 * t->cols), (uint64_t)(n_rows * t->cols));
     return QB_OK;
 }
+
+const qb_streader_class fp8_class = {
+    .struct_size = sizeof(qb_streader_class),
+    .format = "fp8",
+    .open = fp8_model_open,
+    .close = fp8_model_close,
+    .describe = fp8_describe,
+    .read_rows = fp8_read_rows,
+    /* no grid: FP8 values are not a uniform integer grid */
+};

@@ -115,7 +115,7 @@ static qb_status mo_config_one(const qb_host *h, mo_model *m, const char *where,
 static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
 {
     const char *dir = m->d->dir;
-    const cJSON *q = m->d->qcfg, *it;
+    const cJSON *q = m->qcfg, *it;
     char *path = NULL, where[64];
     void *data = NULL;
     size_t len = 0;
@@ -253,27 +253,26 @@ static qb_status mo_quantized(const qb_host *h, mo_model *m, mo_tensor *t, const
     if (!isfinite(t->s2) || !(t->s2 > 0.0f))
         return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_scale_2 %g is not a positive finite "
                             "number", p[1]->file, p[1]->name, (double)t->s2);
-    t->name = qbk_stem_cat(w->name, stem, ".weight");
-    t->encoding = qbk_strdup("modelopt nvfp4 e2m1 g16 e4m3*scale_2");
-    if (!t->name || !t->encoding)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
     return QB_OK;
 }
 
-qb_status mo_model_open(const qb_host *h, const char *path, mo_model **out)
+static qb_status mo_model_open(qb_streader *r, const qb_param *params)
 {
-    const qb_st_api *api;
+    const qb_host *h = r->host;
+    const qb_st_api *api = h->safetensors;
+    const char *path = r->dir->dir;
     mo_model *m;
     size_t n_st, i, stem;
     int from_side = 0;
     qb_status st;
 
-    *out = NULL;
-    api = h->safetensors;
+    (void)params;
     m = qbk_calloc(1, sizeof(*m));
     if (!m)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_hfdir_open(h, path, &m->d);
+    r->model = m;
+    m->d = r->dir;
+    st = qbk_reader_config(m->d, &m->config, &m->qcfg);
     if (st != QB_OK)
         goto out;
     st = mo_parse_config(h, m, &from_side);
@@ -292,9 +291,9 @@ qb_status mo_model_open(const qb_host *h, const char *path, mo_model **out)
 
         if (qbk_split_suffix(x->name, ".weight", &stem) && x->dtype == QB_DT_U8) {
             st = mo_quantized(h, m, t, x, stem);
-            m->n++; /* counted even on failure so close frees its strings */
             if (st != QB_OK)
                 goto out;
+            m->n++;
             m->n_quant++;
             continue;
         }
@@ -323,74 +322,73 @@ qb_status mo_model_open(const qb_host *h, const char *path, mo_model **out)
             m->n_input_scales++;
             continue;
         }
-        if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2) {
+        if (!qb_streader_is_dense(x)) {
             st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is neither a packed NVFP4 "
                               "weight nor a float dense tensor", x->file, x->name, x->dtype_name);
             goto out;
         }
         t->w = x;
         m->n++;
-        if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding)) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
     }
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: the configuration says ModelOpt NVFP4 but no packed "
                           "NVFP4 weight was found", m->d->dir);
         goto out;
     }
-    m->summary = qbk_strdupf("ModelOpt NVFP4 (%s): E2M1 weights, E4M3 group-16 scales times "
-                             "weight_scale_2; %zu quantized + %zu dense tensors; %zu activation "
-                             "scales (input_scale) ignored: the conversion is weight-only",
-                             from_side ? "hf_quant_config.json" : "config.json",
-                             m->n_quant, m->n - m->n_quant, m->n_input_scales);
-    if (!m->summary) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    st = QB_OK;
+    r->n_tensors = m->n;
+    st = qb_streader_set_summary(r, "ModelOpt NVFP4 (%s): E2M1 weights, E4M3 group-16 scales "
+                                 "times weight_scale_2; %zu quantized + %zu dense tensors; %zu "
+                                 "activation scales (input_scale) ignored: the conversion is "
+                                 "weight-only",
+                                 from_side ? "hf_quant_config.json" : "config.json", m->n_quant,
+                                 m->n - m->n_quant, m->n_input_scales);
 out:
-    if (st != QB_OK)
-        mo_model_close(h, m);
-    else
-        *out = m;
     return st;
 }
 
-void mo_model_close(const qb_host *h, mo_model *m)
+static void mo_model_close(qb_streader *r)
 {
+    mo_model *m = r->model;
     size_t i;
     if (!m)
         return;
-    for (i = 0; i < m->n; i++) {
-        qbk_free(m->t[i].name);
-        qbk_free(m->t[i].encoding);
-    }
     for (i = 0; i < m->n_exclude; i++)
         qbk_free(m->exclude[i]);
     qbk_free(m->exclude);
     qbk_free(m->t);
-    qbk_free(m->summary);
-    qbk_hfdir_close(h, m->d);
+    cJSON_Delete(m->config);
     qbk_free(m);
+    r->model = NULL;
 }
 
-qb_status mo_tensor_read_rows(const qb_host *h, const mo_tensor *t, int64_t row0,
-                              int64_t n_rows, float *dst)
+static void mo_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
 {
+    const mo_tensor *t = &((const mo_model *)r->model)->t[i];
+    qb_streader_describe_dense(t->w, out); /* its name and data */
+    if (!t->quant)
+        return;
+    out->n_dims = 2;
+    out->dims[0] = t->rows;
+    out->dims[1] = t->cols;
+    out->source_dtype = QB_DT_QUANTIZED;
+    out->encoding = "modelopt nvfp4 e2m1 g16 e4m3*scale_2";
+    out->stored[1] = t->scale;
+    out->stored[2] = t->scale2;
+}
+
+static qb_status mo_read_rows(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
+                              float *dst)
+{
+    const qb_host *h = rd->host;
+    const mo_tensor *t = &((const mo_model *)rd->model)->t[i];
     const qb_st_tensor *w = t->w;
     int64_t r, g;
 
+    if (!t->quant)
+        return qb_streader_dense_rows(h, w, row0, n_rows, dst);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
-                            t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
-    if (!t->quant) {
-        size_t es = qbk_float_store_size(w->dtype);
-        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
-                               (size_t)(n_rows * t->cols), dst);
-        return QB_OK;
-    }
+                            w->name, (long long)row0, (long long)n_rows, (long long)t->rows);
     for (r = row0; r < row0 + n_rows; r++) {
         const uint8_t *codes = w->data + (size_t)(r * (t->cols / 2));
         const uint8_t *sc = t->scale->data + (size_t)(r * t->n_groups);
@@ -405,3 +403,13 @@ qb_status mo_tensor_read_rows(const qb_host *h, const mo_tensor *t, int64_t row0
     }
     return QB_OK;
 }
+
+const qb_streader_class mo_class = {
+    .struct_size = sizeof(qb_streader_class),
+    .format = "modelopt",
+    .open = mo_model_open,
+    .close = mo_model_close,
+    .describe = mo_describe,
+    .read_rows = mo_read_rows,
+    /* no grid: FP4 under E4M3 scales is not a uniform integer grid */
+};

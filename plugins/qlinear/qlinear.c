@@ -12,12 +12,12 @@
 #include <cjson/cJSON.h>
 #include <quantbridge/qb_half.h>
 
-#include "qbk_half_row.h"
 #include "qbk_json.h"
 #include "qbk_path.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
-#include "qbk_pages.h"
+#include <quantbridge/base/qb_rows.h>
+#include <quantbridge/base/qb_stdir.h>
 
 /* Rows decoded per scratch chunk: bounds read_rows memory to
  * QLINEAR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
@@ -245,7 +245,7 @@ qb_status qlinear_load_side_files(qlinear_model *m)
     if ((st = h->list_dir(h, m->dir, &names)) != QB_OK)
         goto out;
     for (i = 0; names[i]; i++)
-        if (qbk_hf_is_tokenizer_file(names[i])) /* the readers' one rule (qbk_hf_dir_has_tokenizer) */
+        if (qb_stdir_is_tokenizer_file(names[i])) /* the readers' one rule (qb_stdir.h) */
             has_tok = 1;
     if (has_tok && !(m->tokenizer_dir = qbk_strdup(m->dir))) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
@@ -371,7 +371,7 @@ float qlinear_float_at(const qb_st_tensor *st, uint64_t idx)
 void qlinear_drop_pages(const qb_st_tensor *st)
 {
     if (st)
-        qbk_pages_drop(st->data, st->n_bytes);
+        qb_rows_drop_pages(st->data, st->n_bytes);
 }
 
 /* Notes a read of tensor i; when the previous read was of another tensor,
@@ -486,13 +486,9 @@ qb_status qlinear_read_rows(const qlinear_model *m, size_t i, int64_t row0, int6
         uint64_t e, base = (uint64_t)row0 * (uint64_t)cols, n = (uint64_t)n_rows * (uint64_t)cols;
         /* one loop per dtype (not qlinear_float_at per element): perf showed
          * the per-element dtype switch at ~7 % of a GPTQ conversion */
-        if (t->st->dtype == QB_DT_F32) {
-            memcpy(dst, t->st->data + 4 * base, 4 * n);
-        } else if (t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16) {
-            if (t->st->dtype == QB_DT_BF16)
-                qbk_half_bf16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
-            else
-                qbk_half_f16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
+        if (qb_rows_dense_size(t->st->dtype)) {
+            qb_rows_to_f32(t->st->dtype, t->st->data + qb_rows_dense_size(t->st->dtype) * base,
+                           (size_t)n, dst);
         } else {
             for (e = 0; e < n; e++)
                 dst[e] = qlinear_float_at(t->st, base + e);
@@ -502,7 +498,7 @@ qb_status qlinear_read_rows(const qlinear_model *m, size_t i, int64_t row0, int6
         {
             /* element sizes as qlinear_float_at reads them */
             uint64_t esz = t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16 ? 2 : 4;
-            qbk_pages_drop(t->st->data + base * esz, n * esz);
+            qb_rows_drop_pages(t->st->data + base * esz, n * esz);
         }
         return QB_OK;
     }

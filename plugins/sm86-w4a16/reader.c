@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <quantbridge/base/qb_stdir.h>
+
 #include "qbk_alloc.h"
 #include "qbk_path.h"
 #include "qbk_hf_sidefiles.h"
@@ -49,7 +51,7 @@ typedef struct w4r_tensor {
 typedef struct w4r_reader {
     const qb_host *h;
     char *dir;
-    int has_tokenizer; /* dir holds tokenizer files (qbk_hf_dir_has_tokenizer) */
+    int has_tokenizer; /* dir holds tokenizer files (qb_stdir_has_tokenizer) */
     w4w_manifest_in man;
     void *config; /* host->alloc'd texts */
     void *gen;
@@ -569,7 +571,7 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     if (rc != QB_OK)
         goto out;
     /* the output of a source without a tokenizer has none: claim none */
-    if ((rc = qbk_hf_dir_has_tokenizer(h, r->dir, &r->has_tokenizer)) != QB_OK)
+    if ((rc = qb_stdir_has_tokenizer(h, r->dir, &r->has_tokenizer)) != QB_OK)
         goto out;
     snprintf(r->encoding, sizeof r->encoding, "sm86-w4a16 int4 g%lld sym",
              (long long)r->man.group_size);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <quantbridge/base/qb_stdir.h>
+
 #include "qbk_alloc.h"
 #include "qbk_json.h"
 #include "qbk_json_edit.h"
@@ -178,8 +180,8 @@ qb_status qbk_hf_write_tokenizer_files(const qb_host *h, const qb_sink *sink,
     size_t i;
 
     assert(h && sink && mi);
-    for (i = 0; mi->tokenizer_dir && qbk_hf_tokenizer_files[i]; i++) {
-        const char *name = qbk_hf_tokenizer_files[i];
+    for (i = 0; mi->tokenizer_dir && qb_stdir_tokenizer_files[i]; i++) {
+        const char *name = qb_stdir_tokenizer_files[i];
         /* With a template to set, tokenizer_config.json is rewritten below,
          * and a template file beside it would override the source's
          * template on load (transformers >= 4.43 prefers
