@@ -23,18 +23,6 @@
  * QLINEAR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
 #define QLINEAR_CHUNK 32
 
-qlinear_model *qlinear_new(const qb_host *host, const char *dir)
-{
-    qlinear_model *m = qbk_calloc(1, sizeof(*m));
-    if (!m || !(m->dir = qbk_strdup(dir))) {
-        qbk_free(m);
-        host->set_error(host, QB_E_NOMEM, "%s: out of memory", dir);
-        return NULL;
-    }
-    m->host = host;
-    return m;
-}
-
 void qlinear_free(qlinear_model *m)
 {
     size_t i;
@@ -46,14 +34,8 @@ void qlinear_free(qlinear_model *m)
         qbk_free(m->t[i].g_idx);
     }
     qbk_free(m->t);
-    if (m->set)
-        m->host->safetensors->close(m->set);
-    m->host->free(m->host, m->config_json);
-    m->host->free(m->host, m->generation_config_json);
-    qbk_free(m->architecture);
     qbk_free(m->summary);
-    qbk_free(m->tokenizer_dir);
-    qbk_free(m->dir);
+    qb_stdir_close(m->d);
     qbk_free(m);
 }
 
@@ -132,21 +114,6 @@ qb_status qlinear_add_dense(qlinear_model *m, const qb_st_tensor *st)
     return QB_OK;
 }
 
-qb_status qlinear_open(const qb_host *h, const char *path, qlinear_config_fn load_config, void *cfg,
-                           qlinear_model **out)
-{
-    qlinear_model *m = NULL;
-    qb_status st = qlinear_begin(h, path, &m);
-    *out = NULL;
-    if (st == QB_OK && (st = load_config(h, m->dir, m->config_json, cfg)) == QB_OK)
-        st = qlinear_open_set(m, path);
-    if (st != QB_OK) {
-        qlinear_free(m);
-        return st;
-    }
-    *out = m;
-    return QB_OK;
-}
 
 const qb_st_tensor *qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
                                      const char *suffix)
@@ -205,60 +172,6 @@ qb_status qlinear_each(qlinear_model *m, const char *const *suffixes, size_t n_s
     return st;
 }
 
-qb_status qlinear_load_side_files(qlinear_model *m)
-{
-    const qb_host *h = m->host;
-    qb_status st;
-    cJSON *cfg = NULL;
-    const cJSON *mt;
-    char **names = NULL;
-    size_t i;
-    int has_tok = 0;
-
-    if ((st = qbk_read_text(h, m->dir, "config.json", &m->config_json)) != QB_OK)
-        goto out;
-    if (!m->config_json) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s/config.json: missing", m->dir);
-        goto out;
-    }
-    if ((st = qbk_read_text(h, m->dir, "generation_config.json", &m->generation_config_json)) != QB_OK)
-        goto out;
-    {
-        char *what = qbk_path_join(m->dir, "config.json");
-        st = what ? qbk_json_parse_object(h, what, m->config_json, strlen(m->config_json), &cfg)
-                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
-        qbk_free(what);
-        if (st != QB_OK)
-            goto out;
-    }
-    mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    if (!cJSON_IsString(mt) || !mt->valuestring[0]) {
-        st = h->set_error(h, QB_E_FORMAT, "%s/config.json: model_type missing", m->dir);
-        goto out;
-    }
-    if (!(m->architecture = qbk_strdup(mt->valuestring))) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
-        goto out;
-    }
-    /* tokenizer files are copied by the host when the reader names a dir;
-     * only their presence matters here, so list instead of reading them */
-    if ((st = h->list_dir(h, m->dir, &names)) != QB_OK)
-        goto out;
-    for (i = 0; names[i]; i++)
-        if (qb_stdir_is_tokenizer_file(names[i])) /* the readers' one rule (qb_stdir.h) */
-            has_tok = 1;
-    if (has_tok && !(m->tokenizer_dir = qbk_strdup(m->dir))) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
-        goto out;
-    }
-    st = QB_OK;
-out:
-    if (names)
-        h->free_list(h, names);
-    cJSON_Delete(cfg);
-    return st;
-}
-
 qb_status qlinear_model_info(const qlinear_model *m, qb_model_info *out)
 {
     uint32_t ss = out->struct_size;
@@ -266,14 +179,7 @@ qb_status qlinear_model_info(const qlinear_model *m, qb_model_info *out)
         return m->host->set_error(m->host, QB_E_ABI, "%s: qb_model_info too small", m->dir);
     memset(out, 0, sizeof(*out));
     out->struct_size = ss < sizeof(*out) ? ss : (uint32_t)sizeof(*out);
-    out->architecture = m->architecture;
-    out->config_json = m->config_json;
-    out->generation_config_json = m->generation_config_json;
-    out->n_tensors = m->n;
-    out->source_format = m->source_format;
-    out->source_summary = m->summary;
-    out->tokenizer_dir = m->tokenizer_dir;
-    out->chat_template = NULL;
+    qb_stdir_model_info(m->d, m->n, m->source_format, m->summary, out);
     return QB_OK;
 }
 

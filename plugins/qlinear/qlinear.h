@@ -25,6 +25,8 @@
 #include <quantbridge/qb_safetensors.h>
 #include <quantbridge/qb_tensor.h>
 
+#include <quantbridge/base/qb_stdir.h>
+
 #include "qbk_hf_sidefiles.h" /* qbk_read_text */
 
 typedef struct qlinear_tensor qlinear_tensor;
@@ -71,26 +73,23 @@ struct qlinear_tensor {
 
 typedef struct qlinear_model {
     const qb_host *host;
-    qb_st_set *set;
-    char *dir;             /* source directory, owned */
+    qb_stdir *d;           /* the checkpoint directory (the reader base's, owned) */
+    /* borrowed from d: */
+    qb_st_set *set;        /* d->st once opened */
+    const char *dir;       /* source directory */
+    const char *config_json;            /* config.json text */
+    const char *generation_config_json; /* or NULL */
+    const char *architecture;           /* model_type */
+    const char *tokenizer_dir;          /* dir when it holds tokenizer files, else NULL */
     qlinear_tensor *t;
     size_t n, cap;
-    char *config_json;     /* owned, NUL-terminated (host->alloc) */
-    char *generation_config_json; /* or NULL (host->alloc) */
-    char *architecture;    /* owned */
     char *source_format;   /* static string */
     char *summary;         /* owned */
-    char *tokenizer_dir;   /* owned or NULL */
     size_t last_read;      /* 1 + index of the tensor read last, 0 none (qlinear.c:
                             * its mapped pages are dropped when another is read) */
 } qlinear_model;
 
-/* Allocates an empty model for directory `dir` (copied). Returns NULL on
- * allocation failure (message set through host). The caller owns it; free
- * with qlinear_free. Thread-safe (touches only the new object). */
-qlinear_model *qlinear_new(const qb_host *host, const char *dir);
-
-/* Releases everything the model owns, including its safetensors set.
+/* Releases everything the model owns, including its directory and set.
  * NULL is a no-op. Cannot fail. Not concurrent with any other use of m. */
 void qlinear_free(qlinear_model *m);
 
@@ -112,27 +111,6 @@ qlinear_tensor *qlinear_append_quant(qlinear_model *m, const char *module,
  * the file and tensor (an unknown integer tensor is never guessed at). */
 qb_status qlinear_add_dense(qlinear_model *m, const qb_st_tensor *st);
 
-/* Starts a model for checkpoint `path`: a path ending in ".safetensors"
- * names one file and its directory holds the side files, anything else is
- * the checkpoint directory. Allocates the model (qlinear_new) and loads
- * the side files (qlinear_load_side_files); the safetensors set is not
- * opened yet (qlinear_open_set) so that a format's config can be
- * checked first. Returns QB_OK with *out owned by the caller
- * (qlinear_free); otherwise a negative status with the message set
- * through h and *out NULL. Not thread-safe on one output. */
-qb_status qlinear_begin(const qb_host *h, const char *path, qlinear_model **out);
-
-/* Opens m->set for the same `path` given to qlinear_begin: the one
- * file through h->safetensors->open_file, else the directory m->dir
- * through open_dir. Returns the host's status (message set by the host);
- * the model keeps ownership of the set either way. Not thread-safe. */
-qb_status qlinear_open_set(qlinear_model *m, const char *path);
-
-/* Reads config.json (required), generation_config.json (optional) of
- * m->dir, fills architecture from model_type and tokenizer_dir when a
- * tokenizer file exists. QB_E_NOT_FOUND / QB_E_FORMAT with message. */
-qb_status qlinear_load_side_files(qlinear_model *m);
-
 /* A format's config loader for qlinear_open: reads the format's
  * quantization config of checkpoint directory `dir` (config_json is its
  * config.json text, NULL-safe) into `cfg`. Returns QB_OK or a negative
@@ -140,15 +118,19 @@ qb_status qlinear_load_side_files(qlinear_model *m);
 typedef qb_status (*qlinear_config_fn)(const qb_host *h, const char *dir, const char *config_json,
                                            void *cfg);
 
-/* qlinear_begin, then load_config(h, m->dir, m->config_json, cfg),
- * then qlinear_open_set: the opening every quantized-linear reader
- * shares, with the format's config checked before any shard is opened.
+/* Opens checkpoint `path` with the reader base (qb_stdir_open with
+ * QB_STDIR_FILE_OK: a path ending in ".safetensors" names one file whose
+ * directory holds the side files; config.json strict, with a model_type,
+ * generation config, tokenizer files), then load_config(h, m->dir,
+ * m->config_json, cfg), then the safetensors set (qb_stdir_open_set): the
+ * opening every quantized-linear reader shares, with the format's config
+ * checked before any shard is opened.
  * Returns QB_OK with *out owned by the caller (qlinear_free); otherwise
  * the first failing step's status (message set) with *out NULL and the
  * model freed; cfg keeps whatever load_config put there (the caller frees
  * it). Not thread-safe on one output. */
 qb_status qlinear_open(const qb_host *h, const char *path, qlinear_config_fn load_config, void *cfg,
-                           qlinear_model **out);
+                       qlinear_model **out);
 
 /* The tensor `module` + `suffix` of set, or NULL when there is none (or
  * the joined name is longer than 1023 bytes). Borrowed from the set.

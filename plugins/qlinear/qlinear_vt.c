@@ -2,7 +2,7 @@
  * qlinear_model as the opaque handle. The GPTQ/AWQ core; see
  * qlinear.h. */
 #include "qlinear.h"
-#include "qbk_raw_st.h"
+#include <quantbridge/base/qb_streader.h>
 
 #include <string.h>
 
@@ -66,6 +66,6 @@ qb_status qlinear_vt_raw_tensor(qb_reader_handle r, size_t i, qb_raw_tensor_info
     if (!m->set || i >= api->count(m->set))
         return QB_E_RANGE;
     st = api->tensor(m->set, i);
-    qbk_raw_from_st(st, canonical_of(m, st), out);
+    qb_streader_raw_info(st, canonical_of(m, st), out);
     return QB_OK;
 }

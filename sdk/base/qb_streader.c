@@ -346,11 +346,17 @@ qb_status qb_streader_vt_raw_tensor(qb_reader_handle handle, size_t i, qb_raw_te
     const qb_streader *r = handle;
     const qb_st_api *api = r->host->safetensors;
     const qb_st_tensor *st;
-    uint32_t d;
 
     if (i >= api->count(r->dir->st))
         return QB_E_RANGE;
     st = api->tensor(r->dir->st, i);
+    qb_streader_raw_info(st, raw_canonical(r->base_private, st), out);
+    return QB_OK;
+}
+
+void qb_streader_raw_info(const qb_st_tensor *st, int64_t canonical, qb_raw_tensor_info *out)
+{
+    uint32_t d;
     out->name = st->name;
     out->type = st->dtype_name;
     out->n_dims = st->n_dims;
@@ -358,6 +364,5 @@ qb_status qb_streader_vt_raw_tensor(qb_reader_handle handle, size_t i, qb_raw_te
         out->dims[d] = d < st->n_dims ? st->dims[d] : 0;
     out->n_bytes = st->n_bytes;
     out->file = st->file;
-    out->canonical = raw_canonical(r->base_private, st);
-    return QB_OK;
+    out->canonical = canonical;
 }

@@ -158,6 +158,14 @@ void qb_streader_describe_dense(const qb_st_tensor *st, qb_streader_tensor *out)
 qb_status qb_streader_dense_rows(const qb_host *h, const qb_st_tensor *st, int64_t row0,
                                  int64_t n_rows, float *dst);
 
+/* Fills *out (struct_size set by the caller) with the stored-tensor view
+ * of st (ABI 1.2, qb_reader.h get_raw_tensor_info): name, the file's
+ * dtype name, dims as stored, n_bytes, file, and `canonical` (the index
+ * of the canonical tensor it feeds, or -1). Pointers are borrowed from st.
+ * For a reader that keeps its own vtable; qb_streader_vt_raw_tensor uses
+ * it. Cannot fail; thread-safe. */
+void qb_streader_raw_info(const qb_st_tensor *st, int64_t canonical, qb_raw_tensor_info *out);
+
 /* The reader vtable entries (qb_reader.h) for a handle from
  * qb_streader_open: put them straight into the plugin's qb_reader_vtable
  * (QB_STREADER_VT_ENTRIES, and QB_STREADER_VT_GRID_ENTRIES for a format
