@@ -104,7 +104,7 @@ static qb_status ct_add(const qb_host *h, ct_model *m, ct_tensor **out)
         size_t cap = m->cap ? 2 * m->cap : 64;
         ct_tensor *nt = qbk_realloc(m->t, cap * sizeof(*nt));
         if (!nt)
-            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->d->dir);
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->b.d->dir);
         m->t = nt;
         m->cap = cap;
     }
@@ -333,7 +333,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
             goto out;
         }
-        p[i] = api->find(m->d->st, nm);
+        p[i] = api->find(m->b.d->st, nm);
         qbk_free(nm);
         nm = NULL;
     }
@@ -343,7 +343,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
             goto out;
         }
-        if (api->find(m->d->st, nm)) {
+        if (api->find(m->b.d->st, nm)) {
             qbk_free(nm);
             st = h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a quantized weight and "
                               "weight_packed", w->file, w->name);
@@ -551,7 +551,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
             qbk_free(packed);
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
         }
-        if (h->safetensors->find(m->d->st, packed)) {
+        if (h->safetensors->find(m->b.d->st, packed)) {
             qbk_free(module);
             qbk_free(packed);
             return h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a dense weight and "
@@ -592,18 +592,13 @@ static qb_status ct_model_open(qb_streader *r, const qb_param *params)
     qb_status st;
 
     (void)params;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    r->model = m;
-    m->d = r->dir;
-    st = qbk_reader_config(m->d, &m->config, &m->qcfg);
+    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
     if (st != QB_OK)
         goto out;
-    st = ct_config_parse(h, m->d->dir, m->qcfg, &m->cfg);
+    st = ct_config_parse(h, m->b.d->dir, m->b.qcfg, &m->cfg);
     if (st != QB_OK)
         goto out;
-    n_st = api->count(m->d->st);
+    n_st = api->count(m->b.d->st);
     m->scheme_use = qbk_calloc(m->cfg.n ? m->cfg.n : 1, sizeof(size_t));
     if (!m->scheme_use || ct_pset_init(&used, n_st) != 0) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
@@ -611,7 +606,7 @@ static qb_status ct_model_open(qb_streader *r, const qb_param *params)
     }
     /* Pass 1: quantized modules take their partners, in source order. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         if (qbk_split_suffix(x->name, ".weight_packed", &stem))
             st = ct_quantized(h, m, &used, x, stem, 1);
         else if (qbk_split_suffix(x->name, ".weight", &stem) &&
@@ -624,7 +619,7 @@ static qb_status ct_model_open(qb_streader *r, const qb_param *params)
     /* Pass 2: leftovers are errors, activation parameters are dropped,
      * the rest is dense. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         if (ct_pset_has(&used, x))
             continue;
         for (j = 0; ct_partner_suffix[j]; j++)
@@ -646,7 +641,7 @@ static qb_status ct_model_open(qb_streader *r, const qb_param *params)
     }
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: config says compressed-tensors but no quantized "
-                          "weight was found", m->d->dir);
+                          "weight was found", m->b.d->dir);
         goto out;
     }
     {
@@ -706,9 +701,7 @@ static void ct_model_close(qb_streader *r)
     qbk_free(m->t);
     qbk_free(m->scheme_use);
     ct_config_free(&m->cfg);
-    cJSON_Delete(m->config);
-    qbk_free(m);
-    r->model = NULL;
+    qbk_reader_model_free(r);
 }
 
 static void ct_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)

@@ -50,7 +50,7 @@
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_tensor.h>
 
-#include <cjson/cJSON.h>
+#include "qbk_reader.h"
 
 #include <quantbridge/base/qb_streader.h>
 
@@ -86,9 +86,7 @@ typedef struct ct_tensor {
 } ct_tensor;
 
 typedef struct ct_model {
-    const qb_stdir *d;         /* the reader base's directory (borrowed) */
-    cJSON *config;             /* config.json as the kit's tree (owned) */
-    const cJSON *qcfg;         /* its quantization_config, or NULL */
+    qbk_reader_model b;        /* directory and config (kit qbk_reader.h): first */
     ct_config cfg;
     ct_tensor *t;
     size_t n, cap;

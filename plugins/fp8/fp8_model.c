@@ -58,8 +58,8 @@ static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
     static const char *const known[] = {"quant_method", "fmt", "activation_scheme",
                                         "weight_block_size", "modules_to_not_convert",
                                         "ignored_layers", "scale_fmt", "dequantize", NULL};
-    const char *dir = m->d->dir;
-    const cJSON *q = m->qcfg, *it, *e;
+    const char *dir = m->b.d->dir;
+    const cJSON *q = m->b.qcfg, *it, *e;
     size_t i;
     int n;
 
@@ -125,7 +125,7 @@ static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
 static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
                           const qb_st_tensor *s, fp8_tensor *t)
 {
-    char enc[96];
+    const char *fmt = m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2";
     int64_t n_el;
 
     t->rows = w->dims[0];
@@ -147,15 +147,15 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
                                 s->file, s->name, (long long)t->rows, (long long)t->cols,
                                 (long long)m->bn, (long long)m->bk,
                                 (long long)((t->rows + m->bn - 1) / m->bn), (long long)t->sc_cols);
-        snprintf(enc, sizeof(enc), "fp8 %s block%lldx%lld",
-                 m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", (long long)m->bn, (long long)m->bk);
+        snprintf(m->enc[FP8_K_BLOCK], sizeof(m->enc[0]), "fp8 %s block%lldx%lld", fmt,
+                 (long long)m->bn, (long long)m->bk);
     } else if (n_el == 1 && s->n_dims <= 2) {
         t->kind = FP8_K_TENSOR;
-        snprintf(enc, sizeof(enc), "fp8 %s tensor", m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+        snprintf(m->enc[FP8_K_TENSOR], sizeof(m->enc[0]), "fp8 %s tensor", fmt);
     } else if ((s->n_dims == 1 && s->dims[0] == t->rows) ||
                (s->n_dims == 2 && s->dims[0] == t->rows && s->dims[1] == 1)) {
         t->kind = FP8_K_CHANNEL;
-        snprintf(enc, sizeof(enc), "fp8 %s channel", m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+        snprintf(m->enc[FP8_K_CHANNEL], sizeof(m->enc[0]), "fp8 %s channel", fmt);
     } else {
         return h->set_error(h, QB_E_MISMATCH,
                             "%s: %s: scale of %lld elements is neither per-tensor (1) nor "
@@ -165,9 +165,6 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
     }
     t->w = w;
     t->scale = s;
-    t->encoding = qbk_strdup(enc);
-    if (!t->encoding)
-        return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->file, w->name);
     return QB_OK;
 }
 
@@ -199,18 +196,13 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
 
     if ((st = qbk_mtp_mode(h, params, &mtp_drop)) != QB_OK)
         return st;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    r->model = m;
-    m->d = r->dir;
-    st = qbk_reader_config(m->d, &m->config, &m->qcfg);
+    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
     if (st != QB_OK)
         goto out;
     st = fp8_parse_config(h, m);
     if (st != QB_OK)
         goto out;
-    n_st = api->count(m->d->st);
+    n_st = api->count(m->b.d->st);
     used = qbk_calloc(n_st ? n_st : 1, 1);
     m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
     if (!used || !m->t) {
@@ -219,7 +211,7 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
     }
     /* Pass 1: every FP8 weight takes its scale. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *w = api->tensor(m->d->st, i), *s_inv, *s_plain, *s;
+        const qb_st_tensor *w = api->tensor(m->b.d->st, i), *s_inv, *s_plain, *s;
         fp8_tensor *t;
 
         if (w->dtype != QB_DT_F8_E4M3 && w->dtype != QB_DT_F8_E5M2)
@@ -245,7 +237,7 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
             goto out;
         }
-        if (fp8_module_not_converted(m->qcfg, module)) {
+        if (fp8_module_not_converted(m->b.qcfg, module)) {
             st = h->set_error(h, QB_E_MISMATCH,
                               "%s: %s: FP8 weight in a module the config lists as not converted",
                               w->file, w->name);
@@ -260,8 +252,8 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
                 goto out;
             }
-            s_inv = api->find(m->d->st, n1);
-            s_plain = api->find(m->d->st, n2);
+            s_inv = api->find(m->b.d->st, n1);
+            s_plain = api->find(m->b.d->st, n2);
             qbk_free(n1);
             qbk_free(n2);
         }
@@ -294,7 +286,7 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
     }
     /* Pass 2: what is left is dense, an activation parameter, or an error. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         fp8_tensor *t = &m->t[i];
 
         if (used[i])
@@ -309,7 +301,7 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
                 goto out;
             }
-            w = api->find(m->d->st, wn);
+            w = api->find(m->b.d->st, wn);
             qbk_free(wn);
             if (w && (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2))
                 continue;
@@ -339,11 +331,10 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
      * parameters removed). */
     {
         size_t j = 0;
-        int64_t mtp_first = mtp_drop ? qbk_mtp_first_layer(m->config) : -1;
+        int64_t mtp_first = mtp_drop ? qbk_mtp_first_layer(m->b.config) : -1;
         for (i = 0; i < n_st; i++) {
             if ((used[i] == 1 || used[i] == 4) && qbk_mtp_is_mtp(m->t[i].name, mtp_first)) {
                 /* mtp=drop (qbk_mtp.h): checked above, not presented */
-                qbk_free(m->t[i].encoding);
                 memset(&m->t[i], 0, sizeof(m->t[i]));
                 m->n_mtp_dropped++;
                 continue;
@@ -384,7 +375,7 @@ static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
     }
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: config says fp8 but no FP8 weight was found",
-                          m->d->dir);
+                          m->b.d->dir);
         goto out;
     }
     r->n_tensors = m->n;
@@ -398,19 +389,9 @@ out:
 static void fp8_model_close(qb_streader *r)
 {
     fp8_model *m = r->model;
-    size_t i, cap;
-    if (!m)
-        return;
-    if (m->t) {
-        /* entries past n were zeroed by compaction or never filled */
-        cap = m->d->st ? r->host->safetensors->count(m->d->st) : m->n;
-        for (i = 0; i < cap; i++)
-            qbk_free(m->t[i].encoding);
-    }
-    qbk_free(m->t);
-    cJSON_Delete(m->config);
-    qbk_free(m);
-    r->model = NULL;
+    if (m)
+        qbk_free(m->t);
+    qbk_reader_model_free(r);
 }
 
 static void fp8_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
@@ -418,7 +399,7 @@ static void fp8_describe(const qb_streader *r, size_t i, qb_streader_tensor *out
     const fp8_tensor *t = &((const fp8_model *)r->model)->t[i];
     qb_streader_describe_dense(t->w, out); /* its name, shape, dtype and data */
     if (t->kind != FP8_K_DENSE) {
-        out->encoding = t->encoding;
+        out->encoding = ((const fp8_model *)r->model)->enc[t->kind];
         out->stored[1] = t->scale;
     }
 }

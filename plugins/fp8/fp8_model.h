@@ -15,11 +15,11 @@
 
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include <quantbridge/base/qb_streader.h>
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_tensor.h>
+
+#include "qbk_reader.h"
 
 typedef enum fp8_kind {
     FP8_K_DENSE = 0,  /* float tensor passed through */
@@ -35,19 +35,17 @@ typedef struct fp8_tensor {
     const qb_st_tensor *scale;/* NULL for dense */
     int64_t rows, cols;       /* matrix view */
     int64_t bn, bk, sc_cols;  /* block geometry (FP8_K_BLOCK) */
-    char *encoding;           /* source_encoding text (owned); NULL for dense */
 } fp8_tensor;
 
 typedef struct fp8_model {
-    const qb_stdir *d;        /* the reader base's directory (borrowed) */
-    cJSON *config;            /* config.json as the kit's tree (owned) */
-    const cJSON *qcfg;        /* its quantization_config, or NULL */
+    qbk_reader_model b;        /* directory and config (kit qbk_reader.h): first */
     fp8_tensor *t;
     size_t n;
     size_t n_quant;
     size_t n_mtp_dropped; /* DeepSeek MTP tensors not presented (mtp=drop) */
     qb_dtype fmt;       /* QB_DT_F8_E4M3 or QB_DT_F8_E5M2 */
     int64_t bn, bk;     /* 0, 0 without weight_block_size */
+    char enc[4][64];    /* source_encoding text of each fp8_kind (dense: unused) */
     size_t last_read;   /* 1 + index of the tensor read last, 0 before any (atomic) */
 } fp8_model;
 

@@ -114,8 +114,8 @@ static qb_status mo_config_one(const qb_host *h, mo_model *m, const char *where,
 
 static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
 {
-    const char *dir = m->d->dir;
-    const cJSON *q = m->qcfg, *it;
+    const char *dir = m->b.d->dir;
+    const cJSON *q = m->b.qcfg, *it;
     char *path = NULL, where[64];
     void *data = NULL;
     size_t len = 0;
@@ -202,7 +202,7 @@ static qb_status mo_quantized(const qb_host *h, mo_model *m, mo_tensor *t, const
     for (k = 0; k < 2; k++) {
         if (!(nm = qbk_stem_cat(w->name, stem, mo_partner[k])))
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
-        p[k] = api->find(m->d->st, nm);
+        p[k] = api->find(m->b.d->st, nm);
         qbk_free(nm);
     }
     if (!(nm = qbk_stem_cat(w->name, stem, "")))
@@ -267,25 +267,20 @@ static qb_status mo_model_open(qb_streader *r, const qb_param *params)
     qb_status st;
 
     (void)params;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    r->model = m;
-    m->d = r->dir;
-    st = qbk_reader_config(m->d, &m->config, &m->qcfg);
+    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
     if (st != QB_OK)
         goto out;
     st = mo_parse_config(h, m, &from_side);
     if (st != QB_OK)
         goto out;
-    n_st = api->count(m->d->st);
+    n_st = api->count(m->b.d->st);
     m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
     if (!m->t) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         mo_tensor *t = &m->t[m->n];
         size_t j;
 
@@ -308,7 +303,7 @@ static qb_status mo_model_open(qb_streader *r, const qb_param *params)
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
                 goto out;
             }
-            w = api->find(m->d->st, wn);
+            w = api->find(m->b.d->st, wn);
             qbk_free(wn);
             if (w && w->dtype == QB_DT_U8)
                 continue;
@@ -332,7 +327,7 @@ static qb_status mo_model_open(qb_streader *r, const qb_param *params)
     }
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: the configuration says ModelOpt NVFP4 but no packed "
-                          "NVFP4 weight was found", m->d->dir);
+                          "NVFP4 weight was found", m->b.d->dir);
         goto out;
     }
     r->n_tensors = m->n;
@@ -356,9 +351,7 @@ static void mo_model_close(qb_streader *r)
         qbk_free(m->exclude[i]);
     qbk_free(m->exclude);
     qbk_free(m->t);
-    cJSON_Delete(m->config);
-    qbk_free(m);
-    r->model = NULL;
+    qbk_reader_model_free(r);
 }
 
 static void mo_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)

@@ -27,11 +27,11 @@
 
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include <quantbridge/base/qb_streader.h>
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_tensor.h>
+
+#include "qbk_reader.h"
 
 typedef struct mo_tensor {
     int quant;                 /* 1: NVFP4 linear; 0: float tensor passed through */
@@ -43,9 +43,7 @@ typedef struct mo_tensor {
 } mo_tensor;
 
 typedef struct mo_model {
-    const qb_stdir *d;         /* the reader base's directory (borrowed) */
-    cJSON *config;             /* config.json as the kit's tree (owned) */
-    const cJSON *qcfg;         /* its quantization_config, or NULL */
+    qbk_reader_model b;        /* directory and config (kit qbk_reader.h): first */
     mo_tensor *t;
     size_t n, n_quant, n_input_scales;
     char **exclude;            /* exclude_modules patterns (owned) */

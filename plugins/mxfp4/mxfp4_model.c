@@ -40,8 +40,8 @@ static qb_status mx_parse_config(const qb_host *h, mx_model *m)
      * dequantize is a load-time choice that does not change the files. */
     static const char *const known[] = {"quant_method", "modules_to_not_convert", "dequantize",
                                         NULL};
-    const char *dir = m->d->dir;
-    const cJSON *q = m->qcfg, *it, *e;
+    const char *dir = m->b.d->dir;
+    const cJSON *q = m->b.qcfg, *it, *e;
     size_t i;
 
     if (!q)
@@ -73,7 +73,7 @@ static int64_t mx_cfg_int(const cJSON *cfg, const char *key)
  * R and input width K = G * 32 against the config. */
 static qb_status mx_check_widths(const qb_host *h, const mx_model *m, const mx_tensor *t)
 {
-    const cJSON *cfg = m->config;
+    const cJSON *cfg = m->b.config;
     int64_t hs = mx_cfg_int(cfg, "hidden_size"), is = mx_cfg_int(cfg, "intermediate_size");
     int64_t ne = mx_cfg_int(cfg, "num_local_experts"), want_r = -1, want_k = -1;
     const qb_st_tensor *b = t->w;
@@ -125,7 +125,7 @@ static qb_status mx_pair(const qb_host *h, const mx_model *m, const qb_st_tensor
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", b->name);
         goto out;
     }
-    s = api->find(m->d->st, sn);
+    s = api->find(m->b.d->st, sn);
     if (!s) {
         st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: its scales %s are missing", b->file, b->name,
                           sn);
@@ -155,7 +155,7 @@ static qb_status mx_pair(const qb_host *h, const mx_model *m, const qb_st_tensor
     t->dims[2] = t->R;
     t->rows = t->E * t->G * MX_BLOCK;
     t->cols = t->R;
-    bias = api->find(m->d->st, bn);
+    bias = api->find(m->b.d->st, bn);
     if (bias && (bias->n_dims != 2 || bias->dims[0] != t->E || bias->dims[1] != t->R)) {
         st = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld] (experts, rows of "
                           "%s)", bias->file, bias->name, (long long)t->E, (long long)t->R,
@@ -180,18 +180,13 @@ static qb_status mx_model_open(qb_streader *r, const qb_param *params)
     qb_status st;
 
     (void)params;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    r->model = m;
-    m->d = r->dir;
-    st = qbk_reader_config(m->d, &m->config, &m->qcfg);
+    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
     if (st != QB_OK)
         goto out;
     st = mx_parse_config(h, m);
     if (st != QB_OK)
         goto out;
-    n_st = api->count(m->d->st);
+    n_st = api->count(m->b.d->st);
     used = qbk_calloc(n_st ? n_st : 1, 1);
     m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
     if (!used || !m->t) {
@@ -200,7 +195,7 @@ static qb_status mx_model_open(qb_streader *r, const qb_param *params)
     }
     /* Pass 1: every `_blocks` takes its `_scales`. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *b = api->tensor(m->d->st, i);
+        const qb_st_tensor *b = api->tensor(m->b.d->st, i);
         if (!qbk_split_suffix(b->name, "_blocks", &stem))
             continue;
         if (b->dtype != QB_DT_U8) {
@@ -215,7 +210,7 @@ static qb_status mx_model_open(qb_streader *r, const qb_param *params)
     }
     /* Pass 2: scales already paired, dense tensors, or an error. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         mx_tensor *t = &m->t[i];
         if (used[i])
             continue;
@@ -263,7 +258,7 @@ static qb_status mx_model_open(qb_streader *r, const qb_param *params)
     m->n = j;
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: config says mxfp4 but no `_blocks` tensor was "
-                          "found", m->d->dir);
+                          "found", m->b.d->dir);
         goto out;
     }
     r->n_tensors = m->n;
@@ -282,14 +277,12 @@ static void mx_model_close(qb_streader *r)
         return;
     if (m->t) {
         /* entries past n were zeroed by compaction or never filled */
-        cap = m->d->st ? r->host->safetensors->count(m->d->st) : m->n;
+        cap = m->b.d->st ? r->host->safetensors->count(m->b.d->st) : m->n;
         for (i = 0; i < cap; i++)
             qbk_free(m->t[i].name);
     }
     qbk_free(m->t);
-    cJSON_Delete(m->config);
-    qbk_free(m);
-    r->model = NULL;
+    qbk_reader_model_free(r);
 }
 
 static void mx_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)

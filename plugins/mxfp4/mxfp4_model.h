@@ -17,11 +17,11 @@
 
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include <quantbridge/base/qb_streader.h>
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_tensor.h>
+
+#include "qbk_reader.h"
 
 typedef enum mx_kind {
     MX_K_DENSE = 0,  /* float tensor passed through */
@@ -40,9 +40,7 @@ typedef struct mx_tensor {
 } mx_tensor;
 
 typedef struct mx_model {
-    const qb_stdir *d;         /* the reader base's directory (borrowed) */
-    cJSON *config;             /* config.json as the kit's tree (owned) */
-    const cJSON *qcfg;         /* its quantization_config, or NULL */
+    qbk_reader_model b;        /* directory and config (kit qbk_reader.h): first */
     mx_tensor *t;
     size_t n;
     size_t n_quant;

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "qbk_alloc.h"
 #include "qbk_json.h"
 
 qb_status qbk_reader_config(const qb_stdir *d, cJSON **config, const cJSON **qcfg)
@@ -11,6 +12,28 @@ qb_status qbk_reader_config(const qb_stdir *d, cJSON **config, const cJSON **qcf
                                          config);
     *qcfg = st == QB_OK ? cJSON_GetObjectItemCaseSensitive(*config, "quantization_config") : NULL;
     return st;
+}
+
+qb_status qbk_reader_model_new(qb_streader *r, size_t size, void **model)
+{
+    qbk_reader_model *m;
+    *model = NULL;
+    if (!(m = qbk_calloc(1, size)))
+        return r->host->set_error(r->host, QB_E_NOMEM, "%s: out of memory", r->dir->dir);
+    r->model = m;
+    *model = m;
+    m->d = r->dir;
+    return qbk_reader_config(m->d, &m->config, &m->qcfg);
+}
+
+void qbk_reader_model_free(qb_streader *r)
+{
+    qbk_reader_model *m = r->model;
+    if (!m)
+        return;
+    cJSON_Delete(m->config);
+    qbk_free(m);
+    r->model = NULL;
 }
 
 int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method)

@@ -15,7 +15,30 @@
 #include <cjson/cJSON.h>
 
 #include <quantbridge/base/qb_stdir.h>
+#include <quantbridge/base/qb_streader.h>
 #include <quantbridge/qb_safetensors.h>
+
+/* The start of every in-tree format's model on the reader base: the
+ * directory and config.json as the kit's tree. A format's model struct
+ * has it as its first member, so the base's r->model is both. */
+typedef struct qbk_reader_model {
+    const qb_stdir *d;  /* the reader base's directory (borrowed) */
+    cJSON *config;      /* config.json as the kit's tree (qbk_reader_config) */
+    const cJSON *qcfg;  /* its quantization_config object, or NULL */
+} qbk_reader_model;
+
+/* For a format's klass->open: allocates its model, `size` zeroed bytes
+ * whose start is a qbk_reader_model (qbk_calloc), stores it in r->model
+ * (so klass->close frees it, also after a failure here) and fills the
+ * qbk_reader_model from r->dir (qbk_reader_config). Returns QB_OK with
+ * *model = r->model, or QB_E_NOMEM / qbk_reader_config's status with the
+ * message set (r->model may then be set, *model too). */
+qb_status qbk_reader_model_new(qb_streader *r, size_t size, void **model);
+
+/* For a format's klass->close, last: frees the config tree and the model
+ * (r->model; NULL is a no-op) and sets r->model NULL. The format frees
+ * what it hung on the model first. */
+void qbk_reader_model_free(qb_streader *r);
 
 /* config.json of the opened directory d as the kit's tree: d->config_text
  * parsed again by the one strict parser (qbk_json.h; the base parsed it

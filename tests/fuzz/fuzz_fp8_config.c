@@ -32,18 +32,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&d, 0, sizeof(d));
     memset(&m, 0, sizeof(m));
     d.dir = (char *)"/nonexistent-qbfuzz";
-    m.d = &d;
-    m.config = root;
-    m.qcfg = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    if (m.qcfg && !cJSON_IsObject(m.qcfg))
-        m.qcfg = NULL; /* qb_stdir_open refuses any other */
+    m.b.d = &d;
+    m.b.config = root;
+    m.b.qcfg = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    if (m.b.qcfg && !cJSON_IsObject(m.b.qcfg))
+        m.b.qcfg = NULL; /* qb_stdir_open refuses any other */
     qbt_fuzz_reset();
     st = fp8_parse_config(h, &m);
     qbt_fuzz_check_status(st, "fp8_parse_config");
     if (st == QB_OK) {
         if ((m.bn < 0 || m.bk < 0) || (m.fmt != QB_DT_F8_E4M3 && m.fmt != QB_DT_F8_E5M2))
             __builtin_trap();
-        (void)fp8_module_not_converted(m.qcfg, "model.layers.0.mlp.down_proj");
+        (void)fp8_module_not_converted(m.b.qcfg, "model.layers.0.mlp.down_proj");
     }
     cJSON_Delete(root);
     return 0;
