@@ -311,6 +311,123 @@ static qb_status ct_encoding(const qb_host *h, const ct_scheme *sc, ct_tensor *t
     return QB_OK;
 }
 
+/* The scheme of quantized module `module` (weight w, partners p: scale,
+ * zp, g_idx, shape, global scale) in config_groups, and the partners and
+ * layout it requires against those present: one scheme, not ignored,
+ * quantizing weights, the packed or naive layout, the dtype, each partner
+ * present exactly when the scheme needs it. */
+static qb_status ct_scheme_of(const qb_host *h, const ct_model *m, const qb_st_tensor *w,
+                              const char *module, int packed,
+                              const qb_st_tensor *const p[CT_N_PARTNERS], const ct_scheme **out)
+{
+    const ct_scheme *sc;
+    int ignored, n_match, by_name;
+
+    sc = *out = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
+    if (ignored)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: module %s is in "
+                            "the ignore list", w->file, w->name, module);
+    if (!sc || !sc->has_weights)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: no config_groups "
+                            "scheme quantizes the weights of module %s", w->file, w->name, module);
+    if (n_match > 1)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: module %s matches several config_groups "
+                            "with different weight schemes; which applies is ambiguous", w->file,
+                            w->name, module);
+    if (packed != (sc->format == CT_F_PACK || ct_fp4_format(sc->format)))
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: tensor layout disagrees with format "
+                            "\"%s\" of config_groups.%s", w->file, w->name, sc->format_name,
+                            sc->name);
+    if (!packed && (sc->is_float ? w->dtype != QB_DT_F8_E4M3 : w->dtype != QB_DT_I8))
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config_groups.%s stores %s",
+                            w->file, w->name, w->dtype_name, sc->name,
+                            sc->is_float ? "F8_E4M3" : "I8");
+    if (!p[0])
+        return h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_scale is missing",
+                            w->file, w->name, module);
+    if (!sc->symmetric && !p[1])
+        return h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_zero_point is missing "
+                            "(config_groups.%s is asymmetric)", w->file, w->name, module, sc->name);
+    if (sc->act_group != !!p[2])
+        return h->set_error(h, p[2] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                            p[2] ? "%s: %s: leftover %s.weight_g_idx: config_groups.%s has no "
+                                   "actorder group" : "%s: %s: partner %s.weight_g_idx is missing "
+                                   "(config_groups.%s has actorder group)",
+                            w->file, w->name, module, sc->name);
+    if ((sc->format == CT_F_NVFP4) != !!p[4])
+        return h->set_error(h, p[4] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                            p[4] ? "%s: %s: leftover %s.weight_global_scale: config_groups.%s is "
+                                   "not nvfp4-pack-quantized" : "%s: %s: partner "
+                                   "%s.weight_global_scale is missing (config_groups.%s is "
+                                   "nvfp4-pack-quantized)", w->file, w->name, module, sc->name);
+    if ((sc->format == CT_F_PACK) != !!p[3] && !(ct_fp4_format(sc->format) && p[3]))
+        return h->set_error(h, packed ? QB_E_NOT_FOUND : QB_E_MISMATCH,
+                            packed ? "%s: %s: partner %s.weight_shape is missing"
+                                   : "%s: %s: leftover %s.weight_shape for an unpacked weight",
+                            w->file, w->name, module);
+    return QB_OK;
+}
+
+/* t's matrix view from its weight and weight_shape: FP4 formats hold two
+ * codes per byte, pack-quantized ceil(K / (32 / bits)) words per row
+ * (weight_shape gives K), naive ones the matrix itself. */
+static qb_status ct_geometry(const qb_host *h, const ct_scheme *sc, ct_tensor *t, int packed,
+                             const qb_st_tensor *const p[CT_N_PARTNERS])
+{
+    const qb_st_tensor *w = t->w;
+
+    if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: not a 2-D [out, in] tensor", w->file, w->name);
+    if (ct_fp4_format(sc->format)) {
+        /* two E2M1 codes per byte: K = 2 * packed width (unpack_fp4_from_uint8) */
+        const qb_st_tensor *ws = p[3];
+        if (w->dtype != QB_DT_U8)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not U8 (%s)",
+                                w->file, w->name, w->dtype_name, sc->format_name);
+        t->rows = w->dims[0];
+        t->cols = 2 * w->dims[1];
+        if (ws) {
+            size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
+            if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
+                ws->dims[0] != 2 || ct_le_int(ws->data, es) != t->rows ||
+                ct_le_int(ws->data + es, es) != t->cols)
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape disagrees with "
+                                    "weight_packed [%lld, %lld] holding %lld FP4 columns", ws->file,
+                                    ws->name, (long long)w->dims[0], (long long)w->dims[1],
+                                    (long long)t->cols);
+        }
+        if (p[4])
+            return ct_check_gscale(h, t, p[4]);
+    } else if (packed) {
+        const qb_st_tensor *ws = p[3];
+        int64_t pf = 32 / sc->bits, n0, k0;
+        size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
+        if (w->dtype != QB_DT_I32)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not I32",
+                                w->file, w->name, w->dtype_name);
+        /* declared int32, written from torch.tensor(weight.shape) = int64
+         * (compress_weight); both occur */
+        if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
+            ws->dims[0] != 2)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_shape is not an I32/I64 [2]",
+                                ws->file, ws->name);
+        n0 = ct_le_int(ws->data, es);
+        k0 = ct_le_int(ws->data + es, es);
+        if (n0 != w->dims[0] || k0 < 1 || ct_cdiv(k0, pf) != w->dims[1])
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape [%lld, %lld] disagrees "
+                                "with weight_packed [%lld, %lld] at %d bits (%lld codes per word)",
+                                ws->file, ws->name, (long long)n0, (long long)k0,
+                                (long long)w->dims[0], (long long)w->dims[1], sc->bits,
+                                (long long)pf);
+        t->rows = n0;
+        t->cols = k0;
+    } else {
+        t->rows = w->dims[0];
+        t->cols = w->dims[1];
+    }
+    return QB_OK;
+}
+
 /* One quantized module: its weight tensor w (weight_packed or a quantized
  * weight), found by suffix; module name is w->name[0..stem). */
 static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, const qb_st_tensor *w,
@@ -320,7 +437,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     const ct_scheme *sc;
     const qb_st_tensor *p[CT_N_PARTNERS] = {NULL}; /* scale, zp, g_idx, shape, global */
     char *module = NULL, *nm = NULL;
-    int ignored, n_match, by_name, i;
+    int i;
     ct_tensor *t = NULL;
     qb_status st;
 
@@ -352,67 +469,9 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         qbk_free(nm);
         nm = NULL;
     }
-    sc = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
-    if (ignored) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: module %s is in "
-                          "the ignore list", w->file, w->name, module);
+    st = ct_scheme_of(h, m, w, module, packed, p, &sc);
+    if (st != QB_OK)
         goto out;
-    }
-    if (!sc || !sc->has_weights) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: no config_groups "
-                          "scheme quantizes the weights of module %s", w->file, w->name, module);
-        goto out;
-    }
-    if (n_match > 1) {
-        st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: module %s matches several config_groups "
-                          "with different weight schemes; which applies is ambiguous", w->file,
-                          w->name, module);
-        goto out;
-    }
-    if (packed != (sc->format == CT_F_PACK || ct_fp4_format(sc->format))) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: tensor layout disagrees with format \"%s\" of "
-                          "config_groups.%s", w->file, w->name, sc->format_name, sc->name);
-        goto out;
-    }
-    if (!packed && (sc->is_float ? w->dtype != QB_DT_F8_E4M3 : w->dtype != QB_DT_I8)) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config_groups.%s stores %s",
-                          w->file, w->name, w->dtype_name, sc->name,
-                          sc->is_float ? "F8_E4M3" : "I8");
-        goto out;
-    }
-    if (!p[0]) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_scale is missing", w->file,
-                          w->name, module);
-        goto out;
-    }
-    if (!sc->symmetric && !p[1]) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_zero_point is missing "
-                          "(config_groups.%s is asymmetric)", w->file, w->name, module, sc->name);
-        goto out;
-    }
-    if (sc->act_group != !!p[2]) {
-        st = h->set_error(h, p[2] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                          p[2] ? "%s: %s: leftover %s.weight_g_idx: config_groups.%s has no "
-                                 "actorder group" : "%s: %s: partner %s.weight_g_idx is missing "
-                                 "(config_groups.%s has actorder group)",
-                          w->file, w->name, module, sc->name);
-        goto out;
-    }
-    if ((sc->format == CT_F_NVFP4) != !!p[4]) {
-        st = h->set_error(h, p[4] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                          p[4] ? "%s: %s: leftover %s.weight_global_scale: config_groups.%s is "
-                                 "not nvfp4-pack-quantized" : "%s: %s: partner "
-                                 "%s.weight_global_scale is missing (config_groups.%s is "
-                                 "nvfp4-pack-quantized)", w->file, w->name, module, sc->name);
-        goto out;
-    }
-    if ((sc->format == CT_F_PACK) != !!p[3] && !(ct_fp4_format(sc->format) && p[3])) {
-        st = h->set_error(h, packed ? QB_E_NOT_FOUND : QB_E_MISMATCH,
-                          packed ? "%s: %s: partner %s.weight_shape is missing"
-                                 : "%s: %s: leftover %s.weight_shape for an unpacked weight",
-                          w->file, w->name, module);
-        goto out;
-    }
     st = ct_add(h, m, &t);
     if (st != QB_OK)
         goto out;
@@ -428,70 +487,9 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
         goto out;
     }
-    if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: %s: not a 2-D [out, in] tensor", w->file, w->name);
+    st = ct_geometry(h, sc, t, packed, p);
+    if (st != QB_OK)
         goto out;
-    }
-    if (ct_fp4_format(sc->format)) {
-        /* two E2M1 codes per byte: K = 2 * packed width (unpack_fp4_from_uint8) */
-        const qb_st_tensor *ws = p[3];
-        if (w->dtype != QB_DT_U8) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not U8 (%s)",
-                              w->file, w->name, w->dtype_name, sc->format_name);
-            goto out;
-        }
-        t->rows = w->dims[0];
-        t->cols = 2 * w->dims[1];
-        if (ws) {
-            size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
-            if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
-                ws->dims[0] != 2 || ct_le_int(ws->data, es) != t->rows ||
-                ct_le_int(ws->data + es, es) != t->cols) {
-                st = h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape disagrees with "
-                                  "weight_packed [%lld, %lld] holding %lld FP4 columns", ws->file,
-                                  ws->name, (long long)w->dims[0], (long long)w->dims[1],
-                                  (long long)t->cols);
-                goto out;
-            }
-        }
-        if (p[4]) {
-            st = ct_check_gscale(h, t, p[4]);
-            if (st != QB_OK)
-                goto out;
-        }
-    } else if (packed) {
-        const qb_st_tensor *ws = p[3];
-        int64_t pf = 32 / sc->bits, n0, k0;
-        size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
-        if (w->dtype != QB_DT_I32) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not I32", w->file,
-                              w->name, w->dtype_name);
-            goto out;
-        }
-        /* declared int32, written from torch.tensor(weight.shape) = int64
-         * (compress_weight); both occur */
-        if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
-            ws->dims[0] != 2) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_shape is not an I32/I64 [2]",
-                              ws->file, ws->name);
-            goto out;
-        }
-        n0 = ct_le_int(ws->data, es);
-        k0 = ct_le_int(ws->data + es, es);
-        if (n0 != w->dims[0] || k0 < 1 || ct_cdiv(k0, pf) != w->dims[1]) {
-            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape [%lld, %lld] disagrees with "
-                              "weight_packed [%lld, %lld] at %d bits (%lld codes per word)",
-                              ws->file, ws->name, (long long)n0, (long long)k0,
-                              (long long)w->dims[0], (long long)w->dims[1], sc->bits,
-                              (long long)pf);
-            goto out;
-        }
-        t->rows = n0;
-        t->cols = k0;
-    } else {
-        t->rows = w->dims[0];
-        t->cols = w->dims[1];
-    }
     st = ct_check_scale(h, sc, t);
     if (st == QB_OK && p[2])
         st = ct_check_gidx(h, t, p[2]);

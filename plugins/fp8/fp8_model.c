@@ -180,208 +180,190 @@ static int fp8_is_activation_param(const char *name)
     return 0;
 }
 
-static void fp8_model_close(qb_streader *r);
+/* Pass 1, stored tensor i an FP8 weight w: its one scale (weight_scale_inv
+ * with weight_block_size, else weight_scale) paired into m->t[i]. */
+static qb_status fp8_take_weight(const qb_host *h, fp8_model *m, size_t i, const qb_st_tensor *w)
+{
+    const qb_st_api *api = h->safetensors;
+    const qb_st_tensor *s_inv, *s_plain;
+    char *module = NULL, *n_inv = NULL, *n_plain = NULL;
+    size_t stem;
+    qb_status st;
+
+    if (!qbk_split_suffix(w->name, ".weight", &stem))
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: FP8 tensor that is not a <module>.weight",
+                            w->file, w->name);
+    if (w->dtype != m->fmt)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config fmt says %s", w->file,
+                            w->name, w->dtype_name, m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+    if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1)
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: %s: FP8 weight is not a 2-D [out, in] matrix", w->file, w->name);
+    module = qbk_stem_cat(w->name, stem, NULL);
+    n_inv = qbk_stem_cat(w->name, stem, ".weight_scale_inv");
+    n_plain = qbk_stem_cat(w->name, stem, ".weight_scale");
+    if (!module || !n_inv || !n_plain) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
+        goto out;
+    }
+    if (fp8_module_not_converted(m->b.qcfg, module)) {
+        st = h->set_error(h, QB_E_MISMATCH,
+                          "%s: %s: FP8 weight in a module the config lists as not converted",
+                          w->file, w->name);
+        goto out;
+    }
+    s_inv = api->find(m->b.d->st, n_inv);
+    s_plain = api->find(m->b.d->st, n_plain);
+    if (s_inv && s_plain)
+        st = h->set_error(h, QB_E_MISMATCH,
+                          "%s: %s: both weight_scale_inv and weight_scale present; which one "
+                          "applies is ambiguous", w->file, w->name);
+    else if (m->bn && !s_inv)
+        st = h->set_error(h, s_plain ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                          "%s: %s: weight_block_size is set but %s.weight_scale_inv is %s",
+                          w->file, w->name, module, s_plain ? "replaced by weight_scale" : "missing");
+    else if (!m->bn && !s_plain)
+        st = h->set_error(h, s_inv ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                          "%s: %s: no weight_block_size in config, so %s.weight_scale is "
+                          "needed but %s", w->file, w->name, module,
+                          s_inv ? "weight_scale_inv was found" : "it is missing");
+    else if ((st = fp8_pair(h, m, w, m->bn ? s_inv : s_plain, &m->t[i])) == QB_OK)
+        m->t[i].name = w->name;
+out:
+    qbk_free(module);
+    qbk_free(n_inv);
+    qbk_free(n_plain);
+    return st;
+}
+
+/* Pass 2, stored tensor x not taken in pass 1: a scale its FP8 weight took
+ * (*used stays 0), an activation parameter (dropped, *used 3) or a dense
+ * float tensor (m->t[i], *used 4); anything else is an error. */
+static qb_status fp8_take_rest(const qb_host *h, fp8_model *m, const qb_st_tensor *x,
+                               fp8_tensor *t, unsigned char *used)
+{
+    size_t stem;
+
+    if (qbk_split_suffix(x->name, ".weight_scale_inv", &stem) ||
+        qbk_split_suffix(x->name, ".weight_scale", &stem)) {
+        /* consumed when its module's FP8 weight exists: pass 1 paired
+         * exactly this scale (the other kind present is an error there) */
+        const qb_st_tensor *w;
+        char *wn = qbk_stem_cat(x->name, stem, ".weight");
+        if (!wn)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
+        w = h->safetensors->find(m->b.d->st, wn);
+        qbk_free(wn);
+        if (w && (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2))
+            return QB_OK;
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover scale: no FP8 weight uses it",
+                            x->file, x->name);
+    }
+    if (fp8_is_activation_param(x->name)) {
+        h->log(h, QB_LOG_DEBUG, "%s: %s: activation parameter, not a weight; dropped", x->file,
+               x->name);
+        *used = 3;
+        return QB_OK;
+    }
+    if (!qb_streader_is_dense(x))
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
+                            x->file, x->name, x->dtype_name);
+    t->kind = FP8_K_DENSE;
+    t->w = x;
+    t->name = x->name;
+    qb_streader_matrix(x->n_dims, x->dims, &t->rows, &t->cols);
+    *used = 4;
+    return QB_OK;
+}
+
+/* inspect's line: the format, the scale kinds, the counts. */
+static qb_status fp8_summary(qb_streader *r, const fp8_model *m)
+{
+    const char *fmt = m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2";
+    char buf[160];
+    size_t i, n_tensor = 0, n_channel = 0;
+
+    for (i = 0; i < m->n; i++) {
+        n_tensor += m->t[i].kind == FP8_K_TENSOR;
+        n_channel += m->t[i].kind == FP8_K_CHANNEL;
+    }
+    if (m->bn)
+        snprintf(buf, sizeof(buf), "FP8 %s block %lldx%lld, %zu quantized + %zu dense tensors", fmt,
+                 (long long)m->bn, (long long)m->bk, m->n_quant, m->n - m->n_quant);
+    else
+        snprintf(buf, sizeof(buf), "FP8 %s %s scales, %zu quantized + %zu dense tensors", fmt,
+                 n_channel == 0 ? "per-tensor" : n_tensor == 0 ? "per-channel"
+                                                               : "per-tensor and per-channel",
+                 m->n_quant, m->n - m->n_quant);
+    if (m->n_mtp_dropped)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+                 "; %zu MTP tensors dropped (mtp=drop)", m->n_mtp_dropped);
+    return qb_streader_set_summary(r, "%s", buf);
+}
 
 static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
 {
     const qb_host *h = r->host;
     const qb_st_api *api = h->safetensors;
-    const char *path = r->dir->dir;
     fp8_model *m;
-    unsigned char *used = NULL;
-    size_t n_st, i, stem;
+    unsigned char *used = NULL; /* per stored tensor: 1 FP8 weight, 3 dropped, 4 dense */
+    size_t n_st, i, j;
+    int64_t mtp_first;
     qb_status st;
-    char *module = NULL;
     int mtp_drop;
 
     if ((st = qbk_mtp_mode(h, params, &mtp_drop)) != QB_OK)
         return st;
-    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
-    if (st != QB_OK)
-        goto out;
-    st = fp8_parse_config(h, m);
-    if (st != QB_OK)
-        goto out;
+    if ((st = qbk_reader_model_new(r, sizeof(*m), (void **)&m)) != QB_OK ||
+        (st = fp8_parse_config(h, m)) != QB_OK)
+        return st;
     n_st = api->count(m->b.d->st);
     used = qbk_calloc(n_st ? n_st : 1, 1);
     m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
     if (!used || !m->t) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir->dir);
         goto out;
     }
     /* Pass 1: every FP8 weight takes its scale. */
-    for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *w = api->tensor(m->b.d->st, i), *s_inv, *s_plain, *s;
-        fp8_tensor *t;
-
-        if (w->dtype != QB_DT_F8_E4M3 && w->dtype != QB_DT_F8_E5M2)
-            continue;
-        if (!qbk_split_suffix(w->name, ".weight", &stem)) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: FP8 tensor that is not a <module>.weight",
-                              w->file, w->name);
-            goto out;
+    for (i = 0; i < n_st && st == QB_OK; i++) {
+        const qb_st_tensor *w = api->tensor(m->b.d->st, i);
+        if (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2) {
+            st = fp8_take_weight(h, m, i, w);
+            used[i] = 1;
         }
-        if (w->dtype != m->fmt) {
-            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config fmt says %s", w->file,
-                              w->name, w->dtype_name, m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
-            goto out;
-        }
-        if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1) {
-            st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: FP8 weight is not a 2-D [out, in] matrix",
-                              w->file, w->name);
-            goto out;
-        }
-        qbk_free(module);
-        module = qbk_stem_cat(w->name, stem, NULL);
-        if (!module) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-        if (fp8_module_not_converted(m->b.qcfg, module)) {
-            st = h->set_error(h, QB_E_MISMATCH,
-                              "%s: %s: FP8 weight in a module the config lists as not converted",
-                              w->file, w->name);
-            goto out;
-        }
-        {
-            char *n1 = qbk_stem_cat(w->name, stem, ".weight_scale_inv");
-            char *n2 = qbk_stem_cat(w->name, stem, ".weight_scale");
-            if (!n1 || !n2) {
-                qbk_free(n1);
-                qbk_free(n2);
-                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            s_inv = api->find(m->b.d->st, n1);
-            s_plain = api->find(m->b.d->st, n2);
-            qbk_free(n1);
-            qbk_free(n2);
-        }
-        if (s_inv && s_plain) {
-            st = h->set_error(h, QB_E_MISMATCH,
-                              "%s: %s: both weight_scale_inv and weight_scale present; which one "
-                              "applies is ambiguous", w->file, w->name);
-            goto out;
-        }
-        if (m->bn && !s_inv) {
-            st = h->set_error(h, s_plain ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                              "%s: %s: weight_block_size is set but %s.weight_scale_inv is %s",
-                              w->file, w->name, module, s_plain ? "replaced by weight_scale" : "missing");
-            goto out;
-        }
-        if (!m->bn && !s_plain) {
-            st = h->set_error(h, s_inv ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                              "%s: %s: no weight_block_size in config, so %s.weight_scale is "
-                              "needed but %s", w->file, w->name, module,
-                              s_inv ? "weight_scale_inv was found" : "it is missing");
-            goto out;
-        }
-        s = m->bn ? s_inv : s_plain;
-        t = &m->t[i];
-        st = fp8_pair(h, m, w, s, t);
-        if (st != QB_OK)
-            goto out;
-        t->name = w->name;
-        used[i] = 1;
     }
     /* Pass 2: what is left is dense, an activation parameter, or an error. */
-    for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
-        fp8_tensor *t = &m->t[i];
-
-        if (used[i])
-            continue;
-        if (qbk_split_suffix(x->name, ".weight_scale_inv", &stem) ||
-            qbk_split_suffix(x->name, ".weight_scale", &stem)) {
-            /* consumed when its module's FP8 weight exists: pass 1 paired
-             * exactly this scale (the other kind present is an error there) */
-            const qb_st_tensor *w;
-            char *wn = qbk_stem_cat(x->name, stem, ".weight");
-            if (!wn) {
-                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            w = api->find(m->b.d->st, wn);
-            qbk_free(wn);
-            if (w && (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2))
-                continue;
-            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover scale: no FP8 weight uses it",
-                              x->file, x->name);
-            goto out;
-        }
-        if (fp8_is_activation_param(x->name)) {
-            h->log(h, QB_LOG_DEBUG, "%s: %s: activation parameter, not a weight; dropped", x->file,
-                   x->name);
-            used[i] = 3;
-            continue;
-        }
-        if (!qb_streader_is_dense(x)) {
-            st = h->set_error(h, QB_E_UNSUPPORTED,
-                              "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
-                              x->file, x->name, x->dtype_name);
-            goto out;
-        }
-        t->kind = FP8_K_DENSE;
-        t->w = x;
-        t->name = x->name;
-        qb_streader_matrix(x->n_dims, x->dims, &t->rows, &t->cols);
-        used[i] = 4;
-    }
+    for (i = 0; i < n_st && st == QB_OK; i++)
+        if (!used[i])
+            st = fp8_take_rest(h, m, api->tensor(m->b.d->st, i), &m->t[i], &used[i]);
+    if (st != QB_OK)
+        goto out;
     /* Compact to the canonical list (source order, scales and activation
      * parameters removed). */
-    {
-        size_t j = 0;
-        int64_t mtp_first = mtp_drop ? qbk_mtp_first_layer(m->b.config) : -1;
-        for (i = 0; i < n_st; i++) {
-            if ((used[i] == 1 || used[i] == 4) && qbk_mtp_is_mtp(m->t[i].name, mtp_first)) {
-                /* mtp=drop (qbk_mtp.h): checked above, not presented */
-                memset(&m->t[i], 0, sizeof(m->t[i]));
-                m->n_mtp_dropped++;
-                continue;
-            }
-            if (used[i] == 1 || used[i] == 4) {
-                fp8_tensor tmp = m->t[i];
-                if (used[i] == 1)
-                    m->n_quant++;
-                memset(&m->t[i], 0, sizeof(m->t[i]));
-                m->t[j++] = tmp;
-            }
+    mtp_first = mtp_drop ? qbk_mtp_first_layer(m->b.config) : -1;
+    for (i = 0, j = 0; i < n_st; i++) {
+        fp8_tensor tmp = m->t[i];
+        if (used[i] != 1 && used[i] != 4)
+            continue;
+        memset(&m->t[i], 0, sizeof(m->t[i]));
+        if (qbk_mtp_is_mtp(tmp.name, mtp_first)) {
+            m->n_mtp_dropped++; /* mtp=drop (qbk_mtp.h): checked above, not presented */
+            continue;
         }
-        m->n = j;
+        m->n_quant += used[i] == 1;
+        m->t[j++] = tmp;
     }
-    {
-        char buf[160];
-        if (m->bn)
-            snprintf(buf, sizeof(buf), "FP8 %s block %lldx%lld, %zu quantized + %zu dense tensors",
-                     m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", (long long)m->bn,
-                     (long long)m->bk, m->n_quant, m->n - m->n_quant);
-        else {
-            size_t n_tensor = 0, n_channel = 0;
-            for (i = 0; i < m->n; i++) {
-                n_tensor += m->t[i].kind == FP8_K_TENSOR;
-                n_channel += m->t[i].kind == FP8_K_CHANNEL;
-            }
-            snprintf(buf, sizeof(buf), "FP8 %s %s scales, %zu quantized + %zu dense tensors",
-                     m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2",
-                     n_channel == 0 ? "per-tensor" : n_tensor == 0 ? "per-channel"
-                                                                   : "per-tensor and per-channel",
-                     m->n_quant, m->n - m->n_quant);
-        }
-        if (m->n_mtp_dropped)
-            snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
-                     "; %zu MTP tensors dropped (mtp=drop)", m->n_mtp_dropped);
-        if ((st = qb_streader_set_summary(r, "%s", buf)) != QB_OK)
-            goto out;
-    }
+    m->n = j;
+    if ((st = fp8_summary(r, m)) != QB_OK)
+        goto out;
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: config says fp8 but no FP8 weight was found",
                           m->b.d->dir);
         goto out;
     }
     r->n_tensors = m->n;
-    st = QB_OK;
 out:
-    qbk_free(module);
     qbk_free(used);
     return st;
 }
