@@ -221,7 +221,8 @@ static qb_status fp8_take_weight(const qb_host *h, fp8_model *m, size_t i, const
     else if (m->bn && !s_inv)
         st = h->set_error(h, s_plain ? QB_E_MISMATCH : QB_E_NOT_FOUND,
                           "%s: %s: weight_block_size is set but %s.weight_scale_inv is %s",
-                          w->file, w->name, module, s_plain ? "replaced by weight_scale" : "missing");
+                          w->file, w->name, module,
+                          s_plain ? "replaced by weight_scale" : "missing");
     else if (!m->bn && !s_plain)
         st = h->set_error(h, s_inv ? QB_E_MISMATCH : QB_E_NOT_FOUND,
                           "%s: %s: no weight_block_size in config, so %s.weight_scale is "
