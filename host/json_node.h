@@ -54,24 +54,14 @@ static inline const cJSON *qbh_jcnode(const qb_json *n)
  * zeroed, count 0; NULL when out of memory (or refused by injection). */
 static inline cJSON *qbh_jnode_new(int type)
 {
-    cJSON *n;
-    if (!qbh_alloc_admit())
-        return NULL;
-    n = cJSON_CreateNull();
-    if (n) {
-        n->type = type;
-        n->valuedouble = 0.0;
-    }
-    return n;
+    return qbk_json_node_new(type, qbh_alloc_admit);
 }
 
 /* n bytes from cJSON's allocator (freed by cJSON_Delete when stored as a
  * node's valuestring or key), or NULL. */
 static inline char *qbh_jbuf_new(size_t n)
 {
-    if (!qbh_alloc_admit())
-        return NULL;
-    return cJSON_malloc(n);
+    return qbk_json_buf_new(n, qbh_alloc_admit);
 }
 
 static inline size_t qbh_jcount(const cJSON *n)

@@ -123,14 +123,10 @@ static qb_status awq_config_load(const qb_host *h, const char *dir, const char *
     const cJSON *qc;
     char *text = NULL;
     qb_status st = QB_OK;
-    if (config_json) {
-        char *what = qbk_strdupf("%s/config.json", dir);
-        st = what ? qbk_json_parse(h, what, config_json, strlen(config_json), &main_cfg)
-                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-        qbk_free(what);
-        if (st != QB_OK)
-            goto out;
-    }
+    if (config_json &&
+        (st = qbk_json_parse_file(h, dir, "config.json", config_json, strlen(config_json),
+                                  &main_cfg)) != QB_OK)
+        goto out;
     qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
     if (qc) {
         c->source = qbk_strdupf("%s/config.json", dir);
@@ -154,7 +150,7 @@ static qb_status awq_config_load(const qb_host *h, const char *dir, const char *
         st = h->set_error(h, QB_E_NOMEM, "%s/quant_config.json: out of memory", dir);
         goto out;
     }
-    if ((st = qbk_json_parse(h, c->source, text, strlen(text), &side)) != QB_OK)
+    if ((st = qbk_json_parse_file(h, dir, "quant_config.json", text, strlen(text), &side)) != QB_OK)
         goto out;
     st = awq_parse(h, side, c);
 out:

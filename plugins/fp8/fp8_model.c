@@ -30,7 +30,7 @@
 
 int fp8_config_probe(const char *config_json)
 {
-    return qbk_reader_probe_quant_method(config_json, "fp8");
+    return qbk_reader_probe_quant_method(config_json, "fp8", NULL);
 }
 
 /* Module names listed as not converted (HF FineGrainedFP8Config

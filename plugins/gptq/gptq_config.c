@@ -298,15 +298,12 @@ static qb_status gptq_parse_object(const qb_host *h, const char *src, const cJSO
 
 static qb_status gptq_load_file(const qb_host *h, const char *dir, const char *name, cJSON **out)
 {
-    char *text = NULL, *what = NULL;
+    char *text = NULL;
     qb_status st = qbk_read_text(h, dir, name, &text);
     *out = NULL;
     if (st != QB_OK || !text)
         return st;
-    what = qbk_strdupf("%s/%s", dir, name);
-    st = what ? qbk_json_parse(h, what, text, strlen(text), out)
-              : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-    qbk_free(what);
+    st = qbk_json_parse_file(h, dir, name, text, strlen(text), out);
     h->free(h, text);
     return st;
 }
@@ -327,10 +324,8 @@ qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config
             goto out;
     }
     if (config_json) {
-        char *what = qbk_strdupf("%s/config.json", dir);
-        st = what ? qbk_json_parse(h, what, config_json, strlen(config_json), &main_cfg)
-                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-        qbk_free(what);
+        st = qbk_json_parse_file(h, dir, "config.json", config_json, strlen(config_json),
+                                 &main_cfg);
         if (st != QB_OK)
             goto out;
         qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");

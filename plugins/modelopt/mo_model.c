@@ -51,22 +51,9 @@ static int mo_list_has(const char *const *names, const char *name)
 
 int mo_probe(const char *config_json, const char *const *siblings)
 {
-    cJSON *root;
-    const cJSON *q, *m;
-    int score = 0;
-
-    if (!config_json)
-        return 0;
-    root = qbk_json_parse_quiet(config_json, strlen(config_json));
-    if (!root)
-        return 0;
-    q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    m = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
-    if (cJSON_IsString(m) && !strcmp(m->valuestring, "modelopt"))
-        score = 90;
-    else if (!q && mo_list_has(siblings, "hf_quant_config.json"))
+    int has_qcfg, score = qbk_reader_probe_quant_method(config_json, "modelopt", &has_qcfg);
+    if (has_qcfg == 0 && mo_list_has(siblings, "hf_quant_config.json"))
         score = 80;
-    cJSON_Delete(root);
     return score;
 }
 
@@ -127,16 +114,11 @@ static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
     if (!path)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
     st = h->read_small_file(h, path, MO_SIDE_MAX, &data, &len);
-    qbk_free(path);
     if (st != QB_OK && st != QB_E_NOT_FOUND)
-        return st;
+        goto out;
     if (st == QB_OK) {
         const cJSON *qq;
-        path = qbk_path_join(dir, "hf_quant_config.json");
-        st = path ? qbk_json_parse_object(h, path, data, len, &side)
-                  : h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
-        qbk_free(path);
-        path = NULL;
+        st = qbk_json_parse_object(h, path, data, len, &side);
         h->free(h, data);
         if (st != QB_OK)
             goto out;
@@ -176,6 +158,7 @@ static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
     }
     st = QB_OK;
 out:
+    qbk_free(path);
     cJSON_Delete(side);
     return st;
 }

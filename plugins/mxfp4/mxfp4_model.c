@@ -31,7 +31,7 @@
 
 int mx_config_probe(const char *config_json)
 {
-    return qbk_reader_probe_quant_method(config_json, "mxfp4");
+    return qbk_reader_probe_quant_method(config_json, "mxfp4", NULL);
 }
 
 static qb_status mx_parse_config(const qb_host *h, mx_model *m)

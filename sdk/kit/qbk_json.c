@@ -24,6 +24,7 @@
 
 #include "qbk_alloc.h"
 #include "qbk_json.h"
+#include "qbk_path.h"
 
 /* A key of an open object and where it starts, for the duplicate check. */
 typedef struct jkey {
@@ -78,11 +79,10 @@ static int admitted(const jparser *p)
     return !p->admit || p->admit();
 }
 
-/* A new node of cJSON type `type`, zeroed, member count 0. */
-static cJSON *jnode_new(const jparser *p, int type)
+cJSON *qbk_json_node_new(int type, int (*admit)(void))
 {
     cJSON *n;
-    if (!admitted(p))
+    if (admit && !admit())
         return NULL;
     n = cJSON_CreateNull();
     if (n) {
@@ -92,13 +92,21 @@ static cJSON *jnode_new(const jparser *p, int type)
     return n;
 }
 
-/* n bytes from cJSON's allocator (cJSON_Delete frees them as a node's
- * valuestring or key). */
-static char *jbuf_new(const jparser *p, size_t n)
+char *qbk_json_buf_new(size_t n, int (*admit)(void))
 {
-    if (!admitted(p))
+    if (admit && !admit())
         return NULL;
     return cJSON_malloc(n);
+}
+
+static cJSON *jnode_new(const jparser *p, int type)
+{
+    return qbk_json_node_new(type, p->admit);
+}
+
+static char *jbuf_new(const jparser *p, size_t n)
+{
+    return qbk_json_buf_new(n, p->admit);
 }
 
 static void *palloc(const jparser *p, size_t n)
@@ -748,6 +756,19 @@ qb_status qbk_json_parse(const qb_host *h, const char *what, const char *text, s
         return QB_OK;
     qbk_json_fail_text(&f, what, msg, sizeof msg);
     return h->set_error(h, rc, "%s", msg);
+}
+
+qb_status qbk_json_parse_file(const qb_host *h, const char *dir, const char *name,
+                              const char *text, size_t len, cJSON **out)
+{
+    char *what = qbk_path_join(dir, name);
+    qb_status rc;
+    *out = NULL;
+    if (!what)
+        return h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
+    rc = qbk_json_parse(h, what, text, len, out);
+    qbk_free(what);
+    return rc;
 }
 
 qb_status qbk_json_parse_object(const qb_host *h, const char *what, const char *text, size_t len,

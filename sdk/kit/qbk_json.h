@@ -85,6 +85,12 @@ void qbk_json_fail_text(const qbk_json_fail *f, const char *what, char *buf, siz
 qb_status qbk_json_parse(const qb_host *h, const char *what, const char *text, size_t len,
                          cJSON **out);
 
+/* qbk_json_parse of the file `name` of directory `dir` (text already
+ * read): messages name "<dir>/<name>". QB_E_NOMEM when that name cannot
+ * be made. */
+qb_status qbk_json_parse_file(const qb_host *h, const char *dir, const char *name,
+                              const char *text, size_t len, cJSON **out);
+
 /* qbk_json_parse, and a value that is not an object is QB_E_FORMAT
  * "<what>: not a JSON object". */
 qb_status qbk_json_parse_object(const qb_host *h, const char *what, const char *text, size_t len,
@@ -106,6 +112,16 @@ cJSON *qbk_json_parse_quiet(const char *text, size_t len);
  * "1e300" and "9007199254740993" do not); *out (may be NULL) gets it. 0
  * for any other node, NULL included. */
 int qbk_json_int(const cJSON *n, int64_t *out);
+
+/* A new root node of cJSON type `type` (cJSON_NULL, cJSON_Array, ...),
+ * zeroed, member count 0; NULL when out of memory or when `admit` (may be
+ * NULL) says no. What the parser builds with, and the host's qb_json
+ * constructors too. Free with cJSON_Delete. */
+cJSON *qbk_json_node_new(int type, int (*admit)(void));
+
+/* n bytes from cJSON's allocator (cJSON_Delete frees them as a node's
+ * valuestring or key), or NULL (out of memory, or `admit` said no). */
+char *qbk_json_buf_new(size_t n, int (*admit)(void));
 
 /* Length of the valid UTF-8 sequence at s (at most n >= 1 bytes may be
  * read), or 0 (RFC 3629: no overlong forms, no surrogates, nothing above

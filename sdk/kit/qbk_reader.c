@@ -36,18 +36,23 @@ void qbk_reader_model_free(qb_streader *r)
     r->model = NULL;
 }
 
-int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method)
+int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method,
+                                  int *has_qcfg)
 {
     cJSON *root;
     const cJSON *q, *m;
     int score = 0;
 
+    if (has_qcfg)
+        *has_qcfg = -1;
     if (!config_json)
         return 0;
     root = qbk_json_parse_quiet(config_json, strlen(config_json));
     if (!root)
         return 0;
     q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    if (has_qcfg)
+        *has_qcfg = q != NULL;
     m = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
     if (cJSON_IsString(m) && !strcmp(m->valuestring, quant_method))
         score = 90;

@@ -56,7 +56,10 @@ int64_t qbk_reader_numel(const qb_st_tensor *t);
 /* Probe score (qb_reader.h probe) from config.json text alone: 90 when
  * quantization_config.quant_method equals `quant_method` exactly, else 0
  * (also for NULL text or text the strict parser, qbk_json.h, refuses).
- * The tensors are checked at open. */
-int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method);
+ * *has_qcfg (may be NULL) is set to 1 when the parsed config has a
+ * quantization_config member, 0 when it has none, -1 when there is no
+ * parsed config. The tensors are checked at open. */
+int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method,
+                                  int *has_qcfg);
 
 #endif /* QBK_READER_H */
