@@ -1,7 +1,9 @@
 /*
  * quantbridge host — the JSON service (qb_json.h), the qb_json_api table
  * every qb_host carries: reading and building trees of cJSON nodes
- * (json_node.h); parsing is json_parse.c, emitting json_emit.c.
+ * (json_node.h); parsing is the kit's strict parser (qbh_json_parse below,
+ * over sdk/kit/qbk_json.h, the one every plugin uses too), emitting
+ * json_emit.c.
  *
  * Reads never write to a tree, so concurrent reads of one tree are safe
  * (qb_json.h THREADING). What at() remembers to stay O(1) on a forward
@@ -46,6 +48,27 @@ static int is_type(const cJSON *n, int type)
 static int is_root(const cJSON *n)
 {
     return !n->prev && !n->next && !n->string;
+}
+
+qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json **out)
+{
+    qbk_json_fail f;
+    cJSON *root = NULL;
+    char msg[1024 + sizeof f.reason];
+
+    if (!what)
+        what = "JSON text";
+    if (!out)
+        return qbh_error_set(QB_E_INVALID, "%s: no place for the result (out is NULL)", what);
+    *out = NULL;
+    if (!text)
+        return qbh_error_set(QB_E_INVALID, "%s: no text to parse (NULL)", what);
+    if (qbk_json_parse_text(text, len, qbh_alloc_admit, &root, &f) != QB_OK) {
+        qbk_json_fail_text(&f, what, msg, sizeof msg);
+        return qbh_error_set(f.rc, "%s", msg);
+    }
+    *out = (qb_json *)(void *)root;
+    return QB_OK;
 }
 
 static qb_status j_parse(const qb_host *h, const char *what, const char *text, size_t len,

@@ -1,10 +1,11 @@
 /*
  * quantbridge host — how the JSON service (qb_json.h) keeps its trees,
- * shared by json.c (the qb_json_api table), json_parse.c and json_emit.c.
- * Host-internal; nothing here crosses the SDK boundary.
+ * shared by json.c (the qb_json_api table, parse through the kit's strict
+ * parser, sdk/kit/qbk_json.h) and json_emit.c. Host-internal; nothing here
+ * crosses the SDK boundary.
  *
- * A qb_json is a cJSON node (cast). Two facts live in fields cJSON leaves
- * unused by the node kinds concerned:
+ * A qb_json is a cJSON node (cast), as the kit's parser builds it. Two facts
+ * live in fields cJSON leaves unused by the node kinds concerned:
  *   - a number that get_int may answer (its text or value is an integer
  *     held exactly, within +-2^53) carries QBH_JSON_INT_OK in `type`;
  *     cJSON reads only `type & 0xFF` and its own two flag bits;
@@ -27,21 +28,17 @@
 #include <cjson/cJSON.h>
 
 #include "qbh.h"
+#include "qbk_json.h"
 
-/* Above cJSON's type byte and its flags (cJSON_IsReference 256,
- * cJSON_StringIsConst 512). */
-#define QBH_JSON_INT_OK (1 << 12)
+/* The kit parser's marks and limits (qbk_json.h), under the host's names. */
+#define QBH_JSON_INT_OK QBK_JSON_INT_OK
+#define QBH_JSON_MAX_DEPTH QBK_JSON_MAX_DEPTH
+#define QBH_JSON_INT_MAX QBK_JSON_INT_MAX
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes may be read),
- * or 0 (RFC 3629: no overlong forms, no surrogates, nothing above
- * U+10FFFF). The one check behind parse's and emit's refusals. Pure. */
-size_t qbh_json_utf8_seq(const unsigned char *s, size_t n);
-
-/* Deepest nesting parse accepts and emit writes (cJSON's own limit). */
-#define QBH_JSON_MAX_DEPTH 1000
-
-/* 2^53: the largest magnitude below which every integer is a double. */
-#define QBH_JSON_INT_MAX 9007199254740992.0
+static inline size_t qbh_json_utf8_seq(const unsigned char *s, size_t n)
+{
+    return qbk_json_utf8_seq(s, n);
+}
 
 static inline cJSON *qbh_jnode(qb_json *n)
 {
@@ -57,24 +54,14 @@ static inline const cJSON *qbh_jcnode(const qb_json *n)
  * zeroed, count 0; NULL when out of memory (or refused by injection). */
 static inline cJSON *qbh_jnode_new(int type)
 {
-    cJSON *n;
-    if (!qbh_alloc_admit())
-        return NULL;
-    n = cJSON_CreateNull();
-    if (n) {
-        n->type = type;
-        n->valuedouble = 0.0;
-    }
-    return n;
+    return qbk_json_node_new(type, qbh_alloc_admit);
 }
 
 /* n bytes from cJSON's allocator (freed by cJSON_Delete when stored as a
  * node's valuestring or key), or NULL. */
 static inline char *qbh_jbuf_new(size_t n)
 {
-    if (!qbh_alloc_admit())
-        return NULL;
-    return cJSON_malloc(n);
+    return qbk_json_buf_new(n, qbh_alloc_admit);
 }
 
 static inline size_t qbh_jcount(const cJSON *n)
@@ -88,7 +75,7 @@ static inline void qbh_jcount_set(cJSON *n, size_t c)
 }
 
 /* Sets QBH_JSON_INT_OK from the value alone: integral and within +-2^53.
- * (The parser decides from the text instead: json_parse.c.) */
+ * (The parser decides from the text instead: sdk/kit/qbk_json.c.) */
 static inline void qbh_jnumber_flag_from_value(cJSON *n)
 {
     double v = n->valuedouble;

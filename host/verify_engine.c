@@ -18,7 +18,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "qbk_w4a16_names.h"
+#include "w4a16_names.h"
 
 #define VERIFY_BLOCK_ELEMS ((int64_t)1 << 20) /* 4 MiB of float32 per side */
 
@@ -323,7 +323,7 @@ static qb_status pick_rule(qbh_source *conv, size_t ci, GHashTable *exact_set, G
         /* [E, in, out]: every part is a W4A16 linear [out, in] with fp16
          * scales per group_size input features (w4a16-format.md) */
         rl->kind = QBH_VB_GRID;
-        rl->bits = QBK_W4A16_BITS;
+        rl->bits = W4A16_BITS;
         rl->scale_dtype = QB_DT_F16;
         rl->group_size = fused_gs;
         rl->expert_rows = ti->dims[1];

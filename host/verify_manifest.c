@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "qbk_w4a16_names.h"
+#include "w4a16_names.h"
 
 /* "<file>:<base>" -> canonical weight name: a layer file's linears live
  * under model.layers.N, anything else (lm_head.safetensors) at the top. */
@@ -49,8 +49,8 @@ static cJSON *load(const char *dir)
     }
     m = cJSON_ParseWithLength(text, len);
     qbh_free(text);
-    fmt = m ? cJSON_GetObjectItemCaseSensitive(m, QBK_W4A16_K_FORMAT) : NULL;
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, QBK_W4A16_FORMAT) != 0) {
+    fmt = m ? cJSON_GetObjectItemCaseSensitive(m, W4A16_K_FORMAT) : NULL;
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, W4A16_FORMAT) != 0) {
         cJSON_Delete(m);
         return NULL;
     }
@@ -66,7 +66,7 @@ qb_status qbh_verify_manifest_exact(const char *dir, GHashTable **out)
     if (!m)
         return QB_OK;
     set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, QBK_W4A16_K_TENSORS))
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, W4A16_K_TENSORS))
     {
         char *name;
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "exact")) || !t->string)
@@ -89,15 +89,15 @@ qb_status qbh_verify_manifest_fused(const char *dir, GHashTable **out, int64_t *
     *group_size = 0;
     if (!m)
         return QB_OK;
-    gs = cJSON_GetObjectItemCaseSensitive(m, QBK_W4A16_K_GROUP_SIZE);
+    gs = cJSON_GetObjectItemCaseSensitive(m, W4A16_K_GROUP_SIZE);
     if (!cJSON_IsNumber(gs) || gs->valuedouble < 1.0)
         goto out;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(m, QBK_W4A16_K_FUSED_EXPERTS))
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(m, W4A16_K_FUSED_EXPERTS))
     {
         cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "tensor");
         cJSON *layout = cJSON_GetObjectItemCaseSensitive(f, "layout");
         if (!cJSON_IsString(name) || !cJSON_IsString(layout) ||
-            strcmp(layout->valuestring, QBK_W4A16_FUSED_LAYOUT) != 0)
+            strcmp(layout->valuestring, W4A16_FUSED_LAYOUT) != 0)
             continue;
         if (!set)
             set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);

@@ -32,7 +32,8 @@ commands=$("$build/bin/quantbridge" --help | awk '/^commands:/ {on = 1; next} on
 [ -n "$commands" ] || fail "no commands in quantbridge --help"
 plugins=""
 for d in "$src"/plugins/*/; do
-  [ -f "$d/CMakeLists.txt" ] && plugins="$plugins $(basename "$d")"
+  # a plugin folder has its conf; one without holds shared code (plugins/qlinear)
+  [ -f "$d/CMakeLists.txt" ] && [ -f "$d/$(basename "$d").conf" ] && plugins="$plugins $(basename "$d")"
 done
 
 # ---- TGZ ----

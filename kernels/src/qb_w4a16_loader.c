@@ -1,7 +1,7 @@
 /*
  * libquantbridge-w4a16 loader: validates manifest.json of a converted
  * directory against format "sm86-w4a16" version 1 (w4a16-format.md) with
- * the kit's manifest check (qbk_w4a16_manifest, the one the sm86-w4a16
+ * the kit's manifest check (w4a16_manifest, the one the sm86-w4a16
  * plugin's reader uses), maps its safetensors files through the kit's
  * strict parser (qbk_safetensors, linked statically, no qb_host) and hands
  * out tensors by name.
@@ -18,9 +18,9 @@
 
 #include "qbk_alloc.h"
 #include "qbk_path.h"
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 #include "qbk_safetensors.h"
-#include "qbk_w4a16_manifest.h"
+#include "w4a16_manifest.h"
 
 enum { MANIFEST_MAX = 64 << 20, ERR_LEN = 1024 };
 
@@ -115,7 +115,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
                         size_t err_len)
 {
     qb_w4a16_model *m = NULL;
-    qbk_w4a16_manifest man = {0};
+    w4a16_manifest man = {0};
     qbk_st_err *e = NULL;
     char *text = NULL, *mp = NULL;
     size_t text_len = 0;
@@ -139,13 +139,13 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
     }
     pthread_mutex_init(&m->copies_lock, NULL);
     /* the kit's message buffer is larger than a thread-local one should be */
-    if (!(e = qbk_malloc(sizeof(*e))) || !(mp = qbk_path_join(dir, QBK_W4A16_MANIFEST))) {
+    if (!(e = qbk_malloc(sizeof(*e))) || !(mp = qbk_path_join(dir, W4A16_MANIFEST))) {
         st = fail(m, QB_E_NOMEM, "%s: out of memory", dir);
         goto out;
     }
     if ((st = read_manifest(m, &text, &text_len)) != QB_OK)
         goto out;
-    if ((st = qbk_w4a16_manifest_parse(e, mp, text, text_len, &man)) != QB_OK) {
+    if ((st = w4a16_manifest_parse(e, mp, text, text_len, &man)) != QB_OK) {
         fail(m, st, "%s", e->msg);
         goto out;
     }
@@ -160,9 +160,9 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
         goto out;
     }
     for (size_t i = 0; i < man.n_files; i++) {
-        const qbk_w4a16_file *f = &man.files[i];
+        const w4a16_file *f = &man.files[i];
         char *path;
-        st = qbk_w4a16_file_check(e, dir, f, (flags & QB_W4A16_OPEN_VERIFY_SHA256) != 0);
+        st = w4a16_file_check(e, dir, f, (flags & QB_W4A16_OPEN_VERIFY_SHA256) != 0);
         if (st == QB_OK && ends_with(f->name, ".safetensors")) {
             mapped_file *mf = &m->files[m->n_files];
             if (!(path = qbk_path_join(dir, f->name)) || !(mf->name = qbk_strdup(f->name))) {
@@ -184,7 +184,7 @@ qb_status qb_w4a16_open(const char *dir, unsigned flags, qb_w4a16_model **out, c
 out:
     if (m && err && err_len)
         snprintf(err, err_len, "%s", tl_err[0] ? tl_err : "qb_w4a16_open failed");
-    qbk_w4a16_manifest_free(&man);
+    w4a16_manifest_free(&man);
     qbk_free(e);
     qbk_free(text);
     qbk_free(mp);
@@ -228,9 +228,9 @@ const char *qb_w4a16_architecture(const qb_w4a16_model *m)
 
 int qb_w4a16_has_feature(const qb_w4a16_model *m, const char *name)
 {
-    if (strcmp(name, QBK_W4A16_FEAT_PERM) == 0)
+    if (strcmp(name, W4A16_FEAT_PERM) == 0)
         return m->feat_perm;
-    if (strcmp(name, QBK_W4A16_FEAT_QHEAD) == 0)
+    if (strcmp(name, W4A16_FEAT_QHEAD) == 0)
         return m->feat_qhead;
     return 0;
 }
@@ -245,7 +245,7 @@ qb_status qb_w4a16_layer_file(const qb_w4a16_model *m, int64_t layer, char *buf,
 {
     if (layer < 0 || layer >= m->num_layers)
         return QB_E_RANGE;
-    return qbk_w4a16_layer_file(layer, m->num_layers, buf, len) == 0 ? QB_OK : QB_E_INVALID;
+    return w4a16_layer_file(layer, m->num_layers, buf, len) == 0 ? QB_OK : QB_E_INVALID;
 }
 
 qb_status qb_w4a16_tensor_get(qb_w4a16_model *m, const char *file, const char *name,
@@ -375,8 +375,8 @@ qb_status qb_w4a16_linear_get(qb_w4a16_model *m, int64_t layer, const char *path
         k = 2 * tp.dims[1];
     if (k < 1)
         return fail(m, QB_E_FORMAT, "%s/%s: %s.packed has no input columns", m->dir, file, path);
-    if (n < 1 || tp.dims[1] != qbk_int4_packed_bytes(k) || ts.dims[0] != n ||
-        ts.dims[1] != qbk_int4_n_groups(k, g))
+    if (n < 1 || tp.dims[1] != w4a16_int4_packed_bytes(k) || ts.dims[0] != n ||
+        ts.dims[1] != w4a16_int4_n_groups(k, g))
         return fail(m, QB_E_MISMATCH,
                     "%s/%s: %s: packed [%" PRId64 ", %" PRId64 "] / scales [%" PRId64 ", %" PRId64
                     "] do not match k = %" PRId64 ", group_size %" PRId64,

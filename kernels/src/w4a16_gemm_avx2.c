@@ -11,7 +11,7 @@
 
 #include <quantbridge/qb_half.h>
 
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -29,7 +29,7 @@ int w4a16_cpu_avx2_usable(void)
 __attribute__((target("avx2,fma"))) static void decode_row(const uint8_t *prow, int64_t K,
                                                             float *codes)
 {
-    const __m256i mask = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(QBK_INT4_BIAS);
+    const __m256i mask = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(W4A16_INT4_BIAS);
     int64_t c = 0;
     for (; c + 64 <= K; c += 64) {
         __m256i b = _mm256_loadu_si256((const __m256i *)(prow + (c >> 1)));
@@ -47,7 +47,7 @@ __attribute__((target("avx2,fma"))) static void decode_row(const uint8_t *prow, 
         }
     }
     /* c is a multiple of 64 here: the tail starts on a byte */
-    qbk_int4_codes_f32(prow + (c >> 1), K - c, codes + c);
+    w4a16_int4_codes_f32(prow + (c >> 1), K - c, codes + c);
 }
 
 __attribute__((target("avx2,fma"))) static float hsum(__m256 v)
@@ -85,8 +85,8 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void
 row_fused(const uint8_t *prow, const uint16_t *srow, const float *x, int64_t K, int64_t g,
           const int MB, float *acc)
 {
-    const int64_t scols = qbk_int4_n_groups(K, g);
-    const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(QBK_INT4_BIAS);
+    const int64_t scols = w4a16_int4_n_groups(K, g);
+    const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(W4A16_INT4_BIAS);
     for (int t = 0; t < MB; t++)
         acc[t] = 0.0f;
     for (int64_t grp = 0; grp < scols; grp++) {
@@ -111,7 +111,7 @@ row_fused(const uint8_t *prow, const uint16_t *srow, const float *x, int64_t K, 
         for (int t = 0; t < MB; t++) {
             float sum = hsum(_mm256_add_ps(v[t][0], v[t][1]));
             for (int64_t cc = c; cc < k1; cc++)
-                sum += (float)qbk_int4_code(prow, cc) * x[t * K + cc];
+                sum += (float)w4a16_int4_code(prow, cc) * x[t * K + cc];
             acc[t] += s * sum;
         }
     }
@@ -121,7 +121,7 @@ __attribute__((target("avx2,fma"))) static void rows_fused(const w4a16_rows_job 
                                                             int64_t n1)
 {
     const int64_t K = job->K, g = job->g, M = job->M;
-    const int64_t pcols = qbk_int4_packed_bytes(K), scols = qbk_int4_n_groups(K, g);
+    const int64_t pcols = w4a16_int4_packed_bytes(K), scols = w4a16_int4_n_groups(K, g);
     for (int64_t n = n0; n < n1; n++) {
         const uint8_t *prow = job->packed + n * pcols;
         const uint16_t *srow = job->scales + n * scols;
@@ -153,7 +153,7 @@ __attribute__((target("avx2,fma"))) void w4a16_rows_avx2(const w4a16_rows_job *j
                                                           int64_t n1, float *codes)
 {
     const int64_t K = job->K, g = job->g;
-    const int64_t pcols = qbk_int4_packed_bytes(K), scols = qbk_int4_n_groups(K, g);
+    const int64_t pcols = w4a16_int4_packed_bytes(K), scols = w4a16_int4_n_groups(K, g);
     if (g % 16 == 0) {
         rows_fused(job, n0, n1);
         return;

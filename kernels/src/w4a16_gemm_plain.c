@@ -10,7 +10,7 @@
 
 #include <quantbridge/qb_half.h>
 
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
 static float group_dot(const float *q, const float *x, int64_t n)
 {
@@ -29,10 +29,10 @@ static float group_dot(const float *q, const float *x, int64_t n)
 void w4a16_rows_plain(const w4a16_rows_job *job, int64_t n0, int64_t n1, float *codes)
 {
     const int64_t K = job->K, g = job->g;
-    const int64_t pcols = qbk_int4_packed_bytes(K), scols = qbk_int4_n_groups(K, g);
+    const int64_t pcols = w4a16_int4_packed_bytes(K), scols = w4a16_int4_n_groups(K, g);
     for (int64_t n = n0; n < n1; n++) {
         const uint16_t *srow = job->scales + n * scols;
-        qbk_int4_codes_f32(job->packed + n * pcols, K, codes);
+        w4a16_int4_codes_f32(job->packed + n * pcols, K, codes);
         for (int64_t m = 0; m < job->M; m++) {
             const float *xm = job->xf + m * K;
             float acc = 0.0f;

@@ -64,14 +64,14 @@ static void awq_transpose8(const uint32_t v[8], uint64_t tr[8])
 }
 #endif
 
-static void awq_gemm_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
+static void awq_gemm_codes(const qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
 {
     const uint64_t wpr = (uint64_t)t->N / 8; /* words per qweight row */
     int64_t k, r;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (t->qweight->dtype == QB_DT_I32 && t->qweight->n_bytes >= (uint64_t)t->K * wpr * 4) {
         /* tiles of 8 k x one word (8 columns): each column's 8 codes leave
-         * as one 8-byte store. perf: a qbk_qlinear_word call per code was ~35 % of
+         * as one 8-byte store. perf: a qlinear_word call per code was ~35 % of
          * an AWQ convert, then byte stores at stride K (all in one L1 set
          * for K = 4096) ~25 %. Nibble i of a word is column 8c + AWQ_ORDER[i]. */
         const uint8_t *base = t->qweight->data;
@@ -108,38 +108,38 @@ static void awq_gemm_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, 
     for (k = 0; k < t->K; k++)
         for (r = 0; r < nr; r++) {
             uint64_t n = (uint64_t)(n0 + r);
-            uint64_t w = qbk_qlinear_word(t->qweight, (uint64_t)k * wpr + n / 8);
+            uint64_t w = qlinear_word(t->qweight, (uint64_t)k * wpr + n / 8);
             codes[r * t->K + k] = (uint8_t)((w >> (4 * awq_reverse_order[n % 8])) & 15u);
         }
 }
 
 /* stored zero of group g, row n: row g of qzeros, AWQ order within a word */
-static int32_t awq_gemm_zero(const qbk_qlinear_tensor *t, uint32_t g, uint64_t n)
+static int32_t awq_gemm_zero(const qlinear_tensor *t, uint32_t g, uint64_t n)
 {
-    uint64_t w = qbk_qlinear_word(t->qzeros, (uint64_t)g * ((uint64_t)t->N / 8) + n / 8);
+    uint64_t w = qlinear_word(t->qzeros, (uint64_t)g * ((uint64_t)t->N / 8) + n / 8);
     return (int32_t)((w >> (4 * awq_reverse_order[n % 8])) & 15u);
 }
 
-static void awq_gemm_params(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
+static void awq_gemm_params(const qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
                             int32_t *zeros)
 {
-    qbk_qlinear_params_rows(t, n0, nr, scales, zeros, awq_gemm_zero);
+    qlinear_params_rows(t, n0, nr, scales, zeros, awq_gemm_zero);
 }
 
-static void awq_gemv_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
+static void awq_gemv_codes(const qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
 {
     const uint64_t wpr = (uint64_t)t->qweight->dims[1];
     int64_t k, r;
     for (r = 0; r < nr; r++) {
         uint64_t base = (uint64_t)(n0 + r) * wpr;
         for (k = 0; k < t->K; k++) {
-            uint64_t w = qbk_qlinear_word(t->qweight, base + (uint64_t)k / 8);
+            uint64_t w = qlinear_word(t->qweight, base + (uint64_t)k / 8);
             codes[r * t->K + k] = (uint8_t)((w >> (4 * (k % 8))) & 15u);
         }
     }
 }
 
-static void awq_gemv_params(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
+static void awq_gemv_params(const qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
                             int32_t *zeros)
 {
     const uint64_t scols = (uint64_t)t->scales->dims[1];
@@ -148,10 +148,10 @@ static void awq_gemv_params(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr,
     for (r = 0; r < nr; r++) {
         uint64_t n = (uint64_t)(n0 + r);
         for (g = 0; g < t->G; g++) {
-            scales[r * t->G + g] = qbk_qlinear_float_at(t->scales, n * scols + g);
+            scales[r * t->G + g] = qlinear_float_at(t->scales, n * scols + g);
             if (t->qzeros) {
                 uint64_t zc = (uint64_t)t->qzeros->dims[1];
-                uint64_t w = qbk_qlinear_word(t->qzeros, n * zc + g / 8);
+                uint64_t w = qlinear_word(t->qzeros, n * zc + g / 8);
                 zeros[r * t->G + g] = (int32_t)((w >> (4 * (g % 8))) & 15u);
             } else {
                 zeros[r * t->G + g] = t->implicit_zero;
@@ -160,8 +160,8 @@ static void awq_gemv_params(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr,
     }
 }
 
-const qbk_qlinear_decoder awq_gemm_decoder = {awq_gemm_codes, awq_gemm_params};
-const qbk_qlinear_decoder awq_gemv_decoder = {awq_gemv_codes, awq_gemv_params};
+const qlinear_decoder awq_gemm_decoder = {awq_gemm_codes, awq_gemm_params};
+const qlinear_decoder awq_gemv_decoder = {awq_gemv_codes, awq_gemv_params};
 
 int64_t awq_gemv_zeros_width(int64_t K, int64_t gs)
 {

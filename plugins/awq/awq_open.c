@@ -11,6 +11,7 @@
 #include "awq_layout.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 enum { AWQ_GEMM = 1, AWQ_GEMV = 2 };
 
@@ -118,10 +119,15 @@ static qb_status awq_parse(const qb_host *h, const cJSON *o, awq_config *c)
 static qb_status awq_config_load(const qb_host *h, const char *dir, const char *config_json,
                                  awq_config *c)
 {
-    cJSON *main_cfg = config_json ? cJSON_Parse(config_json) : NULL, *side = NULL;
-    const cJSON *qc = main_cfg ? cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config") : NULL;
+    cJSON *main_cfg = NULL, *side = NULL;
+    const cJSON *qc;
     char *text = NULL;
-    qb_status st;
+    qb_status st = QB_OK;
+    if (config_json &&
+        (st = qbk_json_parse_file(h, dir, "config.json", config_json, strlen(config_json),
+                                  &main_cfg)) != QB_OK)
+        goto out;
+    qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
     if (qc) {
         c->source = qbk_strdupf("%s/config.json", dir);
         if (!c->source) {
@@ -140,12 +146,12 @@ static qb_status awq_config_load(const qb_host *h, const char *dir, const char *
         goto out;
     }
     c->source = qbk_strdupf("%s/quant_config.json", dir);
-    side = cJSON_Parse(text);
-    if (!c->source || !side) {
-        st = h->set_error(h, c->source ? QB_E_FORMAT : QB_E_NOMEM, "%s/quant_config.json: %s", dir,
-                          c->source ? "invalid JSON" : "out of memory");
+    if (!c->source) {
+        st = h->set_error(h, QB_E_NOMEM, "%s/quant_config.json: out of memory", dir);
         goto out;
     }
+    if ((st = qbk_json_parse_file(h, dir, "quant_config.json", text, strlen(text), &side)) != QB_OK)
+        goto out;
     st = awq_parse(h, side, c);
 out:
     h->free(h, text);
@@ -154,7 +160,7 @@ out:
     return st;
 }
 
-/* qbk_qlinear_config_fn for awq_config_load */
+/* qlinear_config_fn for awq_config_load */
 static qb_status awq_load_cb(const qb_host *h, const char *dir, const char *config_json, void *cfg)
 {
     return awq_config_load(h, dir, config_json, cfg);
@@ -162,15 +168,15 @@ static qb_status awq_load_cb(const qb_host *h, const char *dir, const char *conf
 
 static const char *const awq_suffixes[] = {".qweight", ".qzeros", ".scales"};
 
-static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const char *module)
+static qb_status awq_add_linear(qlinear_model *m, const awq_config *c, const char *module)
 {
     const qb_host *h = m->host;
-    const qb_st_tensor *qw = qbk_qlinear_find(h, m->set, module, ".qweight");
-    const qb_st_tensor *qz = qbk_qlinear_find(h, m->set, module, ".qzeros");
-    const qb_st_tensor *sc = qbk_qlinear_find(h, m->set, module, ".scales");
+    const qb_st_tensor *qw = qlinear_find(h, m->set, module, ".qweight");
+    const qb_st_tensor *qz = qlinear_find(h, m->set, module, ".qzeros");
+    const qb_st_tensor *sc = qlinear_find(h, m->set, module, ".scales");
     const char *ver = c->version == AWQ_GEMM ? "gemm" : "gemv";
     int64_t K, N, gs, G, zr, zc, sr, scl;
-    qbk_qlinear_tensor *t;
+    qlinear_tensor *t;
     size_t i;
     qb_status st;
 
@@ -186,10 +192,10 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
     if (!qz && c->zero_point)
         return h->set_error(h, QB_E_NOT_FOUND, "%s: %s.qweight has no partner %s.qzeros in any shard",
                             qw->file, module, module);
-    if (qbk_qlinear_find(h, m->set, module, ".g_idx"))
+    if (qlinear_find(h, m->set, module, ".g_idx"))
         return h->set_error(h, QB_E_FORMAT, "%s: %s.g_idx: AWQ checkpoints have no g_idx (GPTQ?)", qw->file,
                             module);
-    if (qbk_qlinear_find(h, m->set, module, ".weight"))
+    if (qlinear_find(h, m->set, module, ".weight"))
         return h->set_error(h, QB_E_MISMATCH, "%s: %s has both .weight and .qweight", qw->file, module);
     if ((qw->dtype != QB_DT_I32 && qw->dtype != QB_DT_U32) || qw->n_dims != 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s.qweight: expected 2-D I32, got %s/%u-D", qw->file, module,
@@ -240,8 +246,8 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
         return h->set_error(h, QB_E_FORMAT, "%s: %s.qzeros: shape [%lld, %lld], AWQ %s expects [%lld, %lld]",
                             qz->file, module, (long long)qz->dims[0], (long long)qz->dims[1], ver,
                             (long long)zr, (long long)zc);
-    t = qbk_qlinear_append_quant(m, module,
-                                 &(qbk_qlinear_tensor){.N = N, .K = K, .bits = 4, .G = (uint32_t)G, .gs = gs,
+    t = qlinear_append_quant(m, module,
+                                 &(qlinear_tensor){.N = N, .K = K, .bits = 4, .G = (uint32_t)G, .gs = gs,
                                                        .per_channel = c->group_size == -1,
                                                        .scale_dtype = sc->dtype, .qweight = qw,
                                                        .qzeros = qz, .scales = sc, .word_bits = 32,
@@ -250,7 +256,7 @@ static qb_status awq_add_linear(qbk_qlinear_model *m, const awq_config *c, const
                                                                                      : &awq_gemv_decoder});
     if (!t)
         return QB_E_NOMEM;
-    if ((st = qbk_qlinear_compute_symmetric(h, t)) != QB_OK)
+    if ((st = qlinear_compute_symmetric(h, t)) != QB_OK)
         return st;
     if (!c->zero_point && !t->symmetric)
         return h->set_error(h, QB_E_MISMATCH,
@@ -271,10 +277,10 @@ typedef struct awq_walk {
     size_t nq; /* quantized linears added */
 } awq_walk;
 
-/* qbk_qlinear_part_fn: a qweight becomes a linear; dense tensors need
+/* qlinear_part_fn: a qweight becomes a linear; dense tensors need
  * nothing more; a leftover part gets the generic error unless it is one
  * AWQ cannot convert at all. */
-static qb_status awq_part(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *tt, const char *module,
+static qb_status awq_part(void *ctx, qlinear_model *m, const qb_st_tensor *tt, const char *module,
                           int which)
 {
     awq_walk *w = ctx;
@@ -295,9 +301,9 @@ static qb_status awq_part(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *t
     return st;
 }
 
-qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model **out)
+qb_status awq_open_model(const qb_host *h, const char *path, qlinear_model **out)
 {
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     awq_config c;
     awq_walk w;
     qb_status st;
@@ -306,12 +312,12 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
 
     memset(&c, 0, sizeof(c));
     *out = NULL;
-    if ((st = qbk_qlinear_open(h, path, awq_load_cb, &c, &m)) != QB_OK)
+    if ((st = qlinear_open(h, path, awq_load_cb, &c, &m)) != QB_OK)
         goto out;
     dir = m->dir;
     w.c = &c;
     w.nq = 0;
-    if ((st = qbk_qlinear_each(m, awq_suffixes, sizeof(awq_suffixes) / sizeof(awq_suffixes[0]), awq_part,
+    if ((st = qlinear_each(m, awq_suffixes, sizeof(awq_suffixes) / sizeof(awq_suffixes[0]), awq_part,
                                &w)) != QB_OK)
         goto out;
     nq = w.nq;
@@ -333,7 +339,7 @@ qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model *
     st = QB_OK;
 out:
     awq_config_free(&c);
-    qbk_qlinear_free(m);
+    qlinear_free(m);
     return st;
 }
 
@@ -344,7 +350,7 @@ int awq_probe_config(const char *config_json, int has_quant_config)
     const cJSON *qc, *m;
     if (!config_json)
         return score;
-    if (!(c = cJSON_Parse(config_json)))
+    if (!(c = qbk_json_parse_quiet(config_json, strlen(config_json))))
         return score;
     qc = cJSON_GetObjectItemCaseSensitive(c, "quantization_config");
     if (cJSON_IsObject(qc)) {

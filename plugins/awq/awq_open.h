@@ -7,11 +7,11 @@
 #ifndef AWQ_OPEN_H
 #define AWQ_OPEN_H
 
-#include "qbk_qlinear.h"
+#include "qlinear.h"
 
 /* Opens the AWQ checkpoint at `path` (a Hugging Face directory or one
  * .safetensors file next to its config). On success *out owns everything
- * (free with qbk_qlinear_free); on failure *out is NULL, nothing is left
+ * (free with qlinear_free); on failure *out is NULL, nothing is left
  * allocated and the message names the file and tensor. Errors:
  * QB_E_NOT_FOUND, QB_E_FORMAT, QB_E_UNSUPPORTED (gemv_fast, marlin,
  * exllama, ipex, llm-awq, bits != 4, unknown versions), QB_E_MISMATCH,
@@ -23,7 +23,7 @@
  * it. Both are read; stored zeros other than 8 under zero_point false are an
  * error (the config and the data disagree and neither can be preferred).
  * Not thread-safe (instance class). */
-qb_status awq_open_model(const qb_host *h, const char *path, qbk_qlinear_model **out);
+qb_status awq_open_model(const qb_host *h, const char *path, qlinear_model **out);
 
 /* Probe score for a config.json text / presence of quant_config.json. */
 int awq_probe_config(const char *config_json, int has_quant_config);

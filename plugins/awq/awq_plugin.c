@@ -1,13 +1,13 @@
 /*
  * AWQ reader plugin — entry point, descriptor, probe and reader vtable (the
- * work is in awq_open.c, awq_layout.c and the kit core qbk_qlinear: sdk/kit/qbk_qlinear.h).
+ * work is in awq_open.c, awq_layout.c and the kit core qlinear: sdk/kit/qlinear.h).
  */
 #include <string.h>
 
 #include <quantbridge/qb_plugin.h>
 
 #include "awq_open.h"
-#include "qbk_qlinear.h"
+#include "qlinear.h"
 #include "qbk_plugin_entry.h"
 
 static const qb_host *awq_host;
@@ -26,7 +26,7 @@ static int awq_probe(void *ctx, const qb_probe_input *in)
 
 static qb_status awq_open(void *ctx, const char *path, const qb_param *params, qb_reader_handle *out)
 {
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     qb_status st;
     (void)ctx;
     (void)params;
@@ -41,7 +41,7 @@ static const qb_reader_vtable awq_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = awq_probe,
     .open = awq_open,
-    QBK_QLINEAR_VT_ENTRIES,
+    QLINEAR_VT_ENTRIES,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */

@@ -9,7 +9,7 @@
 
 int ct_config_probe(const char *config_json)
 {
-    return qbk_reader_probe_quant_method(config_json, "compressed-tensors");
+    return qbk_reader_probe_quant_method(config_json, "compressed-tensors", NULL);
 }
 
 /* CompressionFormat value -> what this reader does with it. */

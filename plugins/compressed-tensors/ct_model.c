@@ -104,7 +104,7 @@ static qb_status ct_add(const qb_host *h, ct_model *m, ct_tensor **out)
         size_t cap = m->cap ? 2 * m->cap : 64;
         ct_tensor *nt = qbk_realloc(m->t, cap * sizeof(*nt));
         if (!nt)
-            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->d->dir);
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->b.d->dir);
         m->t = nt;
         m->cap = cap;
     }
@@ -311,6 +311,123 @@ static qb_status ct_encoding(const qb_host *h, const ct_scheme *sc, ct_tensor *t
     return QB_OK;
 }
 
+/* The scheme of quantized module `module` (weight w, partners p: scale,
+ * zp, g_idx, shape, global scale) in config_groups, and the partners and
+ * layout it requires against those present: one scheme, not ignored,
+ * quantizing weights, the packed or naive layout, the dtype, each partner
+ * present exactly when the scheme needs it. */
+static qb_status ct_scheme_of(const qb_host *h, const ct_model *m, const qb_st_tensor *w,
+                              const char *module, int packed,
+                              const qb_st_tensor *const p[CT_N_PARTNERS], const ct_scheme **out)
+{
+    const ct_scheme *sc;
+    int ignored, n_match, by_name;
+
+    sc = *out = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
+    if (ignored)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: module %s is in "
+                            "the ignore list", w->file, w->name, module);
+    if (!sc || !sc->has_weights)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: no config_groups "
+                            "scheme quantizes the weights of module %s", w->file, w->name, module);
+    if (n_match > 1)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: module %s matches several config_groups "
+                            "with different weight schemes; which applies is ambiguous", w->file,
+                            w->name, module);
+    if (packed != (sc->format == CT_F_PACK || ct_fp4_format(sc->format)))
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: tensor layout disagrees with format "
+                            "\"%s\" of config_groups.%s", w->file, w->name, sc->format_name,
+                            sc->name);
+    if (!packed && (sc->is_float ? w->dtype != QB_DT_F8_E4M3 : w->dtype != QB_DT_I8))
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config_groups.%s stores %s",
+                            w->file, w->name, w->dtype_name, sc->name,
+                            sc->is_float ? "F8_E4M3" : "I8");
+    if (!p[0])
+        return h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_scale is missing",
+                            w->file, w->name, module);
+    if (!sc->symmetric && !p[1])
+        return h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_zero_point is missing "
+                            "(config_groups.%s is asymmetric)", w->file, w->name, module, sc->name);
+    if (sc->act_group != !!p[2])
+        return h->set_error(h, p[2] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                            p[2] ? "%s: %s: leftover %s.weight_g_idx: config_groups.%s has no "
+                                   "actorder group" : "%s: %s: partner %s.weight_g_idx is missing "
+                                   "(config_groups.%s has actorder group)",
+                            w->file, w->name, module, sc->name);
+    if ((sc->format == CT_F_NVFP4) != !!p[4])
+        return h->set_error(h, p[4] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                            p[4] ? "%s: %s: leftover %s.weight_global_scale: config_groups.%s is "
+                                   "not nvfp4-pack-quantized" : "%s: %s: partner "
+                                   "%s.weight_global_scale is missing (config_groups.%s is "
+                                   "nvfp4-pack-quantized)", w->file, w->name, module, sc->name);
+    if ((sc->format == CT_F_PACK) != !!p[3] && !(ct_fp4_format(sc->format) && p[3]))
+        return h->set_error(h, packed ? QB_E_NOT_FOUND : QB_E_MISMATCH,
+                            packed ? "%s: %s: partner %s.weight_shape is missing"
+                                   : "%s: %s: leftover %s.weight_shape for an unpacked weight",
+                            w->file, w->name, module);
+    return QB_OK;
+}
+
+/* t's matrix view from its weight and weight_shape: FP4 formats hold two
+ * codes per byte, pack-quantized ceil(K / (32 / bits)) words per row
+ * (weight_shape gives K), naive ones the matrix itself. */
+static qb_status ct_geometry(const qb_host *h, const ct_scheme *sc, ct_tensor *t, int packed,
+                             const qb_st_tensor *const p[CT_N_PARTNERS])
+{
+    const qb_st_tensor *w = t->w;
+
+    if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: not a 2-D [out, in] tensor", w->file, w->name);
+    if (ct_fp4_format(sc->format)) {
+        /* two E2M1 codes per byte: K = 2 * packed width (unpack_fp4_from_uint8) */
+        const qb_st_tensor *ws = p[3];
+        if (w->dtype != QB_DT_U8)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not U8 (%s)",
+                                w->file, w->name, w->dtype_name, sc->format_name);
+        t->rows = w->dims[0];
+        t->cols = 2 * w->dims[1];
+        if (ws) {
+            size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
+            if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
+                ws->dims[0] != 2 || ct_le_int(ws->data, es) != t->rows ||
+                ct_le_int(ws->data + es, es) != t->cols)
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape disagrees with "
+                                    "weight_packed [%lld, %lld] holding %lld FP4 columns", ws->file,
+                                    ws->name, (long long)w->dims[0], (long long)w->dims[1],
+                                    (long long)t->cols);
+        }
+        if (p[4])
+            return ct_check_gscale(h, t, p[4]);
+    } else if (packed) {
+        const qb_st_tensor *ws = p[3];
+        int64_t pf = 32 / sc->bits, n0, k0;
+        size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
+        if (w->dtype != QB_DT_I32)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not I32",
+                                w->file, w->name, w->dtype_name);
+        /* declared int32, written from torch.tensor(weight.shape) = int64
+         * (compress_weight); both occur */
+        if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
+            ws->dims[0] != 2)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_shape is not an I32/I64 [2]",
+                                ws->file, ws->name);
+        n0 = ct_le_int(ws->data, es);
+        k0 = ct_le_int(ws->data + es, es);
+        if (n0 != w->dims[0] || k0 < 1 || ct_cdiv(k0, pf) != w->dims[1])
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape [%lld, %lld] disagrees "
+                                "with weight_packed [%lld, %lld] at %d bits (%lld codes per word)",
+                                ws->file, ws->name, (long long)n0, (long long)k0,
+                                (long long)w->dims[0], (long long)w->dims[1], sc->bits,
+                                (long long)pf);
+        t->rows = n0;
+        t->cols = k0;
+    } else {
+        t->rows = w->dims[0];
+        t->cols = w->dims[1];
+    }
+    return QB_OK;
+}
+
 /* One quantized module: its weight tensor w (weight_packed or a quantized
  * weight), found by suffix; module name is w->name[0..stem). */
 static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, const qb_st_tensor *w,
@@ -320,7 +437,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
     const ct_scheme *sc;
     const qb_st_tensor *p[CT_N_PARTNERS] = {NULL}; /* scale, zp, g_idx, shape, global */
     char *module = NULL, *nm = NULL;
-    int ignored, n_match, by_name, i;
+    int i;
     ct_tensor *t = NULL;
     qb_status st;
 
@@ -333,7 +450,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
             goto out;
         }
-        p[i] = api->find(m->d->st, nm);
+        p[i] = api->find(m->b.d->st, nm);
         qbk_free(nm);
         nm = NULL;
     }
@@ -343,7 +460,7 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
             st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
             goto out;
         }
-        if (api->find(m->d->st, nm)) {
+        if (api->find(m->b.d->st, nm)) {
             qbk_free(nm);
             st = h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a quantized weight and "
                               "weight_packed", w->file, w->name);
@@ -352,67 +469,9 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         qbk_free(nm);
         nm = NULL;
     }
-    sc = ct_config_lookup(&m->cfg, module, 1, &ignored, &n_match, &by_name);
-    if (ignored) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: module %s is in "
-                          "the ignore list", w->file, w->name, module);
+    st = ct_scheme_of(h, m, w, module, packed, p, &sc);
+    if (st != QB_OK)
         goto out;
-    }
-    if (!sc || !sc->has_weights) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover quantized tensor: no config_groups "
-                          "scheme quantizes the weights of module %s", w->file, w->name, module);
-        goto out;
-    }
-    if (n_match > 1) {
-        st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: module %s matches several config_groups "
-                          "with different weight schemes; which applies is ambiguous", w->file,
-                          w->name, module);
-        goto out;
-    }
-    if (packed != (sc->format == CT_F_PACK || ct_fp4_format(sc->format))) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: tensor layout disagrees with format \"%s\" of "
-                          "config_groups.%s", w->file, w->name, sc->format_name, sc->name);
-        goto out;
-    }
-    if (!packed && (sc->is_float ? w->dtype != QB_DT_F8_E4M3 : w->dtype != QB_DT_I8)) {
-        st = h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config_groups.%s stores %s",
-                          w->file, w->name, w->dtype_name, sc->name,
-                          sc->is_float ? "F8_E4M3" : "I8");
-        goto out;
-    }
-    if (!p[0]) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_scale is missing", w->file,
-                          w->name, module);
-        goto out;
-    }
-    if (!sc->symmetric && !p[1]) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: partner %s.weight_zero_point is missing "
-                          "(config_groups.%s is asymmetric)", w->file, w->name, module, sc->name);
-        goto out;
-    }
-    if (sc->act_group != !!p[2]) {
-        st = h->set_error(h, p[2] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                          p[2] ? "%s: %s: leftover %s.weight_g_idx: config_groups.%s has no "
-                                 "actorder group" : "%s: %s: partner %s.weight_g_idx is missing "
-                                 "(config_groups.%s has actorder group)",
-                          w->file, w->name, module, sc->name);
-        goto out;
-    }
-    if ((sc->format == CT_F_NVFP4) != !!p[4]) {
-        st = h->set_error(h, p[4] ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                          p[4] ? "%s: %s: leftover %s.weight_global_scale: config_groups.%s is "
-                                 "not nvfp4-pack-quantized" : "%s: %s: partner "
-                                 "%s.weight_global_scale is missing (config_groups.%s is "
-                                 "nvfp4-pack-quantized)", w->file, w->name, module, sc->name);
-        goto out;
-    }
-    if ((sc->format == CT_F_PACK) != !!p[3] && !(ct_fp4_format(sc->format) && p[3])) {
-        st = h->set_error(h, packed ? QB_E_NOT_FOUND : QB_E_MISMATCH,
-                          packed ? "%s: %s: partner %s.weight_shape is missing"
-                                 : "%s: %s: leftover %s.weight_shape for an unpacked weight",
-                          w->file, w->name, module);
-        goto out;
-    }
     st = ct_add(h, m, &t);
     if (st != QB_OK)
         goto out;
@@ -428,70 +487,9 @@ static qb_status ct_quantized(const qb_host *h, ct_model *m, ct_pset *used, cons
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
         goto out;
     }
-    if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: %s: not a 2-D [out, in] tensor", w->file, w->name);
+    st = ct_geometry(h, sc, t, packed, p);
+    if (st != QB_OK)
         goto out;
-    }
-    if (ct_fp4_format(sc->format)) {
-        /* two E2M1 codes per byte: K = 2 * packed width (unpack_fp4_from_uint8) */
-        const qb_st_tensor *ws = p[3];
-        if (w->dtype != QB_DT_U8) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not U8 (%s)",
-                              w->file, w->name, w->dtype_name, sc->format_name);
-            goto out;
-        }
-        t->rows = w->dims[0];
-        t->cols = 2 * w->dims[1];
-        if (ws) {
-            size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
-            if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
-                ws->dims[0] != 2 || ct_le_int(ws->data, es) != t->rows ||
-                ct_le_int(ws->data + es, es) != t->cols) {
-                st = h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape disagrees with "
-                                  "weight_packed [%lld, %lld] holding %lld FP4 columns", ws->file,
-                                  ws->name, (long long)w->dims[0], (long long)w->dims[1],
-                                  (long long)t->cols);
-                goto out;
-            }
-        }
-        if (p[4]) {
-            st = ct_check_gscale(h, t, p[4]);
-            if (st != QB_OK)
-                goto out;
-        }
-    } else if (packed) {
-        const qb_st_tensor *ws = p[3];
-        int64_t pf = 32 / sc->bits, n0, k0;
-        size_t es = ws->dtype == QB_DT_I64 ? 8 : 4;
-        if (w->dtype != QB_DT_I32) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_packed dtype %s is not I32", w->file,
-                              w->name, w->dtype_name);
-            goto out;
-        }
-        /* declared int32, written from torch.tensor(weight.shape) = int64
-         * (compress_weight); both occur */
-        if ((ws->dtype != QB_DT_I64 && ws->dtype != QB_DT_I32) || ws->n_dims != 1 ||
-            ws->dims[0] != 2) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: weight_shape is not an I32/I64 [2]",
-                              ws->file, ws->name);
-            goto out;
-        }
-        n0 = ct_le_int(ws->data, es);
-        k0 = ct_le_int(ws->data + es, es);
-        if (n0 != w->dims[0] || k0 < 1 || ct_cdiv(k0, pf) != w->dims[1]) {
-            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: weight_shape [%lld, %lld] disagrees with "
-                              "weight_packed [%lld, %lld] at %d bits (%lld codes per word)",
-                              ws->file, ws->name, (long long)n0, (long long)k0,
-                              (long long)w->dims[0], (long long)w->dims[1], sc->bits,
-                              (long long)pf);
-            goto out;
-        }
-        t->rows = n0;
-        t->cols = k0;
-    } else {
-        t->rows = w->dims[0];
-        t->cols = w->dims[1];
-    }
     st = ct_check_scale(h, sc, t);
     if (st == QB_OK && p[2])
         st = ct_check_gidx(h, t, p[2]);
@@ -537,7 +535,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
     size_t stem;
     qb_status st;
 
-    if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2)
+    if (!qb_streader_is_dense(x))
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is not a float dense tensor and "
                             "no compressed-tensors scheme explains it", x->file, x->name,
                             x->dtype_name);
@@ -551,7 +549,7 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
             qbk_free(packed);
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
         }
-        if (h->safetensors->find(m->d->st, packed)) {
+        if (h->safetensors->find(m->b.d->st, packed)) {
             qbk_free(module);
             qbk_free(packed);
             return h->set_error(h, QB_E_MISMATCH, "%s: %s: module has both a dense weight and "
@@ -577,30 +575,28 @@ static qb_status ct_dense(const qb_host *h, ct_model *m, const qb_st_tensor *x)
         return st;
     t->kind = CT_K_DENSE;
     t->w = x;
-    if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding))
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
+    qb_streader_matrix(x->n_dims, x->dims, &t->rows, &t->cols);
     return QB_OK;
 }
 
-qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
+static qb_status ct_model_open(qb_streader *r, const qb_param *params)
 {
+    const qb_host *h = r->host;
     const qb_st_api *api = h->safetensors;
+    const char *path = r->dir->dir;
     ct_pset used = {NULL, 0};
     ct_model *m;
     size_t n_st, i, stem, j;
     qb_status st;
 
-    *out = NULL;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_hfdir_open(h, path, &m->d);
+    (void)params;
+    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
     if (st != QB_OK)
         goto out;
-    st = ct_config_parse(h, m->d->dir, m->d->qcfg, &m->cfg);
+    st = ct_config_parse(h, m->b.d->dir, m->b.qcfg, &m->cfg);
     if (st != QB_OK)
         goto out;
-    n_st = api->count(m->d->st);
+    n_st = api->count(m->b.d->st);
     m->scheme_use = qbk_calloc(m->cfg.n ? m->cfg.n : 1, sizeof(size_t));
     if (!m->scheme_use || ct_pset_init(&used, n_st) != 0) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
@@ -608,7 +604,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     }
     /* Pass 1: quantized modules take their partners, in source order. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         if (qbk_split_suffix(x->name, ".weight_packed", &stem))
             st = ct_quantized(h, m, &used, x, stem, 1);
         else if (qbk_split_suffix(x->name, ".weight", &stem) &&
@@ -621,7 +617,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     /* Pass 2: leftovers are errors, activation parameters are dropped,
      * the rest is dense. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         if (ct_pset_has(&used, x))
             continue;
         for (j = 0; ct_partner_suffix[j]; j++)
@@ -643,7 +639,7 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
     }
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: config says compressed-tensors but no quantized "
-                          "weight was found", m->d->dir);
+                          "weight was found", m->b.d->dir);
         goto out;
     }
     {
@@ -679,24 +675,19 @@ qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out)
         if (off < sizeof(buf) - 1)
             snprintf(buf + off, sizeof(buf) - off, " %zu quantized + %zu dense tensors",
                      m->n_quant, m->n - m->n_quant);
-        m->summary = qbk_strdup(buf);
-        if (!m->summary) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
+        if ((st = qb_streader_set_summary(r, "%s", buf)) != QB_OK)
             goto out;
-        }
     }
+    r->n_tensors = m->n;
     st = QB_OK;
 out:
     qbk_free(used.slot);
-    if (st != QB_OK)
-        ct_model_close(h, m);
-    else
-        *out = m;
     return st;
 }
 
-void ct_model_close(const qb_host *h, ct_model *m)
+static void ct_model_close(qb_streader *r)
 {
+    ct_model *m = r->model;
     size_t i;
     if (!m)
         return;
@@ -706,9 +697,63 @@ void ct_model_close(const qb_host *h, ct_model *m)
         qbk_free(m->t[i].g_idx);
     }
     qbk_free(m->t);
-    qbk_free(m->summary);
     qbk_free(m->scheme_use);
     ct_config_free(&m->cfg);
-    qbk_hfdir_close(h, m->d);
-    qbk_free(m);
+    qbk_reader_model_free(r);
 }
+
+static void ct_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
+{
+    const ct_tensor *t = &((const ct_model *)r->model)->t[i];
+    qb_streader_describe_dense(t->w, out); /* its data first */
+    if (t->kind == CT_K_DENSE)
+        return;
+    out->name = t->name;
+    out->n_dims = 2;
+    out->dims[0] = t->rows;
+    out->dims[1] = t->cols;
+    memset(out->dims + 2, 0, sizeof(out->dims) - 2 * sizeof(out->dims[0]));
+    out->source_dtype = t->kind == CT_K_FLOAT ? QB_DT_F8_E4M3 : QB_DT_QUANTIZED;
+    out->encoding = t->encoding;
+    out->has_grid = t->has_grid;
+    /* weight_g_idx, weight_shape and other "<module>.*" parts reach the
+     * tensor through its name (qb_streader.h) */
+    out->stored[1] = t->scale;
+    out->stored[2] = t->zp;
+}
+
+static qb_status ct_read_rows_cb(const qb_streader *r, size_t i, int64_t row0, int64_t n_rows,
+                                 float *dst)
+{
+    return ct_tensor_read_rows(r->host, &((const ct_model *)r->model)->t[i], row0, n_rows, dst);
+}
+
+static qb_status ct_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
+{
+    const ct_tensor *t = &((const ct_model *)r->model)->t[i];
+    out->bits = (uint32_t)t->bits;
+    out->n_groups = (uint32_t)t->n_groups;
+    out->group_size = t->g_idx ? 0 : t->gs;
+    out->col_group = t->g_idx;
+    out->symmetric = t->grid_symmetric;
+    out->scale_dtype = t->scale->dtype;
+    return QB_OK;
+}
+
+static qb_status ct_read_grid_cb(const qb_streader *r, size_t i, int64_t row0, int64_t n_rows,
+                                 qb_grid_rows *out)
+{
+    return ct_tensor_read_grid(r->host, &((const ct_model *)r->model)->t[i], row0, n_rows,
+                               out->codes, out->scales, out->zeros);
+}
+
+const qb_streader_class ct_class = {
+    .struct_size = sizeof(qb_streader_class),
+    .format = "compressed-tensors",
+    .open = ct_model_open,
+    .close = ct_model_close,
+    .describe = ct_describe,
+    .read_rows = ct_read_rows_cb,
+    .grid_info = ct_grid_info,
+    .read_grid = ct_read_grid_cb,
+};

@@ -50,7 +50,10 @@
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_tensor.h>
 
-#include "qbk_hfdir.h"
+#include "qbk_reader.h"
+
+#include <quantbridge/base/qb_streader.h>
+
 #include "ct_config.h"
 
 typedef enum ct_kind {
@@ -63,7 +66,7 @@ typedef enum ct_kind {
 } ct_kind;
 
 typedef struct ct_tensor {
-    char *name;                /* canonical name (owned) */
+    char *name;                /* canonical name of a quantized module (owned); NULL for dense */
     ct_kind kind;
     const qb_st_tensor *w;     /* dense tensor, weight_packed or quantized weight */
     const qb_st_tensor *scale; /* NULL for dense */
@@ -79,29 +82,27 @@ typedef struct ct_tensor {
     int grid_symmetric;        /* every zero point is 2^(bits-1) */
     int has_grid;
     float gscale;              /* NVFP4 weight_global_scale (positive, finite) */
-    char *encoding;            /* owned */
+    char *encoding;            /* owned; NULL for dense */
 } ct_tensor;
 
 typedef struct ct_model {
-    qbk_hfdir *d;
+    qbk_reader_model b;        /* directory and config (kit qbk_reader.h): first */
     ct_config cfg;
     ct_tensor *t;
     size_t n, cap;
     size_t n_quant;
     size_t *scheme_use;  /* [cfg.n] modules per scheme */
-    char *summary;
 } ct_model;
 
-/* Opens and validates the checkpoint directory `path` (see the file
- * comment): every quantized module has exactly its partners with the right
- * dtypes and shapes, every partner has its module, every module's scheme
- * is found in config_groups (ignore respected), everything else is a float
- * dense tensor or an activation parameter (dropped). Returns QB_OK with
- * *out owned by the caller (ct_model_close), or a negative status with a
- * message naming the file and tensor, *out NULL. */
-qb_status ct_model_open(const qb_host *h, const char *path, ct_model **out);
-
-void ct_model_close(const qb_host *h, ct_model *m);
+/* The compressed-tensors format for the reader base (qb_streader.h). open
+ * validates the checkpoint (see the file comment): every quantized module
+ * has exactly its partners with the right dtypes and shapes, every partner
+ * has its module, every module's scheme is found in config_groups (ignore
+ * respected), everything else is a float dense tensor or an activation
+ * parameter (dropped); messages name the file and tensor. Integer schemes
+ * (tensor/channel/group strategies) offer the grid view. The data calls
+ * are thread-safe (the model is immutable after open). */
+extern const qb_streader_class ct_class;
 
 /* Dense rows [row0, row0+n_rows) of t as float32 into dst. Thread-safe.
  * QB_E_RANGE for a bad range, QB_E_FORMAT for a code outside its range

@@ -131,15 +131,11 @@ qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0
     int64_t r, k;
     qb_status st = QB_OK;
 
+    if (t->kind == CT_K_DENSE)
+        return qb_streader_dense_rows(h, w, row0, n_rows, dst);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
                             t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
-    if (t->kind == CT_K_DENSE) {
-        size_t es = qbk_float_store_size(w->dtype);
-        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
-                         (size_t)(n_rows * t->cols), dst);
-        return QB_OK;
-    }
     if (t->kind == CT_K_NVFP4 || t->kind == CT_K_MXFP4) {
         for (r = row0; r < row0 + n_rows; r++)
             ct_fp4_row(t, r, dst + (size_t)((r - row0) * t->cols));

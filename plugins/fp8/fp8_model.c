@@ -26,11 +26,11 @@
 #include "qbk_str.h"
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
-#include "qbk_pages.h"
+#include <quantbridge/base/qb_rows.h>
 
 int fp8_config_probe(const char *config_json)
 {
-    return qbk_reader_probe_quant_method(config_json, "fp8");
+    return qbk_reader_probe_quant_method(config_json, "fp8", NULL);
 }
 
 /* Module names listed as not converted (HF FineGrainedFP8Config
@@ -58,8 +58,8 @@ static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
     static const char *const known[] = {"quant_method", "fmt", "activation_scheme",
                                         "weight_block_size", "modules_to_not_convert",
                                         "ignored_layers", "scale_fmt", "dequantize", NULL};
-    const char *dir = m->d->dir;
-    const cJSON *q = m->d->qcfg, *it, *e;
+    const char *dir = m->b.d->dir;
+    const cJSON *q = m->b.qcfg, *it, *e;
     size_t i;
     int n;
 
@@ -125,7 +125,7 @@ static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
 static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
                           const qb_st_tensor *s, fp8_tensor *t)
 {
-    char enc[96];
+    const char *fmt = m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2";
     int64_t n_el;
 
     t->rows = w->dims[0];
@@ -147,15 +147,15 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
                                 s->file, s->name, (long long)t->rows, (long long)t->cols,
                                 (long long)m->bn, (long long)m->bk,
                                 (long long)((t->rows + m->bn - 1) / m->bn), (long long)t->sc_cols);
-        snprintf(enc, sizeof(enc), "fp8 %s block%lldx%lld",
-                 m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", (long long)m->bn, (long long)m->bk);
+        snprintf(m->enc[FP8_K_BLOCK], sizeof(m->enc[0]), "fp8 %s block%lldx%lld", fmt,
+                 (long long)m->bn, (long long)m->bk);
     } else if (n_el == 1 && s->n_dims <= 2) {
         t->kind = FP8_K_TENSOR;
-        snprintf(enc, sizeof(enc), "fp8 %s tensor", m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+        snprintf(m->enc[FP8_K_TENSOR], sizeof(m->enc[0]), "fp8 %s tensor", fmt);
     } else if ((s->n_dims == 1 && s->dims[0] == t->rows) ||
                (s->n_dims == 2 && s->dims[0] == t->rows && s->dims[1] == 1)) {
         t->kind = FP8_K_CHANNEL;
-        snprintf(enc, sizeof(enc), "fp8 %s channel", m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+        snprintf(m->enc[FP8_K_CHANNEL], sizeof(m->enc[0]), "fp8 %s channel", fmt);
     } else {
         return h->set_error(h, QB_E_MISMATCH,
                             "%s: %s: scale of %lld elements is neither per-tensor (1) nor "
@@ -165,9 +165,6 @@ static qb_status fp8_pair(const qb_host *h, fp8_model *m, const qb_st_tensor *w,
     }
     t->w = w;
     t->scale = s;
-    t->encoding = qbk_strdup(enc);
-    if (!t->encoding)
-        return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->file, w->name);
     return QB_OK;
 }
 
@@ -183,240 +180,211 @@ static int fp8_is_activation_param(const char *name)
     return 0;
 }
 
-qb_status fp8_model_open(const qb_host *h, const char *path, int mtp_drop, fp8_model **out)
+/* Pass 1, stored tensor i an FP8 weight w: its one scale (weight_scale_inv
+ * with weight_block_size, else weight_scale) paired into m->t[i]. */
+static qb_status fp8_take_weight(const qb_host *h, fp8_model *m, size_t i, const qb_st_tensor *w)
 {
     const qb_st_api *api = h->safetensors;
-    fp8_model *m;
-    unsigned char *used = NULL;
-    size_t n_st, i, stem;
+    const qb_st_tensor *s_inv, *s_plain;
+    char *module = NULL, *n_inv = NULL, *n_plain = NULL;
+    size_t stem;
     qb_status st;
-    char *module = NULL;
 
-    *out = NULL;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_hfdir_open(h, path, &m->d);
-    if (st != QB_OK)
-        goto out;
-    st = fp8_parse_config(h, m);
-    if (st != QB_OK)
-        goto out;
-    n_st = api->count(m->d->st);
-    used = qbk_calloc(n_st ? n_st : 1, 1);
-    m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
-    if (!used || !m->t) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    /* Pass 1: every FP8 weight takes its scale. */
-    for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *w = api->tensor(m->d->st, i), *s_inv, *s_plain, *s;
-        fp8_tensor *t;
-
-        if (w->dtype != QB_DT_F8_E4M3 && w->dtype != QB_DT_F8_E5M2)
-            continue;
-        if (!qbk_split_suffix(w->name, ".weight", &stem)) {
-            st = h->set_error(h, QB_E_FORMAT, "%s: %s: FP8 tensor that is not a <module>.weight",
-                              w->file, w->name);
-            goto out;
-        }
-        if (w->dtype != m->fmt) {
-            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config fmt says %s", w->file,
-                              w->name, w->dtype_name, m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
-            goto out;
-        }
-        if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1) {
-            st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: FP8 weight is not a 2-D [out, in] matrix",
-                              w->file, w->name);
-            goto out;
-        }
-        qbk_free(module);
-        module = qbk_stem_cat(w->name, stem, NULL);
-        if (!module) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-        if (fp8_module_not_converted(m->d->qcfg, module)) {
-            st = h->set_error(h, QB_E_MISMATCH,
-                              "%s: %s: FP8 weight in a module the config lists as not converted",
-                              w->file, w->name);
-            goto out;
-        }
-        {
-            char *n1 = qbk_stem_cat(w->name, stem, ".weight_scale_inv");
-            char *n2 = qbk_stem_cat(w->name, stem, ".weight_scale");
-            if (!n1 || !n2) {
-                qbk_free(n1);
-                qbk_free(n2);
-                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            s_inv = api->find(m->d->st, n1);
-            s_plain = api->find(m->d->st, n2);
-            qbk_free(n1);
-            qbk_free(n2);
-        }
-        if (s_inv && s_plain) {
-            st = h->set_error(h, QB_E_MISMATCH,
-                              "%s: %s: both weight_scale_inv and weight_scale present; which one "
-                              "applies is ambiguous", w->file, w->name);
-            goto out;
-        }
-        if (m->bn && !s_inv) {
-            st = h->set_error(h, s_plain ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                              "%s: %s: weight_block_size is set but %s.weight_scale_inv is %s",
-                              w->file, w->name, module, s_plain ? "replaced by weight_scale" : "missing");
-            goto out;
-        }
-        if (!m->bn && !s_plain) {
-            st = h->set_error(h, s_inv ? QB_E_MISMATCH : QB_E_NOT_FOUND,
-                              "%s: %s: no weight_block_size in config, so %s.weight_scale is "
-                              "needed but %s", w->file, w->name, module,
-                              s_inv ? "weight_scale_inv was found" : "it is missing");
-            goto out;
-        }
-        s = m->bn ? s_inv : s_plain;
-        t = &m->t[i];
-        st = fp8_pair(h, m, w, s, t);
-        if (st != QB_OK)
-            goto out;
-        t->name = qbk_strdup(w->name);
-        if (!t->name) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-        used[i] = 1;
-    }
-    /* Pass 2: what is left is dense, an activation parameter, or an error. */
-    for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
-        fp8_tensor *t = &m->t[i];
-
-        if (used[i])
-            continue;
-        if (qbk_split_suffix(x->name, ".weight_scale_inv", &stem) ||
-            qbk_split_suffix(x->name, ".weight_scale", &stem)) {
-            /* consumed when its module's FP8 weight exists: pass 1 paired
-             * exactly this scale (the other kind present is an error there) */
-            const qb_st_tensor *w;
-            char *wn = qbk_stem_cat(x->name, stem, ".weight");
-            if (!wn) {
-                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            w = api->find(m->d->st, wn);
-            qbk_free(wn);
-            if (w && (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2))
-                continue;
-            st = h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover scale: no FP8 weight uses it",
-                              x->file, x->name);
-            goto out;
-        }
-        if (fp8_is_activation_param(x->name)) {
-            h->log(h, QB_LOG_DEBUG, "%s: %s: activation parameter, not a weight; dropped", x->file,
-                   x->name);
-            used[i] = 3;
-            continue;
-        }
-        if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2) {
-            st = h->set_error(h, QB_E_UNSUPPORTED,
-                              "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
-                              x->file, x->name, x->dtype_name);
-            goto out;
-        }
-        t->kind = FP8_K_DENSE;
-        t->w = x;
-        if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding)) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-        used[i] = 4;
-    }
-    /* Compact to the canonical list (source order, scales and activation
-     * parameters removed). */
-    {
-        size_t j = 0;
-        int64_t mtp_first = mtp_drop ? qbk_mtp_first_layer(m->d->config) : -1;
-        for (i = 0; i < n_st; i++) {
-            if ((used[i] == 1 || used[i] == 4) && qbk_mtp_is_mtp(m->t[i].name, mtp_first)) {
-                /* mtp=drop (qbk_mtp.h): checked above, not presented */
-                qbk_free(m->t[i].name);
-                qbk_free(m->t[i].encoding);
-                memset(&m->t[i], 0, sizeof(m->t[i]));
-                m->n_mtp_dropped++;
-                continue;
-            }
-            if (used[i] == 1 || used[i] == 4) {
-                fp8_tensor tmp = m->t[i];
-                if (used[i] == 1)
-                    m->n_quant++;
-                memset(&m->t[i], 0, sizeof(m->t[i]));
-                m->t[j++] = tmp;
-            }
-        }
-        m->n = j;
-    }
-    {
-        char buf[160];
-        if (m->bn)
-            snprintf(buf, sizeof(buf), "FP8 %s block %lldx%lld, %zu quantized + %zu dense tensors",
-                     m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2", (long long)m->bn,
-                     (long long)m->bk, m->n_quant, m->n - m->n_quant);
-        else {
-            size_t n_tensor = 0, n_channel = 0;
-            for (i = 0; i < m->n; i++) {
-                n_tensor += m->t[i].kind == FP8_K_TENSOR;
-                n_channel += m->t[i].kind == FP8_K_CHANNEL;
-            }
-            snprintf(buf, sizeof(buf), "FP8 %s %s scales, %zu quantized + %zu dense tensors",
-                     m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2",
-                     n_channel == 0 ? "per-tensor" : n_tensor == 0 ? "per-channel"
-                                                                   : "per-tensor and per-channel",
-                     m->n_quant, m->n - m->n_quant);
-        }
-        if (m->n_mtp_dropped)
-            snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
-                     "; %zu MTP tensors dropped (mtp=drop)", m->n_mtp_dropped);
-        m->summary = qbk_strdup(buf);
-        if (!m->summary) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-    }
-    if (m->n_quant == 0) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: config says fp8 but no FP8 weight was found",
-                          m->d->dir);
+    if (!qbk_split_suffix(w->name, ".weight", &stem))
+        return h->set_error(h, QB_E_FORMAT, "%s: %s: FP8 tensor that is not a <module>.weight",
+                            w->file, w->name);
+    if (w->dtype != m->fmt)
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: dtype %s but config fmt says %s", w->file,
+                            w->name, w->dtype_name, m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2");
+    if (w->n_dims != 2 || w->dims[0] < 1 || w->dims[1] < 1)
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: %s: FP8 weight is not a 2-D [out, in] matrix", w->file, w->name);
+    module = qbk_stem_cat(w->name, stem, NULL);
+    n_inv = qbk_stem_cat(w->name, stem, ".weight_scale_inv");
+    n_plain = qbk_stem_cat(w->name, stem, ".weight_scale");
+    if (!module || !n_inv || !n_plain) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
         goto out;
     }
-    st = QB_OK;
+    if (fp8_module_not_converted(m->b.qcfg, module)) {
+        st = h->set_error(h, QB_E_MISMATCH,
+                          "%s: %s: FP8 weight in a module the config lists as not converted",
+                          w->file, w->name);
+        goto out;
+    }
+    s_inv = api->find(m->b.d->st, n_inv);
+    s_plain = api->find(m->b.d->st, n_plain);
+    if (s_inv && s_plain)
+        st = h->set_error(h, QB_E_MISMATCH,
+                          "%s: %s: both weight_scale_inv and weight_scale present; which one "
+                          "applies is ambiguous", w->file, w->name);
+    else if (m->bn && !s_inv)
+        st = h->set_error(h, s_plain ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                          "%s: %s: weight_block_size is set but %s.weight_scale_inv is %s",
+                          w->file, w->name, module,
+                          s_plain ? "replaced by weight_scale" : "missing");
+    else if (!m->bn && !s_plain)
+        st = h->set_error(h, s_inv ? QB_E_MISMATCH : QB_E_NOT_FOUND,
+                          "%s: %s: no weight_block_size in config, so %s.weight_scale is "
+                          "needed but %s", w->file, w->name, module,
+                          s_inv ? "weight_scale_inv was found" : "it is missing");
+    else if ((st = fp8_pair(h, m, w, m->bn ? s_inv : s_plain, &m->t[i])) == QB_OK)
+        m->t[i].name = w->name;
 out:
     qbk_free(module);
-    qbk_free(used);
-    if (st != QB_OK)
-        fp8_model_close(h, m);
-    else
-        *out = m;
+    qbk_free(n_inv);
+    qbk_free(n_plain);
     return st;
 }
 
-void fp8_model_close(const qb_host *h, fp8_model *m)
+/* Pass 2, stored tensor x not taken in pass 1: a scale its FP8 weight took
+ * (*used stays 0), an activation parameter (dropped, *used 3) or a dense
+ * float tensor (m->t[i], *used 4); anything else is an error. */
+static qb_status fp8_take_rest(const qb_host *h, fp8_model *m, const qb_st_tensor *x,
+                               fp8_tensor *t, unsigned char *used)
 {
-    size_t i, cap;
-    if (!m)
-        return;
-    if (m->t) {
-        /* entries past n were zeroed by compaction or never filled */
-        cap = m->d && m->d->st ? h->safetensors->count(m->d->st) : m->n;
-        for (i = 0; i < cap; i++) {
-            qbk_free(m->t[i].name);
-            qbk_free(m->t[i].encoding);
+    size_t stem;
+
+    if (qbk_split_suffix(x->name, ".weight_scale_inv", &stem) ||
+        qbk_split_suffix(x->name, ".weight_scale", &stem)) {
+        /* consumed when its module's FP8 weight exists: pass 1 paired
+         * exactly this scale (the other kind present is an error there) */
+        const qb_st_tensor *w;
+        char *wn = qbk_stem_cat(x->name, stem, ".weight");
+        if (!wn)
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", x->file);
+        w = h->safetensors->find(m->b.d->st, wn);
+        qbk_free(wn);
+        if (w && (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2))
+            return QB_OK;
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: leftover scale: no FP8 weight uses it",
+                            x->file, x->name);
+    }
+    if (fp8_is_activation_param(x->name)) {
+        h->log(h, QB_LOG_DEBUG, "%s: %s: activation parameter, not a weight; dropped", x->file,
+               x->name);
+        *used = 3;
+        return QB_OK;
+    }
+    if (!qb_streader_is_dense(x))
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: %s: dtype %s is neither FP8 weight nor a float dense tensor",
+                            x->file, x->name, x->dtype_name);
+    t->kind = FP8_K_DENSE;
+    t->w = x;
+    t->name = x->name;
+    qb_streader_matrix(x->n_dims, x->dims, &t->rows, &t->cols);
+    *used = 4;
+    return QB_OK;
+}
+
+/* inspect's line: the format, the scale kinds, the counts. */
+static qb_status fp8_summary(qb_streader *r, const fp8_model *m)
+{
+    const char *fmt = m->fmt == QB_DT_F8_E4M3 ? "e4m3" : "e5m2";
+    char buf[160];
+    size_t i, n_tensor = 0, n_channel = 0;
+
+    for (i = 0; i < m->n; i++) {
+        n_tensor += m->t[i].kind == FP8_K_TENSOR;
+        n_channel += m->t[i].kind == FP8_K_CHANNEL;
+    }
+    if (m->bn)
+        snprintf(buf, sizeof(buf), "FP8 %s block %lldx%lld, %zu quantized + %zu dense tensors", fmt,
+                 (long long)m->bn, (long long)m->bk, m->n_quant, m->n - m->n_quant);
+    else
+        snprintf(buf, sizeof(buf), "FP8 %s %s scales, %zu quantized + %zu dense tensors", fmt,
+                 n_channel == 0 ? "per-tensor" : n_tensor == 0 ? "per-channel"
+                                                               : "per-tensor and per-channel",
+                 m->n_quant, m->n - m->n_quant);
+    if (m->n_mtp_dropped)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+                 "; %zu MTP tensors dropped (mtp=drop)", m->n_mtp_dropped);
+    return qb_streader_set_summary(r, "%s", buf);
+}
+
+static qb_status fp8_model_open(qb_streader *r, const qb_param *params)
+{
+    const qb_host *h = r->host;
+    const qb_st_api *api = h->safetensors;
+    fp8_model *m;
+    unsigned char *used = NULL; /* per stored tensor: 1 FP8 weight, 3 dropped, 4 dense */
+    size_t n_st, i, j;
+    int64_t mtp_first;
+    qb_status st;
+    int mtp_drop;
+
+    if ((st = qbk_mtp_mode(h, params, &mtp_drop)) != QB_OK)
+        return st;
+    if ((st = qbk_reader_model_new(r, sizeof(*m), (void **)&m)) != QB_OK ||
+        (st = fp8_parse_config(h, m)) != QB_OK)
+        return st;
+    n_st = api->count(m->b.d->st);
+    used = qbk_calloc(n_st ? n_st : 1, 1);
+    m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
+    if (!used || !m->t) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir->dir);
+        goto out;
+    }
+    /* Pass 1: every FP8 weight takes its scale. */
+    for (i = 0; i < n_st && st == QB_OK; i++) {
+        const qb_st_tensor *w = api->tensor(m->b.d->st, i);
+        if (w->dtype == QB_DT_F8_E4M3 || w->dtype == QB_DT_F8_E5M2) {
+            st = fp8_take_weight(h, m, i, w);
+            used[i] = 1;
         }
     }
-    qbk_free(m->t);
-    qbk_free(m->summary);
-    qbk_hfdir_close(h, m->d);
-    qbk_free(m);
+    /* Pass 2: what is left is dense, an activation parameter, or an error. */
+    for (i = 0; i < n_st && st == QB_OK; i++)
+        if (!used[i])
+            st = fp8_take_rest(h, m, api->tensor(m->b.d->st, i), &m->t[i], &used[i]);
+    if (st != QB_OK)
+        goto out;
+    /* Compact to the canonical list (source order, scales and activation
+     * parameters removed). */
+    mtp_first = mtp_drop ? qbk_mtp_first_layer(m->b.config) : -1;
+    for (i = 0, j = 0; i < n_st; i++) {
+        fp8_tensor tmp = m->t[i];
+        if (used[i] != 1 && used[i] != 4)
+            continue;
+        memset(&m->t[i], 0, sizeof(m->t[i]));
+        if (qbk_mtp_is_mtp(tmp.name, mtp_first)) {
+            m->n_mtp_dropped++; /* mtp=drop (qbk_mtp.h): checked above, not presented */
+            continue;
+        }
+        m->n_quant += used[i] == 1;
+        m->t[j++] = tmp;
+    }
+    m->n = j;
+    if ((st = fp8_summary(r, m)) != QB_OK)
+        goto out;
+    if (m->n_quant == 0) {
+        st = h->set_error(h, QB_E_FORMAT, "%s: config says fp8 but no FP8 weight was found",
+                          m->b.d->dir);
+        goto out;
+    }
+    r->n_tensors = m->n;
+out:
+    qbk_free(used);
+    return st;
+}
+
+static void fp8_model_close(qb_streader *r)
+{
+    fp8_model *m = r->model;
+    if (m)
+        qbk_free(m->t);
+    qbk_reader_model_free(r);
+}
+
+static void fp8_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
+{
+    const fp8_tensor *t = &((const fp8_model *)r->model)->t[i];
+    qb_streader_describe_dense(t->w, out); /* its name, shape, dtype and data */
+    if (t->kind != FP8_K_DENSE) {
+        out->encoding = ((const fp8_model *)r->model)->enc[t->kind];
+        out->stored[1] = t->scale;
+    }
 }
 
 /* Per-read drops round inward to whole pages, so the pages shared by two
@@ -424,37 +392,36 @@ void fp8_model_close(const qb_host *h, fp8_model *m)
  * 1 MiB blocks). A writer streams tensor after tensor, so dropping the
  * previous tensor whole at the first read of the next one bounds what stays
  * mapped to about one tensor, and the small scale tensors go with it. */
-void fp8_model_note_read(fp8_model *m, size_t index)
+static void fp8_model_note_read(fp8_model *m, size_t index)
 {
     size_t prev = __atomic_exchange_n(&m->last_read, index + 1, __ATOMIC_RELAXED);
     const fp8_tensor *t;
     if (prev == 0 || prev == index + 1 || prev - 1 >= m->n)
         return;
     t = &m->t[prev - 1];
-    qbk_pages_drop(t->w->data, t->w->n_bytes);
+    qb_rows_drop_pages(t->w->data, t->w->n_bytes);
     if (t->scale)
-        qbk_pages_drop(t->scale->data, t->scale->n_bytes);
+        qb_rows_drop_pages(t->scale->data, t->scale->n_bytes);
 }
 
-qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t row0,
-                               int64_t n_rows, float *dst)
+static qb_status fp8_read_rows(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
+                               float *dst)
 {
+    const qb_host *h = rd->host;
+    fp8_model *m = rd->model;
+    const fp8_tensor *t = &m->t[i];
     const qb_st_tensor *w = t->w, *s = t->scale;
     size_t ss;
     float *srow = NULL;
     int64_t r, k;
     float sc = 0.0f;
 
+    fp8_model_note_read(m, i);
+    if (t->kind == FP8_K_DENSE)
+        return qb_streader_dense_rows(h, w, row0, n_rows, dst);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
                             t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
-    if (t->kind == FP8_K_DENSE) {
-        size_t es = qbk_float_store_size(w->dtype);
-        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
-                         (size_t)(n_rows * t->cols), dst);
-        qbk_pages_drop(w->data + (size_t)(row0 * t->cols) * es, (uint64_t)(n_rows * t->cols) * es);
-        return QB_OK;
-    }
     ss = qbk_float_store_size(s->dtype);
     if (t->kind == FP8_K_TENSOR)
         qbk_float_store_to_f32(s->dtype, s->data, 1, &sc);
@@ -482,6 +449,16 @@ qb_status fp8_tensor_read_rows(const qb_host *h, const fp8_tensor *t, int64_t ro
     }
     qbk_free(srow);
     /* FP8 weights are one byte per element */
-    qbk_pages_drop(w->data + (size_t)(row0 * t->cols), (uint64_t)(n_rows * t->cols));
+    qb_rows_drop_pages(w->data + (size_t)(row0 * t->cols), (uint64_t)(n_rows * t->cols));
     return QB_OK;
 }
+
+const qb_streader_class fp8_class = {
+    .struct_size = sizeof(qb_streader_class),
+    .format = "fp8",
+    .open = fp8_model_open,
+    .close = fp8_model_close,
+    .describe = fp8_describe,
+    .read_rows = fp8_read_rows,
+    /* no grid: FP8 values are not a uniform integer grid */
+};

@@ -8,9 +8,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "qbk_qlinear.h"
+#include "qlinear.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 /* First of `a`, `b` present in object `o`, or NULL. */
 static const cJSON *gptq_get2(const cJSON *o, const char *a, const char *b)
@@ -302,11 +303,9 @@ static qb_status gptq_load_file(const qb_host *h, const char *dir, const char *n
     *out = NULL;
     if (st != QB_OK || !text)
         return st;
-    *out = cJSON_Parse(text);
+    st = qbk_json_parse_file(h, dir, name, text, strlen(text), out);
     h->free(h, text);
-    if (!*out)
-        return h->set_error(h, QB_E_FORMAT, "%s/%s: invalid JSON", dir, name);
-    return QB_OK;
+    return st;
 }
 
 qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config_json,
@@ -325,9 +324,11 @@ qb_status gptq_config_load(const qb_host *h, const char *dir, const char *config
             goto out;
     }
     if (config_json) {
-        main_cfg = cJSON_Parse(config_json);
-        if (main_cfg)
-            qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
+        st = qbk_json_parse_file(h, dir, "config.json", config_json, strlen(config_json),
+                                 &main_cfg);
+        if (st != QB_OK)
+            goto out;
+        qc = cJSON_GetObjectItemCaseSensitive(main_cfg, "quantization_config");
     }
     if (side) {
         cfg->source = qbk_strdupf("%s/%s", dir, side_name);
@@ -437,7 +438,7 @@ int gptq_config_probe(const char *config_json, int has_quantize_config)
     const cJSON *qc, *m;
     if (!config_json)
         return score;
-    c = cJSON_Parse(config_json);
+    c = qbk_json_parse_quiet(config_json, strlen(config_json));
     if (!c)
         return score;
     qc = cJSON_GetObjectItemCaseSensitive(c, "quantization_config");

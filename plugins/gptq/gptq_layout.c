@@ -21,7 +21,7 @@
 
 #include <string.h>
 
-static void gptq_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
+static void gptq_codes(const qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes)
 {
     const uint32_t W = t->word_bits, b = t->bits;
     const uint64_t N = (uint64_t)t->N;
@@ -30,7 +30,7 @@ static void gptq_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint
     if (W == 32 && b == 4 && t->K % 8 == 0 && t->qweight->n_bytes >= (uint64_t)t->K / 2 * N) {
         /* the common 4-bit int32 layout: one load and eight nibbles per
          * word, no per-code bounds test (perf: the generic loop below and
-         * its qbk_qlinear_word calls were ~30 % of an exact GPTQ repack) */
+         * its qlinear_word calls were ~30 % of an exact GPTQ repack) */
         const uint8_t *base = t->qweight->data;
         const int64_t nw = t->K / 8;
         int64_t wb, w;
@@ -65,7 +65,7 @@ static void gptq_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint
         int64_t rows = (t->K + pf - 1) / pf, w;
         for (w = 0; w < rows; w++) {
             for (r = 0; r < nr; r++) {
-                uint64_t v = qbk_qlinear_word(t->qweight, (uint64_t)w * N + (uint64_t)(n0 + r));
+                uint64_t v = qlinear_word(t->qweight, (uint64_t)w * N + (uint64_t)(n0 + r));
                 uint32_t j;
                 for (j = 0; j < pf; j++) {
                     k = w * pf + j;
@@ -80,37 +80,37 @@ static void gptq_codes(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint
     for (r = 0; r < nr; r++)
         for (k = 0; k < t->K; k++)
             codes[r * t->K + k] =
-                (uint8_t)qbk_qlinear_field(t->qweight, (uint64_t)(n0 + r), N, W, b, (uint64_t)k);
+                (uint8_t)qlinear_field(t->qweight, (uint64_t)(n0 + r), N, W, b, (uint64_t)k);
 }
 
 /* real zero of group g, row n: field n of row g of qzeros plus the
  * convention's zero_add, masked to the code width */
-static int32_t gptq_zero(const qbk_qlinear_tensor *t, uint32_t g, uint64_t n)
+static int32_t gptq_zero(const qlinear_tensor *t, uint32_t g, uint64_t n)
 {
-    uint32_t raw = qbk_qlinear_field(t->qzeros, (uint64_t)g * (uint64_t)t->qzeros->dims[1], 1,
-                                     qbk_qlinear_word_bits(t->qzeros->dtype), t->bits, n);
+    uint32_t raw = qlinear_field(t->qzeros, (uint64_t)g * (uint64_t)t->qzeros->dims[1], 1,
+                                     qlinear_word_bits(t->qzeros->dtype), t->bits, n);
     return (int32_t)((raw + (uint32_t)t->zero_add) & ((1u << t->bits) - 1));
 }
 
-static void gptq_params_rows(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
+static void gptq_params_rows(const qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
                              int32_t *zeros)
 {
-    qbk_qlinear_params_rows(t, n0, nr, scales, zeros, gptq_zero);
+    qlinear_params_rows(t, n0, nr, scales, zeros, gptq_zero);
 }
 
-const qbk_qlinear_decoder gptq_decoder = {gptq_codes, gptq_params_rows};
+const qlinear_decoder gptq_decoder = {gptq_codes, gptq_params_rows};
 
-void gptq_stored_zero_uniform(const qbk_qlinear_tensor *t, int *all_lo, int *all_hi)
+void gptq_stored_zero_uniform(const qlinear_tensor *t, int *all_lo, int *all_hi)
 {
     const uint32_t lo = (1u << (t->bits - 1)) - 1, hi = 1u << (t->bits - 1);
     const uint64_t zcols = (uint64_t)t->qzeros->dims[1];
-    const uint32_t W = qbk_qlinear_word_bits(t->qzeros->dtype);
+    const uint32_t W = qlinear_word_bits(t->qzeros->dtype);
     uint32_t g;
     int64_t n;
     *all_lo = *all_hi = 1;
     for (g = 0; g < t->G && (*all_lo || *all_hi); g++)
         for (n = 0; n < t->N; n++) {
-            uint32_t raw = qbk_qlinear_field(t->qzeros, (uint64_t)g * zcols, 1, W, t->bits, (uint64_t)n);
+            uint32_t raw = qlinear_field(t->qzeros, (uint64_t)g * zcols, 1, W, t->bits, (uint64_t)n);
             if (raw != lo)
                 *all_lo = 0;
             if (raw != hi)

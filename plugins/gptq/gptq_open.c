@@ -12,7 +12,7 @@
 
 static const char *const gptq_suffixes[] = {".qweight", ".qzeros", ".scales", ".g_idx"};
 
-/* qbk_qlinear_config_fn for gptq_config_load */
+/* qlinear_config_fn for gptq_config_load */
 static qb_status gptq_load_cb(const qb_host *h, const char *dir, const char *config_json, void *cfg)
 {
     return gptq_config_load(h, dir, config_json, cfg);
@@ -24,14 +24,14 @@ static int64_t gptq_ceil_div(int64_t a, int64_t b)
 }
 
 /* Builds and validates the quantized linear of `module`. */
-static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const gptq_params *p)
+static qb_status gptq_add_linear(qlinear_model *m, const char *module, const gptq_params *p)
 {
     const qb_host *h = m->host;
-    const qb_st_tensor *qw = qbk_qlinear_find(h, m->set, module, ".qweight");
-    const qb_st_tensor *qz = qbk_qlinear_find(h, m->set, module, ".qzeros");
-    const qb_st_tensor *sc = qbk_qlinear_find(h, m->set, module, ".scales");
-    const qb_st_tensor *gi = qbk_qlinear_find(h, m->set, module, ".g_idx");
-    qbk_qlinear_tensor *t;
+    const qb_st_tensor *qw = qlinear_find(h, m->set, module, ".qweight");
+    const qb_st_tensor *qz = qlinear_find(h, m->set, module, ".qzeros");
+    const qb_st_tensor *sc = qlinear_find(h, m->set, module, ".scales");
+    const qb_st_tensor *gi = qlinear_find(h, m->set, module, ".g_idx");
+    qlinear_tensor *t;
     uint32_t W, Wz;
     int64_t K, N, gs, G;
     char why[256];
@@ -42,10 +42,10 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
     if (!sc)
         return h->set_error(h, QB_E_NOT_FOUND, "%s: %s.qweight has no partner %s.scales in any shard",
                             qw->file, module, module);
-    if (qbk_qlinear_find(h, m->set, module, ".weight") != NULL)
+    if (qlinear_find(h, m->set, module, ".weight") != NULL)
         return h->set_error(h, QB_E_MISMATCH, "%s: %s has both .weight and .qweight", qw->file, module);
-    W = qbk_qlinear_word_bits(qw->dtype);
-    Wz = qbk_qlinear_word_bits(qz->dtype);
+    W = qlinear_word_bits(qw->dtype);
+    Wz = qlinear_word_bits(qz->dtype);
     if (!W || qw->n_dims != 2)
         return h->set_error(h, QB_E_FORMAT, "%s: %s.qweight: expected a 2-D integer tensor, got %s/%u-D",
                             qw->file, module, qw->dtype_name, qw->n_dims);
@@ -106,8 +106,8 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
                             "%s.g_idx; the column-to-group map cannot be guessed",
                             qw->file, module, module);
 
-    t = qbk_qlinear_append_quant(m, module,
-                                 &(qbk_qlinear_tensor){.N = N, .K = K, .bits = (uint32_t)p->bits,
+    t = qlinear_append_quant(m, module,
+                                 &(qlinear_tensor){.N = N, .K = K, .bits = (uint32_t)p->bits,
                                                        .G = (uint32_t)G, .gs = gs,
                                                        .per_channel = p->group_size == -1,
                                                        .scale_dtype = sc->dtype, .qweight = qw,
@@ -121,24 +121,24 @@ static qb_status gptq_add_linear(qbk_qlinear_model *m, const char *module, const
         if (!t->g_idx)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", module);
         for (k = 0; k < K; k++) {
-            int64_t v = gi->dtype == QB_DT_I32 ? (int32_t)qbk_qlinear_word(gi, (uint64_t)k)
-                                               : (int64_t)qbk_qlinear_word(gi, (uint64_t)k);
+            int64_t v = gi->dtype == QB_DT_I32 ? (int32_t)qlinear_word(gi, (uint64_t)k)
+                                               : (int64_t)qlinear_word(gi, (uint64_t)k);
             t->g_idx[k] = (v < 0 || v > INT32_MAX) ? -1 : (int32_t)v;
         }
-        if (!qbk_qlinear_gidx_valid(t->g_idx, K, t->G, gs, why, sizeof(why)))
+        if (!qlinear_gidx_valid(t->g_idx, K, t->G, gs, why, sizeof(why)))
             return h->set_error(h, QB_E_FORMAT, "%s: %s.g_idx: not a valid group map: %s", gi->file,
                                 module, why);
-        if (qbk_qlinear_gidx_trivial(t->g_idx, K, gs)) {
+        if (qlinear_gidx_trivial(t->g_idx, K, gs)) {
             qbk_free(t->g_idx);
             t->g_idx = NULL;
         }
-        qbk_qlinear_drop_pages(gi); /* copied above; never read again */
+        qlinear_drop_pages(gi); /* copied above; never read again */
     }
     return QB_OK;
 }
 
 /* Decides the zero convention (rule in gptq_open.h). */
-static qb_status gptq_decide_zero(qbk_qlinear_model *m, const gptq_config *cfg, int zero_opt, int all_sym,
+static qb_status gptq_decide_zero(qlinear_model *m, const gptq_config *cfg, int zero_opt, int all_sym,
                                   int *conv, const char **why)
 {
     const qb_host *h = m->host;
@@ -148,11 +148,11 @@ static qb_status gptq_decide_zero(qbk_qlinear_model *m, const gptq_config *cfg, 
     static const char *const names[] = {"none", "v1", "v2"};
     for (i = 0; i < m->n; i++) {
         int lo, hi;
-        if (m->t[i].kind != QBK_QLINEAR_QUANT)
+        if (m->t[i].kind != QLINEAR_QUANT)
             continue;
         any = 1;
         gptq_stored_zero_uniform(&m->t[i], &lo, &hi);
-        qbk_qlinear_drop_pages(m->t[i].qzeros);
+        qlinear_drop_pages(m->t[i].qzeros);
         data_lo &= lo;
         data_hi &= hi;
     }
@@ -200,20 +200,20 @@ static qb_status gptq_decide_zero(qbk_qlinear_model *m, const gptq_config *cfg, 
                         cfg->source, all_sym ? "not uniform" : "asymmetric");
 }
 
-static qb_status gptq_finish(qbk_qlinear_model *m, const gptq_config *cfg, int conv, const char *why,
+static qb_status gptq_finish(qlinear_model *m, const gptq_config *cfg, int conv, const char *why,
                              size_t n_excluded)
 {
     size_t i, nq = 0, nact = 0;
     int mixed = 0, asym = 0;
-    const qbk_qlinear_tensor *first = NULL;
+    const qlinear_tensor *first = NULL;
     for (i = 0; i < m->n; i++) {
-        qbk_qlinear_tensor *t = &m->t[i];
+        qlinear_tensor *t = &m->t[i];
         char gtxt[32];
         qb_status st;
-        if (t->kind != QBK_QLINEAR_QUANT)
+        if (t->kind != QLINEAR_QUANT)
             continue;
         t->zero_add = conv == GPTQ_CONV_V1 ? 1 : 0;
-        if ((st = qbk_qlinear_compute_symmetric(m->host, t)) != QB_OK)
+        if ((st = qlinear_compute_symmetric(m->host, t)) != QB_OK)
             return st;
         if (t->per_channel)
             snprintf(gtxt, sizeof(gtxt), "per-channel");
@@ -255,10 +255,10 @@ typedef struct gptq_walk {
     int all_sym;
 } gptq_walk;
 
-/* qbk_qlinear_part_fn: a qweight becomes a linear with its module's
+/* qlinear_part_fn: a qweight becomes a linear with its module's
  * resolved parameters; a dense linear is only counted; leftovers get the
  * generic error. */
-static qb_status gptq_part(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *tt, const char *module,
+static qb_status gptq_part(void *ctx, qlinear_model *m, const qb_st_tensor *tt, const char *module,
                            int which)
 {
     gptq_walk *w = ctx;
@@ -291,9 +291,9 @@ static qb_status gptq_part(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *
     return gptq_add_linear(m, module, &p);
 }
 
-qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_qlinear_model **out)
+qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qlinear_model **out)
 {
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     gptq_config cfg;
     gptq_walk w;
     qb_status st;
@@ -303,13 +303,13 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
 
     memset(&cfg, 0, sizeof(cfg));
     *out = NULL;
-    if ((st = qbk_qlinear_open(h, path, gptq_load_cb, &cfg, &m)) != QB_OK)
+    if ((st = qlinear_open(h, path, gptq_load_cb, &cfg, &m)) != QB_OK)
         goto out;
     dir = m->dir;
     w.cfg = &cfg;
     w.n_excluded = 0;
     w.all_sym = 1;
-    if ((st = qbk_qlinear_each(m, gptq_suffixes, sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]), gptq_part,
+    if ((st = qlinear_each(m, gptq_suffixes, sizeof(gptq_suffixes) / sizeof(gptq_suffixes[0]), gptq_part,
                                &w)) != QB_OK)
         goto out;
     if ((st = gptq_decide_zero(m, &cfg, zero_opt, w.all_sym, &conv, &why)) != QB_OK)
@@ -322,6 +322,6 @@ qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_
     st = QB_OK;
 out:
     gptq_config_free(&cfg);
-    qbk_qlinear_free(m);
+    qlinear_free(m);
     return st;
 }

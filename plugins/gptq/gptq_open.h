@@ -6,14 +6,14 @@
 #ifndef GPTQ_OPEN_H
 #define GPTQ_OPEN_H
 
-#include "qbk_qlinear.h"
+#include "qlinear.h"
 
 /* Zero-convention choice of the `zero_convention` option. */
 enum { GPTQ_OPT_AUTO = 0, GPTQ_OPT_V1 = 1, GPTQ_OPT_V2 = 2 };
 
 /* Opens the GPTQ checkpoint at `path` (a Hugging Face directory, or one
  * .safetensors file whose directory holds the configs). `zero_opt` is
- * GPTQ_OPT_*. On success *out owns everything (free with qbk_qlinear_free).
+ * GPTQ_OPT_*. On success *out owns everything (free with qlinear_free).
  * On failure *out is NULL, nothing is left allocated and the message names
  * the file and tensor. Errors: QB_E_NOT_FOUND, QB_E_FORMAT,
  * QB_E_UNSUPPORTED, QB_E_MISMATCH, QB_E_IO, QB_E_NOMEM.
@@ -29,6 +29,6 @@ enum { GPTQ_OPT_AUTO = 0, GPTQ_OPT_V1 = 1, GPTQ_OPT_V2 = 2 };
  *      the checkpoint_format label is trusted when present;
  *   4. no label either: error asking for --option zero_convention.
  * Not thread-safe (instance class). */
-qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qbk_qlinear_model **out);
+qb_status gptq_open_model(const qb_host *h, const char *path, int zero_opt, qlinear_model **out);
 
 #endif /* GPTQ_OPEN_H */

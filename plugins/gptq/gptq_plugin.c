@@ -1,6 +1,6 @@
 /*
  * GPTQ reader plugin — entry point, descriptor, probe and the reader vtable
- * (the work is in gptq_open.c and the kit core qbk_qlinear: sdk/kit/qbk_qlinear.h).
+ * (the work is in gptq_open.c and the kit core qlinear: sdk/kit/qlinear.h).
  */
 #include <string.h>
 
@@ -8,7 +8,7 @@
 
 #include "gptq_config.h"
 #include "gptq_open.h"
-#include "qbk_qlinear.h"
+#include "qlinear.h"
 #include "qbk_plugin_entry.h"
 
 static const qb_host *gptq_host;
@@ -29,7 +29,7 @@ static qb_status gptq_open(void *ctx, const char *path, const qb_param *params, 
 {
     const qb_param *zc = qb_param_find(params, "zero_convention");
     int opt = GPTQ_OPT_AUTO;
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     qb_status st;
     (void)ctx;
     *out = NULL;
@@ -52,7 +52,7 @@ static const qb_reader_vtable gptq_reader = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = gptq_probe,
     .open = gptq_open,
-    QBK_QLINEAR_VT_ENTRIES,
+    QLINEAR_VT_ENTRIES,
 };
 
 static const qb_option_decl gptq_opt_zero = {

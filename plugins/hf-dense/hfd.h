@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
+#include <quantbridge/base/qb_streader.h>
 #include <quantbridge/quantbridge.h>
 
 /* The host table given at entry; set once before any other call. */
@@ -23,23 +26,22 @@ typedef enum hfd_config_kind {
     HFD_CONFIG_DENSE = 0,      /* no quantization_config: ours */
     HFD_CONFIG_QUANTIZED = 1,  /* quantization_config / compression_config present */
     HFD_CONFIG_INVALID = 2,    /* a JSON object without a model_type string */
-    HFD_CONFIG_BROKEN = 3      /* not JSON or not an object */
+    HFD_CONFIG_BROKEN = 3      /* refused by the strict parser (qbk_json.h) or not an object */
 } hfd_config_kind;
 
 /* Classifies config.json text without reporting anything (for probe).
  * Pure, thread-safe. */
 hfd_config_kind hfd_config_classify(const char *text);
 
-/* Checks config.json text of `path` for open: a JSON object with a string
- * model_type and no quantization settings (quantization_config,
- * compression_config). On success *model_type is a malloc'd copy owned by
- * the caller. Errors (message names `path`): QB_E_FORMAT (not JSON, no
- * model_type), QB_E_UNSUPPORTED (quantized: names the quant_method),
- * QB_E_NOMEM. Thread-safe. */
-qb_status hfd_config_check(const qb_host *h, const char *path, const char *text, char **model_type);
+/* Checks the parsed config.json `root` of `path` (the reader base checked
+ * it is an object with a model_type) for open: no quantization settings
+ * (quantization_config, compression_config), else QB_E_UNSUPPORTED naming
+ * `path` and the quant_method. Thread-safe. */
+qb_status hfd_config_check(const qb_host *h, const char *path, const cJSON *root);
 
-/* Checks config.json (`path`, text already accepted by hfd_config_check)
- * against the tensors of `set`, with no per-architecture table:
+/* Checks config.json (`path`, parsed as `root`, accepted by
+ * hfd_config_check) against the tensors of `set`, with no per-architecture
+ * table:
  *   - decoder layers "model.layers.N.*" are 0..K-1 without a gap, and K is
  *     num_hidden_layers (plus num_nextn_predict_layers, whose MTP layers
  *     follow the decoder layers) when the config has it;
@@ -54,17 +56,7 @@ qb_status hfd_config_check(const qb_host *h, const char *path, const char *text,
  * config.json) or QB_E_NOMEM. Layers are not compared with each other: an
  * incomplete layer is served, for the consumer to name in its own terms
  * (writer plans, `quantbridge verify`). Reads only; thread-safe. */
-qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const char *text,
+qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const cJSON *root,
                                    const qb_st_set *set);
-
-/* Encoding text of a dense float dtype ("f32", "f16", "bf16"), or NULL for
- * any other dtype. Pure. */
-const char *hfd_dtype_encoding(qb_dtype dt);
-
-/* Converts n elements of dtype `dt` (F32, F16 or BF16; little-endian,
- * possibly unaligned) starting at `src` to float32 in dst. Exact: every
- * F16/BF16 value is representable in float32 (qb_half.h). Returns 0, or -1
- * for another dtype (dst untouched). Pure, thread-safe. */
-int hfd_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst);
 
 #endif /* HFD_H */

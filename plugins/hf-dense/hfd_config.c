@@ -16,6 +16,7 @@
 #include "hfd.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 /* The quantization object of a config, or NULL for a dense one. */
 static const cJSON *hfd_quant_object(const cJSON *root, const char **key)
@@ -41,7 +42,7 @@ hfd_config_kind hfd_config_classify(const char *text)
 
     if (!text)
         return HFD_CONFIG_BROKEN;
-    root = cJSON_Parse(text);
+    root = qbk_json_parse_quiet(text, strlen(text));
     if (!cJSON_IsObject(root))
         k = HFD_CONFIG_BROKEN;
     else if (hfd_quant_object(root, &key))
@@ -54,41 +55,20 @@ hfd_config_kind hfd_config_classify(const char *text)
     return k;
 }
 
-qb_status hfd_config_check(const qb_host *h, const char *path, const char *text, char **model_type)
+qb_status hfd_config_check(const qb_host *h, const char *path, const cJSON *root)
 {
-    cJSON *root = NULL;
-    const cJSON *q, *mt;
     const char *key = NULL;
-    qb_status st = QB_OK;
+    const cJSON *q = hfd_quant_object(root, &key), *m;
 
-    *model_type = NULL;
-    root = cJSON_Parse(text);
-    if (!cJSON_IsObject(root)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", path);
-        goto out;
-    }
-    q = hfd_quant_object(root, &key);
-    if (q) {
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
-        if (!cJSON_IsString(m))
-            m = cJSON_GetObjectItemCaseSensitive(q, "method");
-        st = h->set_error(h, QB_E_UNSUPPORTED,
-                          "%s: %s with quant_method '%s': a quantized checkpoint, which hf-dense "
-                          "does not read (use the reader for that method)",
-                          path, key, cJSON_IsString(m) ? m->valuestring : "(none)");
-        goto out;
-    }
-    mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (!cJSON_IsString(mt) || !mt->valuestring[0]) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: no model_type string", path);
-        goto out;
-    }
-    *model_type = qbk_strdup(mt->valuestring);
-    if (!*model_type)
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-out:
-    cJSON_Delete(root);
-    return st;
+    if (!q)
+        return QB_OK;
+    m = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+    if (!cJSON_IsString(m))
+        m = cJSON_GetObjectItemCaseSensitive(q, "method");
+    return h->set_error(h, QB_E_UNSUPPORTED,
+                        "%s: %s with quant_method '%s': a quantized checkpoint, which hf-dense "
+                        "does not read (use the reader for that method)",
+                        path, key, cJSON_IsString(m) ? m->valuestring : "(none)");
 }
 
 /* ---- config.json against the tensors ---- */
@@ -253,22 +233,16 @@ static const char *const hfd_size_keys[] = {"num_hidden_layers", "hidden_size", 
                                             "intermediate_size", "num_attention_heads",
                                             "num_key_value_heads", "head_dim"};
 
-qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const char *text,
+qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const cJSON *root,
                                    const qb_st_set *set)
 {
     const qb_st_api *api = h->safetensors;
-    cJSON *root = NULL;
     hfd_layer_tensor *lt = NULL;
     const qb_st_tensor *embed = NULL;
     size_t i, n = api->count(set), n_lt = 0;
     int64_t hidden, vocab, unused;
     qb_status st = QB_OK;
 
-    root = cJSON_Parse(text);
-    if (!cJSON_IsObject(root)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", path);
-        goto out;
-    }
     /* Size fields that writers turn into integers: a number that is no
      * int64_t (1e300, 4096.5, -1) is refused here, naming config.json,
      * rather than cast later (undefined behaviour) or misread. */
@@ -326,6 +300,5 @@ qb_status hfd_config_check_tensors(const qb_host *h, const char *path, const cha
     }
 out:
     qbk_free(lt);
-    cJSON_Delete(root);
     return st;
 }

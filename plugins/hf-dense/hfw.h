@@ -93,9 +93,12 @@ qb_status hfw_st_open(const qb_host *h, const qb_sink *sink, const char *name, c
 qb_status hfw_config_text(const qb_host *h, const char *what, const char *config_json,
                           hfw_dtype dt, int tie, char **out);
 
-/* Reads `key` of the source config: 1/0 for a JSON boolean, -1 when
- * absent or null; QB_E_FORMAT in *st when present but not a boolean. */
-int hfw_config_bool(const char *config_json, const char *key, qb_status *st);
+/* Reads `key` of the source config (`source` names it in messages): 1/0
+ * for a JSON boolean, -1 when absent or null. *st: QB_OK, or (message set)
+ * QB_E_FORMAT when the config is refused (qbk_json_parse_config) or the
+ * key is present but not a boolean, QB_E_NOMEM. */
+int hfw_config_bool(const qb_host *h, const char *source, const char *config_json,
+                    const char *key, qb_status *st);
 
 /* Writes a whole text through the sink as file `name`. */
 qb_status hfw_write_text(const qb_host *h, const qb_sink *sink, const char *name, const char *text);

@@ -16,6 +16,7 @@
 #include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 size_t hfw_dtype_size(hfw_dtype dt)
 {
@@ -49,18 +50,19 @@ qb_status hfw_write_text(const qb_host *h, const qb_sink *sink, const char *name
     return st;
 }
 
-int hfw_config_bool(const char *config_json, const char *key, qb_status *st)
+int hfw_config_bool(const qb_host *h, const char *source, const char *config_json,
+                    const char *key, qb_status *st)
 {
-    cJSON *root = cJSON_Parse(config_json);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    cJSON *root = NULL;
+    const cJSON *v;
     int r = -1;
-    *st = QB_OK;
-    if (!cJSON_IsObject(root))
-        *st = QB_E_FORMAT;
-    else if (cJSON_IsBool(v))
+    if ((*st = qbk_json_parse_config(h, source, config_json, &root)) != QB_OK)
+        return -1;
+    v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (cJSON_IsBool(v))
         r = cJSON_IsTrue(v) ? 1 : 0;
     else if (v && !cJSON_IsNull(v))
-        *st = QB_E_FORMAT;
+        *st = h->set_error(h, QB_E_FORMAT, "%s: config: %s is not a boolean", source, key);
     cJSON_Delete(root);
     return r;
 }
@@ -70,10 +72,12 @@ qb_status hfw_config_text(const qb_host *h, const char *what, const char *config
 {
     const char *keys[4], *values[4];
     char dtype[32];
-    cJSON *root = cJSON_Parse(config_json);
+    cJSON *root = NULL;
     int n = 0;
-    qb_status st;
+    qb_status st = qbk_json_parse_config(h, what, config_json, &root);
 
+    if (st != QB_OK)
+        return st;
     snprintf(dtype, sizeof(dtype), "\"%s\"", hfw_dtype_torch_name(dt));
     keys[n] = "torch_dtype";
     values[n++] = dtype;

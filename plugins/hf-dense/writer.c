@@ -30,6 +30,7 @@
 #include "qbk_alloc.h"
 #include "qbk_encode_check.h"
 #include "qbk_hf_sidefiles.h"
+#include "qbk_json.h"
 
 /* Row block size in float32 elements (4 MiB). */
 #define HFW_BLOCK_ELEMS ((int64_t)1 << 20)
@@ -96,7 +97,7 @@ typedef struct hfw_writer {
 
 static int hfw_supports(void *ctx, const qb_model_info *mi)
 {
-    cJSON *root;
+    cJSON *root = NULL;
     int ok;
     (void)ctx;
     if (!mi || !mi->config_json) {
@@ -105,14 +106,11 @@ static int hfw_supports(void *ctx, const qb_model_info *mi)
                             "reader gives no model config");
         return 0;
     }
-    root = cJSON_Parse(mi->config_json);
-    ok = cJSON_IsObject(root);
+    /* the one strict reading (qbk_json.h); its refusal is the message */
+    ok = qbk_json_parse_config(hfd_host, NULL, mi->config_json, &root) == QB_OK;
     cJSON_Delete(root);
-    if (!ok) {
-        hfd_host->set_error(hfd_host, QB_E_UNSUPPORTED,
-                            "the model config the source reader gives is not a JSON object");
+    if (!ok)
         return 0;
-    }
     /* Names are written as the reader gives them, so any architecture
      * works; a writer specific to it should win when one exists. */
     return 50;
@@ -212,10 +210,9 @@ static qb_status hfw_tie_plan(hfw_writer *w, size_t *drop, int *tie)
 
     *drop = HFW_DROPPED;
     *tie = -1;
-    cfg = hfw_config_bool(src->info->config_json, "tie_word_embeddings", &st);
+    cfg = hfw_config_bool(h, src->source_path, src->info->config_json, "tie_word_embeddings", &st);
     if (st != QB_OK)
-        return h->set_error(h, QB_E_FORMAT, "%s: config: tie_word_embeddings is not a boolean",
-                            src->source_path);
+        return st;
     has_head = src->find(src->handle, "lm_head.weight", &head) == QB_OK;
     has_embed = src->find(src->handle, "model.embed_tokens.weight", &embed) == QB_OK;
     if (cfg < 0) {
@@ -255,16 +252,13 @@ static qb_status hfw_tie_plan(hfw_writer *w, size_t *drop, int *tie)
  * with the reader's architecture; *phi3 when either names phi3. */
 static qb_status hfw_arch(const qb_host *h, const qb_model_src *src, int *phi3)
 {
-    cJSON *root = cJSON_Parse(src->info->config_json);
+    cJSON *root = NULL;
+    qb_status st = qbk_json_parse_config(h, src->source_path, src->info->config_json, &root);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const char *arch = src->info->architecture;
-    qb_status st = QB_OK;
 
     *phi3 = 0;
-    if (!cJSON_IsObject(root))
-        st = h->set_error(h, QB_E_FORMAT, "%s: the model config is not a JSON object",
-                          src->source_path);
-    else if (cJSON_IsString(mt) && arch && strcmp(mt->valuestring, arch) != 0)
+    if (st == QB_OK && cJSON_IsString(mt) && arch && strcmp(mt->valuestring, arch) != 0)
         st = h->set_error(h, QB_E_MISMATCH,
                           "%s: the reader says architecture '%s' but its config says "
                           "model_type '%s'",

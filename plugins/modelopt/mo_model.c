@@ -20,6 +20,7 @@
 #include "qbk_path.h"
 #include "qbk_reader.h"
 #include "qbk_str.h"
+#include "qbk_json.h"
 
 #define MO_GROUP 16                 /* NVFP4 elements per E4M3 scale */
 #define MO_SIDE_MAX (1u << 20)      /* hf_quant_config.json size limit */
@@ -50,19 +51,9 @@ static int mo_list_has(const char *const *names, const char *name)
 
 int mo_probe(const char *config_json, const char *const *siblings)
 {
-    cJSON *root = config_json ? cJSON_Parse(config_json) : NULL;
-    const cJSON *q, *m;
-    int score = 0;
-
-    if (!root)
-        return 0;
-    q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    m = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
-    if (cJSON_IsString(m) && !strcmp(m->valuestring, "modelopt"))
-        score = 90;
-    else if (!q && mo_list_has(siblings, "hf_quant_config.json"))
+    int has_qcfg, score = qbk_reader_probe_quant_method(config_json, "modelopt", &has_qcfg);
+    if (has_qcfg == 0 && mo_list_has(siblings, "hf_quant_config.json"))
         score = 80;
-    cJSON_Delete(root);
     return score;
 }
 
@@ -110,8 +101,8 @@ static qb_status mo_config_one(const qb_host *h, mo_model *m, const char *where,
 
 static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
 {
-    const char *dir = m->d->dir;
-    const cJSON *q = m->d->qcfg, *it;
+    const char *dir = m->b.d->dir;
+    const cJSON *q = m->b.qcfg, *it;
     char *path = NULL, where[64];
     void *data = NULL;
     size_t len = 0;
@@ -123,17 +114,14 @@ static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
     if (!path)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
     st = h->read_small_file(h, path, MO_SIDE_MAX, &data, &len);
-    qbk_free(path);
     if (st != QB_OK && st != QB_E_NOT_FOUND)
-        return st;
+        goto out;
     if (st == QB_OK) {
         const cJSON *qq;
-        side = cJSON_ParseWithLength(data, len);
+        st = qbk_json_parse_object(h, path, data, len, &side);
         h->free(h, data);
-        if (!side || !cJSON_IsObject(side)) {
-            st = h->set_error(h, QB_E_FORMAT, "%s/hf_quant_config.json: not a JSON object", dir);
+        if (st != QB_OK)
             goto out;
-        }
         qq = cJSON_GetObjectItemCaseSensitive(side, "quantization");
         if (!cJSON_IsObject(qq)) {
             st = h->set_error(h, QB_E_FORMAT, "%s/hf_quant_config.json: no \"quantization\" "
@@ -170,6 +158,7 @@ static qb_status mo_parse_config(const qb_host *h, mo_model *m, int *from_side)
     }
     st = QB_OK;
 out:
+    qbk_free(path);
     cJSON_Delete(side);
     return st;
 }
@@ -196,7 +185,7 @@ static qb_status mo_quantized(const qb_host *h, mo_model *m, mo_tensor *t, const
     for (k = 0; k < 2; k++) {
         if (!(nm = qbk_stem_cat(w->name, stem, mo_partner[k])))
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
-        p[k] = api->find(m->d->st, nm);
+        p[k] = api->find(m->b.d->st, nm);
         qbk_free(nm);
     }
     if (!(nm = qbk_stem_cat(w->name, stem, "")))
@@ -247,48 +236,42 @@ static qb_status mo_quantized(const qb_host *h, mo_model *m, mo_tensor *t, const
     if (!isfinite(t->s2) || !(t->s2 > 0.0f))
         return h->set_error(h, QB_E_FORMAT, "%s: %s: weight_scale_2 %g is not a positive finite "
                             "number", p[1]->file, p[1]->name, (double)t->s2);
-    t->name = qbk_stem_cat(w->name, stem, ".weight");
-    t->encoding = qbk_strdup("modelopt nvfp4 e2m1 g16 e4m3*scale_2");
-    if (!t->name || !t->encoding)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", w->file);
     return QB_OK;
 }
 
-qb_status mo_model_open(const qb_host *h, const char *path, mo_model **out)
+static qb_status mo_model_open(qb_streader *r, const qb_param *params)
 {
-    const qb_st_api *api;
+    const qb_host *h = r->host;
+    const qb_st_api *api = h->safetensors;
+    const char *path = r->dir->dir;
     mo_model *m;
     size_t n_st, i, stem;
     int from_side = 0;
     qb_status st;
 
-    *out = NULL;
-    api = h->safetensors;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_hfdir_open(h, path, &m->d);
+    (void)params;
+    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
     if (st != QB_OK)
         goto out;
     st = mo_parse_config(h, m, &from_side);
     if (st != QB_OK)
         goto out;
-    n_st = api->count(m->d->st);
+    n_st = api->count(m->b.d->st);
     m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
     if (!m->t) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         mo_tensor *t = &m->t[m->n];
         size_t j;
 
         if (qbk_split_suffix(x->name, ".weight", &stem) && x->dtype == QB_DT_U8) {
             st = mo_quantized(h, m, t, x, stem);
-            m->n++; /* counted even on failure so close frees its strings */
             if (st != QB_OK)
                 goto out;
+            m->n++;
             m->n_quant++;
             continue;
         }
@@ -303,7 +286,7 @@ qb_status mo_model_open(const qb_host *h, const char *path, mo_model **out)
                 st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
                 goto out;
             }
-            w = api->find(m->d->st, wn);
+            w = api->find(m->b.d->st, wn);
             qbk_free(wn);
             if (w && w->dtype == QB_DT_U8)
                 continue;
@@ -317,74 +300,71 @@ qb_status mo_model_open(const qb_host *h, const char *path, mo_model **out)
             m->n_input_scales++;
             continue;
         }
-        if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2) {
+        if (!qb_streader_is_dense(x)) {
             st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is neither a packed NVFP4 "
                               "weight nor a float dense tensor", x->file, x->name, x->dtype_name);
             goto out;
         }
         t->w = x;
         m->n++;
-        if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding)) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
     }
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: the configuration says ModelOpt NVFP4 but no packed "
-                          "NVFP4 weight was found", m->d->dir);
+                          "NVFP4 weight was found", m->b.d->dir);
         goto out;
     }
-    m->summary = qbk_strdupf("ModelOpt NVFP4 (%s): E2M1 weights, E4M3 group-16 scales times "
-                             "weight_scale_2; %zu quantized + %zu dense tensors; %zu activation "
-                             "scales (input_scale) ignored: the conversion is weight-only",
-                             from_side ? "hf_quant_config.json" : "config.json",
-                             m->n_quant, m->n - m->n_quant, m->n_input_scales);
-    if (!m->summary) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    st = QB_OK;
+    r->n_tensors = m->n;
+    st = qb_streader_set_summary(r, "ModelOpt NVFP4 (%s): E2M1 weights, E4M3 group-16 scales "
+                                 "times weight_scale_2; %zu quantized + %zu dense tensors; %zu "
+                                 "activation scales (input_scale) ignored: the conversion is "
+                                 "weight-only",
+                                 from_side ? "hf_quant_config.json" : "config.json", m->n_quant,
+                                 m->n - m->n_quant, m->n_input_scales);
 out:
-    if (st != QB_OK)
-        mo_model_close(h, m);
-    else
-        *out = m;
     return st;
 }
 
-void mo_model_close(const qb_host *h, mo_model *m)
+static void mo_model_close(qb_streader *r)
 {
+    mo_model *m = r->model;
     size_t i;
     if (!m)
         return;
-    for (i = 0; i < m->n; i++) {
-        qbk_free(m->t[i].name);
-        qbk_free(m->t[i].encoding);
-    }
     for (i = 0; i < m->n_exclude; i++)
         qbk_free(m->exclude[i]);
     qbk_free(m->exclude);
     qbk_free(m->t);
-    qbk_free(m->summary);
-    qbk_hfdir_close(h, m->d);
-    qbk_free(m);
+    qbk_reader_model_free(r);
 }
 
-qb_status mo_tensor_read_rows(const qb_host *h, const mo_tensor *t, int64_t row0,
-                              int64_t n_rows, float *dst)
+static void mo_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
 {
+    const mo_tensor *t = &((const mo_model *)r->model)->t[i];
+    qb_streader_describe_dense(t->w, out); /* its name and data */
+    if (!t->quant)
+        return;
+    out->n_dims = 2;
+    out->dims[0] = t->rows;
+    out->dims[1] = t->cols;
+    out->source_dtype = QB_DT_QUANTIZED;
+    out->encoding = "modelopt nvfp4 e2m1 g16 e4m3*scale_2";
+    out->stored[1] = t->scale;
+    out->stored[2] = t->scale2;
+}
+
+static qb_status mo_read_rows(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
+                              float *dst)
+{
+    const qb_host *h = rd->host;
+    const mo_tensor *t = &((const mo_model *)rd->model)->t[i];
     const qb_st_tensor *w = t->w;
     int64_t r, g;
 
+    if (!t->quant)
+        return qb_streader_dense_rows(h, w, row0, n_rows, dst);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
-                            t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
-    if (!t->quant) {
-        size_t es = qbk_float_store_size(w->dtype);
-        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
-                               (size_t)(n_rows * t->cols), dst);
-        return QB_OK;
-    }
+                            w->name, (long long)row0, (long long)n_rows, (long long)t->rows);
     for (r = row0; r < row0 + n_rows; r++) {
         const uint8_t *codes = w->data + (size_t)(r * (t->cols / 2));
         const uint8_t *sc = t->scale->data + (size_t)(r * t->n_groups);
@@ -399,3 +379,13 @@ qb_status mo_tensor_read_rows(const qb_host *h, const mo_tensor *t, int64_t row0
     }
     return QB_OK;
 }
+
+const qb_streader_class mo_class = {
+    .struct_size = sizeof(qb_streader_class),
+    .format = "modelopt",
+    .open = mo_model_open,
+    .close = mo_model_close,
+    .describe = mo_describe,
+    .read_rows = mo_read_rows,
+    /* no grid: FP4 under E4M3 scales is not a uniform integer grid */
+};

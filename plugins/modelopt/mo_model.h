@@ -27,52 +27,42 @@
 
 #include <stdint.h>
 
+#include <quantbridge/base/qb_streader.h>
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_tensor.h>
 
-#include "qbk_hfdir.h"
+#include "qbk_reader.h"
 
 typedef struct mo_tensor {
-    char *name;                /* canonical name (owned) */
     int quant;                 /* 1: NVFP4 linear; 0: float tensor passed through */
     const qb_st_tensor *w;     /* dense tensor or the packed weight */
     const qb_st_tensor *scale; /* weight_scale (quant only) */
     const qb_st_tensor *scale2;/* weight_scale_2 (quant only) */
     float s2;                  /* value of weight_scale_2 */
     int64_t rows, cols, n_groups;
-    char *encoding;            /* owned */
 } mo_tensor;
 
 typedef struct mo_model {
-    qbk_hfdir *d;
+    qbk_reader_model b;        /* directory and config (kit qbk_reader.h): first */
     mo_tensor *t;
     size_t n, n_quant, n_input_scales;
     char **exclude;            /* exclude_modules patterns (owned) */
     size_t n_exclude;
-    char *summary;
 } mo_model;
 
-/* Opens and validates the checkpoint directory `path`: the configuration,
- * every packed weight's partners (names, dtypes, shapes, no NaN scale, a
- * positive finite weight_scale_2), no partner without its weight, no
- * quantized module in exclude_modules, every other tensor a float dense
- * tensor. Returns QB_OK with *out owned by the caller (mo_model_close), or
- * a negative status with a message naming the file and tensor/key, *out
- * NULL. */
-qb_status mo_model_open(const qb_host *h, const char *path, mo_model **out);
-
-/* Releases m and everything it owns. NULL is a no-op. */
-void mo_model_close(const qb_host *h, mo_model *m);
-
-/* Rows [row0, row0+n_rows) of t as float32 into dst. Thread-safe (the
- * model is immutable after open). QB_OK or QB_E_RANGE for a bad range. */
-qb_status mo_tensor_read_rows(const qb_host *h, const mo_tensor *t, int64_t row0,
-                              int64_t n_rows, float *dst);
+/* The modelopt format for the reader base (qb_streader.h). open validates
+ * the configuration, every packed weight's partners (names, dtypes,
+ * shapes, no NaN scale, a positive finite weight_scale_2), no partner
+ * without its weight, no quantized module in exclude_modules, every other
+ * tensor a float dense tensor; messages name the file and tensor/key. The
+ * data calls are thread-safe (the model is immutable after open). */
+extern const qb_streader_class mo_class;
 
 /* Probe score for a directory: QB_PROBE_LIKELY + 10 when config.json's
  * quantization_config says quant_method "modelopt"; QB_PROBE_LIKELY when
  * hf_quant_config.json is among `siblings` and config.json has no
- * quantization_config of another method; else QB_PROBE_NONE. Pure. */
+ * quantization_config of another method; else QB_PROBE_NONE (also when
+ * the strict parser, qbk_json.h, refuses config.json). Pure. */
 int mo_probe(const char *config_json, const char *const *siblings);
 
 #endif /* MO_MODEL_H */

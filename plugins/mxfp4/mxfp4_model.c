@@ -24,14 +24,14 @@
 #include "qbk_fp8_decode.h"
 #include "qbk_reader.h"
 #include "qbk_str.h"
-#include "qbk_pages.h"
+#include <quantbridge/base/qb_rows.h>
 
 #define MX_BLOCK 32       /* elements per E8M0 scale (OCP MX block) */
 #define MX_BLOCK_BYTES 16 /* two E2M1 elements per byte */
 
 int mx_config_probe(const char *config_json)
 {
-    return qbk_reader_probe_quant_method(config_json, "mxfp4");
+    return qbk_reader_probe_quant_method(config_json, "mxfp4", NULL);
 }
 
 static qb_status mx_parse_config(const qb_host *h, mx_model *m)
@@ -40,8 +40,8 @@ static qb_status mx_parse_config(const qb_host *h, mx_model *m)
      * dequantize is a load-time choice that does not change the files. */
     static const char *const known[] = {"quant_method", "modules_to_not_convert", "dequantize",
                                         NULL};
-    const char *dir = m->d->dir;
-    const cJSON *q = m->d->qcfg, *it, *e;
+    const char *dir = m->b.d->dir;
+    const cJSON *q = m->b.qcfg, *it, *e;
     size_t i;
 
     if (!q)
@@ -73,7 +73,7 @@ static int64_t mx_cfg_int(const cJSON *cfg, const char *key)
  * R and input width K = G * 32 against the config. */
 static qb_status mx_check_widths(const qb_host *h, const mx_model *m, const mx_tensor *t)
 {
-    const cJSON *cfg = m->d->config;
+    const cJSON *cfg = m->b.config;
     int64_t hs = mx_cfg_int(cfg, "hidden_size"), is = mx_cfg_int(cfg, "intermediate_size");
     int64_t ne = mx_cfg_int(cfg, "num_local_experts"), want_r = -1, want_k = -1;
     const qb_st_tensor *b = t->w;
@@ -121,12 +121,11 @@ static qb_status mx_pair(const qb_host *h, const mx_model *m, const qb_st_tensor
     sn = qbk_stem_cat(b->name, stem, "_scales");
     bn = qbk_stem_cat(b->name, stem, "_bias");
     t->name = qbk_stem_cat(b->name, stem, NULL);
-    t->encoding = qbk_strdup("mxfp4 e2m1 block32 e8m0");
-    if (!sn || !bn || !t->name || !t->encoding) {
+    if (!sn || !bn || !t->name) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", b->name);
         goto out;
     }
-    s = api->find(m->d->st, sn);
+    s = api->find(m->b.d->st, sn);
     if (!s) {
         st = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: its scales %s are missing", b->file, b->name,
                           sn);
@@ -156,7 +155,7 @@ static qb_status mx_pair(const qb_host *h, const mx_model *m, const qb_st_tensor
     t->dims[2] = t->R;
     t->rows = t->E * t->G * MX_BLOCK;
     t->cols = t->R;
-    bias = api->find(m->d->st, bn);
+    bias = api->find(m->b.d->st, bn);
     if (bias && (bias->n_dims != 2 || bias->dims[0] != t->E || bias->dims[1] != t->R)) {
         st = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld] (experts, rows of "
                           "%s)", bias->file, bias->name, (long long)t->E, (long long)t->R,
@@ -170,25 +169,24 @@ out:
     return st;
 }
 
-qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out)
+static qb_status mx_model_open(qb_streader *r, const qb_param *params)
 {
+    const qb_host *h = r->host;
     const qb_st_api *api = h->safetensors;
+    const char *path = r->dir->dir;
     mx_model *m;
     unsigned char *used = NULL; /* 1 quantized, 2 scales, 3 dense */
     size_t n_st, i, j, stem;
     qb_status st;
 
-    *out = NULL;
-    m = qbk_calloc(1, sizeof(*m));
-    if (!m)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-    st = qbk_hfdir_open(h, path, &m->d);
+    (void)params;
+    st = qbk_reader_model_new(r, sizeof(*m), (void **)&m);
     if (st != QB_OK)
         goto out;
     st = mx_parse_config(h, m);
     if (st != QB_OK)
         goto out;
-    n_st = api->count(m->d->st);
+    n_st = api->count(m->b.d->st);
     used = qbk_calloc(n_st ? n_st : 1, 1);
     m->t = qbk_calloc(n_st ? n_st : 1, sizeof(*m->t));
     if (!used || !m->t) {
@@ -197,7 +195,7 @@ qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out)
     }
     /* Pass 1: every `_blocks` takes its `_scales`. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *b = api->tensor(m->d->st, i);
+        const qb_st_tensor *b = api->tensor(m->b.d->st, i);
         if (!qbk_split_suffix(b->name, "_blocks", &stem))
             continue;
         if (b->dtype != QB_DT_U8) {
@@ -212,7 +210,7 @@ qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out)
     }
     /* Pass 2: scales already paired, dense tensors, or an error. */
     for (i = 0; i < n_st; i++) {
-        const qb_st_tensor *x = api->tensor(m->d->st, i);
+        const qb_st_tensor *x = api->tensor(m->b.d->st, i);
         mx_tensor *t = &m->t[i];
         if (used[i])
             continue;
@@ -228,7 +226,7 @@ qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out)
                               "uses them", x->file, x->name);
             goto out;
         }
-        if (!qbk_float_store_ok(x->dtype) || qbk_float_store_size(x->dtype) < 2) {
+        if (!qb_streader_is_dense(x)) {
             st = h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: dtype %s is neither MXFP4 blocks/scales "
                               "nor a float dense tensor", x->file, x->name, x->dtype_name);
             goto out;
@@ -245,10 +243,7 @@ qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out)
                               x->file, x->name, (unsigned)x->n_dims);
             goto out;
         }
-        if (!qbk_dense_view(x, &t->rows, &t->cols, &t->name, &t->encoding)) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
+        qb_streader_matrix(x->n_dims, x->dims, &t->rows, &t->cols);
         used[i] = 3;
     }
     /* Compact to the canonical list (source order, scales removed). */
@@ -263,46 +258,49 @@ qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out)
     m->n = j;
     if (m->n_quant == 0) {
         st = h->set_error(h, QB_E_FORMAT, "%s: config says mxfp4 but no `_blocks` tensor was "
-                          "found", m->d->dir);
+                          "found", m->b.d->dir);
         goto out;
     }
-    {
-        char buf[160];
-        snprintf(buf, sizeof(buf), "MXFP4 (E2M1, E8M0 per 32), %zu expert tensors + %zu dense",
-                 m->n_quant, m->n - m->n_quant);
-        m->summary = qbk_strdup(buf);
-        if (!m->summary) {
-            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
-            goto out;
-        }
-    }
-    st = QB_OK;
+    r->n_tensors = m->n;
+    st = qb_streader_set_summary(r, "MXFP4 (E2M1, E8M0 per 32), %zu expert tensors + %zu dense",
+                                 m->n_quant, m->n - m->n_quant);
 out:
     qbk_free(used);
-    if (st != QB_OK)
-        mx_model_close(h, m);
-    else
-        *out = m;
     return st;
 }
 
-void mx_model_close(const qb_host *h, mx_model *m)
+static void mx_model_close(qb_streader *r)
 {
+    mx_model *m = r->model;
     size_t i, cap;
     if (!m)
         return;
     if (m->t) {
         /* entries past n were zeroed by compaction or never filled */
-        cap = m->d && m->d->st ? h->safetensors->count(m->d->st) : m->n;
-        for (i = 0; i < cap; i++) {
+        cap = m->b.d->st ? r->host->safetensors->count(m->b.d->st) : m->n;
+        for (i = 0; i < cap; i++)
             qbk_free(m->t[i].name);
-            qbk_free(m->t[i].encoding);
-        }
     }
     qbk_free(m->t);
-    qbk_free(m->summary);
-    qbk_hfdir_close(h, m->d);
-    qbk_free(m);
+    qbk_reader_model_free(r);
+}
+
+static void mx_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
+{
+    const mx_tensor *t = &((const mx_model *)r->model)->t[i];
+    uint32_t d;
+    if (t->kind == MX_K_DENSE) {
+        qb_streader_describe_dense(t->w, out);
+        return;
+    }
+    out->name = t->name;
+    out->n_dims = t->n_dims;
+    for (d = 0; d < t->n_dims; d++)
+        out->dims[d] = t->dims[d];
+    out->source_dtype = QB_DT_QUANTIZED;
+    out->encoding = "mxfp4 e2m1 block32 e8m0";
+    out->stored[0] = t->w;
+    out->stored[1] = t->scale;
 }
 
 /* Rows [k0, k1) of expert e's presented [K, R] matrix into dst. Each stored
@@ -335,31 +333,28 @@ static qb_status mx_read_expert(const qb_host *h, const mx_tensor *t, int64_t e,
     }
     if (k1 == G * MX_BLOCK) { /* the expert's last rows: its bytes are not needed again */
         size_t nblk = (size_t)(R * G);
-        qbk_pages_drop(t->w->data + (size_t)e * nblk * MX_BLOCK_BYTES, nblk * MX_BLOCK_BYTES);
-        qbk_pages_drop(t->scale->data + (size_t)e * nblk, nblk);
+        qb_rows_drop_pages(t->w->data + (size_t)e * nblk * MX_BLOCK_BYTES, nblk * MX_BLOCK_BYTES);
+        qb_rows_drop_pages(t->scale->data + (size_t)e * nblk, nblk);
     }
     return QB_OK;
 }
 
-qb_status mx_tensor_read_rows(const qb_host *h, const mx_tensor *t, int64_t row0, int64_t n_rows,
+static qb_status mx_read_rows(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
                               float *dst)
 {
+    const qb_host *h = rd->host;
+    const mx_tensor *t = &((const mx_model *)rd->model)->t[i];
     const qb_st_tensor *w = t->w;
     int64_t K, r;
     qb_status st = QB_OK;
 
+    if (t->kind == MX_K_DENSE)
+        return qb_streader_dense_rows(h, w, row0, n_rows, dst);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)", w->file,
                             t->name, (long long)row0, (long long)n_rows, (long long)t->rows);
     if (n_rows == 0)
         return QB_OK;
-    if (t->kind == MX_K_DENSE) {
-        size_t es = qbk_float_store_size(w->dtype);
-        qbk_float_store_to_f32(w->dtype, w->data + (size_t)(row0 * t->cols) * es,
-                               (size_t)(n_rows * t->cols), dst);
-        qbk_pages_drop(w->data + (size_t)(row0 * t->cols) * es, (size_t)(n_rows * t->cols) * es);
-        return QB_OK;
-    }
     /* presented row r is expert r / K, input k = r % K */
     K = t->G * MX_BLOCK;
     for (r = row0; r < row0 + n_rows && st == QB_OK;) {
@@ -371,3 +366,13 @@ qb_status mx_tensor_read_rows(const qb_host *h, const mx_tensor *t, int64_t row0
     }
     return st;
 }
+
+const qb_streader_class mx_class = {
+    .struct_size = sizeof(qb_streader_class),
+    .format = "mxfp4",
+    .open = mx_model_open,
+    .close = mx_model_close,
+    .describe = mx_describe,
+    .read_rows = mx_read_rows,
+    /* no grid: E2M1 values are not a uniform integer grid */
+};

@@ -17,10 +17,11 @@
 
 #include <stdint.h>
 
+#include <quantbridge/base/qb_streader.h>
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_tensor.h>
 
-#include "qbk_hfdir.h"
+#include "qbk_reader.h"
 
 typedef enum mx_kind {
     MX_K_DENSE = 0,  /* float tensor passed through */
@@ -28,7 +29,7 @@ typedef enum mx_kind {
 } mx_kind;
 
 typedef struct mx_tensor {
-    char *name;                /* canonical name (owned) */
+    char *name;                /* canonical name of an expert tensor (owned); NULL for dense */
     mx_kind kind;
     const qb_st_tensor *w;     /* dense tensor, or <p>_blocks */
     const qb_st_tensor *scale; /* <p>_scales; NULL for dense */
@@ -36,38 +37,26 @@ typedef struct mx_tensor {
     int64_t dims[4];
     int64_t rows, cols;        /* matrix view: rows = product of all but the last dim */
     int64_t E, R, G;           /* MX_K_EXPERTS: experts, stored rows, blocks per row */
-    char *encoding;            /* source_encoding text (owned) */
 } mx_tensor;
 
 typedef struct mx_model {
-    qbk_hfdir *d;
+    qbk_reader_model b;        /* directory and config (kit qbk_reader.h): first */
     mx_tensor *t;
     size_t n;
     size_t n_quant;
-    char *summary;
 } mx_model;
 
-/* Opens the checkpoint directory `path` and validates the configuration
- * (quant_method "mxfp4"), every `_blocks` (U8, 4-D, last dimension 16) with
- * its `_scales` (U8, [E, R, G] equal to the blocks' leading dimensions),
- * the gpt-oss expert widths against hidden_size / intermediate_size when
- * the config has them, a `<p>_bias` beside them of shape [E, R], no leftover
- * `_scales`, every other tensor a float dense tensor. Scale bytes are
- * checked when read (mx_tensor_read_rows). Returns QB_OK with *out owned by
- * the caller (mx_model_close), or a negative status with a message via h
- * naming the file and tensor, *out NULL. Single-threaded. */
-qb_status mx_model_open(const qb_host *h, const char *path, mx_model **out);
-
-/* Frees m and everything it holds. NULL is a no-op. */
-void mx_model_close(const qb_host *h, mx_model *m);
-
-/* Rows [row0, row0+n_rows) of tensor t (its matrix view) as float32 into
- * dst (n_rows * t->cols floats). Thread-safe for concurrent calls (the
- * model is immutable after open). Returns QB_OK, QB_E_RANGE for a bad
- * range, QB_E_FORMAT naming the tensor and block for an E8M0 scale of 255
- * (NaN), or QB_E_NOMEM. */
-qb_status mx_tensor_read_rows(const qb_host *h, const mx_tensor *t, int64_t row0, int64_t n_rows,
-                              float *dst);
+/* The mxfp4 format for the reader base (qb_streader.h). open validates the
+ * configuration (quant_method "mxfp4"), every `_blocks` (U8, 4-D, last
+ * dimension 16) with its `_scales` (U8, [E, R, G] equal to the blocks'
+ * leading dimensions), the gpt-oss expert widths against hidden_size /
+ * intermediate_size when the config has them, a `<p>_bias` beside them of
+ * shape [E, R], no leftover `_scales`, every other tensor a float dense
+ * tensor; messages name the file and tensor. Scale bytes are checked when
+ * read: read_rows gives QB_E_FORMAT naming the tensor and block for an
+ * E8M0 scale of 255 (NaN). The data calls are thread-safe (the model is
+ * immutable after open). */
+extern const qb_streader_class mx_class;
 
 /* Confidence that a config.json text describes an MXFP4 checkpoint
  * (quantization_config.quant_method == "mxfp4"). Pure; never crashes. */

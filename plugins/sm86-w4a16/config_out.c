@@ -12,6 +12,7 @@
 #include "qbk_hf_sidefiles.h"
 #include "qbk_path.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 static qb_status write_json(const qb_host *h, const qb_sink *sink, const char *name,
                             const cJSON *obj, w4w_written_list *list)
@@ -32,12 +33,10 @@ static qb_status write_json(const qb_host *h, const qb_sink *sink, const char *n
 static qb_status write_config(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                               const w4w_plan *plan, w4w_written_list *list)
 {
-    cJSON *cfg = cJSON_Parse(src->info->config_json);
-    qb_status rc = QB_OK;
-    if (!cfg || !cJSON_IsObject(cfg)) {
-        rc = h->set_error(h, QB_E_FORMAT, "config.json: source config is not a JSON object");
+    cJSON *cfg = NULL;
+    qb_status rc = qbk_json_parse_config(h, src->source_path, src->info->config_json, &cfg);
+    if (rc != QB_OK)
         goto out;
-    }
     qbk_hf_config_strip_quant(cfg);
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "torch_dtype");
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "tie_word_embeddings");

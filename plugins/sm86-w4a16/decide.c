@@ -64,7 +64,7 @@ int w4w_grid_bound(const qb_grid_info *gi, int64_t cols, int permute, int64_t *b
     else
         sgs = gi->group_size;
     if (sgs >= 1 || !gi->col_group) {
-        if (sgs < 1 || gi->n_groups != (uint32_t)qbk_int4_n_groups(cols, sgs)) {
+        if (sgs < 1 || gi->n_groups != (uint32_t)w4a16_int4_n_groups(cols, sgs)) {
             snprintf(why, why_len, "grid group size %lld with %u groups does not match %lld columns",
                      (long long)sgs, gi->n_groups, (long long)cols);
             return 0;

@@ -6,7 +6,7 @@
 #include "w4w.h"
 
 #include "qbk_sha256.h"
-#include "qbk_w4a16_names.h"
+#include "w4a16_names.h"
 
 #include <cJSON.h>
 #include <stdio.h>
@@ -86,38 +86,38 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
     int ok = m != NULL;
 
 #define ADD(x) ok = ok && (x) != NULL
-    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_FORMAT, QBK_W4A16_FORMAT));
-    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_VERSION, QBK_W4A16_FORMAT_VERSION));
-    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_BITS, QBK_W4A16_BITS));
-    ADD(cJSON_AddBoolToObject(m, QBK_W4A16_K_SYMMETRIC, 1));
-    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_CODE_OFFSET, QBK_W4A16_CODE_OFFSET));
-    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_NIBBLE_ORDER, QBK_W4A16_NIBBLE_ORDER));
-    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_GROUP_SIZE, (double)plan->opt.group_size));
+    ADD(cJSON_AddStringToObject(m, W4A16_K_FORMAT, W4A16_FORMAT));
+    ADD(cJSON_AddNumberToObject(m, W4A16_K_VERSION, W4A16_FORMAT_VERSION));
+    ADD(cJSON_AddNumberToObject(m, W4A16_K_BITS, W4A16_BITS));
+    ADD(cJSON_AddBoolToObject(m, W4A16_K_SYMMETRIC, 1));
+    ADD(cJSON_AddNumberToObject(m, W4A16_K_CODE_OFFSET, W4A16_CODE_OFFSET));
+    ADD(cJSON_AddStringToObject(m, W4A16_K_NIBBLE_ORDER, W4A16_NIBBLE_ORDER));
+    ADD(cJSON_AddNumberToObject(m, W4A16_K_GROUP_SIZE, (double)plan->opt.group_size));
     /* how the group size was chosen (not read back: informational) */
     ADD(o = cJSON_AddObjectToObject(m, "group_size_choice"));
     ADD(cJSON_AddStringToObject(o, "requested", plan->opt.group_auto ? "auto" : "explicit"));
     ADD(cJSON_AddStringToObject(o, "reason", plan->opt.group_reason));
-    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_ARCH, plan->arch->model_type));
-    ADD(cJSON_AddNumberToObject(m, QBK_W4A16_K_NUM_LAYERS, (double)plan->n_layers));
-    ADD(cJSON_AddBoolToObject(m, QBK_W4A16_K_TIED, plan->tied));
-    ADD(cJSON_AddStringToObject(m, QBK_W4A16_K_LM_HEAD,
-                                  plan->opt.quantized_head ? QBK_W4A16_LM_HEAD_QUANTIZED : QBK_W4A16_LM_HEAD_F16));
+    ADD(cJSON_AddStringToObject(m, W4A16_K_ARCH, plan->arch->model_type));
+    ADD(cJSON_AddNumberToObject(m, W4A16_K_NUM_LAYERS, (double)plan->n_layers));
+    ADD(cJSON_AddBoolToObject(m, W4A16_K_TIED, plan->tied));
+    ADD(cJSON_AddStringToObject(m, W4A16_K_LM_HEAD,
+                                  plan->opt.quantized_head ? W4A16_LM_HEAD_QUANTIZED : W4A16_LM_HEAD_F16));
     ADD(a = cJSON_AddArrayToObject(m, "features"));
     if (ok && plan->has_perm)
-        ok = cJSON_AddItemToArray(a, cJSON_CreateString(QBK_W4A16_FEAT_PERM));
+        ok = cJSON_AddItemToArray(a, cJSON_CreateString(W4A16_FEAT_PERM));
     if (ok && plan->opt.quantized_head)
-        ok = cJSON_AddItemToArray(a, cJSON_CreateString(QBK_W4A16_FEAT_QHEAD));
+        ok = cJSON_AddItemToArray(a, cJSON_CreateString(W4A16_FEAT_QHEAD));
     /* the fused expert tensors the reader serves back (w4w_xfused), so a
      * verifier can judge them in the parts' own [out, in] grouping */
     xf = w4w_arch_xfused(plan->arch, &nx);
     if (ok && nx)
-        ADD(a = cJSON_AddArrayToObject(m, QBK_W4A16_K_FUSED_EXPERTS));
+        ADD(a = cJSON_AddArrayToObject(m, W4A16_K_FUSED_EXPERTS));
     for (i = 0; ok && i < nx; i++) {
         int q;
         ADD(o = cJSON_CreateObject());
         ok = ok && cJSON_AddItemToArray(a, o);
         ADD(cJSON_AddStringToObject(o, "tensor", xf[i].path));
-        ADD(cJSON_AddStringToObject(o, "layout", QBK_W4A16_FUSED_LAYOUT));
+        ADD(cJSON_AddStringToObject(o, "layout", W4A16_FUSED_LAYOUT));
         ADD(cJSON_AddNumberToObject(o, "n_parts", xf[i].n_parts));
         ADD(p = cJSON_AddArrayToObject(o, "parts"));
         for (q = 0; ok && q < xf[i].n_parts; q++) {
@@ -132,14 +132,14 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
             ok = cJSON_AddItemToArray(p, cJSON_CreateString(pat));
         }
     }
-    ADD(a = cJSON_AddArrayToObject(m, QBK_W4A16_K_FILES));
+    ADD(a = cJSON_AddArrayToObject(m, W4A16_K_FILES));
     for (i = 0; ok && i < list->n; i++) {
         qbk_sha256_hex(list->v[i].sha256, hex);
         o = cJSON_CreateObject();
         ok = o && cJSON_AddItemToArray(a, o);
-        ADD(cJSON_AddStringToObject(o, QBK_W4A16_K_FILE_NAME, list->v[i].name));
-        ADD(cJSON_AddNumberToObject(o, QBK_W4A16_K_FILE_BYTES, (double)list->v[i].bytes));
-        ADD(cJSON_AddStringToObject(o, QBK_W4A16_K_FILE_SHA256, hex));
+        ADD(cJSON_AddStringToObject(o, W4A16_K_FILE_NAME, list->v[i].name));
+        ADD(cJSON_AddNumberToObject(o, W4A16_K_FILE_BYTES, (double)list->v[i].bytes));
+        ADD(cJSON_AddStringToObject(o, W4A16_K_FILE_SHA256, hex));
     }
     bn = basename_of(src->source_path);
     bl = strcspn(bn, "/");
@@ -147,7 +147,7 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
         bl = sizeof base - 1;
     memcpy(base, bn, bl);
     base[bl] = '\0';
-    ADD(o = cJSON_AddObjectToObject(m, QBK_W4A16_K_SOURCE));
+    ADD(o = cJSON_AddObjectToObject(m, W4A16_K_SOURCE));
     ADD(cJSON_AddStringToObject(o, "format",
                                 src->info->source_format ? src->info->source_format : ""));
     ADD(cJSON_AddStringToObject(o, "path", base));
@@ -159,7 +159,7 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
     ADD(cJSON_AddStringToObject(o, "version", src->host_version ? src->host_version : ""));
     ADD(cJSON_AddStringToObject(o, "writer", W4W_PLUGIN_NAME));
     ADD(cJSON_AddStringToObject(o, "writer_version", W4W_PLUGIN_VERSION));
-    ADD(a = cJSON_AddObjectToObject(m, QBK_W4A16_K_TENSORS));
+    ADD(a = cJSON_AddObjectToObject(m, W4A16_K_TENSORS));
     for (i = 0; ok && i < plan->n_items; i++) {
         const w4w_item *it = &plan->items[i];
         if (it->kind != W4W_ITEM_LINEAR)

@@ -1,11 +1,11 @@
 /*
  * sm86-w4a16 — reading and checking manifest.json (w4a16-format.md,
  * "manifest.json", "Optional features", "Strict reading") before any
- * tensor is served; the rules themselves are the kit's (qbk_w4a16_manifest).
+ * tensor is served; the rules themselves are the kit's (w4a16_manifest).
  */
 #include "w4w.h"
 
-#include "qbk_w4a16_manifest.h"
+#include "w4a16_manifest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +16,14 @@
 #define W4W_MANIFEST_MAX (64u << 20)
 
 /* Reads DIR/manifest.json through the host (its size limit and errors)
- * and checks it with the kit (qbk_w4a16_manifest: the same rules as
+ * and checks it with the kit (w4a16_manifest: the same rules as
  * libquantbridge-w4a16), then every listed file's size and digest. */
 qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *out)
 {
-    char *path = qbk_path_join(dir, QBK_W4A16_MANIFEST);
+    char *path = qbk_path_join(dir, W4A16_MANIFEST);
     void *text = NULL;
     size_t len = 0, i;
-    qbk_w4a16_manifest man;
+    w4a16_manifest man;
     qbk_st_err *err = NULL;
     qb_status rc;
 
@@ -40,7 +40,7 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    rc = qbk_w4a16_manifest_parse(err, path, text, len, &man);
+    rc = w4a16_manifest_parse(err, path, text, len, &man);
     if (rc != QB_OK) {
         rc = h->set_error(h, rc, "%s", err->msg);
         goto out;
@@ -58,12 +58,12 @@ qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *
     out->input_perm = man.input_perm;
     snprintf(out->source_format, sizeof out->source_format, "%s", man.source_format);
     for (i = 0; i < man.n_files && rc == QB_OK; i++) {
-        rc = qbk_w4a16_file_check(err, dir, &man.files[i], 1);
+        rc = w4a16_file_check(err, dir, &man.files[i], 1);
         if (rc != QB_OK)
             rc = h->set_error(h, rc, "%s", err->msg);
     }
 out:
-    qbk_w4a16_manifest_free(&man);
+    w4a16_manifest_free(&man);
     qbk_free(err);
     qbk_free(path);
     h->free(h, text);

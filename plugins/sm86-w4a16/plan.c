@@ -28,15 +28,16 @@
  * header can be written before its data is streamed.
  */
 #include "w4w.h"
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
-#include "qbk_w4a16_names.h"
+#include "w4a16_names.h"
 
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 #define NONE ((size_t)-1)
 
@@ -251,12 +252,12 @@ static qb_status plan_linear(builder *b, size_t src, const char *base, int64_t r
         return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", b->sp);
     snprintf(it->key, kl, "%s:%s", f->name, base);
     dims[0] = it->rows;
-    dims[1] = qbk_int4_packed_bytes(it->cols);
+    dims[1] = w4a16_int4_packed_bytes(it->cols);
     snprintf(name, sizeof name, "%s.packed", base);
     rc = add_out(b, name, "U8", 2, dims, 1);
     if (rc != QB_OK)
         return rc;
-    dims[1] = qbk_int4_n_groups(it->cols, p->opt.group_size);
+    dims[1] = w4a16_int4_n_groups(it->cols, p->opt.group_size);
     snprintf(name, sizeof name, "%s.scales", base);
     rc = add_out(b, name, "F16", 2, dims, 2);
     if (rc != QB_OK || !p->opt.act_order_permute)
@@ -347,154 +348,183 @@ static int64_t cfg_int(const cJSON *cfg, const char *key, int64_t def)
     return (int64_t)v->valuedouble;
 }
 
-qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_options *opt,
-                         w4w_plan **out)
+/* What planning learns about the source, from one phase to the next. */
+typedef struct plan_state {
+    builder b;                    /* b.h, b.src, b.sp and the plan being built, b.p */
+    const w4w_options *opt;
+    const w4w_arch *a;
+    cJSON *cfg;                   /* the source's config.json */
+    w4w_layout lo;
+    int64_t L, hidden, vocab;     /* hidden / vocab -1 until known */
+    size_t K, nt, nx;             /* role slots per layer, source tensors, fused expert sources */
+    const w4w_xfused *xf;         /* fused expert sources (gpt-oss) */
+    w4w_inst *inst;               /* [K] a layer's role instances */
+    size_t *slot_w, *slot_b;      /* [layer * K + slot] source tensor, NONE */
+    size_t *fslot;                /* [layer * n_fused + f] fused source */
+    int64_t *part_r0, *part_rows; /* [layer * K + slot], -1: whole tensor */
+    size_t *xslot;                /* [layer * nx + f]: <path>, then <path>_bias */
+    int8_t *vq;                   /* [layer * K + slot]: part of a w4w_xfused, -1 */
+    size_t embed, fnorm, head;    /* source tensors, NONE */
+} plan_state;
+
+static void plan_state_free(plan_state *s)
+{
+    w4w_plan_free(s->b.p);
+    qbk_free(s->slot_w);
+    qbk_free(s->slot_b);
+    qbk_free(s->inst);
+    qbk_free(s->fslot);
+    qbk_free(s->part_r0);
+    qbk_free(s->part_rows);
+    qbk_free(s->xslot);
+    qbk_free(s->vq);
+    w4w_layout_free(&s->lo);
+    cJSON_Delete(s->cfg);
+}
+
+/* The architecture, the config's sizes and layout, and the plan and slot
+ * tables, every slot empty. */
+static qb_status plan_begin(plan_state *s, const qb_host *h, const qb_model_src *src,
+                            const w4w_options *opt)
 {
     const qb_model_info *mi = src->info;
-    builder b = {0};
-    w4w_plan *p = NULL;
-    cJSON *cfg = NULL;
     const cJSON *tie;
-    size_t *slot_w = NULL, *slot_b = NULL; /* [layer * lo.per_layer + slot] */
-    w4w_layout lo;
-    w4w_inst *inst = NULL;
-    size_t n_inst, K;
-    size_t *fslot = NULL;                     /* [layer * n_fused + f] fused source */
-    int64_t *part_r0 = NULL, *part_rows = NULL; /* [layer * K + slot], -1: whole tensor */
-    const w4w_xfused *xf;                     /* fused expert sources (gpt-oss) */
-    size_t nx = 0, *xslot = NULL;             /* [layer * nx + f]: <path>, then <path>_bias */
-    int8_t *vq = NULL;                        /* [layer * K + slot]: part of a w4w_xfused, -1 */
-    size_t embed = NONE, fnorm = NONE, head = NONE, i, nt = mi->n_tensors;
-    int64_t hidden = -1, vocab = -1, L, l;
-    const w4w_arch *a;
-    qb_status rc = QB_OK;
-    char name[512];
+    w4w_plan *p;
+    size_t i;
+    int64_t L;
+    qb_status rc;
 
-    *out = NULL;
-    memset(&lo, 0, sizeof lo);
-    b.h = h;
-    b.src = src;
-    b.sp = src->source_path ? src->source_path : "source";
-    a = w4w_arch_find(mi->architecture);
-    if (!a) {
-        rc = h->set_error(h, QB_E_UNSUPPORTED, "%s: architecture '%s' is not supported by %s", b.sp,
-                          mi->architecture ? mi->architecture : "(none)", W4W_PLUGIN_NAME);
-        goto out;
-    }
-    if (!mi->config_json || !(cfg = cJSON_Parse(mi->config_json)) || !cJSON_IsObject(cfg)) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: missing or not a JSON object", b.sp);
-        goto out;
-    }
-    L = cfg_int(cfg, "num_hidden_layers", -1);
-    if (L < 1 || L > 100000) {
-        rc = h->set_error(h, QB_E_FORMAT,
-                          "%s: config.json: num_hidden_layers missing or not a positive integer",
-                          b.sp);
-        goto out;
-    }
-    hidden = cfg_int(cfg, "hidden_size", -1);
-    vocab = cfg_int(cfg, "vocab_size", -1);
-    if (hidden == -2 || vocab == -2) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: hidden_size/vocab_size not an integer",
-                          b.sp);
-        goto out;
-    }
-    tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
-    if (tie && !cJSON_IsBool(tie)) {
-        rc = h->set_error(h, QB_E_FORMAT, "%s: config.json: tie_word_embeddings is not a boolean",
-                          b.sp);
-        goto out;
-    }
-
-    if ((rc = w4w_layout_init(h, b.sp, a, cfg, L, &lo)) != QB_OK)
-        goto out;
-    K = lo.per_layer;
-    xf = w4w_arch_xfused(a, &nx);
-    p = qbk_calloc(1, sizeof *p);
+    s->b.h = h;
+    s->b.src = src;
+    s->b.sp = src->source_path ? src->source_path : "source";
+    s->opt = opt;
+    s->nt = mi->n_tensors;
+    s->embed = s->fnorm = s->head = NONE;
+    s->a = w4w_arch_find(mi->architecture);
+    if (!s->a)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: architecture '%s' is not supported by %s",
+                            s->b.sp, mi->architecture ? mi->architecture : "(none)",
+                            W4W_PLUGIN_NAME);
+    if ((rc = qbk_json_parse_config(h, s->b.sp, mi->config_json, &s->cfg)) != QB_OK)
+        return rc;
+    L = s->L = cfg_int(s->cfg, "num_hidden_layers", -1);
+    if (L < 1 || L > 100000)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: num_hidden_layers missing or not a positive integer",
+                            s->b.sp);
+    s->hidden = cfg_int(s->cfg, "hidden_size", -1);
+    s->vocab = cfg_int(s->cfg, "vocab_size", -1);
+    if (s->hidden == -2 || s->vocab == -2)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: hidden_size/vocab_size not an integer", s->b.sp);
+    tie = cJSON_GetObjectItemCaseSensitive(s->cfg, "tie_word_embeddings");
+    if (tie && !cJSON_IsBool(tie))
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: tie_word_embeddings is not a boolean", s->b.sp);
+    if ((rc = w4w_layout_init(h, s->b.sp, s->a, s->cfg, L, &s->lo)) != QB_OK)
+        return rc;
+    s->K = s->lo.per_layer;
+    s->xf = w4w_arch_xfused(s->a, &s->nx);
+    p = s->b.p = qbk_calloc(1, sizeof *p);
     if (p)
-        p->items = qbk_calloc(nt + (size_t)L * 2 * a->n_fused + 1 +
-                                  (size_t)L * nx * 4 * (size_t)lo.n_experts,
+        p->items = qbk_calloc(s->nt + (size_t)L * 2 * s->a->n_fused + 1 +
+                                  (size_t)L * s->nx * 4 * (size_t)s->lo.n_experts,
                               sizeof *p->items);
     if (p)
-        p->item_of_src = qbk_malloc((nt ? nt : 1) * sizeof *p->item_of_src);
-    slot_w = qbk_malloc((size_t)L * K * sizeof *slot_w);
-    slot_b = qbk_malloc((size_t)L * K * sizeof *slot_b);
-    inst = qbk_malloc(K * sizeof *inst);
-    fslot = qbk_malloc(((size_t)L * a->n_fused + 1) * sizeof *fslot);
-    part_r0 = qbk_malloc((size_t)L * K * sizeof *part_r0);
-    part_rows = qbk_malloc((size_t)L * K * sizeof *part_rows);
-    xslot = qbk_malloc(((size_t)L * nx * 2 + 1) * sizeof *xslot);
-    vq = qbk_malloc((size_t)L * K + 1);
-    if (!p || !p->items || !p->item_of_src || !slot_w || !slot_b || !inst || !fslot || !part_r0 ||
-        !part_rows || !xslot || !vq) {
-        rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory planning", b.sp);
-        goto out;
-    }
-    b.p = p;
-    p->arch = a;
+        p->item_of_src = qbk_malloc((s->nt ? s->nt : 1) * sizeof *p->item_of_src);
+    s->slot_w = qbk_malloc((size_t)L * s->K * sizeof *s->slot_w);
+    s->slot_b = qbk_malloc((size_t)L * s->K * sizeof *s->slot_b);
+    s->inst = qbk_malloc(s->K * sizeof *s->inst);
+    s->fslot = qbk_malloc(((size_t)L * s->a->n_fused + 1) * sizeof *s->fslot);
+    s->part_r0 = qbk_malloc((size_t)L * s->K * sizeof *s->part_r0);
+    s->part_rows = qbk_malloc((size_t)L * s->K * sizeof *s->part_rows);
+    s->xslot = qbk_malloc(((size_t)L * s->nx * 2 + 1) * sizeof *s->xslot);
+    s->vq = qbk_malloc((size_t)L * s->K + 1);
+    if (!p || !p->items || !p->item_of_src || !s->slot_w || !s->slot_b || !s->inst ||
+        !s->fslot || !s->part_r0 || !s->part_rows || !s->xslot || !s->vq)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory planning", s->b.sp);
+    p->arch = s->a;
     p->n_layers = L;
-    p->tied = tie ? cJSON_IsTrue(tie) : a->tie_default;
+    p->tied = tie ? cJSON_IsTrue(tie) : s->a->tie_default;
     p->opt = *opt;
-    for (i = 0; i < (size_t)L * K; i++) {
-        slot_w[i] = slot_b[i] = NONE;
-        part_r0[i] = part_rows[i] = -1;
-        vq[i] = -1;
+    for (i = 0; i < (size_t)L * s->K; i++) {
+        s->slot_w[i] = s->slot_b[i] = NONE;
+        s->part_r0[i] = s->part_rows[i] = -1;
+        s->vq[i] = -1;
     }
-    for (i = 0; i < (size_t)L * nx * 2; i++)
-        xslot[i] = NONE;
-    for (i = 0; i < (size_t)L * a->n_fused; i++)
-        fslot[i] = NONE;
-    for (i = 0; i < nt; i++)
+    for (i = 0; i < (size_t)L * s->nx * 2; i++)
+        s->xslot[i] = NONE;
+    for (i = 0; i < (size_t)L * s->a->n_fused; i++)
+        s->fslot[i] = NONE;
+    for (i = 0; i < s->nt; i++)
         p->item_of_src[i] = NONE;
+    return QB_OK;
+}
 
-    /* 1. classify */
+/* 1. Classifies every source tensor by its name into the slot of its role
+ * (a layer's role and expert, embeddings, final norm, head, a fused
+ * source): an unknown tensor, one outside the config's layers or experts,
+ * a MoE tensor in a dense layer (or the reverse), or a tensor twice is an
+ * error naming it. */
+static qb_status plan_classify(plan_state *s)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    const w4w_arch *a = s->a;
+    const size_t K = s->K;
+    const int64_t L = s->L;
+    const size_t nt = s->nt;
+    const cJSON *cfg = s->cfg;
+    const w4w_xfused *xf = s->xf;
+    const size_t nx = s->nx;
+    size_t *slot_w = s->slot_w;
+    size_t *slot_b = s->slot_b;
+    size_t *fslot = s->fslot;
+    size_t *xslot = s->xslot;
+    const w4w_layout *lo = &s->lo;
+    size_t i;
+    int64_t l;
+
     for (i = 0; i < nt; i++) {
-        const qb_tensor_info *ti = tinfo(&b, i);
+        const qb_tensor_info *ti = tinfo(b, i);
         const char *rest;
         size_t *slot = NULL;
         int role, is_bias;
         int64_t e = -1;
-        if (!ti || !ti->name) {
-            rc = h->set_error(h, QB_E_INTERNAL, "%s: tensor %zu has no description", b.sp, i);
-            goto out;
-        }
+        if (!ti || !ti->name)
+            return h->set_error(h, QB_E_INTERNAL, "%s: tensor %zu has no description", b->sp, i);
         if (strcmp(ti->name, "model.embed_tokens.weight") == 0) {
-            slot = &embed;
+            slot = &s->embed;
         } else if (strcmp(ti->name, "model.norm.weight") == 0) {
-            slot = &fnorm;
+            slot = &s->fnorm;
         } else if (strcmp(ti->name, "lm_head.weight") == 0) {
-            slot = &head;
+            slot = &s->head;
         } else if (parse_layer_name(ti->name, &l, &rest) && l >= L &&
                    cfg_int(cfg, "num_nextn_predict_layers", 0) > 0) {
             /* DeepSeek's MTP module (w4a16-format.md, "DeepSeek-V2 / V3 layers") */
-            rc = h->set_error(h, QB_E_FORMAT,
-                              "%s: %s: a multi-token-prediction layer (num_nextn_predict_layers), "
-                              "which %s does not store; read the source with --option mtp=drop",
-                              b.sp, ti->name, W4W_PLUGIN_NAME);
-            goto out;
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: %s: a multi-token-prediction layer "
+                                "(num_nextn_predict_layers), which %s does not store; read the "
+                                "source with --option mtp=drop",
+                                b->sp, ti->name, W4W_PLUGIN_NAME);
         } else if (parse_layer_name(ti->name, &l, &rest) &&
                    (role = match_role(a, rest, &is_bias, &e)) >= 0) {
             size_t k;
-            if (l >= L) {
-                rc = h->set_error(h, QB_E_FORMAT,
-                                  "%s: %s: layer %lld outside num_hidden_layers = %lld", b.sp,
-                                  ti->name, (long long)l, (long long)L);
-                goto out;
-            }
-            if (e >= lo.n_experts) {
-                rc = h->set_error(h, QB_E_FORMAT,
-                                  "%s: %s: expert %lld outside config.json %s = %lld", b.sp,
-                                  ti->name, (long long)e, a->experts_key, (long long)lo.n_experts);
-                goto out;
-            }
-            if (!w4w_layout_active(&lo, l, (size_t)role)) {
-                rc = h->set_error(h, QB_E_FORMAT,
-                                  "%s: %s: unexpected: config.json makes layer %lld a %s layer",
-                                  b.sp, ti->name, (long long)l,
-                                  lo.sparse[l] ? "mixture-of-experts" : "dense-MLP");
-                goto out;
-            }
-            k = (size_t)l * K + lo.role_off[role] + (size_t)(e < 0 ? 0 : e);
+            if (l >= L)
+                return h->set_error(h, QB_E_FORMAT,
+                                    "%s: %s: layer %lld outside num_hidden_layers = %lld", b->sp,
+                                    ti->name, (long long)l, (long long)L);
+            if (e >= lo->n_experts)
+                return h->set_error(h, QB_E_FORMAT,
+                                    "%s: %s: expert %lld outside config.json %s = %lld", b->sp,
+                                    ti->name, (long long)e, a->experts_key,
+                                    (long long)lo->n_experts);
+            if (!w4w_layout_active(lo, l, (size_t)role))
+                return h->set_error(h, QB_E_FORMAT,
+                                    "%s: %s: unexpected: config.json makes layer %lld a %s layer",
+                                    b->sp, ti->name, (long long)l,
+                                    lo->sparse[l] ? "mixture-of-experts" : "dense-MLP");
+            k = (size_t)l * K + lo->role_off[role] + (size_t)(e < 0 ? 0 : e);
             slot = is_bias ? &slot_b[k] : &slot_w[k];
         }
         if (!slot && parse_layer_name(ti->name, &l, &rest) && l < L) {
@@ -511,21 +541,35 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
                     slot = &xslot[((size_t)l * nx + f) * 2 + (rest[fl] != '\0')];
             }
         }
-        if (!slot) {
-            rc = h->set_error(h, QB_E_FORMAT,
-                              "%s: %s: unknown tensor: not an embedding, head, norm, linear or "
-                              "bias of architecture %s",
-                              b.sp, ti->name, a->model_type);
-            goto out;
-        }
-        if (*slot != NONE) {
-            rc = h->set_error(h, QB_E_FORMAT, "%s: %s: tensor appears twice", b.sp, ti->name);
-            goto out;
-        }
+        if (!slot)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: %s: unknown tensor: not an embedding, head, norm, linear or "
+                                "bias of architecture %s",
+                                b->sp, ti->name, a->model_type);
+        if (*slot != NONE)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: tensor appears twice", b->sp, ti->name);
         *slot = i;
     }
+    return QB_OK;
+}
 
-    /* fused sources: each part takes its rows in the part's slot */
+/* Fused sources: each part takes its rows, sized from config.json, in the
+ * part's slot; fused and split forms of one projection together are an
+ * error. */
+static qb_status plan_fused(plan_state *s)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    const w4w_arch *a = s->a;
+    const size_t K = s->K;
+    const int64_t L = s->L;
+    size_t *slot_w = s->slot_w;
+    size_t *fslot = s->fslot;
+    int64_t *part_r0 = s->part_r0;
+    int64_t *part_rows = s->part_rows;
+    const w4w_layout *lo = &s->lo;
+    int64_t l;
+
     for (l = 0; l < L; l++) {
         size_t f;
         for (f = 0; f < a->n_fused; f++) {
@@ -535,40 +579,53 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             int64_t r0 = 0;
             if (fi == NONE)
                 continue;
-            t = tinfo(&b, fi);
+            t = tinfo(b, fi);
             for (q = 0; q < 3 && fu->parts[q]; q++) {
                 const w4w_role *role = w4w_arch_role(a, fu->parts[q]);
-                size_t si = (size_t)l * K + lo.role_off[role - a->roles];
-                int64_t rows = lo.width[fu->rows[q]];
-                if (slot_w[si] != NONE) {
-                    rc = h->set_error(
+                size_t si = (size_t)l * K + lo->role_off[role - a->roles];
+                int64_t rows = lo->width[fu->rows[q]];
+                if (slot_w[si] != NONE)
+                    return h->set_error(
                         h, QB_E_FORMAT,
-                        "%s: %s: present both fused and split (model.layers.%lld.%s.weight)", b.sp,
-                        t->name, (long long)l, fu->parts[q]);
-                    goto out;
-                }
-                if (rows < 1) {
-                    rc = h->set_error(h, QB_E_FORMAT,
-                                      "%s: config.json: %s missing, needed to split %s", b.sp,
-                                      w4w_width_key(fu->rows[q]), t->name);
-                    goto out;
-                }
+                        "%s: %s: present both fused and split (model.layers.%lld.%s.weight)",
+                        b->sp, t->name, (long long)l, fu->parts[q]);
+                if (rows < 1)
+                    return h->set_error(h, QB_E_FORMAT,
+                                        "%s: config.json: %s missing, needed to split %s", b->sp,
+                                        w4w_width_key(fu->rows[q]), t->name);
                 slot_w[si] = fi;
                 part_r0[si] = r0;
                 part_rows[si] = rows;
                 r0 += rows;
             }
-            if (t->n_dims != 2 || t->dims[0] != r0) {
-                rc = h->set_error(h, QB_E_MISMATCH,
-                                  "%s: %s: %u-D with %lld rows, but its parts from config.json "
-                                  "add up to %lld rows",
-                                  b.sp, t->name, t->n_dims, (long long)t->dims[0], (long long)r0);
-                goto out;
-            }
+            if (t->n_dims != 2 || t->dims[0] != r0)
+                return h->set_error(h, QB_E_MISMATCH,
+                                    "%s: %s: %u-D with %lld rows, but its parts from config.json "
+                                    "add up to %lld rows", b->sp, t->name, t->n_dims,
+                                    (long long)t->dims[0], (long long)r0);
         }
     }
+    return QB_OK;
+}
 
-    /* fused expert sources: each expert's parts view the source */
+/* Fused expert sources (gpt-oss, w4w_xfused): each expert's parts view the
+ * source [experts, in, out], with its bias. */
+static qb_status plan_fused_experts(plan_state *s)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    const w4w_arch *a = s->a;
+    const size_t K = s->K;
+    const int64_t L = s->L;
+    const w4w_xfused *xf = s->xf;
+    const size_t nx = s->nx;
+    size_t *slot_w = s->slot_w;
+    size_t *slot_b = s->slot_b;
+    size_t *xslot = s->xslot;
+    int8_t *vq = s->vq;
+    const w4w_layout *lo = &s->lo;
+    int64_t l;
+
     for (l = 0; l < L; l++) {
         size_t f;
         for (f = 0; f < nx; f++) {
@@ -577,39 +634,30 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             int q;
             if (wi == NONE && bi == NONE)
                 continue;
-            if (wi == NONE) {
-                rc = h->set_error(h, QB_E_NOT_FOUND, "%s: model.layers.%lld.%s: required tensor "
-                                  "missing (its bias is present)", b.sp, (long long)l, xf[f].path);
-                goto out;
-            }
-            t = tinfo(&b, wi);
-            if (t->n_dims != 3 || t->dims[0] != lo.n_experts || t->dims[2] % xf[f].n_parts) {
-                rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: not [%s = %lld, in, out] with out "
-                                  "divisible by %d", b.sp, t->name, a->experts_key,
-                                  (long long)lo.n_experts, xf[f].n_parts);
-                goto out;
-            }
-            if (bi == NONE) {
-                rc = h->set_error(h, QB_E_NOT_FOUND, "%s: %s_bias: required tensor missing", b.sp,
-                                  t->name);
-                goto out;
-            }
-            bt = tinfo(&b, bi);
-            if (bt->n_dims != 2 || bt->dims[0] != t->dims[0] || bt->dims[1] != t->dims[2]) {
-                rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld]", b.sp,
-                                  bt->name, (long long)t->dims[0], (long long)t->dims[2]);
-                goto out;
-            }
+            if (wi == NONE)
+                return h->set_error(h, QB_E_NOT_FOUND, "%s: model.layers.%lld.%s: required tensor "
+                                    "missing (its bias is present)", b->sp, (long long)l,
+                                    xf[f].path);
+            t = tinfo(b, wi);
+            if (t->n_dims != 3 || t->dims[0] != lo->n_experts || t->dims[2] % xf[f].n_parts)
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: not [%s = %lld, in, out] with out "
+                                    "divisible by %d", b->sp, t->name, a->experts_key,
+                                    (long long)lo->n_experts, xf[f].n_parts);
+            if (bi == NONE)
+                return h->set_error(h, QB_E_NOT_FOUND, "%s: %s_bias: required tensor missing",
+                                    b->sp, t->name);
+            bt = tinfo(b, bi);
+            if (bt->n_dims != 2 || bt->dims[0] != t->dims[0] || bt->dims[1] != t->dims[2])
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld]", b->sp,
+                                    bt->name, (long long)t->dims[0], (long long)t->dims[2]);
             for (q = 0; q < xf[f].n_parts; q++) {
                 const w4w_role *role = w4w_arch_role(a, xf[f].parts[q]);
                 int64_t e;
-                for (e = 0; e < lo.n_experts; e++) {
-                    size_t si = (size_t)l * K + lo.role_off[role - a->roles] + (size_t)e;
-                    if (slot_w[si] != NONE || slot_b[si] != NONE) {
-                        rc = h->set_error(h, QB_E_FORMAT, "%s: %s: present both fused and per "
-                                          "expert (expert %lld)", b.sp, t->name, (long long)e);
-                        goto out;
-                    }
+                for (e = 0; e < lo->n_experts; e++) {
+                    size_t si = (size_t)l * K + lo->role_off[role - a->roles] + (size_t)e;
+                    if (slot_w[si] != NONE || slot_b[si] != NONE)
+                        return h->set_error(h, QB_E_FORMAT, "%s: %s: present both fused and per "
+                                            "expert (expert %lld)", b->sp, t->name, (long long)e);
                     slot_w[si] = wi;
                     slot_b[si] = bi;
                     vq[si] = (int8_t)q;
@@ -617,285 +665,343 @@ qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_op
             }
         }
     }
+    return QB_OK;
+}
 
-    /* 2. presence and shapes */
-    if (embed == NONE || fnorm == NONE) {
-        rc = h->set_error(h, QB_E_NOT_FOUND, "%s: %s: required tensor missing", b.sp,
-                          embed == NONE ? "model.embed_tokens.weight" : "model.norm.weight");
-        goto out;
-    }
-    {
-        const qb_tensor_info *e = tinfo(&b, embed);
-        if (e->n_dims != 2) {
-            rc = h->set_error(h, QB_E_FORMAT, "%s: %s: expected 2 dimensions, got %u", b.sp,
-                              e->name, e->n_dims);
-            goto out;
-        }
-        if ((hidden >= 0 && e->dims[1] != hidden) || (vocab >= 0 && e->dims[0] != vocab)) {
-            rc = h->set_error(h, QB_E_MISMATCH,
-                              "%s: %s: shape [%lld, %lld] disagrees with config vocab_size %lld, "
-                              "hidden_size %lld",
-                              b.sp, e->name, (long long)e->dims[0], (long long)e->dims[1],
-                              (long long)vocab, (long long)hidden);
-            goto out;
-        }
-        hidden = e->dims[1];
-        vocab = e->dims[0];
-    }
-    if (head == NONE && !p->tied) {
-        rc = h->set_error(h, QB_E_NOT_FOUND,
-                          "%s: lm_head.weight: missing while tie_word_embeddings is false", b.sp);
-        goto out;
-    }
-    if (head != NONE) {
-        const qb_tensor_info *t = tinfo(&b, head);
-        if (t->n_dims != 2 || t->dims[0] != vocab || t->dims[1] != hidden) {
-            rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld] (vocab, hidden)",
-                              b.sp, t->name, (long long)vocab, (long long)hidden);
-            goto out;
-        }
-    }
-    if (p->tied && opt->quantized_head) {
-        rc = h->set_error(h, QB_E_INVALID,
-                          "%s: lm_head=quantized needs an untied head, but tie_word_embeddings is "
-                          "true",
-                          b.sp);
-        goto out;
-    }
-    {
-        const qb_tensor_info *t = tinfo(&b, fnorm);
-        if (t->n_dims != 1 || t->dims[0] != hidden) {
-            rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (hidden)", b.sp,
-                              t->name, (long long)hidden);
-            goto out;
-        }
-    }
-    for (l = 0; l < L; l++) {
-        size_t k;
-        w4w_layout_order(&lo, l, inst, &n_inst);
-        for (k = 0; k < n_inst; k++) {
-            const w4w_role *role = &a->roles[inst[k].role];
-            size_t si = (size_t)l * K + lo.role_off[inst[k].role] +
-                        (size_t)(inst[k].expert < 0 ? 0 : inst[k].expert);
-            size_t wi = slot_w[si], bi = slot_b[si];
-            const qb_tensor_info *t;
-            char path[256];
-            if (w4w_role_path(role, inst[k].expert, path, sizeof path) != 0) {
-                rc = h->set_error(h, QB_E_INTERNAL, "%s: role path too long", b.sp);
-                goto out;
-            }
-            if (wi == NONE) {
-                rc = h->set_error(h, QB_E_NOT_FOUND,
-                                  "%s: model.layers.%lld.%s%s: required tensor missing%s", b.sp,
-                                  (long long)l, path, role->kind == W4W_ROLE_F32 ? "" : ".weight",
-                                  role->kind == W4W_ROLE_F32
-                                      ? " (the router bias of noaux_tc routing)"
-                                      : "");
-                goto out;
-            }
-            t = tinfo(&b, wi);
-            if (vq[si] >= 0) {
-                /* a part of a fused expert source: [E, in, out] viewed as
-                 * expert e's [out / n_parts, in] */
-                const w4w_xfused *fu = NULL;
-                int64_t want_r = role->out == W4W_IN_HIDDEN ? hidden : lo.width[role->out];
-                int64_t want_c = role->in == W4W_IN_HIDDEN ? hidden : lo.width[role->in];
-                size_t f;
-                for (f = 0; f < nx && !fu; f++)
-                    if (strlen(t->name) > strlen(xf[f].path) &&
-                        strcmp(t->name + strlen(t->name) - strlen(xf[f].path), xf[f].path) == 0)
-                        fu = &xf[f];
-                if (!fu || want_r < 1 || want_c < 1 || t->dims[2] / fu->n_parts != want_r ||
-                    t->dims[1] != want_c) {
-                    rc = h->set_error(h, QB_E_MISMATCH,
-                                      "%s: %s: shape [%lld, %lld, %lld] is not [%s, %s, %s x %d] "
-                                      "= [%lld, %lld, %lld]", b.sp, t->name,
-                                      (long long)t->dims[0], (long long)t->dims[1],
-                                      (long long)t->dims[2], a->experts_key,
-                                      w4w_width_key(role->in), w4w_width_key(role->out),
-                                      fu ? fu->n_parts : 1, (long long)lo.n_experts,
-                                      (long long)want_c,
-                                      (long long)(want_r * (fu ? fu->n_parts : 1)));
-                    goto out;
-                }
-                continue;
-            }
-            if (role->kind == W4W_ROLE_F32) {
-                if (t->n_dims != 1 || t->dims[0] != lo.width[role->out]) {
-                    rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (%s)", b.sp,
-                                      t->name, (long long)lo.width[role->out],
-                                      w4w_width_key(role->out));
-                    goto out;
-                }
-            } else if (role->kind != W4W_ROLE_NORM && role->kind != W4W_ROLE_PARAM) {
-                if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1) {
-                    rc = h->set_error(h, QB_E_FORMAT, "%s: %s: a %s weight must be 2-D", b.sp,
-                                      t->name, role->kind == W4W_ROLE_ROUTER ? "router" : "linear");
-                    goto out;
-                }
-                if (role->out != W4W_IN_NONE) {
-                    /* MoE tensors: every expert of the config's width */
-                    int64_t want_r = lo.width[role->out], want_c = lo.width[role->in];
-                    if (role->in == W4W_IN_HIDDEN)
-                        want_c = hidden;
-                    if (role->out == W4W_IN_HIDDEN)
-                        want_r = hidden;
-                    if (want_r < 1 || want_c < 1) {
-                        rc = h->set_error(
-                            h, QB_E_FORMAT, "%s: config.json: %s missing, needed for %s", b.sp,
-                            w4w_width_key(want_r < 1 ? role->out : role->in), t->name);
-                        goto out;
-                    }
-                    if (t->dims[0] != want_r || t->dims[1] != want_c) {
-                        rc = h->set_error(
-                            h, QB_E_MISMATCH,
-                            "%s: %s: shape [%lld, %lld] is not [%s, %s] = [%lld, %lld]", b.sp,
-                            t->name, (long long)t->dims[0], (long long)t->dims[1],
-                            w4w_width_key(role->out), w4w_width_key(role->in), (long long)want_r,
-                            (long long)want_c);
-                        goto out;
-                    }
-                }
-            }
-            if (role->kind == W4W_ROLE_LINEAR || role->kind == W4W_ROLE_ROUTER) {
-                if (bi == NONE && role->bias == W4W_BIAS_REQUIRED) {
-                    rc = h->set_error(h, QB_E_NOT_FOUND,
-                                      "%s: model.layers.%lld.%s.bias: required tensor missing",
-                                      b.sp, (long long)l, path);
-                    goto out;
-                }
-                if (bi != NONE) {
-                    const qb_tensor_info *bt = tinfo(&b, bi);
-                    if (bt->n_dims != 1 || bt->dims[0] != t->dims[0]) {
-                        rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld]", b.sp,
-                                          bt->name, (long long)t->dims[0]);
-                        goto out;
-                    }
-                }
-            } else if ((role->kind == W4W_ROLE_NORM || role->kind == W4W_ROLE_PARAM) &&
-                       (t->n_dims != 1 || (role->hidden_sized && t->dims[0] != hidden))) {
-                rc = h->set_error(h, QB_E_MISMATCH, "%s: %s: a norm weight must be 1-D%s", b.sp,
-                                  t->name, role->hidden_sized ? " of hidden_size" : "");
-                goto out;
-            }
-        }
-    }
+/* 2. Presence and shapes of the model's ends: embeddings and final norm
+ * (their shapes fix hidden and vocab), the head unless tied. */
+static qb_status plan_check_ends(plan_state *s)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    const w4w_options *opt = s->opt;
+    w4w_plan *p = b->p;
 
-    /* 3. files, output tensors and write order */
-    if ((rc = add_file(&b, "embed.safetensors")) != QB_OK ||
-        (rc = plan_f16(&b, embed, "embed_tokens.weight")) != QB_OK)
-        goto out;
-    for (l = 0; l < L; l++) {
-        size_t k;
-        /* the kit names layer files for the writer and both readers alike */
-        if (qbk_w4a16_layer_file(l, L, name, sizeof name) != 0) {
-            rc = h->set_error(h, QB_E_FORMAT, "%lld layers: more than the format allows (%d)",
-                              (long long)L, QBK_W4A16_MAX_LAYERS);
-            goto out;
+    if (s->embed == NONE || s->fnorm == NONE)
+        return h->set_error(h, QB_E_NOT_FOUND, "%s: %s: required tensor missing", b->sp,
+                            s->embed == NONE ? "model.embed_tokens.weight" : "model.norm.weight");
+    {
+        const qb_tensor_info *e = tinfo(b, s->embed);
+        if (e->n_dims != 2)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: expected 2 dimensions, got %u", b->sp,
+                                e->name, e->n_dims);
+        if ((s->hidden >= 0 && e->dims[1] != s->hidden) ||
+            (s->vocab >= 0 && e->dims[0] != s->vocab))
+            return h->set_error(h, QB_E_MISMATCH,
+                                "%s: %s: shape [%lld, %lld] disagrees with config vocab_size %lld, "
+                                "hidden_size %lld",
+                                b->sp, e->name, (long long)e->dims[0], (long long)e->dims[1],
+                                (long long)s->vocab, (long long)s->hidden);
+        s->hidden = e->dims[1];
+        s->vocab = e->dims[0];
+    }
+    if (s->head == NONE && !p->tied)
+        return h->set_error(h, QB_E_NOT_FOUND,
+                            "%s: lm_head.weight: missing while tie_word_embeddings is false",
+                            b->sp);
+    if (s->head != NONE) {
+        const qb_tensor_info *t = tinfo(b, s->head);
+        if (t->n_dims != 2 || t->dims[0] != s->vocab || t->dims[1] != s->hidden)
+            return h->set_error(h, QB_E_MISMATCH,
+                                "%s: %s: shape is not [%lld, %lld] (vocab, hidden)", b->sp,
+                                t->name, (long long)s->vocab, (long long)s->hidden);
+    }
+    if (p->tied && opt->quantized_head)
+        return h->set_error(h, QB_E_INVALID,
+                            "%s: lm_head=quantized needs an untied head, but "
+                            "tie_word_embeddings is true",
+                            b->sp);
+    {
+        const qb_tensor_info *t = tinfo(b, s->fnorm);
+        if (t->n_dims != 1 || t->dims[0] != s->hidden)
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (hidden)", b->sp,
+                                t->name, (long long)s->hidden);
+    }
+    return QB_OK;
+}
+
+/* 2. Presence and shapes of role instance `in` of layer l: its weight (and
+ * a required bias), 2-D linears and routers, 1-D norms, MoE tensors of the
+ * config's widths, the parts of a fused expert source. */
+static qb_status plan_check_role(plan_state *s, int64_t l, const w4w_inst *in)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    const w4w_arch *a = s->a;
+    const size_t K = s->K;
+    const w4w_xfused *xf = s->xf;
+    const size_t nx = s->nx;
+    size_t *slot_w = s->slot_w;
+    size_t *slot_b = s->slot_b;
+    int8_t *vq = s->vq;
+    const w4w_layout *lo = &s->lo;
+    const w4w_role *role = &a->roles[in->role];
+    size_t si = (size_t)l * K + lo->role_off[in->role] + (size_t)(in->expert < 0 ? 0 : in->expert);
+    size_t wi = slot_w[si], bi = slot_b[si];
+    const qb_tensor_info *t;
+    char path[256];
+
+    if (w4w_role_path(role, in->expert, path, sizeof path) != 0)
+        return h->set_error(h, QB_E_INTERNAL, "%s: role path too long", b->sp);
+    if (wi == NONE)
+        return h->set_error(h, QB_E_NOT_FOUND,
+                            "%s: model.layers.%lld.%s%s: required tensor missing%s", b->sp,
+                            (long long)l, path, role->kind == W4W_ROLE_F32 ? "" : ".weight",
+                            role->kind == W4W_ROLE_F32
+                                ? " (the router bias of noaux_tc routing)"
+                                : "");
+    t = tinfo(b, wi);
+    if (vq[si] >= 0) {
+        /* a part of a fused expert source: [E, in, out] viewed as
+         * expert e's [out / n_parts, in] */
+        const w4w_xfused *fu = NULL;
+        int64_t want_r = role->out == W4W_IN_HIDDEN ? s->hidden : lo->width[role->out];
+        int64_t want_c = role->in == W4W_IN_HIDDEN ? s->hidden : lo->width[role->in];
+        size_t f;
+        for (f = 0; f < nx && !fu; f++)
+            if (strlen(t->name) > strlen(xf[f].path) &&
+                strcmp(t->name + strlen(t->name) - strlen(xf[f].path), xf[f].path) == 0)
+                fu = &xf[f];
+        if (!fu || want_r < 1 || want_c < 1 || t->dims[2] / fu->n_parts != want_r ||
+            t->dims[1] != want_c)
+            return h->set_error(h, QB_E_MISMATCH,
+                                "%s: %s: shape [%lld, %lld, %lld] is not [%s, %s, %s x %d] "
+                                "= [%lld, %lld, %lld]", b->sp, t->name,
+                                (long long)t->dims[0], (long long)t->dims[1],
+                                (long long)t->dims[2], a->experts_key,
+                                w4w_width_key(role->in), w4w_width_key(role->out),
+                                fu ? fu->n_parts : 1, (long long)lo->n_experts,
+                                (long long)want_c,
+                                (long long)(want_r * (fu ? fu->n_parts : 1)));
+        return QB_OK;
+    }
+    if (role->kind == W4W_ROLE_F32) {
+        if (t->n_dims != 1 || t->dims[0] != lo->width[role->out])
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (%s)", b->sp,
+                                t->name, (long long)lo->width[role->out],
+                                w4w_width_key(role->out));
+    } else if (role->kind != W4W_ROLE_NORM && role->kind != W4W_ROLE_PARAM) {
+        if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1)
+            return h->set_error(h, QB_E_FORMAT, "%s: %s: a %s weight must be 2-D", b->sp,
+                                t->name, role->kind == W4W_ROLE_ROUTER ? "router" : "linear");
+        if (role->out != W4W_IN_NONE) {
+            /* MoE tensors: every expert of the config's width */
+            int64_t want_r = lo->width[role->out], want_c = lo->width[role->in];
+            if (role->in == W4W_IN_HIDDEN)
+                want_c = s->hidden;
+            if (role->out == W4W_IN_HIDDEN)
+                want_r = s->hidden;
+            if (want_r < 1 || want_c < 1)
+                return h->set_error(
+                    h, QB_E_FORMAT, "%s: config.json: %s missing, needed for %s", b->sp,
+                    w4w_width_key(want_r < 1 ? role->out : role->in), t->name);
+            if (t->dims[0] != want_r || t->dims[1] != want_c)
+                return h->set_error(
+                    h, QB_E_MISMATCH,
+                    "%s: %s: shape [%lld, %lld] is not [%s, %s] = [%lld, %lld]", b->sp,
+                    t->name, (long long)t->dims[0], (long long)t->dims[1],
+                    w4w_width_key(role->out), w4w_width_key(role->in), (long long)want_r,
+                    (long long)want_c);
         }
-        if ((rc = add_file(&b, name)) != QB_OK)
-            goto out;
-        w4w_layout_order(&lo, l, inst, &n_inst);
-        for (k = 0; k < n_inst; k++) {
-            const w4w_role *role = &a->roles[inst[k].role];
-            size_t si = (size_t)l * K + lo.role_off[inst[k].role] +
-                        (size_t)(inst[k].expert < 0 ? 0 : inst[k].expert);
-            size_t wi = slot_w[si], bi = slot_b[si];
-            char path[256];
-            w4w_role_path(role, inst[k].expert, path, sizeof path); /* fits: checked above */
-            if (vq[si] >= 0)
-                continue; /* a fused expert source's part: planned below */
-            if (role->kind == W4W_ROLE_LINEAR) {
-                rc = plan_linear(&b, wi, path, part_r0[si], part_rows[si]);
-            } else if (role->kind == W4W_ROLE_F32) {
-                rc = plan_f32(&b, wi, path);
-            } else {
-                snprintf(name, sizeof name, role->kind == W4W_ROLE_PARAM ? "%s" : "%s.weight",
-                         path);
-                rc = plan_f16(&b, wi, name);
-            }
-            if (rc == QB_OK && bi != NONE) {
-                snprintf(name, sizeof name, "%s.bias", path);
-                rc = plan_f16(&b, bi, name);
-            }
-            if (rc != QB_OK)
-                goto out;
+    }
+    if (role->kind == W4W_ROLE_LINEAR || role->kind == W4W_ROLE_ROUTER) {
+        if (bi == NONE && role->bias == W4W_BIAS_REQUIRED)
+            return h->set_error(h, QB_E_NOT_FOUND,
+                                "%s: model.layers.%lld.%s.bias: required tensor missing",
+                                b->sp, (long long)l, path);
+        if (bi != NONE) {
+            const qb_tensor_info *bt = tinfo(b, bi);
+            if (bt->n_dims != 1 || bt->dims[0] != t->dims[0])
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld]", b->sp,
+                                    bt->name, (long long)t->dims[0]);
         }
-        /* fused expert sources, one source after the other (the writer
-         * takes a source's items in one write_tensor call): every
-         * expert's parts, then their biases */
-        for (k = 0; k < nx && rc == QB_OK; k++) {
-            size_t wi = xslot[((size_t)l * nx + k) * 2], bi = xslot[((size_t)l * nx + k) * 2 + 1];
-            const qb_tensor_info *t;
-            int64_t e;
-            int q, pass;
-            if (wi == NONE)
-                continue;
-            t = tinfo(&b, wi);
-            for (pass = 0; pass < 2 && rc == QB_OK; pass++)
-                for (e = 0; e < lo.n_experts && rc == QB_OK; e++)
-                    for (q = 0; q < xf[k].n_parts && rc == QB_OK; q++) {
-                        char path[256];
-                        w4w_role_path(w4w_arch_role(a, xf[k].parts[q]), e, path, sizeof path);
-                        b.vset = 1;
-                        b.vtrans = pass == 0;
-                        b.vexp = e;
-                        b.vstride = xf[k].n_parts;
-                        b.voff = q;
-                        b.vrows = pass == 0 ? t->dims[2] / xf[k].n_parts : 1;
-                        b.vcols = pass == 0 ? t->dims[1] : t->dims[2] / xf[k].n_parts;
-                        if (pass == 0) {
-                            rc = plan_linear(&b, wi, path, -1, -1);
-                        } else {
-                            snprintf(name, sizeof name, "%s.bias", path);
-                            rc = plan_f16(&b, bi, name);
-                        }
-                        b.vset = 0;
-                    }
+    } else if ((role->kind == W4W_ROLE_NORM || role->kind == W4W_ROLE_PARAM) &&
+               (t->n_dims != 1 || (role->hidden_sized && t->dims[0] != s->hidden))) {
+        return h->set_error(h, QB_E_MISMATCH, "%s: %s: a norm weight must be 1-D%s", b->sp,
+                            t->name, role->hidden_sized ? " of hidden_size" : "");
+    }
+    return QB_OK;
+}
+
+/* 2. Presence and shapes, layer by layer. */
+static qb_status plan_check_layers(plan_state *s)
+{
+    int64_t l;
+    size_t k, n_inst;
+    qb_status rc;
+
+    for (l = 0; l < s->L; l++) {
+        w4w_layout_order(&s->lo, l, s->inst, &n_inst);
+        for (k = 0; k < n_inst; k++)
+            if ((rc = plan_check_role(s, l, &s->inst[k])) != QB_OK)
+                return rc;
+    }
+    return QB_OK;
+}
+
+/* 3. Layer l's file, its output tensors and write order: the role
+ * instances in layout order, then the fused expert sources, one source
+ * after the other (the writer takes a source's items in one write_tensor
+ * call): every expert's parts, then their biases. */
+static qb_status plan_layer_outputs(plan_state *s, int64_t l)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    const w4w_arch *a = s->a;
+    const size_t K = s->K;
+    const int64_t L = s->L;
+    const w4w_xfused *xf = s->xf;
+    const size_t nx = s->nx;
+    size_t *slot_w = s->slot_w;
+    size_t *slot_b = s->slot_b;
+    int64_t *part_r0 = s->part_r0;
+    int64_t *part_rows = s->part_rows;
+    size_t *xslot = s->xslot;
+    int8_t *vq = s->vq;
+    w4w_inst *inst = s->inst;
+    const w4w_layout *lo = &s->lo;
+    char name[512];
+    size_t n_inst, k;
+    qb_status rc = QB_OK;
+
+    /* the format library names layer files for the writer and both readers */
+    if (w4a16_layer_file(l, L, name, sizeof name) != 0)
+        return h->set_error(h, QB_E_FORMAT, "%lld layers: more than the format allows (%d)",
+                            (long long)L, W4A16_MAX_LAYERS);
+    if ((rc = add_file(b, name)) != QB_OK)
+        return rc;
+    w4w_layout_order(lo, l, inst, &n_inst);
+    for (k = 0; k < n_inst; k++) {
+        const w4w_role *role = &a->roles[inst[k].role];
+        size_t si = (size_t)l * K + lo->role_off[inst[k].role] +
+                    (size_t)(inst[k].expert < 0 ? 0 : inst[k].expert);
+        size_t wi = slot_w[si], bi = slot_b[si];
+        char path[256];
+        w4w_role_path(role, inst[k].expert, path, sizeof path); /* fits: checked above */
+        if (vq[si] >= 0)
+            continue; /* a fused expert source's part: planned below */
+        if (role->kind == W4W_ROLE_LINEAR) {
+            rc = plan_linear(b, wi, path, part_r0[si], part_rows[si]);
+        } else if (role->kind == W4W_ROLE_F32) {
+            rc = plan_f32(b, wi, path);
+        } else {
+            snprintf(name, sizeof name, role->kind == W4W_ROLE_PARAM ? "%s" : "%s.weight", path);
+            rc = plan_f16(b, wi, name);
+        }
+        if (rc == QB_OK && bi != NONE) {
+            snprintf(name, sizeof name, "%s.bias", path);
+            rc = plan_f16(b, bi, name);
         }
         if (rc != QB_OK)
-            goto out;
+            return rc;
     }
-    if ((rc = add_file(&b, "norm.safetensors")) != QB_OK ||
-        (rc = plan_f16(&b, fnorm, "norm.weight")) != QB_OK)
-        goto out;
-    if (head != NONE && !p->tied) {
-        if ((rc = add_file(&b, "lm_head.safetensors")) != QB_OK)
-            goto out;
-        rc = opt->quantized_head ? plan_linear(&b, head, "lm_head", 0, -1)
-                                 : plan_f16(&b, head, "lm_head.weight");
+    for (k = 0; k < nx && rc == QB_OK; k++) {
+        size_t wi = xslot[((size_t)l * nx + k) * 2], bi = xslot[((size_t)l * nx + k) * 2 + 1];
+        const qb_tensor_info *t;
+        int64_t e;
+        int q, pass;
+        if (wi == NONE)
+            continue;
+        t = tinfo(b, wi);
+        for (pass = 0; pass < 2 && rc == QB_OK; pass++)
+            for (e = 0; e < lo->n_experts && rc == QB_OK; e++)
+                for (q = 0; q < xf[k].n_parts && rc == QB_OK; q++) {
+                    char path[256];
+                    w4w_role_path(w4w_arch_role(a, xf[k].parts[q]), e, path, sizeof path);
+                    b->vset = 1;
+                    b->vtrans = pass == 0;
+                    b->vexp = e;
+                    b->vstride = xf[k].n_parts;
+                    b->voff = q;
+                    b->vrows = pass == 0 ? t->dims[2] / xf[k].n_parts : 1;
+                    b->vcols = pass == 0 ? t->dims[1] : t->dims[2] / xf[k].n_parts;
+                    if (pass == 0) {
+                        rc = plan_linear(b, wi, path, -1, -1);
+                    } else {
+                        snprintf(name, sizeof name, "%s.bias", path);
+                        rc = plan_f16(b, bi, name);
+                    }
+                    b->vset = 0;
+                }
+    }
+    return rc;
+}
+
+/* 3. Files, output tensors and write order: embeddings, the layers, the
+ * final norm, the head (a tied head only checked against the embeddings);
+ * every source planned, the items of one source consecutive. */
+static qb_status plan_outputs(plan_state *s)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    const int64_t L = s->L;
+    const size_t nt = s->nt;
+    const w4w_options *opt = s->opt;
+    w4w_plan *p = b->p;
+    size_t i;
+    int64_t l;
+    qb_status rc;
+
+    if ((rc = add_file(b, "embed.safetensors")) != QB_OK ||
+        (rc = plan_f16(b, s->embed, "embed_tokens.weight")) != QB_OK)
+        return rc;
+    for (l = 0; l < L; l++)
+        if ((rc = plan_layer_outputs(s, l)) != QB_OK)
+            return rc;
+    if ((rc = add_file(b, "norm.safetensors")) != QB_OK ||
+        (rc = plan_f16(b, s->fnorm, "norm.weight")) != QB_OK)
+        return rc;
+    if (s->head != NONE && !p->tied) {
+        if ((rc = add_file(b, "lm_head.safetensors")) != QB_OK)
+            return rc;
+        rc = opt->quantized_head ? plan_linear(b, s->head, "lm_head", 0, -1)
+                                 : plan_f16(b, s->head, "lm_head.weight");
         if (rc != QB_OK)
-            goto out;
-    } else if (head != NONE) {
-        w4w_item *it = add_item(&b, head, W4W_ITEM_TIED);
-        it->peer = embed;
+            return rc;
+    } else if (s->head != NONE) {
+        w4w_item *it = add_item(b, s->head, W4W_ITEM_TIED);
+        it->peer = s->embed;
     }
     for (i = 0; i < nt; i++)
-        if (p->item_of_src[i] == NONE) {
-            rc = h->set_error(h, QB_E_INTERNAL, "%s: tensor %zu not planned", b.sp, i);
-            goto out;
-        }
+        if (p->item_of_src[i] == NONE)
+            return h->set_error(h, QB_E_INTERNAL, "%s: tensor %zu not planned", b->sp, i);
     /* the writer takes one source tensor's items in one write_tensor call */
     for (i = 1; i < p->n_items; i++)
-        if (p->items[i].src != p->items[i - 1].src && p->item_of_src[p->items[i].src] != i) {
-            rc = h->set_error(h, QB_E_INTERNAL, "%s: parts of %s are not consecutive", b.sp,
-                              p->items[i].name);
-            goto out;
-        }
-    *out = p;
-    p = NULL;
-out:
-    w4w_plan_free(p);
-    qbk_free(slot_w);
-    qbk_free(slot_b);
-    qbk_free(inst);
-    qbk_free(fslot);
-    qbk_free(part_r0);
-    qbk_free(part_rows);
-    qbk_free(xslot);
-    qbk_free(vq);
-    w4w_layout_free(&lo);
-    cJSON_Delete(cfg);
+        if (p->items[i].src != p->items[i - 1].src && p->item_of_src[p->items[i].src] != i)
+            return h->set_error(h, QB_E_INTERNAL, "%s: parts of %s are not consecutive", b->sp,
+                                p->items[i].name);
+    return QB_OK;
+}
+
+qb_status w4w_plan_build(const qb_host *h, const qb_model_src *src, const w4w_options *opt,
+                         w4w_plan **out)
+{
+    plan_state s;
+    qb_status rc;
+
+    *out = NULL;
+    memset(&s, 0, sizeof s);
+    rc = plan_begin(&s, h, src, opt);
+    /* 1. classify */
+    if (rc == QB_OK)
+        rc = plan_classify(&s);
+    if (rc == QB_OK)
+        rc = plan_fused(&s);
+    if (rc == QB_OK)
+        rc = plan_fused_experts(&s);
+    /* 2. presence and shapes */
+    if (rc == QB_OK)
+        rc = plan_check_ends(&s);
+    if (rc == QB_OK)
+        rc = plan_check_layers(&s);
+    /* 3. files, output tensors and write order */
+    if (rc == QB_OK)
+        rc = plan_outputs(&s);
+    if (rc == QB_OK) {
+        *out = s.b.p;
+        s.b.p = NULL;
+    }
+    plan_state_free(&s);
     return rc;
 }
 

@@ -6,7 +6,7 @@
  */
 #include "quant_eval.h"
 
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
 #include <quantbridge/qb_half.h>
 
@@ -55,7 +55,7 @@ w4w_qe_impl w4w_qe_resolve(w4w_qe_impl impl)
 
 static float clamp_code(float r)
 {
-    const float lo = (float)QBK_INT4_QMIN, hi = (float)QBK_INT4_QMAX;
+    const float lo = (float)W4A16_INT4_QMIN, hi = (float)W4A16_INT4_QMAX;
     return r < lo ? lo : r > hi ? hi : r;
 }
 
@@ -255,7 +255,7 @@ W4W_AVX2 static float reduce8_v(__m256 a)
  * single ones). */
 W4W_AVX2 static void fit1_avx2(const float *w, size_t n, float inv, float *qw, float *qq)
 {
-    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
     const __m256 vi = _mm256_set1_ps(inv);
     __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
     size_t i;
@@ -271,7 +271,7 @@ W4W_AVX2 static void fit1_avx2(const float *w, size_t n, float inv, float *qw, f
 /* Four candidates, four independent chains per element vector. */
 W4W_AVX2 static void fit4_avx2(const float *w, size_t n, const float *inv, float *qw, float *qq)
 {
-    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
     const __m256 v0 = _mm256_set1_ps(inv[0]), v1 = _mm256_set1_ps(inv[1]);
     const __m256 v2 = _mm256_set1_ps(inv[2]), v3 = _mm256_set1_ps(inv[3]);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
@@ -380,7 +380,7 @@ W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, 
                                   int8_t *q)
 {
     const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s);
-    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
     __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
     size_t i;
     for (i = 0; i < n; i += 8) {
@@ -400,7 +400,7 @@ W4W_AVX2 static void codes2_avx2(const float *w, size_t n, float s, float inv, f
                                  double *es, double *ea)
 {
     const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s), va = _mm256_set1_ps(a);
-    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, d0 = s0, d1 = s0;
     size_t i;
     for (i = 0; i < n; i += 8) {

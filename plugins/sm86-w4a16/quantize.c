@@ -53,8 +53,8 @@ double w4w_quant_codes(const float *w, size_t n, float s, int8_t *q)
         if (s != 0.0f) {
             r = rintf(w[i] / s);
             /* clamp in float first: w/s may exceed the int range */
-            v = r < (float)QBK_INT4_QMIN   ? QBK_INT4_QMIN
-                : r > (float)QBK_INT4_QMAX ? QBK_INT4_QMAX
+            v = r < (float)W4A16_INT4_QMIN   ? W4A16_INT4_QMIN
+                : r > (float)W4A16_INT4_QMAX ? W4A16_INT4_QMAX
                                            : (int)r;
         }
         q[i] = (int8_t)v;

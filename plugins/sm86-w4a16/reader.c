@@ -16,15 +16,18 @@
  * decoder's product.
  */
 #include "w4w.h"
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <quantbridge/base/qb_stdir.h>
+
 #include "qbk_alloc.h"
 #include "qbk_path.h"
 #include "qbk_hf_sidefiles.h"
+#include "qbk_json.h"
 
 #define W4W_CONFIG_MAX (4u << 20)
 
@@ -48,7 +51,7 @@ typedef struct w4r_tensor {
 typedef struct w4r_reader {
     const qb_host *h;
     char *dir;
-    int has_tokenizer; /* dir holds tokenizer files (qbk_hf_dir_has_tokenizer) */
+    int has_tokenizer; /* dir holds tokenizer files (qb_stdir_has_tokenizer) */
     w4w_manifest_in man;
     void *config; /* host->alloc'd texts */
     void *gen;
@@ -87,9 +90,13 @@ static int w4r_probe(void *ctx, const qb_probe_input *in)
         return QB_PROBE_NONE;
     if (h->read_small_file(h, path, 1u << 20, &text, &len) != QB_OK)
         return QB_PROBE_WEAK;
-    m = cJSON_ParseWithLength(text, len);
-    if (cJSON_IsObject(m) && cJSON_IsString(cJSON_GetObjectItem(m, "format")) &&
-        strcmp(cJSON_GetObjectItem(m, "format")->valuestring, W4W_PLUGIN_NAME) == 0)
+    m = qbk_json_parse_quiet(text, len);
+    if (!m)
+        score = QB_PROBE_WEAK; /* refused: open() names manifest.json and the reason */
+    else if (cJSON_IsObject(m) &&
+             cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "format")) &&
+             strcmp(cJSON_GetObjectItemCaseSensitive(m, "format")->valuestring,
+                    W4W_PLUGIN_NAME) == 0)
         score = QB_PROBE_CERTAIN;
     cJSON_Delete(m);
     h->free(h, text);
@@ -191,7 +198,7 @@ static qb_status add_linear(w4r_reader *r, const char *file, const qb_st_set *se
     char n[256];
     const qb_st_tensor *p, *s;
     w4r_tensor *t;
-    int64_t ng = qbk_int4_n_groups(cols, r->man.group_size);
+    int64_t ng = w4a16_int4_n_groups(cols, r->man.group_size);
     snprintf(n, sizeof n, "%s.packed", base);
     p = api->find(set, n);
     snprintf(n, sizeof n, "%s.scales", base);
@@ -200,12 +207,12 @@ static qb_status add_linear(w4r_reader *r, const char *file, const qb_st_set *se
         return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: needs both .packed and .scales", r->dir,
                             file, base);
     if (p->dtype != QB_DT_U8 || s->dtype != QB_DT_F16 || p->n_dims != 2 || s->n_dims != 2 ||
-        p->dims[0] != s->dims[0] || p->dims[1] != qbk_int4_packed_bytes(cols) || s->dims[1] != ng ||
+        p->dims[0] != s->dims[0] || p->dims[1] != w4a16_int4_packed_bytes(cols) || s->dims[1] != ng ||
         (rows_want > 0 && p->dims[0] != rows_want))
         return h->set_error(h, QB_E_FORMAT,
                             "%s/%s: %s: packed/scales are not U8 [out, %lld] / F16 [out, %lld] for "
                             "in_features %lld, group_size %lld",
-                            r->dir, file, base, (long long)qbk_int4_packed_bytes(cols), (long long)ng,
+                            r->dir, file, base, (long long)w4a16_int4_packed_bytes(cols), (long long)ng,
                             (long long)cols, (long long)r->man.group_size);
     if (!(t = add_tensor(r)))
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
@@ -493,13 +500,14 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     snprintf(p, sizeof p, "%s/config.json", r->dir);
     if ((rc = h->read_small_file(h, p, W4W_CONFIG_MAX, &r->config, &len)) != QB_OK)
         goto out;
+    if ((rc = qbk_json_parse_object(h, p, r->config, len, &cfg)) != QB_OK)
+        goto out;
     snprintf(p, sizeof p, "%s/generation_config.json", r->dir);
     rc = h->read_small_file(h, p, W4W_CONFIG_MAX, &r->gen, &len);
     if (rc == QB_E_NOT_FOUND)
         rc = QB_OK;
     if (rc != QB_OK)
         goto out;
-    cfg = cJSON_Parse(r->config);
     mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
     vocab = cfg_int(cfg, "vocab_size");
@@ -563,7 +571,7 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
     if (rc != QB_OK)
         goto out;
     /* the output of a source without a tokenizer has none: claim none */
-    if ((rc = qbk_hf_dir_has_tokenizer(h, r->dir, &r->has_tokenizer)) != QB_OK)
+    if ((rc = qb_stdir_has_tokenizer(h, r->dir, &r->has_tokenizer)) != QB_OK)
         goto out;
     snprintf(r->encoding, sizeof r->encoding, "sm86-w4a16 int4 g%lld sym",
              (long long)r->man.group_size);
@@ -653,9 +661,9 @@ static void read_xfused(const w4r_reader *r, const w4r_tensor *t, int64_t row0, 
                     d[c * np + q] = qb_f16_to_f32(v);
                 } else {
                     const uint8_t *row =
-                        p->a->data + (size_t)(c * qbk_int4_packed_bytes(p->cols));
+                        p->a->data + (size_t)(c * w4a16_int4_packed_bytes(p->cols));
                     memcpy(&v, p->s->data + (size_t)(c * p->ng + k / gs) * 2, 2);
-                    d[c * np + q] = (float)qbk_int4_code(row, k) * qb_f16_to_f32(v);
+                    d[c * np + q] = (float)w4a16_int4_code(row, k) * qb_f16_to_f32(v);
                 }
             }
         }
@@ -690,7 +698,7 @@ static qb_status w4r_read_rows(qb_reader_handle hr, size_t i, int64_t row0, int6
         return QB_OK;
     }
     for (k = 0; k < n; k++)
-        qbk_int4_decode_row(t->a->data + (size_t)((row0 + k) * qbk_int4_packed_bytes(t->cols)),
+        w4a16_int4_decode_row(t->a->data + (size_t)((row0 + k) * w4a16_int4_packed_bytes(t->cols)),
                             t->s->data + (size_t)((row0 + k) * t->ng) * 2, t->cols,
                             r->man.group_size, t->perm, dst + k * t->cols);
     return QB_OK;
@@ -727,17 +735,17 @@ static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int6
         return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s has no integer grid", r->dir,
                                t->name);
     for (k = 0; k < n; k++) {
-        const uint8_t *p = t->a->data + (size_t)((row0 + k) * qbk_int4_packed_bytes(t->cols));
+        const uint8_t *p = t->a->data + (size_t)((row0 + k) * w4a16_int4_packed_bytes(t->cols));
         const uint8_t *s = t->s->data + (size_t)((row0 + k) * t->ng) * 2;
         /* the stored nibbles are the grid's codes, its zero the nibble bias */
         for (c = 0; c < t->cols; c++)
             out->codes[k * t->cols + (t->perm ? t->perm[c] : c)] =
-                (uint8_t)qbk_int4_nibble(p, c);
+                (uint8_t)w4a16_int4_nibble(p, c);
         for (g = 0; g < t->ng; g++) {
             uint16_t sv;
             memcpy(&sv, s + 2 * g, 2);
             out->scales[k * t->ng + g] = qb_f16_to_f32(sv);
-            out->zeros[k * t->ng + g] = QBK_INT4_BIAS;
+            out->zeros[k * t->ng + g] = W4A16_INT4_BIAS;
         }
     }
     return QB_OK;

@@ -239,7 +239,7 @@ typedef struct w4w_manifest_in {
     char source_format[64];
 } w4w_manifest_in;
 
-/* Reads DIR/manifest.json and checks it with qbk_w4a16_manifest_parse
+/* Reads DIR/manifest.json and checks it with w4a16_manifest_parse
  * (format version 1, strict reading: QB_E_FORMAT, QB_E_UNSUPPORTED for
  * another version or an unknown feature), the architecture against the
  * table (QB_E_UNSUPPORTED), and every listed file's size and SHA-256
@@ -280,9 +280,9 @@ double w4w_quant_codes(const float *w, size_t n, float s, int8_t *q);
 
 /* ---- packing ----------------------------------------------------------- */
 
-/* The int4 code layout (QBK_INT4_QMIN/QMAX, packing, group counts) is the
- * kit's: callers use qbk_int4_* directly. */
-#include "qbk_int4.h"
+/* The int4 code layout (W4A16_INT4_QMIN/QMAX, packing, group counts) is the
+ * kit's: callers use w4a16_int4_* directly. */
+#include "w4a16_int4.h"
 
 /* ---- safetensors output (kit writer) -------------------------------------- */
 

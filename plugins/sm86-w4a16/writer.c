@@ -26,7 +26,7 @@
  */
 #include "w4w.h"
 #include "quant_eval.h"
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -204,7 +204,7 @@ static int repack_block(w4w_job *j, w4w_slot *s)
             }
         }
         s->ref2 = r2;
-        qbk_int4_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
+        w4a16_int4_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
     }
     return 1;
 }
@@ -254,7 +254,7 @@ static qb_status requant_block(w4w_job *j, w4w_slot *s)
                 a[0] += (double)row[c] * (double)row[c];
             s->ref2 += (a[0] + a[1]) + (a[2] + a[3]);
         }
-        qbk_int4_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
+        w4a16_int4_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
     }
     return QB_OK;
 }
@@ -470,8 +470,8 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
     j.w = w;
     j.it = it;
     j.gs = w->plan->opt.group_size;
-    j.pcols = qbk_int4_packed_bytes(cols);
-    j.ng = qbk_int4_n_groups(cols, j.gs);
+    j.pcols = w4a16_int4_packed_bytes(cols);
+    j.ng = w4a16_int4_n_groups(cols, j.gs);
     br = W4W_BLOCK_ELEMS / cols;
     /* a multiple of 8 rows: packed sources store 8 output rows per word
      * (AWQ GEMM), and blocks starting inside a word decode it twice */

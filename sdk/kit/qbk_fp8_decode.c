@@ -5,7 +5,6 @@
 
 #include <quantbridge/qb_half.h>
 
-#include "qbk_alloc.h"
 
 float qbk_fp8_e4m3fn_to_f32(uint8_t b)
 {
@@ -88,39 +87,4 @@ void qbk_float_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *ds
     default:
         break;
     }
-}
-
-const char *qbk_dtype_name(qb_dtype dt)
-{
-    switch (dt) {
-    case QB_DT_F32: return "f32";
-    case QB_DT_F16: return "f16";
-    case QB_DT_BF16: return "bf16";
-    case QB_DT_F64: return "f64";
-    case QB_DT_F8_E4M3: return "f8_e4m3";
-    case QB_DT_F8_E5M2: return "f8_e5m2";
-    case QB_DT_F8_E8M0: return "f8_e8m0";
-    case QB_DT_I8: return "i8";
-    case QB_DT_U8: return "u8";
-    case QB_DT_I16: return "i16";
-    case QB_DT_U16: return "u16";
-    case QB_DT_I32: return "i32";
-    case QB_DT_U32: return "u32";
-    case QB_DT_I64: return "i64";
-    case QB_DT_U64: return "u64";
-    case QB_DT_BOOL: return "bool";
-    default: return "unknown";
-    }
-}
-
-int qbk_dense_view(const qb_st_tensor *st, int64_t *rows, int64_t *cols, char **name, char **encoding)
-{
-    uint32_t k;
-    *rows = 1;
-    *cols = st->n_dims ? st->dims[st->n_dims - 1] : 1;
-    for (k = 0; k + 1 < st->n_dims; k++)
-        *rows *= st->dims[k];
-    *name = qbk_strdup(st->name);
-    *encoding = qbk_strdup(qbk_dtype_name(st->dtype));
-    return *name && *encoding;
 }

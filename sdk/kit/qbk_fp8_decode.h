@@ -41,18 +41,4 @@ size_t qbk_float_store_size(qb_dtype dt);
  * thread-safe. */
 void qbk_float_store_to_f32(qb_dtype dt, const uint8_t *src, size_t n, float *dst);
 
-/* Short lowercase name of a storage type for messages and encodings
- * ("bf16", "f8_e4m3", ...); an unknown type gets a fixed placeholder name.
- * Never NULL; the string is static (the caller does not free it). Pure,
- * thread-safe. */
-const char *qbk_dtype_name(qb_dtype dt);
-
-/* Matrix view and names of a dense tensor passed through: *cols = the last
- * dimension (1 for a scalar), *rows = the product of the others; *name =
- * a copy of st->name and *encoding = a copy of qbk_dtype_name(st->dtype),
- * both qbk_malloc'd and owned by the caller (qbk_free). Returns 1, or 0
- * when a copy failed (sets no message; whichever copy succeeded is still
- * stored for the caller to free). Thread-safe (touches only its outputs). */
-int qbk_dense_view(const qb_st_tensor *st, int64_t *rows, int64_t *cols, char **name, char **encoding);
-
 #endif /* QBK_FP8_DECODE_H */

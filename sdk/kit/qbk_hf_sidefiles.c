@@ -7,23 +7,6 @@
 #include "qbk_alloc.h"
 #include "qbk_path.h"
 
-const char *const qbk_hf_tokenizer_files[] = {
-    "tokenizer.json",
-    "tokenizer.model",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.json",
-    "merges.txt",
-    "vocab.txt",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "tokenizer.tiktoken",
-    "chat_template.jinja",
-    "chat_template.json",
-    NULL,
-};
-
 const char *const qbk_hf_quant_config_keys[] = {"quantization_config", "compression_config", NULL};
 
 cJSON *qbk_hf_generation_from_config(const cJSON *cfg)
@@ -50,29 +33,6 @@ cJSON *qbk_hf_generation_from_config(const cJSON *cfg)
 fail:
     cJSON_Delete(gen);
     return NULL;
-}
-
-int qbk_hf_is_tokenizer_file(const char *name)
-{
-    size_t k;
-    for (k = 0; qbk_hf_tokenizer_files[k]; k++)
-        if (strcmp(qbk_hf_tokenizer_files[k], name) == 0)
-            return 1;
-    return 0;
-}
-
-qb_status qbk_hf_dir_has_tokenizer(const qb_host *h, const char *dir, int *has)
-{
-    char **names = NULL;
-    qb_status st;
-    size_t k;
-    *has = 0;
-    if ((st = h->list_dir(h, dir, &names)) != QB_OK)
-        return st;
-    for (k = 0; names[k] && !*has; k++)
-        *has = qbk_hf_is_tokenizer_file(names[k]);
-    h->free_list(h, names);
-    return QB_OK;
 }
 
 void qbk_hf_config_strip_quant(cJSON *cfg)

@@ -15,28 +15,10 @@
 #include <quantbridge/qb_host.h>
 #include <quantbridge/qb_writer.h>
 
-/* NULL-terminated list of the tokenizer files a writer copies from the
- * source's tokenizer directory when present: the files transformers'
- * PreTrainedTokenizer(Fast).from_pretrained may read
- * (tokenization_utils_base: tokenizer_config.json, special_tokens_map.json,
- * added_tokens.json, tokenizer.json; each tokenizer class's
- * vocab_files_names: tokenizer.model, vocab.json, merges.txt, vocab.txt,
- * spiece.model, sentencepiece.bpe.model, tokenizer.tiktoken;
- * chat_template.jinja / chat_template.json since transformers 4.43).
- * Static, never freed; thread-safe. */
-extern const char *const qbk_hf_tokenizer_files[];
-
-/* Returns 1 when `name` (a bare file name, no directory) is in
- * qbk_hf_tokenizer_files, else 0. Exact, case-sensitive. Pure. */
-int qbk_hf_is_tokenizer_file(const char *name);
-
-/* The one rule for a reader of an HF-style directory: *has = 1 when `dir`
- * holds a file of qbk_hf_tokenizer_files (the reader then sets
- * qb_model_info.tokenizer_dir to it), else 0 -- a directory without any
- * never claims to be a tokenizer directory (docs/architecture.md, "HF side
- * files"). Lists dir through h->list_dir; its failure is returned with its
- * message (*has 0). Thread-safe as h->list_dir is. */
-qb_status qbk_hf_dir_has_tokenizer(const qb_host *h, const char *dir, int *has);
+/* The list of tokenizer files, and the rule that a directory holding one
+ * of them is a tokenizer directory, are the reader base library's
+ * (qb_stdir_tokenizer_files, qb_stdir_has_tokenizer in
+ * quantbridge/base/qb_stdir.h): readers and writers use that one list. */
 
 /* NULL-terminated list of the top-level config.json keys that describe a
  * quantized checkpoint: "quantization_config" (transformers' quantizers)
@@ -84,7 +66,7 @@ qb_status qbk_read_side_text(const qb_host *h, const char *dir, const char *name
  * any third-party writer) and the built-in hf-dense and sm86-w4a16
  * writers, so all produce the same bytes (docs/architecture.md, "HF side
  * files"). In this order:
- *  - each file of qbk_hf_tokenizer_files present in mi->tokenizer_dir
+ *  - each file of qb_stdir_tokenizer_files present in mi->tokenizer_dir
  *    (when not NULL), in list order, byte for byte; with a chat template,
  *    tokenizer_config.json and chat_template.* are not copied;
  *  - with mi->chat_template (read only when the struct has the field):
@@ -96,8 +78,10 @@ qb_status qbk_read_side_text(const qb_host *h, const char *dir, const char *name
  *    a newline, else (config_json NULL or not an object) nothing.
  * Returns QB_OK or: QB_E_IO naming a tokenizer file that cannot be read or
  * is not a regular file; QB_E_FORMAT for a source tokenizer_config.json
- * that holds a NUL or is not an object (naming its path), or a generation config that is not
- * an object ("generation_config.json of the source: not a JSON object");
+ * that holds a NUL, is refused by the strict parser (qbk_json.h) or is not
+ * an object (naming its path), a generation config refused or not an
+ * object ("generation_config.json of the source: ..."), or a config_json
+ * the strict parser refuses ("config.json of the source: ...");
  * QB_E_NOMEM; QB_E_INTERNAL (qbk_json_edit's self-check); or the
  * sink's status. Messages through h->set_error (the
  * sink sets its own). Every sink file it creates is closed again, success

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <quantbridge/base/qb_stdir.h>
+
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 #include "qbk_json_edit.h"
 #include "qbk_path.h"
 #include "qbk_text.h"
@@ -145,15 +148,18 @@ static qb_status side_generation(const qb_host *h, const qb_sink *sink, const qb
     qb_status st = QB_OK;
 
     if (mi->generation_config_json) {
-        gen = cJSON_Parse(mi->generation_config_json);
-        st = cJSON_IsObject(gen)
-                 ? side_write_text(sink, "generation_config.json", mi->generation_config_json)
-                 : h->set_error(h, QB_E_FORMAT,
-                                "generation_config.json of the source: not a JSON object");
+        st = qbk_json_parse_object(h, "generation_config.json of the source",
+                                   mi->generation_config_json, strlen(mi->generation_config_json),
+                                   &gen);
+        if (st == QB_OK)
+            st = side_write_text(sink, "generation_config.json", mi->generation_config_json);
         goto out;
     }
-    cfg = mi->config_json ? cJSON_Parse(mi->config_json) : NULL;
-    if (!cJSON_IsObject(cfg))
+    if (!mi->config_json)
+        goto out;
+    st = qbk_json_parse(h, "config.json of the source", mi->config_json, strlen(mi->config_json),
+                        &cfg);
+    if (st != QB_OK || !cJSON_IsObject(cfg))
         goto out;
     if (!(gen = qbk_hf_generation_from_config(cfg))) {
         st = h->set_error(h, QB_E_NOMEM, "generation_config.json: out of memory");
@@ -174,8 +180,8 @@ qb_status qbk_hf_write_tokenizer_files(const qb_host *h, const qb_sink *sink,
     size_t i;
 
     assert(h && sink && mi);
-    for (i = 0; mi->tokenizer_dir && qbk_hf_tokenizer_files[i]; i++) {
-        const char *name = qbk_hf_tokenizer_files[i];
+    for (i = 0; mi->tokenizer_dir && qb_stdir_tokenizer_files[i]; i++) {
+        const char *name = qb_stdir_tokenizer_files[i];
         /* With a template to set, tokenizer_config.json is rewritten below,
          * and a template file beside it would override the source's
          * template on load (transformers >= 4.43 prefers

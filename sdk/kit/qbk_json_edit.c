@@ -7,14 +7,15 @@
  * "model_max_length": 1000000000000000019884624838656 as 1e+30 — the
  * types transformers' config validation looks at (it warns when
  * rope_scaling.factor is not a float) and integers beyond 2^53 would
- * change. The input is checked with cJSON first, so the scanner below only
- * has to find member boundaries in text known to be valid JSON.
+ * change. The input is parsed strictly first (qbk_json.h), so the scanner
+ * below only has to find member boundaries in text known to be valid JSON.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "qbk_json.h"
 #include "qbk_json_edit.h"
 #include "qbk_text.h"
 
@@ -71,13 +72,19 @@ static int qbk_je_key_in(const char *k, size_t len, const char *const *names)
 }
 
 /* 1 when `text` is an object holding every member of `orig` not dropped
- * or set, equal to the original, and every key set. */
+ * or set, equal to the original, and every key set; 0 when it is not; -1
+ * when parsing it ran out of memory. */
 static int qbk_je_edit_ok(const cJSON *orig, const char *text, const char *const *drop,
                             const char *const *keys)
 {
-    cJSON *again = cJSON_Parse(text);
+    cJSON *again = NULL;
+    qbk_json_fail f;
     const cJSON *m;
-    int ok = cJSON_IsObject(again), i;
+    int ok, i;
+
+    if (qbk_json_parse_text(text, strlen(text), NULL, &again, &f) != QB_OK)
+        return f.rc == QB_E_NOMEM ? -1 : 0;
+    ok = cJSON_IsObject(again);
     cJSON_ArrayForEach(m, orig)
     {
         size_t len = strlen(m->string);
@@ -98,7 +105,7 @@ qb_status qbk_json_edit(const qb_host *h, const char *what, const char *text,
                         const char *const *drop, const char *const *keys,
                         const char *const *values, char **out)
 {
-    cJSON *check = cJSON_Parse(text);
+    cJSON *check = NULL;
     qbk_text b = {0};
     const char *p;
     unsigned char done[16] = {0};
@@ -106,10 +113,9 @@ qb_status qbk_json_edit(const qb_host *h, const char *what, const char *text,
     qb_status st = QB_OK;
 
     *out = NULL;
-    if (!cJSON_IsObject(check)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", what);
+    st = qbk_json_parse_object(h, what, text, strlen(text), &check);
+    if (st != QB_OK)
         goto out;
-    }
     for (i = 0; keys && keys[i]; i++)
         if (i >= (int)sizeof(done)) {
             st = h->set_error(h, QB_E_INTERNAL, "%s: too many keys to set", what);
@@ -162,7 +168,10 @@ qb_status qbk_json_edit(const qb_host *h, const char *what, const char *text,
     }
     /* The result must parse to what was intended; a scanner bug must not
      * write a broken or different config. */
-    if (!qbk_je_edit_ok(check, b.p, drop, keys)) {
+    switch (qbk_je_edit_ok(check, b.p, drop, keys)) {
+    case 1: break;
+    case -1: st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", what); goto out;
+    default:
         st = h->set_error(h, QB_E_INTERNAL, "%s: the rewritten JSON does not match its source", what);
         goto out;
     }

@@ -17,8 +17,10 @@
  * byte for byte (numbers stay as written). Both lists NULL-terminated or
  * NULL. *out is qbk_malloc'd (free with qbk_free); NULL on failure. The
  * result is re-parsed and compared with the input before it is returned.
- * Errors (message through h->set_error, naming `what`): QB_E_FORMAT ("<what>:
- * not a JSON object"), QB_E_NOMEM, QB_E_INTERNAL. Thread-safe. */
+ * The text is read by the strict parser (qbk_json.h). Errors (message
+ * through h->set_error, naming `what`): QB_E_FORMAT (qbk_json_parse's
+ * refusal, or "<what>: not a JSON object"), QB_E_NOMEM, QB_E_INTERNAL.
+ * Thread-safe. */
 qb_status qbk_json_edit(const qb_host *h, const char *what, const char *text,
                         const char *const *drop, const char *const *keys,
                         const char *const *values, char **out);

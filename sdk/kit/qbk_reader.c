@@ -1,52 +1,58 @@
-/* Reader vtable glue shared by reader plugins. Internal kit code; see
- * qbk_reader.h. */
+/* What the in-tree readers on the reader base add (qbk_reader.h). */
 #include "qbk_reader.h"
 
 #include <string.h>
 
-#include <cjson/cJSON.h>
+#include "qbk_alloc.h"
+#include "qbk_json.h"
 
-qb_status qbk_reader_check_index(const qb_host *h, const char *where, size_t index, size_t n)
+qb_status qbk_reader_config(const qb_stdir *d, cJSON **config, const cJSON **qcfg)
 {
-    if (index < n)
-        return QB_OK;
-    return h->set_error(h, QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", where, index, n);
+    qb_status st = qbk_json_parse_object(d->host, d->config_path, d->config_text, d->config_len,
+                                         config);
+    *qcfg = st == QB_OK ? cJSON_GetObjectItemCaseSensitive(*config, "quantization_config") : NULL;
+    return st;
 }
 
-void qbk_reader_set_dims(qb_tensor_info *out, uint32_t n_dims, const int64_t *dims)
+qb_status qbk_reader_model_new(qb_streader *r, size_t size, void **model)
 {
-    uint32_t i;
-    out->n_dims = n_dims ? n_dims : 1;
-    for (i = 0; i < QB_MAX_DIMS; i++)
-        out->dims[i] = i < n_dims ? dims[i] : (i == 0 ? 1 : 0);
+    qbk_reader_model *m;
+    *model = NULL;
+    if (!(m = qbk_calloc(1, size)))
+        return r->host->set_error(r->host, QB_E_NOMEM, "%s: out of memory", r->dir->dir);
+    r->model = m;
+    *model = m;
+    m->d = r->dir;
+    return qbk_reader_config(m->d, &m->config, &m->qcfg);
 }
 
-void qbk_reader_hfdir_info(const qbk_hfdir *d, size_t n_tensors, const char *format,
-                           const char *summary, qb_model_info *out)
+void qbk_reader_model_free(qb_streader *r)
 {
-    out->architecture = d->model_type;
-    out->config_json = d->config_text;
-    out->generation_config_json = d->gen_text;
-    out->n_tensors = n_tensors;
-    out->source_format = format;
-    out->source_summary = summary;
-    out->tokenizer_dir = d->has_tokenizer ? d->dir : NULL;
-    if (QB_HAS_FIELD(out, qb_model_info, chat_template))
-        out->chat_template = NULL;
+    qbk_reader_model *m = r->model;
+    if (!m)
+        return;
+    cJSON_Delete(m->config);
+    qbk_free(m);
+    r->model = NULL;
 }
 
-int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method)
+int qbk_reader_probe_quant_method(const char *config_json, const char *quant_method,
+                                  int *has_qcfg)
 {
     cJSON *root;
     const cJSON *q, *m;
     int score = 0;
 
+    if (has_qcfg)
+        *has_qcfg = -1;
     if (!config_json)
         return 0;
-    root = cJSON_Parse(config_json);
+    root = qbk_json_parse_quiet(config_json, strlen(config_json));
     if (!root)
         return 0;
     q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    if (has_qcfg)
+        *has_qcfg = q != NULL;
     m = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
     if (cJSON_IsString(m) && !strcmp(m->valuestring, quant_method))
         score = 90;

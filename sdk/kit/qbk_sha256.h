@@ -3,7 +3,7 @@
  *
  * The one implementation in the project: the host's sink hashes every
  * output file with it, the W4A16 format code (the sm86-w4a16 plugin and
- * libquantbridge-w4a16, through qbk_w4a16_manifest.h) checks manifest
+ * libquantbridge-w4a16, through w4a16_manifest.h) checks manifest
  * digests with it. Internal: linked statically, hidden, never part of the ABI.
  */
 #ifndef QBK_SHA256_H

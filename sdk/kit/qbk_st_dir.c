@@ -24,6 +24,7 @@
 #include "qbk_safetensors.h"
 #include "qbk_st_internal.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 #define ST_INDEX_NAME "model.safetensors.index.json"
 #define ST_SINGLE_NAME "model.safetensors"
@@ -141,35 +142,36 @@ static qb_status st_open_index(qbk_st_err *err, const char *dir, const char *rea
     cJSON *root = NULL;
     const cJSON *wm, *c;
     const char **shards = NULL;
-    const char *dup;
     size_t n_map = 0, n_shards = 0, i;
     qb_status st = QB_OK;
-    int nomem;
+    qbk_json_fail jf;
 
     st = st_read_text(err, idx_path, &text);
     if (st != QB_OK)
         goto out;
-    root = cJSON_Parse(text);
-    if (!cJSON_IsObject(root)) {
-        st = qbk_st_fail(err, QB_E_FORMAT, "%s: not a JSON object", idx_path);
+    /* The one strict JSON reading (qbk_json.h): a tensor listed twice in
+     * weight_map is its duplicate key. */
+    if (qbk_json_parse_text(text, strlen(text), NULL, &root, &jf) != QB_OK) {
+        if (jf.rc == QB_E_NOMEM)
+            st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path);
+        else if (jf.dup_key[0] && strcmp(jf.dup_in, "weight_map") == 0)
+            st = qbk_st_fail(err, QB_E_FORMAT, "%s: weight_map: tensor '%s' listed twice",
+                             idx_path, jf.dup_key);
+        else if (jf.dup_key[0] && !jf.dup_in[0])
+            st = qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s'", idx_path, jf.dup_key);
+        else {
+            qbk_json_fail_text(&jf, idx_path, err->msg, sizeof err->msg);
+            st = QB_E_FORMAT;
+        }
         goto out;
     }
-    dup = qbk_st_json_dup_key(root, &nomem);
-    if (nomem || dup) {
-        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path)
-                   : qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s'", idx_path, dup);
+    if (!cJSON_IsObject(root)) {
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: not a JSON object", idx_path);
         goto out;
     }
     wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(wm)) {
         st = qbk_st_fail(err, QB_E_FORMAT, "%s: no weight_map object", idx_path);
-        goto out;
-    }
-    dup = qbk_st_json_dup_key(wm, &nomem);
-    if (nomem || dup) {
-        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", idx_path)
-                   : qbk_st_fail(err, QB_E_FORMAT, "%s: weight_map: tensor '%s' listed twice",
-                                  idx_path, dup);
         goto out;
     }
     for (c = wm->child; c; c = c->next) {

@@ -21,6 +21,7 @@
 
 #include "qbk_st_internal.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 
 /* Upper bound of the header, as safetensors' MAX_HEADER_SIZE. */
 #define ST_MAX_HEADER 100000000ull
@@ -60,73 +61,20 @@ static const st_dtype_def *st_dtype_lookup(const char *name)
 }
 
 /* Strict UTF-8 check (RFC 3629: no overlongs, no surrogates, <= U+10FFFF),
- * as Rust's std::str::from_utf8 applies to the header. Returns the offset
- * of the first bad byte, or len when valid. */
+ * as Rust's std::str::from_utf8 applies to the header: the JSON parser's
+ * own check (qbk_json_utf8_seq) over the whole header, keys and
+ * whitespace included. Returns the offset of the first bad byte, or len
+ * when valid. */
 static size_t st_utf8_check(const uint8_t *s, size_t len)
 {
-    size_t i = 0;
+    size_t i = 0, k;
     while (i < len) {
-        uint8_t c = s[i];
-        size_t n, k;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if ((c & 0xe0) == 0xc0) {
-            n = 1, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
+        k = qbk_json_utf8_seq(s + i, len - i);
+        if (!k)
             return i;
-        }
-        if (len - i <= n)
-            return i;
-        for (k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return i;
-        i += n + 1;
+        i += k;
     }
     return len;
-}
-
-static int st_name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-const char *qbk_st_json_dup_key(const cJSON *obj, int *nomem)
-{
-    const cJSON *c;
-    const char **keys;
-    const char *dup = NULL;
-    size_t n = 0, i;
-
-    *nomem = 0;
-    for (c = obj->child; c; c = c->next)
-        n++;
-    if (n < 2)
-        return NULL;
-    keys = qbk_malloc(n * sizeof(*keys));
-    if (!keys) {
-        *nomem = 1;
-        return NULL;
-    }
-    n = 0;
-    for (c = obj->child; c; c = c->next)
-        keys[n++] = c->string;
-    qsort(keys, n, sizeof(*keys), st_name_cmp);
-    for (i = 1; i < n && !dup; i++)
-        if (strcmp(keys[i - 1], keys[i]) == 0)
-            dup = keys[i];
-    qbk_free(keys);
-    return dup;
 }
 
 /* A JSON number that is a non-negative integer representable exactly. */
@@ -167,16 +115,9 @@ static qb_status st_parse_entry(qbk_st_err *err, const char *path, const cJSON *
     const cJSON *c, *dtype = NULL, *shape = NULL, *offs = NULL;
     const char *name = item->string;
     uint64_t elems = 1, bits, nbytes, v;
-    int nomem;
-    const char *dup;
 
     if (!cJSON_IsObject(item))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': entry is not a JSON object", path, name);
-    dup = qbk_st_json_dup_key(item, &nomem);
-    if (nomem)
-        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
-    if (dup)
-        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': duplicate key '%s'", path, name, dup);
     for (c = item->child; c; c = c->next) {
         if (strcmp(c->string, "dtype") == 0)
             dtype = c;
@@ -241,22 +182,35 @@ static qb_status st_parse_entry(qbk_st_err *err, const char *path, const cJSON *
     return QB_OK;
 }
 
+/* The header's JSON refused: a duplicate key in the words of the object
+ * holding it (a tensor entry, __metadata__, the header itself), anything
+ * else as the parser says, at its byte offset in the file. */
+static qb_status st_header_json_fail(qbk_st_err *err, const char *path, const qbk_json_fail *f)
+{
+    if (f->rc == QB_E_NOMEM)
+        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory for the header", path);
+    if (f->dup_key[0] && !f->dup_in[0])
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s' in the header", path,
+                           f->dup_key);
+    if (f->dup_key[0] && strcmp(f->dup_in, "__metadata__") == 0)
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: __metadata__: duplicate key '%s'", path,
+                           f->dup_key);
+    if (f->dup_key[0])
+        return qbk_st_fail(err, QB_E_FORMAT, "%s: tensor '%s': duplicate key '%s'", path,
+                           f->dup_in, f->dup_key);
+    return qbk_st_fail(err, QB_E_FORMAT, "%s: header is not valid JSON at byte %zu: %s", path,
+                       (size_t)8 + f->offset, f->reason);
+}
+
 /* Copies the string→string __metadata__ object into set->meta. */
 static qb_status st_parse_meta(qbk_st_err *err, const char *path, const cJSON *meta, qb_st_set *set,
                                int keep)
 {
     const cJSON *c;
     size_t n = 0, i = 0;
-    int nomem;
-    const char *dup;
 
     if (!cJSON_IsObject(meta))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: __metadata__ is not a JSON object", path);
-    dup = qbk_st_json_dup_key(meta, &nomem);
-    if (nomem)
-        return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
-    if (dup)
-        return qbk_st_fail(err, QB_E_FORMAT, "%s: __metadata__: duplicate key '%s'", path, dup);
     for (c = meta->child; c; c = c->next, n++)
         if (!cJSON_IsString(c))
             return qbk_st_fail(err, QB_E_FORMAT, "%s: __metadata__: value of '%s' is not a string",
@@ -302,13 +256,11 @@ qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, in
     uint8_t *base = MAP_FAILED;
     size_t flen = 0, i, n_entries = 0, first_t = set->n;
     uint64_t hlen = 0, dlen;
-    char *hbuf = NULL;
-    const char *end = NULL, *dup;
     cJSON *root = NULL;
     const cJSON *c, *meta = NULL;
     st_entry *ents = NULL;
     qbk_st_map *m;
-    int nomem;
+    qbk_json_fail jf;
 
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -363,36 +315,15 @@ qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, in
         st = qbk_st_fail(err, QB_E_FORMAT, "%s: header contains a NUL byte", path);
         goto out;
     }
-    /* A NUL-terminated copy: cJSON stops at the first NUL otherwise unseen. */
-    hbuf = qbk_malloc((size_t)hlen + 1);
-    if (!hbuf) {
-        st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory for the header", path);
+    /* The one strict JSON reading (qbk_json.h): serde_json, which writes
+     * and reads these headers, also accepts trailing whitespace (the writer
+     * pads with spaces) and nothing else after the value. */
+    if (qbk_json_parse_text((const char *)base + 8, (size_t)hlen, NULL, &root, &jf) != QB_OK) {
+        st = st_header_json_fail(err, path, &jf);
         goto out;
-    }
-    memcpy(hbuf, base + 8, (size_t)hlen);
-    hbuf[hlen] = '\0';
-    root = cJSON_ParseWithOpts(hbuf, &end, 0);
-    if (!root) {
-        /* cJSON_GetErrorPtr() is process-global, so no position is given. */
-        st = qbk_st_fail(err, QB_E_FORMAT, "%s: header is not valid JSON", path);
-        goto out;
-    }
-    /* serde_json accepts trailing whitespace (the writer pads with spaces)
-     * and nothing else. */
-    for (; *end; end++) {
-        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
-            st = qbk_st_fail(err, QB_E_FORMAT, "%s: trailing bytes after the header JSON", path);
-            goto out;
-        }
     }
     if (!cJSON_IsObject(root)) {
         st = qbk_st_fail(err, QB_E_FORMAT, "%s: header is not a JSON object", path);
-        goto out;
-    }
-    dup = qbk_st_json_dup_key(root, &nomem);
-    if (nomem || dup) {
-        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path)
-                   : qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s' in the header", path, dup);
         goto out;
     }
     for (c = root->child; c; c = c->next)
@@ -498,7 +429,6 @@ out:
     if (fd >= 0)
         close(fd);
     cJSON_Delete(root);
-    qbk_free(hbuf);
     qbk_free(ents);
     return st;
 }

@@ -45,11 +45,4 @@ qb_status qbk_st_file_load(qbk_st_err *err, qb_st_set *set, const char *path, in
  * QB_E_MISMATCH naming both files. QB_E_NOMEM on allocation failure. */
 qb_status qbk_st_set_index(qbk_st_err *err, qb_st_set *set);
 
-/* Finds a key that appears twice among the children of the cJSON object
- * `obj` (cJSON keeps duplicates as separate items; safetensors and JSON
- * indexes must not have them). Returns that key (owned by obj) or NULL;
- * *nomem is set when the scratch array could not be allocated. Pure. */
-struct cJSON;
-const char *qbk_st_json_dup_key(const struct cJSON *obj, int *nomem);
-
 #endif /* QBK_ST_INTERNAL_H */

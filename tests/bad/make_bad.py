@@ -246,11 +246,44 @@ def fp4_case(case):
         raise SystemExit("make_bad.py: no recipe for case " + case)
 
 
+# JSON the one strict parser refuses (sdk/kit/qbk_json.h), one case per
+# reader and file it reads: case -> (fixture kind, variant, file, text put
+# right after the file's opening brace). With config.json refused, no
+# quantized reader can tell its format, so the hf-dense reader (probing
+# "possible" for a config it cannot read) gives the diagnosis, unless a
+# quantization side file names the reader.
+JSON_SPOILS = {
+    "hfd-config-duplicate-key": ("hfd", None, "config.json", '"model_type": "llama", '),
+    "gptq-config-1e400": ("quant", "gptq-4-g128-sym-v1", "config.json", '"qb": 1e400, '),
+    "gptq-side-duplicate-key": ("quant", "gptq-4-g128-sym-v1", "quantize_config.json", '"bits": 4, '),
+    "awq-config-leading-zero": ("quant", "awq-gemm-g128-zp", "config.json", '"qb": 01, '),
+    "ct-config-duplicate-key": ("ct", "ct-w4a16-g32-sym", "config.json", '"model_type": "llama", '),
+    "fp8-config-nul": ("fp8", "fp8-block128", "config.json", '"qb": "a\\u0000b", '),
+    "mo-side-duplicate-key": ("fp4", "mo-nvfp4", "hf_quant_config.json", '"quantization": {}, '),
+    "mxfp4-config-trailing-comma": ("mxfp4", None, "config.json", None),
+}
+
+
+def json_spoil(case):
+    kind, variant, name, text = JSON_SPOILS[case]
+    p = fixture(case, kind, variant) + "/" + name
+    t = open(p).read()
+    if text is None:  # a trailing comma before the closing brace
+        i = t.rindex("}")
+        t = t[:i] + ", " + t[i:]
+    else:
+        i = t.index("{") + 1
+        t = t[:i] + text + t[i:]
+    open(p, "w").write(t)
+
+
 def build(case):
     st = lambda: fixture(case, "hfd") + "/model.safetensors"  # noqa: E731
     Q = "model.layers.0.self_attn.q_proj.weight"
 
-    if case == "st-empty-file":
+    if case in JSON_SPOILS:
+        json_spoil(case)
+    elif case == "st-empty-file":
         open(st(), "wb").close()
     elif case == "st-truncated-length":
         p = st()

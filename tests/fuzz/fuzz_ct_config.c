@@ -11,6 +11,7 @@
 
 #include "ct_config.h"
 #include "fuzz_host.h"
+#include "qbk_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = 0;
     (void)ct_config_probe(text);
-    root = cJSON_Parse(text);
+    root = qbk_json_parse_quiet(text, size); /* what the reader's open parses with */
     free(text);
     if (!root)
         return 0;

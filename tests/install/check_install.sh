@@ -43,10 +43,11 @@ libdir=$(dirname "$(dirname "$pc")")
 n=0
 for d in "$src"/plugins/*/; do
   name=$(basename "$d")
-  [ -f "$d/CMakeLists.txt" ] || continue
+  # a plugin folder has its conf; one without holds shared code (plugins/qlinear)
+  [ -f "$d/CMakeLists.txt" ] && [ -f "$d/$name.conf" ] || continue
   n=$((n + 1))
   echo "libqb_${name//-/_}.so" >>"$tmp/want-plugins"
-  [ -f "$d/$name.conf" ] && echo "$name.conf" >>"$tmp/want-confs"
+  echo "$name.conf" >>"$tmp/want-confs"
 done
 [ "$n" -gt 0 ] || fail "no plugin folder under $src/plugins"
 LC_ALL=C sort -o "$tmp/want-plugins" "$tmp/want-plugins"
@@ -61,20 +62,39 @@ if tree_of "$full" | grep -E '(^|/)libqb_(ut|fake)_' >"$tmp/stray"; then
 fi
 echo "full install: $n plugins, $(wc -l <"$tmp/want-confs") confs, no test plugin"
 
-# ---- the SDK component: headers, pkg-config, CMake package; no host, plugin,
-#      conf or kernel
+# ---- the SDK component: headers, pkg-config, CMake package and the reader
+#      base library (sdk/base: its headers and C sources); no host, plugin,
+#      conf, kernel or any compiled file (it installs after a configure
+#      alone)
 sdk="$tmp/sdk"
 install_to "$sdk" sdk
 {
   for h in "$src"/sdk/include/quantbridge/*.h; do echo "include/quantbridge/$(basename "$h")"; done
+  for h in "$src"/sdk/base/include/quantbridge/base/*.h; do
+    echo "include/quantbridge/base/$(basename "$h")"
+  done
   for f in QuantbridgePlugin.cmake QuantbridgeSDKConfig.cmake QuantbridgeSDKConfigVersion.cmake \
            QuantbridgeSDKTargets.cmake qb_plugin.map; do
     echo "$libdir/cmake/QuantbridgeSDK/$f"
   done
+  for f in "$src"/sdk/base/*.c "$src"/sdk/base/*.h; do
+    echo "share/quantbridge-sdk/base/$(basename "$f")"
+  done
   echo "$libdir/pkgconfig/quantbridge-sdk.pc"
+  echo "$libdir/pkgconfig/quantbridge-base.pc"
 } | LC_ALL=C sort >"$tmp/want-sdk"
 tree_of "$sdk" >"$tmp/got-sdk"
 same_set "--component sdk installs the SDK and nothing else" "$tmp/want-sdk" "$tmp/got-sdk"
+# ... and needs nothing built: a tree only configured installs the same.
+cfgonly="$tmp/configured"
+cmake -S "$src" -B "$cfgonly" -DQB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_INSTALL_LIBDIR="$libdir" >"$tmp/configure.log" 2>&1 ||
+  { cat "$tmp/configure.log"; fail "configure of $src alone"; }
+cmake --install "$cfgonly" --component sdk --prefix "$tmp/sdk-cfg" >"$tmp/install-cfg.log" 2>&1 ||
+  { cat "$tmp/install-cfg.log"; fail "cmake --install --component sdk after a configure alone"; }
+tree_of "$tmp/sdk-cfg" >"$tmp/got-sdk-cfg"
+same_set "--component sdk after a configure alone" "$tmp/want-sdk" "$tmp/got-sdk-cfg"
+rm -rf "$cfgonly" "$tmp/sdk-cfg"
 
 # ---- the runtime component: everything but the SDK
 rt="$tmp/runtime"

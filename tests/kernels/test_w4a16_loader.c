@@ -21,6 +21,7 @@
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_w4a16.h>
 
+#include "qbt_json_refusals.h"
 #include "qbt_st_writer.h"
 #include "qbt_w4a16_case.h"
 #include "qbk_sha256.h"
@@ -473,6 +474,32 @@ START_TEST(test_strict_duplicate_key)
 }
 END_TEST
 
+static char g_err[1024];
+
+static qb_status loader_open_cb(const char *path, void *ctx)
+{
+    qb_w4a16_model *m = NULL;
+    qb_status st = qb_w4a16_open(path, 0, &m, g_err, sizeof(g_err));
+    (void)ctx;
+    qb_w4a16_close(m);
+    return st;
+}
+
+static const char *loader_err(void)
+{
+    return g_err;
+}
+
+/* manifest.json is read by the one strict parser (sdk/kit/qbk_json.h),
+ * linked into the library: each refusal names the file and the reason. */
+START_TEST(test_strict_json)
+{
+    build(&good);
+    ck_assert_int_eq(loader_open_cb(g_dir, NULL), 0);
+    qbt_json_refusals(g_dir, "manifest.json", "format", NULL, loader_open_cb, NULL, loader_err);
+}
+END_TEST
+
 /* "Strict reading": a file name starting with '.' is refused, even when
  * the file exists and its size and digest match. */
 START_TEST(test_strict_dot_name)
@@ -543,6 +570,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_corrupt_safetensors);
     tcase_add_test(tc, test_strict_uppercase_sha);
     tcase_add_test(tc, test_strict_duplicate_key);
+    tcase_add_test(tc, test_strict_json);
     tcase_add_test(tc, test_strict_dot_name);
     tcase_add_test(tc, test_strict_zero_layers);
     tcase_add_test(tc, test_layer_name_width);

@@ -78,6 +78,11 @@ reader_pc=$so_pc
 build_example npy-writer libqb_npy_writer.so
 writer_cmake=$so_cmake
 writer_pc=$so_pc
+# The reader on the reader base library (QuantbridgeSDK::base, built from
+# the SDK's installed sources; pkg-config quantbridge-base).
+build_example int8-reader libqb_int8_example.so
+int8_cmake=$so_cmake
+int8_pc=$so_pc
 
 # A vendor directory: qb_add_plugin ... DESTINATION puts library and conf there.
 vendor="$tmp/vendor/plugins"
@@ -88,14 +93,15 @@ done
 for f in libqb_npy.so npy.conf libqb_npy_writer.so npy-writer.conf; do
   [ -f "$vendor/$f" ] || fail "DESTINATION install: no $vendor/$f"
 done
-echo "sdk-example: both examples built against the SDK-only prefix (find_package, pkg-config)"
+echo "sdk-example: the examples built against the SDK-only prefix (find_package, pkg-config)"
 [ "$stage" = build ] && { echo "sdk-example build: ok"; exit 0; }
 
 # ---- 3. drop-in registration, three ways ------------------------------------
 qb="$full/bin/quantbridge"
 builtins=()
 for d in "$src"/plugins/*/; do
-  [ -f "$d/CMakeLists.txt" ] && builtins+=("$(basename "$d")")
+  # a plugin folder has its conf; one without holds shared code (plugins/qlinear)
+  [ -f "$d/CMakeLists.txt" ] && [ -f "$d/$(basename "$d").conf" ] && builtins+=("$(basename "$d")")
 done
 # A clean environment: no user config, no search path unless a way sets one.
 export HOME="$tmp/home"
@@ -169,6 +175,25 @@ python3 "$checks" same-json "$hf_model/generation_config.json" "$tmp/out-npy/gen
   { cat "$tmp/inspect-out.txt" >&2; fail "inspect of the npy-writer output"; }
 grep -q 'npy' "$tmp/inspect-out.txt" || fail "the npy reader does not read the writer's output back"
 echo "sdk-example: npy -> hf-dense and hf-dense -> npy converted and checked"
+
+# The reader base library out of tree: an example-int8 checkpoint through
+# the int8-example reader (both builds), into hf-dense f32; every value is
+# (float)q * scale and every dense tensor its own.
+i8_model="$tmp/int8-model"
+python3 "$checks" int8-model "$i8_model" || fail "int8 fixture"
+for so in "$int8_cmake" "$int8_pc"; do
+  i8dir="$tmp/int8-dir-$(basename "$(dirname "$so")")"
+  mkdir -p "$i8dir"
+  cp "$so" "$examples/int8-reader/int8-example.conf" "$i8dir/"
+  "$qb" --plugin-dir "$i8dir" inspect "$i8_model" >"$tmp/inspect-int8.txt" 2>&1 ||
+    { cat "$tmp/inspect-int8.txt" >&2; fail "inspect of the int8 model ($so)"; }
+  grep -q 'example-int8' "$tmp/inspect-int8.txt" || fail "inspect did not choose the int8-example reader"
+  rm -rf "$tmp/out-int8"
+  logrun "$tmp/convert-int8.log" "$qb" --plugin-dir "$i8dir" convert --source "$i8_model" \
+    --output "$tmp/out-int8" --writer hf-dense --option dtype=f32
+  python3 "$checks" int8-same "$i8_model" "$tmp/out-int8" || fail "int8 -> hf-dense ($so)"
+done
+echo "sdk-example: the reader base library built out of tree, example-int8 -> hf-dense checked"
 
 # ---- 5. installed into the host's own plugin directory ----------------------
 # qb_add_plugin's default out of tree: the found SDK's QUANTBRIDGE_PLUGIN_DIR

@@ -9,6 +9,12 @@
   manifest DIR SOURCE_DIR READER     DIR/manifest.json of the npy-writer: facts
                                      from SOURCE_DIR/config.json, one entry per
                                      .npy file, READER named as the source's
+  int8-model DIR                     writes the example-int8 checkpoint the
+                                     int8-example reader (sdk/examples/int8-reader)
+                                     reads: I8 codes with F32 row scales, F32 rest
+  int8-same DIR OUT                  every tensor of the int8 checkpoint DIR is in
+                                     the F32 model OUT with the value (float)q * scale
+                                     (rounded to float32 once), or its own
 
 Exit 0 when the check holds; 1 with a message otherwise.
 """
@@ -129,6 +135,69 @@ def same_json(a, b):
             fail(f"{a} and {b} differ")
 
 
+INT8_CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 8,
+               "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+               "num_key_value_heads": 2, "vocab_size": 16, "rms_norm_eps": 1e-05,
+               "tie_word_embeddings": False,
+               "quantization_config": {"quant_method": "example-int8"}}
+INT8_LINEARS = {"model.layers.0.self_attn.q_proj.weight": (8, 8),
+                "model.layers.0.mlp.down_proj.weight": (8, 16)}
+INT8_DENSE = {"model.embed_tokens.weight": (16, 8), "model.norm.weight": (8,),
+              "lm_head.weight": (16, 8)}
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def int8_tensors():
+    """name -> (dtype, shape, values), deterministic."""
+    out = {}
+    for i, (name, (n, k)) in enumerate(sorted(INT8_LINEARS.items())):
+        out[name] = ("I8", [n, k], [((r * 31 + c * 7 + i) % 255) - 127 for r in range(n)
+                                    for c in range(k)])
+        out[name + "_scale"] = ("F32", [n], [f32(0.001 * (r + 1) + 0.0003 * i) for r in range(n)])
+    for i, (name, shape) in enumerate(sorted(INT8_DENSE.items())):
+        cnt = 1
+        for d in shape:
+            cnt *= d
+        out[name] = ("F32", list(shape), [f32(((j * 13 + i) % 97 - 48) / 64.0) for j in range(cnt)])
+    return out
+
+
+def int8_model(d):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(INT8_CONFIG, f, indent=1)
+    head, data = {}, b""
+    for name, (dt, shape, vals) in sorted(int8_tensors().items()):
+        raw = struct.pack(f"<{len(vals)}b" if dt == "I8" else f"<{len(vals)}f", *vals)
+        head[name] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(head).encode()
+    h += b" " * (-len(h) % 8)
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+
+
+def int8_same(d, out):
+    t = int8_tensors()
+    for name in list(INT8_LINEARS) + list(INT8_DENSE):
+        dt, shape, vals = t[name]
+        if dt == "I8":
+            k = shape[1]
+            scales = t[name + "_scale"][2]
+            want = [f32(q * scales[j // k]) for j, q in enumerate(vals)]
+        else:
+            want = vals
+        got_shape, raw = read_st(out, name)
+        if list(got_shape) != shape:
+            fail(f"{name}: shape {got_shape}, want {shape}")
+        got = struct.unpack(f"<{len(raw) // 4}f", raw)
+        if list(got) != want:
+            fail(f"{name}: values differ from (float)q * scale")
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "listed":
         listed(argv[2], argv[3:])
@@ -138,6 +207,10 @@ def main(argv):
         same_json(argv[2], argv[3])
     elif len(argv) == 5 and argv[1] == "manifest":
         manifest(argv[2], argv[3], argv[4])
+    elif len(argv) == 3 and argv[1] == "int8-model":
+        int8_model(argv[2])
+    elif len(argv) == 4 and argv[1] == "int8-same":
+        int8_same(argv[2], argv[3])
     else:
         print(__doc__, file=sys.stderr)
         return 2

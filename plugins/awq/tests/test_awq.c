@@ -17,6 +17,7 @@
 #include "gen_gptq.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_json_refusals.h"
 #include "qbt_st_writer.h"
 #include "qlr_check.h"
 
@@ -47,10 +48,10 @@ static qbt_awq_spec spec(int gemv, int zp, int64_t gs)
     return s;
 }
 
-static qbk_qlinear_model *open_and_check_n(const qbt_awq_spec *s, int n_quant)
+static qlinear_model *open_and_check_n(const qbt_awq_spec *s, int n_quant)
 {
     qbt_qmodel *truth = NULL;
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     qb_status st;
     ck_assert_int_eq(qbt_awq_write(tmp, s, &truth), 0);
     st = awq_open_model(qbt_host(), tmp, &m);
@@ -61,12 +62,12 @@ static qbk_qlinear_model *open_and_check_n(const qbt_awq_spec *s, int n_quant)
     return m;
 }
 
-static qbk_qlinear_model *open_and_check(const qbt_awq_spec *s)
+static qlinear_model *open_and_check(const qbt_awq_spec *s)
 {
     return open_and_check_n(s, 14);
 }
 
-static const char *enc_of(const qbk_qlinear_model *m, const char *name)
+static const char *enc_of(const qlinear_model *m, const char *name)
 {
     int i = qlr_check_find(m, name);
     ck_assert_int_ge(i, 0);
@@ -75,7 +76,7 @@ static const char *enc_of(const qbk_qlinear_model *m, const char *name)
 
 static void expect_fail(const qbt_awq_spec *s, qb_status code, const char *needle)
 {
-    qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+    qlinear_model *m = (qlinear_model *)1;
     qb_status st;
     ck_assert_int_eq(qbt_awq_write(tmp, s, NULL), 0);
     st = awq_open_model(qbt_host(), tmp, &m);
@@ -88,10 +89,10 @@ static void expect_fail(const qbt_awq_spec *s, qb_status code, const char *needl
 START_TEST(gemm_g128_zero_point)
 {
     qbt_awq_spec s = spec(0, 1, 128);
-    qbk_qlinear_model *m = open_and_check(&s);
+    qlinear_model *m = open_and_check(&s);
     ck_assert_str_eq(enc_of(m, "model.layers.0.self_attn.q_proj.weight"), "awq int4 g128 asym gemm");
     ck_assert_ptr_nonnull(strstr(m->summary, "AWQ 4-bit g128"));
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -99,25 +100,25 @@ START_TEST(gemm_g32_zero_point_sharded)
 {
     qbt_awq_spec s = spec(0, 1, 32);
     s.n_shards = 2;
-    qbk_qlinear_free(open_and_check(&s));
+    qlinear_free(open_and_check(&s));
 }
 END_TEST
 
 START_TEST(gemm_per_channel)
 {
     qbt_awq_spec s = spec(0, 1, -1);
-    qbk_qlinear_model *m = open_and_check(&s);
+    qlinear_model *m = open_and_check(&s);
     ck_assert_str_eq(enc_of(m, "model.layers.0.mlp.down_proj.weight"), "awq int4 per-channel asym gemm");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gemm_zero_point_false_with_qzeros)
 {
     qbt_awq_spec s = spec(0, 0, 64);
-    qbk_qlinear_model *m = open_and_check(&s);
+    qlinear_model *m = open_and_check(&s);
     ck_assert_str_eq(enc_of(m, "model.layers.1.mlp.up_proj.weight"), "awq int4 g64 sym gemm");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -125,48 +126,48 @@ START_TEST(gemm_zero_point_false_without_qzeros)
 {
     qbt_awq_spec s = spec(0, 0, 128);
     s.omit_qzeros = 1;
-    qbk_qlinear_free(open_and_check(&s));
+    qlinear_free(open_and_check(&s));
 }
 END_TEST
 
 START_TEST(gemv_g64_zero_point_sharded)
 {
     qbt_awq_spec s = spec(1, 1, 64);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     s.n_shards = 2;
     m = open_and_check(&s);
     ck_assert_str_eq(enc_of(m, "model.layers.0.self_attn.v_proj.weight"), "awq int4 g64 asym gemv");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gemv_g32_and_g128)
 {
     qbt_awq_spec s = spec(1, 1, 32);
-    qbk_qlinear_free(open_and_check(&s));
+    qlinear_free(open_and_check(&s));
     qbt_rmtree(tmp);
     free(tmp);
     tmp = qbt_tmpdir("awq");
     s = spec(1, 0, 128);
-    qbk_qlinear_free(open_and_check(&s));
+    qlinear_free(open_and_check(&s));
 }
 END_TEST
 
 START_TEST(modules_to_not_convert)
 {
     qbt_awq_spec s = spec(0, 1, 64);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     s.skip = "layers.0.mlp.down_proj";
     m = open_and_check_n(&s, 13);
     ck_assert_str_eq(enc_of(m, "model.layers.0.mlp.down_proj.weight"), "f16");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(quantized_module_listed_as_not_converted)
 {
     qbt_awq_spec s = spec(0, 1, 128);
-    qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+    qlinear_model *m = (qlinear_model *)1;
     ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": true, "
                                                  "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\", "
@@ -194,7 +195,7 @@ START_TEST(accepts_uppercase_gemm)
 {
     qbt_awq_spec s = spec(0, 1, 128);
     s.version = "GEMM";
-    qbk_qlinear_free(open_and_check(&s));
+    qlinear_free(open_and_check(&s));
 }
 END_TEST
 
@@ -202,7 +203,7 @@ START_TEST(zero_point_false_but_zeros_not_8)
 {
     /* data written with real zero points, config then claims zero_point false */
     qbt_awq_spec s = spec(0, 1, 128);
-    qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+    qlinear_model *m = (qlinear_model *)1;
     ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": false, "
                                                  "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\"}"),
@@ -216,7 +217,7 @@ END_TEST
 START_TEST(group_size_disagrees_with_scales)
 {
     qbt_awq_spec s = spec(0, 1, 64);
-    qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+    qlinear_model *m = (qlinear_model *)1;
     ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": true, "
                                                  "\"group_size\": 128, \"bits\": 4, \"version\": \"gemm\"}"),
@@ -237,13 +238,52 @@ END_TEST
 START_TEST(refuses_bits_8)
 {
     qbt_awq_spec s = spec(0, 1, 128);
-    qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+    qlinear_model *m = (qlinear_model *)1;
     ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"awq\", \"zero_point\": true, "
                                                  "\"group_size\": 128, \"bits\": 8, \"version\": \"gemm\"}"),
                      0);
     ck_assert_int_eq(awq_open_model(qbt_host(), tmp, &m), QB_E_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "bits 8"));
+}
+END_TEST
+
+static qb_status awq_open_cb(const char *path, void *ctx)
+{
+    qlinear_model *m = NULL;
+    qb_status st = awq_open_model(qbt_host(), path, &m);
+    (void)ctx;
+    qlinear_free(m);
+    return st;
+}
+
+/* config.json and the old quant_config.json (docs/formats/awq.md,
+ * "Config") are read by the one strict parser (sdk/kit/qbk_json.h): every
+ * refusal names the file and the reason. */
+START_TEST(strict_json_in_config_and_quant_config)
+{
+    qbt_awq_spec s = spec(0, 1, 128);
+    char *cfg_path, *text, *q, *side;
+    ck_assert_int_eq(qbt_awq_write(tmp, &s, NULL), 0);
+    qbt_json_refusals(tmp, "config.json", "model_type", NULL, awq_open_cb, NULL, NULL);
+    /* the same checkpoint with its quantization_config moved to quant_config.json */
+    cfg_path = qbt_path(tmp, "config.json");
+    text = qbt_read_file(cfg_path, NULL);
+    ck_assert_ptr_nonnull(text);
+    q = strstr(text, ",\n  \"quantization_config\": ");
+    ck_assert_ptr_nonnull(q);
+    side = strdup(q + strlen(",\n  \"quantization_config\": "));
+    *strrchr(side, '}') = '\0'; /* the config's own closing brace */
+    strcpy(q, "\n}\n");
+    qbt_write_file(cfg_path, text);
+    free(text);
+    text = qbt_path(tmp, "quant_config.json");
+    qbt_write_file(text, side);
+    ck_assert_msg(awq_open_cb(tmp, NULL) == QB_OK, "%s", qbt_host_last_error());
+    qbt_json_refusals(tmp, "quant_config.json", "version", NULL, awq_open_cb, NULL, NULL);
+    free(text);
+    free(side);
+    free(cfg_path);
 }
 END_TEST
 
@@ -278,6 +318,7 @@ Suite *qbt_suite(void)
     tcase_add_test(b, group_size_disagrees_with_scales);
     tcase_add_test(b, refuses_bits_8);
     tcase_add_test(b, probe_scores);
+    tcase_add_test(b, strict_json_in_config_and_quant_config);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);
     return s;

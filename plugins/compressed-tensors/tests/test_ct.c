@@ -22,6 +22,7 @@
 #include "qbt_cq_check.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_json_refusals.h"
 
 static const qb_plugin *plugin(void)
 {
@@ -296,6 +297,20 @@ static void run_patched(const char *tag, const char *from, const char *to, qb_st
     free(dir);
 }
 
+/* config.json is read by the one strict parser (sdk/kit/qbk_json.h). */
+START_TEST(test_strict_json_config)
+{
+    qbt_ct_spec s = {.format = "pack-quantized", .mixed = 1, .shards = 1, .seed = 41};
+    char *dir = qbt_tmpdir("ct-json"), *path = qbt_path(dir, "model");
+    ck_assert_int_eq(qbt_ct_write(path, &s, NULL), 0);
+    qbt_json_refusals(path, "config.json", "model_type", NULL, qbt_json_open_reader,
+                      (void *)plugin(), NULL);
+    qbt_rmtree(dir);
+    free(path);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_symmetric_with_saved_zero_points)
 {
     /* older writers saved (all-zero) zero points for symmetric schemes:
@@ -539,6 +554,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_patterns);
     tcase_add_test(tc, test_pattern_quantifiers);
     tcase_add_test(tc, test_config_refusals);
+    tcase_add_test(tc, test_strict_json_config);
     tcase_add_test(tc, test_probe);
     suite_add_tcase(s, tc);
     return s;

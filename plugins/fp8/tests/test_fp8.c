@@ -19,6 +19,7 @@
 #include "qbt_cq_check.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_json_refusals.h"
 
 static const qb_plugin *plugin(void)
 {
@@ -277,6 +278,20 @@ static void patch_config(const char *dir, const char *from, const char *to)
     free(out);
 }
 
+/* config.json is read by the one strict parser (sdk/kit/qbk_json.h). */
+START_TEST(test_strict_json_config)
+{
+    qbt_fp8_spec s = {.strategy = QBT_CQ_BLOCK, .bh = 32, .bw = 32, .shards = 1, .seed = 13};
+    char *dir = qbt_tmpdir("fp8-json"), *path = qbt_path(dir, "model");
+    ck_assert_int_eq(qbt_fp8_write(path, &s, NULL), 0);
+    qbt_json_refusals(path, "config.json", "model_type", NULL, qbt_json_open_reader,
+                      (void *)plugin(), NULL);
+    qbt_rmtree(dir);
+    free(path);
+    free(dir);
+}
+END_TEST
+
 /* Writes a good fixture, patches its config, expects open to fail. */
 START_TEST(test_not_converted_module_with_fp8_weight)
 {
@@ -326,6 +341,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_broken_scale_shape);
     tcase_add_test(tc, test_broken_leftover_scale);
     tcase_add_test(tc, test_not_converted_module_with_fp8_weight);
+    tcase_add_test(tc, test_strict_json_config);
     suite_add_tcase(s, tc);
     return s;
 }

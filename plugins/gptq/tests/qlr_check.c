@@ -8,7 +8,7 @@
 
 #include <quantbridge/qb_half.h>
 
-int qlr_check_find(const qbk_qlinear_model *m, const char *name)
+int qlr_check_find(const qlinear_model *m, const char *name)
 {
     size_t i;
     for (i = 0; i < m->n; i++)
@@ -26,7 +26,7 @@ static void check_bits_equal(const float *got, const float *want, int64_t n, con
                          (double)want[e]);
 }
 
-static void check_lin(const qbk_qlinear_model *m, size_t i, const qbt_qlin *l)
+static void check_lin(const qlinear_model *m, size_t i, const qbt_qlin *l)
 {
     qb_tensor_info ti;
     qb_grid_info gi;
@@ -38,27 +38,27 @@ static void check_lin(const qbk_qlinear_model *m, size_t i, const qbt_qlin *l)
     memset(&gi, 0, sizeof(gi));
     ti.struct_size = sizeof(ti);
     gi.struct_size = sizeof(gi);
-    ck_assert_int_eq(qbk_qlinear_tensor_info(m, i, &ti), QB_OK);
+    ck_assert_int_eq(qlinear_tensor_info(m, i, &ti), QB_OK);
     ck_assert_uint_eq(ti.n_dims, 2);
     ck_assert_int_eq(ti.dims[0], N);
     ck_assert_int_eq(ti.dims[1], K);
     for (n = 0; n < N; n++)
         for (k = 0; k < K; k++)
             want[n * K + k] = qbt_qlin_value(l, n, k);
-    ck_assert_int_eq(qbk_qlinear_read_rows(m, i, 0, N, got), QB_OK);
+    ck_assert_int_eq(qlinear_read_rows(m, i, 0, N, got), QB_OK);
     check_bits_equal(got, want, N * K, ti.name);
     /* a row range in the middle lands at the same values */
-    ck_assert_int_eq(qbk_qlinear_read_rows(m, i, r0, nr, got), QB_OK);
+    ck_assert_int_eq(qlinear_read_rows(m, i, r0, nr, got), QB_OK);
     check_bits_equal(got, want + r0 * K, nr * K, ti.name);
-    ck_assert_int_eq(qbk_qlinear_read_rows(m, i, N - 1, 2, got), QB_E_RANGE);
+    ck_assert_int_eq(qlinear_read_rows(m, i, N - 1, 2, got), QB_E_RANGE);
     if (!l->quantized) {
         ck_assert_int_eq(ti.has_grid, 0);
-        ck_assert_int_eq(qbk_qlinear_grid_info(m, i, &gi), QB_E_UNSUPPORTED);
+        ck_assert_int_eq(qlinear_grid_info(m, i, &gi), QB_E_UNSUPPORTED);
         goto out;
     }
     ck_assert_int_eq(ti.has_grid, 1);
     ck_assert_int_eq(ti.source_dtype, QB_DT_QUANTIZED);
-    ck_assert_int_eq(qbk_qlinear_grid_info(m, i, &gi), QB_OK);
+    ck_assert_int_eq(qlinear_grid_info(m, i, &gi), QB_OK);
     ck_assert_uint_eq(gi.bits, (uint32_t)l->bits);
     ck_assert_uint_eq(gi.n_groups, l->G);
     {
@@ -82,7 +82,7 @@ static void check_lin(const qbk_qlinear_model *m, size_t i, const qbt_qlin *l)
             ck_assert_mem_eq(gi.col_group, l->g_idx, (size_t)K * 4);
         }
         ck_assert_ptr_nonnull(strstr(ti.source_encoding, trivial ? "" : "act-order"));
-        ck_assert_int_eq(qbk_qlinear_read_grid(m, i, 0, N, &gr), QB_OK);
+        ck_assert_int_eq(qlinear_read_grid(m, i, 0, N, &gr), QB_OK);
         ck_assert_mem_eq(codes, l->codes, (size_t)(N * K));
         ck_assert_mem_eq(zr, l->zeros, (size_t)N * l->G * 4);
         for (n = 0; n < N; n++)
@@ -98,26 +98,26 @@ out:
     free(want);
 }
 
-static void check_dense(const qbk_qlinear_model *m, size_t i, const qbt_qdense *d)
+static void check_dense(const qlinear_model *m, size_t i, const qbt_qdense *d)
 {
     qb_tensor_info ti;
     int64_t n = d->n_dims == 1 ? d->dims[0] : d->dims[0] * d->dims[1], e;
     float *got = malloc((size_t)n * 4), *want = malloc((size_t)n * 4);
     memset(&ti, 0, sizeof(ti));
     ti.struct_size = sizeof(ti);
-    ck_assert_int_eq(qbk_qlinear_tensor_info(m, i, &ti), QB_OK);
+    ck_assert_int_eq(qlinear_tensor_info(m, i, &ti), QB_OK);
     ck_assert_int_eq(ti.has_grid, 0);
     ck_assert_uint_eq(ti.n_dims, (uint32_t)d->n_dims);
     for (e = 0; e < n; e++)
         want[e] = strcmp(d->dtype, "F32") == 0 ? ((const float *)d->data)[e]
                                                : qb_f16_to_f32(((const uint16_t *)d->data)[e]);
-    ck_assert_int_eq(qbk_qlinear_read_rows(m, i, 0, d->n_dims == 1 ? 1 : d->dims[0], got), QB_OK);
+    ck_assert_int_eq(qlinear_read_rows(m, i, 0, d->n_dims == 1 ? 1 : d->dims[0], got), QB_OK);
     check_bits_equal(got, want, n, d->name);
     free(got);
     free(want);
 }
 
-int qlr_check_against_truth(const qbk_qlinear_model *m, const qbt_qmodel *truth)
+int qlr_check_against_truth(const qlinear_model *m, const qbt_qmodel *truth)
 {
     size_t i;
     int nq = 0;

@@ -19,6 +19,7 @@
 #include "gptq_open.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_json_refusals.h"
 #include "qbt_st_writer.h"
 #include "qlr_check.h"
 
@@ -53,10 +54,10 @@ static qbt_gptq_spec spec(int bits, int64_t gs, int sym, int v2)
 
 /* Writes the fixture, opens it with `opt`, checks every tensor against the
  * truth and returns the model (caller frees). */
-static qbk_qlinear_model *open_and_check(const qbt_gptq_spec *s, int opt, int expect_quant)
+static qlinear_model *open_and_check(const qbt_gptq_spec *s, int opt, int expect_quant)
 {
     qbt_qmodel *truth = NULL;
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     qb_status st;
     ck_assert_int_eq(qbt_gptq_write(tmp, s, &truth), 0);
     st = gptq_open_model(qbt_host(), tmp, opt, &m);
@@ -68,7 +69,7 @@ static qbk_qlinear_model *open_and_check(const qbt_gptq_spec *s, int opt, int ex
     return m;
 }
 
-static const char *enc_of(const qbk_qlinear_model *m, const char *name)
+static const char *enc_of(const qlinear_model *m, const char *name)
 {
     int i = qlr_check_find(m, name);
     ck_assert_int_ge(i, 0);
@@ -77,7 +78,7 @@ static const char *enc_of(const qbk_qlinear_model *m, const char *name)
 
 static void expect_fail(const qbt_gptq_spec *s, int opt, qb_status code, const char *needle)
 {
-    qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+    qlinear_model *m = (qlinear_model *)1;
     qb_status st;
     ck_assert_int_eq(qbt_gptq_write(tmp, s, NULL), 0);
     st = gptq_open_model(qbt_host(), tmp, opt, &m);
@@ -90,30 +91,30 @@ static void expect_fail(const qbt_gptq_spec *s, int opt, qb_status code, const c
 START_TEST(gptq4_g128_sym_v1)
 {
     qbt_gptq_spec s = spec(4, 128, 1, 0);
-    qbk_qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
+    qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_str_eq(enc_of(m, "model.layers.0.self_attn.q_proj.weight"), "gptq int4 g128 sym v1");
     ck_assert_ptr_nonnull(strstr(m->summary, "GPTQ 4-bit g128 sym v1"));
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gptq4_g128_sym_v2)
 {
     qbt_gptq_spec s = spec(4, 128, 1, 1);
-    qbk_qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
+    qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_str_eq(enc_of(m, "model.layers.1.mlp.down_proj.weight"), "gptq int4 g128 sym v2");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gptq4_sym_no_label_data_decides)
 {
     qbt_gptq_spec s = spec(4, 32, 1, 1);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     s.label = 0;
     m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_ptr_nonnull(strstr(m->summary, "stored zeros all 2^(b-1)"));
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -121,41 +122,41 @@ START_TEST(gptq4_sym_wrong_label_data_wins)
 {
     /* label says gptq_v2 but every stored zero is 7: only v1 makes it symmetric */
     qbt_gptq_spec s = spec(4, 128, 1, 0);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     s.wrong_label = 1;
     m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_ptr_nonnull(strstr(enc_of(m, "model.layers.0.mlp.up_proj.weight"), "sym v1"));
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gptq4_asym_v1_label)
 {
     qbt_gptq_spec s = spec(4, 128, 0, 0);
-    qbk_qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
+    qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_str_eq(enc_of(m, "model.layers.0.self_attn.k_proj.weight"), "gptq int4 g128 asym v1");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gptq4_asym_v2_label)
 {
     qbt_gptq_spec s = spec(4, 64, 0, 1);
-    qbk_qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
+    qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_str_eq(enc_of(m, "model.layers.0.self_attn.k_proj.weight"), "gptq int4 g64 asym v2");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gptq4_asym_no_label_needs_option)
 {
     qbt_gptq_spec s = spec(4, 128, 0, 1);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     s.label = 0;
     expect_fail(&s, GPTQ_OPT_AUTO, QB_E_UNSUPPORTED, "zero_convention=v1");
     m = open_and_check(&s, GPTQ_OPT_V2, 14);
     ck_assert_ptr_nonnull(strstr(m->summary, "--option zero_convention"));
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -166,41 +167,41 @@ START_TEST(gptq4_asym_v1_zero0_kernel_view)
      * ((field + 1) & mask), never "repairs" */
     qbt_gptq_spec s = spec(4, 32, 0, 0);
     s.v1_zero0 = 1;
-    qbk_qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
     qbt_rmtree(tmp);
     free(tmp);
     tmp = qbt_tmpdir("gptq");
     s = spec(2, 64, 0, 0);
     s.v1_zero0 = 1;
-    qbk_qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
 }
 END_TEST
 
 START_TEST(gptq4_act_order)
 {
     qbt_gptq_spec s = spec(4, 32, 1, 0);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     s.act_order = 1;
     m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_str_eq(enc_of(m, "model.layers.0.mlp.down_proj.weight"), "gptq int4 g32 sym v1 act-order");
     ck_assert_ptr_nonnull(strstr(m->summary, "act-order"));
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
 START_TEST(gptq2_g32_sym_v1)
 {
     qbt_gptq_spec s = spec(2, 32, 1, 0);
-    qbk_qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
 }
 END_TEST
 
 START_TEST(gptq3_g128_sym_v1)
 {
     qbt_gptq_spec s = spec(3, 128, 1, 0);
-    qbk_qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
+    qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_str_eq(enc_of(m, "model.layers.0.mlp.down_proj.weight"), "gptq int3 g128 sym v1");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -208,16 +209,16 @@ START_TEST(gptq3_g32_asym_v1_act_order)
 {
     qbt_gptq_spec s = spec(3, 32, 0, 0);
     s.act_order = 1;
-    qbk_qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
 }
 END_TEST
 
 START_TEST(gptq8_per_channel_asym_v2)
 {
     qbt_gptq_spec s = spec(8, -1, 0, 1);
-    qbk_qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
+    qlinear_model *m = open_and_check(&s, GPTQ_OPT_AUTO, 14);
     ck_assert_str_eq(enc_of(m, "model.layers.0.mlp.gate_proj.weight"), "gptq int8 per-channel asym v2");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -225,7 +226,7 @@ START_TEST(gptq8_g128_sym_v1_act_order)
 {
     qbt_gptq_spec s = spec(8, 128, 1, 0);
     s.act_order = 1;
-    qbk_qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
 }
 END_TEST
 
@@ -233,15 +234,15 @@ START_TEST(gptq_pack_dtype_words)
 {
     /* GPTQModel pack_dtype: int16 / int8 / int64 storage words */
     qbt_gptq_spec a = spec(4, 32, 1, 0), b = spec(2, 64, 0, 1), c = spec(8, 128, 1, 1);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     a.word_bits = 16;
     m = open_and_check(&a, GPTQ_OPT_AUTO, 14);
     ck_assert_int_eq(m->t[qlr_check_find(m, "model.layers.0.self_attn.q_proj.weight")].qweight->dtype, QB_DT_I16);
-    qbk_qlinear_free(m);
+    qlinear_free(m);
     b.word_bits = 8;
-    qbk_qlinear_free(open_and_check(&b, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&b, GPTQ_OPT_AUTO, 14));
     c.word_bits = 64;
-    qbk_qlinear_free(open_and_check(&c, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&c, GPTQ_OPT_AUTO, 14));
 }
 END_TEST
 
@@ -251,7 +252,7 @@ START_TEST(gptq4_sharded_side_file)
     qbt_gptq_spec s = spec(4, 32, 1, 0);
     s.n_shards = 2;
     s.side_file = 1;
-    qbk_qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
+    qlinear_free(open_and_check(&s, GPTQ_OPT_AUTO, 14));
 }
 END_TEST
 
@@ -308,13 +309,13 @@ START_TEST(gptq_dynamic_overrides)
 {
     /* layer 1: 8-bit g32 by a "+:" rule; layer 0 down_proj dense by "-:" */
     qbt_gptq_spec s = spec(4, 128, 1, 0);
-    qbk_qlinear_model *m;
+    qlinear_model *m;
     s.dynamic = 1;
     m = open_and_check(&s, GPTQ_OPT_AUTO, 13);
     ck_assert_str_eq(enc_of(m, "model.layers.1.self_attn.o_proj.weight"), "gptq int8 g32 sym v1");
     ck_assert_str_eq(enc_of(m, "model.layers.0.self_attn.o_proj.weight"), "gptq int4 g128 sym v1");
     ck_assert_str_eq(enc_of(m, "model.layers.0.mlp.down_proj.weight"), "f16");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -323,15 +324,15 @@ START_TEST(gptq_option_overrides_data_with_warning)
     /* forcing v2 on a symmetric v1 checkpoint reads every zero as 7: the
      * option wins (the user asked), values then differ from the truth */
     qbt_gptq_spec s = spec(4, 128, 1, 0);
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     float row[128];
     ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_V2, &m), QB_OK);
     ck_assert_str_eq(m->t[qlr_check_find(m, "model.layers.0.self_attn.q_proj.weight")].encoding,
                      "gptq int4 g128 asym v2");
-    ck_assert_int_eq(qbk_qlinear_read_rows(m, (size_t)qlr_check_find(m, "model.layers.0.self_attn.q_proj.weight"), 0, 1, row),
+    ck_assert_int_eq(qlinear_read_rows(m, (size_t)qlr_check_find(m, "model.layers.0.self_attn.q_proj.weight"), 0, 1, row),
                      QB_OK);
-    qbk_qlinear_free(m);
+    qlinear_free(m);
 }
 END_TEST
 
@@ -360,7 +361,7 @@ START_TEST(broken_scale_in_missing_shard)
     s.broken = QBT_BROKEN_SCALE_MISSING_SHARD;
     ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
     {
-        qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+        qlinear_model *m = (qlinear_model *)1;
         qb_status st = gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m);
         ck_assert_int_ne(st, QB_OK);
         ck_assert_ptr_null(m);
@@ -422,7 +423,7 @@ START_TEST(broken_group_size_vs_scales)
     ck_assert_int_eq(qbt_write_text(path, cfg), 0);
     free(cfg);
     {
-        qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+        qlinear_model *m = (qlinear_model *)1;
         ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_E_FORMAT);
         ck_assert_ptr_null(m);
         ck_assert_ptr_nonnull(strstr(qbt_host_last_error(), "model.layers.0.self_attn.q_proj"));
@@ -442,7 +443,7 @@ START_TEST(refuses_marlin_and_planar)
 {
     qbt_gptq_spec s = spec(4, 128, 1, 0);
     char path[1024];
-    qbk_qlinear_model *m = (qbk_qlinear_model *)1;
+    qlinear_model *m = (qlinear_model *)1;
     ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(qbt_write_llama_config(tmp, "{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128, "
                                                  "\"sym\": true, \"checkpoint_format\": \"marlin\"}"),
@@ -467,13 +468,13 @@ END_TEST
 START_TEST(tokenizer_dir_when_present)
 {
     qbt_gptq_spec s = spec(4, 128, 1, 0);
-    qbk_qlinear_model *m = NULL;
+    qlinear_model *m = NULL;
     char path[1024];
     ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
     ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
     ck_assert_ptr_null(m->tokenizer_dir);
     ck_assert_ptr_null(m->generation_config_json);
-    qbk_qlinear_free(m);
+    qlinear_free(m);
     snprintf(path, sizeof(path), "%s/tokenizer_config.json", tmp);
     ck_assert_int_eq(qbt_write_text(path, "{}"), 0);
     snprintf(path, sizeof(path), "%s/generation_config.json", tmp);
@@ -481,7 +482,29 @@ START_TEST(tokenizer_dir_when_present)
     ck_assert_int_eq(gptq_open_model(qbt_host(), tmp, GPTQ_OPT_AUTO, &m), QB_OK);
     ck_assert_str_eq(m->tokenizer_dir, tmp);
     ck_assert_str_eq(m->generation_config_json, "{\"bos_token_id\": 1}");
-    qbk_qlinear_free(m);
+    qlinear_free(m);
+}
+END_TEST
+
+static qb_status gptq_open_cb(const char *path, void *ctx)
+{
+    qlinear_model *m = NULL;
+    qb_status st = gptq_open_model(qbt_host(), path, GPTQ_OPT_AUTO, &m);
+    (void)ctx;
+    qlinear_free(m);
+    return st;
+}
+
+/* config.json and quantize_config.json are read by the one strict parser
+ * (sdk/kit/qbk_json.h): every refusal names the file and the reason. */
+START_TEST(strict_json_in_config_and_side_file)
+{
+    qbt_gptq_spec s = spec(4, 32, 1, 0);
+    s.side_file = 1;
+    ck_assert_int_eq(qbt_gptq_write(tmp, &s, NULL), 0);
+    ck_assert_int_eq(gptq_open_cb(tmp, NULL), QB_OK);
+    qbt_json_refusals(tmp, "config.json", "model_type", NULL, gptq_open_cb, NULL, NULL);
+    qbt_json_refusals(tmp, "quantize_config.json", "bits", NULL, gptq_open_cb, NULL, NULL);
 }
 END_TEST
 
@@ -532,6 +555,7 @@ Suite *qbt_suite(void)
     tcase_add_test(b, broken_g_idx_group_counts);
     tcase_add_test(b, refuses_marlin_and_planar);
     tcase_add_test(b, probe_scores);
+    tcase_add_test(b, strict_json_in_config_and_side_file);
     tcase_add_test(g, tokenizer_dir_when_present);
     suite_add_tcase(s, g);
     suite_add_tcase(s, b);

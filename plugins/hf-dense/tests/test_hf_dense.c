@@ -21,6 +21,7 @@
 #include "qbt_fs.h"
 #include "qbt_host.h"
 #include "qbt_st_writer.h"
+#include "qbt_json_refusals.h"
 
 static char *tmp;
 static const qb_host *host;
@@ -443,6 +444,19 @@ START_TEST(no_model_type_refused)
 }
 END_TEST
 
+/* config.json is read by the one strict parser (sdk/kit/qbk_json.h), as a
+ * directory and as a named file beside it. */
+START_TEST(strict_json_config)
+{
+    qbt_hfd_spec s = spec("llama", "bf16", 1, 0);
+    ck_assert_int_eq(qbt_hfd_write(&s, tmp), 0);
+    qbt_json_refusals(tmp, "config.json", "model_type", NULL, qbt_json_open_reader,
+                      (void *)plugin, NULL);
+    qbt_json_refusals(tmp, "config.json", "model_type", "model.safetensors",
+                      qbt_json_open_reader, (void *)plugin, NULL);
+}
+END_TEST
+
 START_TEST(malformed_file_reported)
 {
     qb_reader_handle r = NULL;
@@ -781,6 +795,7 @@ Suite *qbt_suite(void)
     tcase_add_test(e, empty_tensor_refused);
     tcase_add_test(e, missing_config_refused);
     tcase_add_test(e, no_model_type_refused);
+    tcase_add_test(e, strict_json_config);
     tcase_add_test(e, malformed_file_reported);
     tcase_add_test(e, broken_config_reported);
     tcase_add_test(e, layer_count_checked);

@@ -19,6 +19,7 @@
 #include "qbt_fs.h"
 #include "qbt_host.h"
 #include "qbt_st_writer.h"
+#include "qbt_json_refusals.h"
 
 static const qb_plugin *plugin(void)
 {
@@ -91,6 +92,22 @@ static qb_status open_status(const char *dir)
         ck_assert_ptr_null(h);
     return st;
 }
+
+/* config.json and hf_quant_config.json are read by the one strict parser
+ * (sdk/kit/qbk_json.h). mo_config 2: both files. */
+START_TEST(test_strict_json_config_and_side_file)
+{
+    char *tmp;
+    const char *dir = fixture(&tmp, 2);
+    ck_assert_int_eq(open_status(dir), QB_OK);
+    qbt_json_refusals(dir, "config.json", "model_type", NULL, qbt_json_open_reader,
+                      (void *)plugin(), NULL);
+    qbt_json_refusals(dir, "hf_quant_config.json", "quantization", NULL, qbt_json_open_reader,
+                      (void *)plugin(), NULL);
+    qbt_rmtree(tmp);
+    free(tmp);
+}
+END_TEST
 
 static void write_side(const char *dir, const char *quantization)
 {
@@ -212,6 +229,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_both_with_wildcard_exclude_sharded);
     tcase_add_test(tc, test_summary_notes_activation_scales);
     tcase_add_test(tc, test_config_refusals);
+    tcase_add_test(tc, test_strict_json_config_and_side_file);
     tcase_add_test(tc, test_sources_must_agree);
     tcase_add_test(tc, test_probe);
     suite_add_tcase(s, tc);

@@ -20,6 +20,7 @@
 #include "mx_oracle.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
+#include "qbt_json_refusals.h"
 
 static const qb_plugin *plugin(void)
 {
@@ -225,6 +226,21 @@ END_TEST
 
 /* A malformed variant: open (or, for a scale byte, the read) fails with
  * `code` and a message naming the tensor. */
+/* config.json is read by the one strict parser (sdk/kit/qbk_json.h). */
+START_TEST(test_strict_json_config)
+{
+    char *dir = qbt_tmpdir("mx-json");
+    qbt_mx_spec s;
+    memset(&s, 0, sizeof(s));
+    qbt_mx_spec_defaults(&s);
+    ck_assert_int_eq(qbt_mx_write(dir, &s), 0);
+    qbt_json_refusals(dir, "config.json", "model_type", NULL, qbt_json_open_reader,
+                      (void *)plugin(), NULL);
+    qbt_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static void run_bad(const char *tag, qbt_mx_bad bad, qb_status code, int at_read,
                     const char *needle1, const char *needle2)
 {
@@ -295,6 +311,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_bad_scales_shape);
     tcase_add_test(tc, test_bad_e8m0_255);
     tcase_add_test(tc, test_bad_block_bytes);
+    tcase_add_test(tc, test_strict_json_config);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -501,7 +501,7 @@ START_TEST(test_inspect_output)
 END_TEST
 
 /* The reader names its directory as tokenizer_dir only when it holds a
- * tokenizer file (qbk_hf_dir_has_tokenizer): the output of a source with
+ * tokenizer file (qb_stdir_has_tokenizer): the output of a source with
  * none has none, and verify's model check then says there is no
  * tokenizer.json rather than failing to open one. With the source's
  * tokenizer_config.json copied, the directory is named again. */

@@ -1,6 +1,6 @@
 /*
  * The sm86-w4a16 reader's manifest check (manifest_in.c over the kit's
- * qbk_w4a16_manifest) on hand-built directories: a valid one, and the
+ * w4a16_manifest) on hand-built directories: a valid one, and the
  * cases docs/w4a16-format.md "Strict reading" settles (uppercase digest,
  * duplicate key, name starting with '.', zero layers, layer file width
  * above 1,000 layers). Expected names and digests come from the document
@@ -16,6 +16,7 @@
 
 #include "w4t_fake.h"
 #include "w4w.h"
+#include "qbt_json_refusals.h"
 
 static char g_dir[512];
 
@@ -116,6 +117,24 @@ START_TEST(test_duplicate_key)
 }
 END_TEST
 
+static qb_status manifest_open_cb(const char *path, void *ctx)
+{
+    w4w_manifest_in m;
+    (void)ctx;
+    return w4w_manifest_read(qbt_host(), path, &m);
+}
+
+/* manifest.json is read by the one strict parser (sdk/kit/qbk_json.h):
+ * each refusal names the file and the reason. */
+START_TEST(test_strict_json)
+{
+    variant v = {.num_layers = 1, .listed = 1};
+    w4w_manifest_in m;
+    ck_assert_int_eq(read_variant(&v, &m), QB_OK);
+    qbt_json_refusals(g_dir, "manifest.json", "format", NULL, manifest_open_cb, NULL, NULL);
+}
+END_TEST
+
 START_TEST(test_dot_name)
 {
     variant v = {.num_layers = 1, .listed = 1, .extra_file = ".hidden"};
@@ -159,6 +178,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_uppercase_sha);
     tcase_add_test(tc, test_duplicate_key);
     tcase_add_test(tc, test_dot_name);
+    tcase_add_test(tc, test_strict_json);
     tcase_add_test(tc, test_zero_layers);
     tcase_add_test(tc, test_layer_name_width);
     suite_add_tcase(s, tc);

@@ -1,6 +1,6 @@
 /*
  * sm86-w4a16 unit tests: the int4 rules (quantize.c) and the nibble layout
- * (sdk/kit/qbk_int4.c), against known integer codes and the format's own definition.
+ * (sdk/kit/w4a16_int4.c), against known integer codes and the format's own definition.
  */
 #include <check.h>
 
@@ -26,13 +26,13 @@ START_TEST(test_pack_nibble_order)
     const int8_t q[5] = {-8, 7, 0, 1, -1};
     uint8_t out[3] = {0xaa, 0xaa, 0xaa};
     int8_t back[5];
-    qbk_int4_pack_row(q, 5, out);
+    w4a16_int4_pack_row(q, 5, out);
     /* col 0 (-8 -> 0) low, col 1 (7 -> 15) high; col 2 (0 -> 8) low,
      * col 3 (1 -> 9) high; col 4 (-1 -> 7) low, unused high nibble 8 */
     ck_assert_uint_eq(out[0], 0xf0);
     ck_assert_uint_eq(out[1], 0x98);
     ck_assert_uint_eq(out[2], 0x87);
-    qbk_int4_unpack_row(out, 5, back);
+    w4a16_int4_unpack_row(out, 5, back);
     ck_assert_mem_eq(back, q, 5);
 }
 END_TEST
@@ -47,8 +47,8 @@ START_TEST(test_pack_round_trip)
         uint8_t p[50];
         for (c = 0; c < cols; c++)
             q[c] = (int8_t)((int)(fabs(w4t_normal(&seed)) * 1000) % 16 - 8);
-        qbk_int4_pack_row(q, cols, p);
-        qbk_int4_unpack_row(p, cols, back);
+        w4a16_int4_pack_row(q, cols, p);
+        w4a16_int4_unpack_row(p, cols, back);
         ck_assert_mem_eq(back, q, (size_t)cols);
         /* the format's own words: byte c/2 = (q[c] + 8) | (q[c+1] + 8) << 4 */
         for (c = 0; c + 1 < cols; c += 2)
@@ -177,7 +177,7 @@ START_TEST(test_zero_group)
         ck_assert_uint_eq(sc, 0);
         ck_assert(err == 0.0);
     }
-    qbk_int4_pack_row(q, 9, p);
+    w4a16_int4_pack_row(q, 9, p);
     for (r = 0; r < 5; r++)
         ck_assert_uint_eq(p[r], 0x88);
 }
@@ -198,7 +198,7 @@ START_TEST(test_nonfinite_and_overflow)
 }
 END_TEST
 
-/* qbk_int4_decode_row agrees with the independent decoder, last group short. */
+/* w4a16_int4_decode_row agrees with the independent decoder, last group short. */
 START_TEST(test_decode_row_short_group)
 {
     const int64_t cols = 13, gs = 5;
@@ -212,8 +212,8 @@ START_TEST(test_decode_row_short_group)
     sc[0] = qb_f32_to_f16(0.5f);
     sc[1] = qb_f32_to_f16(-0.25f);
     sc[2] = qb_f32_to_f16(3.0f);
-    qbk_int4_pack_row(q, cols, p);
-    qbk_int4_decode_row(p, sc, cols, gs, NULL, out);
+    w4a16_int4_pack_row(q, cols, p);
+    w4a16_int4_decode_row(p, sc, cols, gs, NULL, out);
     for (c = 0; c < cols; c++) {
         ck_assert_float_eq(out[c], ref_decode(p, sc, c, gs));
         ck_assert_float_eq(out[c], (float)q[c] * qb_f16_to_f32(sc[c / gs]));
@@ -236,14 +236,14 @@ START_TEST(test_decode_row_perm_codes)
     sc[1] = qb_f32_to_f16(-2.0f);
     sc[2] = qb_f32_to_f16(0.125f);
     memcpy(sraw + 1, sc, sizeof sc);
-    qbk_int4_pack_row(q, cols, p);
-    qbk_int4_decode_row(p, sraw + 1, cols, gs, perm, out);
-    qbk_int4_codes_f32(p, cols, codes);
+    w4a16_int4_pack_row(q, cols, p);
+    w4a16_int4_decode_row(p, sraw + 1, cols, gs, perm, out);
+    w4a16_int4_codes_f32(p, cols, codes);
     for (c = 0; c < cols; c++) {
         ck_assert_float_eq(out[perm[c]], ref_decode(p, sc, c, gs));
         ck_assert_float_eq(codes[c], (float)q[c]);
-        ck_assert_int_eq(qbk_int4_code(p, c), q[c]);
-        ck_assert_uint_eq(qbk_int4_nibble(p, c), (unsigned)(q[c] + 8));
+        ck_assert_int_eq(w4a16_int4_code(p, c), q[c]);
+        ck_assert_uint_eq(w4a16_int4_nibble(p, c), (unsigned)(q[c] + 8));
     }
 }
 END_TEST
@@ -251,15 +251,15 @@ END_TEST
 /* Counts are ceilings and stay in int64_t range at the top end. */
 START_TEST(test_int4_counts)
 {
-    ck_assert_int_eq(qbk_int4_packed_bytes(0), 0);
-    ck_assert_int_eq(qbk_int4_packed_bytes(1), 1);
-    ck_assert_int_eq(qbk_int4_packed_bytes(4096), 2048);
-    ck_assert_int_eq(qbk_int4_packed_bytes(INT64_MAX), INT64_MAX / 2 + 1);
-    ck_assert_int_eq(qbk_int4_n_groups(0, 128), 0);
-    ck_assert_int_eq(qbk_int4_n_groups(11, 4), 3);
-    ck_assert_int_eq(qbk_int4_n_groups(128, 128), 1);
-    ck_assert_int_eq(qbk_int4_n_groups(INT64_MAX, 2), INT64_MAX / 2 + 1);
-    ck_assert_int_eq(qbk_int4_n_groups(INT64_MAX, INT64_MAX), 1);
+    ck_assert_int_eq(w4a16_int4_packed_bytes(0), 0);
+    ck_assert_int_eq(w4a16_int4_packed_bytes(1), 1);
+    ck_assert_int_eq(w4a16_int4_packed_bytes(4096), 2048);
+    ck_assert_int_eq(w4a16_int4_packed_bytes(INT64_MAX), INT64_MAX / 2 + 1);
+    ck_assert_int_eq(w4a16_int4_n_groups(0, 128), 0);
+    ck_assert_int_eq(w4a16_int4_n_groups(11, 4), 3);
+    ck_assert_int_eq(w4a16_int4_n_groups(128, 128), 1);
+    ck_assert_int_eq(w4a16_int4_n_groups(INT64_MAX, 2), INT64_MAX / 2 + 1);
+    ck_assert_int_eq(w4a16_int4_n_groups(INT64_MAX, INT64_MAX), 1);
 }
 END_TEST
 

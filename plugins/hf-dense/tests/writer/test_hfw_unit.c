@@ -9,6 +9,8 @@
 #define _XOPEN_SOURCE 700
 #include <check.h>
 
+#include <quantbridge/base/qb_stdir.h>
+
 #include "qbt_check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,9 +417,9 @@ START_TEST(config_cleanup_and_side_files_follow_the_kit_rule)
     qbk_hf_config_strip_quant(NULL); /* no-op */
 
     for (i = 0; copied[i]; i++)
-        ck_assert_msg(qbk_hf_is_tokenizer_file(copied[i]), "%s", copied[i]);
+        ck_assert_msg(qb_stdir_is_tokenizer_file(copied[i]), "%s", copied[i]);
     for (i = 0; not_copied[i]; i++)
-        ck_assert_msg(!qbk_hf_is_tokenizer_file(not_copied[i]), "%s", not_copied[i]);
+        ck_assert_msg(!qb_stdir_is_tokenizer_file(not_copied[i]), "%s", not_copied[i]);
 }
 END_TEST
 

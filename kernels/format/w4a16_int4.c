@@ -1,8 +1,8 @@
 /*
- * qbk_int4 — see qbk_int4.h for the layout (docs/w4a16-format.md,
+ * w4a16_int4 — see w4a16_int4.h for the layout (docs/w4a16-format.md,
  * "Encoding of a packed linear").
  */
-#include "qbk_int4.h"
+#include "w4a16_int4.h"
 
 #include <string.h>
 
@@ -12,14 +12,14 @@
 #include <emmintrin.h>
 #endif
 
-void qbk_int4_pack_row(const int8_t *q, int64_t cols, uint8_t *out)
+void w4a16_int4_pack_row(const int8_t *q, int64_t cols, uint8_t *out)
 {
     int64_t c = 0;
 #if defined(__SSE2__)
     /* 32 codes per step (SSE2 is part of x86-64): +8, then in each 16-bit
      * lane the odd column's nibble joins the even one's (perf: the byte
      * loop was ~8 % of a requantizing convert) */
-    const __m128i k8 = _mm_set1_epi8(QBK_INT4_BIAS), lo = _mm_set1_epi16(0x000f);
+    const __m128i k8 = _mm_set1_epi8(W4A16_INT4_BIAS), lo = _mm_set1_epi16(0x000f);
     for (; c + 32 <= cols; c += 32) {
         __m128i a = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(const void *)(q + c)), k8);
         __m128i b = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(const void *)(q + c + 16)), k8);
@@ -29,32 +29,32 @@ void qbk_int4_pack_row(const int8_t *q, int64_t cols, uint8_t *out)
     }
 #endif
     for (; c + 1 < cols; c += 2)
-        out[c / 2] = (uint8_t)((unsigned)(q[c] + QBK_INT4_BIAS) |
-                               ((unsigned)(q[c + 1] + QBK_INT4_BIAS) << 4));
+        out[c / 2] = (uint8_t)((unsigned)(q[c] + W4A16_INT4_BIAS) |
+                               ((unsigned)(q[c + 1] + W4A16_INT4_BIAS) << 4));
     if (cols & 1)
-        out[cols / 2] = (uint8_t)((unsigned)(q[cols - 1] + QBK_INT4_BIAS) | (QBK_INT4_BIAS << 4));
+        out[cols / 2] = (uint8_t)((unsigned)(q[cols - 1] + W4A16_INT4_BIAS) | (W4A16_INT4_BIAS << 4));
 }
 
-void qbk_int4_unpack_row(const uint8_t *in, int64_t cols, int8_t *q)
+void w4a16_int4_unpack_row(const uint8_t *in, int64_t cols, int8_t *q)
 {
     for (int64_t c = 0; c < cols; c++)
-        q[c] = (int8_t)qbk_int4_code(in, c);
+        q[c] = (int8_t)w4a16_int4_code(in, c);
 }
 
-void qbk_int4_codes_f32(const uint8_t *in, int64_t cols, float *codes)
+void w4a16_int4_codes_f32(const uint8_t *in, int64_t cols, float *codes)
 {
     /* a byte at a time: two columns per load, no parity test per column */
     int64_t c;
     for (c = 0; c + 1 < cols; c += 2) {
         unsigned b = in[c >> 1];
-        codes[c] = (float)((int)(b & 0x0fu) - QBK_INT4_BIAS);
-        codes[c + 1] = (float)((int)(b >> 4) - QBK_INT4_BIAS);
+        codes[c] = (float)((int)(b & 0x0fu) - W4A16_INT4_BIAS);
+        codes[c + 1] = (float)((int)(b >> 4) - W4A16_INT4_BIAS);
     }
     if (c < cols)
-        codes[c] = (float)qbk_int4_code(in, c);
+        codes[c] = (float)w4a16_int4_code(in, c);
 }
 
-void qbk_int4_decode_row(const uint8_t *packed, const void *scales, int64_t cols,
+void w4a16_int4_decode_row(const uint8_t *packed, const void *scales, int64_t cols,
                          int64_t group_size, const int32_t *perm, float *out)
 {
     const uint8_t *sb = scales;
@@ -67,9 +67,9 @@ void qbk_int4_decode_row(const uint8_t *packed, const void *scales, int64_t cols
         s = qb_f16_to_f32(h);
         if (perm)
             for (c = k0; c < k1; c++)
-                out[perm[c]] = (float)qbk_int4_code(packed, c) * s;
+                out[perm[c]] = (float)w4a16_int4_code(packed, c) * s;
         else
             for (c = k0; c < k1; c++)
-                out[c] = (float)qbk_int4_code(packed, c) * s;
+                out[c] = (float)w4a16_int4_code(packed, c) * s;
     }
 }

@@ -1,8 +1,8 @@
 /*
- * quantbridge internal kit — reading and checking manifest.json of the
- * native W4A16 format (qbk_w4a16_manifest.h, docs/w4a16-format.md).
+ * The W4A16 format (kernels/format) — reading and checking manifest.json of the
+ * native W4A16 format (w4a16_manifest.h, docs/w4a16-format.md).
  */
-#include "qbk_w4a16_manifest.h"
+#include "w4a16_manifest.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,20 +13,18 @@
 #include <sys/stat.h>
 
 #include "qbk_sha256.h"
-#include "qbk_st_internal.h"
 #include "qbk_alloc.h"
+#include "qbk_json.h"
 #include "qbk_path.h"
 
-/* Integer value of a JSON number that is exactly an integer in [lo, hi]. */
+/* Integer value of a JSON number whose text is exactly an integer in
+ * [lo, hi] (qbk_json_int). */
 static int json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *v)
 {
-    double d;
-    if (!cJSON_IsNumber(j))
+    int64_t x;
+    if (!qbk_json_int(j, &x) || x < lo || x > hi)
         return 0;
-    d = j->valuedouble;
-    if (!(d >= (double)lo && d <= (double)hi) || floor(d) != d || fabs(d) > 9007199254740992.0)
-        return 0;
-    *v = (int64_t)d;
+    *v = x;
     return 1;
 }
 
@@ -39,23 +37,6 @@ static const char *str_member(const cJSON *o, const char *key)
 {
     const cJSON *v = member(o, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* First duplicate key of any object in the tree under j, or NULL. cJSON
- * keeps both members of a duplicate and GetObjectItem returns the first,
- * so a reader that did not check would silently pick one. */
-static const char *dup_anywhere(const cJSON *j, int *nomem)
-{
-    const cJSON *c;
-    const char *d;
-    if (cJSON_IsObject(j) && (d = qbk_st_json_dup_key(j, nomem)) != NULL)
-        return d;
-    if (*nomem)
-        return NULL;
-    for (c = j->child; c; c = c->next)
-        if ((d = dup_anywhere(c, nomem)) != NULL || *nomem)
-            return d;
-    return NULL;
 }
 
 static int lower_hex64(const char *s)
@@ -74,63 +55,63 @@ static qb_status check_fixed(qbk_st_err *err, const char *path, const cJSON *roo
     const char *s;
     int64_t v;
 
-    s = str_member(root, QBK_W4A16_K_FORMAT);
-    if (!s || strcmp(s, QBK_W4A16_FORMAT) != 0)
+    s = str_member(root, W4A16_K_FORMAT);
+    if (!s || strcmp(s, W4A16_FORMAT) != 0)
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"format\" is '%s', not '%s'", path,
-                           s ? s : "(none)", QBK_W4A16_FORMAT);
-    if (!json_int(member(root, QBK_W4A16_K_VERSION), INT32_MIN, INT32_MAX, &v))
+                           s ? s : "(none)", W4A16_FORMAT);
+    if (!json_int(member(root, W4A16_K_VERSION), INT32_MIN, INT32_MAX, &v))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"format_version\" missing or not an integer",
                            path);
-    if (v != QBK_W4A16_FORMAT_VERSION)
+    if (v != W4A16_FORMAT_VERSION)
         return qbk_st_fail(err, QB_E_UNSUPPORTED,
                            "%s: format_version %lld is not supported (this reader knows version %d)",
-                           path, (long long)v, QBK_W4A16_FORMAT_VERSION);
-    if (!json_int(member(root, QBK_W4A16_K_BITS), 0, 64, &v) || v != QBK_W4A16_BITS)
+                           path, (long long)v, W4A16_FORMAT_VERSION);
+    if (!json_int(member(root, W4A16_K_BITS), 0, 64, &v) || v != W4A16_BITS)
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"bits\" is not 4", path);
-    if (!cJSON_IsTrue(member(root, QBK_W4A16_K_SYMMETRIC)))
+    if (!cJSON_IsTrue(member(root, W4A16_K_SYMMETRIC)))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"symmetric\" is not true", path);
-    if (!json_int(member(root, QBK_W4A16_K_CODE_OFFSET), INT32_MIN, INT32_MAX, &v) ||
-        v != QBK_W4A16_CODE_OFFSET)
+    if (!json_int(member(root, W4A16_K_CODE_OFFSET), INT32_MIN, INT32_MAX, &v) ||
+        v != W4A16_CODE_OFFSET)
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"code_offset\" is not 8", path);
-    s = str_member(root, QBK_W4A16_K_NIBBLE_ORDER);
-    if (!s || strcmp(s, QBK_W4A16_NIBBLE_ORDER) != 0)
+    s = str_member(root, W4A16_K_NIBBLE_ORDER);
+    if (!s || strcmp(s, W4A16_NIBBLE_ORDER) != 0)
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"nibble_order\" is not \"low-even\"", path);
     return QB_OK;
 }
 
 static qb_status read_model(qbk_st_err *err, const char *path, const cJSON *root,
-                            qbk_w4a16_manifest *m)
+                            w4a16_manifest *m)
 {
     const cJSON *j, *f;
     const char *s;
 
-    if (!json_int(member(root, QBK_W4A16_K_GROUP_SIZE), 1, INT32_MAX, &m->group_size))
+    if (!json_int(member(root, W4A16_K_GROUP_SIZE), 1, INT32_MAX, &m->group_size))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"group_size\" is not an integer in [1, %d]",
                            path, INT32_MAX);
     /* zero layers is refused: no supported architecture has none, and an
      * empty model is a broken conversion (w4a16-format.md "Strict reading") */
-    if (!json_int(member(root, QBK_W4A16_K_NUM_LAYERS), 1, QBK_W4A16_MAX_LAYERS, &m->num_layers))
+    if (!json_int(member(root, W4A16_K_NUM_LAYERS), 1, W4A16_MAX_LAYERS, &m->num_layers))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"num_layers\" is not an integer in [1, %d]",
-                           path, QBK_W4A16_MAX_LAYERS);
-    s = str_member(root, QBK_W4A16_K_ARCH);
+                           path, W4A16_MAX_LAYERS);
+    s = str_member(root, W4A16_K_ARCH);
     if (!s || !*s)
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"architecture\" missing or not a string", path);
     if (!(m->architecture = qbk_strdup(s)))
         return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
-    j = member(root, QBK_W4A16_K_TIED);
+    j = member(root, W4A16_K_TIED);
     if (!cJSON_IsBool(j))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
     m->tied = cJSON_IsTrue(j);
-    j = member(root, QBK_W4A16_K_FEATURES);
+    j = member(root, W4A16_K_FEATURES);
     if (!cJSON_IsArray(j))
         return qbk_st_fail(err, QB_E_FORMAT, "%s: \"features\" missing or not a list", path);
     for (f = j->child; f; f = f->next) {
         int *flag;
         if (!cJSON_IsString(f))
             return qbk_st_fail(err, QB_E_FORMAT, "%s: \"features\" holds a non-string", path);
-        if (strcmp(f->valuestring, QBK_W4A16_FEAT_PERM) == 0)
+        if (strcmp(f->valuestring, W4A16_FEAT_PERM) == 0)
             flag = &m->input_perm;
-        else if (strcmp(f->valuestring, QBK_W4A16_FEAT_QHEAD) == 0)
+        else if (strcmp(f->valuestring, W4A16_FEAT_QHEAD) == 0)
             flag = &m->quantized_head;
         else /* a reader that does not know a listed feature must refuse (w4a16-format.md) */
             return qbk_st_fail(err, QB_E_UNSUPPORTED,
@@ -141,23 +122,23 @@ static qb_status read_model(qbk_st_err *err, const char *path, const cJSON *root
                                f->valuestring);
         *flag = 1;
     }
-    s = str_member(root, QBK_W4A16_K_LM_HEAD);
-    if (!s || strcmp(s, m->quantized_head ? QBK_W4A16_LM_HEAD_QUANTIZED : QBK_W4A16_LM_HEAD_F16) ||
+    s = str_member(root, W4A16_K_LM_HEAD);
+    if (!s || strcmp(s, m->quantized_head ? W4A16_LM_HEAD_QUANTIZED : W4A16_LM_HEAD_F16) ||
         (m->quantized_head && m->tied))
         return qbk_st_fail(err, QB_E_FORMAT,
                            "%s: lm_head '%s' disagrees with features and tie_word_embeddings",
                            path, s ? s : "(none)");
-    s = str_member(member(root, QBK_W4A16_K_SOURCE), "format");
+    s = str_member(member(root, W4A16_K_SOURCE), "format");
     if (!(m->source_format = qbk_strdup(s ? s : "")))
         return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     return QB_OK;
 }
 
 static qb_status read_files(qbk_st_err *err, const char *path, const cJSON *root,
-                            qbk_w4a16_manifest *m)
+                            w4a16_manifest *m)
 {
-    const cJSON *files = member(root, QBK_W4A16_K_FILES), *e;
-    char need[QBK_W4A16_LAYER_NAME_LEN];
+    const cJSON *files = member(root, W4A16_K_FILES), *e;
+    char need[W4A16_LAYER_NAME_LEN];
     int64_t l;
 
     if (!cJSON_IsArray(files))
@@ -166,23 +147,23 @@ static qb_status read_files(qbk_st_err *err, const char *path, const cJSON *root
     if (!m->files)
         return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
     for (e = files->child; e; e = e->next) {
-        const char *name = str_member(e, QBK_W4A16_K_FILE_NAME);
-        const char *hex = str_member(e, QBK_W4A16_K_FILE_SHA256);
+        const char *name = str_member(e, W4A16_K_FILE_NAME);
+        const char *hex = str_member(e, W4A16_K_FILE_SHA256);
         int64_t bytes;
-        qbk_w4a16_file *f = &m->files[m->n_files];
+        w4a16_file *f = &m->files[m->n_files];
         if (!cJSON_IsObject(e) || !name || !plain_name(name))
             return qbk_st_fail(err, QB_E_FORMAT,
                                "%s: a \"files\" entry has no plain \"name\" (non-empty, no '/', "
                                "not starting with '.')",
                                path);
-        if (!json_int(member(e, QBK_W4A16_K_FILE_BYTES), 0, INT64_MAX, &bytes))
+        if (!json_int(member(e, W4A16_K_FILE_BYTES), 0, INT64_MAX, &bytes))
             return qbk_st_fail(err, QB_E_FORMAT, "%s: files[%s]: \"bytes\" is not an integer >= 0",
                                path, name);
         if (!hex || !lower_hex64(hex))
             return qbk_st_fail(err, QB_E_FORMAT,
                                "%s: files[%s]: \"sha256\" is not 64 lowercase hex digits", path,
                                name);
-        if (qbk_w4a16_manifest_find(m, name))
+        if (w4a16_manifest_find(m, name))
             return qbk_st_fail(err, QB_E_FORMAT, "%s: files[%s] listed twice", path, name);
         if (!(f->name = qbk_strdup(name)))
             return qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
@@ -192,45 +173,50 @@ static qb_status read_files(qbk_st_err *err, const char *path, const cJSON *root
     }
     /* every file the layout needs must be covered by a digest */
     {
-        static const char *const fixed[] = {QBK_W4A16_CONFIG, QBK_W4A16_EMBED, QBK_W4A16_NORM};
+        static const char *const fixed[] = {W4A16_CONFIG, W4A16_EMBED, W4A16_NORM};
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-            if (!qbk_w4a16_manifest_find(m, fixed[i]))
+            if (!w4a16_manifest_find(m, fixed[i]))
                 return qbk_st_fail(err, QB_E_FORMAT, "%s: %s is not listed in \"files\"", path,
                                    fixed[i]);
     }
-    if (!m->tied != !!qbk_w4a16_manifest_find(m, QBK_W4A16_LM_HEAD_FILE))
+    if (!m->tied != !!w4a16_manifest_find(m, W4A16_LM_HEAD_FILE))
         return qbk_st_fail(err, QB_E_FORMAT,
                            m->tied ? "%s: %s listed although embeddings are tied"
                                    : "%s: %s is not listed in \"files\"",
-                           path, QBK_W4A16_LM_HEAD_FILE);
+                           path, W4A16_LM_HEAD_FILE);
     for (l = 0; l < m->num_layers; l++) {
-        if (qbk_w4a16_layer_file(l, m->num_layers, need, sizeof need) != 0)
+        if (w4a16_layer_file(l, m->num_layers, need, sizeof need) != 0)
             return qbk_st_fail(err, QB_E_INTERNAL, "%s: layer %lld has no file name", path,
                                (long long)l);
-        if (!qbk_w4a16_manifest_find(m, need))
+        if (!w4a16_manifest_find(m, need))
             return qbk_st_fail(err, QB_E_FORMAT, "%s: %s is not listed in \"files\"", path, need);
     }
     return QB_OK;
 }
 
-qb_status qbk_w4a16_manifest_parse(qbk_st_err *err, const char *path, const char *text, size_t len,
-                                   qbk_w4a16_manifest *out)
+qb_status w4a16_manifest_parse(qbk_st_err *err, const char *path, const char *text, size_t len,
+                                   w4a16_manifest *out)
 {
-    cJSON *root;
-    const char *dup;
-    int nomem = 0;
+    cJSON *root = NULL;
+    qbk_json_fail jf;
     qb_status st;
 
     memset(out, 0, sizeof *out);
-    root = cJSON_ParseWithLength(text, len);
-    if (!cJSON_IsObject(root)) {
-        st = qbk_st_fail(err, QB_E_FORMAT, "%s: not a JSON object", path);
+    /* The one strict JSON reading (qbk_json.h): a duplicate key in any
+     * object is refused there, so no member is silently picked. */
+    if (qbk_json_parse_text(text, len, NULL, &root, &jf) != QB_OK) {
+        if (jf.rc == QB_E_NOMEM)
+            st = qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path);
+        else if (jf.dup_key[0])
+            st = qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s'", path, jf.dup_key);
+        else {
+            qbk_json_fail_text(&jf, path, err->msg, sizeof err->msg);
+            st = QB_E_FORMAT;
+        }
         goto out;
     }
-    dup = dup_anywhere(root, &nomem);
-    if (nomem || dup) {
-        st = nomem ? qbk_st_fail(err, QB_E_NOMEM, "%s: out of memory", path)
-                   : qbk_st_fail(err, QB_E_FORMAT, "%s: duplicate key '%s'", path, dup);
+    if (!cJSON_IsObject(root)) {
+        st = qbk_st_fail(err, QB_E_FORMAT, "%s: not a JSON object", path);
         goto out;
     }
     st = check_fixed(err, path, root);
@@ -241,11 +227,11 @@ qb_status qbk_w4a16_manifest_parse(qbk_st_err *err, const char *path, const char
 out:
     cJSON_Delete(root);
     if (st != QB_OK)
-        qbk_w4a16_manifest_free(out);
+        w4a16_manifest_free(out);
     return st;
 }
 
-void qbk_w4a16_manifest_free(qbk_w4a16_manifest *m)
+void w4a16_manifest_free(w4a16_manifest *m)
 {
     if (!m)
         return;
@@ -257,7 +243,7 @@ void qbk_w4a16_manifest_free(qbk_w4a16_manifest *m)
     memset(m, 0, sizeof *m);
 }
 
-const qbk_w4a16_file *qbk_w4a16_manifest_find(const qbk_w4a16_manifest *m, const char *name)
+const w4a16_file *w4a16_manifest_find(const w4a16_manifest *m, const char *name)
 {
     for (size_t i = 0; i < m->n_files; i++)
         if (strcmp(m->files[i].name, name) == 0)
@@ -265,7 +251,7 @@ const qbk_w4a16_file *qbk_w4a16_manifest_find(const qbk_w4a16_manifest *m, const
     return NULL;
 }
 
-qb_status qbk_w4a16_file_check(qbk_st_err *err, const char *dir, const qbk_w4a16_file *f,
+qb_status w4a16_file_check(qbk_st_err *err, const char *dir, const w4a16_file *f,
                                int verify_sha256)
 {
     char *path;

@@ -1,7 +1,8 @@
 /*
- * Quantized-linear reader core shared by the GPTQ and AWQ readers.
- * Internal kit code (static library qbk, hidden symbols, never ABI): each
- * plugin links its own copy, so nothing here is visible to the host.
+ * Quantized-linear reader core shared by the GPTQ and AWQ readers, kept
+ * beside them (plugins/qlinear, the static library qlinear_core of hidden
+ * symbols, never ABI): each of the two plugins links its own copy, so
+ * nothing here is visible to the host. Prefix qlinear_.
  *
  * A model is a table of canonical tensors. A tensor is either DENSE (one
  * F16/BF16/F32 safetensors tensor passed through) or QUANT (one quantized
@@ -10,11 +11,11 @@
  * both kinds once, so the promise of qb_tensor.h — dense rows equal
  * (float)((int32_t)code - zero) * scale in float32 — holds by construction.
  *
- * THREADING: after qbk_qlinear_finish() a model is immutable; the data
- * functions (qbk_qlinear_read_rows, qbk_qlinear_read_grid) may run concurrently.
+ * THREADING: after qlinear_finish() a model is immutable; the data
+ * functions (qlinear_read_rows, qlinear_read_grid) may run concurrently.
  */
-#ifndef QBK_QLINEAR_H
-#define QBK_QLINEAR_H
+#ifndef QLINEAR_H
+#define QLINEAR_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -24,35 +25,37 @@
 #include <quantbridge/qb_safetensors.h>
 #include <quantbridge/qb_tensor.h>
 
+#include <quantbridge/base/qb_stdir.h>
+
 #include "qbk_hf_sidefiles.h" /* qbk_read_text */
 
-typedef struct qbk_qlinear_tensor qbk_qlinear_tensor;
+typedef struct qlinear_tensor qlinear_tensor;
 
 /* Format-specific decoding of one quantized linear (N rows = out features,
  * K cols = in features, G groups). Both functions are pure reads of mapped
  * data validated at open, so they cannot fail. */
-typedef struct qbk_qlinear_decoder {
+typedef struct qlinear_decoder {
     /* codes[r * K + k] for rows [n0, n0 + nr): unsigned codes 0..2^bits-1 */
-    void (*codes)(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes);
+    void (*codes)(const qlinear_tensor *t, int64_t n0, int64_t nr, uint8_t *codes);
     /* scales[r * G + g] (float32 of the stored scale) and the REAL zero
      * point zeros[r * G + g] (convention offsets already undone) */
-    void (*params)(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales, int32_t *zeros);
-} qbk_qlinear_decoder;
+    void (*params)(const qlinear_tensor *t, int64_t n0, int64_t nr, float *scales, int32_t *zeros);
+} qlinear_decoder;
 
-enum { QBK_QLINEAR_DENSE = 1, QBK_QLINEAR_QUANT = 2 };
+enum { QLINEAR_DENSE = 1, QLINEAR_QUANT = 2 };
 
-struct qbk_qlinear_tensor {
+struct qlinear_tensor {
     char *name;            /* canonical HF name, owned */
-    int kind;              /* QBK_QLINEAR_DENSE or QBK_QLINEAR_QUANT */
+    int kind;              /* QLINEAR_DENSE or QLINEAR_QUANT */
     uint32_t n_dims;
     int64_t dims[QB_MAX_DIMS];
     qb_dtype source_dtype;
     char *encoding;        /* owned */
 
-    /* QBK_QLINEAR_DENSE */
+    /* QLINEAR_DENSE */
     const qb_st_tensor *st;
 
-    /* QBK_QLINEAR_QUANT */
+    /* QLINEAR_QUANT */
     int64_t N, K;          /* out, in */
     uint32_t bits;
     uint32_t G;            /* groups per row */
@@ -65,99 +68,79 @@ struct qbk_qlinear_tensor {
     uint32_t word_bits;    /* bits of one packed storage word */
     int32_t zero_add;      /* added to a stored zero field before masking (GPTQ v1: 1) */
     int32_t implicit_zero; /* used when qzeros == NULL */
-    const qbk_qlinear_decoder *dec;
+    const qlinear_decoder *dec;
 };
 
-typedef struct qbk_qlinear_model {
+typedef struct qlinear_model {
     const qb_host *host;
-    qb_st_set *set;
-    char *dir;             /* source directory, owned */
-    qbk_qlinear_tensor *t;
+    qb_stdir *d;           /* the checkpoint directory (the reader base's, owned) */
+    /* borrowed from d: */
+    qb_st_set *set;        /* d->st once opened */
+    const char *dir;       /* source directory */
+    const char *config_json;            /* config.json text */
+    const char *generation_config_json; /* or NULL */
+    const char *architecture;           /* model_type */
+    const char *tokenizer_dir;          /* dir when it holds tokenizer files, else NULL */
+    qlinear_tensor *t;
     size_t n, cap;
-    char *config_json;     /* owned, NUL-terminated (host->alloc) */
-    char *generation_config_json; /* or NULL (host->alloc) */
-    char *architecture;    /* owned */
     char *source_format;   /* static string */
     char *summary;         /* owned */
-    char *tokenizer_dir;   /* owned or NULL */
-    size_t last_read;      /* 1 + index of the tensor read last, 0 none (qbk_qlinear_model.c:
+    size_t last_read;      /* 1 + index of the tensor read last, 0 none (qlinear.c:
                             * its mapped pages are dropped when another is read) */
-} qbk_qlinear_model;
+} qlinear_model;
 
-/* Allocates an empty model for directory `dir` (copied). Returns NULL on
- * allocation failure (message set through host). The caller owns it; free
- * with qbk_qlinear_free. Thread-safe (touches only the new object). */
-qbk_qlinear_model *qbk_qlinear_new(const qb_host *host, const char *dir);
-
-/* Releases everything the model owns, including its safetensors set.
+/* Releases everything the model owns, including its directory and set.
  * NULL is a no-op. Cannot fail. Not concurrent with any other use of m. */
-void qbk_qlinear_free(qbk_qlinear_model *m);
+void qlinear_free(qlinear_model *m);
 
 /* Appends a zeroed tensor slot named `name` (copied) and returns it, or NULL
  * on allocation failure (message set). The pointer is valid until the next
  * append. */
-qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name);
+qlinear_tensor *qlinear_append(qlinear_model *m, const char *name);
 
 /* Appends the quantized linear `module`.weight: a copy of *proto (its
- * name ignored) made a QBK_QLINEAR_QUANT tensor of shape [proto->N,
+ * name ignored) made a QLINEAR_QUANT tensor of shape [proto->N,
  * proto->K] with source dtype QB_DT_QUANTIZED. Returns the slot (valid
  * until the next append; pointers in proto, such as g_idx, now belong to
  * the model) or NULL on allocation failure with the message set. */
-qbk_qlinear_tensor *qbk_qlinear_append_quant(qbk_qlinear_model *m, const char *module,
-                                            const qbk_qlinear_tensor *proto);
+qlinear_tensor *qlinear_append_quant(qlinear_model *m, const char *module,
+                                            const qlinear_tensor *proto);
 
 /* Appends safetensors tensor `st` as a dense pass-through under its own
  * name. F16, BF16 and F32 only; anything else is QB_E_UNSUPPORTED naming
  * the file and tensor (an unknown integer tensor is never guessed at). */
-qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st);
+qb_status qlinear_add_dense(qlinear_model *m, const qb_st_tensor *st);
 
-/* Starts a model for checkpoint `path`: a path ending in ".safetensors"
- * names one file and its directory holds the side files, anything else is
- * the checkpoint directory. Allocates the model (qbk_qlinear_new) and loads
- * the side files (qbk_qlinear_load_side_files); the safetensors set is not
- * opened yet (qbk_qlinear_open_set) so that a format's config can be
- * checked first. Returns QB_OK with *out owned by the caller
- * (qbk_qlinear_free); otherwise a negative status with the message set
- * through h and *out NULL. Not thread-safe on one output. */
-qb_status qbk_qlinear_begin(const qb_host *h, const char *path, qbk_qlinear_model **out);
-
-/* Opens m->set for the same `path` given to qbk_qlinear_begin: the one
- * file through h->safetensors->open_file, else the directory m->dir
- * through open_dir. Returns the host's status (message set by the host);
- * the model keeps ownership of the set either way. Not thread-safe. */
-qb_status qbk_qlinear_open_set(qbk_qlinear_model *m, const char *path);
-
-/* Reads config.json (required), generation_config.json (optional) of
- * m->dir, fills architecture from model_type and tokenizer_dir when a
- * tokenizer file exists. QB_E_NOT_FOUND / QB_E_FORMAT with message. */
-qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m);
-
-/* A format's config loader for qbk_qlinear_open: reads the format's
+/* A format's config loader for qlinear_open: reads the format's
  * quantization config of checkpoint directory `dir` (config_json is its
  * config.json text, NULL-safe) into `cfg`. Returns QB_OK or a negative
  * status with the message set through h. */
-typedef qb_status (*qbk_qlinear_config_fn)(const qb_host *h, const char *dir, const char *config_json,
+typedef qb_status (*qlinear_config_fn)(const qb_host *h, const char *dir, const char *config_json,
                                            void *cfg);
 
-/* qbk_qlinear_begin, then load_config(h, m->dir, m->config_json, cfg),
- * then qbk_qlinear_open_set: the opening every quantized-linear reader
- * shares, with the format's config checked before any shard is opened.
- * Returns QB_OK with *out owned by the caller (qbk_qlinear_free); otherwise
+/* Opens checkpoint `path` with the reader base (qb_stdir_open with
+ * QB_STDIR_FILE_OK: a path ending in ".safetensors" names one file whose
+ * directory holds the side files; config.json strict, with a model_type,
+ * generation config, tokenizer files), then load_config(h, m->dir,
+ * m->config_json, cfg), then the safetensors set (qb_stdir_open_set): the
+ * opening every quantized-linear reader shares, with the format's config
+ * checked before any shard is opened.
+ * Returns QB_OK with *out owned by the caller (qlinear_free); otherwise
  * the first failing step's status (message set) with *out NULL and the
  * model freed; cfg keeps whatever load_config put there (the caller frees
  * it). Not thread-safe on one output. */
-qb_status qbk_qlinear_open(const qb_host *h, const char *path, qbk_qlinear_config_fn load_config, void *cfg,
-                           qbk_qlinear_model **out);
+qb_status qlinear_open(const qb_host *h, const char *path, qlinear_config_fn load_config, void *cfg,
+                       qlinear_model **out);
 
 /* The tensor `module` + `suffix` of set, or NULL when there is none (or
  * the joined name is longer than 1023 bytes). Borrowed from the set.
  * Thread-safe as h->safetensors->find is. */
-const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
+const qb_st_tensor *qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
                                      const char *suffix);
 
-/* What qbk_qlinear_each hands the format for one tensor tt of the set:
+/* What qlinear_each hands the format for one tensor tt of the set:
  *   module == NULL (which -1): a dense tensor, already appended with
- *     qbk_qlinear_add_dense;
+ *     qlinear_add_dense;
  *   which == 0: the quantized weight (suffixes[0]) of `module`;
  *   which > 0: another part of `module` (suffixes[which]) whose quantized
  *     weight exists in no shard, a leftover; parts that have theirs are
@@ -165,7 +148,7 @@ const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, con
  * `module` is borrowed for the call. Returns QB_OK to go on or a negative
  * status with the message set; for a leftover, QB_OK asks the driver for
  * its generic error. */
-typedef qb_status (*qbk_qlinear_part_fn)(void *ctx, qbk_qlinear_model *m, const qb_st_tensor *tt,
+typedef qb_status (*qlinear_part_fn)(void *ctx, qlinear_model *m, const qb_st_tensor *tt,
                                          const char *module, int which);
 
 /* The tensor loop every quantized-linear reader shares: for each tensor of
@@ -173,51 +156,51 @@ typedef qb_status (*qbk_qlinear_part_fn)(void *ctx, qbk_qlinear_model *m, const 
  * suffixes that matches (suffixes[0] is the quantized weight, e.g.
  * ".qweight") and calls fn as described above. Returns QB_OK when every
  * tensor was handed out; else the first failure: fn's status,
- * qbk_qlinear_add_dense's, QB_E_NOMEM "<tensor>: out of memory", or
+ * qlinear_add_dense's, QB_E_NOMEM "<tensor>: out of memory", or
  * QB_E_FORMAT "<file>: <tensor>: quantized part without <module><suffix0>
  * in any shard" for a leftover fn did not refuse itself. Message set
  * through m->host. Not thread-safe (open time only). */
-qb_status qbk_qlinear_each(qbk_qlinear_model *m, const char *const *suffixes, size_t n_suffixes,
-                           qbk_qlinear_part_fn fn, void *ctx);
+qb_status qlinear_each(qlinear_model *m, const char *const *suffixes, size_t n_suffixes,
+                           qlinear_part_fn fn, void *ctx);
 
 /* Zero point of group g, row n of t when t->qzeros is set (a format's
- * stored-zero decoding for qbk_qlinear_params_rows). Pure. */
-typedef int32_t (*qbk_qlinear_zero_fn)(const qbk_qlinear_tensor *t, uint32_t g, uint64_t n);
+ * stored-zero decoding for qlinear_params_rows). Pure. */
+typedef int32_t (*qlinear_zero_fn)(const qlinear_tensor *t, uint32_t g, uint64_t n);
 
 /* The decoder `params` loop for scales stored [G][N]: for rows
  * [n0, n0 + nr), scales[r * G + g] = float of t->scales at g * N + n and
  * zeros[r * G + g] = zero_of(t, g, n) when t->qzeros is set, else
  * t->implicit_zero. static inline so that a constant zero_of is inlined
  * in the hot loop. Cannot fail; thread-safe on a finished model. */
-static inline void qbk_qlinear_params_rows(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
-                                           int32_t *zeros, qbk_qlinear_zero_fn zero_of);
+static inline void qlinear_params_rows(const qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
+                                           int32_t *zeros, qlinear_zero_fn zero_of);
 
 /* Fill the SDK structs (get_model_info / get_tensor_info of qb_reader.h)
- * with pointers borrowed from m (valid until qbk_qlinear_free). QB_OK, or
+ * with pointers borrowed from m (valid until qlinear_free). QB_OK, or
  * QB_E_RANGE for a bad tensor index and QB_E_ABI for a struct_size too
  * small, message set through m->host. Thread-safe on a finished model. */
-qb_status qbk_qlinear_model_info(const qbk_qlinear_model *m, qb_model_info *out);
-qb_status qbk_qlinear_tensor_info(const qbk_qlinear_model *m, size_t i, qb_tensor_info *out);
+qb_status qlinear_model_info(const qlinear_model *m, qb_model_info *out);
+qb_status qlinear_tensor_info(const qlinear_model *m, size_t i, qb_tensor_info *out);
 
 /* Data calls (see qb_reader.h). QB_E_RANGE for a bad index or row range,
  * QB_E_NOMEM when scratch memory is short, QB_E_UNSUPPORTED from
- * qbk_qlinear_grid_info for a dense tensor. Thread-safe on a finished model. */
-qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst);
-qb_status qbk_qlinear_grid_info(const qbk_qlinear_model *m, size_t i, qb_grid_info *out);
-qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
+ * qlinear_grid_info for a dense tensor. Thread-safe on a finished model. */
+qb_status qlinear_read_rows(const qlinear_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst);
+qb_status qlinear_grid_info(const qlinear_model *m, size_t i, qb_grid_info *out);
+qb_status qlinear_read_grid(const qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
                         qb_grid_rows *out);
 
 /* The reader vtable entries (qb_reader.h) for a handle that is a
- * qbk_qlinear_model: a plugin whose open returns such a model puts these
+ * qlinear_model: a plugin whose open returns such a model puts these
  * straight into its qb_reader_vtable. Same contracts as the functions
- * above (close = qbk_qlinear_free); the data calls are thread-safe on a
+ * above (close = qlinear_free); the data calls are thread-safe on a
  * finished model. */
-void qbk_qlinear_vt_close(qb_reader_handle r);
-qb_status qbk_qlinear_vt_model_info(qb_reader_handle r, qb_model_info *out);
-qb_status qbk_qlinear_vt_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out);
-qb_status qbk_qlinear_vt_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst);
-qb_status qbk_qlinear_vt_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out);
-qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
+void qlinear_vt_close(qb_reader_handle r);
+qb_status qlinear_vt_model_info(qb_reader_handle r, qb_model_info *out);
+qb_status qlinear_vt_tensor_info(qb_reader_handle r, size_t i, qb_tensor_info *out);
+qb_status qlinear_vt_read_rows(qb_reader_handle r, size_t i, int64_t row0, int64_t n, float *dst);
+qb_status qlinear_vt_grid_info(qb_reader_handle r, size_t i, qb_grid_info *out);
+qb_status qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, int64_t n,
                                    qb_grid_rows *out);
 /* ABI 1.2 view: stored tensor i of m's safetensors set (file order) with
  * the canonical tensor it feeds: a dense tensor itself, a quantized
@@ -225,68 +208,68 @@ qb_status qbk_qlinear_vt_read_grid(qb_reader_handle r, size_t i, int64_t row0, i
  * "<module>.<part>" (g_idx) through "<module>.weight" when that is a
  * quantized linear. QB_E_RANGE (no message) past the last. Thread-safe
  * on a finished model. */
-qb_status qbk_qlinear_vt_raw_tensor(qb_reader_handle r, size_t i, qb_raw_tensor_info *out);
+qb_status qlinear_vt_raw_tensor(qb_reader_handle r, size_t i, qb_raw_tensor_info *out);
 
 /* The designated initializers of those entries, for a plugin's
  * qb_reader_vtable after its own .struct_size, .probe and .open. */
-#define QBK_QLINEAR_VT_ENTRIES                                                     \
-    .close = qbk_qlinear_vt_close, .get_model_info = qbk_qlinear_vt_model_info,   \
-    .get_tensor_info = qbk_qlinear_vt_tensor_info,                                \
-    .read_rows = qbk_qlinear_vt_read_rows, .get_grid_info = qbk_qlinear_vt_grid_info, \
-    .read_grid = qbk_qlinear_vt_read_grid, .get_raw_tensor_info = qbk_qlinear_vt_raw_tensor
+#define QLINEAR_VT_ENTRIES                                                     \
+    .close = qlinear_vt_close, .get_model_info = qlinear_vt_model_info,   \
+    .get_tensor_info = qlinear_vt_tensor_info,                                \
+    .read_rows = qlinear_vt_read_rows, .get_grid_info = qlinear_vt_grid_info, \
+    .read_grid = qlinear_vt_read_grid, .get_raw_tensor_info = qlinear_vt_raw_tensor
 
 /* Unsigned storage word `idx` of a packed integer tensor (I8/U8/I16/U16/
  * I32/U32/I64/U64 reinterpreted as unsigned, little-endian, unaligned-safe).
  * The caller guarantees idx is inside the tensor. Pure, thread-safe. */
-uint64_t qbk_qlinear_word(const qb_st_tensor *st, uint64_t idx);
+uint64_t qlinear_word(const qb_st_tensor *st, uint64_t idx);
 
 /* Bits per storage word of an integer dtype, or 0 when not an integer
  * type. Pure, thread-safe. */
-uint32_t qbk_qlinear_word_bits(qb_dtype dt);
+uint32_t qlinear_word_bits(qb_dtype dt);
 
 /* Field `j` of width `bits` of a little-endian bit stream of words
- * stream(w) = qbk_qlinear_word(st, base + w * stride): bits [j*bits, j*bits+bits).
+ * stream(w) = qlinear_word(st, base + w * stride): bits [j*bits, j*bits+bits).
  * A field may straddle two words (GPTQ 3-bit). */
-uint32_t qbk_qlinear_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
+uint32_t qlinear_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
                    uint32_t bits, uint64_t j);
 
 /* Unmaps the whole pages of st's mapped bytes from this process (the page
  * cache keeps them; a later access maps them again). NULL is a no-op. Used
  * after scanning a tensor at open so that open's memory does not grow
  * with the number of tensors. */
-void qbk_qlinear_drop_pages(const qb_st_tensor *st);
+void qlinear_drop_pages(const qb_st_tensor *st);
 
 /* Float value of element `idx` of an F16/BF16/F32 tensor (any
  * other dtype is read as F32). The caller guarantees idx is inside the tensor. Pure,
  * thread-safe. */
-float qbk_qlinear_float_at(const qb_st_tensor *st, uint64_t idx);
+float qlinear_float_at(const qb_st_tensor *st, uint64_t idx);
 
 /* Sets t->symmetric by scanning every real zero (t->dec->params). QB_OK,
  * or QB_E_NOMEM (message set through h) when scratch memory is short, t
  * unchanged. Not concurrent with reads of t (open-time only). */
-qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t);
+qb_status qlinear_compute_symmetric(const qb_host *h, qlinear_tensor *t);
 
 /* Validates `g` as a group map of K columns into G groups of size gs (each
  * group id in [0, G), group j holding exactly gs columns, the last group
  * K - (G-1)*gs). Returns 1 when valid; else 0 with a reason in why. */
-int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len);
+int qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len);
 
 /* 1 when g[k] == k / gs for every k (the contiguous layout), else 0.
  * Pure, thread-safe. */
-int qbk_qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs);
+int qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs);
 
-static inline void qbk_qlinear_params_rows(const qbk_qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
-                                           int32_t *zeros, qbk_qlinear_zero_fn zero_of)
+static inline void qlinear_params_rows(const qlinear_tensor *t, int64_t n0, int64_t nr, float *scales,
+                                           int32_t *zeros, qlinear_zero_fn zero_of)
 {
     int64_t r;
     uint32_t g;
     for (r = 0; r < nr; r++) {
         uint64_t n = (uint64_t)(n0 + r);
         for (g = 0; g < t->G; g++) {
-            scales[r * t->G + g] = qbk_qlinear_float_at(t->scales, (uint64_t)g * (uint64_t)t->N + n);
+            scales[r * t->G + g] = qlinear_float_at(t->scales, (uint64_t)g * (uint64_t)t->N + n);
             zeros[r * t->G + g] = t->qzeros ? zero_of(t, g, n) : t->implicit_zero;
         }
     }
 }
 
-#endif /* QBK_QLINEAR_H */
+#endif /* QLINEAR_H */

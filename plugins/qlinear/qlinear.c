@@ -1,5 +1,5 @@
-/* Quantized-linear reader core: see qbk_qlinear_model.h. */
-#include "qbk_qlinear.h"
+/* Quantized-linear reader core: see qlinear_model.h. */
+#include "qlinear.h"
 #include "qbk_hf_sidefiles.h"
 
 #include <assert.h>
@@ -12,29 +12,18 @@
 #include <cjson/cJSON.h>
 #include <quantbridge/qb_half.h>
 
-#include "qbk_half_row.h"
+#include "qbk_json.h"
 #include "qbk_path.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
-#include "qbk_pages.h"
+#include <quantbridge/base/qb_rows.h>
+#include <quantbridge/base/qb_stdir.h>
 
 /* Rows decoded per scratch chunk: bounds read_rows memory to
- * QBK_QLINEAR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
-#define QBK_QLINEAR_CHUNK 32
+ * QLINEAR_CHUNK * (K + 8 * G) bytes whatever range the caller asks for. */
+#define QLINEAR_CHUNK 32
 
-qbk_qlinear_model *qbk_qlinear_new(const qb_host *host, const char *dir)
-{
-    qbk_qlinear_model *m = qbk_calloc(1, sizeof(*m));
-    if (!m || !(m->dir = qbk_strdup(dir))) {
-        qbk_free(m);
-        host->set_error(host, QB_E_NOMEM, "%s: out of memory", dir);
-        return NULL;
-    }
-    m->host = host;
-    return m;
-}
-
-void qbk_qlinear_free(qbk_qlinear_model *m)
+void qlinear_free(qlinear_model *m)
 {
     size_t i;
     if (!m)
@@ -45,23 +34,17 @@ void qbk_qlinear_free(qbk_qlinear_model *m)
         qbk_free(m->t[i].g_idx);
     }
     qbk_free(m->t);
-    if (m->set)
-        m->host->safetensors->close(m->set);
-    m->host->free(m->host, m->config_json);
-    m->host->free(m->host, m->generation_config_json);
-    qbk_free(m->architecture);
     qbk_free(m->summary);
-    qbk_free(m->tokenizer_dir);
-    qbk_free(m->dir);
+    qb_stdir_close(m->d);
     qbk_free(m);
 }
 
-qbk_qlinear_tensor *qbk_qlinear_append(qbk_qlinear_model *m, const char *name)
+qlinear_tensor *qlinear_append(qlinear_model *m, const char *name)
 {
-    qbk_qlinear_tensor *t;
+    qlinear_tensor *t;
     if (m->n == m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 64;
-        qbk_qlinear_tensor *nt = qbk_realloc(m->t, cap * sizeof(*nt));
+        qlinear_tensor *nt = qbk_realloc(m->t, cap * sizeof(*nt));
         if (!nt)
             goto nomem;
         m->t = nt;
@@ -78,23 +61,23 @@ nomem:
     return NULL;
 }
 
-qbk_qlinear_tensor *qbk_qlinear_append_quant(qbk_qlinear_model *m, const char *module,
-                                            const qbk_qlinear_tensor *proto)
+qlinear_tensor *qlinear_append_quant(qlinear_model *m, const char *module,
+                                            const qlinear_tensor *proto)
 {
-    qbk_qlinear_tensor *t;
+    qlinear_tensor *t;
     char *w = qbk_strdupf("%s.weight", module), *name;
     if (!w) {
         m->host->set_error(m->host, QB_E_NOMEM, "%s: out of memory", module);
         return NULL;
     }
-    t = qbk_qlinear_append(m, w);
+    t = qlinear_append(m, w);
     qbk_free(w);
     if (!t)
         return NULL;
     name = t->name;
     *t = *proto;
     t->name = name;
-    t->kind = QBK_QLINEAR_QUANT;
+    t->kind = QLINEAR_QUANT;
     t->n_dims = 2;
     t->dims[0] = proto->N;
     t->dims[1] = proto->K;
@@ -102,9 +85,9 @@ qbk_qlinear_tensor *qbk_qlinear_append_quant(qbk_qlinear_model *m, const char *m
     return t;
 }
 
-qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st)
+qb_status qlinear_add_dense(qlinear_model *m, const qb_st_tensor *st)
 {
-    qbk_qlinear_tensor *t;
+    qlinear_tensor *t;
     uint32_t d;
     if (st->dtype != QB_DT_F16 && st->dtype != QB_DT_BF16 && st->dtype != QB_DT_F32)
         return m->host->set_error(m->host, QB_E_UNSUPPORTED,
@@ -118,9 +101,9 @@ qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st)
         if (st->dims[d] < 1)
             return m->host->set_error(m->host, QB_E_FORMAT, "%s: %s: empty dimension", st->file,
                                       st->name);
-    if (!(t = qbk_qlinear_append(m, st->name)))
+    if (!(t = qlinear_append(m, st->name)))
         return QB_E_NOMEM;
-    t->kind = QBK_QLINEAR_DENSE;
+    t->kind = QLINEAR_DENSE;
     t->st = st;
     t->n_dims = st->n_dims;
     memcpy(t->dims, st->dims, sizeof(t->dims));
@@ -131,23 +114,8 @@ qb_status qbk_qlinear_add_dense(qbk_qlinear_model *m, const qb_st_tensor *st)
     return QB_OK;
 }
 
-qb_status qbk_qlinear_open(const qb_host *h, const char *path, qbk_qlinear_config_fn load_config, void *cfg,
-                           qbk_qlinear_model **out)
-{
-    qbk_qlinear_model *m = NULL;
-    qb_status st = qbk_qlinear_begin(h, path, &m);
-    *out = NULL;
-    if (st == QB_OK && (st = load_config(h, m->dir, m->config_json, cfg)) == QB_OK)
-        st = qbk_qlinear_open_set(m, path);
-    if (st != QB_OK) {
-        qbk_qlinear_free(m);
-        return st;
-    }
-    *out = m;
-    return QB_OK;
-}
 
-const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
+const qb_st_tensor *qlinear_find(const qb_host *h, const qb_st_set *set, const char *module,
                                      const char *suffix)
 {
     char name[1024];
@@ -158,7 +126,7 @@ const qb_st_tensor *qbk_qlinear_find(const qb_host *h, const qb_st_set *set, con
 
 /* Splits tt's name at the first matching suffix: *module (qbk_malloc'd) and
  * *which, or NULL / -1 for a name with none. */
-static qb_status split_name(qbk_qlinear_model *m, const qb_st_tensor *tt, const char *const *suffixes,
+static qb_status split_name(qlinear_model *m, const qb_st_tensor *tt, const char *const *suffixes,
                             size_t n, char **module, int *which)
 {
     size_t i;
@@ -174,8 +142,8 @@ static qb_status split_name(qbk_qlinear_model *m, const qb_st_tensor *tt, const 
     return QB_OK;
 }
 
-qb_status qbk_qlinear_each(qbk_qlinear_model *m, const char *const *suffixes, size_t n_suffixes,
-                           qbk_qlinear_part_fn fn, void *ctx)
+qb_status qlinear_each(qlinear_model *m, const char *const *suffixes, size_t n_suffixes,
+                           qlinear_part_fn fn, void *ctx)
 {
     const qb_host *h = m->host;
     size_t i, n = h->safetensors->count(m->set);
@@ -189,11 +157,11 @@ qb_status qbk_qlinear_each(qbk_qlinear_model *m, const char *const *suffixes, si
         if ((st = split_name(m, tt, suffixes, n_suffixes, &module, &which)) != QB_OK)
             break;
         if (!module) {
-            if ((st = qbk_qlinear_add_dense(m, tt)) == QB_OK)
+            if ((st = qlinear_add_dense(m, tt)) == QB_OK)
                 st = fn(ctx, m, tt, NULL, -1);
             continue;
         }
-        if (which != 0 && qbk_qlinear_find(h, m->set, module, suffixes[0]))
+        if (which != 0 && qlinear_find(h, m->set, module, suffixes[0]))
             continue; /* consumed by its quantized weight */
         st = fn(ctx, m, tt, module, which);
         if (st == QB_OK && which != 0)
@@ -204,78 +172,20 @@ qb_status qbk_qlinear_each(qbk_qlinear_model *m, const char *const *suffixes, si
     return st;
 }
 
-qb_status qbk_qlinear_load_side_files(qbk_qlinear_model *m)
-{
-    const qb_host *h = m->host;
-    qb_status st;
-    cJSON *cfg = NULL;
-    const cJSON *mt;
-    char **names = NULL;
-    size_t i;
-    int has_tok = 0;
-
-    if ((st = qbk_read_text(h, m->dir, "config.json", &m->config_json)) != QB_OK)
-        goto out;
-    if (!m->config_json) {
-        st = h->set_error(h, QB_E_NOT_FOUND, "%s/config.json: missing", m->dir);
-        goto out;
-    }
-    if ((st = qbk_read_text(h, m->dir, "generation_config.json", &m->generation_config_json)) != QB_OK)
-        goto out;
-    cfg = cJSON_Parse(m->config_json);
-    if (!cfg || !cJSON_IsObject(cfg)) {
-        st = h->set_error(h, QB_E_FORMAT, "%s/config.json: not a JSON object", m->dir);
-        goto out;
-    }
-    mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    if (!cJSON_IsString(mt) || !mt->valuestring[0]) {
-        st = h->set_error(h, QB_E_FORMAT, "%s/config.json: model_type missing", m->dir);
-        goto out;
-    }
-    if (!(m->architecture = qbk_strdup(mt->valuestring))) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
-        goto out;
-    }
-    /* tokenizer files are copied by the host when the reader names a dir;
-     * only their presence matters here, so list instead of reading them */
-    if ((st = h->list_dir(h, m->dir, &names)) != QB_OK)
-        goto out;
-    for (i = 0; names[i]; i++)
-        if (qbk_hf_is_tokenizer_file(names[i])) /* the readers' one rule (qbk_hf_dir_has_tokenizer) */
-            has_tok = 1;
-    if (has_tok && !(m->tokenizer_dir = qbk_strdup(m->dir))) {
-        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", m->dir);
-        goto out;
-    }
-    st = QB_OK;
-out:
-    if (names)
-        h->free_list(h, names);
-    cJSON_Delete(cfg);
-    return st;
-}
-
-qb_status qbk_qlinear_model_info(const qbk_qlinear_model *m, qb_model_info *out)
+qb_status qlinear_model_info(const qlinear_model *m, qb_model_info *out)
 {
     uint32_t ss = out->struct_size;
     if (ss < offsetof(qb_model_info, chat_template) + sizeof(out->chat_template))
         return m->host->set_error(m->host, QB_E_ABI, "%s: qb_model_info too small", m->dir);
     memset(out, 0, sizeof(*out));
     out->struct_size = ss < sizeof(*out) ? ss : (uint32_t)sizeof(*out);
-    out->architecture = m->architecture;
-    out->config_json = m->config_json;
-    out->generation_config_json = m->generation_config_json;
-    out->n_tensors = m->n;
-    out->source_format = m->source_format;
-    out->source_summary = m->summary;
-    out->tokenizer_dir = m->tokenizer_dir;
-    out->chat_template = NULL;
+    qb_stdir_model_info(m->d, m->n, m->source_format, m->summary, out);
     return QB_OK;
 }
 
-qb_status qbk_qlinear_tensor_info(const qbk_qlinear_model *m, size_t i, qb_tensor_info *out)
+qb_status qlinear_tensor_info(const qlinear_model *m, size_t i, qb_tensor_info *out)
 {
-    const qbk_qlinear_tensor *t;
+    const qlinear_tensor *t;
     uint32_t ss = out->struct_size;
     if (i >= m->n)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: tensor index %zu out of range", m->dir, i);
@@ -289,11 +199,11 @@ qb_status qbk_qlinear_tensor_info(const qbk_qlinear_model *m, size_t i, qb_tenso
     memcpy(out->dims, t->dims, sizeof(out->dims));
     out->source_dtype = t->source_dtype;
     out->source_encoding = t->encoding;
-    out->has_grid = t->kind == QBK_QLINEAR_QUANT;
+    out->has_grid = t->kind == QLINEAR_QUANT;
     return QB_OK;
 }
 
-uint32_t qbk_qlinear_word_bits(qb_dtype dt)
+uint32_t qlinear_word_bits(qb_dtype dt)
 {
     switch (dt) {
     case QB_DT_I8:
@@ -313,11 +223,11 @@ uint32_t qbk_qlinear_word_bits(qb_dtype dt)
     }
 }
 
-uint64_t qbk_qlinear_word(const qb_st_tensor *st, uint64_t idx)
+uint64_t qlinear_word(const qb_st_tensor *st, uint64_t idx)
 {
     /* little-endian bytes assembled by hand: data may be unaligned and the
      * stored words are signed (trap: shift only unsigned values) */
-    uint32_t nb = qbk_qlinear_word_bits(st->dtype) / 8, b;
+    uint32_t nb = qlinear_word_bits(st->dtype) / 8, b;
     const uint8_t *p = st->data + idx * nb;
     uint64_t v = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -334,20 +244,20 @@ uint64_t qbk_qlinear_word(const qb_st_tensor *st, uint64_t idx)
     return v;
 }
 
-uint32_t qbk_qlinear_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
+uint32_t qlinear_field(const qb_st_tensor *st, uint64_t base, uint64_t stride, uint32_t word_bits,
                    uint32_t bits, uint64_t j)
 {
     uint64_t pos = j * bits;
     uint64_t w = pos / word_bits;
     uint32_t sh = (uint32_t)(pos % word_bits);
     uint64_t mask = ((uint64_t)1 << bits) - 1;
-    uint64_t v = qbk_qlinear_word(st, base + w * stride) >> sh;
+    uint64_t v = qlinear_word(st, base + w * stride) >> sh;
     if (sh + bits > word_bits) /* straddles into the next word (GPTQ 3-bit) */
-        v |= qbk_qlinear_word(st, base + (w + 1) * stride) << (word_bits - sh);
+        v |= qlinear_word(st, base + (w + 1) * stride) << (word_bits - sh);
     return (uint32_t)(v & mask);
 }
 
-float qbk_qlinear_float_at(const qb_st_tensor *st, uint64_t idx)
+float qlinear_float_at(const qb_st_tensor *st, uint64_t idx)
 {
     uint16_t h;
     float f;
@@ -364,10 +274,10 @@ float qbk_qlinear_float_at(const qb_st_tensor *st, uint64_t idx)
     }
 }
 
-void qbk_qlinear_drop_pages(const qb_st_tensor *st)
+void qlinear_drop_pages(const qb_st_tensor *st)
 {
     if (st)
-        qbk_pages_drop(st->data, st->n_bytes);
+        qb_rows_drop_pages(st->data, st->n_bytes);
 }
 
 /* Notes a read of tensor i; when the previous read was of another tensor,
@@ -375,10 +285,10 @@ void qbk_qlinear_drop_pages(const qb_st_tensor *st)
  * blocks of one before the next), so this bounds the mapped RSS to about
  * one tensor; any other access order only costs page faults. Thread-safe
  * (an atomic exchange; m itself is not const, only the read API is). */
-static void qbk_qlinear_note_read(const qbk_qlinear_model *m, size_t i)
+static void qlinear_note_read(const qlinear_model *m, size_t i)
 {
-    size_t prev = __atomic_exchange_n(&((qbk_qlinear_model *)m)->last_read, i + 1, __ATOMIC_RELAXED);
-    const qbk_qlinear_tensor *t;
+    size_t prev = __atomic_exchange_n(&((qlinear_model *)m)->last_read, i + 1, __ATOMIC_RELAXED);
+    const qlinear_tensor *t;
     size_t k;
     if (prev == 0) {
         /* first read: open touched every tensor's scales / qzeros / g_idx
@@ -386,26 +296,26 @@ static void qbk_qlinear_note_read(const qbk_qlinear_model *m, size_t i)
          * resident until each tensor's turn (~160 MB on a 7B model) */
         for (k = 0; k < m->n; k++)
             if (k != i) {
-                qbk_qlinear_drop_pages(m->t[k].st);
-                qbk_qlinear_drop_pages(m->t[k].qweight);
-                qbk_qlinear_drop_pages(m->t[k].qzeros);
-                qbk_qlinear_drop_pages(m->t[k].scales);
+                qlinear_drop_pages(m->t[k].st);
+                qlinear_drop_pages(m->t[k].qweight);
+                qlinear_drop_pages(m->t[k].qzeros);
+                qlinear_drop_pages(m->t[k].scales);
             }
         return;
     }
     if (prev == i + 1 || prev - 1 >= m->n)
         return;
     t = &m->t[prev - 1];
-    if (t->kind == QBK_QLINEAR_DENSE) {
-        qbk_qlinear_drop_pages(t->st);
+    if (t->kind == QLINEAR_DENSE) {
+        qlinear_drop_pages(t->st);
     } else {
-        qbk_qlinear_drop_pages(t->qweight);
-        qbk_qlinear_drop_pages(t->qzeros);
-        qbk_qlinear_drop_pages(t->scales);
+        qlinear_drop_pages(t->qweight);
+        qlinear_drop_pages(t->qzeros);
+        qlinear_drop_pages(t->scales);
     }
 }
 
-static int64_t qbk_qlinear_rows_of(const qbk_qlinear_tensor *t)
+static int64_t qlinear_rows_of(const qlinear_tensor *t)
 {
     int64_t r = 1;
     uint32_t i;
@@ -416,12 +326,12 @@ static int64_t qbk_qlinear_rows_of(const qbk_qlinear_tensor *t)
     return r;
 }
 
-static qb_status qbk_qlinear_check_range(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows)
+static qb_status qlinear_check_range(const qlinear_model *m, size_t i, int64_t row0, int64_t n_rows)
 {
     int64_t rows;
     if (i >= m->n)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: tensor index %zu out of range", m->dir, i);
-    rows = qbk_qlinear_rows_of(&m->t[i]);
+    rows = qlinear_rows_of(&m->t[i]);
     if (row0 < 0 || n_rows < 0 || row0 > rows || n_rows > rows - row0)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)",
                                   m->dir, m->t[i].name, (long long)row0, (long long)n_rows,
@@ -437,7 +347,7 @@ static qb_status qbk_qlinear_check_range(const qbk_qlinear_model *m, size_t i, i
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-static void qbk_qlinear_dequant_group(const uint8_t *c, int64_t n, int32_t z, float s, float *d)
+static void qlinear_dequant_group(const uint8_t *c, int64_t n, int32_t z, float s, float *d)
 {
     int64_t k = 0;
 #if defined(__SSE2__)
@@ -460,57 +370,53 @@ static void qbk_qlinear_dequant_group(const uint8_t *c, int64_t n, int32_t z, fl
         d[k] = (float)((int32_t)c[k] - z) * s;
 }
 
-static inline uint32_t qbk_qlinear_group_of(const qbk_qlinear_tensor *t, int64_t k)
+static inline uint32_t qlinear_group_of(const qlinear_tensor *t, int64_t k)
 {
     return t->g_idx ? (uint32_t)t->g_idx[k] : (uint32_t)(k / t->gs);
 }
 
-qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst)
+qb_status qlinear_read_rows(const qlinear_model *m, size_t i, int64_t row0, int64_t n_rows, float *dst)
 {
-    const qbk_qlinear_tensor *t;
-    qb_status st = qbk_qlinear_check_range(m, i, row0, n_rows);
+    const qlinear_tensor *t;
+    qb_status st = qlinear_check_range(m, i, row0, n_rows);
     uint8_t *codes = NULL;
     float *scales = NULL;
     int32_t *zeros = NULL;
     int64_t r0;
     if (st != QB_OK)
         return st;
-    qbk_qlinear_note_read(m, i);
+    qlinear_note_read(m, i);
     t = &m->t[i];
-    if (t->kind == QBK_QLINEAR_DENSE) {
+    if (t->kind == QLINEAR_DENSE) {
         int64_t cols = t->dims[t->n_dims - 1];
         uint64_t e, base = (uint64_t)row0 * (uint64_t)cols, n = (uint64_t)n_rows * (uint64_t)cols;
-        /* one loop per dtype (not qbk_qlinear_float_at per element): perf showed
+        /* one loop per dtype (not qlinear_float_at per element): perf showed
          * the per-element dtype switch at ~7 % of a GPTQ conversion */
-        if (t->st->dtype == QB_DT_F32) {
-            memcpy(dst, t->st->data + 4 * base, 4 * n);
-        } else if (t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16) {
-            if (t->st->dtype == QB_DT_BF16)
-                qbk_half_bf16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
-            else
-                qbk_half_f16_row_to_f32(t->st->data + 2 * base, dst, (size_t)n);
+        if (qb_rows_dense_size(t->st->dtype)) {
+            qb_rows_to_f32(t->st->dtype, t->st->data + qb_rows_dense_size(t->st->dtype) * base,
+                           (size_t)n, dst);
         } else {
             for (e = 0; e < n; e++)
-                dst[e] = qbk_qlinear_float_at(t->st, base + e);
+                dst[e] = qlinear_float_at(t->st, base + e);
         }
         /* dense rows are contiguous and read once: drop them now (a 32000 x
          * 4096 fp16 embedding alone is 250 MiB) */
         {
-            /* element sizes as qbk_qlinear_float_at reads them */
+            /* element sizes as qlinear_float_at reads them */
             uint64_t esz = t->st->dtype == QB_DT_F16 || t->st->dtype == QB_DT_BF16 ? 2 : 4;
-            qbk_pages_drop(t->st->data + base * esz, n * esz);
+            qb_rows_drop_pages(t->st->data + base * esz, n * esz);
         }
         return QB_OK;
     }
-    codes = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * (size_t)t->K);
-    scales = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
-    zeros = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
+    codes = qbk_malloc((size_t)QLINEAR_CHUNK * (size_t)t->K);
+    scales = qbk_malloc((size_t)QLINEAR_CHUNK * t->G * sizeof(float));
+    zeros = qbk_malloc((size_t)QLINEAR_CHUNK * t->G * sizeof(int32_t));
     if (!codes || !scales || !zeros) {
         st = m->host->set_error(m->host, QB_E_NOMEM, "%s: %s: out of memory", m->dir, t->name);
         goto out;
     }
-    for (r0 = 0; r0 < n_rows; r0 += QBK_QLINEAR_CHUNK) {
-        int64_t nr = n_rows - r0 < QBK_QLINEAR_CHUNK ? n_rows - r0 : QBK_QLINEAR_CHUNK, r, k;
+    for (r0 = 0; r0 < n_rows; r0 += QLINEAR_CHUNK) {
+        int64_t nr = n_rows - r0 < QLINEAR_CHUNK ? n_rows - r0 : QLINEAR_CHUNK, r, k;
         t->dec->codes(t, row0 + r0, nr, codes);
         t->dec->params(t, row0 + r0, nr, scales, zeros);
         for (r = 0; r < nr; r++) {
@@ -525,12 +431,12 @@ qb_status qbk_qlinear_read_rows(const qbk_qlinear_model *m, size_t i, int64_t ro
                     int64_t k1 = k0 + t->gs < t->K ? k0 + t->gs : t->K;
                     int32_t zg = z[k0 / t->gs];
                     float sg = s[k0 / t->gs];
-                    qbk_qlinear_dequant_group(c + k0, k1 - k0, zg, sg, d + k0);
+                    qlinear_dequant_group(c + k0, k1 - k0, zg, sg, d + k0);
                 }
                 continue;
             }
             for (k = 0; k < t->K; k++) {
-                uint32_t g = qbk_qlinear_group_of(t, k);
+                uint32_t g = qlinear_group_of(t, k);
                 /* the qb_tensor.h promise: integer difference, one fp32 multiply */
                 d[k] = (float)((int32_t)c[k] - z[g]) * s[g];
             }
@@ -543,14 +449,14 @@ out:
     return st;
 }
 
-qb_status qbk_qlinear_grid_info(const qbk_qlinear_model *m, size_t i, qb_grid_info *out)
+qb_status qlinear_grid_info(const qlinear_model *m, size_t i, qb_grid_info *out)
 {
-    const qbk_qlinear_tensor *t;
+    const qlinear_tensor *t;
     uint32_t ss = out->struct_size;
     if (i >= m->n)
         return m->host->set_error(m->host, QB_E_RANGE, "%s: tensor index %zu out of range", m->dir, i);
     t = &m->t[i];
-    if (t->kind != QBK_QLINEAR_QUANT)
+    if (t->kind != QLINEAR_QUANT)
         return m->host->set_error(m->host, QB_E_UNSUPPORTED, "%s: %s: dense tensor has no integer grid",
                                   m->dir, t->name);
     if (ss < offsetof(qb_grid_info, scale_dtype) + sizeof(out->scale_dtype))
@@ -566,16 +472,16 @@ qb_status qbk_qlinear_grid_info(const qbk_qlinear_model *m, size_t i, qb_grid_in
     return QB_OK;
 }
 
-qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
+qb_status qlinear_read_grid(const qlinear_model *m, size_t i, int64_t row0, int64_t n_rows,
                         qb_grid_rows *out)
 {
-    const qbk_qlinear_tensor *t;
-    qb_status st = qbk_qlinear_check_range(m, i, row0, n_rows);
+    const qlinear_tensor *t;
+    qb_status st = qlinear_check_range(m, i, row0, n_rows);
     if (st != QB_OK)
         return st;
-    qbk_qlinear_note_read(m, i);
+    qlinear_note_read(m, i);
     t = &m->t[i];
-    if (t->kind != QBK_QLINEAR_QUANT)
+    if (t->kind != QLINEAR_QUANT)
         return m->host->set_error(m->host, QB_E_UNSUPPORTED, "%s: %s: dense tensor has no integer grid",
                                   m->dir, t->name);
     if (!out || !out->codes || !out->scales || !out->zeros)
@@ -586,10 +492,10 @@ qb_status qbk_qlinear_read_grid(const qbk_qlinear_model *m, size_t i, int64_t ro
     return QB_OK;
 }
 
-qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t)
+qb_status qlinear_compute_symmetric(const qb_host *h, qlinear_tensor *t)
 {
-    float *s = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(float));
-    int32_t *z = qbk_malloc((size_t)QBK_QLINEAR_CHUNK * t->G * sizeof(int32_t));
+    float *s = qbk_malloc((size_t)QLINEAR_CHUNK * t->G * sizeof(float));
+    int32_t *z = qbk_malloc((size_t)QLINEAR_CHUNK * t->G * sizeof(int32_t));
     int32_t want = (int32_t)1 << (t->bits - 1);
     int64_t r0, e;
     qb_status st = QB_OK;
@@ -598,8 +504,8 @@ qb_status qbk_qlinear_compute_symmetric(const qb_host *h, qbk_qlinear_tensor *t)
         goto out;
     }
     t->symmetric = 1;
-    for (r0 = 0; r0 < t->N && t->symmetric; r0 += QBK_QLINEAR_CHUNK) {
-        int64_t nr = t->N - r0 < QBK_QLINEAR_CHUNK ? t->N - r0 : QBK_QLINEAR_CHUNK;
+    for (r0 = 0; r0 < t->N && t->symmetric; r0 += QLINEAR_CHUNK) {
+        int64_t nr = t->N - r0 < QLINEAR_CHUNK ? t->N - r0 : QLINEAR_CHUNK;
         t->dec->params(t, r0, nr, s, z);
         for (e = 0; e < nr * (int64_t)t->G; e++)
             if (z[e] != want) {
@@ -612,14 +518,14 @@ out:
      * without this, open kept ~150 MB of a 7B model's scales and zeros
      * mapped until the first read (measured VmHWM 147 MB vs 42 MB while
      * streaming) */
-    qbk_qlinear_drop_pages(t->qzeros);
-    qbk_qlinear_drop_pages(t->scales);
+    qlinear_drop_pages(t->qzeros);
+    qlinear_drop_pages(t->scales);
     qbk_free(s);
     qbk_free(z);
     return st;
 }
 
-int qbk_qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len)
+int qlinear_gidx_valid(const int32_t *g, int64_t K, uint32_t G, int64_t gs, char *why, size_t why_len)
 {
     int64_t *count = qbk_calloc(G ? G : 1, sizeof(int64_t));
     int64_t k;
@@ -653,7 +559,7 @@ out:
     return ok;
 }
 
-int qbk_qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs)
+int qlinear_gidx_trivial(const int32_t *g, int64_t K, int64_t gs)
 {
     int64_t k;
     for (k = 0; k < K; k++)

@@ -1,22 +1,30 @@
 /*
- * quantbridge host — the strict JSON parser behind qb_json_api.parse.
+ * quantbridge internal kit — the one strict JSON parser (qbk_json.h): every
+ * JSON file the project reads (config.json, quantization configs,
+ * tokenizer files, manifests, indexes) goes through it, in the host (its
+ * qb_json service is a wrapper over this), in every plugin and in
+ * libquantbridge-w4a16. cJSON only holds the tree and builds output.
  *
- * Its own recursive descent building cJSON nodes (json_node.h), not
- * cJSON_Parse*: cJSON accepts what RFC 8259 refuses or the contract of
- * qb_json.h forbids (leading zeros "01", "1.", raw control characters and
- * invalid UTF-8 in strings, duplicate keys, "\u0000" silently ending a
- * string, 1e400 as infinity), cannot tell running out of memory from bad
- * text, and reports errors through one process-wide pointer. Here every
- * refusal has a reason and a byte offset, and every number remembers
- * whether its text is an integer held exactly (get_int).
+ * Its own recursive descent building cJSON nodes, not cJSON_Parse*: cJSON
+ * accepts what RFC 8259 refuses or the contract of qb_json.h forbids
+ * (leading zeros "01", "1.", raw control characters and invalid UTF-8 in
+ * strings, duplicate keys, "\u0000" silently ending a string, 1e400 as
+ * infinity), cannot tell running out of memory from bad text, and reports
+ * errors through one process-wide pointer. Here every refusal has a reason
+ * and a byte offset, and every number remembers whether its text is an
+ * integer held exactly (QBK_JSON_INT_OK).
  */
+#include <assert.h>
+#include <locale.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <glib.h>
-
-#include "json_node.h"
+#include "qbk_alloc.h"
+#include "qbk_json.h"
+#include "qbk_path.h"
 
 /* A key of an open object and where it starts, for the duplicate check. */
 typedef struct jkey {
@@ -28,12 +36,15 @@ typedef struct jparser {
     const unsigned char *s;
     size_t len, pos;
     unsigned depth;
+    int (*admit)(void); /* asked before every allocation; NULL: always yes */
     jkey *keys; /* members of every open object, innermost last */
     size_t n_keys, cap_keys;
+    const char *member; /* key of the object member being parsed; NULL in an array or at the top */
     /* the first failure */
     qb_status rc;
     size_t err_pos;
     char err[192];
+    char dup_key[64], dup_in[64]; /* a duplicate key and the member holding its object */
 } jparser;
 
 static qb_status perr(jparser *p, size_t pos, const char *fmt, ...)
@@ -58,6 +69,66 @@ static qb_status pnomem(jparser *p)
         p->err_pos = p->pos;
     }
     return p->rc;
+}
+
+/* ---- allocation: every point asks p->admit first (the host's fault
+ * injection reaches the parser through it) ---------------------------- */
+
+static int admitted(const jparser *p)
+{
+    return !p->admit || p->admit();
+}
+
+cJSON *qbk_json_node_new(int type, int (*admit)(void))
+{
+    cJSON *n;
+    if (admit && !admit())
+        return NULL;
+    n = cJSON_CreateNull();
+    if (n) {
+        n->type = type;
+        n->valuedouble = 0.0;
+    }
+    return n;
+}
+
+char *qbk_json_buf_new(size_t n, int (*admit)(void))
+{
+    if (admit && !admit())
+        return NULL;
+    return cJSON_malloc(n);
+}
+
+static cJSON *jnode_new(const jparser *p, int type)
+{
+    return qbk_json_node_new(type, p->admit);
+}
+
+static char *jbuf_new(const jparser *p, size_t n)
+{
+    return qbk_json_buf_new(n, p->admit);
+}
+
+static void *palloc(const jparser *p, size_t n)
+{
+    if (!admitted(p))
+        return NULL;
+    return qbk_malloc(n);
+}
+
+/* The "C" locale for strtod_l: JSON's decimal point is '.', whatever the
+ * process locale says. glibc hands out one static object for "C", so two
+ * threads racing here get the same value. */
+static locale_t c_locale(void)
+{
+    static locale_t loc;
+    locale_t l = __atomic_load_n(&loc, __ATOMIC_ACQUIRE);
+    if (!l) {
+        l = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+        if (l)
+            __atomic_store_n(&loc, l, __ATOMIC_RELEASE);
+    }
+    return l;
 }
 
 static void skip_ws(jparser *p)
@@ -117,7 +188,7 @@ static int hex4(const unsigned char *s, unsigned *out)
     return 1;
 }
 
-size_t qbh_json_utf8_seq(const unsigned char *s, size_t n)
+size_t qbk_json_utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];
     unsigned char lo = 0x80, hi = 0xbf;
@@ -211,7 +282,7 @@ static qb_status parse_string(jparser *p, char **out)
             end++;
     if (end >= p->len)
         return perr(p, start, "unterminated string");
-    d = qbh_jbuf_new(end - start);
+    d = jbuf_new(p, end - start);
     if (!d)
         return pnomem(p);
     p->pos = start + 1;
@@ -240,7 +311,7 @@ static qb_status parse_string(jparser *p, char **out)
             perr(p, p->pos, "control character 0x%02x inside a string (must be escaped)", c);
             goto fail;
         } else {
-            size_t k = qbh_json_utf8_seq(p->s + p->pos, end - p->pos);
+            size_t k = qbk_json_utf8_seq(p->s + p->pos, end - p->pos);
             if (!k) {
                 perr(p, p->pos, "invalid UTF-8 in a string");
                 goto fail;
@@ -325,7 +396,8 @@ static qb_status parse_number(jparser *p, cJSON **out)
     size_t start = p->pos;
     const unsigned char *s = p->s;
     char small[64], *buf = small;
-    double v;
+    double v = 0.0;
+    locale_t loc;
     cJSON *n;
 
     *out = NULL;
@@ -357,27 +429,32 @@ static qb_status parse_number(jparser *p, cJSON **out)
         while (p->pos < p->len && s[p->pos] >= '0' && s[p->pos] <= '9')
             p->pos++;
     }
-    /* The text is not NUL-terminated: convert a copy (g_ascii_strtod
-     * ignores the locale's decimal point). */
+    /* The text is not NUL-terminated: convert a copy, in the "C" locale
+     * (the process locale's decimal point may not be '.'). */
     if (p->pos - start >= sizeof small) {
-        buf = qbh_alloc(p->pos - start + 1);
+        buf = palloc(p, p->pos - start + 1);
         if (!buf)
             return pnomem(p);
     }
     memcpy(buf, s + start, p->pos - start);
     buf[p->pos - start] = '\0';
-    v = g_ascii_strtod(buf, NULL);
+    loc = c_locale();
+    if (loc)
+        v = strtod_l(buf, NULL, loc);
     if (buf != small)
-        qbh_free(buf);
+        qbk_free(buf);
+    if (!loc)
+        return pnomem(p);
     if (isinf(v))
         return perr(p, start, "number out of the range of a double");
-    n = qbh_jnode_new(cJSON_Number);
+    n = jnode_new(p, cJSON_Number);
     if (!n)
         return pnomem(p);
     n->valuedouble = v;
-    n->valueint = 0; /* never read: get_int uses the flag and the double */
+    /* what cJSON's own parser stores (saturated), for code reading valueint */
+    n->valueint = v >= (double)INT32_MAX ? INT32_MAX : v <= (double)INT32_MIN ? INT32_MIN : (int)v;
     if (text_is_exact_int(s + start, p->pos - start))
-        n->type |= QBH_JSON_INT_OK;
+        n->type |= QBK_JSON_INT_OK;
     *out = n;
     return QB_OK;
 }
@@ -391,7 +468,7 @@ static qb_status literal(jparser *p, const char *word, int type, cJSON **out)
     size_t n = strlen(word);
     if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0)
         return unexpected(p, "a JSON value");
-    *out = qbh_jnode_new(type);
+    *out = jnode_new(p, type);
     if (!*out)
         return pnomem(p);
     p->pos += n;
@@ -409,7 +486,7 @@ static int key_cmp(const void *a, const void *b)
 
 /* Refuses a key that occurs twice among keys[base..n_keys): the first
  * repetition in document order is named. */
-static qb_status check_duplicates(jparser *p, size_t base)
+static qb_status check_duplicates(jparser *p, size_t base, const char *self)
 {
     jkey *k = p->keys + base;
     size_t n = p->n_keys - base, i, best = SIZE_MAX, which = 0;
@@ -432,19 +509,22 @@ static qb_status check_duplicates(jparser *p, size_t base)
     shown[i] = '\0';
     if (k[which].key[i])
         strcpy(shown + i, "...");
-    return perr(p, best, "duplicate key \"%s\" (a key may appear once per object)", shown);
+    perr(p, best, "duplicate key \"%s\" (a key may appear once per object)", shown);
+    snprintf(p->dup_key, sizeof p->dup_key, "%s", k[which].key);
+    snprintf(p->dup_in, sizeof p->dup_in, "%s", self ? self : "");
+    return p->rc;
 }
 
 static qb_status push_key(jparser *p, const char *key, size_t off)
 {
     if (p->n_keys == p->cap_keys) {
         size_t nc = p->cap_keys ? p->cap_keys * 2 : 32;
-        jkey *g = qbh_alloc(nc * sizeof *g);
+        jkey *g = palloc(p, nc * sizeof *g);
         if (!g)
             return pnomem(p);
         if (p->n_keys)
             memcpy(g, p->keys, p->n_keys * sizeof *g);
-        qbh_free(p->keys);
+        qbk_free(p->keys);
         p->keys = g;
         p->cap_keys = nc;
     }
@@ -457,8 +537,9 @@ static qb_status push_key(jparser *p, const char *key, size_t off)
 static qb_status parse_object(jparser *p, cJSON **out)
 {
     size_t base = p->n_keys, n = 0;
-    cJSON *obj = qbh_jnode_new(cJSON_Object), *child = NULL;
+    cJSON *obj = jnode_new(p, cJSON_Object), *child = NULL;
     char *key = NULL;
+    const char *self = p->member; /* its own key in the parent object, for messages */
 
     *out = NULL;
     if (!obj)
@@ -491,6 +572,7 @@ static qb_status parse_object(jparser *p, cJSON **out)
         }
         p->pos++;
         skip_ws(p);
+        p->member = key;
         if (parse_value(p, &child))
             goto fail;
         child->string = key;
@@ -511,10 +593,10 @@ static qb_status parse_object(jparser *p, cJSON **out)
         unexpected(p, "',' or '}' after an object member");
         goto fail;
     }
-    if (check_duplicates(p, base))
+    if (check_duplicates(p, base, self))
         goto fail;
     p->n_keys = base;
-    qbh_jcount_set(obj, n);
+    obj->valuedouble = (double)n;
     *out = obj;
     return QB_OK;
 fail:
@@ -527,7 +609,7 @@ fail:
 static qb_status parse_array(jparser *p, cJSON **out)
 {
     size_t n = 0;
-    cJSON *arr = qbh_jnode_new(cJSON_Array), *child = NULL;
+    cJSON *arr = jnode_new(p, cJSON_Array), *child = NULL;
 
     *out = NULL;
     if (!arr)
@@ -545,6 +627,7 @@ static qb_status parse_array(jparser *p, cJSON **out)
             perr(p, p->pos, "trailing comma before ']'");
             goto fail;
         }
+        p->member = NULL;
         if (parse_value(p, &child))
             goto fail;
         cJSON_AddItemToArray(arr, child);
@@ -561,7 +644,7 @@ static qb_status parse_array(jparser *p, cJSON **out)
         unexpected(p, "',' or ']' after an array element");
         goto fail;
     }
-    qbh_jcount_set(arr, n);
+    arr->valuedouble = (double)n;
     *out = arr;
     return QB_OK;
 fail:
@@ -579,8 +662,8 @@ static qb_status parse_value(jparser *p, cJSON **out)
     switch (p->s[p->pos]) {
     case '{':
     case '[':
-        if (p->depth >= QBH_JSON_MAX_DEPTH)
-            return perr(p, p->pos, "nested deeper than %d levels", QBH_JSON_MAX_DEPTH);
+        if (p->depth >= QBK_JSON_MAX_DEPTH)
+            return perr(p, p->pos, "nested deeper than %d levels", QBK_JSON_MAX_DEPTH);
         p->depth++;
         rc = p->s[p->pos] == '{' ? parse_object(p, out) : parse_array(p, out);
         p->depth--;
@@ -588,7 +671,7 @@ static qb_status parse_value(jparser *p, cJSON **out)
     case '"':
         if (parse_string(p, &str))
             return p->rc;
-        *out = qbh_jnode_new(cJSON_String);
+        *out = jnode_new(p, cJSON_String);
         if (!*out) {
             cJSON_free(str);
             return pnomem(p);
@@ -605,21 +688,19 @@ static qb_status parse_value(jparser *p, cJSON **out)
     }
 }
 
-qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json **out)
+qb_status qbk_json_parse_text(const char *text, size_t len, int (*admit)(void), cJSON **out,
+                              qbk_json_fail *fail)
 {
     jparser p;
     cJSON *root = NULL;
 
-    if (!what)
-        what = "JSON text";
-    if (!out)
-        return qbh_error_set(QB_E_INVALID, "%s: no place for the result (out is NULL)", what);
+    assert(text && out && fail);
     *out = NULL;
-    if (!text)
-        return qbh_error_set(QB_E_INVALID, "%s: no text to parse (NULL)", what);
+    memset(fail, 0, sizeof *fail);
     memset(&p, 0, sizeof p);
     p.s = (const unsigned char *)text;
     p.len = len;
+    p.admit = admit;
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
         perr(&p, 0, "starts with a UTF-8 byte order mark (RFC 8259 forbids one)");
     else {
@@ -632,14 +713,102 @@ qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json
                 perr(&p, p.pos, "more data after the JSON value");
         }
     }
-    qbh_free(p.keys);
+    qbk_free(p.keys);
     if (p.rc) {
+        fail->rc = p.rc;
+        fail->offset = p.err_pos;
+        if (p.rc == QB_E_FORMAT)
+            memcpy(fail->reason, p.err, sizeof fail->reason);
+        else
+            snprintf(fail->reason, sizeof fail->reason, "out of memory");
+        memcpy(fail->dup_key, p.dup_key, sizeof fail->dup_key);
+        memcpy(fail->dup_in, p.dup_in, sizeof fail->dup_in);
         cJSON_Delete(root);
-        if (p.rc == QB_E_NOMEM)
-            return qbh_error_set(QB_E_NOMEM, "%s: out of memory parsing JSON (at byte %zu)", what,
-                                 p.err_pos);
-        return qbh_error_set(p.rc, "%s: invalid JSON at byte %zu: %s", what, p.err_pos, p.err);
+        return p.rc;
     }
-    *out = (qb_json *)(void *)root;
+    *out = root;
     return QB_OK;
+}
+
+void qbk_json_fail_text(const qbk_json_fail *f, const char *what, char *buf, size_t n)
+{
+    if (!what)
+        what = "JSON text";
+    if (f->rc == QB_E_NOMEM)
+        snprintf(buf, n, "%s: out of memory parsing JSON (at byte %zu)", what, f->offset);
+    else
+        snprintf(buf, n, "%s: invalid JSON at byte %zu: %s", what, f->offset, f->reason);
+}
+
+qb_status qbk_json_parse(const qb_host *h, const char *what, const char *text, size_t len,
+                         cJSON **out)
+{
+    qbk_json_fail f;
+    char msg[1024 + sizeof f.reason];
+    qb_status rc;
+
+    assert(h && out);
+    *out = NULL;
+    if (!text)
+        return h->set_error(h, QB_E_INVALID, "%s: no text to parse (NULL)", what ? what : "JSON text");
+    rc = qbk_json_parse_text(text, len, NULL, out, &f);
+    if (rc == QB_OK)
+        return QB_OK;
+    qbk_json_fail_text(&f, what, msg, sizeof msg);
+    return h->set_error(h, rc, "%s", msg);
+}
+
+qb_status qbk_json_parse_file(const qb_host *h, const char *dir, const char *name,
+                              const char *text, size_t len, cJSON **out)
+{
+    char *what = qbk_path_join(dir, name);
+    qb_status rc;
+    *out = NULL;
+    if (!what)
+        return h->set_error(h, QB_E_NOMEM, "%s/%s: out of memory", dir, name);
+    rc = qbk_json_parse(h, what, text, len, out);
+    qbk_free(what);
+    return rc;
+}
+
+qb_status qbk_json_parse_object(const qb_host *h, const char *what, const char *text, size_t len,
+                                cJSON **out)
+{
+    qb_status rc = qbk_json_parse(h, what, text, len, out);
+    if (rc == QB_OK && !cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        rc = h->set_error(h, QB_E_FORMAT, "%s: not a JSON object", what ? what : "JSON text");
+    }
+    return rc;
+}
+
+qb_status qbk_json_parse_config(const qb_host *h, const char *source, const char *config_json,
+                                cJSON **out)
+{
+    char what[1100];
+    snprintf(what, sizeof what, "%s: config.json", source ? source : "the source model");
+    *out = NULL;
+    if (!config_json)
+        return h->set_error(h, QB_E_FORMAT, "%s: missing (the source reader gives no model config)",
+                            what);
+    return qbk_json_parse_object(h, what, config_json, strlen(config_json), out);
+}
+
+cJSON *qbk_json_parse_quiet(const char *text, size_t len)
+{
+    qbk_json_fail f;
+    cJSON *out = NULL;
+    if (!text || qbk_json_parse_text(text, len, NULL, &out, &f) != QB_OK)
+        return NULL;
+    return out;
+}
+
+int qbk_json_int(const cJSON *n, int64_t *out)
+{
+    if (!cJSON_IsNumber(n) || !(n->type & QBK_JSON_INT_OK))
+        return 0;
+    if (out)
+        *out = (int64_t)n->valuedouble;
+    return 1;
 }
