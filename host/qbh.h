@@ -1,7 +1,10 @@
 /*
- * quantbridge host — the single internal header (the role sqliteInt.h plays
- * in SQLite). Every host source includes it; nothing here crosses the SDK
- * boundary: plugins see only the SDK headers (sdk/include/quantbridge).
+ * quantbridge host core (host/, qbh_core) — its one header (the role
+ * sqliteInt.h plays in SQLite). The host's other libraries (host/pipeline,
+ * host/verify, host/check, host/cli) build on it; the model library and the
+ * tokenizer (host/model, host/tokenizer) do not: they see the SDK only.
+ * Nothing here crosses the SDK boundary: plugins see only the SDK headers
+ * (sdk/include/quantbridge).
  *
  * Layout (one concept per file):
  *   error.c       per-thread error slot (qb_host.set_error)
@@ -25,11 +28,9 @@
  *   stale.c       leftover temp dirs of dead runs: proof and removal
  *   probe_fork.c  probing an untrusted plugin in a forked child
  *   testhooks.c   test-only fault hooks read from the environment
- *   plugin_check_*.c  `plugin-check`, the conformance kit (plugin_check.h)
  *   progress.c    progress display
  *   plan.c        the writer's plan of a conversion (convert --dry-run)
- *   inspect_tokenizer.c  the tokenizer part of `inspect`
- *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
+ *   build_info.c  configure-time facts (--version, verify's report)
  *
  * Conventions: functions return qb_status (0 or a negative QB_E_*) and set
  * the calling thread's error message with qbh_error_set() on failure.
@@ -579,28 +580,6 @@ qb_status qbh_model_facts_compute(const char *what, const char *config_json,
  * 0 when none is known. */
 size_t qbh_model_facts_text(const qb_model_facts *f, char *buf, size_t n);
 
-/* ---- inspect_tokenizer.c ---------------------------------------------------- */
-
-struct cJSON;
-/* What `inspect` shows of mi's tokenizer, read from the files in
- * mi->tokenizer_dir (tokenizer.json, tokenizer_config.json,
- * chat_template.jinja) and mi->chat_template: {"dir", "kind" (model.type,
- * null without tokenizer.json), "byte_level", "byte_fallback",
- * "pre_tokenizer", "normalizer" (component types, "Split x3 + ByteLevel"),
- * "vocab_size", "special_tokens": {bos|eos|unk|pad: {"token", "id"} or
- * null}, "add_bos_token", "add_eos_token" (bool or null), "chat_template"
- * (bool), "chat_templates" (names of the list form), "rebuild_notes"
- * (tokenizer_config.json's quantbridge_rebuild_notes: what a reader that
- * rebuilt the files could not recover; [] when none)}, plus "error" naming
- * the file when one cannot be read or parsed. Returns a new cJSON object
- * (caller deletes), NULL when the source has no tokenizer dir and no chat
- * template, or on out of memory. Reads files; thread-safe. */
-struct cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi);
-/* The same as text lines ("tokenizer kind: ...", "tokenizer special: ...",
- * "chat template: ...", one "tokenizer note: ..." per rebuild note) on f;
- * "tokenizer: none" when there is none. */
-void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi);
-
 /* ---- sink.c --------------------------------------------------------------- */
 
 typedef struct qbh_sink qbh_sink;
@@ -827,74 +806,6 @@ void qbh_plan_print(const qbh_plan *p, const qbh_source *src, FILE *f);
 /* The plan as a JSON document {"tensors": [...], "totals": {...}, ...};
  * malloc'd text (free), NULL with QB_E_NOMEM set. */
 char *qbh_plan_json(const qbh_plan *p, const qbh_source *src);
-
-/* ---- commands ------------------------------------------------------------- */
-
-/* Options every command accepts. */
-typedef struct qbh_common {
-    const char *config;
-    int verbose;
-    uint32_t threads;
-    char **plugin_dirs;   /* --plugin-dir values, absolute (qbh_common_add_plugin_dir) */
-    size_t n_plugin_dirs;
-} qbh_common;
-
-/* Appends --plugin-dir `arg` to co: a relative path is resolved against
- * the cwd (realpath: it is explicit, typed for this run). QB_E_NOT_FOUND
- * when it is no directory, QB_E_NOMEM; the message names the argument and
- * the caller exits with QBH_EXIT_USAGE. Freed by qbh_common_free. */
-qb_status qbh_common_add_plugin_dir(qbh_common *co, const char *arg);
-void qbh_common_free(qbh_common *co);
-
-int qbh_cmd_plugins(int argc, char **argv, qbh_common *co);
-int qbh_cmd_inspect(int argc, char **argv, qbh_common *co);
-int qbh_cmd_convert(int argc, char **argv, qbh_common *co);
-/* `plugin-check LIB`: the conformance kit (cmd_plugin_check.c). */
-int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co);
-/* The CLI: dispatches to a command; returns the exit code. */
-int qbh_cli_main(int argc, char **argv);
-/* Prints "quantbridge: error: <msg>" for the thread's current error. */
-void qbh_cli_report(void);
-/* Installs the SIGBUS handler (fatal.c), applies co (verbosity, threads,
- * tty detection), starts the pool and
- * opens the registry from co->config and co->plugin_dirs. Returns QB_OK or an error (message
- * set). Main thread only. */
-qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg);
-/* Parses a --threads value; QB_E_INVALID when not in [1, 1024]. */
-qb_status qbh_parse_threads(const char *s, uint32_t *out);
-
-/* ---- cli_args.c ----------------------------------------------------------- */
-
-struct option;
-/* Checks every "--NAME[=V]" of argv[1..argc) (up to a lone "--") against
- * opts (getopt_long's table, NULL-name terminated): NAME must be an option
- * name exactly (no prefixes). The value of a required_argument option
- * given apart is skipped. On the first unknown NAME prints one
- * "quantbridge: error: CMD: unknown option" line (with "did you mean
- * --X?" when one is close) and the help hint, and returns -1 (the caller
- * exits QBH_EXIT_USAGE); else 0. cmd may be NULL (global options). */
-int qbh_cli_check_long(int argc, char **argv, const struct option *opts, const char *cmd);
-/* The option name of opts that `typed` most likely meant: the shortest
- * name it is a prefix of, else the closest by edit distance when within a third
- * of its length (at least 2 edits), else NULL. Pure. */
-const char *qbh_cli_suggest(const char *typed, const struct option *opts);
-/* Splits an --option value "KEY=VALUE" in place (the '=' becomes NUL) into
- * out (origin "--option"). Returns 0, or -1 after printing one usage
- * error line when there is no '=' or no KEY (the caller exits
- * QBH_EXIT_USAGE). arg must outlive out. */
-int qbh_cli_option_kv(char *arg, qbh_opt *out);
-/* Handles the options every command shares, by their getopt codes: 'C'
- * (--config), 'P' (--plugin-dir), 'v' (--verbose), 'T' (--threads), with
- * value arg. Returns 0, or -1 after reporting the error (bad --threads or
- * --plugin-dir; the caller exits QBH_EXIT_USAGE). Main thread only. */
-int qbh_cli_common_opt(int c, const char *arg, qbh_common *co);
-/* Prints "try 'quantbridge help CMD'" on stderr (CMD NULL: no command). */
-void qbh_cli_usage_hint(const char *cmd);
-/* QB_OK when the directory that will hold `path` (its parent; "." for a
- * bare name) exists, is a directory and is writable; else an error whose
- * message starts with `what` and `path` (QB_E_NOT_FOUND, QB_E_INVALID,
- * QB_E_IO). Checked before any work so a bad path fails at once. */
-qb_status qbh_cli_check_out_parent(const char *path, const char *what);
 
 /* ---- build_info.c --------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forward.h"
+#include "model.h"
 
 static uint64_t z = 99;
 

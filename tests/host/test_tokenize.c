@@ -11,7 +11,7 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
-#include "tokenize.h"
+#include "tokenizer.h"
 
 static char *data_path(const char *name, const char *file)
 {

@@ -20,7 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "gen_hf_dense.h"
-#include "verify_engine.h"
+#include "verify.h"
 #include "vt_util.h"
 
 static char *tmp;

@@ -18,8 +18,8 @@
 
 #include <quantbridge/qb_half.h>
 
-#include "forward.h"
-#include "verify_engine.h"
+#include "model.h"
+#include "verify.h"
 #include "vt_util.h"
 
 START_TEST(acc_exact)
