@@ -329,6 +329,12 @@ void qbh_services_init(qbh_plugin *p);
 /* A services table not tied to a plugin (tests, the host itself). Static,
  * valid for the process lifetime. get_config always answers NULL. */
 const qb_host *qbh_services_anonymous(void);
+/* A services table for a component of the host itself that is written
+ * against the SDK (the model library: "forward"): like the anonymous one,
+ * but its log lines and progress stages carry `who` (shorter than 32
+ * bytes). One static table per name, valid for the process lifetime; at
+ * most 8 names. Thread-safe. */
+const qb_host *qbh_services_named(const char *who);
 /* Test hook (tests/support qbt_host_log): when set, every log line -- of any
  * level, before the verbosity filter -- is also handed to fn, formatted,
  * under the log lock (fn must not log). NULL removes it. Off in normal runs;

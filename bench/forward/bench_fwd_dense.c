@@ -14,7 +14,7 @@
  * |output| (summation order only: both sum exact products in double).
  */
 #define _GNU_SOURCE
-#include "model.h"
+#include "fwd.h"
 
 #include <math.h>
 #include <stdio.h>

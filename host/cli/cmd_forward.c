@@ -1,14 +1,22 @@
 /*
  * quantbridge host — `quantbridge forward --model PATH (--tokens I,J,... |
- * --text "..." | --text-file FILE) --output FILE.safetensors`: the CPU reference forward pass
- * (forward_model.c) of any readable model, written as F32 `logits`
- * [n_tokens, vocab] in a safetensors file; `--device cuda` runs a W4A16
- * model's packed linears on the GPU (forward_weights.c).
+ * --text "..." | --text-file FILE) --output FILE.safetensors`: the CPU
+ * reference forward pass (host/model) of any readable model, written as F32
+ * `logits` [n_tokens, vocab] in a safetensors file. The command wires the
+ * kernels' linear backend in (docs/forward.md, "Linear backends"): the CPU
+ * one, or with `--device cuda` the GPU one, each serving the models of its
+ * own format and leaving the rest to dense rows.
  */
 #include "cli.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "verify.h"
+
+#include <quantbridge/qb_w4a16.h>
+#ifdef QBH_HAVE_CUDA_FWD
+/* Pure C99 (the stream is a void *): the host sees no CUDA header. */
+#include <quantbridge/qb_w4a16_cuda.h>
+#endif
 
 #include <assert.h>
 #include <errno.h>
@@ -237,6 +245,54 @@ out:
     return rc;
 }
 
+/* Whether `--device cuda` can run here: QB_OK, or QB_E_UNSUPPORTED with
+ * "--device cuda: this build has no CUDA" (built without the CUDA kernels)
+ * or "--device cuda: no CUDA device (...)" (the CUDA runtime's reason).
+ * Opens and closes a session to find out. */
+static qb_status cuda_check(void)
+{
+#ifdef QBH_HAVE_CUDA_FWD
+    qb_w4a16_cuda_session *s = NULL;
+    char err[512];
+    qb_status rc = qb_w4a16_cuda_session_open(0, &s, err, sizeof err);
+    qb_w4a16_cuda_session_close(s);
+    if (rc)
+        return qbh_error_set(rc, "--device cuda: %s", err);
+    return QB_OK;
+#else
+    return qbh_error_set(QB_E_UNSUPPORTED, "--device cuda: this build has no CUDA (configure "
+                         "with the CUDA toolkit and -DQB_ENABLE_CUDA=ON)");
+#endif
+}
+
+/* The linear backend of model s (NULL when none serves it): the kernels'
+ * CPU one, or with cuda the GPU one, which must serve s. */
+static qb_status open_linears(int cuda, qbh_source *s, qb_linear_backend **lb)
+{
+    const qb_host *fh = qbh_services_named("forward");
+    char why[1536];
+    qb_status rc;
+    *lb = NULL;
+    if (!cuda) {
+        rc = qb_w4a16_backend_open(fh, &s->src, 0, lb);
+        if (rc) {
+            snprintf(why, sizeof why, "%s", qbh_error_message());
+            return qbh_error_set(rc, "forward: %s", why);
+        }
+        return QB_OK;
+    }
+#ifdef QBH_HAVE_CUDA_FWD
+    rc = qb_w4a16_cuda_backend_open(fh, &s->src, QB_LINEAR_BACKEND_REQUIRED, lb);
+#else
+    rc = qbh_error_set(QB_E_UNSUPPORTED, "this build has no CUDA");
+#endif
+    if (rc) {
+        snprintf(why, sizeof why, "%s", qbh_error_message());
+        return qbh_error_set(rc, "--device cuda: %s; use --device cpu", why);
+    }
+    return QB_OK;
+}
+
 int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
 {
     static const struct option opts[] = {
@@ -258,9 +314,10 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *format = NULL, *tokens_arg = NULL, *text = NULL, *output = NULL;
-    qbh_fwd_device device = QBH_FWD_CPU;
+    int cuda = 0;
     const char *tokenizer = NULL, *text_file = NULL;
     qbh_tok *tok = NULL;
+    qb_linear_backend *lb = NULL;
     qbh_registry reg;
     qbh_source src;
     qbh_params sp;
@@ -292,9 +349,9 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         case 'O': output = optarg; break;
         case 'D':
             if (strcmp(optarg, "cpu") == 0)
-                device = QBH_FWD_CPU;
+                cuda = 0;
             else if (strcmp(optarg, "cuda") == 0)
-                device = QBH_FWD_CUDA;
+                cuda = 1;
             else {
                 fprintf(stderr, "quantbridge: error: forward: --device %s: expected cpu or "
                         "cuda\n", optarg);
@@ -358,7 +415,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
     }
     /* Before the model is read: a build or machine without CUDA says so
      * at once (the forward tests probe the device this way). */
-    if (qbh_fwd_device_check(device))
+    if (cuda && cuda_check())
         goto report;
     if (model) {
         if (qbh_cli_setup(co, &reg))
@@ -382,7 +439,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
                               model);
             goto report;
         }
-        if (qbh_tok_load(dir, &tok)) {
+        if (qbh_tok_load(qbh_services_named("forward"), dir, &tok)) {
             if (qbh_error_code() == QB_E_NOT_FOUND)
                 qbh_error_set(QB_E_NOT_FOUND, "%s/tokenizer.json does not exist: give --tokenizer "
                               "DIR or the ids with --tokens", dir);
@@ -412,9 +469,12 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
         qbh_error_set(QB_E_INVALID, "%s: the text gives no tokens", text ? "--text" : text_file);
         goto report;
     }
-    qbh_fwd_set_device(device);
-    rc = qbh_forward(&src, ids, n_ids, &logits, &vocab) ? QBH_EXIT_FAIL : QBH_EXIT_OK;
-    qbh_fwd_set_device(QBH_FWD_CPU);
+    if (open_linears(cuda, &src, &lb))
+        goto report;
+    {
+        qbh_fwd_model m = {qbh_services_named("forward"), &src.src, lb, NULL};
+        rc = qbh_forward(&m, ids, n_ids, &logits, &vocab) ? QBH_EXIT_FAIL : QBH_EXIT_OK;
+    }
     if (rc)
         goto report;
     qbh_progress_done();
@@ -429,6 +489,8 @@ report:
     qbh_cli_report();
     rc = usage_err ? QBH_EXIT_USAGE : QBH_EXIT_FAIL;
 done:
+    if (lb)
+        lb->close(lb);
     qbh_free(logits);
     qbh_free(ids);
     qbh_tok_free(tok);

@@ -9,6 +9,8 @@
 #include "cli.h"
 #include "verify.h"
 
+#include <quantbridge/qb_w4a16.h>
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -324,6 +326,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         mo.max_kl = max_kl;
         mo.min_top1 = min_top1;
         mo.exact_codes = qbh_verify_exact_codes(res);
+        mo.linears = qb_w4a16_backend_open; /* the kernels' CPU backend, for its own format */
         if (qbh_model_check_run(&src, &conv, &mo, &mc))
             goto report;
         res->model_check = &mc;

@@ -1,14 +1,54 @@
 /*
- * quantbridge host — forward pass: what it reads from config.json.
+ * quantbridge model library — what the forward pass reads from config.json
+ * (through the host's strict JSON parser, qb_json.h).
  * Keys and defaults follow transformers' configuration classes of each
  * family (docs/forward.md, "Architectures").
  */
-#include "model.h"
+#include "fwd.h"
 
+#include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
+
+/* One parse: the services, their JSON reader and the model named in
+ * messages. */
+typedef struct cfgp {
+    const qb_host *h;
+    const qb_json_api *J;
+    const char *what;
+} cfgp;
+
+/* Member `key` of obj (NULL when absent or obj is no object). */
+static const qb_json *get(const cfgp *p, const qb_json *obj, const char *key)
+{
+    return p->J->get(obj, key);
+}
+
+static int is_null(const cfgp *p, const qb_json *v)
+{
+    return p->J->type(v) == QB_JSON_NULL;
+}
+
+/* 1 for true, 0 for anything else (false, absent, not a boolean). */
+static int is_true(const cfgp *p, const qb_json *v)
+{
+    int32_t b = 0;
+    return p->J->get_bool(v, &b) && b;
+}
+
+static int is_false(const cfgp *p, const qb_json *v)
+{
+    int32_t b = 1;
+    return p->J->get_bool(v, &b) && !b;
+}
+
+/* 1 and *out when v is a number. */
+static int num(const cfgp *p, const qb_json *v, double *out)
+{
+    return p->J->get_number(v, out);
+}
 
 static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
@@ -28,89 +68,92 @@ static int is_supported(const char *t)
 }
 
 /* A positive integer key; def < 0: required. */
-static qb_status get_int(const char *what, const cJSON *root, const char *key, int64_t def,
+static qb_status get_int(const cfgp *p, const qb_json *root, const char *key, int64_t def,
                          int64_t *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) {
+    const qb_json *v = get(p, root, key);
+    double d;
+    if (!v || is_null(p, v)) {
         if (def < 0)
-            return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is missing", what, key);
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is missing", p->what, key);
         *out = def;
         return QB_OK;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e12 ||
-        v->valuedouble != floor(v->valuedouble))
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a positive integer", what,
+    if (!num(p, v, &d) || d < 1 || d > 1e12 || d != floor(d))
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a positive integer", p->what,
                              key);
-    *out = (int64_t)v->valuedouble;
+    *out = (int64_t)d;
     return QB_OK;
 }
 
-static qb_status get_real(const char *what, const cJSON *root, const char *key, double def,
+static qb_status get_real(const cfgp *p, const qb_json *root, const char *key, double def,
                           double *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) {
+    const qb_json *v = get(p, root, key);
+    double d;
+    if (!v || is_null(p, v)) {
         *out = def;
         return QB_OK;
     }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0)
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number", what,
+    if (!num(p, v, &d) || !isfinite(d) || d <= 0)
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number", p->what,
                              key);
-    *out = v->valuedouble;
+    *out = d;
     return QB_OK;
 }
 
 /* A non-negative integer key; absent or null -> def. */
-static qb_status get_count(const char *what, const cJSON *root, const char *key, int64_t def,
+static qb_status get_count(const cfgp *p, const qb_json *root, const char *key, int64_t def,
                            int64_t *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) {
+    const qb_json *v = get(p, root, key);
+    double d;
+    if (!v || is_null(p, v)) {
         *out = def;
         return QB_OK;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1e12 ||
-        v->valuedouble != floor(v->valuedouble))
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a non-negative integer",
-                             what, key);
-    *out = (int64_t)v->valuedouble;
+    if (!num(p, v, &d) || d < 0 || d > 1e12 || d != floor(d))
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a non-negative integer",
+                             p->what, key);
+    *out = (int64_t)d;
     return QB_OK;
 }
 
 /* Any finite number; absent or null -> def. */
-static qb_status get_num(const char *what, const cJSON *root, const char *key, double def,
+static qb_status get_num(const cfgp *p, const qb_json *root, const char *key, double def,
                          double *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) {
+    const qb_json *v = get(p, root, key);
+    double d;
+    if (!v || is_null(p, v)) {
         *out = def;
         return QB_OK;
     }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"%s\" is not a number", what, key);
-    *out = v->valuedouble;
+    if (!num(p, v, &d) || !isfinite(d))
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a number", p->what, key);
+    *out = d;
     return QB_OK;
 }
 
 /* A string key that must be absent, null or one of ok[0..n) (the first is
  * what absence means); *idx gets its index. QB_E_UNSUPPORTED naming it. */
-static qb_status get_choice(const char *what, const char *arch, const cJSON *root,
+static qb_status get_choice(const cfgp *p, const char *arch, const qb_json *root,
                             const char *key, const char *const *ok, int n, int *idx)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    const qb_json *v = get(p, root, key);
+    const char *s = p->J->get_string(v);
     int i;
     *idx = 0;
-    if (!v || cJSON_IsNull(v))
+    if (!v || is_null(p, v))
         return QB_OK;
-    for (i = 0; cJSON_IsString(v) && i < n; i++)
-        if (strcmp(v->valuestring, ok[i]) == 0) {
+    for (i = 0; s && i < n; i++)
+        if (strcmp(s, ok[i]) == 0) {
             *idx = i;
             return QB_OK;
         }
-    return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: %s \"%s\" is not supported by the CPU "
-                         "forward pass for %s (supported: %s%s%s)", what, key,
-                         cJSON_IsString(v) ? v->valuestring : "(not a string)", arch,
+    return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: %s \"%s\" is not supported by the CPU "
+                         "forward pass for %s (supported: %s%s%s)", p->what, key,
+                         s ? s : "(not a string)", arch,
                          ok[0], n > 1 ? ", " : "", n > 1 ? ok[1] : "");
 }
 
@@ -123,29 +166,29 @@ static double yarn_mscale(double scale, double m)
 /* DeepSeek-V2/V3: MLA sizes and routing, with the defaults of
  * DeepseekV2Config / DeepseekV3Config (transformers 5.24); the routing
  * variants transformers' routers do not compute are refused by name. */
-static qb_status parse_deepseek(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
     static const char *const v3_score[] = {"sigmoid"}, *const v2_score[] = {"softmax"};
     static const char *const v3_topk[] = {"noaux_tc"};
     static const char *const v2_topk[] = {"greedy", "group_limited_greedy"};
     int v3 = strcmp(c->arch, "deepseek_v3") == 0, pick;
-    const cJSON *v;
+    const qb_json *v;
     int64_t n_shared, freq;
     qb_status rc;
 
     c->mla = 1;
-    v = cJSON_GetObjectItemCaseSensitive(root, "q_lora_rank");
-    if (cJSON_IsNull(v))
+    v = get(p, root, "q_lora_rank");
+    if (is_null(p, v))
         c->q_lora_rank = 0; /* null: a plain q_proj */
-    else if ((rc = get_int(what, root, "q_lora_rank", 1536, &c->q_lora_rank)))
+    else if ((rc = get_int(p, root, "q_lora_rank", 1536, &c->q_lora_rank)))
         return rc;
-    if ((rc = get_int(what, root, "kv_lora_rank", 512, &c->kv_lora_rank)) ||
-        (rc = get_int(what, root, "qk_rope_head_dim", 64, &c->qk_rope)) ||
-        (rc = get_int(what, root, "qk_nope_head_dim", 128, &c->qk_nope)) ||
-        (rc = get_int(what, root, "v_head_dim", 128, &c->v_head_dim)))
+    if ((rc = get_int(p, root, "kv_lora_rank", 512, &c->kv_lora_rank)) ||
+        (rc = get_int(p, root, "qk_rope_head_dim", 64, &c->qk_rope)) ||
+        (rc = get_int(p, root, "qk_nope_head_dim", 128, &c->qk_nope)) ||
+        (rc = get_int(p, root, "v_head_dim", 128, &c->v_head_dim)))
         return rc;
     if (c->qk_rope % 2)
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: qk_rope_head_dim %lld is odd", what,
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: qk_rope_head_dim %lld is odd", p->what,
                              (long long)c->qk_rope);
     /* Every head gets its own k and v from kv_b_proj: no grouping. */
     c->n_kv_heads = c->n_heads;
@@ -153,8 +196,8 @@ static qb_status parse_deepseek(const char *what, const cJSON *root, qbh_fwd_cfg
     c->rot_dim = c->qk_rope;
     /* V2 always rotates neighbour pairs (apply_rotary_emb's complex view);
      * V3 when rope_interleave (default true). */
-    v = cJSON_GetObjectItemCaseSensitive(root, "rope_interleave");
-    c->rope_interleave = v3 ? !(v && cJSON_IsFalse(v)) : 1;
+    v = get(p, root, "rope_interleave");
+    c->rope_interleave = v3 ? !(v && is_false(p, v)) : 1;
     c->attn_scale = 1.0 / sqrt((double)c->head_dim);
     /* yarn_apply_mscale: any rope scaling with mscale_all_dim scales the
      * scores by mscale(factor, mscale_all_dim)^2. */
@@ -165,63 +208,63 @@ static qb_status parse_deepseek(const char *what, const cJSON *root, qbh_fwd_cfg
 
     c->moe = QBH_MOE_DEEPSEEK;
     c->sparse_step = 1;
-    if ((rc = get_int(what, root, "n_routed_experts", v3 ? 256 : 64, &c->n_experts)) ||
-        (rc = get_int(what, root, "num_experts_per_tok", v3 ? 8 : -1, &c->top_k)) ||
-        (rc = get_int(what, root, "moe_intermediate_size", v3 ? 2048 : 1407,
+    if ((rc = get_int(p, root, "n_routed_experts", v3 ? 256 : 64, &c->n_experts)) ||
+        (rc = get_int(p, root, "num_experts_per_tok", v3 ? 8 : -1, &c->top_k)) ||
+        (rc = get_int(p, root, "moe_intermediate_size", v3 ? 2048 : 1407,
                       &c->moe_intermediate)) ||
-        (rc = get_count(what, root, "n_shared_experts", v3 ? 1 : 2, &n_shared)) ||
-        (rc = get_count(what, root, "first_k_dense_replace", v3 ? 3 : 0, &c->first_dense)) ||
-        (rc = get_real(what, root, "routed_scaling_factor", v3 ? 2.5 : 1.0, &c->routed_scale)) ||
-        (rc = get_count(what, root, "moe_layer_freq", 1, &freq)))
+        (rc = get_count(p, root, "n_shared_experts", v3 ? 1 : 2, &n_shared)) ||
+        (rc = get_count(p, root, "first_k_dense_replace", v3 ? 3 : 0, &c->first_dense)) ||
+        (rc = get_real(p, root, "routed_scaling_factor", v3 ? 2.5 : 1.0, &c->routed_scale)) ||
+        (rc = get_count(p, root, "moe_layer_freq", 1, &freq)))
         return rc;
     c->shared_intermediate = c->moe_intermediate * n_shared;
-    v = cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob");
-    c->norm_topk = !v || cJSON_IsNull(v) ? v3 : cJSON_IsTrue(v);
+    v = get(p, root, "norm_topk_prob");
+    c->norm_topk = !v || is_null(p, v) ? v3 : is_true(p, v);
     /* DeepSeek's own code skips the experts on layers not a multiple of
      * moe_layer_freq; transformers ignores the key. Every released model
      * has 1. */
     if (freq != 1)
-        return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: moe_layer_freq %lld is not "
-                             "supported by the CPU forward pass (supported: 1)", what,
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: moe_layer_freq %lld is not "
+                             "supported by the CPU forward pass (supported: 1)", p->what,
                              (long long)freq);
     if (v3) {
         /* DeepseekV3TopkRouter computes noaux_tc with sigmoid scores only. */
-        if ((rc = get_choice(what, c->arch, root, "scoring_func", v3_score, 1, &pick)) ||
-            (rc = get_choice(what, c->arch, root, "topk_method", v3_topk, 1, &pick)) ||
-            (rc = get_int(what, root, "n_group", 8, &c->n_group)) ||
-            (rc = get_int(what, root, "topk_group", 4, &c->topk_group)))
+        if ((rc = get_choice(p, c->arch, root, "scoring_func", v3_score, 1, &pick)) ||
+            (rc = get_choice(p, c->arch, root, "topk_method", v3_topk, 1, &pick)) ||
+            (rc = get_int(p, root, "n_group", 8, &c->n_group)) ||
+            (rc = get_int(p, root, "topk_group", 4, &c->topk_group)))
             return rc;
         c->ds_route = QBH_DS_NOAUX_TC;
         /* Null is no default here: DeepseekV3TopkRouter cannot group by None. */
-        if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "n_group")) ||
-            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "topk_group")))
-            return qbh_error_set(QB_E_FORMAT, "forward: %s: deepseek_v3 needs \"n_group\" and "
-                                 "\"topk_group\" (null given)", what);
+        if (is_null(p, get(p, root, "n_group")) ||
+            is_null(p, get(p, root, "topk_group")))
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: deepseek_v3 needs \"n_group\" and "
+                                 "\"topk_group\" (null given)", p->what);
     } else {
-        if ((rc = get_choice(what, c->arch, root, "scoring_func", v2_score, 1, &pick)) ||
-            (rc = get_choice(what, c->arch, root, "topk_method", v2_topk, 2, &pick)))
+        if ((rc = get_choice(p, c->arch, root, "scoring_func", v2_score, 1, &pick)) ||
+            (rc = get_choice(p, c->arch, root, "topk_method", v2_topk, 2, &pick)))
             return rc;
         c->ds_route = pick ? QBH_DS_GROUP_GREEDY : QBH_DS_GREEDY;
         if (c->ds_route == QBH_DS_GROUP_GREEDY &&
-            ((rc = get_int(what, root, "n_group", -1, &c->n_group)) ||
-             (rc = get_int(what, root, "topk_group", -1, &c->topk_group))))
+            ((rc = get_int(p, root, "n_group", -1, &c->n_group)) ||
+             (rc = get_int(p, root, "topk_group", -1, &c->topk_group))))
             return rc;
         /* DeepseekV2TopkRouter never renormalises while DeepSeek's own
          * MoEGate does: the two disagree, so neither is guessed. */
         if (c->norm_topk)
-            return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: norm_topk_prob true is not "
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: norm_topk_prob true is not "
                                  "supported for deepseek_v2 (transformers' router ignores it, "
-                                 "DeepSeek's renormalises)", what);
+                                 "DeepSeek's renormalises)", p->what);
     }
     if (c->top_k > c->n_experts)
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
-                             what, (long long)c->top_k, (long long)c->n_experts);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
+                             p->what, (long long)c->top_k, (long long)c->n_experts);
     if (c->ds_route != QBH_DS_GREEDY) {
         int64_t per = c->n_experts / c->n_group;
         if (c->n_experts % c->n_group || c->topk_group > c->n_group ||
             c->top_k > c->topk_group * per || (v3 && per < 2))
-            return qbh_error_set(QB_E_FORMAT, "forward: %s: n_group %lld / topk_group %lld do not "
-                                 "fit %lld experts with num_experts_per_tok %lld", what,
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: n_group %lld / topk_group %lld do not "
+                                 "fit %lld experts with num_experts_per_tok %lld", p->what,
                                  (long long)c->n_group, (long long)c->topk_group,
                                  (long long)c->n_experts, (long long)c->top_k);
     }
@@ -230,9 +273,10 @@ static qb_status parse_deepseek(const char *what, const cJSON *root, qbh_fwd_cfg
 
 /* Mixtral and Qwen2/3-MoE routing settings (their configuration classes'
  * keys and defaults). */
-static qb_status parse_moe(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+static qb_status parse_moe(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
-    const cJSON *mo, *e;
+    const qb_json *mo;
+    size_t i;
     qb_status rc;
     int mixtral = strcmp(c->arch, "mixtral") == 0;
 
@@ -241,107 +285,109 @@ static qb_status parse_moe(const char *what, const cJSON *root, qbh_fwd_cfg *c)
         c->norm_topk = 1; /* MixtralSparseMoeBlock always renormalises */
         c->moe_intermediate = c->intermediate;
         c->sparse_step = 1;
-        if ((rc = get_int(what, root, "num_local_experts", 8, &c->n_experts)) ||
-            (rc = get_int(what, root, "num_experts_per_tok", 2, &c->top_k)))
+        if ((rc = get_int(p, root, "num_local_experts", 8, &c->n_experts)) ||
+            (rc = get_int(p, root, "num_experts_per_tok", 2, &c->top_k)))
             return rc;
     } else {
-        if ((rc = get_int(what, root, "num_experts", -1, &c->n_experts)) ||
-            (rc = get_int(what, root, "num_experts_per_tok", -1, &c->top_k)) ||
-            (rc = get_int(what, root, "moe_intermediate_size", -1, &c->moe_intermediate)) ||
-            (rc = get_int(what, root, "decoder_sparse_step", 1, &c->sparse_step)))
+        if ((rc = get_int(p, root, "num_experts", -1, &c->n_experts)) ||
+            (rc = get_int(p, root, "num_experts_per_tok", -1, &c->top_k)) ||
+            (rc = get_int(p, root, "moe_intermediate_size", -1, &c->moe_intermediate)) ||
+            (rc = get_int(p, root, "decoder_sparse_step", 1, &c->sparse_step)))
             return rc;
-        c->norm_topk = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob"));
+        c->norm_topk = is_true(p, get(p, root, "norm_topk_prob"));
         if (strcmp(c->arch, "qwen2_moe") == 0 &&
-            (rc = get_int(what, root, "shared_expert_intermediate_size", -1,
+            (rc = get_int(p, root, "shared_expert_intermediate_size", -1,
                           &c->shared_intermediate)))
             return rc;
-        mo = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
-        if (cJSON_IsArray(mo))
-            cJSON_ArrayForEach(e, mo) {
-                if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= 1024)
-                    return qbh_error_set(QB_E_FORMAT, "forward: %s: \"mlp_only_layers\" holds "
-                                         "something other than a layer index below 1024", what);
-                c->mlp_only[(int)e->valuedouble / 64] |= UINT64_C(1) << ((int)e->valuedouble % 64);
-            }
+        mo = get(p, root, "mlp_only_layers");
+        for (i = 0; p->J->type(mo) == QB_JSON_ARRAY && i < p->J->count(mo); i++) {
+            double d;
+            if (!num(p, p->J->at(mo, i, NULL), &d) || d < 0 || d >= 1024)
+                return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"mlp_only_layers\" "
+                                       "holds something other than a layer index below 1024",
+                                       p->what);
+            c->mlp_only[(int)d / 64] |= UINT64_C(1) << ((int)d % 64);
+        }
     }
     if (c->top_k > c->n_experts)
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
-                             what, (long long)c->top_k, (long long)c->n_experts);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
+                             p->what, (long long)c->top_k, (long long)c->n_experts);
     return QB_OK;
 }
 
-static qb_status parse_layer_types(const char *what, const cJSON *root, qbh_fwd_cfg *c);
+static qb_status parse_layer_types(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c);
 
 /* gpt-oss: GptOssConfig's keys and defaults (transformers 5.24): every
  * layer runs the experts; layer_types, or else alternating sliding /
  * full starting with a sliding layer; sliding_window 128 (null: none). */
-static qb_status parse_gptoss(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+static qb_status parse_gptoss(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
-    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    const qb_json *sw = get(p, root, "sliding_window");
     int64_t L;
     qb_status rc;
 
     c->moe = QBH_MOE_GPTOSS;
     c->moe_intermediate = c->intermediate;
     c->sparse_step = 1;
-    if ((rc = get_int(what, root, "num_local_experts", 128, &c->n_experts)) ||
-        (rc = get_int(what, root, "num_experts_per_tok", 4, &c->top_k)) ||
-        (rc = get_real(what, root, "swiglu_alpha", 1.702, &c->glu_alpha)) ||
-        (rc = get_real(what, root, "swiglu_limit", 7.0, &c->glu_limit)))
+    if ((rc = get_int(p, root, "num_local_experts", 128, &c->n_experts)) ||
+        (rc = get_int(p, root, "num_experts_per_tok", 4, &c->top_k)) ||
+        (rc = get_real(p, root, "swiglu_alpha", 1.702, &c->glu_alpha)) ||
+        (rc = get_real(p, root, "swiglu_limit", 7.0, &c->glu_limit)))
         return rc;
     if (c->top_k > c->n_experts)
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
-                             what, (long long)c->top_k, (long long)c->n_experts);
-    if (!cJSON_IsNull(sw) && (rc = get_int(what, root, "sliding_window", 128, &c->sliding_window)))
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
+                             p->what, (long long)c->top_k, (long long)c->n_experts);
+    if (!is_null(p, sw) && (rc = get_int(p, root, "sliding_window", 128, &c->sliding_window)))
         return rc;
     if (c->n_layers > 1024)
-        return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", what);
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", p->what);
     for (L = 0; L < c->n_layers; L += 2)
         c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
     c->has_sliding_map = 1;
-    return parse_layer_types(what, root, c);
+    return parse_layer_types(p, root, c);
 }
 
 /* A number that may be null: absent -> def, null -> 0 (switched off). */
-static qb_status get_opt_real(const char *what, const cJSON *root, const char *key, double def,
+static qb_status get_opt_real(const cfgp *p, const qb_json *root, const char *key, double def,
                               double *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (cJSON_IsNull(v)) {
+    const qb_json *v = get(p, root, key);
+    if (is_null(p, v)) {
         *out = 0;
         return QB_OK;
     }
-    return get_real(what, root, key, def, out);
+    return get_real(p, root, key, def, out);
 }
 
 /* "layer_types" (transformers >= 4.53 writes it for the families with
  * sliding layers): "sliding_attention" / "full_attention" per layer. */
-static qb_status parse_layer_types(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+static qb_status parse_layer_types(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
-    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types"), *e;
-    int64_t L = 0;
-    if (!lt || cJSON_IsNull(lt))
+    const qb_json *lt = get(p, root, "layer_types");
+    int64_t L;
+    if (!lt || is_null(p, lt))
         return QB_OK;
-    if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers || c->n_layers > 1024)
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"layer_types\" is not a list of "
-                             "num_hidden_layers (%lld, at most 1024) names", what,
+    if (p->J->type(lt) != QB_JSON_ARRAY || (int64_t)p->J->count(lt) != c->n_layers ||
+        c->n_layers > 1024)
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"layer_types\" is not a list of "
+                             "num_hidden_layers (%lld, at most 1024) names", p->what,
                              (long long)c->n_layers);
     memset(c->sliding_map, 0, sizeof c->sliding_map);
-    cJSON_ArrayForEach(e, lt) {
-        if (!cJSON_IsString(e) || (strcmp(e->valuestring, "sliding_attention") != 0 &&
-                                   strcmp(e->valuestring, "full_attention") != 0))
-            return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: layer_types[%lld] is not "
-                                 "sliding_attention or full_attention", what, (long long)L);
-        if (e->valuestring[0] == 's')
+    for (L = 0; L < c->n_layers; L++) {
+        const char *s = p->J->get_string(p->J->at(lt, (size_t)L, NULL));
+        if (!s || (strcmp(s, "sliding_attention") != 0 && strcmp(s, "full_attention") != 0))
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: layer_types[%lld] is "
+                                   "not sliding_attention or full_attention", p->what,
+                                   (long long)L);
+        if (s[0] == 's')
             c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
-        L++;
     }
     c->has_sliding_map = 1;
     return QB_OK;
 }
 
 /* Gemma 1/2/3 settings, with their configuration classes' defaults. */
-static qb_status parse_gemma(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+static qb_status parse_gemma(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
     int g2 = strcmp(c->arch, "gemma2") == 0, g3 = strcmp(c->arch, "gemma3_text") == 0;
     double qpas, sw;
@@ -353,22 +399,22 @@ static qb_status parse_gemma(const char *what, const cJSON *root, qbh_fwd_cfg *c
         return QB_OK;
     c->sandwich = 1;
     c->qk_norm = g3;
-    if ((rc = get_real(what, root, "query_pre_attn_scalar", 256, &qpas)) ||
-        (rc = get_opt_real(what, root, "attn_logit_softcapping", g2 ? 50.0 : 0, &c->attn_softcap)) ||
-        (rc = get_opt_real(what, root, "final_logit_softcapping", g2 ? 30.0 : 0,
+    if ((rc = get_real(p, root, "query_pre_attn_scalar", 256, &qpas)) ||
+        (rc = get_opt_real(p, root, "attn_logit_softcapping", g2 ? 50.0 : 0, &c->attn_softcap)) ||
+        (rc = get_opt_real(p, root, "final_logit_softcapping", g2 ? 30.0 : 0,
                            &c->final_softcap)) ||
-        (rc = get_opt_real(what, root, "sliding_window", 4096, &sw)))
+        (rc = get_opt_real(p, root, "sliding_window", 4096, &sw)))
         return rc;
     c->attn_scale = 1.0 / sqrt(qpas);
     c->sliding_window = (int64_t)sw;
-    if (g3 && (rc = get_real(what, root, "rope_local_base_freq", 10000.0, &c->rope_local_theta)))
+    if (g3 && (rc = get_real(p, root, "rope_local_base_freq", 10000.0, &c->rope_local_theta)))
         return rc;
     /* Without layer_types: gemma2 alternates (sliding first), gemma3 has
      * one global layer in every sliding_window_pattern (6). */
-    if ((rc = get_int(what, root, "sliding_window_pattern", g2 ? 2 : 6, &pattern)))
+    if ((rc = get_int(p, root, "sliding_window_pattern", g2 ? 2 : 6, &pattern)))
         return rc;
     if (c->n_layers > 1024)
-        return qbh_error_set(QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", what);
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", p->what);
     for (L = 0; L < c->n_layers; L++)
         if ((L + 1) % pattern)
             c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
@@ -381,32 +427,32 @@ static qb_status parse_gemma(const char *what, const cJSON *root, qbh_fwd_cfg *c
  * top-level original_max_position_embeddings wins over the one in the
  * scaling, as standardize_rope_params sets it; else max_position_embeddings),
  * and attention_factor (explicit, or from mscale and mscale_all_dim). */
-static qb_status parse_yarn(const char *what, const cJSON *root, const cJSON *rs, qbh_fwd_cfg *c)
+static qb_status parse_yarn(const cfgp *p, const qb_json *root, const qb_json *rs, qbh_fwd_cfg *c)
 {
-    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(rs, "truncate");
+    const qb_json *tr = get(p, rs, "truncate");
     double ms, msa, af;
     int64_t orig, maxpos;
     qb_status rc;
 
     c->rope_kind = QBH_ROPE_YARN;
-    if ((rc = get_num(what, rs, "beta_fast", 0, &c->rope_beta_fast)) ||
-        (rc = get_num(what, rs, "beta_slow", 0, &c->rope_beta_slow)) ||
-        (rc = get_num(what, rs, "mscale", 0, &ms)) ||
-        (rc = get_num(what, rs, "attention_factor", 0, &af)) ||
-        (rc = get_int(what, root, "max_position_embeddings",
+    if ((rc = get_num(p, rs, "beta_fast", 0, &c->rope_beta_fast)) ||
+        (rc = get_num(p, rs, "beta_slow", 0, &c->rope_beta_slow)) ||
+        (rc = get_num(p, rs, "mscale", 0, &ms)) ||
+        (rc = get_num(p, rs, "attention_factor", 0, &af)) ||
+        (rc = get_int(p, root, "max_position_embeddings",
                       strcmp(c->arch, "deepseek_v3") == 0 ? 4096
                       : strcmp(c->arch, "gpt_oss") == 0   ? 131072
                                                           : 2048,
                       &maxpos)) ||
-        (rc = get_int(what, rs, "original_max_position_embeddings", maxpos, &orig)) ||
-        (rc = get_int(what, root, "original_max_position_embeddings", orig, &orig)))
+        (rc = get_int(p, rs, "original_max_position_embeddings", maxpos, &orig)) ||
+        (rc = get_int(p, root, "original_max_position_embeddings", orig, &orig)))
         return rc;
     msa = c->rope_mscale_all_dim;
     if (c->rope_beta_fast == 0)
         c->rope_beta_fast = 32;
     if (c->rope_beta_slow == 0)
         c->rope_beta_slow = 1;
-    c->rope_truncate = !(tr && cJSON_IsFalse(tr));
+    c->rope_truncate = !(tr && is_false(p, tr));
     c->rope_orig_max = (double)orig;
     if (af != 0)
         c->rope_attn_factor = af;
@@ -417,60 +463,62 @@ static qb_status parse_yarn(const char *what, const cJSON *root, const cJSON *rs
     return QB_OK;
 }
 
-static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
+static qb_status parse_rope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    const cJSON *t;
+    const qb_json *rs = get(p, root, "rope_scaling");
+    const qb_json *t;
     const char *type;
     qb_status rc;
     int ds = strncmp(c->arch, "deepseek_v", 10) == 0, oss = strcmp(c->arch, "gpt_oss") == 0;
-    cJSON *def = NULL;
+    qb_json *def = NULL;
 
     c->rope_kind = QBH_ROPE_DEFAULT;
     c->rope_attn_factor = 1.0;
     /* transformers 5 writes one flat "rope_parameters" object (with
      * rope_theta inside) where older configs have "rope_scaling"; a dict
      * nested by layer type is left to the families that have one. */
-    if (!rs || cJSON_IsNull(rs)) {
-        const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
-        if (cJSON_IsObject(rp) && (cJSON_GetObjectItemCaseSensitive(rp, "rope_type") ||
-                                   cJSON_GetObjectItemCaseSensitive(rp, "type"))) {
+    if (!rs || is_null(p, rs)) {
+        const qb_json *rp = get(p, root, "rope_parameters");
+        if (p->J->type(rp) == QB_JSON_OBJECT &&
+            (get(p, rp, "rope_type") || get(p, rp, "type"))) {
             rs = rp;
-            if ((rc = get_real(what, rp, "rope_theta", c->rope_theta, &c->rope_theta)))
+            if ((rc = get_real(p, rp, "rope_theta", c->rope_theta, &c->rope_theta)))
                 return rc;
         }
     }
-    if ((!rs || cJSON_IsNull(rs)) && oss) {
+    if ((!rs || is_null(p, rs)) && oss) {
         /* GptOssConfig.__post_init__'s rope when the config has none. */
-        def = cJSON_Parse("{\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, "
-                          "\"beta_slow\": 1.0, \"truncate\": false, "
-                          "\"original_max_position_embeddings\": 4096}");
-        if (!def)
-            return qbh_error_set(QB_E_NOMEM, "forward: out of memory");
+        static const char oss_rope[] =
+            "{\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, "
+            "\"beta_slow\": 1.0, \"truncate\": false, "
+            "\"original_max_position_embeddings\": 4096}";
+        if ((rc = p->J->parse(p->h, "forward: gpt_oss's default rope_scaling", oss_rope,
+                              sizeof oss_rope - 1, &def)))
+            return rc;
         c->rope_factor = 32.0;
-        rc = parse_yarn(what, root, def, c);
-        cJSON_Delete(def);
+        rc = parse_yarn(p, root, def, c);
+        p->J->free(def);
         return rc;
     }
-    if (!rs || cJSON_IsNull(rs))
+    if (!rs || is_null(p, rs))
         return QB_OK;
-    if (!cJSON_IsObject(rs))
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: \"rope_scaling\" is not an object", what);
+    if (p->J->type(rs) != QB_JSON_OBJECT)
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"rope_scaling\" is not an object", p->what);
     /* transformers reads "rope_type", and "type" in older configs. */
-    t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    t = get(p, rs, "rope_type");
     if (!t)
-        t = cJSON_GetObjectItemCaseSensitive(rs, "type");
-    type = cJSON_IsString(t) ? t->valuestring : "default";
+        t = get(p, rs, "type");
+    type = p->J->get_string(t) ? p->J->get_string(t) : "default";
     if (strcmp(type, "default") == 0)
         return QB_OK;
-    rc = get_real(what, rs, "factor", 0, &c->rope_factor);
+    rc = get_real(p, rs, "factor", 0, &c->rope_factor);
     if (!rc && (ds || oss))
-        rc = get_num(what, rs, "mscale_all_dim", 0, &c->rope_mscale_all_dim);
+        rc = get_num(p, rs, "mscale_all_dim", 0, &c->rope_mscale_all_dim);
     if (rc)
         return rc;
     if (!(c->rope_factor > 0))
-        return qbh_error_set(QB_E_FORMAT, "forward: %s: rope_scaling \"%s\" needs \"factor\"",
-                             what, type);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: rope_scaling \"%s\" needs \"factor\"",
+                             p->what, type);
     if (strcmp(type, "linear") == 0) {
         c->rope_kind = QBH_ROPE_LINEAR;
         return QB_OK;
@@ -478,69 +526,83 @@ static qb_status parse_rope(const char *what, const cJSON *root, qbh_fwd_cfg *c)
     if (strcmp(type, "llama3") == 0) {
         int64_t orig;
         c->rope_kind = QBH_ROPE_LLAMA3;
-        rc = get_real(what, rs, "low_freq_factor", 1.0, &c->rope_low_freq);
+        rc = get_real(p, rs, "low_freq_factor", 1.0, &c->rope_low_freq);
         if (!rc)
-            rc = get_real(what, rs, "high_freq_factor", 4.0, &c->rope_high_freq);
+            rc = get_real(p, rs, "high_freq_factor", 4.0, &c->rope_high_freq);
         if (!rc)
-            rc = get_int(what, rs, "original_max_position_embeddings", 8192, &orig);
+            rc = get_int(p, rs, "original_max_position_embeddings", 8192, &orig);
         if (rc)
             return rc;
         if (!(c->rope_high_freq > c->rope_low_freq))
-            return qbh_error_set(QB_E_FORMAT,
+            return p->h->set_error(p->h, QB_E_FORMAT,
                                  "forward: %s: rope_scaling llama3 needs high_freq_factor > "
                                  "low_freq_factor",
-                                 what);
+                                 p->what);
         c->rope_orig_max = (double)orig;
         return QB_OK;
     }
     if ((ds || oss) && strcmp(type, "yarn") == 0)
-        return parse_yarn(what, root, rs, c);
-    return qbh_error_set(QB_E_UNSUPPORTED,
+        return parse_yarn(p, root, rs, c);
+    return p->h->set_error(p->h, QB_E_UNSUPPORTED,
                          "forward: %s: rope_scaling type \"%s\" is not supported by the CPU "
                          "forward pass (supported: default, linear, llama3; yarn for "
                          "deepseek_v2/v3, gpt_oss)",
-                         what, type);
+                         p->what, type);
 }
 
-qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_cfg *c)
+qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *config_json,
+                            qbh_fwd_cfg *c)
 {
-    cJSON *root = NULL;
-    const cJSON *mt, *v;
+    qb_json *root = NULL;
+    const qb_json *v;
+    const char *mt;
+    char file[1100];
+    cfgp pc, *p = &pc;
     qb_status rc;
     int64_t def_hd;
+    double sw;
     int oss;
 
+    assert(h && QB_HAS_FIELD(h, qb_host, json) && h->json);
+    pc.h = h;
+    pc.J = h->json;
+    pc.what = what;
     memset(c, 0, sizeof *c);
     c->bos = -1;
-    if (!config_json || !(root = cJSON_Parse(config_json)) || !cJSON_IsObject(root)) {
-        rc = qbh_error_set(QB_E_FORMAT, "forward: %s: no config.json object to read", what);
+    /* The strict reading every input JSON file gets (qb_json.h): a file
+     * the parser refuses is refused here, naming it. */
+    snprintf(file, sizeof file, "forward: %s: config.json", what);
+    if (config_json && (rc = p->J->parse(h, file, config_json, strlen(config_json), &root)))
+        return rc;
+    if (!config_json || p->J->type(root) != QB_JSON_OBJECT) {
+        rc = h->set_error(h, QB_E_FORMAT, "forward: %s: no config.json object to read", what);
         goto out;
     }
-    mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (!cJSON_IsString(mt)) {
-        rc = qbh_error_set(QB_E_FORMAT, "forward: %s: \"model_type\" is missing", what);
+    mt = p->J->get_string(get(p, root, "model_type"));
+    if (!mt) {
+        rc = h->set_error(h, QB_E_FORMAT, "forward: %s: \"model_type\" is missing", what);
         goto out;
     }
-    if (!is_supported(mt->valuestring)) {
-        rc = qbh_error_set(QB_E_UNSUPPORTED,
-                           "forward: %s: architecture '%s' is not supported by the CPU forward "
-                           "pass (supported: %s)",
-                           what, mt->valuestring, SUPPORTED);
+    if (!is_supported(mt)) {
+        rc = h->set_error(h, QB_E_UNSUPPORTED,
+                          "forward: %s: architecture '%s' is not supported by the CPU forward "
+                          "pass (supported: %s)",
+                          what, mt, SUPPORTED);
         goto out;
     }
-    snprintf(c->arch, sizeof c->arch, "%s", mt->valuestring);
+    snprintf(c->arch, sizeof c->arch, "%s", mt);
     oss = strcmp(c->arch, "gpt_oss") == 0;
-    if ((rc = get_int(what, root, "hidden_size", -1, &c->hidden)) ||
-        (rc = get_int(what, root, "intermediate_size", -1, &c->intermediate)) ||
-        (rc = get_int(what, root, "num_hidden_layers", -1, &c->n_layers)) ||
-        (rc = get_int(what, root, "num_attention_heads", -1, &c->n_heads)) ||
+    if ((rc = get_int(p, root, "hidden_size", -1, &c->hidden)) ||
+        (rc = get_int(p, root, "intermediate_size", -1, &c->intermediate)) ||
+        (rc = get_int(p, root, "num_hidden_layers", -1, &c->n_layers)) ||
+        (rc = get_int(p, root, "num_attention_heads", -1, &c->n_heads)) ||
         /* GptOssConfig's field defaults: 8 kv heads, head_dim 64. */
-        (rc = get_int(what, root, "num_key_value_heads", oss ? 8 : c->n_heads, &c->n_kv_heads)) ||
-        (rc = get_int(what, root, "vocab_size", -1, &c->vocab)))
+        (rc = get_int(p, root, "num_key_value_heads", oss ? 8 : c->n_heads, &c->n_kv_heads)) ||
+        (rc = get_int(p, root, "vocab_size", -1, &c->vocab)))
         goto out;
     /* head_dim: explicit (qwen3, some mistral) or hidden / heads. */
     def_hd = oss ? 64 : c->hidden / c->n_heads;
-    if ((rc = get_int(what, root, "head_dim", def_hd ? def_hd : 1, &c->head_dim)))
+    if ((rc = get_int(p, root, "head_dim", def_hd ? def_hd : 1, &c->head_dim)))
         goto out;
     /* MLA: head sizes come from parse_deepseek (its head_dim key is
      * qk_rope_head_dim, its kv heads are not grouped). */
@@ -549,51 +611,53 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
         c->head_dim = 2;
     }
     if (c->n_heads % c->n_kv_heads || c->head_dim % 2) {
-        rc = qbh_error_set(QB_E_FORMAT,
+        rc = p->h->set_error(p->h, QB_E_FORMAT,
                            "forward: %s: num_attention_heads %lld is not a multiple of "
                            "num_key_value_heads %lld, or head_dim %lld is odd",
-                           what, (long long)c->n_heads, (long long)c->n_kv_heads,
+                           p->what, (long long)c->n_heads, (long long)c->n_kv_heads,
                            (long long)c->head_dim);
         goto out;
     }
-    if ((rc = get_real(what, root, "rms_norm_eps", oss ? 1e-5 : 1e-6, &c->rms_eps)) ||
-        (rc = get_real(what, root, "rope_theta", oss ? 150000.0 : 10000.0, &c->rope_theta)) ||
-        (rc = parse_rope(what, root, c)))
+    if ((rc = get_real(p, root, "rms_norm_eps", oss ? 1e-5 : 1e-6, &c->rms_eps)) ||
+        (rc = get_real(p, root, "rope_theta", oss ? 150000.0 : 10000.0, &c->rope_theta)) ||
+        (rc = parse_rope(p, root, c)))
         goto out;
-    c->tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings"));
-    v = cJSON_GetObjectItemCaseSensitive(root, "bos_token_id");
-    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < (double)c->vocab)
-        c->bos = (int64_t)v->valuedouble;
+    c->tied = is_true(p, get(p, root, "tie_word_embeddings"));
+    {
+        double d;
+        if (num(p, get(p, root, "bos_token_id"), &d) && d >= 0 && d < (double)c->vocab)
+            c->bos = (int64_t)d;
+    }
     c->qk_norm = strcmp(c->arch, "qwen3") == 0 || strcmp(c->arch, "qwen3_moe") == 0;
     c->rot_dim = c->head_dim;
     if (strncmp(c->arch, "deepseek_v", 10) == 0) {
-        rc = parse_deepseek(what, root, c);
+        rc = parse_deepseek(p, root, c);
         goto out;
     }
     if (strcmp(c->arch, "mixtral") == 0 || strstr(c->arch, "_moe")) {
-        if ((rc = parse_moe(what, root, c)))
+        if ((rc = parse_moe(p, root, c)))
             goto out;
     }
     if (strcmp(c->arch, "phi3") == 0) {
         /* Phi-3/Phi-4-mini rotate only partial_rotary_factor of each head. */
         double f;
-        if ((rc = get_real(what, root, "partial_rotary_factor", 1.0, &f)))
+        if ((rc = get_real(p, root, "partial_rotary_factor", 1.0, &f)))
             goto out;
         c->rot_dim = (int64_t)((double)c->head_dim * f);
         if (c->rot_dim < 2 || c->rot_dim > c->head_dim || c->rot_dim % 2) {
-            rc = qbh_error_set(QB_E_FORMAT, "forward: %s: partial_rotary_factor %g gives %lld "
-                               "rotated dimensions of %lld", what, f, (long long)c->rot_dim,
+            rc = p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: partial_rotary_factor %g gives %lld "
+                               "rotated dimensions of %lld", p->what, f, (long long)c->rot_dim,
                                (long long)c->head_dim);
             goto out;
         }
     }
     c->attn_scale = 1.0 / sqrt((double)c->head_dim);
     if (oss) {
-        rc = parse_gptoss(what, root, c);
+        rc = parse_gptoss(p, root, c);
         goto out;
     }
     if (strncmp(c->arch, "gemma", 5) == 0) {
-        if ((rc = parse_gemma(what, root, c)) || (rc = parse_layer_types(what, root, c)))
+        if ((rc = parse_gemma(p, root, c)) || (rc = parse_layer_types(p, root, c)))
             goto out;
         rc = QB_OK;
         goto out;
@@ -601,24 +665,24 @@ qb_status qbh_fwd_cfg_parse(const char *what, const char *config_json, qbh_fwd_c
     /* Sliding window: mistral applies "sliding_window" (when not null) to
      * every layer; qwen2/qwen3 only with use_sliding_window true, and only
      * from layer max_window_layers on (transformers' layer_types rule). */
-    v = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
-    if (cJSON_IsNumber(v) && v->valuedouble >= 1) {
+    v = get(p, root, "sliding_window");
+    if (num(p, v, &sw) && sw >= 1) {
         /* mistral, mixtral and phi3 apply the window on every layer. */
         if (strcmp(c->arch, "mistral") == 0 || strcmp(c->arch, "mixtral") == 0 ||
             strcmp(c->arch, "phi3") == 0) {
-            c->sliding_window = (int64_t)v->valuedouble;
+            c->sliding_window = (int64_t)sw;
         } else if (strcmp(c->arch, "llama") != 0 &&
-                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) {
-            c->sliding_window = (int64_t)v->valuedouble;
-            if ((rc = get_int(what, root, "max_window_layers", c->n_layers, &c->sliding_from)))
+                   is_true(p, get(p, root, "use_sliding_window"))) {
+            c->sliding_window = (int64_t)sw;
+            if ((rc = get_int(p, root, "max_window_layers", c->n_layers, &c->sliding_from)))
                 goto out;
         }
     }
-    if (c->sliding_window && (rc = parse_layer_types(what, root, c)))
+    if (c->sliding_window && (rc = parse_layer_types(p, root, c)))
         goto out;
     rc = QB_OK;
 out:
-    cJSON_Delete(root);
+    p->J->free(root);
     return rc;
 }
 

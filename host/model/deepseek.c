@@ -16,7 +16,7 @@
  * q_a_layernorm and kv_a_layernorm are built without the config's
  * rms_norm_eps, so they use DeepseekV3RMSNorm's default 1e-6.
  */
-#include "model.h"
+#include "fwd.h"
 
 #include <string.h>
 
@@ -27,15 +27,15 @@ static qb_status mla_norm(qbh_fwd_weights *w, int64_t L, const char *what, float
                           int64_t n)
 {
     char name[160];
-    float *wb = qbh_alloc((size_t)n * sizeof *wb);
+    float *wb = w->h->alloc(w->h, (size_t)n * sizeof *wb);
     qb_status rc;
     if (!wb)
-        return qbh_error_set(QB_E_NOMEM, "forward: out of memory");
+        return w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory");
     snprintf(name, sizeof name, "model.layers.%lld.%s.weight", (long long)L, what);
     rc = qbh_fwd_vector(w, name, wb, n);
     if (rc == QB_OK)
         qbh_fwd_rmsnorm(x, M, n, wb, MLA_NORM_EPS, 0.0);
-    qbh_free(wb);
+    w->h->free(w->h, wb);
     return rc;
 }
 
@@ -51,19 +51,19 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
     float *A = NULL, *o = NULL, *lat = NULL;
     qb_status rc;
 
-    q = qbh_alloc((size_t)(T * nh * dqk) * sizeof *q);
-    ckv = qbh_alloc((size_t)(T * (R + dr)) * sizeof *ckv);
-    kv = qbh_alloc((size_t)(T * nh * (dn + dv)) * sizeof *kv);
-    Q = qbh_calloc((size_t)(T * nh * hd), sizeof *Q);
-    K = qbh_calloc((size_t)(T * nh * hd), sizeof *K);
-    V = qbh_calloc((size_t)(T * nh * hd), sizeof *V);
-    A = qbh_alloc((size_t)(T * nh * hd) * sizeof *A);
-    o = qbh_alloc((size_t)(T * nh * dv) * sizeof *o);
-    lat = qbh_alloc((size_t)(T * R) * sizeof *lat);
+    q = w->h->alloc(w->h, (size_t)(T * nh * dqk) * sizeof *q);
+    ckv = w->h->alloc(w->h, (size_t)(T * (R + dr)) * sizeof *ckv);
+    kv = w->h->alloc(w->h, (size_t)(T * nh * (dn + dv)) * sizeof *kv);
+    Q = qbh_fwd_calloc(w->h, (size_t)(T * nh * hd), sizeof *Q);
+    K = qbh_fwd_calloc(w->h, (size_t)(T * nh * hd), sizeof *K);
+    V = qbh_fwd_calloc(w->h, (size_t)(T * nh * hd), sizeof *V);
+    A = w->h->alloc(w->h, (size_t)(T * nh * hd) * sizeof *A);
+    o = w->h->alloc(w->h, (size_t)(T * nh * dv) * sizeof *o);
+    lat = w->h->alloc(w->h, (size_t)(T * R) * sizeof *lat);
     if (Rq)
-        qa = qbh_alloc((size_t)(T * Rq) * sizeof *qa);
+        qa = w->h->alloc(w->h, (size_t)(T * Rq) * sizeof *qa);
     if (!q || !ckv || !kv || !Q || !K || !V || !A || !o || !lat || (Rq && !qa)) {
-        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for the attention of %lld tokens",
+        rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for the attention of %lld tokens",
                            (long long)T);
         goto out;
     }
@@ -96,21 +96,21 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
             memcpy(Kh + dn, ckv + t * (R + dr) + R, (size_t)dr * sizeof *Kh);
             memcpy(V + (t * nh + hh) * hd, kvh + dn, (size_t)dv * sizeof *V);
         }
-    if ((rc = qbh_fwd_attention(Q, K, V, T, nh, nh, hd, 0, c->attn_scale, 0.0, A)))
+    if ((rc = qbh_fwd_attention(w->h, Q, K, V, T, nh, nh, hd, 0, c->attn_scale, 0.0, A)))
         goto out;
     for (t = 0; t < T * nh; t++)
         memcpy(o + t * dv, A + t * hd, (size_t)dv * sizeof *o);
     rc = qbh_fwd_linear(w, L, "self_attn.o_proj", o, T, nh * dv, out, H);
 out:
-    qbh_free(qa);
-    qbh_free(q);
-    qbh_free(ckv);
-    qbh_free(kv);
-    qbh_free(Q);
-    qbh_free(K);
-    qbh_free(V);
-    qbh_free(A);
-    qbh_free(o);
-    qbh_free(lat);
+    w->h->free(w->h, qa);
+    w->h->free(w->h, q);
+    w->h->free(w->h, ckv);
+    w->h->free(w->h, kv);
+    w->h->free(w->h, Q);
+    w->h->free(w->h, K);
+    w->h->free(w->h, V);
+    w->h->free(w->h, A);
+    w->h->free(w->h, o);
+    w->h->free(w->h, lat);
     return rc;
 }

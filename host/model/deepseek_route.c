@@ -14,7 +14,7 @@
  *                           their sum (+1e-20) when norm_topk_prob.
  * Every weight is then multiplied by routed_scaling_factor.
  */
-#include "model.h"
+#include "fwd.h"
 
 #include <assert.h>
 #include <math.h>
@@ -31,20 +31,20 @@ static int64_t best_of(const double *v, const unsigned char *skip, int64_t n)
     return b;
 }
 
-qb_status qbh_fwd_route_deepseek(const qbh_fwd_cfg *c, const float *r, const float *bias,
+qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const float *r, const float *bias,
                                  int64_t T, double *wt)
 {
     int64_t E = c->n_experts, K = c->top_k, t, e, k, g;
     int64_t G = c->ds_route == QBH_DS_GREEDY ? 1 : c->n_group, per = E / G;
     int v3 = c->ds_route == QBH_DS_NOAUX_TC;
-    double *sc = qbh_alloc((size_t)E * sizeof *sc), *ch = qbh_alloc((size_t)E * sizeof *ch);
-    double *gs = qbh_alloc((size_t)G * sizeof *gs);
-    unsigned char *skip = qbh_alloc((size_t)E), *gskip = qbh_alloc((size_t)G);
+    double *sc = h->alloc(h, (size_t)E * sizeof *sc), *ch = h->alloc(h, (size_t)E * sizeof *ch);
+    double *gs = h->alloc(h, (size_t)G * sizeof *gs);
+    unsigned char *skip = h->alloc(h, (size_t)E), *gskip = h->alloc(h, (size_t)G);
     qb_status rc = QB_OK;
 
     assert(c->moe == QBH_MOE_DEEPSEEK && (!v3 || bias) && E % G == 0);
     if (!sc || !ch || !gs || !skip || !gskip) {
-        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for the routing");
+        rc = h->set_error(h, QB_E_NOMEM, "forward: out of memory for the routing");
         goto out;
     }
     memset(wt, 0, (size_t)(T * E) * sizeof *wt);
@@ -108,10 +108,10 @@ qb_status qbh_fwd_route_deepseek(const qbh_fwd_cfg *c, const float *r, const flo
         }
     }
 out:
-    qbh_free(sc);
-    qbh_free(ch);
-    qbh_free(gs);
-    qbh_free(skip);
-    qbh_free(gskip);
+    h->free(h, sc);
+    h->free(h, ch);
+    h->free(h, gs);
+    h->free(h, skip);
+    h->free(h, gskip);
     return rc;
 }

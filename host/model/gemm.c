@@ -21,7 +21,7 @@
  * go to the lanes the zero-padded vector would give them. The AVX2 version is the same code
  * compiled for that target, chosen at run time.
  */
-#include "model.h"
+#include "fwd.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

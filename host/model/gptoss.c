@@ -17,21 +17,13 @@
  * "gpt-oss"), so the expert products read dense rows in both cases, one
  * row block of one expert at a time.
  */
-#include "model.h"
+#include "fwd.h"
 
 #include <math.h>
 #include <string.h>
 
 /* Floats of one block of an expert's rows (1 MiB). */
 #define GPTOSS_BLOCK_ELEMS ((int64_t)1 << 18)
-
-/* Index of `name`, QB_E_NOT_FOUND naming it when absent. */
-static qb_status find(qbh_fwd_weights *w, const char *name, size_t *idx)
-{
-    if (w->src->src.find(w->src->src.handle, name, idx) == QB_OK)
-        return QB_OK;
-    return qbh_error_set(QB_E_NOT_FOUND, "forward: %s: tensor %s is missing", w->src->path, name);
-}
 
 /* y[M][N] = x[M][K] . W[e] + b[e] for layer L's fused expert tensor
  * `what` ("gate_up_proj") of shape [E, K, N] and its bias `what`_bias
@@ -50,26 +42,26 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
 
     snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.%s", (long long)L, what);
     snprintf(bname, sizeof bname, "model.layers.%lld.mlp.experts.%s_bias", (long long)L, what);
-    if ((rc = find(w, name, &idx)) || (rc = find(w, bname, &bidx)))
+    if ((rc = qbh_fwd_find(w, name, &idx)) || (rc = qbh_fwd_find(w, bname, &bidx)))
         return rc;
-    ti = &w->src->tensors[idx];
+    ti = qbh_fwd_tensor(w, idx);
     if (ti->n_dims != 3 || ti->dims[0] != c->n_experts || ti->dims[1] != K || ti->dims[2] != N)
-        return qbh_error_set(QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld, %lld] "
-                             "(num_local_experts, in, out)", w->src->path, name,
+        return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld, %lld] "
+                             "(num_local_experts, in, out)", w->path, name,
                              (long long)c->n_experts, (long long)K, (long long)N);
-    ti = &w->src->tensors[bidx];
+    ti = qbh_fwd_tensor(w, bidx);
     if (ti->n_dims != 2 || ti->dims[0] != c->n_experts || ti->dims[1] != N)
-        return qbh_error_set(QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->src->path,
+        return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->path,
                              bname, (long long)c->n_experts, (long long)N);
     if (rows < 1)
         rows = 1;
     if (rows > K)
         rows = K;
-    acc = qbh_calloc((size_t)(M * N), sizeof *acc);
-    wb = qbh_alloc((size_t)(rows * N) * sizeof *wb);
-    b = qbh_alloc((size_t)N * sizeof *b);
+    acc = qbh_fwd_calloc(w->h, (size_t)(M * N), sizeof *acc);
+    wb = w->h->alloc(w->h, (size_t)(rows * N) * sizeof *wb);
+    b = w->h->alloc(w->h, (size_t)N * sizeof *b);
     if (!acc || !wb || !b) {
-        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for %s", name);
+        rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for %s", name);
         goto out;
     }
     /* The matrix view of [E, K, N] is [E * K, N]: expert e is rows
@@ -94,9 +86,9 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
         for (n = 0; n < N; n++)
             y[m * N + n] = (float)(acc[m * N + n] + (double)b[n]);
 out:
-    qbh_free(acc);
-    qbh_free(wb);
-    qbh_free(b);
+    w->h->free(w->h, acc);
+    w->h->free(w->h, wb);
+    w->h->free(w->h, b);
     return rc;
 }
 
@@ -112,16 +104,16 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
     int64_t *rows = NULL;
     qb_status rc;
 
-    r = qbh_alloc((size_t)(T * E) * sizeof *r);
-    wt = qbh_calloc((size_t)(T * E), sizeof *wt);
-    chosen = qbh_calloc((size_t)(T * E), 1);
-    rows = qbh_alloc((size_t)T * sizeof *rows);
-    xs = qbh_alloc((size_t)(T * H) * sizeof *xs);
-    gu = qbh_alloc((size_t)(T * 2 * I) * sizeof *gu);
-    a = qbh_alloc((size_t)(T * I) * sizeof *a);
-    ys = qbh_alloc((size_t)(T * H) * sizeof *ys);
+    r = w->h->alloc(w->h, (size_t)(T * E) * sizeof *r);
+    wt = qbh_fwd_calloc(w->h, (size_t)(T * E), sizeof *wt);
+    chosen = qbh_fwd_calloc(w->h, (size_t)(T * E), 1);
+    rows = w->h->alloc(w->h, (size_t)T * sizeof *rows);
+    xs = w->h->alloc(w->h, (size_t)(T * H) * sizeof *xs);
+    gu = w->h->alloc(w->h, (size_t)(T * 2 * I) * sizeof *gu);
+    a = w->h->alloc(w->h, (size_t)(T * I) * sizeof *a);
+    ys = w->h->alloc(w->h, (size_t)(T * H) * sizeof *ys);
     if (!r || !wt || !chosen || !rows || !xs || !gu || !a || !ys) {
-        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for the experts of layer %lld",
+        rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for the experts of layer %lld",
                            (long long)L);
         goto out;
     }
@@ -174,13 +166,13 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
     }
     rc = QB_OK;
 out:
-    qbh_free(r);
-    qbh_free(wt);
-    qbh_free(chosen);
-    qbh_free(rows);
-    qbh_free(xs);
-    qbh_free(gu);
-    qbh_free(a);
-    qbh_free(ys);
+    w->h->free(w->h, r);
+    w->h->free(w->h, wt);
+    w->h->free(w->h, chosen);
+    w->h->free(w->h, rows);
+    w->h->free(w->h, xs);
+    w->h->free(w->h, gu);
+    w->h->free(w->h, a);
+    w->h->free(w->h, ys);
     return rc;
 }

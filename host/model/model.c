@@ -4,7 +4,7 @@
  * stay in memory; each weight is streamed in row blocks when it is used
  * (forward_weights.c), so memory does not grow with the number of layers.
  */
-#include "model.h"
+#include "fwd.h"
 
 #include <assert.h>
 #include <math.h>
@@ -18,27 +18,27 @@ typedef struct fwd_bufs {
     double *inv, *inv_local;
 } fwd_bufs;
 
-static void bufs_free(fwd_bufs *b)
+static void bufs_free(const qbh_fwd_weights *w, fwd_bufs *b)
 {
-    qbh_free(b->x);
-    qbh_free(b->h);
-    qbh_free(b->q);
-    qbh_free(b->k);
-    qbh_free(b->v);
-    qbh_free(b->a);
-    qbh_free(b->o);
-    qbh_free(b->g);
-    qbh_free(b->u);
-    qbh_free(b->wn);
-    qbh_free(b->inv);
-    qbh_free(b->inv_local);
-    qbh_free(b->f);
-    qbh_free(b->xs);
-    qbh_free(b->ys);
-    qbh_free(b->r);
+    w->h->free(w->h, b->x);
+    w->h->free(w->h, b->h);
+    w->h->free(w->h, b->q);
+    w->h->free(w->h, b->k);
+    w->h->free(w->h, b->v);
+    w->h->free(w->h, b->a);
+    w->h->free(w->h, b->o);
+    w->h->free(w->h, b->g);
+    w->h->free(w->h, b->u);
+    w->h->free(w->h, b->wn);
+    w->h->free(w->h, b->inv);
+    w->h->free(w->h, b->inv_local);
+    w->h->free(w->h, b->f);
+    w->h->free(w->h, b->xs);
+    w->h->free(w->h, b->ys);
+    w->h->free(w->h, b->r);
 }
 
-static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
+static qb_status bufs_alloc(const qbh_fwd_weights *w, fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
 {
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
     size_t F, E = c->moe ? (size_t)c->n_experts : 1;
@@ -52,26 +52,26 @@ static qb_status bufs_alloc(fwd_bufs *b, const qbh_fwd_cfg *c, size_t T)
         I = (size_t)c->shared_intermediate;
     F = Q + 2 * KV > 2 * I ? Q + 2 * KV : 2 * I;
     memset(b, 0, sizeof *b);
-    b->f = qbh_alloc(T * F * sizeof(float));
-    b->xs = qbh_alloc(T * H * sizeof(float));
-    b->ys = qbh_alloc(T * H * sizeof(float));
-    b->r = qbh_alloc(T * E * sizeof(float));
-    b->x = qbh_alloc(T * H * sizeof(float));
-    b->h = qbh_alloc(T * H * sizeof(float));
-    b->q = qbh_alloc(T * Q * sizeof(float));
-    b->k = qbh_alloc(T * KV * sizeof(float));
-    b->v = qbh_alloc(T * KV * sizeof(float));
-    b->a = qbh_alloc(T * Q * sizeof(float));
-    b->o = qbh_alloc(T * H * sizeof(float));
-    b->g = qbh_alloc(T * I * sizeof(float));
-    b->u = qbh_alloc(T * I * sizeof(float));
-    b->wn = qbh_alloc(wn * sizeof(float));
-    b->inv = qbh_alloc((size_t)c->rot_dim / 2 * sizeof(double) + sizeof(double));
-    b->inv_local = qbh_alloc((size_t)c->rot_dim / 2 * sizeof(double) + sizeof(double));
+    b->f = w->h->alloc(w->h, T * F * sizeof(float));
+    b->xs = w->h->alloc(w->h, T * H * sizeof(float));
+    b->ys = w->h->alloc(w->h, T * H * sizeof(float));
+    b->r = w->h->alloc(w->h, T * E * sizeof(float));
+    b->x = w->h->alloc(w->h, T * H * sizeof(float));
+    b->h = w->h->alloc(w->h, T * H * sizeof(float));
+    b->q = w->h->alloc(w->h, T * Q * sizeof(float));
+    b->k = w->h->alloc(w->h, T * KV * sizeof(float));
+    b->v = w->h->alloc(w->h, T * KV * sizeof(float));
+    b->a = w->h->alloc(w->h, T * Q * sizeof(float));
+    b->o = w->h->alloc(w->h, T * H * sizeof(float));
+    b->g = w->h->alloc(w->h, T * I * sizeof(float));
+    b->u = w->h->alloc(w->h, T * I * sizeof(float));
+    b->wn = w->h->alloc(w->h, wn * sizeof(float));
+    b->inv = w->h->alloc(w->h, (size_t)c->rot_dim / 2 * sizeof(double) + sizeof(double));
+    b->inv_local = w->h->alloc(w->h, (size_t)c->rot_dim / 2 * sizeof(double) + sizeof(double));
     if (!b->x || !b->h || !b->q || !b->k || !b->v || !b->a || !b->o || !b->g || !b->u || !b->wn ||
         !b->inv || !b->inv_local || !b->f || !b->xs || !b->ys || !b->r) {
-        bufs_free(b);
-        return qbh_error_set(QB_E_NOMEM, "forward: out of memory for the activations of %zu "
+        bufs_free(w, b);
+        return w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for the activations of %zu "
                              "tokens", T);
     }
     return QB_OK;
@@ -118,10 +118,7 @@ static int has_fused(qbh_fwd_weights *w, int64_t L, const char *path)
     char name[160];
     size_t idx;
     snprintf(name, sizeof name, "model.layers.%lld.%s.weight", (long long)L, path);
-    if (w->src->src.find(w->src->src.handle, name, &idx) == QB_OK)
-        return 1;
-    qbh_error_clear();
-    return 0;
+    return qbh_fwd_has(w, name, &idx);
 }
 
 /* Copies columns [c0, c0 + n) of f[T][width] into out[T][n]. */
@@ -174,10 +171,10 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
     int64_t *rows = NULL;  /* tokens routed to the current expert */
     qb_status rc;
 
-    wt = qbh_calloc((size_t)(T * E), sizeof *wt);
-    rows = qbh_alloc((size_t)T * sizeof *rows);
+    wt = qbh_fwd_calloc(w->h, (size_t)(T * E), sizeof *wt);
+    rows = w->h->alloc(w->h, (size_t)T * sizeof *rows);
     if (!wt || !rows) {
-        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for the routing of layer %lld",
+        rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for the routing of layer %lld",
                            (long long)L);
         goto out;
     }
@@ -188,9 +185,9 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
         if (c->ds_route == QBH_DS_NOAUX_TC) {
             /* V3's router bias, a buffer of the gate (kept in float32). */
             char bn[160];
-            bias = qbh_alloc((size_t)E * sizeof *bias);
+            bias = w->h->alloc(w->h, (size_t)E * sizeof *bias);
             if (!bias) {
-                rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory");
+                rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory");
                 goto out;
             }
             snprintf(bn, sizeof bn, "model.layers.%lld.mlp.gate.e_score_correction_bias",
@@ -198,7 +195,7 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
             if ((rc = qbh_fwd_vector(w, bn, bias, E)))
                 goto out;
         }
-        if ((rc = qbh_fwd_route_deepseek(c, b->r, bias, T, wt)))
+        if ((rc = qbh_fwd_route_deepseek(w->h, c, b->r, bias, T, wt)))
             goto out;
     }
     for (t = 0; t < T && c->moe != QBH_MOE_DEEPSEEK; t++) {
@@ -261,9 +258,9 @@ static qb_status moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, int6
     }
     rc = QB_OK;
 out:
-    qbh_free(wt);
-    qbh_free(rows);
-    qbh_free(bias);
+    w->h->free(w->h, wt);
+    w->h->free(w->h, rows);
+    w->h->free(w->h, bias);
     return rc;
 }
 
@@ -311,10 +308,10 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, fwd_bufs *b, in
         snprintf(sn, sizeof sn, "model.layers.%lld.self_attn.sinks", (long long)L);
         rc = qbh_fwd_vector(w, sn, b->wn, c->n_heads);
         if (rc == QB_OK)
-            rc = qbh_fwd_attention_sinks(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd,
+            rc = qbh_fwd_attention_sinks(w->h, b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd,
                                          window, c->attn_scale, 0.0, b->wn, b->a);
     } else {
-        rc = qbh_fwd_attention(b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd, window,
+        rc = qbh_fwd_attention(w->h, b->q, b->k, b->v, T, c->n_heads, c->n_kv_heads, hd, window,
                                c->attn_scale, c->attn_softcap, b->a);
     }
     if (rc || (rc = qbh_fwd_linear(w, L, "self_attn.o_proj", b->a, T, Q, b->o, H)))
@@ -359,25 +356,10 @@ residual:
     return QB_OK;
 }
 
-static qb_status run(qbh_source *s, const qbh_fwd_filter *filter, const int64_t *tokens,
-                     size_t n, float **logits, int64_t *vocab);
-
-qb_status qbh_forward(qbh_source *s, const int64_t *tokens, size_t n, float **logits,
+qb_status qbh_forward(const qbh_fwd_model *m, const int64_t *tokens, size_t n, float **logits,
                       int64_t *vocab)
 {
-    return run(s, NULL, tokens, n, logits, vocab);
-}
-
-qb_status qbh_forward_filtered(qbh_source *s, const qbh_fwd_filter *filter,
-                               const int64_t *tokens, size_t n, float **logits, int64_t *vocab)
-{
-    assert(filter && filter->fn);
-    return run(s, filter, tokens, n, logits, vocab);
-}
-
-static qb_status run(qbh_source *s, const qbh_fwd_filter *filter, const int64_t *tokens,
-                     size_t n, float **logits, int64_t *vocab)
-{
+    const qb_host *hs = m->host;
     qbh_fwd_cfg c;
     qbh_fwd_weights w;
     fwd_bufs b;
@@ -387,23 +369,21 @@ static qb_status run(qbh_source *s, const qbh_fwd_filter *filter, const int64_t 
     int have_bufs = 0;
     long anon, peak_anon = 0;
 
-    assert(s && tokens && n > 0 && logits && vocab);
+    assert(tokens && n > 0 && logits && vocab);
     *logits = NULL;
-    memset(&w, 0, sizeof w);
-    rc = qbh_fwd_cfg_parse(s->path, s->info.config_json, &c);
+    qbh_fwd_weights_init(&w, m);
+    rc = qbh_fwd_cfg_parse(hs, w.path, m->src->info->config_json, &c);
     if (rc)
         return rc;
-    if ((rc = filter ? qbh_fwd_weights_open_filtered(s, filter, &w) : qbh_fwd_weights_open(s, &w)))
-        return rc;
     w.tied = c.tied;
-    if ((rc = bufs_alloc(&b, &c, n)))
+    if ((rc = bufs_alloc(&w, &b, &c, n)))
         goto out;
     have_bufs = 1;
     qbh_fwd_rope_inv_freq(&c, 0, b.inv);
     qbh_fwd_rope_inv_freq(&c, 1, b.inv_local);
-    out = qbh_alloc(n * (size_t)c.vocab * sizeof *out);
+    out = hs->alloc(hs, n * (size_t)c.vocab * sizeof *out);
     if (!out) {
-        rc = qbh_error_set(QB_E_NOMEM, "forward: out of memory for %zu x %lld logits", n,
+        rc = hs->set_error(hs, QB_E_NOMEM, "forward: out of memory for %zu x %lld logits", n,
                            (long long)c.vocab);
         goto out;
     }
@@ -419,15 +399,16 @@ static qb_status run(qbh_source *s, const qbh_fwd_filter *filter, const int64_t 
             b.x[i] = (float)((double)b.x[i] * sc);
     }
     for (L = 0; L < c.n_layers; L++) {
-        if (qbh_cancel_requested()) {
-            rc = qbh_error_set(QB_E_CANCELLED, "forward: cancelled at layer %lld", (long long)L);
+        if (hs->cancelled(hs)) {
+            rc = hs->set_error(hs, QB_E_CANCELLED, "forward: cancelled at layer %lld",
+                               (long long)L);
             goto out;
         }
         if ((rc = layer(&w, &c, &b, L, T)))
             goto out;
         anon = rss_anon_kb();
         peak_anon = anon > peak_anon ? anon : peak_anon;
-        qbh_progress_stage("forward", (uint64_t)L + 1, (uint64_t)c.n_layers, "layers");
+        hs->progress(hs, (uint64_t)L + 1, (uint64_t)c.n_layers, "layers");
     }
     if ((rc = norm(&w, &c, "model.norm.weight", b.x, T, c.hidden, b.wn)) ||
         (rc = qbh_fwd_linear(&w, -1, "lm_head", b.x, T, c.hidden, out, c.vocab)))
@@ -436,21 +417,27 @@ static qb_status run(qbh_source *s, const qbh_fwd_filter *filter, const int64_t 
         qbh_fwd_softcap(out, n * (size_t)c.vocab, c.final_softcap);
     /* bench/forward reads this line: the products' share of the time and
      * their weight throughput, to compare with the standalone kernel. */
-    qbh_log(QB_LOG_INFO, "forward", "%s: %zu tokens; linears %.3f s, %.3f GB of weights, "
-            "%.2f GB/s; W4A16 linears (qb_w4a16_gemm_cpu) %llu, %.3f s, %.3f GB packed + "
-            "scales, %.2f GB/s; peak anonymous RSS %.1f MB", s->path, n, w.lin_seconds,
-            1e-9 * (double)w.lin_bytes,
-            w.lin_seconds > 0 ? 1e-9 * (double)w.lin_bytes / w.lin_seconds : 0.0,
-            (unsigned long long)w.lin_w4, w.w4_seconds, 1e-9 * (double)w.w4_bytes,
-            w.w4_seconds > 0 ? 1e-9 * (double)w.w4_bytes / w.w4_seconds : 0.0,
-            (double)peak_anon / 1024.0);
+    if (w.lb)
+        hs->log(hs, QB_LOG_INFO, "%s: %zu tokens; linears %.3f s, %.3f GB of weights, %.2f GB/s; "
+                "%s %llu, %.3f s, %.3f GB %s, %.2f GB/s; peak anonymous RSS %.1f MB", w.path, n,
+                w.lin_seconds, 1e-9 * (double)w.lin_bytes,
+                w.lin_seconds > 0 ? 1e-9 * (double)w.lin_bytes / w.lin_seconds : 0.0,
+                w.lb->name, (unsigned long long)w.lin_backend, w.be_seconds,
+                1e-9 * (double)w.be_bytes, w.lb->bytes_what,
+                w.be_seconds > 0 ? 1e-9 * (double)w.be_bytes / w.be_seconds : 0.0,
+                (double)peak_anon / 1024.0);
+    else
+        hs->log(hs, QB_LOG_INFO, "%s: %zu tokens; linears %.3f s, %.3f GB of weights, %.2f GB/s; "
+                "no linear backend; peak anonymous RSS %.1f MB", w.path, n, w.lin_seconds,
+                1e-9 * (double)w.lin_bytes,
+                w.lin_seconds > 0 ? 1e-9 * (double)w.lin_bytes / w.lin_seconds : 0.0,
+                (double)peak_anon / 1024.0);
     *logits = out;
     *vocab = c.vocab;
     out = NULL;
 out:
-    qbh_free(out);
+    hs->free(hs, out);
     if (have_bufs)
-        bufs_free(&b);
-    qbh_fwd_weights_close(&w);
+        bufs_free(&w, &b);
     return rc;
 }

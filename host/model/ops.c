@@ -4,7 +4,7 @@
  * (docs/forward.md, "Operations"). Sums run in double; results are
  * stored as float32.
  */
-#include "model.h"
+#include "fwd.h"
 
 #include <assert.h>
 #include <math.h>
@@ -80,6 +80,7 @@ void qbh_fwd_softcap(float *x, size_t n, double cap)
 }
 
 typedef struct attn_job {
+    const qb_host *hs;
     const float *q, *k, *v;
     float *out;
     int64_t T, nh, nkv, hd, window;
@@ -90,13 +91,15 @@ typedef struct attn_job {
 static qb_status attn_head(void *arg, size_t item)
 {
     const attn_job *j = arg;
+    const qb_host *hs = j->hs;
     int64_t h = (int64_t)item, kh = h / (j->nh / j->nkv), t, s, d;
     double scale = j->scale;
-    double *p = qbh_alloc((size_t)j->T * sizeof *p), *acc = qbh_alloc((size_t)j->hd * sizeof *acc);
+    double *p = hs->alloc(hs, (size_t)j->T * sizeof *p);
+    double *acc = hs->alloc(hs, (size_t)j->hd * sizeof *acc);
     if (!p || !acc) {
-        qbh_free(p);
-        qbh_free(acc);
-        return qbh_error_set(QB_E_NOMEM, "forward: out of memory in attention");
+        hs->free(hs, p);
+        hs->free(hs, acc);
+        return hs->set_error(hs, QB_E_NOMEM, "forward: out of memory in attention");
     }
     for (t = 0; t < j->T; t++) {
         const float *qt = j->q + (t * j->nh + h) * j->hd;
@@ -131,23 +134,25 @@ static qb_status attn_head(void *arg, size_t item)
         for (d = 0; d < j->hd; d++)
             j->out[(t * j->nh + h) * j->hd + d] = (float)acc[d];
     }
-    qbh_free(p);
-    qbh_free(acc);
+    hs->free(hs, p);
+    hs->free(hs, acc);
     return QB_OK;
 }
 
-qb_status qbh_fwd_attention(const float *q, const float *k, const float *v, int64_t T,
-                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, double scale,
-                            double softcap, float *out)
+qb_status qbh_fwd_attention(const qb_host *h, const float *q, const float *k, const float *v,
+                            int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
+                            double scale, double softcap, float *out)
 {
-    return qbh_fwd_attention_sinks(q, k, v, T, nh, nkv, hd, window, scale, softcap, NULL, out);
+    return qbh_fwd_attention_sinks(h, q, k, v, T, nh, nkv, hd, window, scale, softcap, NULL,
+                                   out);
 }
 
-qb_status qbh_fwd_attention_sinks(const float *q, const float *k, const float *v, int64_t T,
-                                  int64_t nh, int64_t nkv, int64_t hd, int64_t window,
-                                  double scale, double softcap, const float *sinks, float *out)
+qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float *k,
+                                  const float *v, int64_t T, int64_t nh, int64_t nkv, int64_t hd,
+                                  int64_t window, double scale, double softcap, const float *sinks,
+                                  float *out)
 {
-    attn_job j = {q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks};
+    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks};
     assert(nh % nkv == 0);
-    return qbh_parallel_for((size_t)nh, attn_head, &j);
+    return h->parallel_for(h, (size_t)nh, attn_head, &j);
 }

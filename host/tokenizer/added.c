@@ -9,7 +9,7 @@
  * terminal node on the walk, so a vocabulary's thousands of added tokens
  * (Gemma: 6414) cost a few steps per position, not one compare each.
  */
-#include "tokenizer.h"
+#include "tok.h"
 
 #include <assert.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * The rules are tokenizers' BPE (models/bpe/model.rs merge_word and
  * word.rs merge_all), docs/forward.md "Text".
  */
-#include "tokenizer.h"
+#include "tok.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -53,7 +53,7 @@ static qb_status add_char(const qbh_tok *t, const char *c, size_t n, GArray *sym
     if (t->unk < 0) {
         memcpy(buf, c, n);
         buf[n] = 0;
-        return qbh_error_set(QB_E_UNSUPPORTED, "%s: the character \"%s\" has no token and the "
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: the character \"%s\" has no token and the "
                              "model has no unk_token (the tokenizers library would drop it)",
                              t->what, buf);
     }

@@ -5,7 +5,7 @@
  * added tokens matched after normalization, pre-tokenized and
  * BPE-encoded; the post-processor's template tokens go around the whole.
  */
-#include "tokenizer.h"
+#include "tok.h"
 
 #include <assert.h>
 #include <string.h>
@@ -72,7 +72,7 @@ qb_status qbh_tok_encode(const qbh_tok *t, const char *text, size_t len, int add
     *ids = NULL;
     *n = 0;
     if (len && !g_utf8_validate_len(text, len, NULL))
-        return qbh_error_set(QB_E_INVALID, "the text to tokenize is not valid UTF-8 (or holds a "
+        return t->h->set_error(t->h, QB_E_INVALID, "the text to tokenize is not valid UTF-8 (or holds a "
                              "NUL byte)");
     out = g_array_new(FALSE, FALSE, sizeof(int64_t));
     if (add_special)
@@ -91,9 +91,9 @@ qb_status qbh_tok_encode(const qbh_tok *t, const char *text, size_t len, int add
     if (add_special)
         g_array_append_vals(out, t->after->data, t->after->len);
     if (out->len) {
-        *ids = qbh_alloc(out->len * sizeof **ids);
+        *ids = t->h->alloc(t->h, out->len * sizeof **ids);
         if (!*ids) {
-            rc = qbh_error_set(QB_E_NOMEM, "out of memory");
+            rc = t->h->set_error(t->h, QB_E_NOMEM, "out of memory");
             goto out;
         }
         memcpy(*ids, out->data, out->len * sizeof **ids);
@@ -104,7 +104,8 @@ out:
     return rc;
 }
 
-qb_status qbh_tok_encode_text(const char *dir, const char *text, int64_t **ids, size_t *n)
+qb_status qbh_tok_encode_text(const qb_host *h, const char *dir, const char *text, int64_t **ids,
+                              size_t *n)
 {
     qbh_tok *t = NULL;
     qb_status rc;
@@ -112,7 +113,7 @@ qb_status qbh_tok_encode_text(const char *dir, const char *text, int64_t **ids, 
     assert(dir && text && ids && n);
     *ids = NULL;
     *n = 0;
-    if ((rc = qbh_tok_load(dir, &t)))
+    if ((rc = qbh_tok_load(h, dir, &t)))
         return rc;
     rc = qbh_tok_encode(t, text, strlen(text), 1, ids, n);
     qbh_tok_free(t);

@@ -3,7 +3,7 @@
  * Replace and the Unicode normalization forms, applied in order to the
  * text between added tokens, as tokenizers' normalizers do.
  */
-#include "tokenizer.h"
+#include "tok.h"
 
 #include <assert.h>
 #include <string.h>

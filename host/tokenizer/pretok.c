@@ -4,7 +4,7 @@
  * ByteLevel (GPT-2's byte -> character map, optionally its regex) and
  * Metaspace; Digits is loaded as a Split. docs/forward.md, "Text".
  */
-#include "tokenizer.h"
+#include "tok.h"
 
 #include <assert.h>
 #include <string.h>

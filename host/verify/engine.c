@@ -570,7 +570,8 @@ const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name)
 }
 
 qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
-                                   const qbh_plugin *writer, int *failed)
+                                   const qbh_plugin *writer, qb_linear_backend_open_fn linears,
+                                   int *failed)
 {
     const qb_writer_caps *caps = qbh_writer_caps(writer->desc);
     const char *format = NULL;
@@ -604,7 +605,8 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
     if (rc == QB_OK) {
         int mc_pass = 1;
         qbh_verify_print_summary(stdout, r);
-        rc = qbh_model_check_report(stdout, src, &conv, qbh_verify_exact_codes(r), &mc_pass);
+        rc = qbh_model_check_report(stdout, src, &conv, qbh_verify_exact_codes(r), linears,
+                                    &mc_pass);
         fflush(stdout);
         if (rc == QB_OK && r->pass && !mc_pass) {
             char why[1024];

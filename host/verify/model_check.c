@@ -139,7 +139,8 @@ static qb_status text_tokens(qbh_source *src, qbh_source *conv, const qbh_mc_opt
                  src->info.tokenizer_note ? src->info.tokenizer_note : "");
         return QB_OK;
     }
-    rc = qbh_tok_encode_text(dir, text ? text : qbh_tok_sample_text(), ids, n);
+    rc = qbh_tok_encode_text(qbh_services_named("forward"), dir,
+                             text ? text : qbh_tok_sample_text(), ids, n);
     if (!rc && *n < 2) {
         /* a perplexity needs a next token to predict */
         qbh_free(*ids);
@@ -158,6 +159,31 @@ static qb_status text_tokens(qbh_source *src, qbh_source *conv, const qbh_mc_opt
     }
     if (!rc)
         snprintf(mc->tokenizer, sizeof mc->tokenizer, "%s", dir);
+    return rc;
+}
+
+/* The forward pass of s over tokens[0..n): its linears through the
+ * backend o->linears opens over s when it serves s (docs/forward.md,
+ * "Linear backends"), the rest as dense rows. */
+static qb_status run_pass(const qbh_mc_opts *o, qbh_source *s, const int64_t *tokens, size_t n,
+                          float **logits, int64_t *vocab)
+{
+    const qb_host *fh = qbh_services_named("forward");
+    qb_linear_backend *lb = NULL;
+    qbh_fwd_model m;
+    qb_status rc;
+    if (o->linears && (rc = o->linears(fh, &s->src, 0, &lb))) {
+        char why[1536];
+        snprintf(why, sizeof why, "%s", qbh_error_message());
+        return qbh_error_set(rc, "forward: %s", why);
+    }
+    m.host = fh;
+    m.src = &s->src;
+    m.linears = lb;
+    m.filter = NULL;
+    rc = qbh_forward(&m, tokens, n, logits, vocab);
+    if (lb)
+        lb->close(lb);
     return rc;
 }
 
@@ -268,7 +294,10 @@ static qb_status baseline(qbh_source *src, qbh_source *conv, const float *la, in
     }
     f.fn = qbh_vb_model_filter;
     f.ctx = m;
-    rc = qbh_forward_filtered(src, &f, mc->tokens, mc->n_tokens, &lc, &vc);
+    {
+        qbh_fwd_model fm = {qbh_services_named("forward"), &src->src, NULL, &f};
+        rc = qbh_forward(&fm, mc->tokens, mc->n_tokens, &lc, &vc);
+    }
     qbh_progress_done();
     if (skippable(rc)) {
         snprintf(mc->base_note, sizeof mc->base_note, "baseline not computed: %s",
@@ -298,6 +327,7 @@ out:
 qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const qbh_mc_opts *o,
                               qbh_model_check *mc)
 {
+    const qb_host *fh = qbh_services_named("forward");
     qbh_fwd_cfg cs, cc;
     float *la = NULL, *lb = NULL;
     double *sorted = NULL;
@@ -312,8 +342,8 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const qbh_mc_op
     mc->min_top1 = o->min_top1;
     mc->pass = 1;
     /* Unsupported architecture (either side): skipped, not an error. */
-    if (qbh_fwd_cfg_parse(src->path, src->info.config_json, &cs) ||
-        qbh_fwd_cfg_parse(conv->path, conv->info.config_json, &cc)) {
+    if (qbh_fwd_cfg_parse(fh, src->path, src->info.config_json, &cs) ||
+        qbh_fwd_cfg_parse(fh, conv->path, conv->info.config_json, &cc)) {
         snprintf(mc->skipped, sizeof mc->skipped, "%s", qbh_error_message());
         qbh_error_clear();
         return QB_OK;
@@ -362,9 +392,9 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const qbh_mc_op
     mc->n_tokens = n;
     if (n < 2)
         mc->from_text = 0; /* no next token to predict */
-    rc = qbh_forward(src, mc->tokens, n, &la, &va);
+    rc = run_pass(o, src, mc->tokens, n, &la, &va);
     if (rc == QB_OK)
-        rc = qbh_forward(conv, mc->tokens, n, &lb, &vb);
+        rc = run_pass(o, conv, mc->tokens, n, &lb, &vb);
     if (skippable(rc)) {
         /* A tensor missing or mis-shaped (the tensor table reports it)
          * leaves no model to run: skipped, with the reason. */
@@ -479,13 +509,14 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root_)
 }
 
 qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int exact_codes,
-                                 int *pass)
+                                 qb_linear_backend_open_fn linears, int *pass)
 {
     qbh_model_check mc;
     qbh_mc_opts o;
     qb_status rc;
     qbh_mc_opts_default(&o);
     o.exact_codes = exact_codes;
+    o.linears = linears;
     *pass = 1;
     rc = qbh_model_check_run(src, conv, &o, &mc);
     if (rc == QB_OK) {

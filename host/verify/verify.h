@@ -28,6 +28,8 @@
 
 #include <glib.h>
 
+#include <quantbridge/qb_linear_backend.h>
+
 /* The pass/fail rule (verify_baseline.c): a tensor the writer's manifest
  * calls exact fails on any difference; a requantized or rounded one fails
  * when it is worse than the plain rule of its converted encoding on the
@@ -160,7 +162,7 @@ int64_t qbh_vb_apply_rows(const qbh_vb_rule *rl, float *rows, int64_t n_rows, in
  * grid (its reader's get_grid_info) gets the absmax rule in that grid's
  * own grouping, a float tensor (F16, BF16, F32) nearest rounding to that
  * dtype. Run as a filter of the source's forward pass (forward.h,
- * qbh_forward_filtered). Opaque; built on the main thread, then read-only. */
+ * qbh_fwd_model.filter). Opaque; built on the main thread, then read-only. */
 typedef struct qbh_vb_model qbh_vb_model;
 
 /* Builds the rules of every tensor of the open converted model conv (kept
@@ -311,12 +313,14 @@ const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name);
  * `writer`'s capabilities name (verify_reader, when that plugin is loaded;
  * otherwise, with a warning when one was named, the reader found by
  * probing), compares it with the still open `src` under the default rule
- * and prints the summary on stdout. Returns QB_OK when it passes;
+ * and prints the summary on stdout, then the model check (its passes'
+ * linears through `linears`, as qbh_mc_opts says). Returns QB_OK when it passes;
  * otherwise QB_E_MISMATCH with *failed = 1 and a message naming the first
  * failing tensor and saying the output was kept (the caller exits
  * QBH_EXIT_VERIFY), or the error that stopped the comparison (*failed 0). */
 qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
-                                   const qbh_plugin *writer, int *failed);
+                                   const qbh_plugin *writer, qb_linear_backend_open_fn linears,
+                                   int *failed);
 
 /* ---- verify_report.c ------------------------------------------------------ */
 
@@ -457,6 +461,10 @@ typedef struct qbh_mc_opts {
     int exact_codes;          /* every grid tensor of the converted model is
                                  declared exact and passed (qbh_verify_exact_codes):
                                  verdict QBH_MCV_EXACT, no baseline pass */
+    qb_linear_backend_open_fn linears; /* opened over each model of the check
+                                 (model.h: the linears a backend serves run
+                                 through it), or NULL: dense rows only; the
+                                 commands wire the kernels' CPU backend in */
 } qbh_mc_opts;
 
 /* Number of tokens and seed of the default sequence. */
@@ -505,7 +513,7 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root);
  * (message set), else QB_OK with *pass 0 when the verdict is a defect
  * (mc reason printed). */
 qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int exact_codes,
-                                 int *pass);
+                                 qb_linear_backend_open_fn linears, int *pass);
 
 /* ---- forward_verdict.c ---------------------------------------------------- */
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "fwd.h"
 
 static uint64_t z = 99;
 

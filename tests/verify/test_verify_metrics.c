@@ -18,7 +18,6 @@
 
 #include <quantbridge/qb_half.h>
 
-#include "model.h"
 #include "verify.h"
 #include "vt_util.h"
 
