@@ -193,8 +193,8 @@ static qb_status verify_step(const convert_args *a, qbh_registry *reg, qbh_sourc
         if (saved >= 0)
             dup2(STDERR_FILENO, STDOUT_FILENO);
     }
-    rc = qbh_verify_after_convert(reg, src, a->output, writer, qb_w4a16_backend_open,
-                                  verify_failed);
+    rc =
+        qbh_verify_after_convert(reg, src, a->output, writer, qb_w4a16_backend_open, verify_failed);
     if (saved >= 0) {
         fflush(stdout);
         dup2(saved, STDOUT_FILENO);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* One parse: the services, their JSON reader and the model named in
  * messages. */
 typedef struct cfgp {
@@ -75,13 +74,14 @@ static qb_status get_int(const cfgp *p, const qb_json *root, const char *key, in
     double d;
     if (!v || is_null(p, v)) {
         if (def < 0)
-            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is missing", p->what, key);
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is missing", p->what,
+                                   key);
         *out = def;
         return QB_OK;
     }
     if (!num(p, v, &d) || d < 1 || d > 1e12 || d != floor(d))
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a positive integer", p->what,
-                             key);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a positive integer",
+                               p->what, key);
     *out = (int64_t)d;
     return QB_OK;
 }
@@ -96,8 +96,8 @@ static qb_status get_real(const cfgp *p, const qb_json *root, const char *key, d
         return QB_OK;
     }
     if (!num(p, v, &d) || !isfinite(d) || d <= 0)
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number", p->what,
-                             key);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a positive number",
+                               p->what, key);
     *out = d;
     return QB_OK;
 }
@@ -113,8 +113,8 @@ static qb_status get_count(const cfgp *p, const qb_json *root, const char *key, 
         return QB_OK;
     }
     if (!num(p, v, &d) || d < 0 || d > 1e12 || d != floor(d))
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a non-negative integer",
-                             p->what, key);
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: \"%s\" is not a non-negative integer", p->what, key);
     *out = (int64_t)d;
     return QB_OK;
 }
@@ -130,15 +130,16 @@ static qb_status get_num(const cfgp *p, const qb_json *root, const char *key, do
         return QB_OK;
     }
     if (!num(p, v, &d) || !isfinite(d))
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a number", p->what, key);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"%s\" is not a number", p->what,
+                               key);
     *out = d;
     return QB_OK;
 }
 
 /* A string key that must be absent, null or one of ok[0..n) (the first is
  * what absence means); *idx gets its index. QB_E_UNSUPPORTED naming it. */
-static qb_status get_choice(const cfgp *p, const char *arch, const qb_json *root,
-                            const char *key, const char *const *ok, int n, int *idx)
+static qb_status get_choice(const cfgp *p, const char *arch, const qb_json *root, const char *key,
+                            const char *const *ok, int n, int *idx)
 {
     const qb_json *v = get(p, root, key);
     const char *s = p->J->get_string(v);
@@ -151,10 +152,11 @@ static qb_status get_choice(const cfgp *p, const char *arch, const qb_json *root
             *idx = i;
             return QB_OK;
         }
-    return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: %s \"%s\" is not supported by the CPU "
-                         "forward pass for %s (supported: %s%s%s)", p->what, key,
-                         s ? s : "(not a string)", arch,
-                         ok[0], n > 1 ? ", " : "", n > 1 ? ok[1] : "");
+    return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                           "forward: %s: %s \"%s\" is not supported by the CPU "
+                           "forward pass for %s (supported: %s%s%s)",
+                           p->what, key, s ? s : "(not a string)", arch, ok[0], n > 1 ? ", " : "",
+                           n > 1 ? ok[1] : "");
 }
 
 /* yarn's mscale: transformers' get_mscale / yarn_get_mscale. */
@@ -188,8 +190,8 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
         (rc = get_int(p, root, "v_head_dim", 128, &c->v_head_dim)))
         return rc;
     if (c->qk_rope % 2)
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: qk_rope_head_dim %lld is odd", p->what,
-                             (long long)c->qk_rope);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: qk_rope_head_dim %lld is odd",
+                               p->what, (long long)c->qk_rope);
     /* Every head gets its own k and v from kv_b_proj: no grouping. */
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->qk_nope + c->qk_rope;
@@ -210,8 +212,7 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
     c->sparse_step = 1;
     if ((rc = get_int(p, root, "n_routed_experts", v3 ? 256 : 64, &c->n_experts)) ||
         (rc = get_int(p, root, "num_experts_per_tok", v3 ? 8 : -1, &c->top_k)) ||
-        (rc = get_int(p, root, "moe_intermediate_size", v3 ? 2048 : 1407,
-                      &c->moe_intermediate)) ||
+        (rc = get_int(p, root, "moe_intermediate_size", v3 ? 2048 : 1407, &c->moe_intermediate)) ||
         (rc = get_count(p, root, "n_shared_experts", v3 ? 1 : 2, &n_shared)) ||
         (rc = get_count(p, root, "first_k_dense_replace", v3 ? 3 : 0, &c->first_dense)) ||
         (rc = get_real(p, root, "routed_scaling_factor", v3 ? 2.5 : 1.0, &c->routed_scale)) ||
@@ -224,9 +225,10 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
      * moe_layer_freq; transformers ignores the key. Every released model
      * has 1. */
     if (freq != 1)
-        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: moe_layer_freq %lld is not "
-                             "supported by the CPU forward pass (supported: 1)", p->what,
-                             (long long)freq);
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: moe_layer_freq %lld is not "
+                               "supported by the CPU forward pass (supported: 1)",
+                               p->what, (long long)freq);
     if (v3) {
         /* DeepseekV3TopkRouter computes noaux_tc with sigmoid scores only. */
         if ((rc = get_choice(p, c->arch, root, "scoring_func", v3_score, 1, &pick)) ||
@@ -236,10 +238,11 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
             return rc;
         c->ds_route = QBH_DS_NOAUX_TC;
         /* Null is no default here: DeepseekV3TopkRouter cannot group by None. */
-        if (is_null(p, get(p, root, "n_group")) ||
-            is_null(p, get(p, root, "topk_group")))
-            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: deepseek_v3 needs \"n_group\" and "
-                                 "\"topk_group\" (null given)", p->what);
+        if (is_null(p, get(p, root, "n_group")) || is_null(p, get(p, root, "topk_group")))
+            return p->h->set_error(p->h, QB_E_FORMAT,
+                                   "forward: %s: deepseek_v3 needs \"n_group\" and "
+                                   "\"topk_group\" (null given)",
+                                   p->what);
     } else {
         if ((rc = get_choice(p, c->arch, root, "scoring_func", v2_score, 1, &pick)) ||
             (rc = get_choice(p, c->arch, root, "topk_method", v2_topk, 2, &pick)))
@@ -252,21 +255,25 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
         /* DeepseekV2TopkRouter never renormalises while DeepSeek's own
          * MoEGate does: the two disagree, so neither is guessed. */
         if (c->norm_topk)
-            return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: norm_topk_prob true is not "
-                                 "supported for deepseek_v2 (transformers' router ignores it, "
-                                 "DeepSeek's renormalises)", p->what);
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                   "forward: %s: norm_topk_prob true is not "
+                                   "supported for deepseek_v2 (transformers' router ignores it, "
+                                   "DeepSeek's renormalises)",
+                                   p->what);
     }
     if (c->top_k > c->n_experts)
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
-                             p->what, (long long)c->top_k, (long long)c->n_experts);
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: num_experts_per_tok %lld > %lld experts", p->what,
+                               (long long)c->top_k, (long long)c->n_experts);
     if (c->ds_route != QBH_DS_GREEDY) {
         int64_t per = c->n_experts / c->n_group;
         if (c->n_experts % c->n_group || c->topk_group > c->n_group ||
             c->top_k > c->topk_group * per || (v3 && per < 2))
-            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: n_group %lld / topk_group %lld do not "
-                                 "fit %lld experts with num_experts_per_tok %lld", p->what,
-                                 (long long)c->n_group, (long long)c->topk_group,
-                                 (long long)c->n_experts, (long long)c->top_k);
+            return p->h->set_error(p->h, QB_E_FORMAT,
+                                   "forward: %s: n_group %lld / topk_group %lld do not "
+                                   "fit %lld experts with num_experts_per_tok %lld",
+                                   p->what, (long long)c->n_group, (long long)c->topk_group,
+                                   (long long)c->n_experts, (long long)c->top_k);
     }
     return QB_OK;
 }
@@ -296,22 +303,23 @@ static qb_status parse_moe(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
             return rc;
         c->norm_topk = is_true(p, get(p, root, "norm_topk_prob"));
         if (strcmp(c->arch, "qwen2_moe") == 0 &&
-            (rc = get_int(p, root, "shared_expert_intermediate_size", -1,
-                          &c->shared_intermediate)))
+            (rc = get_int(p, root, "shared_expert_intermediate_size", -1, &c->shared_intermediate)))
             return rc;
         mo = get(p, root, "mlp_only_layers");
         for (i = 0; p->J->type(mo) == QB_JSON_ARRAY && i < p->J->count(mo); i++) {
             double d;
             if (!num(p, p->J->at(mo, i, NULL), &d) || d < 0 || d >= 1024)
-                return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"mlp_only_layers\" "
+                return p->h->set_error(p->h, QB_E_FORMAT,
+                                       "forward: %s: \"mlp_only_layers\" "
                                        "holds something other than a layer index below 1024",
                                        p->what);
             c->mlp_only[(int)d / 64] |= UINT64_C(1) << ((int)d % 64);
         }
     }
     if (c->top_k > c->n_experts)
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
-                             p->what, (long long)c->top_k, (long long)c->n_experts);
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: num_experts_per_tok %lld > %lld experts", p->what,
+                               (long long)c->top_k, (long long)c->n_experts);
     return QB_OK;
 }
 
@@ -335,12 +343,14 @@ static qb_status parse_gptoss(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c
         (rc = get_real(p, root, "swiglu_limit", 7.0, &c->glu_limit)))
         return rc;
     if (c->top_k > c->n_experts)
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: num_experts_per_tok %lld > %lld experts",
-                             p->what, (long long)c->top_k, (long long)c->n_experts);
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: num_experts_per_tok %lld > %lld experts", p->what,
+                               (long long)c->top_k, (long long)c->n_experts);
     if (!is_null(p, sw) && (rc = get_int(p, root, "sliding_window", 128, &c->sliding_window)))
         return rc;
     if (c->n_layers > 1024)
-        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", p->what);
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers",
+                               p->what);
     for (L = 0; L < c->n_layers; L += 2)
         c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
     c->has_sliding_map = 1;
@@ -369,16 +379,18 @@ static qb_status parse_layer_types(const cfgp *p, const qb_json *root, qbh_fwd_c
         return QB_OK;
     if (p->J->type(lt) != QB_JSON_ARRAY || (int64_t)p->J->count(lt) != c->n_layers ||
         c->n_layers > 1024)
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"layer_types\" is not a list of "
-                             "num_hidden_layers (%lld, at most 1024) names", p->what,
-                             (long long)c->n_layers);
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: \"layer_types\" is not a list of "
+                               "num_hidden_layers (%lld, at most 1024) names",
+                               p->what, (long long)c->n_layers);
     memset(c->sliding_map, 0, sizeof c->sliding_map);
     for (L = 0; L < c->n_layers; L++) {
         const char *s = p->J->get_string(p->J->at(lt, (size_t)L, NULL));
         if (!s || (strcmp(s, "sliding_attention") != 0 && strcmp(s, "full_attention") != 0))
-            return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: layer_types[%lld] is "
-                                   "not sliding_attention or full_attention", p->what,
-                                   (long long)L);
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                   "forward: %s: layer_types[%lld] is "
+                                   "not sliding_attention or full_attention",
+                                   p->what, (long long)L);
         if (s[0] == 's')
             c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
     }
@@ -401,8 +413,7 @@ static qb_status parse_gemma(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
     c->qk_norm = g3;
     if ((rc = get_real(p, root, "query_pre_attn_scalar", 256, &qpas)) ||
         (rc = get_opt_real(p, root, "attn_logit_softcapping", g2 ? 50.0 : 0, &c->attn_softcap)) ||
-        (rc = get_opt_real(p, root, "final_logit_softcapping", g2 ? 30.0 : 0,
-                           &c->final_softcap)) ||
+        (rc = get_opt_real(p, root, "final_logit_softcapping", g2 ? 30.0 : 0, &c->final_softcap)) ||
         (rc = get_opt_real(p, root, "sliding_window", 4096, &sw)))
         return rc;
     c->attn_scale = 1.0 / sqrt(qpas);
@@ -414,7 +425,8 @@ static qb_status parse_gemma(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
     if ((rc = get_int(p, root, "sliding_window_pattern", g2 ? 2 : 6, &pattern)))
         return rc;
     if (c->n_layers > 1024)
-        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers", p->what);
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers",
+                               p->what);
     for (L = 0; L < c->n_layers; L++)
         if ((L + 1) % pattern)
             c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
@@ -479,8 +491,7 @@ static qb_status parse_rope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
      * nested by layer type is left to the families that have one. */
     if (!rs || is_null(p, rs)) {
         const qb_json *rp = get(p, root, "rope_parameters");
-        if (p->J->type(rp) == QB_JSON_OBJECT &&
-            (get(p, rp, "rope_type") || get(p, rp, "type"))) {
+        if (p->J->type(rp) == QB_JSON_OBJECT && (get(p, rp, "rope_type") || get(p, rp, "type"))) {
             rs = rp;
             if ((rc = get_real(p, rp, "rope_theta", c->rope_theta, &c->rope_theta)))
                 return rc;
@@ -503,7 +514,8 @@ static qb_status parse_rope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
     if (!rs || is_null(p, rs))
         return QB_OK;
     if (p->J->type(rs) != QB_JSON_OBJECT)
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"rope_scaling\" is not an object", p->what);
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"rope_scaling\" is not an object",
+                               p->what);
     /* transformers reads "rope_type", and "type" in older configs. */
     t = get(p, rs, "rope_type");
     if (!t)
@@ -517,8 +529,8 @@ static qb_status parse_rope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
     if (rc)
         return rc;
     if (!(c->rope_factor > 0))
-        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: rope_scaling \"%s\" needs \"factor\"",
-                             p->what, type);
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: rope_scaling \"%s\" needs \"factor\"", p->what, type);
     if (strcmp(type, "linear") == 0) {
         c->rope_kind = QBH_ROPE_LINEAR;
         return QB_OK;
@@ -535,19 +547,19 @@ static qb_status parse_rope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
             return rc;
         if (!(c->rope_high_freq > c->rope_low_freq))
             return p->h->set_error(p->h, QB_E_FORMAT,
-                                 "forward: %s: rope_scaling llama3 needs high_freq_factor > "
-                                 "low_freq_factor",
-                                 p->what);
+                                   "forward: %s: rope_scaling llama3 needs high_freq_factor > "
+                                   "low_freq_factor",
+                                   p->what);
         c->rope_orig_max = (double)orig;
         return QB_OK;
     }
     if ((ds || oss) && strcmp(type, "yarn") == 0)
         return parse_yarn(p, root, rs, c);
     return p->h->set_error(p->h, QB_E_UNSUPPORTED,
-                         "forward: %s: rope_scaling type \"%s\" is not supported by the CPU "
-                         "forward pass (supported: default, linear, llama3; yarn for "
-                         "deepseek_v2/v3, gpt_oss)",
-                         p->what, type);
+                           "forward: %s: rope_scaling type \"%s\" is not supported by the CPU "
+                           "forward pass (supported: default, linear, llama3; yarn for "
+                           "deepseek_v2/v3, gpt_oss)",
+                           p->what, type);
 }
 
 qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *config_json,
@@ -612,10 +624,10 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     }
     if (c->n_heads % c->n_kv_heads || c->head_dim % 2) {
         rc = p->h->set_error(p->h, QB_E_FORMAT,
-                           "forward: %s: num_attention_heads %lld is not a multiple of "
-                           "num_key_value_heads %lld, or head_dim %lld is odd",
-                           p->what, (long long)c->n_heads, (long long)c->n_kv_heads,
-                           (long long)c->head_dim);
+                             "forward: %s: num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld, or head_dim %lld is odd",
+                             p->what, (long long)c->n_heads, (long long)c->n_kv_heads,
+                             (long long)c->head_dim);
         goto out;
     }
     if ((rc = get_real(p, root, "rms_norm_eps", oss ? 1e-5 : 1e-6, &c->rms_eps)) ||
@@ -645,9 +657,10 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
             goto out;
         c->rot_dim = (int64_t)((double)c->head_dim * f);
         if (c->rot_dim < 2 || c->rot_dim > c->head_dim || c->rot_dim % 2) {
-            rc = p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: partial_rotary_factor %g gives %lld "
-                               "rotated dimensions of %lld", p->what, f, (long long)c->rot_dim,
-                               (long long)c->head_dim);
+            rc = p->h->set_error(p->h, QB_E_FORMAT,
+                                 "forward: %s: partial_rotary_factor %g gives %lld "
+                                 "rotated dimensions of %lld",
+                                 p->what, f, (long long)c->rot_dim, (long long)c->head_dim);
             goto out;
         }
     }

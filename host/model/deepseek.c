@@ -63,8 +63,9 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
     if (Rq)
         qa = w->h->alloc(w->h, (size_t)(T * Rq) * sizeof *qa);
     if (!q || !ckv || !kv || !Q || !K || !V || !A || !o || !lat || (Rq && !qa)) {
-        rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for the attention of %lld tokens",
-                           (long long)T);
+        rc = w->h->set_error(w->h, QB_E_NOMEM,
+                             "forward: out of memory for the attention of %lld tokens",
+                             (long long)T);
         goto out;
     }
     if (Rq) {

@@ -31,8 +31,8 @@ static int64_t best_of(const double *v, const unsigned char *skip, int64_t n)
     return b;
 }
 
-qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const float *r, const float *bias,
-                                 int64_t T, double *wt)
+qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const float *r,
+                                 const float *bias, int64_t T, double *wt)
 {
     int64_t E = c->n_experts, K = c->top_k, t, e, k, g;
     int64_t G = c->ds_route == QBH_DS_GREEDY ? 1 : c->n_group, per = E / G;

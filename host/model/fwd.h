@@ -10,6 +10,9 @@
  *   ops.c             RMSNorm, rotary embedding, causal attention,
  *                     activations, soft-capping
  *   model.c           the pass: embedding, layers, final norm and head
+ *   dense.c           the dense families (llama, mistral, qwen2/3, gemma,
+ *                     phi3): attention block and dense MLP
+ *   moe.c             the expert block of mixtral, qwen2/3-moe, DeepSeek
  *   deepseek.c        DeepSeek-V2/V3 multi-head latent attention
  *   deepseek_route.c  DeepSeek-V2/V3 expert routing
  *   gptoss.c          gpt-oss's expert block (fused experts, clamped SwiGLU)
@@ -83,8 +86,8 @@ int qbh_fwd_has(const qbh_fwd_weights *w, const char *name, size_t *idx);
  * reader and then w's filter (`as` as qbh_fwd_filter says; NULL: the
  * tensor's own name). The reader's error or the filter's. Thread-safe as
  * the reader and the filter. */
-qb_status qbh_fwd_read_rows(qbh_fwd_weights *w, const char *as, size_t idx, int64_t row0,
-                            int64_t n, float *out);
+qb_status qbh_fwd_read_rows(qbh_fwd_weights *w, const char *as, size_t idx, int64_t row0, int64_t n,
+                            float *out);
 
 /* y[M][N] = x[M][K] . W^T (+ bias when the model has one) for the linear
  * `path` ("self_attn.q_proj", "mlp.down_proj") of decoder layer `layer`,
@@ -142,14 +145,14 @@ void qbh_fwd_rope_ex(float *x, int64_t T, int64_t n_heads, int64_t stride, int64
  * head h / (nh / nkv); softcap 0: none; window > 0 limits each query to
  * the `window` latest positions (itself included). Heads run on the
  * pool (h->parallel_for). QB_E_NOMEM through h. */
-qb_status qbh_fwd_attention(const qb_host *h, const float *q, const float *k, const float *v, int64_t T,
-                            int64_t nh, int64_t nkv, int64_t hd, int64_t window, double scale,
-                            double softcap, float *out);
+qb_status qbh_fwd_attention(const qb_host *h, const float *q, const float *k, const float *v,
+                            int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
+                            double scale, double softcap, float *out);
 /* qbh_fwd_attention with gpt-oss's per-head sinks[nh] (NULL: none): each
  * head's softmax denominator gains exp(sinks[h]), which weights no value
  * (docs/forward.md, "gpt-oss"). */
-qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float *k, const float *v, int64_t T,
-                                  int64_t nh, int64_t nkv, int64_t hd, int64_t window,
+qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float *k, const float *v,
+                                  int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
                                   double scale, double softcap, const float *sinks, float *out);
 /* g[i] = silu(g[i]) * u[i] for i < n. */
 void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
@@ -176,8 +179,8 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
  * for the experts not chosen (or chosen with a score of 0). Probabilities
  * in double; ties go to the lower index. QB_E_NOMEM (message set through h).
  * Thread-safe. */
-qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const float *r, const float *bias,
-                                 int64_t T, double *wt);
+qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const float *r,
+                                 const float *bias, int64_t T, double *wt);
 
 /* ---- gptoss.c --------------------------------------------------------------- */
 
@@ -189,5 +192,55 @@ qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const f
  * named, a reader's error, QB_E_NOMEM. Main thread; uses the pool. */
 qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const float *h,
                              int64_t T, float *out);
+
+/* ---- model.c: the layer's buffers and norms --------------------------------- */
+
+/* Activation buffers of one pass, sized for T tokens. */
+typedef struct qbh_fwd_bufs {
+    float *x, *h, *q, *k, *v, *a, *o, *g, *u, *wn;
+    float *f;           /* fused qkv / gate_up output (phi3 sources) */
+    float *xs, *ys, *r; /* MoE: gathered rows, an expert's output, router logits */
+    double *inv, *inv_local;
+} qbh_fwd_bufs;
+
+/* Layer L's norm `what` ("input_layernorm") applied to x[M][n] (wbuf: n
+ * floats of scratch). The tensor's errors (qbh_fwd_vector). */
+qb_status qbh_fwd_lnorm(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const char *what,
+                        float *x, int64_t M, int64_t n, float *wbuf);
+
+/* ---- dense.c ---------------------------------------------------------------- */
+
+/* The attention block of layer L on the normalised rows b->h[T][hidden]
+ * into b->o[T][hidden] (after o_proj and, gemma2/3, the sandwich norm):
+ * q/k/v (or phi3's fused qkv_proj), qwen3/gemma3's q/k norms, the rotation
+ * (rotate_half, yarn's attention factor), causal attention with the layer's
+ * window and soft-capping, or gpt-oss's sinks. Errors: a missing or
+ * mis-shaped tensor named, QB_E_NOMEM. Main thread; uses the pool. */
+qb_status qbh_fwd_attention_block(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b,
+                                  int64_t L, int64_t T);
+/* The dense MLP of layer L on b->h into b->o: gate/up/down (gemma:
+ * gelu-tanh, else silu), or phi3's fused gate_up_proj. Errors as above. */
+qb_status qbh_fwd_dense_mlp(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b, int64_t L,
+                            int64_t T);
+/* out[M][hidden] = down(act(gate(x)) * up(x)) with the projections
+ * `prefix` + names ("mlp." with gate_proj, up_proj, down_proj; mixtral's
+ * experts "w1", "w3", "w2"), intermediate size I; b->g and b->u as
+ * scratch. Errors as above. */
+qb_status qbh_fwd_mlp(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b, int64_t L,
+                      const char *prefix, const char *const names[3], const float *x, int64_t M,
+                      int64_t I, float *out);
+
+/* ---- moe.c ------------------------------------------------------------------ */
+
+/* The expert block of layer L on h[T][hidden] into out[T][hidden]
+ * (docs/forward.md, "Architectures"): router softmax over all experts (in
+ * double), the top_k per token (renormalised for mixtral and
+ * norm_topk_prob), or DeepSeek's routing (deepseek_route.c), each expert
+ * run once on the tokens routed to it; qwen2_moe adds the shared expert
+ * gated by sigmoid(shared_expert_gate(h)), DeepSeek its shared experts
+ * ungated. Errors: a missing or mis-shaped tensor named, QB_E_NOMEM. Main
+ * thread; uses the pool. */
+qb_status qbh_fwd_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b, int64_t L,
+                      const float *h, int64_t T, float *out);
 
 #endif /* QBH_FWD_H */

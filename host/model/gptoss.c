@@ -46,13 +46,14 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
         return rc;
     ti = qbh_fwd_tensor(w, idx);
     if (ti->n_dims != 3 || ti->dims[0] != c->n_experts || ti->dims[1] != K || ti->dims[2] != N)
-        return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld, %lld] "
-                             "(num_local_experts, in, out)", w->path, name,
-                             (long long)c->n_experts, (long long)K, (long long)N);
+        return w->h->set_error(w->h, QB_E_MISMATCH,
+                               "forward: %s: %s is not [%lld, %lld, %lld] "
+                               "(num_local_experts, in, out)",
+                               w->path, name, (long long)c->n_experts, (long long)K, (long long)N);
     ti = qbh_fwd_tensor(w, bidx);
     if (ti->n_dims != 2 || ti->dims[0] != c->n_experts || ti->dims[1] != N)
         return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->path,
-                             bname, (long long)c->n_experts, (long long)N);
+                               bname, (long long)c->n_experts, (long long)N);
     if (rows < 1)
         rows = 1;
     if (rows > K)
@@ -113,8 +114,8 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
     a = w->h->alloc(w->h, (size_t)(T * I) * sizeof *a);
     ys = w->h->alloc(w->h, (size_t)(T * H) * sizeof *ys);
     if (!r || !wt || !chosen || !rows || !xs || !gu || !a || !ys) {
-        rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for the experts of layer %lld",
-                           (long long)L);
+        rc = w->h->set_error(w->h, QB_E_NOMEM,
+                             "forward: out of memory for the experts of layer %lld", (long long)L);
         goto out;
     }
     if ((rc = qbh_fwd_linear(w, L, "mlp.router", h, T, H, r, E)))

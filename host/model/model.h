@@ -48,7 +48,7 @@ typedef enum qbh_ds_route {
 
 /* What the forward pass needs from config.json. */
 typedef struct qbh_fwd_cfg {
-    char arch[32];            /* model_type (config.c lists those run) */
+    char arch[32]; /* model_type (config.c lists those run) */
     int64_t hidden, intermediate, n_layers, n_heads, n_kv_heads, head_dim, vocab;
     double rms_eps, rope_theta;
     qbh_rope_kind rope_kind;

@@ -143,14 +143,12 @@ qb_status qbh_fwd_attention(const qb_host *h, const float *q, const float *k, co
                             int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
                             double scale, double softcap, float *out)
 {
-    return qbh_fwd_attention_sinks(h, q, k, v, T, nh, nkv, hd, window, scale, softcap, NULL,
-                                   out);
+    return qbh_fwd_attention_sinks(h, q, k, v, T, nh, nkv, hd, window, scale, softcap, NULL, out);
 }
 
-qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float *k,
-                                  const float *v, int64_t T, int64_t nh, int64_t nkv, int64_t hd,
-                                  int64_t window, double scale, double softcap, const float *sinks,
-                                  float *out)
+qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float *k, const float *v,
+                                  int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
+                                  double scale, double softcap, const float *sinks, float *out)
 {
     attn_job j = {h, q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks};
     assert(nh % nkv == 0);

@@ -76,9 +76,10 @@ qb_status qbh_fwd_vector(qbh_fwd_weights *w, const char *name, float *out, int64
         return rc;
     ti = qbh_fwd_tensor(w, idx);
     if (ti->n_dims != 1 || ti->dims[0] != n)
-        return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s has %u dim(s) [%lld...], "
-                               "expected [%lld]", w->path, name, ti->n_dims,
-                               (long long)ti->dims[0], (long long)n);
+        return w->h->set_error(w->h, QB_E_MISMATCH,
+                               "forward: %s: %s has %u dim(s) [%lld...], "
+                               "expected [%lld]",
+                               w->path, name, ti->n_dims, (long long)ti->dims[0], (long long)n);
     return qbh_fwd_read_rows(w, NULL, idx, 0, 1, out);
 }
 
@@ -93,13 +94,14 @@ qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int
         return rc;
     ti = qbh_fwd_tensor(w, idx);
     if (ti->n_dims != 2 || ti->dims[1] != hidden)
-        return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s is not [vocab, %lld]",
-                               w->path, name, (long long)hidden);
+        return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s is not [vocab, %lld]", w->path,
+                               name, (long long)hidden);
     for (i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= ti->dims[0])
-            return w->h->set_error(w->h, QB_E_RANGE, "forward: token id %lld outside the "
-                                   "vocabulary [0, %lld) of %s", (long long)tokens[i],
-                                   (long long)ti->dims[0], w->path);
+            return w->h->set_error(w->h, QB_E_RANGE,
+                                   "forward: token id %lld outside the "
+                                   "vocabulary [0, %lld) of %s",
+                                   (long long)tokens[i], (long long)ti->dims[0], w->path);
         rc = qbh_fwd_read_rows(w, NULL, idx, tokens[i], 1, out + i * hidden);
         if (rc)
             return rc;
@@ -110,9 +112,9 @@ qb_status qbh_fwd_embed(qbh_fwd_weights *w, const int64_t *tokens, size_t n, int
 /* One dense linear product split in row blocks of W. */
 typedef struct lin_job {
     qbh_fwd_weights *w;
-    const char *as;     /* what the weight stands for */
-    size_t idx;         /* the weight tensor */
-    const double *xd;   /* x widened (qbh_fwd_gemm_widen) */
+    const char *as;   /* what the weight stands for */
+    size_t idx;       /* the weight tensor */
+    const double *xd; /* x widened (qbh_fwd_gemm_widen) */
     float *y;
     int64_t M, K, N, rows; /* rows: per block */
 } lin_job;
@@ -209,7 +211,8 @@ static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, con
      * an untied model without one is an error, never the embedding. */
     if (layer < 0 && strcmp(path, "lm_head") == 0 && !qbh_fwd_has(w, name, &idx)) {
         if (!w->tied)
-            return h->set_error(h, QB_E_NOT_FOUND, "forward: %s: tensor lm_head.weight is "
+            return h->set_error(h, QB_E_NOT_FOUND,
+                                "forward: %s: tensor lm_head.weight is "
                                 "missing and config.json does not say tie_word_embeddings: true",
                                 w->path);
         snprintf(name, sizeof name, "model.embed_tokens.weight");
@@ -220,8 +223,8 @@ static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, con
         return rc;
     ti = qbh_fwd_tensor(w, idx);
     if (ti->n_dims != 2 || ti->dims[0] != N || ti->dims[1] != K)
-        return h->set_error(h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->path,
-                            name, (long long)N, (long long)K);
+        return h->set_error(h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->path, name,
+                            (long long)N, (long long)K);
     /* x widened once for every block (gemm.c) */
     xd = h->alloc(h, (size_t)M * (size_t)qbh_fwd_gemm_kp(K) * sizeof *xd);
     if (!xd)

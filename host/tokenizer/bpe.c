@@ -53,9 +53,10 @@ static qb_status add_char(const qbh_tok *t, const char *c, size_t n, GArray *sym
     if (t->unk < 0) {
         memcpy(buf, c, n);
         buf[n] = 0;
-        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: the character \"%s\" has no token and the "
-                             "model has no unk_token (the tokenizers library would drop it)",
-                             t->what, buf);
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                               "%s: the character \"%s\" has no token and the "
+                               "model has no unk_token (the tokenizers library would drop it)",
+                               t->what, buf);
     }
     /* fuse_unk: consecutive unknown characters become one unk. */
     if (!(t->fuse_unk && *prev_unk))

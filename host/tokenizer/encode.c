@@ -72,8 +72,9 @@ qb_status qbh_tok_encode(const qbh_tok *t, const char *text, size_t len, int add
     *ids = NULL;
     *n = 0;
     if (len && !g_utf8_validate_len(text, len, NULL))
-        return t->h->set_error(t->h, QB_E_INVALID, "the text to tokenize is not valid UTF-8 (or holds a "
-                             "NUL byte)");
+        return t->h->set_error(t->h, QB_E_INVALID,
+                               "the text to tokenize is not valid UTF-8 (or holds a "
+                               "NUL byte)");
     out = g_array_new(FALSE, FALSE, sizeof(int64_t));
     if (add_special)
         g_array_append_vals(out, t->before->data, t->before->len);

@@ -63,8 +63,9 @@ static qb_status pattern(const qbh_tok *t, const char *where, const qb_json *p, 
     GError *err = NULL;
     char *esc = NULL;
     if (!s && !r)
-        return t->h->set_error(t->h, QB_E_FORMAT, "%s: %s: pattern is neither {\"String\"} nor {\"Regex\"}",
-                             what, where);
+        return t->h->set_error(t->h, QB_E_FORMAT,
+                               "%s: %s: pattern is neither {\"String\"} nor {\"Regex\"}", what,
+                               where);
     if (s)
         esc = g_regex_escape_string(s, -1);
     /* GRegex is PCRE2 with UTF and Unicode properties (\s, \p{L} over all
@@ -72,7 +73,8 @@ static qb_status pattern(const qbh_tok *t, const char *where, const qb_json *p, 
     *out = g_regex_new(s ? esc : r, G_REGEX_OPTIMIZE, 0, &err);
     g_free(esc);
     if (!*out) {
-        qb_status rc = t->h->set_error(t->h, QB_E_FORMAT, "%s: %s: bad regex: %s", what, where, err->message);
+        qb_status rc =
+            t->h->set_error(t->h, QB_E_FORMAT, "%s: %s: bad regex: %s", what, where, err->message);
         g_error_free(err);
         return rc;
     }
@@ -99,14 +101,16 @@ static qb_status add_normalizer(qbh_tok *t, const qb_json *n)
     if (!strcmp(type, "Prepend")) {
         const char *p = jstr(t, n, "prepend");
         if (!p)
-            return t->h->set_error(t->h, QB_E_FORMAT, "%s: normalizer Prepend has no \"prepend\"", t->what);
+            return t->h->set_error(t->h, QB_E_FORMAT, "%s: normalizer Prepend has no \"prepend\"",
+                                   t->what);
         x.kind = QBH_TOK_N_PREPEND;
         x.a = g_strdup(p);
     } else if (!strcmp(type, "Replace")) {
         const char *c = jstr(t, n, "content");
         qb_status rc;
         if (!c)
-            return t->h->set_error(t->h, QB_E_FORMAT, "%s: normalizer Replace has no \"content\"", t->what);
+            return t->h->set_error(t->h, QB_E_FORMAT, "%s: normalizer Replace has no \"content\"",
+                                   t->what);
         rc = pattern(t, "normalizer Replace", jget(t, n, "pattern"), &x.rx);
         if (rc)
             return rc;
@@ -120,9 +124,10 @@ static qb_status add_normalizer(qbh_tok *t, const qb_json *n)
                  : !strcmp(type, "NFKC") ? G_NORMALIZE_NFKC
                                          : G_NORMALIZE_NFKD;
     } else {
-        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: normalizer %s is not supported by the host's "
-                             "encoder (Prepend, Replace, NFC/NFD/NFKC/NFKD, Sequence are)",
-                             t->what, type);
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                               "%s: normalizer %s is not supported by the host's "
+                               "encoder (Prepend, Replace, NFC/NFD/NFKC/NFKD, Sequence are)",
+                               t->what, type);
     }
     g_array_append_val(t->norms, x);
     return QB_OK;
@@ -145,9 +150,10 @@ static qb_status split_behavior(const qbh_tok *t, const qb_json *o, qbh_tok_beha
             *b = map[i].b;
             return QB_OK;
         }
-    return t->h->set_error(t->h, QB_E_FORMAT, "%s: pre-tokenizer Split: behavior %s is not one of "
-                         "Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous",
-                         what, s ? s : "(missing)");
+    return t->h->set_error(t->h, QB_E_FORMAT,
+                           "%s: pre-tokenizer Split: behavior %s is not one of "
+                           "Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous",
+                           what, s ? s : "(missing)");
 }
 
 static qb_status add_pretokenizer(qbh_tok *t, const qb_json *p)
@@ -168,8 +174,10 @@ static qb_status add_pretokenizer(qbh_tok *t, const qb_json *p)
     }
     if (!strcmp(type, "Split")) {
         if (jbool(t, p, "invert", 0) != 0)
-            return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: pre-tokenizer Split with invert is not "
-                                 "supported by the host's encoder", t->what);
+            return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                                   "%s: pre-tokenizer Split with invert is not "
+                                   "supported by the host's encoder",
+                                   t->what);
         if ((rc = split_behavior(t, p, &x.behavior)))
             return rc;
         if ((rc = pattern(t, "pre-tokenizer Split", jget(t, p, "pattern"), &x.rx)))
@@ -178,8 +186,10 @@ static qb_status add_pretokenizer(qbh_tok *t, const qb_json *p)
     } else if (!strcmp(type, "ByteLevel")) {
         int aps = jbool(t, p, "add_prefix_space", 1), rx = jbool(t, p, "use_regex", 1);
         if (aps < 0 || rx < 0)
-            return t->h->set_error(t->h, QB_E_FORMAT, "%s: pre-tokenizer ByteLevel: add_prefix_space / "
-                                 "use_regex is not a boolean", t->what);
+            return t->h->set_error(t->h, QB_E_FORMAT,
+                                   "%s: pre-tokenizer ByteLevel: add_prefix_space / "
+                                   "use_regex is not a boolean",
+                                   t->what);
         x.kind = QBH_TOK_P_BYTELEVEL;
         x.add_prefix_space = aps;
         if (rx) {
@@ -192,8 +202,10 @@ static qb_status add_pretokenizer(qbh_tok *t, const qb_json *p)
         const char *rep = jstr(t, p, "replacement"), *scheme = jstr(t, p, "prepend_scheme");
         int split = jbool(t, p, "split", 1);
         if (!rep || g_utf8_strlen(rep, -1) != 1)
-            return t->h->set_error(t->h, QB_E_FORMAT, "%s: pre-tokenizer Metaspace: replacement is not "
-                                 "one character", t->what);
+            return t->h->set_error(t->h, QB_E_FORMAT,
+                                   "%s: pre-tokenizer Metaspace: replacement is not "
+                                   "one character",
+                                   t->what);
         x.kind = QBH_TOK_P_METASPACE;
         x.replacement = g_strdup(rep);
         {
@@ -211,8 +223,10 @@ static qb_status add_pretokenizer(qbh_tok *t, const qb_json *p)
         if (x.prepend < 0) {
             g_free(x.replacement);
             g_regex_unref(x.rx);
-            return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: pre-tokenizer Metaspace: prepend_scheme "
-                                 "%s is not always, first or never", t->what, scheme);
+            return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                                   "%s: pre-tokenizer Metaspace: prepend_scheme "
+                                   "%s is not always, first or never",
+                                   t->what, scheme);
         }
     } else if (!strcmp(type, "Digits")) {
         GError *err = NULL;
@@ -224,9 +238,10 @@ static qb_status add_pretokenizer(qbh_tok *t, const qb_json *p)
         x.rx = g_regex_new(individual > 0 ? "\\p{N}" : "\\p{N}+", G_REGEX_OPTIMIZE, 0, &err);
         assert(x.rx);
     } else {
-        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: pre-tokenizer %s is not supported by the "
-                             "host's encoder (Split, ByteLevel, Metaspace, Digits, Sequence are)",
-                             t->what, type);
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                               "%s: pre-tokenizer %s is not supported by the "
+                               "host's encoder (Split, ByteLevel, Metaspace, Digits, Sequence are)",
+                               t->what, type);
     }
     g_array_append_val(t->pres, x);
     return rc;
@@ -239,8 +254,10 @@ static qb_status template_single(qbh_tok *t, const qb_json *pp)
     size_t i, k;
     int seen_a = 0;
     if (t->before->len || t->after->len)
-        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: more than one TemplateProcessing "
-                             "post-processor", t->what);
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                               "%s: more than one TemplateProcessing "
+                               "post-processor",
+                               t->what);
     for (i = 0; t->J->type(single) == QB_JSON_ARRAY && i < t->J->count(single); i++) {
         const qb_json *e = t->J->at(single, i, NULL);
         const qb_json *sp = jget(t, e, "SpecialToken");
@@ -248,35 +265,43 @@ static qb_status template_single(qbh_tok *t, const qb_json *pp)
         if (sq) {
             const char *id = jstr(t, sq, "id");
             if (!id || strcmp(id, "A") || seen_a)
-                return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: TemplateProcessing single template "
-                                     "holds a sequence other than one $A", t->what);
+                return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                                       "%s: TemplateProcessing single template "
+                                       "holds a sequence other than one $A",
+                                       t->what);
             seen_a = 1;
         } else if (sp) {
             const char *name = jstr(t, sp, "id");
             const qb_json *st = name ? jget(t, special, name) : NULL;
             const qb_json *ids = jget(t, st, "ids");
             if (t->J->type(ids) != QB_JSON_ARRAY)
-                return t->h->set_error(t->h, QB_E_FORMAT, "%s: TemplateProcessing: special token %s has "
-                                     "no ids in special_tokens", t->what, name ? name : "(none)");
+                return t->h->set_error(t->h, QB_E_FORMAT,
+                                       "%s: TemplateProcessing: special token %s has "
+                                       "no ids in special_tokens",
+                                       t->what, name ? name : "(none)");
             for (k = 0; k < t->J->count(ids); k++) {
                 int64_t id;
                 double d;
                 if (!jnum(t, t->J->at(ids, k, NULL), 0, INT32_MAX, &d))
-                    return t->h->set_error(t->h, QB_E_FORMAT, "%s: TemplateProcessing: special token %s: "
-                                         "an id is not a token id", t->what, name);
+                    return t->h->set_error(t->h, QB_E_FORMAT,
+                                           "%s: TemplateProcessing: special token %s: "
+                                           "an id is not a token id",
+                                           t->what, name);
                 id = (int64_t)d;
                 g_array_append_val(seen_a ? t->after : t->before, id);
                 if (id > t->max_id)
                     t->max_id = id;
             }
         } else {
-            return t->h->set_error(t->h, QB_E_FORMAT, "%s: TemplateProcessing: a single template item is "
-                                 "neither SpecialToken nor Sequence", t->what);
+            return t->h->set_error(t->h, QB_E_FORMAT,
+                                   "%s: TemplateProcessing: a single template item is "
+                                   "neither SpecialToken nor Sequence",
+                                   t->what);
         }
     }
     if (!seen_a)
-        return t->h->set_error(t->h, QB_E_FORMAT, "%s: TemplateProcessing single template has no $A",
-                             t->what);
+        return t->h->set_error(t->h, QB_E_FORMAT,
+                               "%s: TemplateProcessing single template has no $A", t->what);
     return QB_OK;
 }
 
@@ -299,8 +324,10 @@ static qb_status post_processor(qbh_tok *t, const qb_json *pp)
         return QB_OK;
     if (!strcmp(type, "TemplateProcessing"))
         return template_single(t, pp);
-    return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: post-processor %s is not supported by the host's "
-                         "encoder (TemplateProcessing, ByteLevel, Sequence are)", t->what, type);
+    return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                           "%s: post-processor %s is not supported by the host's "
+                           "encoder (TemplateProcessing, ByteLevel, Sequence are)",
+                           t->what, type);
 }
 
 static qb_status added_tokens(qbh_tok *t, const qb_json *arr)
@@ -314,10 +341,12 @@ static qb_status added_tokens(qbh_tok *t, const qb_json *arr)
         qbh_tok_added *a = &t->added[n];
         if (!c || !jnum(t, jget(t, e, "id"), 0, INT32_MAX, &id))
             return t->h->set_error(t->h, QB_E_FORMAT, "%s: added_tokens[%zu] has no content or id",
-                                 t->what, n);
+                                   t->what, n);
         if (jbool(t, e, "single_word", 0) != 0)
-            return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: added token %s is single_word, which the "
-                                 "host's encoder does not support", t->what, c);
+            return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                                   "%s: added token %s is single_word, which the "
+                                   "host's encoder does not support",
+                                   t->what, c);
         if (!*c)
             continue;
         a->content = g_strdup(c);
@@ -354,8 +383,10 @@ static qb_status merge_parts(const qbh_tok *t, const qb_json *m, size_t i, char 
         *r = g_strdup(b);
         return QB_OK;
     }
-    return t->h->set_error(t->h, QB_E_FORMAT, "%s: model.merges[%zu] is not \"left right\" or "
-                         "[left, right]", t->what, i);
+    return t->h->set_error(t->h, QB_E_FORMAT,
+                           "%s: model.merges[%zu] is not \"left right\" or "
+                           "[left, right]",
+                           t->what, i);
 }
 
 static qb_status bpe_model(qbh_tok *t, const qb_json *m)
@@ -370,14 +401,20 @@ static qb_status bpe_model(qbh_tok *t, const qb_json *m)
     size_t i = 0, n;
 
     if (strcmp(type, "BPE"))
-        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: tokenizer model %s is not supported by the "
-                             "host's encoder (only BPE is)", t->what, type);
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                               "%s: tokenizer model %s is not supported by the "
+                               "host's encoder (only BPE is)",
+                               t->what, type);
     if ((pfx && *pfx) || (sfx && *sfx))
-        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: BPE with a continuing_subword_prefix or "
-                             "end_of_word_suffix is not supported by the host's encoder", t->what);
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                               "%s: BPE with a continuing_subword_prefix or "
+                               "end_of_word_suffix is not supported by the host's encoder",
+                               t->what);
     if (dropout && !jnull(t, dropout))
-        return t->h->set_error(t->h, QB_E_UNSUPPORTED, "%s: BPE dropout is not supported (encoding would "
-                             "be random)", t->what);
+        return t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                               "%s: BPE dropout is not supported (encoding would "
+                               "be random)",
+                               t->what);
     if (t->J->type(vocab) != QB_JSON_OBJECT)
         return t->h->set_error(t->h, QB_E_FORMAT, "%s: model.vocab is not an object", t->what);
     t->byte_fallback = jbool(t, m, "byte_fallback", 0) > 0;
@@ -387,8 +424,8 @@ static qb_status bpe_model(qbh_tok *t, const qb_json *m)
         const char *key = NULL;
         double id;
         if (!jnum(t, t->J->at(vocab, i, &key), 0, INT32_MAX - 1, &id))
-            return t->h->set_error(t->h, QB_E_FORMAT, "%s: model.vocab[%s] is not a token id", t->what,
-                                 key);
+            return t->h->set_error(t->h, QB_E_FORMAT, "%s: model.vocab[%s] is not a token id",
+                                   t->what, key);
         g_hash_table_insert(t->vocab, g_string_chunk_insert(t->strings, key),
                             GINT_TO_POINTER((int)id + 1));
         if ((int64_t)id > t->max_id)
@@ -397,7 +434,7 @@ static qb_status bpe_model(qbh_tok *t, const qb_json *m)
     t->unk = -1;
     if (unk && (t->unk = qbh_tok_vocab_id(t, unk)) < 0)
         return t->h->set_error(t->h, QB_E_FORMAT, "%s: model.unk_token %s is not in the vocabulary",
-                             t->what, unk);
+                               t->what, unk);
     t->n_merges = t->J->type(merges) == QB_JSON_ARRAY ? t->J->count(merges) : 0;
     t->merges = g_new0(qbh_tok_merge, t->n_merges + 1);
     /* The entries first, in one forward walk: at() is O(1) only while one
@@ -418,8 +455,13 @@ static qb_status bpe_model(qbh_tok *t, const qb_json *m)
         b = qbh_tok_vocab_id(t, r);
         c = qbh_tok_vocab_id(t, lr);
         if (a < 0 || b < 0 || c < 0)
-            rc = t->h->set_error(t->h, QB_E_FORMAT, "%s: model.merges[%zu] \"%s %s\": %s is not in the "
-                               "vocabulary", t->what, i, l, r, a < 0 ? l : b < 0 ? r : lr);
+            rc = t->h->set_error(t->h, QB_E_FORMAT,
+                                 "%s: model.merges[%zu] \"%s %s\": %s is not in the "
+                                 "vocabulary",
+                                 t->what, i, l, r,
+                                 a < 0   ? l
+                                 : b < 0 ? r
+                                         : lr);
         g_free(l);
         g_free(r);
         g_free(lr);

@@ -51,16 +51,16 @@ typedef enum qbh_tok_behavior {
 
 typedef struct qbh_tok_pre {
     qbh_tok_pre_kind kind;
-    GRegex *rx;            /* SPLIT; BYTELEVEL with use_regex */
+    GRegex *rx; /* SPLIT; BYTELEVEL with use_regex */
     qbh_tok_behavior behavior;
-    int add_prefix_space;  /* BYTELEVEL */
-    char *replacement;     /* METASPACE, g_malloc'd (one character) */
-    int prepend;           /* METASPACE: 0 never, 1 always, 2 first */
-    int split;             /* METASPACE */
+    int add_prefix_space; /* BYTELEVEL */
+    char *replacement;    /* METASPACE, g_malloc'd (one character) */
+    int prepend;          /* METASPACE: 0 never, 1 always, 2 first */
+    int split;            /* METASPACE */
 } qbh_tok_pre;
 
 typedef struct qbh_tok_added {
-    char *content;  /* g_malloc'd, non-empty */
+    char *content; /* g_malloc'd, non-empty */
     size_t len;
     int64_t id;
     int lstrip, rstrip, normalized;
@@ -71,11 +71,11 @@ typedef struct qbh_tok_added {
  * (node + 1) << 8 | byte; `term` holds per node the index in qbh_tok.added
  * of the token whose pattern ends there, or -1. */
 typedef struct qbh_tok_trie {
-    uint64_t *key;   /* g_malloc'd, 0: empty slot */
-    int32_t *child;  /* g_malloc'd, per slot */
-    size_t mask;     /* slots - 1 */
-    int32_t *term;   /* g_malloc'd, per node */
-    size_t n_nodes;  /* 0: no pattern at all */
+    uint64_t *key;  /* g_malloc'd, 0: empty slot */
+    int32_t *child; /* g_malloc'd, per slot */
+    size_t mask;    /* slots - 1 */
+    int32_t *term;  /* g_malloc'd, per node */
+    size_t n_nodes; /* 0: no pattern at all */
 } qbh_tok_trie;
 
 /* One merge: the pair (left id, right id) -> (rank, merged id). */
@@ -86,25 +86,25 @@ typedef struct qbh_tok_merge {
 } qbh_tok_merge;
 
 struct qbh_tok {
-    const qb_host *h;           /* memory and errors (not owned) */
-    const qb_json_api *J;       /* h->json */
-    char *what;                 /* the file, for messages */
-    GArray *norms;              /* qbh_tok_norm, in order */
-    GArray *pres;               /* qbh_tok_pre, in order */
-    qbh_tok_added *added;       /* n_added, in the file's order */
+    const qb_host *h;     /* memory and errors (not owned) */
+    const qb_json_api *J; /* h->json */
+    char *what;           /* the file, for messages */
+    GArray *norms;        /* qbh_tok_norm, in order */
+    GArray *pres;         /* qbh_tok_pre, in order */
+    qbh_tok_added *added; /* n_added, in the file's order */
     size_t n_added;
     qbh_tok_trie added_trie[2]; /* patterns of tokens with normalized 0 / 1 */
     /* The post-processor's single template around the sequence. */
-    GArray *before, *after;     /* int64_t ids */
+    GArray *before, *after; /* int64_t ids */
     /* BPE */
-    GHashTable *vocab;          /* token text -> GINT_TO_POINTER(id + 1); keys in `strings` */
+    GHashTable *vocab; /* token text -> GINT_TO_POINTER(id + 1); keys in `strings` */
     GStringChunk *strings;
-    qbh_tok_merge *merges;      /* n_merges, keys of `merge_index` */
+    qbh_tok_merge *merges; /* n_merges, keys of `merge_index` */
     size_t n_merges;
-    GHashTable *merge_index;    /* &key -> qbh_tok_merge (a mixing hash: load.c) */
-    int64_t unk;                /* -1: none */
+    GHashTable *merge_index; /* &key -> qbh_tok_merge (a mixing hash: load.c) */
+    int64_t unk;             /* -1: none */
     int byte_fallback, fuse_unk, ignore_merges;
-    int64_t max_id;             /* the largest id of vocabulary, added tokens, template */
+    int64_t max_id; /* the largest id of vocabulary, added tokens, template */
 };
 
 /* ---- bpe.c ------------------------------------------------------- */

@@ -72,9 +72,8 @@ typedef struct cpu_backend {
     w4a16_backend m;
 } cpu_backend;
 
-static qb_status cpu_linear(qb_linear_backend *pub, int64_t layer, const char *path,
-                            const float *x, int64_t M, int64_t K, float *y, int64_t N,
-                            uint64_t *bytes)
+static qb_status cpu_linear(qb_linear_backend *pub, int64_t layer, const char *path, const float *x,
+                            int64_t M, int64_t K, float *y, int64_t N, uint64_t *bytes)
 {
     cpu_backend *b = (cpu_backend *)pub;
     const qb_host *h = b->m.h;

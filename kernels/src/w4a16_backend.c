@@ -29,8 +29,10 @@ qb_status w4a16_backend_model(w4a16_backend *b, const qb_host *h, const qb_model
     *mine = w4a16_backend_is_mine(src);
     if (!*mine) {
         if (flags & QB_LINEAR_BACKEND_REQUIRED)
-            return h->set_error(h, QB_E_UNSUPPORTED, "%s is not a W4A16 directory (read by %s): "
-                                "only packed W4A16 linears run on the GPU", src->source_path,
+            return h->set_error(h, QB_E_UNSUPPORTED,
+                                "%s is not a W4A16 directory (read by %s): "
+                                "only packed W4A16 linears run on the GPU",
+                                src->source_path,
                                 src->info && src->info->source_format ? src->info->source_format
                                                                       : "?");
         return QB_OK;
@@ -51,16 +53,17 @@ qb_status w4a16_backend_find(w4a16_backend *b, int64_t layer, const char *path, 
     if (rc)
         return h->set_error(h, rc, "%s: %s", b->path, qb_w4a16_error(b->model));
     if (q->n != N)
-        return h->set_error(h, QB_E_MISMATCH, "%s: layer %lld %s has %lld output rows, expected "
-                            "%lld", b->path, (long long)layer, path, (long long)q->n,
-                            (long long)N);
+        return h->set_error(h, QB_E_MISMATCH,
+                            "%s: layer %lld %s has %lld output rows, expected "
+                            "%lld",
+                            b->path, (long long)layer, path, (long long)q->n, (long long)N);
     return QB_OK;
 }
 
 uint64_t w4a16_backend_bytes(const qb_w4a16_linear *q)
 {
-    return (uint64_t)q->n * (uint64_t)((q->k + 1) / 2 + 2 * ((q->k + q->group_size - 1) /
-                                                            q->group_size));
+    return (uint64_t)q->n *
+           (uint64_t)((q->k + 1) / 2 + 2 * ((q->k + q->group_size - 1) / q->group_size));
 }
 
 uint16_t *w4a16_backend_x16(const qb_host *h, const float *x, int64_t M, int64_t K)
@@ -83,4 +86,3 @@ void w4a16_backend_bias(const qb_w4a16_linear *q, float *y, int64_t M, int64_t N
         for (i = 0; i < M * N; i++)
             y[i] += qb_f16_to_f32(q->bias[i % N]);
 }
-

@@ -55,7 +55,8 @@ struct qb_linear_backend {
 };
 
 /* qb_linear_backend_open flags. */
-#define QB_LINEAR_BACKEND_REQUIRED 1u /* a model the backend does not serve is an error
+#define QB_LINEAR_BACKEND_REQUIRED                                                                 \
+    1u /* a model the backend does not serve is an error
                                          (QB_E_UNSUPPORTED naming the model), not *out NULL */
 
 /* How a backend is opened (the signature of qb_w4a16_backend_open and
