@@ -651,6 +651,11 @@ qb_status qbh_outdir_begin(const char *output, int overwrite, qbh_outdir *od);
 qb_status qbh_outdir_commit(qbh_outdir *od);
 /* Removes the temp dir (if still there) and frees od. Never fails. */
 void qbh_outdir_abort(qbh_outdir *od);
+/* QB_OK when the directory that will hold `path` (its parent; "." for a
+ * bare name) exists, is a directory and is writable; else an error whose
+ * message starts with `what` and `path` (QB_E_NOT_FOUND, QB_E_INVALID,
+ * QB_E_IO). Checked before any work so a bad path fails at once. */
+qb_status qbh_outdir_check_parent(const char *path, const char *what);
 /* Recursively removes `path` without following symlinks. QB_E_IO. */
 qb_status qbh_rmtree(const char *path);
 

@@ -70,11 +70,6 @@ int qbh_cli_option_kv(char *arg, qbh_opt *out);
 int qbh_cli_common_opt(int c, const char *arg, qbh_common *co);
 /* Prints "try 'quantbridge help CMD'" on stderr (CMD NULL: no command). */
 void qbh_cli_usage_hint(const char *cmd);
-/* QB_OK when the directory that will hold `path` (its parent; "." for a
- * bare name) exists, is a directory and is writable; else an error whose
- * message starts with `what` and `path` (QB_E_NOT_FOUND, QB_E_INVALID,
- * QB_E_IO). Checked before any work so a bad path fails at once. */
-qb_status qbh_cli_check_out_parent(const char *path, const char *what);
 
 /* ---- cmd_forward.c -------------------------------------------------------- */
 

@@ -297,7 +297,7 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         goto done;
     }
     /* before the comparison, which may take minutes */
-    if (report && qbh_cli_check_out_parent(report, "--report"))
+    if (report && qbh_outdir_check_parent(report, "--report"))
         goto report;
     if (text_file && read_text_file(text_file, &file_text))
         goto report;
