@@ -21,6 +21,7 @@
  *   probe.c       probe input and reader arbitration
  *   model_src.c   qb_model_src forwarding to a reader
  *   model_facts.c qb_model_facts from the config and the tensor list
+ *   source_views.c  the reader's stored-tensor and metadata views
  *   sink.c        qb_sink over a directory; sha256.c FIPS 180-4
  *   outdir.c      output-path safety, temp dir, rename, cleanup
  *   signals.c     SIGINT/SIGTERM -> cancel flag
@@ -566,6 +567,21 @@ const char *qbh_source_tokenizer_json_dir(const qbh_source *s);
  * tokenizer files with --tokenizer DIR", and returns QB_E_UNSUPPORTED.
  * Precondition: s states QB_TOKENIZER_REFUSED. */
 qb_status qbh_source_tokenizer_refused(const qbh_source *s);
+
+/* ---- source_views.c ------------------------------------------------------- */
+
+/* 1 when the reader of s offers the ABI 1.2 stored-tensor view
+ * (get_raw_tensor_info) / the metadata view (get_metadata). Pure. */
+int qbh_source_has_raw(const qbh_source *s);
+int qbh_source_has_meta(const qbh_source *s);
+
+/* Stored tensor i of s into *out (struct_size set here). QB_E_RANGE past
+ * the last; another failure is the reader's (message set, naming it). */
+qb_status qbh_source_raw(const qbh_source *s, size_t i, qb_raw_tensor_info *out);
+
+/* Metadata entry i of s into *out with value buf[cap] (struct_size set
+ * here). QB_E_RANGE past the last; another failure is the reader's. */
+qb_status qbh_source_meta(const qbh_source *s, size_t i, qb_meta_entry *out, char *buf, size_t cap);
 
 /* ---- model_facts.c ------------------------------------------------------- */
 

@@ -100,7 +100,7 @@ static qb_status show_plan(const convert_args *a, const qbh_plan *plan, const qb
 /* --verify under --json: the verify summary goes to stderr, so stdout
  * holds the one JSON document. */
 static qb_status verify_step(const convert_args *a, qbh_registry *reg, qbh_source *src,
-                             qbh_plugin *writer, int *verify_failed)
+                             qbh_plugin *writer, const qbh_plan *plan, int *verify_failed)
 {
     int saved = -1;
     qb_status rc;
@@ -110,8 +110,10 @@ static qb_status verify_step(const convert_args *a, qbh_registry *reg, qbh_sourc
         if (saved >= 0)
             dup2(STDERR_FILENO, STDOUT_FILENO);
     }
-    rc =
-        qbh_verify_after_convert(reg, src, a->output, writer, qb_w4a16_backend_open, verify_failed);
+    /* the kernels' CPU linear backend runs its own format's linears in
+     * the model check */
+    rc = qbh_verify_after_convert(reg, src, a->output, writer, plan, qb_w4a16_backend_open,
+                                  verify_failed);
     if (saved >= 0) {
         fflush(stdout);
         dup2(saved, STDOUT_FILENO);
@@ -185,7 +187,7 @@ static qb_status run(const convert_args *a, qbh_registry *reg, int *usage_err, i
      * not verify is still evidence worth keeping (the message says so),
      * and deleting it would hide what went wrong. */
     if (a->verify) {
-        rc = verify_step(a, reg, &o.src, o.writer, verify_failed);
+        rc = verify_step(a, reg, &o.src, o.writer, &o.plan, verify_failed);
         res.verify_ran = 1;
         res.verify_rc = rc;
         res.verify_msg = rc ? qbh_error_message() : NULL;

@@ -66,7 +66,7 @@ static void usage(FILE *f)
             "\n"
             "Pass/fail, per compared tensor (the metrics above are reported, not judged,\n"
             "unless --max-rel-rmse / --min-cosine are given):\n"
-            "  exact    a tensor the writer's manifest declares exact fails on any difference\n"
+            "  exact    a tensor its writer declares exact fails on any difference\n"
             "  absmax   a tensor on a symmetric integer grid (the W4A16 linears) fails when\n"
             "           any group's error exceeds that of the plain rule on the same source\n"
             "           values (scale absmax/7 in the grid's scale precision, round to\n"

@@ -47,19 +47,6 @@ void qbh_sizes_free(qbh_sizes *z);
  * is unknown or params is 0. Pure. */
 double qbh_bits_per_weight(int64_t bytes, int64_t params);
 
-/* 1 when the reader of s offers the ABI 1.2 stored-tensor view
- * (get_raw_tensor_info) / the metadata view (get_metadata). Pure. */
-int qbh_source_has_raw(const qbh_source *s);
-int qbh_source_has_meta(const qbh_source *s);
-
-/* Stored tensor i of s into *out (struct_size set here). QB_E_RANGE past
- * the last; another failure is the reader's (message set, naming it). */
-qb_status qbh_source_raw(const qbh_source *s, size_t i, qb_raw_tensor_info *out);
-
-/* Metadata entry i of s into *out with value buf[cap] (struct_size set
- * here). QB_E_RANGE past the last; another failure is the reader's. */
-qb_status qbh_source_meta(const qbh_source *s, size_t i, qb_meta_entry *out, char *buf, size_t cap);
-
 /* ---- inspect_views.c: rendering of --raw and --metadata -------------- */
 
 struct cJSON;

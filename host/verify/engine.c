@@ -18,8 +18,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "qbk_w4a16_names.h"
-
 #define VERIFY_BLOCK_ELEMS ((int64_t)1 << 20) /* 4 MiB of float32 per side */
 
 void qbh_verify_opts_default(qbh_verify_opts *o)
@@ -29,6 +27,7 @@ void qbh_verify_opts_default(qbh_verify_opts *o)
     o->margin = QBH_VERIFY_BASELINE_MARGIN;
     o->n_vectors = QBH_VERIFY_N_VECTORS;
     o->seed = QBH_VERIFY_SEED;
+    o->plan = NULL;
 }
 
 qb_status qbh_verify_open(const qbh_registry *reg, const char *path, const char *format,
@@ -135,7 +134,7 @@ static void judge(qbh_verify_tensor *t, const qbh_verify_opts *o)
                  (unsigned long long)t->n_bad_nonfinite);
     } else if (t->rule == QBH_VB_EXACT && !t->exact) {
         snprintf(t->reason, sizeof t->reason,
-                 "the manifest says exact but %llu element(s) differ (max abs %.3g)",
+                 "its writer declares it exact but %llu element(s) differ (max abs %.3g)",
                  (unsigned long long)t->n_diff, t->max_abs);
     } else if (t->rule == QBH_VB_GRID && t->n_worse) {
         snprintf(t->reason, sizeof t->reason,
@@ -290,44 +289,32 @@ static void shape_str(const qb_tensor_info *t, char *out, size_t n)
         len += (size_t)snprintf(out + len, n - len, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
 }
 
-/* Whether canonical name is "model.layers.N.<path>" with <path> in the
- * manifest's fused expert set. Pure. */
-static int is_fused(GHashTable *fused, const char *name)
-{
-    static const char pre[] = "model.layers.";
-    const char *p = name + sizeof pre - 1;
-    if (!fused || strncmp(name, pre, sizeof pre - 1) != 0 || !isdigit((unsigned char)*p))
-        return 0;
-    while (isdigit((unsigned char)*p))
-        p++;
-    return *p == '.' && g_hash_table_contains(fused, p + 1);
-}
-
-/* The rule converted tensor ci is judged by: exact when its writer's
- * manifest says so, the absmax rule in the parts' own grouping for a fused
- * expert tensor the manifest describes, the grid's absmax rule for an
- * integer grid, nearest rounding for a float dtype, else none. Main
- * thread. */
-static qb_status pick_rule(qbh_source *conv, size_t ci, GHashTable *exact_set, GHashTable *fused,
-                           int64_t fused_gs, const qbh_verify_opts *o, qbh_vb_rule *rl)
+/* The rule converted tensor ci is judged by: exact when its writer
+ * declares it so, the absmax rule in the parts' own grouping for a fused
+ * expert tensor it declares a grid of, the grid's absmax rule for an
+ * integer grid the reader serves, nearest rounding for a float dtype, else
+ * none. Main thread. */
+static qb_status pick_rule(qbh_source *conv, size_t ci, const qbh_verify_decl *d,
+                           const qbh_verify_opts *o, qbh_vb_rule *rl)
 {
     const qb_tensor_info *ti = &conv->tensors[ci];
+    const qbh_vb_rule *xr;
     memset(rl, 0, sizeof *rl);
     rl->margin = o->margin;
-    if (exact_set && g_hash_table_contains(exact_set, ti->name)) {
+    if (g_hash_table_contains(d->exact, ti->name)) {
         rl->kind = QBH_VB_EXACT;
         return QB_OK;
     }
-    if (ti->n_dims == 3 && ti->source_dtype == QB_DT_QUANTIZED && ti->dims[1] > 0 &&
-        is_fused(fused, ti->name)) {
-        /* [E, in, out]: every part is a W4A16 linear [out, in] with fp16
-         * scales per group_size input features (w4a16-format.md) */
+    xr = g_hash_table_lookup(d->expert, ti->name);
+    if (xr && ti->n_dims == 3 && ti->source_dtype == QB_DT_QUANTIZED && ti->dims[1] > 0) {
+        /* [E, in, out]: each expert's column is one linear row quantized
+         * in groups of group_size inputs down the rows */
         rl->kind = QBH_VB_GRID;
-        rl->bits = QBK_W4A16_BITS;
-        rl->scale_dtype = QB_DT_F16;
-        rl->group_size = fused_gs;
+        rl->bits = xr->bits;
+        rl->scale_dtype = xr->scale_dtype;
+        rl->group_size = xr->group_size;
         rl->expert_rows = ti->dims[1];
-        rl->n_groups = (ti->dims[1] + fused_gs - 1) / fused_gs;
+        rl->n_groups = (ti->dims[1] + xr->group_size - 1) / xr->group_size;
         return QB_OK;
     }
     if (ti->has_grid && conv->src.get_grid_info) {
@@ -359,8 +346,7 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     qbh_verify_result *r = NULL;
     unsigned char *used = NULL;
     verify_ctx ctx;
-    GHashTable *exact_set = NULL, *fused_set = NULL;
-    int64_t fused_gs = 0;
+    qbh_verify_decl decl;
     qb_status rc = QB_OK;
     int conv_tied = config_tied(conv), src_tied = config_tied(src);
 
@@ -472,18 +458,14 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
         snprintf(t->reason, sizeof t->reason, "in the converted model only");
     }
 
-    rc = qbh_verify_manifest_exact(conv->path, &exact_set);
+    rc = qbh_verify_declared(conv, src, o->plan, &decl);
     if (rc)
         goto out;
-    rc = qbh_verify_manifest_fused(conv->path, &fused_set, &fused_gs);
+    for (i = 0; i < ctx.n_jobs && rc == QB_OK; i++)
+        rc = pick_rule(conv, ctx.jobs[i].ci, &decl, o, &ctx.jobs[i].rule);
+    qbh_verify_decl_free(&decl);
     if (rc)
         goto out;
-    for (i = 0; i < ctx.n_jobs; i++) {
-        rc = pick_rule(conv, ctx.jobs[i].ci, exact_set, fused_set, fused_gs, o,
-                       &ctx.jobs[i].rule);
-        if (rc)
-            goto out;
-    }
     ctx.src = src;
     ctx.conv = conv;
     ctx.o = o;
@@ -516,10 +498,6 @@ out:
     for (i = 0; ctx.jobs && i < ns + nc + 1; i++)
         qbh_vb_rule_free(&ctx.jobs[i].rule);
     qbh_free(ctx.jobs);
-    if (exact_set)
-        g_hash_table_destroy(exact_set);
-    if (fused_set)
-        g_hash_table_destroy(fused_set);
     return rc;
 }
 
@@ -570,8 +548,8 @@ const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name)
 }
 
 qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
-                                   const qbh_plugin *writer, qb_linear_backend_open_fn linears,
-                                   int *failed)
+                                   const qbh_plugin *writer, const qbh_plan *plan,
+                                   qb_linear_backend_open_fn linears, int *failed)
 {
     const qb_writer_caps *caps = qbh_writer_caps(writer->desc);
     const char *format = NULL;
@@ -584,6 +562,7 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
 
     *failed = 0;
     qbh_verify_opts_default(&o);
+    o.plan = plan;
     if (caps && caps->verify_reader) {
         const qbh_plugin *vr = qbh_registry_find(reg, caps->verify_reader);
         if (vr && vr->state == QBH_LOAD_OK && vr->desc->reader)

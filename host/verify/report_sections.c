@@ -12,8 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <cjson/cJSON.h>
-
 #define esc qbh_html_esc
 
 static int compared(const qbh_verify_tensor *t)
@@ -21,9 +19,9 @@ static int compared(const qbh_verify_tensor *t)
     return t->state == QBH_VT_OK || t->state == QBH_VT_FAIL;
 }
 
-/* Exact side: the writer's manifest declares it exact (docs/w4a16-format.md,
- * "manifest.json (fields every version-1 writer emits)"), or the values
- * came through bit-equal anyway (a lossless dtype change). */
+/* Exact side: its writer declares it exact (docs/plugin-design.md,
+ * "Declarations for verify"), or the values came through bit-equal anyway
+ * (a lossless dtype change). */
 static int is_exact(const qbh_verify_tensor *t)
 {
     return t->rule == QBH_VB_EXACT || t->exact;
@@ -62,73 +60,78 @@ static size_t group_index(const char *name)
 
 /* ---- settings and versions ------------------------------------------------- */
 
-static void json_scalar(FILE *f, const cJSON *v)
+static void json_scalar(FILE *f, const qb_json_api *J, const qb_json *v)
 {
     char b[64];
-    if (cJSON_IsString(v)) {
-        esc(f, v->valuestring);
-    } else if (cJSON_IsBool(v)) {
-        fputs(cJSON_IsTrue(v) ? "true" : "false", f);
-    } else if (cJSON_IsNumber(v)) {
-        snprintf(b, sizeof b, "%.17g", v->valuedouble);
+    double d;
+    int32_t bv;
+    size_t i;
+    switch (J->type(v)) {
+    case QB_JSON_STRING: esc(f, J->get_string(v)); break;
+    case QB_JSON_BOOL:
+        J->get_bool(v, &bv);
+        fputs(bv ? "true" : "false", f);
+        break;
+    case QB_JSON_NUMBER:
+        J->get_number(v, &d);
+        snprintf(b, sizeof b, "%.17g", d);
         fputs(b, f);
-    } else if (cJSON_IsArray(v)) {
-        const cJSON *e;
-        int first = 1;
+        break;
+    case QB_JSON_ARRAY:
         fputs("[", f);
-        cJSON_ArrayForEach(e, v)
-        {
-            fputs(first ? "" : ", ", f);
-            first = 0;
-            if (cJSON_IsObject(e) || cJSON_IsArray(e))
+        for (i = 0; i < J->count(v); i++) {
+            const qb_json *e = J->at(v, i, NULL);
+            fputs(i ? ", " : "", f);
+            if (J->type(e) == QB_JSON_OBJECT || J->type(e) == QB_JSON_ARRAY)
                 fputs("&hellip;", f);
             else
-                json_scalar(f, e);
+                json_scalar(f, J, e);
         }
         fputs("]", f);
-    } else {
-        fputs("null", f);
+        break;
+    default: fputs("null", f); break;
     }
 }
 
 /* One row per manifest setting: top-level scalars and arrays as they are,
  * one level of objects as key.sub; the per-file and per-tensor lists are
  * summarised elsewhere. */
-static void manifest_rows(FILE *f, const cJSON *m)
+static void manifest_rows(FILE *f, const qb_json_api *J, const qb_json *m)
 {
-    const cJSON *it, *sub;
-    cJSON_ArrayForEach(it, m)
-    {
-        if (!it->string || strcmp(it->string, "tensors") == 0 || strcmp(it->string, "files") == 0)
+    size_t i, k, n = J->count(m);
+    for (i = 0; i < n; i++) {
+        const char *key = NULL, *sub = NULL;
+        const qb_json *it = J->at(m, i, &key);
+        if (!key || strcmp(key, "tensors") == 0 || strcmp(key, "files") == 0)
             continue;
-        if (cJSON_IsObject(it)) {
-            cJSON_ArrayForEach(sub, it)
-            {
+        if (J->type(it) == QB_JSON_OBJECT) {
+            for (k = 0; k < J->count(it); k++) {
+                const qb_json *v = J->at(it, k, &sub);
                 fputs("<tr><td>", f);
-                esc(f, it->string);
+                esc(f, key);
                 fputs(".", f);
-                esc(f, sub->string ? sub->string : "?");
+                esc(f, sub ? sub : "?");
                 fputs("</td><td>", f);
-                json_scalar(f, sub);
+                json_scalar(f, J, v);
                 fputs("</td></tr>\n", f);
             }
             continue;
         }
         fputs("<tr><td>", f);
-        esc(f, it->string);
+        esc(f, key);
         fputs("</td><td>", f);
-        json_scalar(f, it);
+        json_scalar(f, J, it);
         fputs("</td></tr>\n", f);
     }
 }
 
 void qbh_verify_html_settings(FILE *f, const qbh_verify_result *r)
 {
+    const qb_json_api *J = qbh_json_api();
     char path[4200], date[64] = "unknown";
     void *text = NULL;
-    size_t len = 0, n_t = 0, n_x = 0;
-    cJSON *m = NULL;
-    const cJSON *t;
+    size_t len = 0, n_x = 0, i;
+    qb_json *m = NULL;
     time_t now = time(NULL);
     struct tm tm;
 
@@ -153,30 +156,29 @@ void qbh_verify_html_settings(FILE *f, const qbh_verify_result *r)
     esc(f, r->converted_reader_version ? r->converted_reader_version : "");
     fputs("</td></tr></table>\n", f);
 
+    /* A writer's manifest.json beside the weights, shown as it is (read
+     * with the strict parser like every input file); what was declared
+     * exact comes from the plugins (declared.c), not from it. */
     fputs("<h2>Conversion settings</h2>\n", f);
-    if ((size_t)snprintf(path, sizeof path, "%s/manifest.json", r->converted_path) < sizeof path &&
-        qbh_read_small_file(path, 64u << 20, &text, &len) == QB_OK)
-        m = cJSON_ParseWithLength(text, len);
-    else
+    if ((size_t)snprintf(path, sizeof path, "%s/manifest.json", r->converted_path) >= sizeof path ||
+        qbh_read_small_file(path, 64u << 20, &text, &len) != QB_OK ||
+        qbh_json_parse(path, text, len, &m) != QB_OK || J->type(m) != QB_JSON_OBJECT) {
         qbh_error_clear();
-    if (!cJSON_IsObject(m)) {
         fputs("<p id=\"settings-none\">The converted model has no readable "
               "<code>manifest.json</code>, so its settings are not known here.</p>\n",
               f);
         goto out;
     }
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, "tensors"))
-    {
-        n_t++;
-        n_x += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "exact"));
-    }
+    for (i = 0; i < r->n; i++)
+        n_x += r->t[i].rule == QBH_VB_EXACT;
     fputs("<div class=\"scroll\"><table class=\"meta\" id=\"settings\">\n", f);
-    manifest_rows(f, m);
-    fprintf(f, "<tr><td>tensors</td><td>%zu linears in the manifest, %zu declared exact"
-               "</td></tr>\n</table></div>\n",
-            n_t, n_x);
+    manifest_rows(f, J, m);
+    fprintf(f,
+            "<tr><td>tensors</td><td>%zu declared exact by the writer</td></tr>\n"
+            "</table></div>\n",
+            n_x);
 out:
-    cJSON_Delete(m);
+    J->free(m);
     qbh_free(text);
 }
 
@@ -238,7 +240,7 @@ static void split_tables(FILE *f, const qbh_verify_result *r, size_t n_x, size_t
         fprintf(f, "<tr class=\"x%s\">", t->state == QBH_VT_FAIL ? " bad" : "");
         name_cells(f, t);
         fprintf(f, "<td>%s</td><td class=\"st\">%s</td></tr>\n",
-                t->rule == QBH_VB_EXACT ? "the manifest declares it exact"
+                t->rule == QBH_VB_EXACT ? "its writer declares it exact"
                                         : "bit-equal (lossless change of encoding)",
                 t->state == QBH_VT_FAIL ? "FAIL" : "ok");
     }

@@ -13,7 +13,7 @@
  * through the readers, accumulated in double):
  *   exact     every element bit-equal (float32 bits; NaN payloads too)
  *   max_abs   max |b - a|
- *   rel_rmse  ||b - a|| / ||a||   (the manifest's rel_rmse, w4a16-format.md)
+ *   rel_rmse  ||b - a|| / ||a||   (as the W4A16 writer records it, w4a16-format.md)
  *   cosine    <a, b> / (||a|| ||b||)
  *   snr_db    10 log10(||a||^2 / ||b - a||^2), +inf when exact
  *   wx_cosine for a 2-D weight of a decoder layer: the cosine between W_a x
@@ -30,8 +30,8 @@
 
 #include <quantbridge/qb_linear_backend.h>
 
-/* The pass/fail rule (verify_baseline.c): a tensor the writer's manifest
- * calls exact fails on any difference; a requantized or rounded one fails
+/* The pass/fail rule (baseline.c): a tensor its writer declares exact
+ * (declared.c) fails on any difference; a requantized or rounded one fails
  * when it is worse than the plain rule of its converted encoding on the
  * same source values, a grid group by more than this relative RMSE margin
  * (the writer never does worse than that rule, so only float summation
@@ -113,7 +113,7 @@ typedef struct qbh_vb_rule {
     int64_t *group_start, *group_len, *group_cols; /* col_group inverted */
     double margin;          /* GRID: relative RMSE margin per group */
     int64_t expert_rows;    /* GRID of a fused expert tensor [E, expert_rows,
-                               cols] (manifest "fused_experts"): each column
+                               cols] (declared: quantbridge.expert_grid): each column
                                of an expert is one linear row whose groups of
                                group_size run down the rows; 0 otherwise */
 } qbh_vb_rule;
@@ -187,24 +187,28 @@ size_t qbh_vb_model_grids(const qbh_vb_model *m, int *bits, int64_t *group_size)
 qb_status qbh_vb_model_filter(void *ctx, const char *as, const qb_tensor_info *t, int64_t row0,
                               int64_t n_rows, float *rows);
 
-/* ---- verify_manifest.c ---------------------------------------------------- */
+/* ---- declared.c ------------------------------------------------------------ */
 
-/* The canonical names of the linears that dir/manifest.json (an
- * sm86-w4a16 model) declares exact, as a set (GHashTable of g_malloc'd
- * keys; g_hash_table_destroy), or *out NULL when dir holds no such
- * manifest. Returns QB_OK (an unreadable manifest is the reader's to
- * refuse). Main thread. */
-qb_status qbh_verify_manifest_exact(const char *dir, GHashTable **out);
+/* What the writer declared of the converted model's tensors
+ * (docs/plugin-design.md, "Declarations for verify"). */
+typedef struct qbh_verify_decl {
+    GHashTable *exact;  /* canonical names declared exact (g_strdup'd keys) */
+    GHashTable *expert; /* canonical name -> qbh_vb_rule (GRID: bits, group_size,
+                           scale_dtype) of a fused expert tensor [E, in, out] */
+    int declares;       /* the reader declared exactness (some quantbridge.exact: entry) */
+    int from_plan;      /* the exact set came from the writer's plan */
+} qbh_verify_decl;
 
-/* The fused expert tensors dir/manifest.json (sm86-w4a16) describes under
- * "fused_experts" with the layout w4a16-format.md "gpt-oss" defines
- * ("expert-in-out-interleaved"): a set of their paths inside a layer
- * ("mlp.experts.gate_up_proj"; GHashTable of g_malloc'd keys,
- * g_hash_table_destroy) and the manifest's group_size, or *out NULL (and
- * *group_size 0) when there is no such manifest or entry. An entry of
- * another layout is left out (no rule: judged exact). Returns QB_OK.
- * Main thread. */
-qb_status qbh_verify_manifest_fused(const char *dir, GHashTable **out, int64_t *group_size);
+/* Reads the declarations of the open converted model conv from its
+ * reader's metadata view; when it declares no exactness and a plan of the
+ * conversion is given (plan->has_actions; src its source), a source
+ * tensor all of whose planned outputs are QB_PLAN_EXACT is declared exact
+ * under its name. QB_OK with *d (qbh_verify_decl_free); QB_E_FORMAT
+ * naming the reader and the entry when a declaration is malformed, the
+ * view's failure. Main thread (get_metadata is instance class). */
+qb_status qbh_verify_declared(const qbh_source *conv, const qbh_source *src, const qbh_plan *plan,
+                              qbh_verify_decl *d);
+void qbh_verify_decl_free(qbh_verify_decl *d);
 
 /* ---- verify_engine.c ------------------------------------------------------ */
 
@@ -215,6 +219,9 @@ typedef struct qbh_verify_opts {
     double margin;       /* baseline margin (QBH_VERIFY_BASELINE_MARGIN) */
     int n_vectors;       /* W·x probe vectors (1..16) */
     uint64_t seed;
+    const qbh_plan *plan; /* the conversion's plan (convert --verify), or NULL:
+                             exactness its converted reader does not declare
+                             is taken from it (qbh_verify_declared) */
 } qbh_verify_opts;
 
 /* Fills the defaults above. */
@@ -313,14 +320,15 @@ const char *qbh_verify_reader_for(const qbh_registry *reg, const char *name);
  * `writer`'s capabilities name (verify_reader, when that plugin is loaded;
  * otherwise, with a warning when one was named, the reader found by
  * probing), compares it with the still open `src` under the default rule
- * and prints the summary on stdout, then the model check (its passes'
+ * (exactness the output's reader does not declare taken from the writer's
+ * `plan` of the conversion, when given) and prints the summary on stdout, then the model check (its passes'
  * linears through `linears`, as qbh_mc_opts says). Returns QB_OK when it passes;
  * otherwise QB_E_MISMATCH with *failed = 1 and a message naming the first
  * failing tensor and saying the output was kept (the caller exits
  * QBH_EXIT_VERIFY), or the error that stopped the comparison (*failed 0). */
 qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, const char *output,
-                                   const qbh_plugin *writer, qb_linear_backend_open_fn linears,
-                                   int *failed);
+                                   const qbh_plugin *writer, const qbh_plan *plan,
+                                   qb_linear_backend_open_fn linears, int *failed);
 
 /* ---- verify_report.c ------------------------------------------------------ */
 
@@ -371,7 +379,7 @@ void qbh_verify_html_settings(FILE *f, const qbh_verify_result *r);
 
 /* A summary per projection type (q k v o gate up down experts other), a
  * histogram of per-tensor relative RMSE on a log axis fitted to the data,
- * and the tensors split into exact (the manifest declares it, or
+ * and the tensors split into exact (its writer declares it, or
  * bit-equal) and requantized or rounded ones with the rule each was
  * judged by (both lists folded). Writes to f. Main thread. */
 void qbh_verify_html_classes(FILE *f, const qbh_verify_result *r);
