@@ -15,7 +15,8 @@
  *   registry.c    the set of configured plugins and lookups
  *   services.c    the qb_host table served to each plugin
  *   json.c        the JSON service (qb_json.h); json_parse.c, json_emit.c
- *                 its parser and emitter (json_node.h: the node layout)
+ *                 its parser and emitter (json_node.h: the node layout);
+ *                 json_cjson.c strictly read input as a cJSON tree
  *   threadpool.c  the fixed pthread pool behind parallel_for
  *   options.c     typed option parsing/validation, qb_param arrays
  *   probe.c       probe input and reader arbitration
@@ -359,6 +360,13 @@ const qb_json_api *qbh_json_api(void);
 qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json **out);
 qb_status qbh_json_emit(const qb_host *h, const qb_json *node, int indent, char **out,
                         size_t *len);
+/* json_cjson.c: `text` read by the strict parser (qbh_json_parse: its
+ * refusals and messages, naming `what`) and copied into a new cJSON tree
+ * *out (cJSON_Delete), for code that builds its output with cJSON. A
+ * cJSON * passed as struct cJSON so this header needs no cJSON. QB_OK,
+ * the parser's error, QB_E_NOMEM. Thread-safe. */
+struct cJSON;
+qb_status qbh_json_parse_cjson(const char *what, const char *text, size_t len, struct cJSON **out);
 
 /* ---- threadpool.c --------------------------------------------------------- */
 

@@ -114,8 +114,15 @@ static void print_legend(const qbh_sizes *z)
                          "stored-tensor view)");
 }
 
+/* What inspect read besides the source (before printing anything). */
+typedef struct inspect_read {
+    cJSON *cfg; /* config.json, strictly read (NULL: none) */
+    cJSON *tok; /* the tokenizer summary (qbh_inspect_tokenizer_json; NULL: none) */
+} inspect_read;
+
 static qb_status print_text(const char *path, const qbh_probe_score *sc, size_t n_sc,
-                            const qbh_source *s, const qbh_sizes *z, int raw, int meta)
+                            const qbh_source *s, const qbh_sizes *z, const inspect_read *rd,
+                            int raw, int meta)
 {
     size_t i;
     qb_status rc;
@@ -144,13 +151,13 @@ static qb_status print_text(const char *path, const qbh_probe_score *sc, size_t 
     else if (s->info.tokenizer_state == QB_TOKENIZER_SKIPPED)
         printf("tokenizer: skipped: %s\n", s->info.tokenizer_note);
     if (!s->info.tokenizer_note || s->info.tokenizer_dir || s->info.chat_template)
-        qbh_inspect_tokenizer_text(stdout, &s->info); /* not "none" after the line above */
+        qbh_inspect_tokenizer_text(stdout, rd->tok); /* not "none" after the line above */
     {
         char facts[512];
         qbh_model_facts_text(&s->facts, facts, sizeof facts);
         printf("facts: %s\n", facts);
     }
-    if (meta && (rc = qbh_inspect_meta_text(s)))
+    if (meta && (rc = qbh_inspect_meta_text(s, rd->cfg)))
         return rc;
     if (raw) {
         if ((rc = qbh_inspect_raw_text(s)))
@@ -207,7 +214,8 @@ static void add_size(cJSON *j, int64_t params, int64_t bytes)
 }
 
 static qb_status print_json(const char *path, const qbh_probe_score *sc, size_t n_sc,
-                            const qbh_source *s, const qbh_sizes *z, int raw, int meta)
+                            const qbh_source *s, const qbh_sizes *z, const inspect_read *rd,
+                            int raw, int meta)
 {
     cJSON *root = cJSON_CreateObject(), *arr;
     char *text;
@@ -235,13 +243,11 @@ static qb_status print_json(const char *path, const qbh_probe_score *sc, size_t 
                                                          : "unstated");
     if (s->info.tokenizer_note)
         cJSON_AddStringToObject(root, "tokenizer_note", s->info.tokenizer_note);
-    {
-        cJSON *tok = qbh_inspect_tokenizer_json(&s->info);
-        cJSON_AddItemToObject(root, "tokenizer", tok ? tok : cJSON_CreateNull());
-    }
+    cJSON_AddItemToObject(root, "tokenizer",
+                          rd->tok ? cJSON_Duplicate(rd->tok, 1) : cJSON_CreateNull());
     add_facts(root, &s->facts);
     add_size(root, z->params, z->bytes_known ? z->bytes : -1);
-    if (meta && (rc = qbh_inspect_meta_json(s, root))) {
+    if (meta && (rc = qbh_inspect_meta_json(s, rd->cfg, root))) {
         cJSON_Delete(root);
         return rc;
     }
@@ -327,8 +333,10 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
     const char *format = NULL, *path;
     int c, json = 0, raw = 0, meta = 0, usage_err = 0, rc = QBH_EXIT_FAIL, reg_open = 0;
     qbh_sizes sizes;
+    inspect_read rd;
 
     memset(&src, 0, sizeof src);
+    memset(&rd, 0, sizeof rd);
     memset(&sizes, 0, sizeof sizes);
     memset(&rp, 0, sizeof rp);
     memset(&wp, 0, sizeof wp);
@@ -399,11 +407,13 @@ int qbh_cmd_inspect(int argc, char **argv, qbh_common *co)
         goto report;
     if (qbh_source_open(reader, path, rp.items, &src))
         goto report;
-    /* Refused before anything is printed. */
-    if ((raw && qbh_inspect_raw_check(&src)) || qbh_sizes_compute(&src, &sizes))
+    /* Refused before anything is printed: also a config.json or tokenizer
+     * file the strict JSON parser refuses. */
+    if ((raw && qbh_inspect_raw_check(&src)) || qbh_sizes_compute(&src, &sizes) ||
+        qbh_inspect_config(&src, &rd.cfg) || qbh_inspect_tokenizer_json(&src.info, &rd.tok))
         goto report;
-    if (json ? print_json(path, scores, n_scores, &src, &sizes, raw, meta)
-             : print_text(path, scores, n_scores, &src, &sizes, raw, meta))
+    if (json ? print_json(path, scores, n_scores, &src, &sizes, &rd, raw, meta)
+             : print_text(path, scores, n_scores, &src, &sizes, &rd, raw, meta))
         goto report;
     rc = QBH_EXIT_OK;
     goto done;
@@ -411,6 +421,8 @@ report:
     qbh_cli_report();
     rc = usage_err ? QBH_EXIT_USAGE : QBH_EXIT_FAIL;
 done:
+    cJSON_Delete(rd.cfg);
+    cJSON_Delete(rd.tok);
     qbh_sizes_free(&sizes);
     qbh_source_close(&src);
     qbh_params_free(&rp);

@@ -66,15 +66,23 @@ qb_status qbh_inspect_raw_text(const qbh_source *s);
  * canonical}], canonical a name or null. Same failures, and QB_E_NOMEM. */
 qb_status qbh_inspect_raw_json(const qbh_source *s, struct cJSON *root);
 
+/* The model's config.json (qb_model_info.config_json) read by the strict
+ * JSON parser into a new cJSON tree *out (cJSON_Delete; NULL when the
+ * reader gives none): a text the parser refuses (a duplicate key, 1e400)
+ * is QB_E_FORMAT naming "PATH: config.json of reader NAME" and the byte;
+ * QB_E_NOMEM. `inspect` asks before it prints anything. */
+qb_status qbh_inspect_config(const qbh_source *s, struct cJSON **out);
+
 /* Prints the reader's metadata view (key, type, value) when it has one,
- * then the top-level fields of the model's config.json (name, JSON type,
- * value; arrays and objects summarised) to stdout. Failures of the view;
- * a config.json that is not JSON is said in the output, not a failure. */
-qb_status qbh_inspect_meta_text(const qbh_source *s);
+ * then the top-level fields of cfg, the model's config.json
+ * (qbh_inspect_config; name, JSON type, value; arrays and objects
+ * summarised) to stdout: "config.json: none" for NULL, "not a JSON
+ * object" for another value. Failures of the view. */
+qb_status qbh_inspect_meta_text(const qbh_source *s, const struct cJSON *cfg);
 /* The same as root["metadata"] ([{key, type, value}], only when the reader
- * has the view) and root["config"] (the parsed config.json object, or
- * null). Same failures, and QB_E_NOMEM. */
-qb_status qbh_inspect_meta_json(const qbh_source *s, struct cJSON *root);
+ * has the view) and root["config"] (a copy of cfg when it is an object,
+ * else null). Same failures, and QB_E_NOMEM. */
+qb_status qbh_inspect_meta_json(const qbh_source *s, const struct cJSON *cfg, struct cJSON *root);
 
 /* ---- inspect_tokenizer.c ---------------------------------------------------- */
 
@@ -89,14 +97,15 @@ struct cJSON;
  * (bool), "chat_templates" (names of the list form), "rebuild_notes"
  * (tokenizer_config.json's quantbridge_rebuild_notes: what a reader that
  * rebuilt the files could not recover; [] when none)}, plus "error" naming
- * the file when one cannot be read or parsed. Returns a new cJSON object
- * (caller deletes), NULL when the source has no tokenizer dir and no chat
- * template, or on out of memory. Reads files; thread-safe. */
-struct cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi);
-/* The same as text lines ("tokenizer kind: ...", "tokenizer special: ...",
- * "chat template: ...", one "tokenizer note: ..." per rebuild note) on f;
- * "tokenizer: none" when there is none. */
-void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi);
-
+ * the file when one cannot be read or is no JSON object. *out: a new cJSON
+ * object (caller deletes), NULL when the source has no tokenizer dir and no
+ * chat template. The files are read by the strict JSON parser: one it
+ * refuses (a duplicate key, 1e400) is QB_E_FORMAT naming the file (*out
+ * NULL); QB_E_NOMEM. Reads files; thread-safe. */
+qb_status qbh_inspect_tokenizer_json(const qb_model_info *mi, struct cJSON **out);
+/* That object (qbh_inspect_tokenizer_json's) as text lines ("tokenizer
+ * kind: ...", "tokenizer special: ...", "chat template: ...", one
+ * "tokenizer note: ..." per rebuild note) on f; "tokenizer: none" for NULL. */
+void qbh_inspect_tokenizer_text(FILE *f, const struct cJSON *o);
 
 #endif /* QBH_INSPECT_H */

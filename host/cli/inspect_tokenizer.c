@@ -18,9 +18,11 @@
 /* tokenizer.json of a large vocabulary is tens of MiB; bound it anyway. */
 #define TOK_MAX_JSON ((size_t)512 << 20)
 
-/* dir/name parsed as JSON into *out (NULL when the file is absent).
- * Failure: a message naming the file in *err (g_malloc'd). */
-static void read_json(const char *dir, const char *name, cJSON **out, char **err)
+/* dir/name read as JSON into *out (NULL when the file is absent), by the
+ * strict parser every input file goes through: a text it refuses is an
+ * error naming the file (returned, message set). A file that cannot be
+ * read, or is JSON but no object, is said in *err (g_malloc'd) instead. */
+static qb_status read_json(const char *dir, const char *name, cJSON **out, char **err)
 {
     char *path = g_build_filename(dir, name, NULL);
     void *data = NULL;
@@ -29,15 +31,19 @@ static void read_json(const char *dir, const char *name, cJSON **out, char **err
     *out = NULL;
     if (rc == QB_E_NOT_FOUND) {
         qbh_error_clear();
+        rc = QB_OK;
     } else if (rc) {
         *err = g_strdup(qbh_error_message());
-    } else if (!(*out = cJSON_ParseWithLength(data, len)) || !cJSON_IsObject(*out)) {
+        rc = QB_OK;
+    } else if ((rc = qbh_json_parse_cjson(path, data, len, out)) == QB_OK &&
+               !cJSON_IsObject(*out)) {
         *err = g_strdup_printf("%s: not a JSON object", path);
         cJSON_Delete(*out);
         *out = NULL;
     }
     qbh_free(data);
     g_free(path);
+    return rc;
 }
 
 /* "Split x3 + ByteLevel": the types of a (Sequence of) component(s). */
@@ -154,7 +160,7 @@ static void add_bool_or_null(cJSON *o, const char *name, const cJSON *v)
         cJSON_AddNullToObject(o, name);
 }
 
-cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi)
+qb_status qbh_inspect_tokenizer_json(const qb_model_info *mi, cJSON **out)
 {
     static const char *const specials[] = {"bos", "eos", "unk", "pad"};
     cJSON *o, *tj = NULL, *cfg = NULL, *sp, *names;
@@ -162,18 +168,26 @@ cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi)
     char *err = NULL;
     int present = 0;
     size_t i;
+    qb_status rc;
 
     assert(mi != NULL);
+    *out = NULL;
     if (!mi->tokenizer_dir && !mi->chat_template)
-        return NULL;
+        return QB_OK;
     o = cJSON_CreateObject();
     if (!o)
-        return NULL;
+        return qbh_error_set(QB_E_NOMEM, "out of memory");
     if (mi->tokenizer_dir) {
         cJSON_AddStringToObject(o, "dir", mi->tokenizer_dir);
-        read_json(mi->tokenizer_dir, "tokenizer.json", &tj, &err);
-        if (!err)
-            read_json(mi->tokenizer_dir, "tokenizer_config.json", &cfg, &err);
+        rc = read_json(mi->tokenizer_dir, "tokenizer.json", &tj, &err);
+        if (rc == QB_OK && !err)
+            rc = read_json(mi->tokenizer_dir, "tokenizer_config.json", &cfg, &err);
+        if (rc) {
+            cJSON_Delete(tj);
+            cJSON_Delete(o);
+            g_free(err);
+            return rc;
+        }
     } else {
         cJSON_AddNullToObject(o, "dir");
     }
@@ -257,7 +271,8 @@ cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi)
     cJSON_Delete(tj);
     cJSON_Delete(cfg);
     g_free(err);
-    return o;
+    *out = o;
+    return QB_OK;
 }
 
 static const char *str_or(const cJSON *o, const char *key, const char *dflt)
@@ -271,10 +286,9 @@ static const char *yes_no(const cJSON *v)
     return cJSON_IsBool(v) ? (cJSON_IsTrue(v) ? "yes" : "no") : "unset";
 }
 
-void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi)
+void qbh_inspect_tokenizer_text(FILE *f, const cJSON *o)
 {
     static const char *const specials[] = {"bos", "eos", "unk", "pad"};
-    cJSON *o = qbh_inspect_tokenizer_json(mi);
     const cJSON *sp, *names, *e;
     size_t i;
     assert(f != NULL);
@@ -318,5 +332,4 @@ void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi)
     fprintf(f, "\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "rebuild_notes"))
         fprintf(f, "tokenizer note: %s\n", e->valuestring);
-    cJSON_Delete(o);
 }

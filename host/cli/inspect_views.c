@@ -172,9 +172,18 @@ static void config_value_text(const cJSON *v, char *out, size_t n)
     }
 }
 
-qb_status qbh_inspect_meta_text(const qbh_source *s)
+qb_status qbh_inspect_config(const qbh_source *s, cJSON **out)
 {
-    cJSON *cfg;
+    char what[4200];
+    *out = NULL;
+    if (!s->info.config_json)
+        return QB_OK;
+    snprintf(what, sizeof what, "%s: config.json of reader %s", s->path, s->reader->name);
+    return qbh_json_parse_cjson(what, s->info.config_json, strlen(s->info.config_json), out);
+}
+
+qb_status qbh_inspect_meta_text(const qbh_source *s, const cJSON *cfg)
+{
     qb_status rc;
     size_t i;
 
@@ -199,7 +208,6 @@ qb_status qbh_inspect_meta_text(const qbh_source *s)
             printf("  %-*s  %-*s  %s\n", (int)kw, e.key, (int)tw, e.type, buf);
         }
     }
-    cfg = s->info.config_json ? cJSON_Parse(s->info.config_json) : NULL;
     if (!cfg || !cJSON_IsObject(cfg)) {
         printf("config.json: %s\n", s->info.config_json ? "not a JSON object" : "none");
     } else {
@@ -218,13 +226,11 @@ qb_status qbh_inspect_meta_text(const qbh_source *s)
             printf("  %-*s  %-6s  %s\n", (int)kw, v->string, json_type(v), line);
         }
     }
-    cJSON_Delete(cfg);
     return QB_OK;
 }
 
-qb_status qbh_inspect_meta_json(const qbh_source *s, cJSON *root)
+qb_status qbh_inspect_meta_json(const qbh_source *s, const cJSON *cfg, cJSON *root)
 {
-    cJSON *cfg;
     qb_status rc;
     size_t i;
 
@@ -245,12 +251,9 @@ qb_status qbh_inspect_meta_json(const qbh_source *s, cJSON *root)
         if (rc != QB_E_RANGE)
             return rc;
     }
-    cfg = s->info.config_json ? cJSON_Parse(s->info.config_json) : NULL;
     if (cfg && cJSON_IsObject(cfg))
-        cJSON_AddItemToObject(root, "config", cfg);
-    else {
-        cJSON_Delete(cfg);
+        cJSON_AddItemToObject(root, "config", cJSON_Duplicate(cfg, 1));
+    else
         cJSON_AddNullToObject(root, "config");
-    }
     return QB_OK;
 }

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #define VERIFY_BLOCK_ELEMS ((int64_t)1 << 20) /* 4 MiB of float32 per side */
 
 void qbh_verify_opts_default(qbh_verify_opts *o)
@@ -82,22 +80,27 @@ static int layer_of(const char *name)
     }
 }
 
-/* tie_word_embeddings of a model's config, 1 only when present and true:
- * an absent key is not taken as tied (Hugging Face defaults differ by
- * architecture), so an untied model missing its head is reported. */
-static int config_tied(const qbh_source *s)
+/* tie_word_embeddings of a model's config into *tied, 1 only when present
+ * and true: an absent key is not taken as tied (Hugging Face defaults
+ * differ by architecture), so an untied model missing its head is
+ * reported. The config is read by the strict JSON parser, as every input
+ * file: a text it refuses is an error naming the model's config.json. */
+static qb_status config_tied(const qbh_source *s, int *tied)
 {
-    cJSON *c, *t;
-    int tied;
+    const qb_json_api *J = qbh_json_api();
+    char what[4200];
+    qb_json *c = NULL;
+    int32_t b = 0;
+    qb_status rc;
+    *tied = 0;
     if (!s->info.config_json)
-        return 0;
-    c = cJSON_Parse(s->info.config_json);
-    if (!c)
-        return 0;
-    t = cJSON_GetObjectItemCaseSensitive(c, "tie_word_embeddings");
-    tied = cJSON_IsTrue(t);
-    cJSON_Delete(c);
-    return tied;
+        return QB_OK;
+    snprintf(what, sizeof what, "verify: %s: config.json of reader %s", s->path, s->reader->name);
+    if ((rc = qbh_json_parse(what, s->info.config_json, strlen(s->info.config_json), &c)))
+        return rc;
+    *tied = J->get_bool(J->get(c, "tie_word_embeddings"), &b) && b;
+    J->free(c);
+    return QB_OK;
 }
 
 static int find(qbh_source *s, const char *name, size_t *idx)
@@ -347,11 +350,13 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     unsigned char *used = NULL;
     verify_ctx ctx;
     qbh_verify_decl decl;
-    qb_status rc = QB_OK;
-    int conv_tied = config_tied(conv), src_tied = config_tied(src);
+    qb_status rc;
+    int conv_tied = 0, src_tied = 0;
 
     memset(&ctx, 0, sizeof ctx);
     *out = NULL;
+    if ((rc = config_tied(src, &src_tied)) || (rc = config_tied(conv, &conv_tied)))
+        return rc;
     r = qbh_calloc(1, sizeof *r);
     used = qbh_calloc(nc ? nc : 1, 1);
     if (r)

@@ -149,10 +149,12 @@ static qb_status text_tokens(qbh_source *src, qbh_source *conv, const qbh_mc_opt
         rc = qbh_error_set(QB_E_INVALID, "model check: %s gives fewer than 2 tokens",
                            text ? what : "the built-in text");
     }
-    if (rc && !text && !o->tokenizer && rc != QB_E_NOMEM) {
+    if (rc && !text && !o->tokenizer && rc != QB_E_NOMEM && rc != QB_E_FORMAT) {
         /* The built-in text through the models' tokenizer is a default: a
-         * tokenizer the encoder refuses falls back to the fixed ids,
-         * saying why. */
+         * tokenizer the encoder cannot run falls back to the fixed ids,
+         * saying why. A tokenizer.json that is malformed (the strict JSON
+         * parser refuses it, or its content contradicts itself) is an
+         * error, as every malformed input file is. */
         snprintf(mc->tokens_note, sizeof mc->tokens_note, "%s", qbh_error_message());
         qbh_error_clear();
         return QB_OK;
