@@ -1,5 +1,5 @@
 /*
- * The forward pass's dense products (host/forward_gemm.c) against the loop
+ * The forward pass's dense products (host/model/gemm.c) against the loop
  * they replaced (one double accumulator per output, products of floats
  * widened one by one), on the linear shapes of Gemma 3 270M, one thread,
  * CPU time of the thread (a shared machine's load does not count). Not a

@@ -1,7 +1,7 @@
 /*
- * quantbridge host — `quantbridge plugin-check LIB`, the conformance kit
- * (docs/plugin-design.md, "Conformance: plugin-check"). Internal to the
- * plugin_check_*.c files and cmd_plugin_check.c.
+ * quantbridge plugin-check — `quantbridge plugin-check LIB`, the conformance kit
+ * (docs/plugin-design.md, "Conformance: plugin-check"): host/check
+ * (qbh_check), used by host/cli's cmd_plugin_check.c.
  *
  * Every check runs in a forked child (plugin_check_child.c): the child
  * loads the library itself, runs one check and reports one result down a

@@ -1,7 +1,7 @@
 /*
  * quantbridge host — `quantbridge verify --source SRC --converted DIR`:
  * opens both through their readers and reports, per tensor, how far the
- * converted values are from the source's (verify_engine.h has the metric
+ * converted values are from the source's (host/verify/verify.h has the metric
  * definitions). Exit 0 when every tensor is present on both sides and
  * passes, 3 when the comparison ran and failed, 1 on an error, 2 on usage
  * errors.

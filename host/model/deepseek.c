@@ -1,5 +1,5 @@
 /*
- * quantbridge host — forward pass: DeepSeek-V2/V3 multi-head latent
+ * quantbridge model library — DeepSeek-V2/V3 multi-head latent
  * attention, as transformers 5.24's DeepseekV2Attention and
  * DeepseekV3Attention compute it (docs/forward.md, "MLA"):
  *

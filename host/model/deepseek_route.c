@@ -1,5 +1,5 @@
 /*
- * quantbridge host — forward pass: DeepSeek-V2/V3 expert routing, as
+ * quantbridge model library — DeepSeek-V2/V3 expert routing, as
  * transformers 5.24's DeepseekV2TopkRouter and DeepseekV3TopkRouter
  * compute it (docs/forward.md, "DeepSeek routing"):
  *   V2 greedy               softmax scores, the top_k best;

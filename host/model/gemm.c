@@ -1,5 +1,5 @@
 /*
- * quantbridge host — forward pass: the dense products y = x . W^T of a row
+ * quantbridge model library — the dense products y = x . W^T of a row
  * block (docs/forward.md, "Operations").
  *
  * x arrives as double (widened once per linear, zero-padded to a multiple

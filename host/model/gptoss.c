@@ -1,5 +1,5 @@
 /*
- * quantbridge host — forward pass: gpt-oss's expert block, as transformers
+ * quantbridge model library — gpt-oss's expert block, as transformers
  * 5.24's GptOssTopKRouter and GptOssExperts compute it (docs/forward.md,
  * "gpt-oss"):
  *

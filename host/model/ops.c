@@ -1,5 +1,5 @@
 /*
- * quantbridge host — forward pass: the element-wise and attention
+ * quantbridge model library — the element-wise and attention
  * operations, as transformers' llama-family modules define them
  * (docs/forward.md, "Operations"). Sums run in double; results are
  * stored as float32.

@@ -1,5 +1,5 @@
 /*
- * quantbridge host — finding added tokens in a text (tokenize.h), before
+ * quantbridge tokenizer — finding added tokens in a text (tok.h), before
  * any other step sees it: tokenizers' AddedVocabulary matches them
  * leftmost-longest (one Aho-Corasick automaton per kind: those matched on
  * the raw text, normalized == false, and those matched after the

@@ -1,5 +1,5 @@
 /*
- * quantbridge host — the BPE model of tokenize.h: one pre-token to ids.
+ * quantbridge tokenizer — the BPE model of tok.h: one pre-token to ids.
  * The rules are tokenizers' BPE (models/bpe/model.rs merge_word and
  * word.rs merge_all), docs/forward.md "Text".
  */

@@ -1,5 +1,5 @@
 /*
- * quantbridge host — text to token ids (tokenize.h), in the order of
+ * quantbridge tokenizer — text to token ids (tok.h), in the order of
  * tokenizers' Tokenizer::encode: added tokens on the raw text split it
  * first; each stretch between them is normalized, split again on the
  * added tokens matched after normalization, pre-tokenized and

@@ -1,5 +1,5 @@
 /*
- * quantbridge host — tokenizer.json normalizers (tokenize.h): Prepend,
+ * quantbridge tokenizer — tokenizer.json normalizers (tok.h): Prepend,
  * Replace and the Unicode normalization forms, applied in order to the
  * text between added tokens, as tokenizers' normalizers do.
  */

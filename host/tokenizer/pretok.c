@@ -1,5 +1,5 @@
 /*
- * quantbridge host — tokenizer.json pre-tokenizers (tokenize.h): Split
+ * quantbridge tokenizer — tokenizer.json pre-tokenizers (tok.h): Split
  * (by regex or string, tokenizers' five SplitDelimiterBehaviors),
  * ByteLevel (GPT-2's byte -> character map, optionally its regex) and
  * Metaspace; Digits is loaded as a Split. docs/forward.md, "Text".

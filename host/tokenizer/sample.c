@@ -1,5 +1,5 @@
 /*
- * quantbridge host — the text verify's model check tokenizes when the
+ * quantbridge tokenizer — the text verify's model check tokenizes when the
  * user gives neither --tokens, --text nor --text-file (docs/verify.md,
  * "Model check"). Written for this project: a few paragraphs of everyday
  * English, German, French, Chinese and Russian, a small Python function

@@ -1,5 +1,5 @@
 /*
- * quantbridge host — the baseline model of verify's model verdict
+ * quantbridge verify — the baseline model of verify's model verdict
  * (docs/verify.md, "Model verdict"): the converted model's structure, its
  * values what the plain rules make of the source's. The model check runs
  * the source's forward pass with qbh_vb_model_filter on every weight read,
@@ -9,7 +9,7 @@
  * What each tensor gets comes from the converted model's reader alone
  * (its tensor info and grid info), never from a format's files: a grid
  * the reader describes as symmetric gets the absmax rule of
- * verify_baseline.c in that grid's grouping (contiguous or the column map
+ * baseline.c in that grid's grouping (contiguous or the column map
  * of an act-order grid), a float tensor nearest rounding to its dtype.
  * Where that cannot be formed, the tensor carries the reason and the pass
  * stops when it reads it: the verdict then says "baseline not computed"

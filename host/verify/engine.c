@@ -1,5 +1,5 @@
 /*
- * quantbridge host — verify engine: both models through their readers,
+ * quantbridge verify — verify engine: both models through their readers,
  * tensors matched by canonical name, each pair streamed in row blocks on
  * the host thread pool, thresholds applied.
  *
@@ -126,7 +126,7 @@ typedef struct verify_ctx {
     atomic_size_t done;
 } verify_ctx;
 
-/* The verdict of one compared tensor (verify_engine.h has the rule). NaN
+/* The verdict of one compared tensor (verify.h has the rule). NaN
  * never passes a comparison, so the user thresholds test for it apart. */
 static void judge(qbh_verify_tensor *t, const qbh_verify_opts *o)
 {

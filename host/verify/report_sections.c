@@ -1,5 +1,5 @@
 /*
- * quantbridge host — sections of the verify HTML report that explain the
+ * quantbridge verify — sections of the verify HTML report that explain the
  * conversion: its settings and versions, which tensors stayed exact and
  * which were requantized (and by what rule they were judged), a summary
  * per projection type and a histogram of per-tensor error. Inline HTML

@@ -1,5 +1,5 @@
 /*
- * quantbridge host — the model verdict of verify's model check
+ * quantbridge verify — the model verdict of verify's model check
  * (docs/verify.md, "Model verdict"): the converted model's KL mean against
  * the source, KL_c, placed against the baseline model's, KL_b (the plain
  * absmax rule applied to the source's values at the converted model's own

@@ -1,13 +1,18 @@
 /*
- * quantbridge host — `verify`: compares a converted model with its source,
- * tensor by tensor, through their readers (the internal interface of
- * verify_metrics.c, verify_engine.c, verify_report.c and cmd_verify.c).
+ * quantbridge verify (host/verify, qbh_verify) — compares a converted model
+ * with its source, tensor by tensor, through their readers, and runs the
+ * model check over the forward pass (the interface host/cli's `verify`
+ * and `convert --verify` use, and the tests).
  *
- *   verify_metrics.c  streaming error accumulators and the W·x probe
- *   verify_engine.c   open both sides, match names, stream row blocks on
+ *   metrics.c         streaming error accumulators and the W·x probe
+ *   baseline.c        the plain rules a tensor is judged against
+ *   baseline_model.c  the baseline model of the model verdict
+ *   declared.c        what the writer declared (the plugins' word)
+ *   engine.c          open both sides, match names, stream row blocks on
  *                     the host thread pool, apply the thresholds
- *   verify_report.c   text table, summary, JSON, self-contained HTML
- *   cmd_verify.c      the CLI command
+ *   report.c, report_sections.c  text table, summary, JSON, HTML
+ *   model_check.c     the model check: KL, top-1, logits cosine
+ *   verdict.c         the model verdict
  *
  * Metric definitions (a = source value, b = converted value, float32 read
  * through the readers, accumulated in double):
@@ -42,7 +47,7 @@
 #define QBH_VERIFY_N_VECTORS 4
 #define QBH_VERIFY_SEED UINT64_C(0x5eed0f0a11ce5eed)
 
-/* ---- verify_metrics.c ----------------------------------------------------- */
+/* ---- metrics.c -------------------------------------------------------------- */
 
 /* Element-wise accumulator of one tensor pair. Plain data: zero it with
  * qbh_vm_acc_init; one accumulator per thread (no locking inside). */
@@ -91,7 +96,7 @@ void qbh_vm_wx_add_rows(qbh_vm_wx *wx, const float *a, const float *b, int64_t n
 double qbh_vm_wx_cosine(const qbh_vm_wx *wx);
 void qbh_vm_wx_free(qbh_vm_wx *wx);
 
-/* ---- verify_baseline.c ---------------------------------------------------- */
+/* ---- baseline.c ------------------------------------------------------------- */
 
 typedef enum qbh_vb_kind {
     QBH_VB_NONE = 0, /* no plain rule known for the converted encoding:
@@ -141,7 +146,7 @@ void qbh_vb_rule_free(qbh_vb_rule *rl);
  * non-finite value are skipped (the element metrics fail them). With
  * rl->expert_rows the block must start at a group boundary of one expert
  * (a multiple of group_size rows into it) and not cross into the next
- * (verify_engine.c's blocking asserts it). Pure. */
+ * (engine.c's blocking asserts it). Pure. */
 void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t n_rows,
                  int64_t cols, qbh_vb_stats *st);
 
@@ -154,14 +159,14 @@ void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t 
  * left as they were), 0 normally. Pure; thread-safe on disjoint rows. */
 int64_t qbh_vb_apply_rows(const qbh_vb_rule *rl, float *rows, int64_t n_rows, int64_t cols);
 
-/* ---- verify_baseline_model.c ---------------------------------------------- */
+/* ---- baseline_model.c ------------------------------------------------------- */
 
 /* The baseline model of a converted model (docs/verify.md, "Model
  * verdict"): its structure with the values the plain rules make of the
  * SOURCE's: a tensor the converted model holds on a symmetric integer
  * grid (its reader's get_grid_info) gets the absmax rule in that grid's
  * own grouping, a float tensor (F16, BF16, F32) nearest rounding to that
- * dtype. Run as a filter of the source's forward pass (forward.h,
+ * dtype. Run as a filter of the source's forward pass (model.h,
  * qbh_fwd_model.filter). Opaque; built on the main thread, then read-only. */
 typedef struct qbh_vb_model qbh_vb_model;
 
@@ -178,7 +183,7 @@ void qbh_vb_model_free(qbh_vb_model *m);
  * (0 when they differ; an act-order grid counts cols / n_groups). Pure. */
 size_t qbh_vb_model_grids(const qbh_vb_model *m, int *bits, int64_t *group_size);
 
-/* The filter fn of forward.h's qbh_fwd_filter, ctx a qbh_vb_model: the
+/* The filter fn of model.h's qbh_fwd_filter, ctx a qbh_vb_model: the
  * rows of source tensor t, standing for `as`, rewritten by the rule of
  * the converted tensor named `as` (else t's own name). QB_E_UNSUPPORTED
  * naming the tensor and why when the converted model has no such tensor
@@ -210,7 +215,7 @@ qb_status qbh_verify_declared(const qbh_source *conv, const qbh_source *src, con
                               qbh_verify_decl *d);
 void qbh_verify_decl_free(qbh_verify_decl *d);
 
-/* ---- verify_engine.c ------------------------------------------------------ */
+/* ---- engine.c --------------------------------------------------------------- */
 
 typedef struct qbh_verify_opts {
     double max_rel_rmse; /* user threshold: fail above this (NaN: none) */
@@ -276,7 +281,7 @@ typedef struct qbh_verify_result {
     size_t n;
     size_t n_compared, n_exact, n_failed, n_missing, n_extra, n_shape;
     int pass;              /* no FAIL, MISSING, EXTRA or SHAPE */
-    const struct qbh_model_check *model_check; /* the caller's forward.h model
+    const struct qbh_model_check *model_check; /* the caller's model
                               check (not freed here), or NULL; written into
                               the JSON and the HTML report */
 } qbh_verify_result;
@@ -306,7 +311,7 @@ void qbh_verify_result_free(qbh_verify_result *r);
 /* 1 when the converted model of r holds at least one quantized tensor and
  * every one of them was judged by the exact rule (its writer declares it
  * exact) and passed: the model check's "exact codes" verdict
- * (forward.h). Pure. */
+ * (below). Pure. */
 int qbh_verify_exact_codes(const qbh_verify_result *r);
 
 /* The reader for a model written by plugin `name`, as --converted-format
@@ -330,7 +335,7 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
                                    const qbh_plugin *writer, const qbh_plan *plan,
                                    qb_linear_backend_open_fn linears, int *failed);
 
-/* ---- verify_report.c ------------------------------------------------------ */
+/* ---- report.c --------------------------------------------------------------- */
 
 /* Writes s to f with the five HTML special characters escaped. */
 void qbh_html_esc(FILE *f, const char *s);
@@ -368,9 +373,9 @@ char *qbh_verify_json(const qbh_verify_result *r);
  * script. QB_E_IO naming the path on failure (nothing left behind). */
 qb_status qbh_verify_write_html(const qbh_verify_result *r, const char *path);
 
-/* ---- verify_report_sections.c --------------------------------------------- */
+/* ---- report_sections.c ------------------------------------------------------ */
 
-/* HTML sections of the report, each self-contained (verify_report.c lays
+/* HTML sections of the report, each self-contained (report.c lays
  * them out): the conversion settings (the converted directory's
  * manifest.json, when it has one), the versions of quantbridge and both
  * readers, and the date the report was made. Writes to f; a missing or
@@ -389,12 +394,12 @@ void qbh_verify_html_classes(FILE *f, const qbh_verify_result *r);
  * "other". Static string. Pure. */
 const char *qbh_verify_proj_group(const char *name);
 
-/* ---- forward_check.c ------------------------------------------------------ */
+/* ---- model_check.c ---------------------------------------------------------- */
 
 /* The model verdict (docs/verify.md, "Model verdict"): the converted
  * model's KL mean against the source, KL_c, placed against the baseline
  * model's, KL_b (the plain absmax rule at the converted model's own
- * grids, verify_engine.h's qbh_vb_model). */
+ * grids, qbh_vb_model above). */
 typedef enum qbh_mc_verdict {
     QBH_MCV_NONE = 0,  /* no verdict: the baseline was not computed (why) */
     QBH_MCV_EXACT,     /* every grid tensor declared exact and passing */
@@ -505,7 +510,7 @@ qb_status qbh_model_check_run(qbh_source *src, qbh_source *conv, const qbh_mc_op
 void qbh_model_check_free(qbh_model_check *mc);
 /* Short text block (or the skip line) on f, the verdict line last. */
 void qbh_model_check_print(FILE *f, const qbh_model_check *mc);
-/* The HTML report's section (verify_report.c): a heading, the summary
+/* The HTML report's section (report.c): a heading, the summary
  * line, the verdict, an inline SVG of KL and 1 - logits cosine per
  * position, using the report's chart classes. Writes nothing else; never
  * fails. */
@@ -523,7 +528,7 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root);
 qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int exact_codes,
                                  qb_linear_backend_open_fn linears, int *pass);
 
-/* ---- forward_verdict.c ---------------------------------------------------- */
+/* ---- verdict.c -------------------------------------------------------------- */
 
 /* Places mc's converted KL mean against its baseline (mc->base_ran) or
  * takes the exact-codes verdict, and fills verdict, words, and for a
