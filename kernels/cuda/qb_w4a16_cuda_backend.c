@@ -9,14 +9,12 @@
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_w4a16_cuda.h>
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "w4a16_backend_internal.h"
 
 typedef struct cuda_backend {
-    qb_linear_backend pub;
-    w4a16_backend m;
+    w4a16_backend_base base; /* first: the interface and the model */
     qb_w4a16_cuda_session *s;
 } cuda_backend;
 
@@ -25,11 +23,11 @@ static qb_status cuda_linear(qb_linear_backend *pub, int64_t layer, const char *
                              uint64_t *bytes)
 {
     cuda_backend *b = (cuda_backend *)pub;
-    const qb_host *h = b->m.h;
+    const qb_host *h = b->base.m.h;
     qb_w4a16_linear q;
     uint16_t *xh = NULL, *yh = NULL;
     int64_t i;
-    qb_status rc = w4a16_backend_find(&b->m, layer, path, K, N, &q);
+    qb_status rc = w4a16_backend_find(&b->base.m, layer, path, K, N, &q);
     if (rc)
         return rc;
     xh = w4a16_backend_x16(h, x, M, K);
@@ -42,8 +40,8 @@ static qb_status cuda_linear(qb_linear_backend *pub, int64_t layer, const char *
     rc = qb_w4a16_cuda_session_gemm(b->s, xh, yh, q.packed, q.scales, q.perm, M, q.n, q.k,
                                     q.group_size);
     if (rc) {
-        rc = h->set_error(h, rc, "%s: layer %lld %s on the GPU: %s", b->m.path, (long long)layer,
-                          path, qb_w4a16_cuda_session_error(b->s));
+        rc = h->set_error(h, rc, "%s: layer %lld %s on the GPU: %s", b->base.m.path,
+                          (long long)layer, path, qb_w4a16_cuda_session_error(b->s));
         goto out;
     }
     for (i = 0; i < M * N; i++)
@@ -61,40 +59,32 @@ static void cuda_close(qb_linear_backend *pub)
     if (!b)
         return;
     qb_w4a16_cuda_session_close(b->s);
-    qb_w4a16_close(b->m.model);
-    free(b);
+    w4a16_backend_free(&b->base);
 }
 
 qb_status qb_w4a16_cuda_backend_open(const qb_host *h, const qb_model_src *src, unsigned flags,
                                      qb_linear_backend **out)
 {
+    w4a16_backend_base *base;
     cuda_backend *b;
     char err[512];
-    qb_status rc;
-    int mine;
+    qb_status rc = w4a16_backend_new(h, src, flags, sizeof *b, &base);
 
     *out = NULL;
-    b = calloc(1, sizeof *b);
-    if (!b)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
-    rc = w4a16_backend_model(&b->m, h, src, flags, &mine);
-    if (rc || !mine) {
-        free(b);
+    if (rc || !base)
         return rc;
-    }
+    b = (cuda_backend *)base;
     rc = qb_w4a16_cuda_session_open(0, &b->s, err, sizeof err);
     if (rc) {
         rc = h->set_error(h, rc, "%s", err);
-        cuda_close(&b->pub);
+        cuda_close(&base->pub);
         return rc;
     }
     h->log(h, QB_LOG_INFO, "W4A16 linears on CUDA device 0 (%s)",
            qb_w4a16_cuda_session_device(b->s));
-    b->pub.struct_size = sizeof b->pub;
-    b->pub.name = "W4A16 linears (qb_w4a16_cuda_session_gemm)";
-    b->pub.bytes_what = "packed + scales";
-    b->pub.linear = cuda_linear;
-    b->pub.close = cuda_close;
-    *out = &b->pub;
+    base->pub.name = "W4A16 linears (qb_w4a16_cuda_session_gemm)";
+    base->pub.linear = cuda_linear;
+    base->pub.close = cuda_close;
+    *out = &base->pub;
     return QB_OK;
 }

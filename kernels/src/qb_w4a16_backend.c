@@ -11,7 +11,6 @@
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_w4a16.h>
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "w4a16_backend_internal.h"
@@ -67,15 +66,10 @@ static int64_t cpu_rows(const qb_host *h, int64_t N, int64_t K)
     return rows > N ? N : rows;
 }
 
-typedef struct cpu_backend {
-    qb_linear_backend pub;
-    w4a16_backend m;
-} cpu_backend;
-
 static qb_status cpu_linear(qb_linear_backend *pub, int64_t layer, const char *path, const float *x,
                             int64_t M, int64_t K, float *y, int64_t N, uint64_t *bytes)
 {
-    cpu_backend *b = (cpu_backend *)pub;
+    w4a16_backend_base *b = (w4a16_backend_base *)pub;
     const qb_host *h = b->m.h;
     qb_w4a16_linear q;
     cpu_job j;
@@ -101,32 +95,18 @@ static qb_status cpu_linear(qb_linear_backend *pub, int64_t layer, const char *p
 
 static void cpu_close(qb_linear_backend *pub)
 {
-    cpu_backend *b = (cpu_backend *)pub;
-    if (!b)
-        return;
-    qb_w4a16_close(b->m.model);
-    free(b);
+    w4a16_backend_free((w4a16_backend_base *)pub);
 }
 
 qb_status qb_w4a16_backend_open(const qb_host *h, const qb_model_src *src, unsigned flags,
                                 qb_linear_backend **out)
 {
-    cpu_backend *b;
-    qb_status rc;
-    int mine;
-
+    w4a16_backend_base *b;
+    qb_status rc = w4a16_backend_new(h, src, flags, sizeof *b, &b);
     *out = NULL;
-    b = calloc(1, sizeof *b);
-    if (!b)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
-    rc = w4a16_backend_model(&b->m, h, src, flags, &mine);
-    if (rc || !mine) {
-        free(b);
+    if (rc || !b)
         return rc;
-    }
-    b->pub.struct_size = sizeof b->pub;
     b->pub.name = "W4A16 linears (qb_w4a16_gemm_cpu)";
-    b->pub.bytes_what = "packed + scales";
     b->pub.linear = cpu_linear;
     b->pub.close = cpu_close;
     *out = &b->pub;

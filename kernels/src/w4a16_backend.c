@@ -7,6 +7,7 @@
  */
 #include <quantbridge/qb_half.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "w4a16_backend_internal.h"
@@ -85,4 +86,34 @@ void w4a16_backend_bias(const qb_w4a16_linear *q, float *y, int64_t M, int64_t N
     if (q->bias)
         for (i = 0; i < M * N; i++)
             y[i] += qb_f16_to_f32(q->bias[i % N]);
+}
+
+qb_status w4a16_backend_new(const qb_host *h, const qb_model_src *src, unsigned flags, size_t size,
+                            w4a16_backend_base **out)
+{
+    w4a16_backend_base *b;
+    qb_status rc;
+    int mine;
+
+    *out = NULL;
+    b = calloc(1, size);
+    if (!b)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+    rc = w4a16_backend_model(&b->m, h, src, flags, &mine);
+    if (rc || !mine) {
+        free(b);
+        return rc;
+    }
+    b->pub.struct_size = sizeof b->pub;
+    b->pub.bytes_what = "packed + scales";
+    *out = b;
+    return QB_OK;
+}
+
+void w4a16_backend_free(w4a16_backend_base *b)
+{
+    if (!b)
+        return;
+    qb_w4a16_close(b->m.model);
+    free(b);
 }

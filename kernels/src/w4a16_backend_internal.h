@@ -21,6 +21,22 @@ typedef struct w4a16_backend {
     qb_w4a16_model *model; /* owned (qb_w4a16_close) */
 } w4a16_backend;
 
+/* What both backends start with: the interface, then the model. */
+typedef struct w4a16_backend_base {
+    qb_linear_backend pub;
+    w4a16_backend m;
+} w4a16_backend_base;
+
+/* A backend of `size` bytes (a struct starting with w4a16_backend_base,
+ * zeroed, pub.struct_size and bytes_what set) over src, its model open
+ * (w4a16_backend_model): *out NULL and QB_OK when src is not of the
+ * format and flags do not require it. Errors through h, *out NULL; free
+ * a backend with w4a16_backend_free. */
+qb_status w4a16_backend_new(const qb_host *h, const qb_model_src *src, unsigned flags, size_t size,
+                            w4a16_backend_base **out);
+/* Closes the model and frees the backend (NULL: nothing). */
+void w4a16_backend_free(w4a16_backend_base *b);
+
 /* 1 when src was read by the format's own reader. Pure. */
 int w4a16_backend_is_mine(const qb_model_src *src);
 
