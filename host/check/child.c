@@ -1,5 +1,5 @@
 /*
- * quantbridge plugin-check — plugin-check: one check in a forked child, under a
+ * quantbridge plugin-check — one check in a forked child, under a
  * timeout (plugin_check.h has the line protocol).
  *
  * The parent never loads the plugin: a crash in the entry, a probe that

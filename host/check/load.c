@@ -1,5 +1,5 @@
 /*
- * quantbridge plugin-check — plugin-check: the library, the entry, negotiation over
+ * quantbridge plugin-check — the library, the entry, negotiation over
  * every ABI 1.x minor, the descriptor and the option declarations.
  *
  * The load steps are the host's (docs/plugin-design.md, "Discovery and load

@@ -1,5 +1,5 @@
 /*
- * quantbridge plugin-check — plugin-check: the generated model a writer converts.
+ * quantbridge plugin-check — the generated model a writer converts.
  *
  * A writer is checked without any reader or file: this qb_model_src
  * computes a small llama (one decoder layer, hidden 128, 4 heads of 32,

@@ -1,5 +1,5 @@
 /*
- * quantbridge plugin-check — plugin-check: probe purity and robustness.
+ * quantbridge plugin-check — probe purity and robustness.
  *
  * The probe is the one reader call made on every input, recognised or not
  * (qb_reader.h: pure, no state, nothing allocated that outlives the call,

@@ -1,5 +1,5 @@
 /*
- * quantbridge plugin-check — plugin-check: the reader contract on --sample.
+ * quantbridge plugin-check — the reader contract on --sample.
  *
  * The sample is opened through the host's own qbh_source_open (default
  * parameters), which validates the model and every tensor description, and

@@ -1,5 +1,5 @@
 /*
- * quantbridge plugin-check — plugin-check: one conversion through the writer.
+ * quantbridge plugin-check — one conversion through the writer.
  *
  * The generated model (model.c) goes through the writer by the pipeline
  * `convert` runs (host/pipeline, qbh_convert: supports, begin,

@@ -1,5 +1,5 @@
 /*
- * quantbridge model library — forward pass: the weights of one model.
+ * quantbridge model library — the weights of one model.
  *
  * Every weight comes through the model source (qb_model_src, as a writer
  * sees a model): dense float32 rows from its reader, one row block per

@@ -1,5 +1,5 @@
 /*
- * quantbridge verify — verify's pass/fail rule: how much error the plain
+ * quantbridge verify — the pass/fail rule: how much error the plain
  * rule of the converted tensor's encoding makes on the same source values,
  * and whether the conversion did at least as well.
  *

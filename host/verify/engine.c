@@ -1,5 +1,5 @@
 /*
- * quantbridge verify — verify engine: both models through their readers,
+ * quantbridge verify — the engine: both models through their readers,
  * tensors matched by canonical name, each pair streamed in row blocks on
  * the host thread pool, thresholds applied.
  *

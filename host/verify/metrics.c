@@ -1,5 +1,5 @@
 /*
- * quantbridge verify — verify metrics: streaming accumulators over row
+ * quantbridge verify — the metrics: streaming accumulators over row
  * blocks (element errors) and the W·x probe. Everything is summed in
  * double so a 4-bit error of 1e-1 and a rounding error of 1e-8 are both
  * measured, whatever the tensor size.

@@ -1,5 +1,5 @@
 /*
- * quantbridge verify — verify's model check: the forward pass of the source
+ * quantbridge verify — the model check: the forward pass of the source
  * and of the converted model over one token sequence, compared position
  * by position (docs/forward.md, "Model check"):
  *   KL(P_src || P_conv) of the softmax distributions, in nats (double);

@@ -1,5 +1,5 @@
 /*
- * quantbridge verify — verify reports: the text table and summary, the
+ * quantbridge verify — the reports: the text table and summary, the
  * JSON document, and the self-contained HTML page (inline CSS, inline SVG
  * charts drawn here so they show without scripts, a small inline script
  * that sorts the table; nothing is fetched).
