@@ -14,7 +14,7 @@
 static atomic_long fail_countdown = -1;
 static atomic_long refused;
 /* Blocks handed out and not yet freed, and all ever handed out: what
- * `plugin-check` compares around a plugin call (cmd_plugin_check.c). */
+ * `plugin-check` compares around a plugin call (host/check). */
 static atomic_long live;
 static atomic_long made;
 

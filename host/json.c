@@ -71,6 +71,13 @@ qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json
     return QB_OK;
 }
 
+qb_status qbh_json_parse_cjson(const char *what, const char *text, size_t len, struct cJSON **out)
+{
+    /* The service's trees are the kit parser's cJSON trees (json_node.h):
+     * nothing to copy. */
+    return qbh_json_parse(what, text, len, (qb_json **)(void *)out);
+}
+
 static qb_status j_parse(const qb_host *h, const char *what, const char *text, size_t len,
                          qb_json **out)
 {

@@ -338,3 +338,32 @@ void qbh_outdir_abort(qbh_outdir *od)
     qbh_free(od->final_path);
     memset(od, 0, sizeof *od);
 }
+
+qb_status qbh_outdir_check_parent(const char *path, const char *what)
+{
+    char dir[4096];
+    char *slash;
+    struct stat st;
+    size_t n = strlen(path);
+    if (n >= sizeof dir)
+        return qbh_error_set(QB_E_INVALID, "%s %s: path too long", what, path);
+    memcpy(dir, path, n + 1);
+    while (n > 1 && dir[n - 1] == '/') /* "out/" names out itself */
+        dir[--n] = '\0';
+    slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (stat(dir, &st) != 0)
+        return qbh_error_set(QB_E_NOT_FOUND, "%s %s: directory %s: %s", what, path, dir,
+                             strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return qbh_error_set(QB_E_INVALID, "%s %s: %s is not a directory", what, path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return qbh_error_set(QB_E_IO, "%s %s: directory %s is not writable: %s", what, path, dir,
+                             strerror(errno));
+    return QB_OK;
+}

@@ -1,7 +1,10 @@
 /*
- * quantbridge host — the single internal header (the role sqliteInt.h plays
- * in SQLite). Every host source includes it; nothing here crosses the SDK
- * boundary: plugins see only the SDK headers (sdk/include/quantbridge).
+ * quantbridge host core (host/, qbh_core) — its one header (the role
+ * sqliteInt.h plays in SQLite). The host's other libraries (host/pipeline,
+ * host/verify, host/check, host/cli) build on it; the model library and the
+ * tokenizer (host/model, host/tokenizer) do not: they see the SDK only.
+ * Nothing here crosses the SDK boundary: plugins see only the SDK headers
+ * (sdk/include/quantbridge).
  *
  * Layout (one concept per file):
  *   error.c       per-thread error slot (qb_host.set_error)
@@ -11,13 +14,15 @@
  *   plugin_load.c dlopen, entry, negotiation, descriptor validation
  *   registry.c    the set of configured plugins and lookups
  *   services.c    the qb_host table served to each plugin
- *   json.c        the JSON service (qb_json.h); json_parse.c, json_emit.c
- *                 its parser and emitter (json_node.h: the node layout)
+ *   json.c        the JSON service (qb_json.h) over the kit's strict
+ *                 parser (sdk/kit/qbk_json.c); json_emit.c its emitter
+ *                 (json_node.h: the node layout)
  *   threadpool.c  the fixed pthread pool behind parallel_for
  *   options.c     typed option parsing/validation, qb_param arrays
  *   probe.c       probe input and reader arbitration
  *   model_src.c   qb_model_src forwarding to a reader
  *   model_facts.c qb_model_facts from the config and the tensor list
+ *   source_views.c  the reader's stored-tensor and metadata views
  *   sink.c        qb_sink over a directory; sha256.c FIPS 180-4
  *   outdir.c      output-path safety, temp dir, rename, cleanup
  *   signals.c     SIGINT/SIGTERM -> cancel flag
@@ -25,11 +30,9 @@
  *   stale.c       leftover temp dirs of dead runs: proof and removal
  *   probe_fork.c  probing an untrusted plugin in a forked child
  *   testhooks.c   test-only fault hooks read from the environment
- *   plugin_check_*.c  `plugin-check`, the conformance kit (plugin_check.h)
  *   progress.c    progress display
  *   plan.c        the writer's plan of a conversion (convert --dry-run)
- *   inspect_tokenizer.c  the tokenizer part of `inspect`
- *   cmd_*.c       the CLI commands; cli_main.c the dispatcher
+ *   build_info.c  configure-time facts (--version, verify's report)
  *
  * Conventions: functions return qb_status (0 or a negative QB_E_*) and set
  * the calling thread's error message with qbh_error_set() on failure.
@@ -328,6 +331,12 @@ void qbh_services_init(qbh_plugin *p);
 /* A services table not tied to a plugin (tests, the host itself). Static,
  * valid for the process lifetime. get_config always answers NULL. */
 const qb_host *qbh_services_anonymous(void);
+/* A services table for a component of the host itself that is written
+ * against the SDK (the model library: "forward"): like the anonymous one,
+ * but its log lines and progress stages carry `who` (shorter than 32
+ * bytes). One static table per name, valid for the process lifetime; at
+ * most 8 names. Thread-safe. */
+const qb_host *qbh_services_named(const char *who);
 /* Test hook (tests/support qbt_host_log): when set, every log line -- of any
  * level, before the verbosity filter -- is also handed to fn, formatted,
  * under the log lock (fn must not log). NULL removes it. Off in normal runs;
@@ -351,6 +360,13 @@ const qb_json_api *qbh_json_api(void);
 qb_status qbh_json_parse(const char *what, const char *text, size_t len, qb_json **out);
 qb_status qbh_json_emit(const qb_host *h, const qb_json *node, int indent, char **out,
                         size_t *len);
+/* qbh_json_parse for code that builds its output with cJSON: the same
+ * refusals and messages (naming `what`), the tree as the cJSON tree it is
+ * (*out, cJSON_Delete; the kit parser's nodes, sdk/kit/qbk_json.h). A
+ * cJSON * passed as struct cJSON so this header needs no cJSON. QB_OK,
+ * the parser's error, QB_E_NOMEM. Thread-safe. */
+struct cJSON;
+qb_status qbh_json_parse_cjson(const char *what, const char *text, size_t len, struct cJSON **out);
 
 /* ---- threadpool.c --------------------------------------------------------- */
 
@@ -560,6 +576,21 @@ const char *qbh_source_tokenizer_json_dir(const qbh_source *s);
  * Precondition: s states QB_TOKENIZER_REFUSED. */
 qb_status qbh_source_tokenizer_refused(const qbh_source *s);
 
+/* ---- source_views.c ------------------------------------------------------- */
+
+/* 1 when the reader of s offers the ABI 1.2 stored-tensor view
+ * (get_raw_tensor_info) / the metadata view (get_metadata). Pure. */
+int qbh_source_has_raw(const qbh_source *s);
+int qbh_source_has_meta(const qbh_source *s);
+
+/* Stored tensor i of s into *out (struct_size set here). QB_E_RANGE past
+ * the last; another failure is the reader's (message set, naming it). */
+qb_status qbh_source_raw(const qbh_source *s, size_t i, qb_raw_tensor_info *out);
+
+/* Metadata entry i of s into *out with value buf[cap] (struct_size set
+ * here). QB_E_RANGE past the last; another failure is the reader's. */
+qb_status qbh_source_meta(const qbh_source *s, size_t i, qb_meta_entry *out, char *buf, size_t cap);
+
 /* ---- model_facts.c ------------------------------------------------------- */
 
 /* Computes *out (struct_size set, every field) from a reader's config text
@@ -578,28 +609,6 @@ qb_status qbh_model_facts_compute(const char *what, const char *config_json,
  * ..., tied no, experts 0", or "none known"). Returns the length written,
  * 0 when none is known. */
 size_t qbh_model_facts_text(const qb_model_facts *f, char *buf, size_t n);
-
-/* ---- inspect_tokenizer.c ---------------------------------------------------- */
-
-struct cJSON;
-/* What `inspect` shows of mi's tokenizer, read from the files in
- * mi->tokenizer_dir (tokenizer.json, tokenizer_config.json,
- * chat_template.jinja) and mi->chat_template: {"dir", "kind" (model.type,
- * null without tokenizer.json), "byte_level", "byte_fallback",
- * "pre_tokenizer", "normalizer" (component types, "Split x3 + ByteLevel"),
- * "vocab_size", "special_tokens": {bos|eos|unk|pad: {"token", "id"} or
- * null}, "add_bos_token", "add_eos_token" (bool or null), "chat_template"
- * (bool), "chat_templates" (names of the list form), "rebuild_notes"
- * (tokenizer_config.json's quantbridge_rebuild_notes: what a reader that
- * rebuilt the files could not recover; [] when none)}, plus "error" naming
- * the file when one cannot be read or parsed. Returns a new cJSON object
- * (caller deletes), NULL when the source has no tokenizer dir and no chat
- * template, or on out of memory. Reads files; thread-safe. */
-struct cJSON *qbh_inspect_tokenizer_json(const qb_model_info *mi);
-/* The same as text lines ("tokenizer kind: ...", "tokenizer special: ...",
- * "chat template: ...", one "tokenizer note: ..." per rebuild note) on f;
- * "tokenizer: none" when there is none. */
-void qbh_inspect_tokenizer_text(FILE *f, const qb_model_info *mi);
 
 /* ---- sink.c --------------------------------------------------------------- */
 
@@ -666,6 +675,11 @@ qb_status qbh_outdir_begin(const char *output, int overwrite, qbh_outdir *od);
 qb_status qbh_outdir_commit(qbh_outdir *od);
 /* Removes the temp dir (if still there) and frees od. Never fails. */
 void qbh_outdir_abort(qbh_outdir *od);
+/* QB_OK when the directory that will hold `path` (its parent; "." for a
+ * bare name) exists, is a directory and is writable; else an error whose
+ * message starts with `what` and `path` (QB_E_NOT_FOUND, QB_E_INVALID,
+ * QB_E_IO). Checked before any work so a bad path fails at once. */
+qb_status qbh_outdir_check_parent(const char *path, const char *what);
 /* Recursively removes `path` without following symlinks. QB_E_IO. */
 qb_status qbh_rmtree(const char *path);
 
@@ -827,74 +841,6 @@ void qbh_plan_print(const qbh_plan *p, const qbh_source *src, FILE *f);
 /* The plan as a JSON document {"tensors": [...], "totals": {...}, ...};
  * malloc'd text (free), NULL with QB_E_NOMEM set. */
 char *qbh_plan_json(const qbh_plan *p, const qbh_source *src);
-
-/* ---- commands ------------------------------------------------------------- */
-
-/* Options every command accepts. */
-typedef struct qbh_common {
-    const char *config;
-    int verbose;
-    uint32_t threads;
-    char **plugin_dirs;   /* --plugin-dir values, absolute (qbh_common_add_plugin_dir) */
-    size_t n_plugin_dirs;
-} qbh_common;
-
-/* Appends --plugin-dir `arg` to co: a relative path is resolved against
- * the cwd (realpath: it is explicit, typed for this run). QB_E_NOT_FOUND
- * when it is no directory, QB_E_NOMEM; the message names the argument and
- * the caller exits with QBH_EXIT_USAGE. Freed by qbh_common_free. */
-qb_status qbh_common_add_plugin_dir(qbh_common *co, const char *arg);
-void qbh_common_free(qbh_common *co);
-
-int qbh_cmd_plugins(int argc, char **argv, qbh_common *co);
-int qbh_cmd_inspect(int argc, char **argv, qbh_common *co);
-int qbh_cmd_convert(int argc, char **argv, qbh_common *co);
-/* `plugin-check LIB`: the conformance kit (cmd_plugin_check.c). */
-int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co);
-/* The CLI: dispatches to a command; returns the exit code. */
-int qbh_cli_main(int argc, char **argv);
-/* Prints "quantbridge: error: <msg>" for the thread's current error. */
-void qbh_cli_report(void);
-/* Installs the SIGBUS handler (fatal.c), applies co (verbosity, threads,
- * tty detection), starts the pool and
- * opens the registry from co->config and co->plugin_dirs. Returns QB_OK or an error (message
- * set). Main thread only. */
-qb_status qbh_cli_setup(const qbh_common *co, qbh_registry *reg);
-/* Parses a --threads value; QB_E_INVALID when not in [1, 1024]. */
-qb_status qbh_parse_threads(const char *s, uint32_t *out);
-
-/* ---- cli_args.c ----------------------------------------------------------- */
-
-struct option;
-/* Checks every "--NAME[=V]" of argv[1..argc) (up to a lone "--") against
- * opts (getopt_long's table, NULL-name terminated): NAME must be an option
- * name exactly (no prefixes). The value of a required_argument option
- * given apart is skipped. On the first unknown NAME prints one
- * "quantbridge: error: CMD: unknown option" line (with "did you mean
- * --X?" when one is close) and the help hint, and returns -1 (the caller
- * exits QBH_EXIT_USAGE); else 0. cmd may be NULL (global options). */
-int qbh_cli_check_long(int argc, char **argv, const struct option *opts, const char *cmd);
-/* The option name of opts that `typed` most likely meant: the shortest
- * name it is a prefix of, else the closest by edit distance when within a third
- * of its length (at least 2 edits), else NULL. Pure. */
-const char *qbh_cli_suggest(const char *typed, const struct option *opts);
-/* Splits an --option value "KEY=VALUE" in place (the '=' becomes NUL) into
- * out (origin "--option"). Returns 0, or -1 after printing one usage
- * error line when there is no '=' or no KEY (the caller exits
- * QBH_EXIT_USAGE). arg must outlive out. */
-int qbh_cli_option_kv(char *arg, qbh_opt *out);
-/* Handles the options every command shares, by their getopt codes: 'C'
- * (--config), 'P' (--plugin-dir), 'v' (--verbose), 'T' (--threads), with
- * value arg. Returns 0, or -1 after reporting the error (bad --threads or
- * --plugin-dir; the caller exits QBH_EXIT_USAGE). Main thread only. */
-int qbh_cli_common_opt(int c, const char *arg, qbh_common *co);
-/* Prints "try 'quantbridge help CMD'" on stderr (CMD NULL: no command). */
-void qbh_cli_usage_hint(const char *cmd);
-/* QB_OK when the directory that will hold `path` (its parent; "." for a
- * bare name) exists, is a directory and is writable; else an error whose
- * message starts with `what` and `path` (QB_E_NOT_FOUND, QB_E_INVALID,
- * QB_E_IO). Checked before any work so a bad path fails at once. */
-qb_status qbh_cli_check_out_parent(const char *path, const char *what);
 
 /* ---- build_info.c --------------------------------------------------------- */
 

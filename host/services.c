@@ -7,6 +7,7 @@
  */
 #include "qbh.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -343,4 +344,38 @@ const qb_host *qbh_services_anonymous(void)
 {
     pthread_once(&anon_once, anon_init);
     return &anon_host;
+}
+
+/* The tables of qbh_services_named: a plugin record that carries only the
+ * name (no config section, so get_config answers NULL) and its table. */
+#define NAMED_MAX 8
+static struct named {
+    qbh_plugin who;
+    qb_host host;
+} named[NAMED_MAX];
+static size_t n_named;
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const qb_host *qbh_services_named(const char *who)
+{
+    const qb_host *h = NULL;
+    size_t i;
+    assert(who && strlen(who) < 32);
+    pthread_mutex_lock(&named_lock);
+    for (i = 0; i < n_named && !h; i++)
+        if (strcmp(named[i].who.name, who) == 0)
+            h = &named[i].host;
+    if (!h && n_named < NAMED_MAX) {
+        struct named *e = &named[n_named];
+        /* a static copy of the name: never freed, like the table */
+        static char names[NAMED_MAX][32];
+        snprintf(names[n_named], sizeof names[n_named], "%s", who);
+        e->who.name = names[n_named];
+        fill(&e->host, &e->who);
+        n_named++;
+        h = &e->host;
+    }
+    pthread_mutex_unlock(&named_lock);
+    assert(h); /* a handful of host components ask: NAMED_MAX is plenty */
+    return h;
 }

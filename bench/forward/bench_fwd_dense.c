@@ -1,5 +1,5 @@
 /*
- * The forward pass's dense products (host/forward_gemm.c) against the loop
+ * The forward pass's dense products (host/model/gemm.c) against the loop
  * they replaced (one double accumulator per output, products of floats
  * widened one by one), on the linear shapes of Gemma 3 270M, one thread,
  * CPU time of the thread (a shared machine's load does not count). Not a
@@ -14,7 +14,7 @@
  * |output| (summation order only: both sum exact products in double).
  */
 #define _GNU_SOURCE
-#include "forward.h"
+#include "fwd.h"
 
 #include <math.h>
 #include <stdio.h>

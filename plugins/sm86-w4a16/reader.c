@@ -63,6 +63,8 @@ typedef struct w4r_reader {
     size_t n, cap;
     w4r_tensor *parts; /* per-expert tensors behind the fused ones (w4r_tensor.xf) */
     size_t n_parts;
+    w4w_meta *meta; /* the metadata view (reader_meta.c) */
+    size_t n_meta;
 } w4r_reader;
 
 /* ---- probe ---- */
@@ -462,10 +464,35 @@ static void reader_free(w4r_reader *r)
     }
     qbk_free(r->t);
     qbk_free(r->parts); /* fused expert parts hold no perm (fold_xfused) */
+    w4w_meta_free(r->meta, r->n_meta);
     r->h->free(r->h, r->config);
     r->h->free(r->h, r->gen);
     qbk_free(r->dir);
     qbk_free(r);
+}
+
+/* The metadata view: what the writer declared of the packed linears and
+ * the fused expert tensors served. */
+static qb_status meta_build(w4r_reader *r)
+{
+    const char **lin = qbk_calloc(r->n + 1, sizeof *lin), **xf = qbk_calloc(r->n + 1, sizeof *xf);
+    size_t i, nl = 0, nx = 0;
+    qb_status rc;
+    if (!lin || !xf) {
+        rc = r->h->set_error(r->h, QB_E_NOMEM, "%s: out of memory", r->dir);
+        goto out;
+    }
+    for (i = 0; i < r->n; i++) {
+        if (r->t[i].s && !r->t[i].xf)
+            lin[nl++] = r->t[i].name;
+        else if (r->t[i].xf && !r->t[i].xbias)
+            xf[nx++] = r->t[i].name;
+    }
+    rc = w4w_meta_build(r->h, r->dir, r->man.group_size, lin, nl, xf, nx, &r->meta, &r->n_meta);
+out:
+    qbk_free(lin);
+    qbk_free(xf);
+    return rc;
 }
 
 static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
@@ -572,6 +599,8 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
         goto out;
     /* the output of a source without a tokenizer has none: claim none */
     if ((rc = qb_stdir_has_tokenizer(h, r->dir, &r->has_tokenizer)) != QB_OK)
+        goto out;
+    if ((rc = meta_build(r)) != QB_OK)
         goto out;
     snprintf(r->encoding, sizeof r->encoding, "sm86-w4a16 int4 g%lld sym",
              (long long)r->man.group_size);
@@ -751,6 +780,12 @@ static qb_status w4r_read_grid(qb_reader_handle hr, size_t i, int64_t row0, int6
     return QB_OK;
 }
 
+static qb_status w4r_metadata(qb_reader_handle hr, size_t index, qb_meta_entry *out)
+{
+    const w4r_reader *r = hr;
+    return w4w_meta_entry(r->meta, r->n_meta, index, out);
+}
+
 const qb_reader_vtable w4w_reader_vtable = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = w4r_probe,
@@ -761,4 +796,5 @@ const qb_reader_vtable w4w_reader_vtable = {
     .read_rows = w4r_read_rows,
     .get_grid_info = w4r_grid_info,
     .read_grid = w4r_read_grid,
+    .get_metadata = w4r_metadata,
 };

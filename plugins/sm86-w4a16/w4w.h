@@ -247,6 +247,31 @@ typedef struct w4w_manifest_in {
  * file. Single-threaded. */
 qb_status w4w_manifest_read(const qb_host *h, const char *dir, w4w_manifest_in *out);
 
+/* ---- the reader's metadata view (reader_meta.c) -------------------------- */
+
+/* One metadata entry the reader serves (qb_meta_entry). */
+typedef struct w4w_meta {
+    char *key;        /* owned */
+    const char *type; /* static */
+    char value[64];
+} w4w_meta;
+
+/* The declarations verify reads (docs/plugin-design.md, "Declarations for
+ * verify") for the tensors the reader serves: "quantbridge.exact:NAME" of
+ * each packed linear named in linears (bool, dir/manifest.json's "exact"
+ * flag; none when the manifest lists no flag for it) and
+ * "quantbridge.expert_grid:NAME" of each fused expert tensor named in
+ * experts (grid, "bits=4 group_size=G scale_dtype=F16"). manifest.json is
+ * read through h's strict JSON parser. *out (w4w_meta_free) may be empty.
+ * Errors name the file: QB_E_IO, QB_E_FORMAT, QB_E_NOMEM. */
+qb_status w4w_meta_build(const qb_host *h, const char *dir, int64_t group_size,
+                         const char *const *linears, size_t n_linears, const char *const *experts,
+                         size_t n_experts, w4w_meta **out, size_t *n_out);
+void w4w_meta_free(w4w_meta *m, size_t n);
+/* Entry `index` of m[0..n) into *out (key and type point into m; the
+ * value cut to out->value_cap). QB_E_RANGE past the last. */
+qb_status w4w_meta_entry(const w4w_meta *m, size_t n, size_t index, qb_meta_entry *out);
+
 /* ---- exact repack decision (repack.c) ----------------------------------- */
 
 /* The zero point a grid must have for its codes to carry over into int4

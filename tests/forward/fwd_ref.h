@@ -1,7 +1,7 @@
 /*
  * The tests' own float64 reference of the llama-family decoder (llama,
  * mistral, qwen2, qwen3, gemma and gemma2's variations), written apart from
- * host/forward_*.c with plain loops, straight from transformers' modeling
+ * host/model/ with plain loops, straight from transformers' modeling
  * code: RMSNorm, rotate_half rotary embedding, grouped-query causal
  * attention, SiLU- (gemma: gelu-tanh-) gated MLP.
  * Everything in double. Test code: not thread-safe, aborts on OOM.

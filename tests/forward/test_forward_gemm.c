@@ -1,5 +1,5 @@
 /*
- * The forward pass's dense products (host/forward_gemm.c, linked through
+ * The forward pass's dense products (host/model/gemm.c, linked through
  * qbh_core) against a reference written here in long double, and against
  * themselves: the portable and the AVX2 path, a token alone or among many
  * (the tile and the widened-rows branch), rows alone or in a block, must
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forward.h"
+#include "fwd.h"
 
 static uint64_t z = 99;
 

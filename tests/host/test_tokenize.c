@@ -11,7 +11,8 @@
 
 #include "qbh.h"
 #include "qbt_check_main.h"
-#include "tokenize.h"
+#include "qbt_host.h"
+#include "tokenizer.h"
 
 static char *data_path(const char *name, const char *file)
 {
@@ -33,7 +34,7 @@ static qbh_tok *load_vocab(const char *name)
     ck_assert_int_eq(status, 0);
     len = strlen(out);
     what = g_strdup_printf("%s/tokenizer.json", name);
-    ck_assert_msg(qbh_tok_load_json(what, out, len, &t) == QB_OK, "%s", qbh_error_message());
+    ck_assert_msg(qbh_tok_load_json(qbt_host(), what, out, len, &t) == QB_OK, "%s", qbh_error_message());
     g_free(what);
     g_free(out);
     g_free(xz);
@@ -108,7 +109,7 @@ static const char *encode_str(const char *json, const char *text)
     qbh_tok *t = NULL;
     int64_t *ids = NULL;
     size_t n = 0, k, at = 0;
-    ck_assert_msg(qbh_tok_load_json("t.json", json, strlen(json), &t) == QB_OK, "%s",
+    ck_assert_msg(qbh_tok_load_json(qbt_host(), "t.json", json, strlen(json), &t) == QB_OK, "%s",
                   qbh_error_message());
     ck_assert_msg(qbh_tok_encode(t, text, strlen(text), 1, &ids, &n) == QB_OK, "%s",
                   qbh_error_message());
@@ -188,7 +189,7 @@ START_TEST(long_word_merges)
     size_t n = 0, k;
     for (k = 1; k < 6002; k += 2)
         text[k] = 'b';
-    ck_assert_int_eq(qbh_tok_load_json("t.json", json, strlen(json), &t), QB_OK);
+    ck_assert_int_eq(qbh_tok_load_json(qbt_host(), "t.json", json, strlen(json), &t), QB_OK);
     ck_assert_int_eq(qbh_tok_encode(t, text, strlen(text), 1, &ids, &n), QB_OK);
     ck_assert_uint_eq(n, 1501);
     for (k = 0; k < 1500; k++)
@@ -203,7 +204,7 @@ END_TEST
 static void refused(const char *json, const char *needle)
 {
     qbh_tok *t = NULL;
-    ck_assert_int_eq(qbh_tok_load_json("t.json", json, strlen(json), &t), QB_E_UNSUPPORTED);
+    ck_assert_int_eq(qbh_tok_load_json(qbt_host(), "t.json", json, strlen(json), &t), QB_E_UNSUPPORTED);
     ck_assert_ptr_null(t);
     ck_assert_msg(strstr(qbh_error_message(), needle) && strstr(qbh_error_message(), "t.json"),
                   "%s", qbh_error_message());
@@ -233,7 +234,7 @@ START_TEST(no_unk_refused)
     qbh_tok *t = NULL;
     int64_t *ids = NULL;
     size_t n = 0;
-    ck_assert_int_eq(qbh_tok_load_json("t.json", json, strlen(json), &t), QB_OK);
+    ck_assert_int_eq(qbh_tok_load_json(qbt_host(), "t.json", json, strlen(json), &t), QB_OK);
     ck_assert_int_eq(qbh_tok_encode(t, "ab", 2, 1, &ids, &n), QB_E_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(qbh_error_message(), "\"b\""));
     ck_assert_int_eq(qbh_tok_encode(t, "a\xff", 2, 1, &ids, &n), QB_E_INVALID);

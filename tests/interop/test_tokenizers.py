@@ -229,7 +229,7 @@ def _host_ids(run_qb, tokenizer_dir, texts, scratch):
 
 @pytest.mark.parametrize("name", [v[0] for v in tu.VOCABULARIES])
 def test_host_encoder_equals_tokenizers(name, rebuilt, records, run_qb, tmp_path):
-    """The host's own encoder (host/tokenize_*.c, through `quantbridge
+    """The host's own encoder (host/tokenizer/, through `quantbridge
     forward --tokenizer DIR --text-file F --print-tokens`, the encoder
     `forward --text` and verify's model check use) against the live
     `tokenizers` library, on every record, for the publisher's

@@ -20,7 +20,9 @@
 #include <cjson/cJSON.h>
 
 #include "gen_hf_dense.h"
-#include "verify_engine.h"
+#include "verify.h"
+
+#include <quantbridge/qb_w4a16.h>
 #include "vt_util.h"
 
 static char *tmp;
@@ -436,7 +438,7 @@ START_TEST(after_convert_failure_keeps_output)
     /* the writer's declared verify_reader (sm86-w4a16) reads it back */
     ck_assert_ptr_nonnull(qbh_registry_find(&reg, "sm86-w4a16"));
     rc = qbh_verify_after_convert(&reg, &s, bad, qbh_registry_find(&reg, "sm86-w4a16"),
-                                  &failed);
+                                  NULL, qb_w4a16_backend_open, &failed);
     ck_assert_int_eq(rc, QB_E_MISMATCH);
     ck_assert_int_eq(failed, 1); /* convert exits QBH_EXIT_VERIFY on this */
     ck_assert_msg(strstr(qbh_error_message(), "model.layers.1.mlp.down_proj.weight") &&
@@ -445,7 +447,7 @@ START_TEST(after_convert_failure_keeps_output)
     ck_assert_int_eq(stat(vt_path(bad, "manifest.json"), &sb), 0);
     /* and the clean output passes the same call */
     rc = qbh_verify_after_convert(&reg, &s, w4, qbh_registry_find(&reg, "sm86-w4a16"),
-                                  &failed);
+                                  NULL, qb_w4a16_backend_open, &failed);
     ck_assert_msg(rc == QB_OK, "%s", qbh_error_message());
     ck_assert_int_eq(failed, 0);
     qbh_source_close(&s);

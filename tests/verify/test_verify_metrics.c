@@ -1,5 +1,5 @@
 /*
- * Unit tests of the verify metrics and report internals (host/verify_*.c,
+ * Unit tests of the verify metrics and report internals (host/verify/,
  * linked through qbh_core): hand-computed values, degenerate inputs,
  * streaming in blocks equal to one pass, worst-tensor order, per-layer
  * aggregates, the JSON shape and the HTML file (self-contained, written
@@ -18,8 +18,7 @@
 
 #include <quantbridge/qb_half.h>
 
-#include "forward.h"
-#include "verify_engine.h"
+#include "verify.h"
 #include "vt_util.h"
 
 START_TEST(acc_exact)
@@ -216,7 +215,7 @@ START_TEST(baseline_apply_rows)
 }
 END_TEST
 
-/* The verdict bands of forward.h on hand-set figures: which band, whether
+/* The verdict bands of verify.h on hand-set figures: which band, whether
  * it fails, and that the noise term keeps a noisy mean from failing. */
 START_TEST(verdict_bands)
 {

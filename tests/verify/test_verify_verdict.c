@@ -30,7 +30,7 @@
 #include "gen_gptq.h"
 #include "gen_hf_dense.h"
 #include "gen_tokenizer.h"
-#include "tokenize.h"
+#include "tokenizer.h"
 #include "vt_util.h"
 
 static char *tmp;

@@ -167,6 +167,26 @@ qb_status qb_w4a16_layer_file(const qb_w4a16_model *model, int64_t layer, char *
 qb_status qb_w4a16_linear_get(qb_w4a16_model *model, int64_t layer, const char *path, int64_t k,
                               qb_w4a16_linear *out);
 
+/* ---------------------------------------------------------------- backend */
+
+/* The format's linear backend on the CPU (qb_linear_backend.h, the
+ * signature of qb_linear_backend_open_fn): over a model its reader names
+ * the format (qb_model_info.source_format "sm86-w4a16"), src->source_path
+ * is opened with qb_w4a16_open and every packed linear runs through
+ * qb_w4a16_gemm_cpu on the mapped codes and scales, one row block per item
+ * of h->parallel_for (the input rounded to fp16, the output widened from
+ * fp16: this GEMM's numerics); the backend answers QB_E_NOT_FOUND for the
+ * rest (an F16 head, a dense router). Opened over another model: *out
+ * NULL, QB_OK (QB_E_UNSUPPORTED with QB_LINEAR_BACKEND_REQUIRED). Errors
+ * (through h): the loader's message (naming the file), QB_E_NOMEM. The
+ * struct types only are named, so this header needs none of the SDK's
+ * headers. Main thread. */
+struct qb_host;
+struct qb_model_src;
+struct qb_linear_backend;
+qb_status qb_w4a16_backend_open(const struct qb_host *h, const struct qb_model_src *src,
+                                unsigned flags, struct qb_linear_backend **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -165,6 +165,25 @@ const char *qb_w4a16_cuda_session_device(const qb_w4a16_cuda_session *s);
  * call. */
 const char *qb_w4a16_cuda_session_error(const qb_w4a16_cuda_session *s);
 
+/* ---------------------------------------------------------------- backend
+ * The format's linear backend on the GPU (qb_linear_backend.h): over a
+ * model its reader names the format ("sm86-w4a16"), the packed linears run
+ * through a session on CUDA device 0, the operands copied per product
+ * (qb_w4a16_cuda_session_gemm: the same contract as the CPU GEMM, another
+ * summation order). Opened over another model: *out NULL, or with
+ * QB_LINEAR_BACKEND_REQUIRED QB_E_UNSUPPORTED "PATH is not a W4A16
+ * directory (read by READER): only packed W4A16 linears run on the GPU".
+ * Errors (through h): the loader's (qb_w4a16_open), the session's
+ * (qb_w4a16_cuda_session_open: "no CUDA device ..."), QB_E_NOMEM. The
+ * backend's products run on the calling thread only. Logs the device at
+ * info level. Main thread. Declared with the struct types only, so this
+ * header needs none of the SDK's headers. */
+struct qb_host;
+struct qb_model_src;
+struct qb_linear_backend;
+qb_status qb_w4a16_cuda_backend_open(const struct qb_host *h, const struct qb_model_src *src,
+                                     unsigned flags, struct qb_linear_backend **out);
+
 #ifdef __cplusplus
 }
 #endif

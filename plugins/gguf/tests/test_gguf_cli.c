@@ -103,7 +103,7 @@ START_TEST(inspect_shows_arch_types_names)
 }
 END_TEST
 
-/* inspect's tokenizer part (host/inspect_tokenizer.c) for the llama2
+/* inspect's tokenizer part (host/cli/inspect_tokenizer.c) for the llama2
  * vocabulary made into GGUF metadata (qb-gen-gguf-tok): kind, vocabulary
  * size and special tokens with ids as the original tokenizer.json and
  * tokenizer_config.json of tests/data/tokenizers/llama2 state them. */

@@ -1,7 +1,0 @@
-/* quantbridge — the program. Everything lives in qbh_core; see cli_main.c. */
-#include "qbh.h"
-
-int main(int argc, char **argv)
-{
-    return qbh_cli_main(argc, argv);
-}
