@@ -321,3 +321,52 @@ def test_w4a16_layout_verify_and_forward(name, tmp_path_factory, tmp_path, run_q
             W4_REL, W4_MIN_TOP1)
     q = compare(f"{name} W4A16 vs source (transformers, information only)", ref4, ref, 10.0, 0.0)
     assert q["rel_to_scale"] > 0, "the W4A16 weights equal the source's: nothing was quantized"
+
+
+def _patched(src, tmp_path, edit):
+    """A copy of the model directory `src` with config.json changed by edit(dict)."""
+    import shutil
+    dst = tmp_path / "patched"
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    edit(cfg)
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2))
+    return dst
+
+
+REFUSED = {
+    # (model, config edit, command, text the error must hold)
+    "v32_mlp_layer_types": ("deepseek_v32_dense",
+                            lambda c: c.update(mlp_layer_types=["sparse", "sparse"]),
+                            "forward", 'mlp_layer_types[0] is "sparse", not "dense"'),
+    "v32_mlp_layer_types_w4a16": ("deepseek_v32_dense",
+                                  lambda c: c.update(mlp_layer_types=["sparse", "sparse"]),
+                                  "w4a16", "mlp_layer_types is not 1 \"dense\""),
+    "v32_layer_types": ("deepseek_v32_dense",
+                        lambda c: c.update(layer_types=["full_attention", "indexed_attention"]),
+                        "forward", 'layer_types[0] is "full_attention"'),
+    "v32_no_q_lora": ("deepseek_v32_dense", lambda c: c.update(q_lora_rank=None),
+                      "forward", 'deepseek_v32 needs "q_lora_rank"'),
+    "glm_qk_norm_off_with_norms": ("glm4_moe_bias_qknorm", lambda c: c.update(use_qk_norm=False),
+                                   "w4a16", "self_attn.k_norm.weight: unexpected: config.json does not set "
+                                   "head_dim (use_qk_norm)"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_refused_by_name(case, tmp_path_factory, tmp_path, run_qb):
+    """What the forward pass or the W4A16 writer cannot take exactly as transformers defines it
+    is refused, exit 1, naming the key or tensor; nothing is written."""
+    name, edit, cmd, want = REFUSED[case]
+    src, _, _ = build(name, tmp_path_factory)
+    bad = _patched(src, tmp_path, edit)
+    out = tmp_path / "out"
+    if cmd == "forward":
+        proc = run_qb("forward", "--model", bad, "--tokens", "1,2,3", "--output",
+                      out, ok=False)
+    else:
+        proc = run_qb("convert", "--source", bad, "--output", out, "--writer", "sm86-w4a16",
+                      ok=False)
+    assert proc.returncode == 1, f"{case}: exit {proc.returncode}\n{proc.stderr}"
+    assert want in proc.stderr, f"{case}: stderr lacks {want!r}:\n{proc.stderr}"
+    assert not out.exists(), f"{case}: {out} was written"
