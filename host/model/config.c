@@ -51,14 +51,16 @@ static int num(const cfgp *p, const qb_json *v, double *out)
 
 static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
-                                     "deepseek_v3, gpt_oss";
+                                     "deepseek_v3, gpt_oss, glm4_moe, minimax_m2, deepseek_v32";
 
 static int is_supported(const char *t)
 {
     static const char *const names[] = {"llama",       "mistral", "qwen2",   "qwen3",
                                         "gemma",       "gemma2",  "gemma3_text", "phi3",
                                         "mixtral",     "qwen2_moe", "qwen3_moe",
-                                        "deepseek_v2", "deepseek_v3", "gpt_oss"};
+                                        "deepseek_v2", "deepseek_v3", "gpt_oss",
+                                        /* issue 31 */
+                                        "glm4_moe", "minimax_m2", "deepseek_v32"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
@@ -165,6 +167,8 @@ static double yarn_mscale(double scale, double m)
     return scale <= 1.0 ? 1.0 : 0.1 * m * log(scale) + 1.0;
 }
 
+static qb_status parse_dsa(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c);
+
 /* DeepSeek-V2/V3: MLA sizes and routing, with the defaults of
  * DeepseekV2Config / DeepseekV3Config (transformers 5.24); the routing
  * variants transformers' routers do not compute are refused by name. */
@@ -173,7 +177,8 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
     static const char *const v3_score[] = {"sigmoid"}, *const v2_score[] = {"softmax"};
     static const char *const v3_topk[] = {"noaux_tc"};
     static const char *const v2_topk[] = {"greedy", "group_limited_greedy"};
-    int v3 = strcmp(c->arch, "deepseek_v3") == 0, pick;
+    int v32 = strcmp(c->arch, "deepseek_v32") == 0;
+    int v3 = strcmp(c->arch, "deepseek_v3") == 0 || v32, pick;
     const qb_json *v;
     int64_t n_shared, freq;
     qb_status rc;
@@ -199,7 +204,13 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
     /* V2 always rotates neighbour pairs (apply_rotary_emb's complex view);
      * V3 when rope_interleave (default true). */
     v = get(p, root, "rope_interleave");
-    c->rope_interleave = v3 ? !(v && is_false(p, v)) : 1;
+    c->rope_interleave = v3 && !v32 ? !(v && is_false(p, v)) : 1;
+    /* DeepseekV32Attention always rotates neighbour pairs
+     * (apply_rotary_pos_emb_interleave) and always has the q LoRA. */
+    if (v32 && !c->q_lora_rank)
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: deepseek_v32 needs \"q_lora_rank\"",
+                               p->what);
+
     c->attn_scale = 1.0 / sqrt((double)c->head_dim);
     /* yarn_apply_mscale: any rope scaling with mscale_all_dim scales the
      * scores by mscale(factor, mscale_all_dim)^2. */
@@ -265,6 +276,8 @@ static qb_status parse_deepseek(const cfgp *p, const qb_json *root, qbh_fwd_cfg 
         return p->h->set_error(p->h, QB_E_FORMAT,
                                "forward: %s: num_experts_per_tok %lld > %lld experts", p->what,
                                (long long)c->top_k, (long long)c->n_experts);
+    if (v32 && (rc = parse_dsa(p, root, c)))
+        return rc;
     if (c->ds_route != QBH_DS_GREEDY) {
         int64_t per = c->n_experts / c->n_group;
         if (c->n_experts % c->n_group || c->topk_group > c->n_group ||
@@ -452,7 +465,8 @@ static qb_status parse_yarn(const cfgp *p, const qb_json *root, const qb_json *r
         (rc = get_num(p, rs, "mscale", 0, &ms)) ||
         (rc = get_num(p, rs, "attention_factor", 0, &af)) ||
         (rc = get_int(p, root, "max_position_embeddings",
-                      strcmp(c->arch, "deepseek_v3") == 0 ? 4096
+                      strcmp(c->arch, "deepseek_v3") == 0    ? 4096
+                      : strcmp(c->arch, "deepseek_v32") == 0 ? 163840
                       : strcmp(c->arch, "gpt_oss") == 0   ? 131072
                                                           : 2048,
                       &maxpos)) ||
@@ -562,6 +576,148 @@ static qb_status parse_rope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
                            p->what, type);
 }
 
+/* ---- issue 31: glm4_moe, minimax_m2, deepseek_v32 ---------------------- */
+
+/* The fraction of each head that rotates: rope_parameters'
+ * partial_rotary_factor (transformers 5 writes it there), else the
+ * top-level key (GLM-4.5's released config.json), else MiniMax-M2's
+ * rotary_dim / head_dim (MiniMaxM2Config.convert_rope_params_to_dict),
+ * else `def` (Glm4MoeConfig.__post_init__: 0.5). */
+static qb_status parse_partial_rotary(const cfgp *p, const qb_json *root, double def,
+                                      qbh_fwd_cfg *c)
+{
+    const qb_json *rp = get(p, root, "rope_parameters");
+    double f = 0, rd = 0;
+    qb_status rc;
+    if (p->J->type(rp) == QB_JSON_OBJECT &&
+        (rc = get_real(p, rp, "partial_rotary_factor", 0, &f)))
+        return rc;
+    if (f == 0 && (rc = get_real(p, root, "partial_rotary_factor", 0, &f)))
+        return rc;
+    if (f == 0 && (rc = get_real(p, root, "rotary_dim", 0, &rd)))
+        return rc;
+    if (f == 0)
+        f = rd > 0 ? rd / (double)c->head_dim : def;
+    c->rot_dim = (int64_t)((double)c->head_dim * f);
+    if (c->rot_dim < 2 || c->rot_dim > c->head_dim || c->rot_dim % 2)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: partial_rotary_factor %g gives %lld "
+                               "rotated dimensions of %lld",
+                               p->what, f, (long long)c->rot_dim, (long long)c->head_dim);
+    return QB_OK;
+}
+
+/* GLM-4.5/4.6 (Glm4MoeConfig, transformers 5.24): llama attention with
+ * optional q/k/v biases and per-head q/k norms (use_qk_norm), half the
+ * head rotated by default; DeepSeek-V3's MoE (noaux_tc router, shared
+ * experts, dense layers below first_k_dense_replace) with its defaults. */
+static qb_status parse_glm4_moe(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    int64_t n_shared;
+    qb_status rc;
+    const qb_json *v;
+
+    c->qk_norm = is_true(p, get(p, root, "use_qk_norm"));
+    if ((rc = parse_partial_rotary(p, root, 0.5, c)))
+        return rc;
+    c->moe = QBH_MOE_DEEPSEEK;
+    c->ds_route = QBH_DS_NOAUX_TC;
+    c->sparse_step = 1;
+    if ((rc = get_int(p, root, "n_routed_experts", 128, &c->n_experts)) ||
+        (rc = get_int(p, root, "num_experts_per_tok", 8, &c->top_k)) ||
+        (rc = get_int(p, root, "moe_intermediate_size", 1408, &c->moe_intermediate)) ||
+        (rc = get_count(p, root, "n_shared_experts", 1, &n_shared)) ||
+        (rc = get_count(p, root, "first_k_dense_replace", 1, &c->first_dense)) ||
+        (rc = get_real(p, root, "routed_scaling_factor", 1.0, &c->routed_scale)) ||
+        (rc = get_int(p, root, "n_group", 1, &c->n_group)) ||
+        (rc = get_int(p, root, "topk_group", 1, &c->topk_group)))
+        return rc;
+    c->shared_intermediate = c->moe_intermediate * n_shared;
+    v = get(p, root, "norm_topk_prob");
+    c->norm_topk = !v || is_null(p, v) ? 1 : is_true(p, v);
+    if (c->n_experts % c->n_group || c->topk_group > c->n_group ||
+        c->top_k > c->topk_group * (c->n_experts / c->n_group) || c->n_experts / c->n_group < 2)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: n_group %lld / topk_group %lld do not "
+                               "fit %lld experts with num_experts_per_tok %lld",
+                               p->what, (long long)c->n_group, (long long)c->topk_group,
+                               (long long)c->n_experts, (long long)c->top_k);
+    return QB_OK;
+}
+
+/* MiniMax-M2 (MiniMaxM2Config): q_norm/k_norm over all heads at once,
+ * partial rotation (rotary_dim), and in every layer experts of
+ * intermediate_size routed by MiniMaxM2TopKRouter: sigmoid scores plus
+ * e_score_correction_bias choose the top_k, their unbiased scores divided
+ * by their sum weigh them. That is DeepSeek-V3's noaux_tc with one group,
+ * renormalised, unscaled (its denominator's +1e-20 is below a double's
+ * resolution of any sum of top_k sigmoids), so deepseek_route.c runs it. */
+static qb_status parse_minimax_m2(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    qb_status rc;
+
+    c->qk_norm_full = 1;
+    if ((rc = parse_partial_rotary(p, root, 1.0, c)))
+        return rc;
+    c->moe = QBH_MOE_MINIMAX;
+    c->ds_route = QBH_DS_NOAUX_TC;
+    c->n_group = 1;
+    c->topk_group = 1;
+    c->norm_topk = 1;
+    c->routed_scale = 1.0;
+    c->sparse_step = 1;
+    c->moe_intermediate = c->intermediate;
+    if ((rc = get_int(p, root, "num_local_experts", 256, &c->n_experts)) ||
+        (rc = get_int(p, root, "num_experts_per_tok", 8, &c->top_k)))
+        return rc;
+    if (c->top_k > c->n_experts || c->n_experts < 2)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: num_experts_per_tok %lld of %lld experts", p->what,
+                               (long long)c->top_k, (long long)c->n_experts);
+    return QB_OK;
+}
+
+/* DeepSeek-V3.2's sparse attention (DeepseekV32Config): the indexer's
+ * sizes and index_topk; every layer "indexed_attention", the MLP layout
+ * of mlp_layer_types only as first_k_dense_replace places it. */
+static qb_status parse_dsa(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    const qb_json *lt;
+    int64_t L;
+    qb_status rc;
+    int k;
+
+    if ((rc = get_int(p, root, "index_topk", 2048, &c->index_topk)) ||
+        (rc = get_int(p, root, "index_head_dim", 128, &c->index_head_dim)) ||
+        (rc = get_int(p, root, "index_n_heads", 64, &c->index_n_heads)))
+        return rc;
+    if (c->index_head_dim < c->qk_rope)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: index_head_dim %lld < qk_rope_head_dim %lld", p->what,
+                               (long long)c->index_head_dim, (long long)c->qk_rope);
+    for (k = 0; k < 2; k++) {
+        const char *key = k ? "mlp_layer_types" : "layer_types";
+        lt = get(p, root, key);
+        if (!lt || is_null(p, lt))
+            continue;
+        if (p->J->type(lt) != QB_JSON_ARRAY || (int64_t)p->J->count(lt) != c->n_layers)
+            return p->h->set_error(p->h, QB_E_FORMAT,
+                                   "forward: %s: \"%s\" is not a list of num_hidden_layers names",
+                                   p->what, key);
+        for (L = 0; L < c->n_layers; L++) {
+            const char *s = p->J->get_string(p->J->at(lt, (size_t)L, NULL));
+            const char *want = k ? (L < c->first_dense ? "dense" : "sparse") : "indexed_attention";
+            if (!s || strcmp(s, want) != 0)
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: %s[%lld] is \"%s\", not \"%s\" (the CPU "
+                                       "forward pass runs indexed attention in every layer and "
+                                       "experts from first_k_dense_replace on)",
+                                       p->what, key, (long long)L, s ? s : "(not a string)", want);
+        }
+    }
+    return QB_OK;
+}
+
 qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *config_json,
                             qbh_fwd_cfg *c)
 {
@@ -630,8 +786,13 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
                              (long long)c->head_dim);
         goto out;
     }
-    if ((rc = get_real(p, root, "rms_norm_eps", oss ? 1e-5 : 1e-6, &c->rms_eps)) ||
-        (rc = get_real(p, root, "rope_theta", oss ? 150000.0 : 10000.0, &c->rope_theta)) ||
+    if ((rc = get_real(p, root, "rms_norm_eps",
+                       oss || strcmp(c->arch, "glm4_moe") == 0 ? 1e-5 : 1e-6, &c->rms_eps)) ||
+        (rc = get_real(p, root, "rope_theta",
+                       oss                                     ? 150000.0
+                       : strcmp(c->arch, "minimax_m2") == 0 ? 5000000.0
+                                                               : 10000.0,
+                       &c->rope_theta)) ||
         (rc = parse_rope(p, root, c)))
         goto out;
     c->tied = is_true(p, get(p, root, "tie_word_embeddings"));
@@ -644,6 +805,16 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     c->rot_dim = c->head_dim;
     if (strncmp(c->arch, "deepseek_v", 10) == 0) {
         rc = parse_deepseek(p, root, c);
+        goto out;
+    }
+    /* issue 31 (attn_scale: head_dim^-1/2, as the dense families) */
+    c->attn_scale = 1.0 / sqrt((double)c->head_dim);
+    if (strcmp(c->arch, "glm4_moe") == 0) {
+        rc = parse_glm4_moe(p, root, c);
+        goto out;
+    }
+    if (strcmp(c->arch, "minimax_m2") == 0) {
+        rc = parse_minimax_m2(p, root, c);
         goto out;
     }
     if (strcmp(c->arch, "mixtral") == 0 || strstr(c->arch, "_moe")) {
@@ -712,7 +883,7 @@ int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L)
 {
     if (!c->moe)
         return 0;
-    if (c->moe == QBH_MOE_MIXTRAL)
+    if (c->moe == QBH_MOE_MIXTRAL || c->moe == QBH_MOE_MINIMAX)
         return 1;
     if (c->moe == QBH_MOE_DEEPSEEK) /* DeepseekV3DecoderLayer: dense below it */
         return L >= c->first_dense;

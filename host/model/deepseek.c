@@ -1,7 +1,9 @@
 /*
- * quantbridge model library — DeepSeek-V2/V3 multi-head latent
- * attention, as transformers 5.24's DeepseekV2Attention and
- * DeepseekV3Attention compute it (docs/forward.md, "MLA"):
+ * quantbridge model library — DeepSeek-V2/V3/V3.2 multi-head latent
+ * attention, as transformers 5.24's DeepseekV2Attention,
+ * DeepseekV3Attention and DeepseekV32Attention compute it (docs/forward.md,
+ * "MLA"; V3.2 hides from each query the keys its indexer did not keep,
+ * dsa.c):
  *
  *   q       = q_b_proj(q_a_layernorm(q_a_proj(h)))   (or q_proj(h) when
  *             q_lora_rank is null), per head [q_nope | q_pe];
@@ -49,6 +51,7 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
     int64_t hd = dqk > dv ? dqk : dv;
     float *qa = NULL, *q = NULL, *ckv = NULL, *kv = NULL, *Q = NULL, *K = NULL, *V = NULL;
     float *A = NULL, *o = NULL, *lat = NULL;
+    unsigned char *keep = NULL; /* DeepSeek-V3.2: the keys the indexer keeps */
     qb_status rc;
 
     q = w->h->alloc(w->h, (size_t)(T * nh * dqk) * sizeof *q);
@@ -62,7 +65,10 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
     lat = w->h->alloc(w->h, (size_t)(T * R) * sizeof *lat);
     if (Rq)
         qa = w->h->alloc(w->h, (size_t)(T * Rq) * sizeof *qa);
-    if (!q || !ckv || !kv || !Q || !K || !V || !A || !o || !lat || (Rq && !qa)) {
+    if (c->index_topk)
+        keep = w->h->alloc(w->h, (size_t)(T * T));
+    if (!q || !ckv || !kv || !Q || !K || !V || !A || !o || !lat || (Rq && !qa) ||
+        (c->index_topk && !keep)) {
         rc = w->h->set_error(w->h, QB_E_NOMEM,
                              "forward: out of memory for the attention of %lld tokens",
                              (long long)T);
@@ -97,7 +103,12 @@ qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const
             memcpy(Kh + dn, ckv + t * (R + dr) + R, (size_t)dr * sizeof *Kh);
             memcpy(V + (t * nh + hh) * hd, kvh + dn, (size_t)dv * sizeof *V);
         }
-    if ((rc = qbh_fwd_attention(w->h, Q, K, V, T, nh, nh, hd, 0, c->attn_scale, 0.0, A)))
+    /* DeepSeek-V3.2: its indexer reads the normalised q latent (q_resid). */
+    if (c->index_topk && (rc = qbh_fwd_dsa_keep(w, c, L, h, qa, T, inv, keep)))
+        goto out;
+    rc = keep ? qbh_fwd_attention_keep(w->h, Q, K, V, T, nh, nh, hd, c->attn_scale, keep, A)
+              : qbh_fwd_attention(w->h, Q, K, V, T, nh, nh, hd, 0, c->attn_scale, 0.0, A);
+    if (rc)
         goto out;
     for (t = 0; t < T * nh; t++)
         memcpy(o + t * dv, A + t * hd, (size_t)dv * sizeof *o);
@@ -113,5 +124,6 @@ out:
     w->h->free(w->h, A);
     w->h->free(w->h, o);
     w->h->free(w->h, lat);
+    w->h->free(w->h, keep);
     return rc;
 }

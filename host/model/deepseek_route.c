@@ -42,7 +42,8 @@ qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const f
     unsigned char *skip = h->alloc(h, (size_t)E), *gskip = h->alloc(h, (size_t)G);
     qb_status rc = QB_OK;
 
-    assert(c->moe == QBH_MOE_DEEPSEEK && (!v3 || bias) && E % G == 0);
+    assert((c->moe == QBH_MOE_DEEPSEEK || c->moe == QBH_MOE_MINIMAX) && (!v3 || bias) &&
+           E % G == 0);
     if (!sc || !ch || !gs || !skip || !gskip) {
         rc = h->set_error(h, QB_E_NOMEM, "forward: out of memory for the routing");
         goto out;

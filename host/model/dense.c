@@ -74,6 +74,11 @@ qb_status qbh_fwd_attention_block(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_
         ((rc = qbh_fwd_lnorm(w, c, L, "self_attn.q_norm", b->q, T * c->n_heads, hd, b->wn)) ||
          (rc = qbh_fwd_lnorm(w, c, L, "self_attn.k_norm", b->k, T * c->n_kv_heads, hd, b->wn))))
         return rc;
+    /* MiniMax-M2: RMSNorm over all heads of a token at once. */
+    if (c->qk_norm_full &&
+        ((rc = qbh_fwd_lnorm(w, c, L, "self_attn.q_norm", b->q, T, Q, b->wn)) ||
+         (rc = qbh_fwd_lnorm(w, c, L, "self_attn.k_norm", b->k, T, KV, b->wn))))
+        return rc;
     /* rotate_half; gpt-oss's yarn multiplies cos and sin by its attention
      * factor (1 for every other rope). */
     qbh_fwd_rope_ex(b->q, T, c->n_heads, hd, 0, c->rot_dim, inv, 0, c->rope_attn_factor);

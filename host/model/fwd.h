@@ -14,7 +14,8 @@
  *                     phi3): attention block and dense MLP
  *   moe.c             the expert block of mixtral, qwen2/3-moe, DeepSeek
  *   deepseek.c        DeepSeek-V2/V3 multi-head latent attention
- *   deepseek_route.c  DeepSeek-V2/V3 expert routing
+ *   deepseek_route.c  DeepSeek-V2/V3 expert routing (also GLM-4.5's, MiniMax-M2's)
+ *   dsa.c             DeepSeek-V3.2's indexer: the keys its sparse attention keeps
  *   gptoss.c          gpt-oss's expert block (fused experts, clamped SwiGLU)
  */
 #ifndef QBH_FWD_H
@@ -154,6 +155,12 @@ qb_status qbh_fwd_attention(const qb_host *h, const float *q, const float *k, co
 qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float *k, const float *v,
                                   int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
                                   double scale, double softcap, const float *sinks, float *out);
+/* qbh_fwd_attention (no window, no soft-capping) where query t sees key s
+ * <= t only when keep[t * T + s] is non-zero (DeepSeek-V3.2's indexer
+ * chose it); at least one key per query must be kept. */
+qb_status qbh_fwd_attention_keep(const qb_host *h, const float *q, const float *k, const float *v,
+                                 int64_t T, int64_t nh, int64_t nkv, int64_t hd, double scale,
+                                 const unsigned char *keep, float *out);
 /* g[i] = silu(g[i]) * u[i] for i < n. */
 void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
 /* g[i] = gelu_tanh(g[i]) * u[i] (gelu_pytorch_tanh). */
@@ -170,6 +177,18 @@ void qbh_fwd_softcap(float *x, size_t n, double cap);
  * QB_E_NOMEM. Main thread; uses the pool. */
 qb_status qbh_fwd_mla(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const float *h,
                       int64_t T, const double *inv, float *out);
+
+/* ---- dsa.c: DeepSeek-V3.2's indexer ------------------------------------------ */
+
+/* The keys each query of layer L attends to under DeepSeek-V3.2's sparse
+ * attention (c->index_topk > 0; docs/forward.md, "DeepSeek-V3.2 sparse
+ * attention"): from the normalised rows h[T][hidden], the normalised q
+ * LoRA latent qa[T][q_lora_rank] and the inverse frequencies inv, sets
+ * keep[t * T + s] to 1 for the min(index_topk, t + 1) keys s <= t of the
+ * best index score, 0 elsewhere. Errors: a missing/mis-shaped tensor
+ * named, QB_E_NOMEM. Main thread; uses the pool. */
+qb_status qbh_fwd_dsa_keep(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const float *h,
+                           const float *qa, int64_t T, const double *inv, unsigned char *keep);
 
 /* ---- deepseek_route.c: routing ------------------------------------------------- */
 

@@ -42,6 +42,8 @@ static qb_status bufs_alloc(const qbh_fwd_weights *w, qbh_fwd_bufs *b, const qbh
     size_t wn = H > (size_t)c->head_dim ? H : (size_t)c->head_dim;
     if ((size_t)c->n_heads > wn) /* gpt-oss's sinks */
         wn = (size_t)c->n_heads;
+    if (c->qk_norm_full && Q > wn) /* minimax_m2's q_norm over all heads */
+        wn = Q;
     if ((size_t)c->moe_intermediate > I)
         I = (size_t)c->moe_intermediate;
     if ((size_t)c->shared_intermediate > I)

@@ -37,6 +37,8 @@ typedef enum qbh_rope_kind {
                               shared_experts.*_proj} */
 #define QBH_MOE_GPTOSS 4  /* mlp.{router(+bias), experts.{gate_up_proj, down_proj}(+_bias)}
                              fused [E, in, out] */
+#define QBH_MOE_MINIMAX 5 /* block_sparse_moe.{gate, e_score_correction_bias, experts.E.w1/w2/w3}
+                             routed as noaux_tc with one group (issue 31) */
 
 /* DeepSeek routing rules (docs/forward.md, "DeepSeek routing"). */
 typedef enum qbh_ds_route {
@@ -99,6 +101,11 @@ typedef struct qbh_fwd_cfg {
     /* gpt-oss (moe QBH_MOE_GPTOSS): the clamped SwiGLU's swiglu_alpha and
      * swiglu_limit; attention has per-head sinks. */
     double glu_alpha, glu_limit;
+    /* issue 31. MiniMax-M2: q_norm / k_norm over all heads' [n * head_dim]
+     * at once (not per head). DeepSeek-V3.2: the indexer of its sparse
+     * attention (docs/forward.md, "DeepSeek-V3.2 sparse attention"); 0: none. */
+    int qk_norm_full;
+    int64_t index_topk, index_head_dim, index_n_heads;
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names the

@@ -14,7 +14,9 @@ qb_status qbh_fwd_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b,
 {
     static const char *const mix[3] = {"w1", "w3", "w2"};
     static const char *const qwen[3] = {"gate_proj", "up_proj", "down_proj"};
-    int mixtral = c->moe == QBH_MOE_MIXTRAL;
+    /* MiniMax-M2 keeps Mixtral's names and routes as DeepSeek-V3 does. */
+    int mixtral = c->moe == QBH_MOE_MIXTRAL || c->moe == QBH_MOE_MINIMAX;
+    int ds = c->moe == QBH_MOE_DEEPSEEK || c->moe == QBH_MOE_MINIMAX;
     int64_t H = c->hidden, E = c->n_experts, K = c->top_k, t, e, i, k, n;
     char prefix[96];
     double *wt = NULL;    /* [T][E] routing weight, 0 when not chosen */
@@ -32,7 +34,7 @@ qb_status qbh_fwd_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b,
     if ((rc = qbh_fwd_linear(w, L, mixtral ? "block_sparse_moe.gate" : "mlp.gate", h, T, H, b->r,
                              E)))
         goto out;
-    if (c->moe == QBH_MOE_DEEPSEEK) {
+    if (ds) {
         if (c->ds_route == QBH_DS_NOAUX_TC) {
             /* V3's router bias, a buffer of the gate (kept in float32). */
             char bn[160];
@@ -41,15 +43,15 @@ qb_status qbh_fwd_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b,
                 rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory");
                 goto out;
             }
-            snprintf(bn, sizeof bn, "model.layers.%lld.mlp.gate.e_score_correction_bias",
-                     (long long)L);
+            snprintf(bn, sizeof bn, "model.layers.%lld.%s.e_score_correction_bias", (long long)L,
+                     mixtral ? "block_sparse_moe" : "mlp.gate");
             if ((rc = qbh_fwd_vector(w, bn, bias, E)))
                 goto out;
         }
         if ((rc = qbh_fwd_route_deepseek(w->h, c, b->r, bias, T, wt)))
             goto out;
     }
-    for (t = 0; t < T && c->moe != QBH_MOE_DEEPSEEK; t++) {
+    for (t = 0; t < T && !ds; t++) {
         const float *r = b->r + t * E;
         double mx = r[0], z = 0, sum = 0;
         for (e = 1; e < E; e++)

@@ -86,6 +86,7 @@ typedef struct attn_job {
     int64_t T, nh, nkv, hd, window;
     double scale, softcap;
     const float *sinks; /* gpt-oss: [nh] extra logits, or NULL */
+    const unsigned char *keep; /* DeepSeek-V3.2: [T][T], 0: key s hidden from query t */
 } attn_job;
 
 static qb_status attn_head(void *arg, size_t item)
@@ -108,6 +109,8 @@ static qb_status attn_head(void *arg, size_t item)
         for (s = s0; s <= t; s++) {
             const float *ks = j->k + (s * j->nkv + kh) * j->hd;
             double dot = 0.0;
+            if (j->keep && !j->keep[t * j->T + s])
+                continue;
             for (d = 0; d < j->hd; d++)
                 dot += (double)qt[d] * (double)ks[d];
             p[s] = dot * scale;
@@ -117,7 +120,8 @@ static qb_status attn_head(void *arg, size_t item)
                 mx = p[s];
         }
         for (s = s0; s <= t; s++) {
-            p[s] = exp(p[s] - mx);
+            /* a hidden key weighs exactly 0, as exp(finfo.min - max) does */
+            p[s] = j->keep && !j->keep[t * j->T + s] ? 0.0 : exp(p[s] - mx);
             sum += p[s];
         }
         /* gpt-oss's sink: one more logit in the denominator, with no value
@@ -150,7 +154,16 @@ qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float 
                                   int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
                                   double scale, double softcap, const float *sinks, float *out)
 {
-    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks};
+    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks, NULL};
     assert(nh % nkv == 0);
+    return h->parallel_for(h, (size_t)nh, attn_head, &j);
+}
+
+qb_status qbh_fwd_attention_keep(const qb_host *h, const float *q, const float *k, const float *v,
+                                 int64_t T, int64_t nh, int64_t nkv, int64_t hd, double scale,
+                                 const unsigned char *keep, float *out)
+{
+    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, 0, scale, 0.0, NULL, keep};
+    assert(nh % nkv == 0 && keep);
     return h->parallel_for(h, (size_t)nh, attn_head, &j);
 }

@@ -299,6 +299,73 @@ static const w4w_role deepseek_v3_roles[] = {
     DS_EXPERTS,
 };
 
+/* ---- issue 31: glm4_moe, minimax_m2, deepseek_v32 ---------------------- */
+
+/* Glm4MoeAttention (transformers models/glm4_moe): q/k/v biases when
+ * attention_bias (true in GLM-4.5/4.6), none on o_proj; q_norm/k_norm over
+ * head_dim when use_qk_norm. Glm4MoeDecoderLayer: a dense Glm4MoeMLP below
+ * first_k_dense_replace, else Glm4MoeMoE with DeepseekV3's router (weight
+ * and the float32 e_score_correction_bias), routed experts of
+ * moe_intermediate_size and shared_experts of moe_intermediate_size *
+ * n_shared_experts. MTP layers (model.layers.{num_hidden_layers}) are not
+ * layers of the format, as for DeepSeek-V3. */
+static const w4w_role glm4_moe_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    RNORM("self_attn.q_norm", W4W_IN_QK_NORM),
+    RNORM("self_attn.k_norm", W4W_IN_QK_NORM),
+    DS_MLP,
+    {"mlp.gate.e_score_correction_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE,
+     W4W_IN_EXPERTS, W4W_LAYERS_SPARSE, 0},
+    DS_EXPERTS,
+};
+
+/* MiniMaxM2Attention: no biases; q_norm over all heads' [num_attention_heads
+ * * head_dim] and k_norm over [num_key_value_heads * head_dim] (not per
+ * head). MiniMaxM2SparseMoeBlock in every layer, under Mixtral's checkpoint
+ * names (block_sparse_moe.gate, experts.E.w1/w2/w3 of intermediate_size)
+ * plus the float32 routing bias block_sparse_moe.e_score_correction_bias
+ * (kept F32 as DeepSeek-V3's: it picks the experts). */
+static const w4w_role minimax_m2_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_NONE, W4W_IN_HEADS),
+    NORM("self_attn.q_norm", 0),
+    NORM("self_attn.k_norm", 0),
+    ROUTER("block_sparse_moe.gate", W4W_IN_EXPERTS),
+    {"block_sparse_moe.e_score_correction_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE,
+     W4W_IN_EXPERTS, W4W_LAYERS_SPARSE, 0},
+    SLIN("block_sparse_moe.experts.%d.w1", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN("block_sparse_moe.experts.%d.w2", W4W_IN_INTER, W4W_IN_HIDDEN),
+    SLIN("block_sparse_moe.experts.%d.w3", W4W_IN_HIDDEN, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
+/* DeepseekV32Attention: DeepSeek-V3's MLA (q LoRA always) plus the DSA
+ * indexer DeepseekV32Indexer in every layer: wq_b [index_n_heads *
+ * index_head_dim, q_lora_rank] and wk [index_head_dim, hidden] are plain
+ * linears (packed); weights_proj [index_n_heads, hidden] stays dense F16 as
+ * the routers do (it weighs the heads' scores that pick the attended
+ * tokens; transformers keeps it in float32); k_norm is a LayerNorm with a
+ * weight and a bias of index_head_dim, both F16. */
+static const w4w_role deepseek_v32_roles[] = {
+    DS_ATTN,
+    MLA("self_attn.indexer.wq_b", W4W_IN_Q_LORA, W4W_IN_IDX_Q, 0),
+    MLA("self_attn.indexer.wk", W4W_IN_HIDDEN, W4W_IN_IDX_HD, 0),
+    RNORM("self_attn.indexer.k_norm", 0),
+    PARAM("self_attn.indexer.k_norm.bias"),
+    {"self_attn.indexer.weights_proj", W4W_ROLE_ROUTER, W4W_BIAS_NONE, 0, W4W_IN_HIDDEN,
+     W4W_IN_IDX_HEADS, W4W_LAYERS_ALL, 0},
+    DS_MLP,
+    {"mlp.gate.e_score_correction_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE,
+     W4W_IN_EXPERTS, W4W_LAYERS_SPARSE, 0},
+    DS_EXPERTS,
+};
+
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL,
@@ -326,12 +393,21 @@ static const w4w_arch archs[] = {
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
     {"deepseek_v3", "DeepseekV3ForCausalLM", 0, deepseek_v3_roles, N_OF(deepseek_v3_roles),
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
+    /* issue 31 */
+    {"glm4_moe", "Glm4MoeForCausalLM", 0, glm4_moe_roles, N_OF(glm4_moe_roles), W4W_MOE_FIRST_K,
+     "n_routed_experts", NULL, 0},
+    {"minimax_m2", "MiniMaxM2ForCausalLM", 0, minimax_m2_roles, N_OF(minimax_m2_roles),
+     W4W_MOE_EVERY, "num_local_experts", NULL, 0},
+    {"deepseek_v32", "DeepseekV32ForCausalLM", 0, deepseek_v32_roles, N_OF(deepseek_v32_roles),
+     W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
 const char *const w4w_arch_names[] = {
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
-    "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3", NULL,
+    "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
+    /* issue 31 */
+    "glm4_moe", "minimax_m2", "deepseek_v32", NULL,
 };
 
 size_t w4w_arch_count(void)

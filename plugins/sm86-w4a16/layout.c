@@ -40,6 +40,10 @@ static const char *const width_keys[W4W_N_WIDTHS] = {
     "num_attention_heads * (qk_nope_head_dim + v_head_dim)",
     "num_attention_heads * v_head_dim",
     "moe_intermediate_size * n_shared_experts",
+    "head_dim (use_qk_norm)",
+    "index_n_heads * index_head_dim",
+    "index_head_dim",
+    "index_n_heads",
 };
 
 const char *w4w_width_key(w4w_in_dim d)
@@ -57,6 +61,25 @@ static int64_t pos_int(const cJSON *cfg, const char *key)
         v->valuedouble != (double)(int64_t)v->valuedouble)
         return -2;
     return (int64_t)v->valuedouble;
+}
+
+/* DeepSeek-V3.2's indexer widths (DeepseekV32Indexer: wq_b [index_n_heads *
+ * index_head_dim, q_lora_rank], wk [index_head_dim, hidden], weights_proj
+ * [index_n_heads, hidden]); -1 when the keys are absent (V2/V3, GLM). And
+ * V3.2's mlp_layer_types, when present, must be the first_k_dense_replace
+ * pattern the layout places (DeepseekV32Config.__post_init__ writes it so). */
+static qb_status idx_widths(const qb_host *h, const char *where, const cJSON *cfg, w4w_layout *out)
+{
+    int64_t nh = pos_int(cfg, "index_n_heads"), hd = pos_int(cfg, "index_head_dim");
+    if (nh == -2 || hd == -2)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: index_n_heads/index_head_dim is not a positive "
+                            "integer",
+                            where);
+    out->width[W4W_IN_IDX_HEADS] = nh;
+    out->width[W4W_IN_IDX_HD] = hd;
+    out->width[W4W_IN_IDX_Q] = nh > 0 && hd > 0 ? nh * hd : -1;
+    return QB_OK;
 }
 
 qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a,
@@ -121,7 +144,14 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
         out->width[W4W_IN_MLA_KV_B] = heads > 0 && nope > 0 && vd > 0 ? heads * (nope + vd) : -1;
         out->width[W4W_IN_MLA_V] = heads > 0 && vd > 0 ? heads * vd : -1;
         out->width[W4W_IN_DS_SHARED] = mi > 0 && nsh > 0 ? mi * nsh : -1;
+        rc = idx_widths(h, where, cfg, out);
+        if (rc != QB_OK)
+            return rc;
     }
+    /* Glm4MoeAttention builds q_norm/k_norm over head_dim only when
+     * use_qk_norm is true (GLM-4.5 true, GLM-4.5-Air false). */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "use_qk_norm")))
+        out->width[W4W_IN_QK_NORM] = head_dim > 0 ? head_dim : -1;
     if (a->moe != W4W_MOE_NONE) {
         out->n_experts = pos_int(cfg, a->experts_key);
         if (out->n_experts < 1 || out->n_experts > W4W_MAX_EXPERTS)
@@ -167,6 +197,27 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
         }
         for (l = 0; l < n_layers; l++)
             out->sparse[l] = l >= k;
+        /* DeepseekV32DecoderLayer reads mlp_layer_types ("dense"/"sparse"
+         * per layer); any other pattern than the one above is refused. */
+        only = cJSON_GetObjectItemCaseSensitive(cfg, "mlp_layer_types");
+        if (only && !cJSON_IsNull(only)) {
+            int ok = cJSON_IsArray(only) && cJSON_GetArraySize(only) == (int)n_layers;
+            l = 0;
+            cJSON_ArrayForEach(e, only)
+            {
+                ok = ok && cJSON_IsString(e) &&
+                     strcmp(e->valuestring, out->sparse[l] ? "sparse" : "dense") == 0;
+                l++;
+            }
+            if (!ok) {
+                rc = h->set_error(h, QB_E_UNSUPPORTED,
+                                  "%s: config.json: mlp_layer_types is not %lld \"dense\" then "
+                                  "\"sparse\" entries for num_hidden_layers = %lld (the layout "
+                                  "places MoE blocks from first_k_dense_replace on)",
+                                  where, (long long)k, (long long)n_layers);
+                goto out;
+            }
+        }
     }
     if (a->moe == W4W_MOE_STEP) {
         step = pos_int(cfg, "decoder_sparse_step");

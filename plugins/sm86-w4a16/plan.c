@@ -519,6 +519,16 @@ static qb_status plan_classify(plan_state *s)
                                     "%s: %s: expert %lld outside config.json %s = %lld", b->sp,
                                     ti->name, (long long)e, a->experts_key,
                                     (long long)lo->n_experts);
+            {
+                /* a role gated by a config width (w4w_role.when): say which */
+                int when = a->roles[role].when;
+                int64_t wv = when ? lo->width[when > 0 ? when : -when] : 0;
+                if ((when > 0 && wv < 1) || (when < 0 && wv >= 1))
+                    return h->set_error(h, QB_E_FORMAT,
+                                        "%s: %s: unexpected: config.json %s %s", b->sp, ti->name,
+                                        when > 0 ? "does not set" : "sets",
+                                        w4w_width_key(when > 0 ? when : -when));
+            }
             if (!w4w_layout_active(lo, l, (size_t)role))
                 return h->set_error(h, QB_E_FORMAT,
                                     "%s: %s: unexpected: config.json makes layer %lld a %s layer",

@@ -78,10 +78,15 @@ typedef enum w4w_in_dim {
     W4W_IN_MLA_KV_A = 12,    /* kv_lora_rank + qk_rope_head_dim */
     W4W_IN_MLA_KV_B = 13,    /* num_attention_heads * (qk_nope_head_dim + v_head_dim) */
     W4W_IN_MLA_V = 14,       /* num_attention_heads * v_head_dim */
-    W4W_IN_DS_SHARED = 15    /* moe_intermediate_size * n_shared_experts */
+    W4W_IN_DS_SHARED = 15,   /* moe_intermediate_size * n_shared_experts */
+    /* GLM-4.5 (Glm4MoeAttention) and DeepSeek-V3.2's indexer (DeepseekV32Indexer) */
+    W4W_IN_QK_NORM = 16,     /* head_dim when use_qk_norm is true, else unset (a `when` gate) */
+    W4W_IN_IDX_Q = 17,       /* index_n_heads * index_head_dim */
+    W4W_IN_IDX_HD = 18,      /* index_head_dim */
+    W4W_IN_IDX_HEADS = 19    /* index_n_heads */
 } w4w_in_dim;
 
-#define W4W_N_WIDTHS 16
+#define W4W_N_WIDTHS 20
 
 /* Which decoder layers hold a role. */
 typedef enum w4w_layers {
