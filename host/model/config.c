@@ -51,19 +51,35 @@ static int num(const cfgp *p, const qb_json *v, double *out)
 
 static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
-                                     "deepseek_v3, gpt_oss";
+                                     "deepseek_v3, gpt_oss"
+                                     /* issue 31: smollm3, llama4, gemma4 */
+                                     ", smollm3";
 
 static int is_supported(const char *t)
 {
     static const char *const names[] = {"llama",       "mistral", "qwen2",   "qwen3",
                                         "gemma",       "gemma2",  "gemma3_text", "phi3",
                                         "mixtral",     "qwen2_moe", "qwen3_moe",
-                                        "deepseek_v2", "deepseek_v3", "gpt_oss"};
+                                        "deepseek_v2", "deepseek_v3", "gpt_oss",
+                                        /* issue 31: smollm3, llama4, gemma4 */
+                                        "smollm3"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
             return 1;
     return 0;
+}
+
+/* rope_theta when the config has none: each configuration class's
+ * default_theta (transformers 5.24). */
+static double default_theta(const char *arch)
+{
+    if (strcmp(arch, "gpt_oss") == 0)
+        return 150000.0;
+    /* issue 31: smollm3, llama4, gemma4 */
+    if (strcmp(arch, "smollm3") == 0)
+        return 2000000.0;
+    return 10000.0;
 }
 
 /* A positive integer key; def < 0: required. */
@@ -398,6 +414,92 @@ static qb_status parse_layer_types(const cfgp *p, const qb_json *root, qbh_fwd_c
     return QB_OK;
 }
 
+/* issue 31: smollm3, llama4, gemma4 ---------------------------------------- */
+
+/* "no_rope_layers" (SmolLM3Config, Llama4TextConfig): one 0/1 per layer at
+ * least, 0 a NoPE layer; absent or null (and for llama4 empty, its
+ * `if self.no_rope_layers` test) -> every no_rope_layer_interval-th layer
+ * (L + 1 a multiple of it) is NoPE. Fills c->nope_map. */
+static qb_status parse_nope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c, int empty_default)
+{
+    const qb_json *nr = get(p, root, "no_rope_layers");
+    int64_t L, interval;
+    qb_status rc;
+
+    if (c->n_layers > 1024)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers",
+                               p->what);
+    memset(c->nope_map, 0, sizeof c->nope_map);
+    if (!nr || is_null(p, nr) ||
+        (empty_default && p->J->type(nr) == QB_JSON_ARRAY && p->J->count(nr) == 0)) {
+        if ((rc = get_int(p, root, "no_rope_layer_interval", 4, &interval)))
+            return rc;
+        for (L = 0; L < c->n_layers; L++)
+            if ((L + 1) % interval == 0)
+                c->nope_map[L / 64] |= UINT64_C(1) << (L % 64);
+        return QB_OK;
+    }
+    if (p->J->type(nr) != QB_JSON_ARRAY || (int64_t)p->J->count(nr) < c->n_layers)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: \"no_rope_layers\" is not a list of at least "
+                               "num_hidden_layers (%lld) values",
+                               p->what, (long long)c->n_layers);
+    for (L = 0; L < c->n_layers; L++) {
+        double d;
+        if (!num(p, p->J->at(nr, (size_t)L, NULL), &d) || (d != 0 && d != 1))
+            return p->h->set_error(p->h, QB_E_FORMAT,
+                                   "forward: %s: no_rope_layers[%lld] is not 0 or 1", p->what,
+                                   (long long)L);
+        if (d == 0)
+            c->nope_map[L / 64] |= UINT64_C(1) << (L % 64);
+    }
+    return QB_OK;
+}
+
+/* 1 when layer L skips the rotation (a NoPE layer). Pure. */
+int qbh_fwd_layer_nope(const qbh_fwd_cfg *c, int64_t L)
+{
+    return L >= 0 && L < 1024 && (c->nope_map[L / 64] >> (L % 64) & 1);
+}
+
+/* SmolLM3 (SmolLM3Config, transformers 5.24): llama's layer with NoPE
+ * layers; layer_types as written, else sliding on the NoPE layers when
+ * use_sliding_window and sliding_window are set. Eager attention windows
+ * by the layer type's mask alone, so a sliding layer with no
+ * sliding_window, or with use_sliding_window false (where the flash path
+ * would not window), is refused rather than guessed. */
+static qb_status parse_smollm3(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    const qb_json *sw = get(p, root, "sliding_window"), *lt = get(p, root, "layer_types");
+    int use = is_true(p, get(p, root, "use_sliding_window"));
+    int64_t L;
+    qb_status rc;
+
+    if ((rc = parse_nope(p, root, c, 0)))
+        return rc;
+    if (sw && !is_null(p, sw) && (rc = get_int(p, root, "sliding_window", 1, &c->sliding_window)))
+        return rc;
+    if (!lt || is_null(p, lt)) {
+        if (!use || !c->sliding_window)
+            c->sliding_window = 0;
+        for (L = 0; c->sliding_window && L < c->n_layers; L++)
+            if (qbh_fwd_layer_nope(c, L))
+                c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
+        c->has_sliding_map = 1;
+        return QB_OK;
+    }
+    if ((rc = parse_layer_types(p, root, c)))
+        return rc;
+    for (L = 0; L < c->n_layers; L++)
+        if (c->sliding_map[L / 64] >> (L % 64) & 1 && (!use || !c->sliding_window))
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                   "forward: %s: layer_types[%lld] is sliding_attention but "
+                                   "use_sliding_window is not true or sliding_window is null "
+                                   "(transformers' eager and flash attention disagree there)",
+                                   p->what, (long long)L);
+    return QB_OK;
+}
+
 /* Gemma 1/2/3 settings, with their configuration classes' defaults. */
 static qb_status parse_gemma(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
@@ -631,7 +733,7 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
         goto out;
     }
     if ((rc = get_real(p, root, "rms_norm_eps", oss ? 1e-5 : 1e-6, &c->rms_eps)) ||
-        (rc = get_real(p, root, "rope_theta", oss ? 150000.0 : 10000.0, &c->rope_theta)) ||
+        (rc = get_real(p, root, "rope_theta", default_theta(c->arch), &c->rope_theta)) ||
         (rc = parse_rope(p, root, c)))
         goto out;
     c->tied = is_true(p, get(p, root, "tie_word_embeddings"));
@@ -667,6 +769,11 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     c->attn_scale = 1.0 / sqrt((double)c->head_dim);
     if (oss) {
         rc = parse_gptoss(p, root, c);
+        goto out;
+    }
+    /* issue 31: smollm3, llama4, gemma4 */
+    if (strcmp(c->arch, "smollm3") == 0) {
+        rc = parse_smollm3(p, root, c);
         goto out;
     }
     if (strncmp(c->arch, "gemma", 5) == 0) {

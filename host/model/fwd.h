@@ -31,6 +31,8 @@
 void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv);
 /* The window layer L attends with: c->sliding_window or 0. Pure. */
 int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
+/* 1 when layer L is a NoPE layer (c->nope_map): no rotation. Pure. */
+int qbh_fwd_layer_nope(const qbh_fwd_cfg *c, int64_t L);
 /* 1 when layer L runs the experts (c->moe and not a dense layer). Pure. */
 int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L);
 

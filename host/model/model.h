@@ -99,6 +99,8 @@ typedef struct qbh_fwd_cfg {
     /* gpt-oss (moe QBH_MOE_GPTOSS): the clamped SwiGLU's swiglu_alpha and
      * swiglu_limit; attention has per-head sinks. */
     double glu_alpha, glu_limit;
+    /* NoPE layers (smollm3's and llama4's no_rope_layers: 0 = no rotation). */
+    uint64_t nope_map[16];    /* bit L: layer L skips the rotation (layers < 1024) */
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names the

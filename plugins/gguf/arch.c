@@ -31,6 +31,11 @@ static const gguf_arch arch_table[] = {
      * gpt-oss: GptOssModel does not permute; NEOX rope like HF's halves. */
     {"deepseek2", GGUF_A_DEEPSEEK2, 0, 0},
     {"gpt-oss", GGUF_A_GPTOSS, 0, 0},
+    /* issue 31: smollm3, llama4, gemma4 */
+    /* smollm3: SmolLM3Model is a LlamaModel (permuted q/k, NORM rope in
+     * llama_model_rope_type) with llama's tensor names; only the config
+     * differs (gguf_hfconfig.c). */
+    {"smollm3", GGUF_A_LLAMA, 1, 0},
 };
 
 const gguf_arch *gguf_arch_find(const char *name)
@@ -211,7 +216,14 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     switch (b) {
     case GGUF_A_LLAMA:
         /* Mistral and Mixtral are written as "llama" (docs/formats/gguf.md, "Tensor names"). */
-        if (hp->n_expert > 0) {
+        if (strcmp(hp->arch->gguf_name, "smollm3") == 0) { /* issue 31 */
+            if (hp->n_expert > 0 || hp->sliding_window > 0)
+                return h->set_error(h, QB_E_UNSUPPORTED,
+                                    "%s: smollm3 with experts or a sliding window: llama.cpp's smollm3 has neither",
+                                    f->path);
+            hp->model_type = "smollm3";
+            hp->hf_class = "SmolLM3ForCausalLM";
+        } else if (hp->n_expert > 0) {
             hp->model_type = "mixtral";
             hp->hf_class = "MixtralForCausalLM";
         } else if (hp->sliding_window > 0) {

@@ -567,6 +567,15 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
         if (b != GGUF_A_LLAMA)
             put_num(&c, c.root, "decoder_sparse_step", 1);
     }
+    /* issue 31: smollm3, llama4, gemma4 */
+    if (strcmp(p->model_type, "smollm3") == 0) {
+        /* llama_model_smollm3::load_hparams fixes n_no_rope_layer_step = 4
+         * (no GGUF key): layer il ropes unless (il + 1) % 4 == 0, which is
+         * SmolLM3Config's no_rope_layer_interval rule. */
+        put_num(&c, c.root, "no_rope_layer_interval", 4);
+        if (!cJSON_AddBoolToObject(c.root, "use_sliding_window", 0))
+            c.oom = 1;
+    }
     if ((st = rope_scaling(&c, sp, theta)))
         goto out;
     if ((st = copy_token_id(&c, c.root, gen, "tokenizer.ggml.bos_token_id", "bos_token_id")) ||

@@ -299,6 +299,12 @@ static const w4w_role deepseek_v3_roles[] = {
     DS_EXPERTS,
 };
 
+/* issue 31: smollm3, llama4, gemma4 ------------------------------------------ */
+
+/* SmolLM3Attention / SmolLM3MLP are LlamaAttention / LlamaMLP (modular_smollm3.py):
+ * `attention_bias` / `mlp_bias`; its NoPE layers hold the same tensors. */
+#define smollm3_roles llama_roles
+
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL,
@@ -326,12 +332,17 @@ static const w4w_arch archs[] = {
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
     {"deepseek_v3", "DeepseekV3ForCausalLM", 0, deepseek_v3_roles, N_OF(deepseek_v3_roles),
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
+    /* issue 31: smollm3, llama4, gemma4 */
+    {"smollm3", "SmolLM3ForCausalLM", 1, smollm3_roles, N_OF(smollm3_roles), W4W_MOE_NONE, NULL,
+     NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
 const char *const w4w_arch_names[] = {
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
-    "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3", NULL,
+    "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
+    /* issue 31: smollm3, llama4, gemma4 */
+    "smollm3", NULL,
 };
 
 size_t w4w_arch_count(void)
