@@ -53,7 +53,7 @@ static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
                                      "deepseek_v3, gpt_oss"
                                      /* issue 31: smollm3, llama4, gemma4 */
-                                     ", smollm3";
+                                     ", smollm3, llama4_text";
 
 static int is_supported(const char *t)
 {
@@ -62,7 +62,7 @@ static int is_supported(const char *t)
                                         "mixtral",     "qwen2_moe", "qwen3_moe",
                                         "deepseek_v2", "deepseek_v3", "gpt_oss",
                                         /* issue 31: smollm3, llama4, gemma4 */
-                                        "smollm3"};
+                                        "smollm3", "llama4_text"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
@@ -79,6 +79,8 @@ static double default_theta(const char *arch)
     /* issue 31: smollm3, llama4, gemma4 */
     if (strcmp(arch, "smollm3") == 0)
         return 2000000.0;
+    if (strcmp(arch, "llama4_text") == 0)
+        return 500000.0;
     return 10000.0;
 }
 
@@ -500,6 +502,95 @@ static qb_status parse_smollm3(const cfgp *p, const qb_json *root, qbh_fwd_cfg *
     return QB_OK;
 }
 
+/* Llama 4's text model (Llama4TextConfig, transformers 5.24; docs/forward.md,
+ * "Llama 4"): NoPE layers (interval 4; an empty list is the default too),
+ * moe_layers (else every interleave_moe_layer_step-th layer from step - 1),
+ * layer_types chunked_attention / full_attention (else chunked on the rope
+ * layers when attention_chunk_size is set), the L2 q/k norm and the
+ * temperature tuning of the NoPE layers. */
+static qb_status parse_llama4(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    const qb_json *ml = get(p, root, "moe_layers"), *lt = get(p, root, "layer_types");
+    const qb_json *ch = get(p, root, "attention_chunk_size");
+    const qb_json *tt = get(p, root, "attn_temperature_tuning");
+    int64_t L, step;
+    size_t i;
+    qb_status rc;
+
+    c->moe = QBH_MOE_LLAMA4;
+    /* apply_rotary_emb views (2i, 2i + 1) as one complex number. */
+    c->rope_interleave = 1;
+    c->moe_intermediate = c->intermediate; /* intermediate_size: experts, shared expert */
+    c->shared_intermediate = c->intermediate;
+    c->sparse_step = 1;
+    if ((rc = get_int(p, root, "intermediate_size_mlp", 16384, &c->intermediate)) ||
+        (rc = get_int(p, root, "num_local_experts", 16, &c->n_experts)) ||
+        (rc = get_int(p, root, "num_experts_per_tok", 1, &c->top_k)) ||
+        (rc = get_int(p, root, "interleave_moe_layer_step", 1, &step)) ||
+        (rc = parse_nope(p, root, c, 1)))
+        return rc;
+    if (c->top_k > c->n_experts)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: num_experts_per_tok %lld > %lld experts", p->what,
+                               (long long)c->top_k, (long long)c->n_experts);
+    if (!ml || is_null(p, ml)) {
+        for (L = step - 1; L < c->n_layers; L += step)
+            c->moe_map[L / 64] |= UINT64_C(1) << (L % 64);
+    } else {
+        if (p->J->type(ml) != QB_JSON_ARRAY)
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"moe_layers\" is not a list",
+                                   p->what);
+        for (i = 0; i < p->J->count(ml); i++) {
+            double d;
+            if (!num(p, p->J->at(ml, i, NULL), &d) || d < 0 || d != floor(d))
+                return p->h->set_error(p->h, QB_E_FORMAT,
+                                       "forward: %s: moe_layers[%zu] is not a layer index",
+                                       p->what, i);
+            /* Llama4TextDecoderLayer tests `layer_idx in moe_layers`: an
+             * index past the layers selects nothing. */
+            if (d < (double)c->n_layers)
+                c->moe_map[(int)d / 64] |= UINT64_C(1) << ((int)d % 64);
+        }
+    }
+    if (ch && !is_null(p, ch) && (rc = get_int(p, root, "attention_chunk_size", 8192, &c->attn_chunk)))
+        return rc;
+    if (!ch)
+        c->attn_chunk = 8192;
+    for (L = 0; L < c->n_layers; L++) {
+        const char *s = NULL;
+        int chunked;
+        if (lt && !is_null(p, lt)) {
+            if (p->J->type(lt) != QB_JSON_ARRAY || (int64_t)p->J->count(lt) != c->n_layers)
+                return p->h->set_error(p->h, QB_E_FORMAT,
+                                       "forward: %s: \"layer_types\" is not a list of "
+                                       "num_hidden_layers (%lld) names",
+                                       p->what, (long long)c->n_layers);
+            s = p->J->get_string(p->J->at(lt, (size_t)L, NULL));
+            if (!s || (strcmp(s, "chunked_attention") != 0 && strcmp(s, "full_attention") != 0))
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: layer_types[%lld] is not chunked_attention "
+                                       "or full_attention",
+                                       p->what, (long long)L);
+            chunked = s[0] == 'c';
+        } else {
+            chunked = !qbh_fwd_layer_nope(c, L) && c->attn_chunk > 0;
+        }
+        if (chunked && c->attn_chunk < 1)
+            return p->h->set_error(p->h, QB_E_FORMAT,
+                                   "forward: %s: layer %lld is chunked_attention but "
+                                   "attention_chunk_size is null",
+                                   p->what, (long long)L);
+        if (chunked)
+            c->chunk_map[L / 64] |= UINT64_C(1) << (L % 64);
+    }
+    c->l2_qk_norm = !is_false(p, get(p, root, "use_qk_norm"));
+    if (!(tt && is_false(p, tt)) &&
+        ((rc = get_real(p, root, "attn_scale", 0.1, &c->temp_scale)) ||
+         (rc = get_real(p, root, "floor_scale", 8192, &c->temp_floor))))
+        return rc;
+    return QB_OK;
+}
+
 /* Gemma 1/2/3 settings, with their configuration classes' defaults. */
 static qb_status parse_gemma(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
@@ -675,7 +766,7 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     qb_status rc;
     int64_t def_hd;
     double sw;
-    int oss;
+    int oss, l4;
 
     assert(h && QB_HAS_FIELD(h, qb_host, json) && h->json);
     pc.h = h;
@@ -706,16 +797,18 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     }
     snprintf(c->arch, sizeof c->arch, "%s", mt);
     oss = strcmp(c->arch, "gpt_oss") == 0;
+    l4 = strcmp(c->arch, "llama4_text") == 0; /* issue 31 */
     if ((rc = get_int(p, root, "hidden_size", -1, &c->hidden)) ||
         (rc = get_int(p, root, "intermediate_size", -1, &c->intermediate)) ||
         (rc = get_int(p, root, "num_hidden_layers", -1, &c->n_layers)) ||
         (rc = get_int(p, root, "num_attention_heads", -1, &c->n_heads)) ||
         /* GptOssConfig's field defaults: 8 kv heads, head_dim 64. */
-        (rc = get_int(p, root, "num_key_value_heads", oss ? 8 : c->n_heads, &c->n_kv_heads)) ||
+        /* ... and Llama4TextConfig's (issue 31): 8 kv heads, head_dim 128. */
+        (rc = get_int(p, root, "num_key_value_heads", oss || l4 ? 8 : c->n_heads, &c->n_kv_heads)) ||
         (rc = get_int(p, root, "vocab_size", -1, &c->vocab)))
         goto out;
     /* head_dim: explicit (qwen3, some mistral) or hidden / heads. */
-    def_hd = oss ? 64 : c->hidden / c->n_heads;
+    def_hd = oss ? 64 : l4 ? 128 : c->hidden / c->n_heads;
     if ((rc = get_int(p, root, "head_dim", def_hd ? def_hd : 1, &c->head_dim)))
         goto out;
     /* MLA: head sizes come from parse_deepseek (its head_dim key is
@@ -732,7 +825,7 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
                              (long long)c->head_dim);
         goto out;
     }
-    if ((rc = get_real(p, root, "rms_norm_eps", oss ? 1e-5 : 1e-6, &c->rms_eps)) ||
+    if ((rc = get_real(p, root, "rms_norm_eps", oss || l4 ? 1e-5 : 1e-6, &c->rms_eps)) ||
         (rc = get_real(p, root, "rope_theta", default_theta(c->arch), &c->rope_theta)) ||
         (rc = parse_rope(p, root, c)))
         goto out;
@@ -774,6 +867,10 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     /* issue 31: smollm3, llama4, gemma4 */
     if (strcmp(c->arch, "smollm3") == 0) {
         rc = parse_smollm3(p, root, c);
+        goto out;
+    }
+    if (l4) {
+        rc = parse_llama4(p, root, c);
         goto out;
     }
     if (strncmp(c->arch, "gemma", 5) == 0) {
@@ -819,6 +916,8 @@ int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L)
 {
     if (!c->moe)
         return 0;
+    if (c->moe == QBH_MOE_LLAMA4) /* issue 31: moe_layers */
+        return L >= 0 && L < 1024 && (c->moe_map[L / 64] >> (L % 64) & 1);
     if (c->moe == QBH_MOE_MIXTRAL)
         return 1;
     if (c->moe == QBH_MOE_DEEPSEEK) /* DeepseekV3DecoderLayer: dense below it */

@@ -117,8 +117,9 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b
     memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
     if ((rc = qbh_fwd_lnorm(w, c, L, "input_layernorm", b->h, T, H, b->wn)))
         return rc;
-    rc = c->mla ? qbh_fwd_mla(w, c, L, b->h, T, b->inv, b->o)
-                : qbh_fwd_attention_block(w, c, b, L, T);
+    rc = c->mla                      ? qbh_fwd_mla(w, c, L, b->h, T, b->inv, b->o)
+         : c->moe == QBH_MOE_LLAMA4 ? qbh_fwd_llama4_attention(w, c, b, L, T) /* issue 31 */
+                                    : qbh_fwd_attention_block(w, c, b, L, T);
     if (rc)
         return rc;
     for (i = 0; i < T * H; i++)
@@ -131,6 +132,8 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b
         return rc;
     if (c->moe == QBH_MOE_GPTOSS)
         rc = qbh_fwd_gptoss_moe(w, c, L, b->h, T, b->o);
+    else if (c->moe == QBH_MOE_LLAMA4) /* issue 31 */
+        rc = qbh_fwd_llama4_ffn(w, c, b, L, T);
     else if (qbh_fwd_layer_moe(c, L))
         rc = qbh_fwd_moe(w, c, b, L, b->h, T, b->o);
     else

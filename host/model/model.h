@@ -37,6 +37,9 @@ typedef enum qbh_rope_kind {
                               shared_experts.*_proj} */
 #define QBH_MOE_GPTOSS 4  /* mlp.{router(+bias), experts.{gate_up_proj, down_proj}(+_bias)}
                              fused [E, in, out] */
+/* issue 31: smollm3, llama4, gemma4 */
+#define QBH_MOE_LLAMA4 5  /* feed_forward.{router, experts.{gate_up_proj, down_proj} fused
+                             [E, in, out], shared_expert.*_proj} on moe_map's layers */
 
 /* DeepSeek routing rules (docs/forward.md, "DeepSeek routing"). */
 typedef enum qbh_ds_route {
@@ -101,6 +104,16 @@ typedef struct qbh_fwd_cfg {
     double glu_alpha, glu_limit;
     /* NoPE layers (smollm3's and llama4's no_rope_layers: 0 = no rotation). */
     uint64_t nope_map[16];    /* bit L: layer L skips the rotation (layers < 1024) */
+    /* llama4_text (moe QBH_MOE_LLAMA4; docs/forward.md, "Llama 4"): intermediate is
+     * intermediate_size_mlp (dense layers), moe_intermediate intermediate_size
+     * (experts and the shared expert). */
+    uint64_t moe_map[16];     /* bit L: layer L runs the experts */
+    uint64_t chunk_map[16];   /* bit L: layer L attends within attn_chunk blocks */
+    int64_t attn_chunk;       /* attention_chunk_size */
+    int l2_qk_norm;           /* use_qk_norm: weightless RMS norm of q, k on rope layers */
+    double temp_scale, temp_floor; /* attn_temperature_tuning on NoPE layers: q *=
+                                      1 + temp_scale * log1p(floor((t + 1) / temp_floor));
+                                      temp_scale 0: off */
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names the
