@@ -36,6 +36,9 @@ static const gguf_arch arch_table[] = {
      * llama_model_rope_type) with llama's tensor names; only the config
      * differs (gguf_hfconfig.c). */
     {"smollm3", GGUF_A_LLAMA, 1, 0},
+    /* llama4: Llama4Model sets undo_permute = False; llama.cpp ropes it NORM
+     * (neighbour pairs), as transformers' apply_rotary_emb does. */
+    {"llama4", GGUF_A_LLAMA4, 0, 0},
 };
 
 const gguf_arch *gguf_arch_find(const char *name)
@@ -181,6 +184,7 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
         (st = get(h, f, hp, "embedding_length", 1, &hp->n_embd)) ||
         (st = get(h, f, hp, "feed_forward_length",
                    !(b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | GGUF_A_DEEPSEEK2 | GGUF_A_GPTOSS)), &hp->n_ff)) ||
+        (st = get(h, f, hp, "interleave_moe_layer_step", 0, &hp->moe_step)) ||
         (st = get(h, f, hp, "attention.head_count", 1, &hp->n_head)) ||
         (st = get(h, f, hp, "attention.head_count_kv", 0, &hp->n_head_kv)) ||
         (st = get(h, f, hp, "attention.key_length", 0, &hp->head_dim)) ||
@@ -265,6 +269,15 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     case GGUF_A_GPTOSS:
         hp->model_type = "gpt_oss";
         hp->hf_class = "GptOssForCausalLM";
+        break;
+    case GGUF_A_LLAMA4: /* issue 31: the text model (Llama4ForCausalLM) */
+        if (hp->n_expert < 1 || hp->n_ff_exp < 1 || hp->moe_step < 1)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: llama4 without expert_count, expert_feed_forward_length and "
+                                "interleave_moe_layer_step (llama_model_llama4 needs all three)",
+                                f->path);
+        hp->model_type = "llama4_text";
+        hp->hf_class = "Llama4ForCausalLM";
         break;
     default:
         hp->model_type = "phi3";

@@ -13,54 +13,45 @@
 #include "qbk_path.h"
 #include "qbk_alloc.h"
 #include "qbk_json.h"
-
-static qb_status write_json(const qb_host *h, const qb_sink *sink, const char *name,
-                            const cJSON *obj, w4w_written_list *list)
-{
-    char *text = cJSON_Print(obj);
-    qb_status rc;
-    if (!text)
-        return h->set_error(h, QB_E_NOMEM, "%s: out of memory printing JSON", name);
-    rc = w4w_write_whole(h, sink, name, text, strlen(text), list);
-    cJSON_free(text);
-    return rc;
-}
+#include "qbk_json_edit.h"
 
 /* The source config without its quantization description (the kit's one
- * rule, qbk_hf_sidefiles.h), torch_dtype float16, and
- * the keys a runtime needs made explicit (tie_word_embeddings,
- * architectures, model_type). */
+ * rule, qbk_hf_sidefiles.h), torch_dtype float16, and the keys a runtime
+ * needs made explicit (tie_word_embeddings, architectures, model_type).
+ * Edited as text (qbk_json_edit.h): every other member keeps its bytes, so
+ * a float written 0.0 stays a float (transformers' strict configuration
+ * classes refuse an int there: Llama4TextConfig.router_jitter_noise). */
 static qb_status write_config(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                               const w4w_plan *plan, w4w_written_list *list)
 {
     cJSON *cfg = NULL;
+    const char *keys[8], *values[8];
+    char mt[160], arch[200], *text = NULL;
+    size_t n = 0;
     qb_status rc = qbk_json_parse_config(h, src->source_path, src->info->config_json, &cfg);
     if (rc != QB_OK)
         goto out;
-    qbk_hf_config_strip_quant(cfg);
-    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "torch_dtype");
-    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "tie_word_embeddings");
-    if (!cJSON_AddStringToObject(cfg, "torch_dtype", "float16") ||
-        !cJSON_AddBoolToObject(cfg, "tie_word_embeddings", plan->tied)) {
-        rc = h->set_error(h, QB_E_NOMEM, "config.json: out of memory");
-        goto out;
-    }
-    if (!cJSON_GetObjectItemCaseSensitive(cfg, "model_type") &&
-        !cJSON_AddStringToObject(cfg, "model_type", plan->arch->model_type)) {
-        rc = h->set_error(h, QB_E_NOMEM, "config.json: out of memory");
-        goto out;
+    keys[n] = "torch_dtype";
+    values[n++] = "\"float16\"";
+    keys[n] = "tie_word_embeddings";
+    values[n++] = plan->tied ? "true" : "false";
+    if (!cJSON_GetObjectItemCaseSensitive(cfg, "model_type")) {
+        snprintf(mt, sizeof mt, "\"%s\"", plan->arch->model_type);
+        keys[n] = "model_type";
+        values[n++] = mt;
     }
     if (!cJSON_GetObjectItemCaseSensitive(cfg, "architectures")) {
-        cJSON *arr = cJSON_AddArrayToObject(cfg, "architectures");
-        cJSON *s = cJSON_CreateString(plan->arch->hf_class);
-        if (!arr || !s || !cJSON_AddItemToArray(arr, s)) {
-            cJSON_Delete(arr ? NULL : s);
-            rc = h->set_error(h, QB_E_NOMEM, "config.json: out of memory");
-            goto out;
-        }
+        snprintf(arch, sizeof arch, "[\"%s\"]", plan->arch->hf_class);
+        keys[n] = "architectures";
+        values[n++] = arch;
     }
-    rc = write_json(h, sink, "config.json", cfg, list);
+    keys[n] = values[n] = NULL;
+    rc = qbk_json_edit(h, "config.json", src->info->config_json, qbk_hf_quant_config_keys, keys,
+                       values, &text);
+    if (rc == QB_OK)
+        rc = w4w_write_whole(h, sink, "config.json", text, strlen(text), list);
 out:
+    qbk_free(text);
     cJSON_Delete(cfg);
     return rc;
 }

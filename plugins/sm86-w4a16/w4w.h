@@ -78,10 +78,12 @@ typedef enum w4w_in_dim {
     W4W_IN_MLA_KV_A = 12,    /* kv_lora_rank + qk_rope_head_dim */
     W4W_IN_MLA_KV_B = 13,    /* num_attention_heads * (qk_nope_head_dim + v_head_dim) */
     W4W_IN_MLA_V = 14,       /* num_attention_heads * v_head_dim */
-    W4W_IN_DS_SHARED = 15    /* moe_intermediate_size * n_shared_experts */
+    W4W_IN_DS_SHARED = 15,   /* moe_intermediate_size * n_shared_experts */
+    /* issue 31: smollm3, llama4, gemma4 */
+    W4W_IN_L4_MLP = 16       /* intermediate_size_mlp (llama4's dense layers) */
 } w4w_in_dim;
 
-#define W4W_N_WIDTHS 16
+#define W4W_N_WIDTHS 17
 
 /* Which decoder layers hold a role. */
 typedef enum w4w_layers {
@@ -126,6 +128,10 @@ typedef struct w4w_xfused {
     const char *path;
     const char *parts[2]; /* role paths in interleave order; unused NULL */
     int n_parts;
+    /* issue 31 (llama4's Llama4TextExperts): parts one after another along
+     * out instead of interleaved: part q is [e, :, q * out / n_parts + r] */
+    int concat;
+    int no_bias; /* the source has no `<path>_bias` */
 } w4w_xfused;
 
 /* How an architecture places MoE blocks. */
@@ -134,7 +140,10 @@ typedef enum w4w_moe {
     W4W_MOE_EVERY = 1, /* every layer (Mixtral) */
     W4W_MOE_STEP = 2,  /* layer l when (l + 1) % decoder_sparse_step == 0 and l is not in
                           mlp_only_layers (Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer) */
-    W4W_MOE_FIRST_K = 3 /* layer l when l >= first_k_dense_replace (DeepseekV3DecoderLayer) */
+    W4W_MOE_FIRST_K = 3, /* layer l when l >= first_k_dense_replace (DeepseekV3DecoderLayer) */
+    /* issue 31: smollm3, llama4, gemma4 */
+    W4W_MOE_LIST = 4 /* layer l in moe_layers, else every interleave_moe_layer_step-th layer
+                        from step - 1 (Llama4TextConfig) */
 } w4w_moe;
 
 /* One supported architecture. Adding one is adding a table entry. */

@@ -122,15 +122,36 @@ def llama_cpp_converter(build_dir):
     return hits[0]
 
 
-def convert_to_gguf(build_dir, src, out):
+# Runs convert_hf_to_gguf.py as its own __main__, after replacing one model class's set_vocab
+# with its SentencePiece one (argv: converter, "module:Class" under conversion/ or "-", then the
+# converter's args).
+_DRIVER = """
+import importlib, runpy, sys
+conv, cls = sys.argv[1], sys.argv[2]
+sys.argv = [conv] + sys.argv[3:]
+if cls != "-":
+    mod, name = cls.split(":")
+    k = getattr(importlib.import_module("conversion." + mod), name)
+    k.set_vocab = lambda self: self._set_vocab_sentencepiece()
+runpy.run_path(conv, run_name="__main__")
+"""
+
+
+def convert_to_gguf(build_dir, src, out, spm_vocab_for=None):
     """llama.cpp's converter on the HF directory src, F32 output; returns the process (the
-    caller asserts on it: a family the converter refuses is said so by the test)."""
+    caller asserts on it: a family the converter refuses is said so by the test).
+    spm_vocab_for ("llama:Llama4Model") names a converter class whose set_vocab wants a real model's
+    BPE tokenizer (its pre-tokenizer hash must be one llama.cpp knows): there the tiny model's
+    SentencePiece vocabulary is written instead; tensors and hyper-parameters stay the
+    converter's own."""
     conv = llama_cpp_converter(build_dir)
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(conv.parent / "gguf-py") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join([str(conv.parent), str(conv.parent / "gguf-py"),
+                                         env.get("PYTHONPATH", "")])
     env["NO_LOCAL_GGUF"] = ""
-    return subprocess.run([sys.executable, str(conv), str(src), "--outfile", str(out),
-                           "--outtype", "f32"], capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-c", _DRIVER, str(conv), spm_vocab_for or "-",
+                           str(src), "--outfile", str(out), "--outtype", "f32"],
+                          capture_output=True, text=True, env=env)
 
 
 def logits_of(path):

@@ -63,3 +63,52 @@ def test_llama4_forward_vs_transformers(name, tmp_path, run_qb):
 def test_llama4_hf_dense(tmp_path, run_qb):
     src, _ = _model(tmp_path, "defaults_like")
     F.check_hf_dense(run_qb, src, tmp_path, "llama4")
+
+
+def test_llama4_w4a16(tmp_path, run_qb):
+    """The W4A16 layout of every tensor kind: attention and both MLP forms packed, the router
+    F16, the fused experts stored per expert (docs/w4a16-format.md, "SmolLM3, Llama 4, Gemma 4")
+    and served fused again; forward on it against transformers on its decoded weights; verify."""
+    src, _ = _model(tmp_path, "defaults_like")
+    out, fig, js = F.check_w4a16(run_qb, src, tmp_path, "llama4")
+    import json
+    man = json.loads((out / "manifest.json").read_text())
+    assert [f["layout"] for f in man["fused_experts"]] == ["expert-in-out-concatenated"] * 2
+    print(f"\nllama4 verify: model check {js.get('model_check')}")
+
+
+def test_llama4_gguf_by_llama_cpp_converter(tmp_path, run_qb, build_dir):
+    """llama.cpp's converter (Llama4Model, arch "llama4") on the tiny text model: its set_vocab
+    wants a real Llama 4 BPE tokenizer (a pre-tokenizer hash it knows), so the tiny model's
+    SentencePiece vocabulary is written instead; the tensors and keys are the converter's. The
+    GGUF holds the experts split and transposed (ffn_gate_exps / ffn_up_exps / ffn_down_exps);
+    our reader serves transformers' fused tensors again, bit for bit. llama.cpp fixes
+    attention_chunk_size 8192, floor_scale 8192, attn_scale 0.1 and the NoPE interval 4 (no
+    keys), so the model compared is one with those values (defaults), where the rebuilt config
+    runs the same forward pass."""
+    from transformers import Llama4ForCausalLM, Llama4TextConfig
+    cfg = Llama4TextConfig(vocab_size=U.VOCAB, hidden_size=64, intermediate_size=32,
+                           intermediate_size_mlp=96, num_hidden_layers=4, num_attention_heads=4,
+                           num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                           num_experts_per_tok=2, interleave_moe_layer_step=2,
+                           max_position_embeddings=256, pad_token_id=0, bos_token_id=1,
+                           eos_token_id=2)
+    cfg._attn_implementation = "eager"
+    model = Llama4ForCausalLM(cfg).float().eval()
+
+    def routers(n, p):
+        if "router" in n:
+            p.mul_(5.0)
+
+    F.spread_(model, 17, routers)
+    src = tmp_path / "tiny-llama4-gguf-src"
+    ref = F.save_and_run(model, src)
+    F.write_tokenizer(src)
+    g = tmp_path / "llama4.gguf"
+    proc = F.convert_to_gguf(build_dir, src, g, spm_vocab_for="llama:Llama4Model")
+    assert proc.returncode == 0, f"convert_hf_to_gguf.py llama4:\n{proc.stderr[-3000:]}"
+    _, cfg_out = F.check_gguf_readback(run_qb, src, g, tmp_path, "llama4")
+    assert cfg_out["intermediate_size"] == 32 and cfg_out["intermediate_size_mlp"] == 96
+    got = F.quantbridge_logits(run_qb, g, tmp_path)
+    F.compare("llama4 GGUF (llama.cpp's converter) quantbridge forward vs transformers", got, ref,
+              F.F32_REL)
