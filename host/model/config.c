@@ -53,7 +53,7 @@ static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
                                      "deepseek_v3, gpt_oss"
                                      /* issue 31: smollm3, llama4, gemma4 */
-                                     ", smollm3, llama4_text";
+                                     ", smollm3, llama4_text, gemma4_text";
 
 static int is_supported(const char *t)
 {
@@ -62,7 +62,7 @@ static int is_supported(const char *t)
                                         "mixtral",     "qwen2_moe", "qwen3_moe",
                                         "deepseek_v2", "deepseek_v3", "gpt_oss",
                                         /* issue 31: smollm3, llama4, gemma4 */
-                                        "smollm3", "llama4_text"};
+                                        "smollm3", "llama4_text", "gemma4_text"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
@@ -477,6 +477,8 @@ static qb_status parse_smollm3(const cfgp *p, const qb_json *root, qbh_fwd_cfg *
     int64_t L;
     qb_status rc;
 
+    /* SmolLM3Config's tie_word_embeddings defaults to true */
+    c->tied = !is_false(p, get(p, root, "tie_word_embeddings"));
     if ((rc = parse_nope(p, root, c, 0)))
         return rc;
     if (sw && !is_null(p, sw) && (rc = get_int(p, root, "sliding_window", 1, &c->sliding_window)))
@@ -588,6 +590,138 @@ static qb_status parse_llama4(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c
         ((rc = get_real(p, root, "attn_scale", 0.1, &c->temp_scale)) ||
          (rc = get_real(p, root, "floor_scale", 8192, &c->temp_floor))))
         return rc;
+    return QB_OK;
+}
+
+/* One layer type's rope_parameters entry of gemma4 (index full). */
+static qb_status parse_g4_rope(const cfgp *p, const qb_json *rp, const char *type, int full,
+                               qbh_fwd_cfg *c)
+{
+    const qb_json *e = get(p, rp, type);
+    const char *rt;
+    qb_status rc;
+    if (!e && !rp) { /* Gemma4TextConfig's defaults */
+        c->g4_theta[full] = full ? 1000000.0 : 10000.0;
+        c->g4_prop[full] = full;
+        c->g4_prf[full] = full ? 0.25 : 1.0;
+        c->g4_factor[full] = 1.0;
+        return QB_OK;
+    }
+    rt = p->J->get_string(get(p, e, "rope_type"));
+    if (p->J->type(e) != QB_JSON_OBJECT || !rt ||
+        (strcmp(rt, "default") != 0 && strcmp(rt, "proportional") != 0))
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: rope_parameters.%s: rope_type %s is not supported for "
+                               "gemma4_text (supported: default, proportional)",
+                               p->what, type, rt ? rt : "(missing)");
+    c->g4_prop[full] = rt[0] == 'p';
+    if ((rc = get_real(p, e, "rope_theta", full ? 1000000.0 : 10000.0, &c->g4_theta[full])) ||
+        (rc = get_real(p, e, "partial_rotary_factor", 1.0, &c->g4_prf[full])) ||
+        (rc = get_real(p, e, "factor", 1.0, &c->g4_factor[full])))
+        return rc;
+    return QB_OK;
+}
+
+/* Gemma 4's text model (Gemma4TextConfig, transformers 5.24): what
+ * gemma4.c runs, and the features it does not, refused by name. */
+static qb_status parse_gemma4(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    static const char *const off[] = {"attention_k_eq_v", "enable_moe_block",
+                                      "use_double_wide_mlp"};
+    const qb_json *plc = get(p, root, "per_layer_config"), *rp = get(p, root, "rope_parameters");
+    const qb_json *v;
+    const char *act;
+    int64_t shared, L, pattern = 6;
+    size_t i;
+    qb_status rc;
+
+    c->gemma4 = 1;
+    for (i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (is_true(p, get(p, root, off[i])))
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                   "forward: %s: gemma4_text with %s true is not supported by the "
+                                   "CPU forward pass",
+                                   p->what, off[i]);
+    v = get(p, root, "use_bidirectional_attention");
+    act = p->J->get_string(get(p, root, "hidden_activation"));
+    if ((v && !is_null(p, v)) || (act && strcmp(act, "gelu_pytorch_tanh") != 0))
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: gemma4_text with use_bidirectional_attention or a "
+                               "hidden_activation other than gelu_pytorch_tanh is not supported",
+                               p->what);
+    if ((rc = get_count(p, root, "num_kv_shared_layers", 0, &shared)) ||
+        (rc = get_count(p, root, "hidden_size_per_layer_input", 256, &c->g4_ple)) ||
+        (rc = get_int(p, root, "sliding_window", 512, &c->sliding_window)) ||
+        (rc = get_opt_real(p, root, "final_logit_softcapping", 0, &c->final_softcap)))
+        return rc;
+    if (shared)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: gemma4_text with num_kv_shared_layers %lld is not "
+                               "supported by the CPU forward pass (supported: 0)",
+                               p->what, (long long)shared);
+    if (c->n_layers > 1024)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers",
+                               p->what);
+    /* Without layer_types: five sliding layers, then a full one. */
+    for (L = 0; L < c->n_layers; L++)
+        if ((L + 1) % pattern)
+            c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
+    c->has_sliding_map = 1;
+    if ((rc = parse_layer_types(p, root, c)))
+        return rc;
+    /* Gemma4TextConfig.__post_init__ forces the last layer to full_attention. */
+    L = c->n_layers - 1;
+    c->sliding_map[L / 64] &= ~(UINT64_C(1) << (L % 64));
+    c->g4_hd[0] = c->g4_hd[1] = c->head_dim;
+    c->g4_kv[0] = c->g4_kv[1] = c->n_kv_heads;
+    if (!plc || is_null(p, plc)) {
+        if ((rc = get_int(p, root, "global_head_dim", 512, &c->g4_hd[1])))
+            return rc;
+    } else {
+        int seen = 0;
+        if (p->J->type(plc) != QB_JSON_OBJECT)
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: per_layer_config is not an "
+                                   "object", p->what);
+        for (L = 0; L < c->n_layers; L++) {
+            char key[24];
+            const qb_json *e;
+            int64_t hd, kv;
+            snprintf(key, sizeof key, "%lld", (long long)L);
+            e = get(p, plc, key);
+            if (!e)
+                continue;
+            if (qbh_fwd_layer_window(c, L) > 0 || p->J->type(e) != QB_JSON_OBJECT ||
+                p->J->count(e) != (size_t)(!!get(p, e, "head_dim") +
+                                           !!get(p, e, "num_key_value_heads")))
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: per_layer_config[%lld]: only head_dim and "
+                                       "num_key_value_heads of full_attention layers are supported",
+                                       p->what, (long long)L);
+            if ((rc = get_int(p, e, "head_dim", c->head_dim, &hd)) ||
+                (rc = get_int(p, e, "num_key_value_heads", c->n_kv_heads, &kv)))
+                return rc;
+            if (seen && (hd != c->g4_hd[1] || kv != c->g4_kv[1]))
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: per_layer_config gives full layers different "
+                                       "sizes",
+                                       p->what);
+            c->g4_hd[1] = hd;
+            c->g4_kv[1] = kv;
+            seen = 1;
+        }
+    }
+    if (c->g4_hd[1] % 2 || c->n_heads % c->g4_kv[1])
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: full layers' head_dim %lld is odd or their kv heads "
+                               "%lld do not divide num_attention_heads",
+                               p->what, (long long)c->g4_hd[1], (long long)c->g4_kv[1]);
+    if (rp && !is_null(p, rp) && p->J->type(rp) != QB_JSON_OBJECT)
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: rope_parameters is not an object",
+                               p->what);
+    if ((rc = parse_g4_rope(p, rp && !is_null(p, rp) ? rp : NULL, "sliding_attention", 0, c)) ||
+        (rc = parse_g4_rope(p, rp && !is_null(p, rp) ? rp : NULL, "full_attention", 1, c)))
+        return rc;
+    c->tied = !is_false(p, get(p, root, "tie_word_embeddings"));
     return QB_OK;
 }
 
@@ -871,6 +1005,10 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     }
     if (l4) {
         rc = parse_llama4(p, root, c);
+        goto out;
+    }
+    if (strcmp(c->arch, "gemma4_text") == 0) {
+        rc = parse_gemma4(p, root, c);
         goto out;
     }
     if (strncmp(c->arch, "gemma", 5) == 0) {

@@ -18,6 +18,8 @@
  *   gptoss.c          gpt-oss's expert block (fused experts, clamped SwiGLU)
  *   llama4.c          Llama 4: chunked attention, L2 q/k norm, NoPE temperature,
  *                     sigmoid-scaled experts (issue 31)
+ *   gemma4.c          Gemma 4's text decoder: per-layer inputs, per-type heads and
+ *                     rope, v norm, layer scalars (issue 31)
  */
 #ifndef QBH_FWD_H
 #define QBH_FWD_H
@@ -278,5 +280,16 @@ qb_status qbh_fwd_llama4_attention(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh
  * sigmoid(router logit) (Llama4TextMoe). Errors as qbh_fwd_moe. */
 qb_status qbh_fwd_llama4_ffn(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b, int64_t L,
                              int64_t T);
+
+/* ---- issue 31: gemma4.c ------------------------------------------------------ */
+
+/* Gemma 4's whole text decoder (c->gemma4; docs/forward.md, "Gemma 4") on
+ * tokens[0..T) into logits[T][vocab] before soft-capping: embedding,
+ * per-layer inputs, layers, final norm and head, with its own activations.
+ * Errors: a missing/mis-shaped tensor named, a reader's error, QB_E_RANGE
+ * for a token outside either embedding, QB_E_NOMEM, QB_E_CANCELLED. Main
+ * thread; uses the pool. */
+qb_status qbh_fwd_gemma4_pass(qbh_fwd_weights *w, const qbh_fwd_cfg *c, const int64_t *tokens,
+                              int64_t T, float *logits);
 
 #endif /* QBH_FWD_H */

@@ -179,6 +179,11 @@ qb_status qbh_forward(const qbh_fwd_model *m, const int64_t *tokens, size_t n, f
                            (long long)c.vocab);
         goto out;
     }
+    if (c.gemma4) { /* issue 31: its own pass (gemma4.c) */
+        if ((rc = qbh_fwd_gemma4_pass(&w, &c, tokens, T, out)))
+            goto out;
+        goto head_done;
+    }
     if ((rc = qbh_fwd_embed(&w, tokens, n, c.hidden, b.x)))
         goto out;
     if (c.gemma) {
@@ -205,6 +210,7 @@ qb_status qbh_forward(const qbh_fwd_model *m, const int64_t *tokens, size_t n, f
     if ((rc = norm(&w, &c, "model.norm.weight", b.x, T, c.hidden, b.wn)) ||
         (rc = qbh_fwd_linear(&w, -1, "lm_head", b.x, T, c.hidden, out, c.vocab)))
         goto out;
+head_done:
     if (c.final_softcap > 0)
         qbh_fwd_softcap(out, n * (size_t)c.vocab, c.final_softcap);
     /* bench/forward reads this line: the products' share of the time and

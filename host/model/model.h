@@ -114,6 +114,13 @@ typedef struct qbh_fwd_cfg {
     double temp_scale, temp_floor; /* attn_temperature_tuning on NoPE layers: q *=
                                       1 + temp_scale * log1p(floor((t + 1) / temp_floor));
                                       temp_scale 0: off */
+    /* gemma4_text (docs/forward.md, "Gemma 4"): index 0 the sliding layers,
+     * 1 the full ones (their per_layer_config). */
+    int gemma4;
+    int64_t g4_ple;           /* hidden_size_per_layer_input; 0: none */
+    int64_t g4_hd[2], g4_kv[2];
+    double g4_theta[2], g4_prf[2], g4_factor[2];
+    int g4_prop[2];           /* rope_type proportional (else default) */
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names the
