@@ -51,7 +51,9 @@ static int num(const cfgp *p, const qb_json *v, double *out)
 
 static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
-                                     "deepseek_v3, gpt_oss, glm4_moe, minimax_m2, deepseek_v32";
+                                     "deepseek_v3, gpt_oss, glm4_moe, minimax_m2, deepseek_v32"
+                                     /* issue 31: smollm3, llama4, gemma4 */
+                                     ", smollm3, llama4_text, gemma4_text";
 
 static int is_supported(const char *t)
 {
@@ -60,12 +62,30 @@ static int is_supported(const char *t)
                                         "mixtral",     "qwen2_moe", "qwen3_moe",
                                         "deepseek_v2", "deepseek_v3", "gpt_oss",
                                         /* issue 31 */
-                                        "glm4_moe", "minimax_m2", "deepseek_v32"};
+                                        "glm4_moe", "minimax_m2", "deepseek_v32",
+                                        /* issue 31: smollm3, llama4, gemma4 */
+                                        "smollm3", "llama4_text", "gemma4_text"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
             return 1;
     return 0;
+}
+
+/* rope_theta when the config has none: each configuration class's
+ * default_theta (transformers 5.24). */
+static double default_theta(const char *arch)
+{
+    if (strcmp(arch, "gpt_oss") == 0)
+        return 150000.0;
+    /* issue 31: smollm3, llama4, gemma4 */
+    if (strcmp(arch, "smollm3") == 0)
+        return 2000000.0;
+    if (strcmp(arch, "llama4_text") == 0)
+        return 500000.0;
+    if (strcmp(arch, "minimax_m2") == 0)
+        return 5000000.0;
+    return 10000.0;
 }
 
 /* A positive integer key; def < 0: required. */
@@ -411,6 +431,315 @@ static qb_status parse_layer_types(const cfgp *p, const qb_json *root, qbh_fwd_c
     return QB_OK;
 }
 
+/* issue 31: smollm3, llama4, gemma4 ---------------------------------------- */
+
+/* "no_rope_layers" (SmolLM3Config, Llama4TextConfig): one 0/1 per layer at
+ * least, 0 a NoPE layer; absent or null (and for llama4 empty, its
+ * `if self.no_rope_layers` test) -> every no_rope_layer_interval-th layer
+ * (L + 1 a multiple of it) is NoPE. Fills c->nope_map. */
+static qb_status parse_nope(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c, int empty_default)
+{
+    const qb_json *nr = get(p, root, "no_rope_layers");
+    int64_t L, interval;
+    qb_status rc;
+
+    if (c->n_layers > 1024)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers",
+                               p->what);
+    memset(c->nope_map, 0, sizeof c->nope_map);
+    if (!nr || is_null(p, nr) ||
+        (empty_default && p->J->type(nr) == QB_JSON_ARRAY && p->J->count(nr) == 0)) {
+        if ((rc = get_int(p, root, "no_rope_layer_interval", 4, &interval)))
+            return rc;
+        for (L = 0; L < c->n_layers; L++)
+            if ((L + 1) % interval == 0)
+                c->nope_map[L / 64] |= UINT64_C(1) << (L % 64);
+        return QB_OK;
+    }
+    if (p->J->type(nr) != QB_JSON_ARRAY || (int64_t)p->J->count(nr) < c->n_layers)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: \"no_rope_layers\" is not a list of at least "
+                               "num_hidden_layers (%lld) values",
+                               p->what, (long long)c->n_layers);
+    for (L = 0; L < c->n_layers; L++) {
+        double d;
+        if (!num(p, p->J->at(nr, (size_t)L, NULL), &d) || (d != 0 && d != 1))
+            return p->h->set_error(p->h, QB_E_FORMAT,
+                                   "forward: %s: no_rope_layers[%lld] is not 0 or 1", p->what,
+                                   (long long)L);
+        if (d == 0)
+            c->nope_map[L / 64] |= UINT64_C(1) << (L % 64);
+    }
+    return QB_OK;
+}
+
+/* 1 when layer L skips the rotation (a NoPE layer). Pure. */
+int qbh_fwd_layer_nope(const qbh_fwd_cfg *c, int64_t L)
+{
+    return L >= 0 && L < 1024 && (c->nope_map[L / 64] >> (L % 64) & 1);
+}
+
+/* SmolLM3 (SmolLM3Config, transformers 5.24): llama's layer with NoPE
+ * layers; layer_types as written, else sliding on the NoPE layers when
+ * use_sliding_window and sliding_window are set. Eager attention windows
+ * by the layer type's mask alone, so a sliding layer with no
+ * sliding_window, or with use_sliding_window false (where the flash path
+ * would not window), is refused rather than guessed. */
+static qb_status parse_smollm3(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    const qb_json *sw = get(p, root, "sliding_window"), *lt = get(p, root, "layer_types");
+    int use = is_true(p, get(p, root, "use_sliding_window"));
+    int64_t L;
+    qb_status rc;
+
+    /* SmolLM3Config's tie_word_embeddings defaults to true */
+    c->tied = !is_false(p, get(p, root, "tie_word_embeddings"));
+    if ((rc = parse_nope(p, root, c, 0)))
+        return rc;
+    if (sw && !is_null(p, sw) && (rc = get_int(p, root, "sliding_window", 1, &c->sliding_window)))
+        return rc;
+    if (!lt || is_null(p, lt)) {
+        if (!use || !c->sliding_window)
+            c->sliding_window = 0;
+        for (L = 0; c->sliding_window && L < c->n_layers; L++)
+            if (qbh_fwd_layer_nope(c, L))
+                c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
+        c->has_sliding_map = 1;
+        return QB_OK;
+    }
+    if ((rc = parse_layer_types(p, root, c)))
+        return rc;
+    for (L = 0; L < c->n_layers; L++)
+        if (c->sliding_map[L / 64] >> (L % 64) & 1 && (!use || !c->sliding_window))
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                   "forward: %s: layer_types[%lld] is sliding_attention but "
+                                   "use_sliding_window is not true or sliding_window is null "
+                                   "(transformers' eager and flash attention disagree there)",
+                                   p->what, (long long)L);
+    return QB_OK;
+}
+
+/* Llama 4's text model (Llama4TextConfig, transformers 5.24; docs/forward.md,
+ * "Llama 4"): NoPE layers (interval 4; an empty list is the default too),
+ * moe_layers (else every interleave_moe_layer_step-th layer from step - 1),
+ * layer_types chunked_attention / full_attention (else chunked on the rope
+ * layers when attention_chunk_size is set), the L2 q/k norm and the
+ * temperature tuning of the NoPE layers. */
+static qb_status parse_llama4(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    const qb_json *ml = get(p, root, "moe_layers"), *lt = get(p, root, "layer_types");
+    const qb_json *ch = get(p, root, "attention_chunk_size");
+    const qb_json *tt = get(p, root, "attn_temperature_tuning");
+    int64_t L, step;
+    size_t i;
+    qb_status rc;
+
+    c->moe = QBH_MOE_LLAMA4;
+    /* apply_rotary_emb views (2i, 2i + 1) as one complex number. */
+    c->rope_interleave = 1;
+    c->moe_intermediate = c->intermediate; /* intermediate_size: experts, shared expert */
+    c->shared_intermediate = c->intermediate;
+    c->sparse_step = 1;
+    if ((rc = get_int(p, root, "intermediate_size_mlp", 16384, &c->intermediate)) ||
+        (rc = get_int(p, root, "num_local_experts", 16, &c->n_experts)) ||
+        (rc = get_int(p, root, "num_experts_per_tok", 1, &c->top_k)) ||
+        (rc = get_int(p, root, "interleave_moe_layer_step", 1, &step)) ||
+        (rc = parse_nope(p, root, c, 1)))
+        return rc;
+    if (c->top_k > c->n_experts)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: num_experts_per_tok %lld > %lld experts", p->what,
+                               (long long)c->top_k, (long long)c->n_experts);
+    if (!ml || is_null(p, ml)) {
+        for (L = step - 1; L < c->n_layers; L += step)
+            c->moe_map[L / 64] |= UINT64_C(1) << (L % 64);
+    } else {
+        if (p->J->type(ml) != QB_JSON_ARRAY)
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: \"moe_layers\" is not a list",
+                                   p->what);
+        for (i = 0; i < p->J->count(ml); i++) {
+            double d;
+            if (!num(p, p->J->at(ml, i, NULL), &d) || d < 0 || d != floor(d))
+                return p->h->set_error(p->h, QB_E_FORMAT,
+                                       "forward: %s: moe_layers[%zu] is not a layer index",
+                                       p->what, i);
+            /* Llama4TextDecoderLayer tests `layer_idx in moe_layers`: an
+             * index past the layers selects nothing. */
+            if (d < (double)c->n_layers)
+                c->moe_map[(int)d / 64] |= UINT64_C(1) << ((int)d % 64);
+        }
+    }
+    if (ch && !is_null(p, ch) && (rc = get_int(p, root, "attention_chunk_size", 8192, &c->attn_chunk)))
+        return rc;
+    if (!ch)
+        c->attn_chunk = 8192;
+    for (L = 0; L < c->n_layers; L++) {
+        const char *s = NULL;
+        int chunked;
+        if (lt && !is_null(p, lt)) {
+            if (p->J->type(lt) != QB_JSON_ARRAY || (int64_t)p->J->count(lt) != c->n_layers)
+                return p->h->set_error(p->h, QB_E_FORMAT,
+                                       "forward: %s: \"layer_types\" is not a list of "
+                                       "num_hidden_layers (%lld) names",
+                                       p->what, (long long)c->n_layers);
+            s = p->J->get_string(p->J->at(lt, (size_t)L, NULL));
+            if (!s || (strcmp(s, "chunked_attention") != 0 && strcmp(s, "full_attention") != 0))
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: layer_types[%lld] is not chunked_attention "
+                                       "or full_attention",
+                                       p->what, (long long)L);
+            chunked = s[0] == 'c';
+        } else {
+            chunked = !qbh_fwd_layer_nope(c, L) && c->attn_chunk > 0;
+        }
+        if (chunked && c->attn_chunk < 1)
+            return p->h->set_error(p->h, QB_E_FORMAT,
+                                   "forward: %s: layer %lld is chunked_attention but "
+                                   "attention_chunk_size is null",
+                                   p->what, (long long)L);
+        if (chunked)
+            c->chunk_map[L / 64] |= UINT64_C(1) << (L % 64);
+    }
+    c->l2_qk_norm = !is_false(p, get(p, root, "use_qk_norm"));
+    if (!(tt && is_false(p, tt)) &&
+        ((rc = get_real(p, root, "attn_scale", 0.1, &c->temp_scale)) ||
+         (rc = get_real(p, root, "floor_scale", 8192, &c->temp_floor))))
+        return rc;
+    return QB_OK;
+}
+
+/* One layer type's rope_parameters entry of gemma4 (index full). */
+static qb_status parse_g4_rope(const cfgp *p, const qb_json *rp, const char *type, int full,
+                               qbh_fwd_cfg *c)
+{
+    const qb_json *e = get(p, rp, type);
+    const char *rt;
+    qb_status rc;
+    if (!e && !rp) { /* Gemma4TextConfig's defaults */
+        c->g4_theta[full] = full ? 1000000.0 : 10000.0;
+        c->g4_prop[full] = full;
+        c->g4_prf[full] = full ? 0.25 : 1.0;
+        c->g4_factor[full] = 1.0;
+        return QB_OK;
+    }
+    rt = p->J->get_string(get(p, e, "rope_type"));
+    if (p->J->type(e) != QB_JSON_OBJECT || !rt ||
+        (strcmp(rt, "default") != 0 && strcmp(rt, "proportional") != 0))
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: rope_parameters.%s: rope_type %s is not supported for "
+                               "gemma4_text (supported: default, proportional)",
+                               p->what, type, rt ? rt : "(missing)");
+    c->g4_prop[full] = rt[0] == 'p';
+    if ((rc = get_real(p, e, "rope_theta", full ? 1000000.0 : 10000.0, &c->g4_theta[full])) ||
+        (rc = get_real(p, e, "partial_rotary_factor", 1.0, &c->g4_prf[full])) ||
+        (rc = get_real(p, e, "factor", 1.0, &c->g4_factor[full])))
+        return rc;
+    return QB_OK;
+}
+
+/* Gemma 4's text model (Gemma4TextConfig, transformers 5.24): what
+ * gemma4.c runs, and the features it does not, refused by name. */
+static qb_status parse_gemma4(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    static const char *const off[] = {"attention_k_eq_v", "enable_moe_block",
+                                      "use_double_wide_mlp"};
+    const qb_json *plc = get(p, root, "per_layer_config"), *rp = get(p, root, "rope_parameters");
+    const qb_json *v;
+    const char *act;
+    int64_t shared, L, pattern = 6;
+    size_t i;
+    qb_status rc;
+
+    c->gemma4 = 1;
+    for (i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (is_true(p, get(p, root, off[i])))
+            return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                   "forward: %s: gemma4_text with %s true is not supported by the "
+                                   "CPU forward pass",
+                                   p->what, off[i]);
+    v = get(p, root, "use_bidirectional_attention");
+    act = p->J->get_string(get(p, root, "hidden_activation"));
+    if ((v && !is_null(p, v)) || (act && strcmp(act, "gelu_pytorch_tanh") != 0))
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: gemma4_text with use_bidirectional_attention or a "
+                               "hidden_activation other than gelu_pytorch_tanh is not supported",
+                               p->what);
+    if ((rc = get_count(p, root, "num_kv_shared_layers", 0, &shared)) ||
+        (rc = get_count(p, root, "hidden_size_per_layer_input", 256, &c->g4_ple)) ||
+        (rc = get_int(p, root, "sliding_window", 512, &c->sliding_window)) ||
+        (rc = get_opt_real(p, root, "final_logit_softcapping", 0, &c->final_softcap)))
+        return rc;
+    if (shared)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: gemma4_text with num_kv_shared_layers %lld is not "
+                               "supported by the CPU forward pass (supported: 0)",
+                               p->what, (long long)shared);
+    if (c->n_layers > 1024)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers",
+                               p->what);
+    /* Without layer_types: five sliding layers, then a full one. */
+    for (L = 0; L < c->n_layers; L++)
+        if ((L + 1) % pattern)
+            c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
+    c->has_sliding_map = 1;
+    if ((rc = parse_layer_types(p, root, c)))
+        return rc;
+    /* Gemma4TextConfig.__post_init__ forces the last layer to full_attention. */
+    L = c->n_layers - 1;
+    c->sliding_map[L / 64] &= ~(UINT64_C(1) << (L % 64));
+    c->g4_hd[0] = c->g4_hd[1] = c->head_dim;
+    c->g4_kv[0] = c->g4_kv[1] = c->n_kv_heads;
+    if (!plc || is_null(p, plc)) {
+        if ((rc = get_int(p, root, "global_head_dim", 512, &c->g4_hd[1])))
+            return rc;
+    } else {
+        int seen = 0;
+        if (p->J->type(plc) != QB_JSON_OBJECT)
+            return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: per_layer_config is not an "
+                                   "object", p->what);
+        for (L = 0; L < c->n_layers; L++) {
+            char key[24];
+            const qb_json *e;
+            int64_t hd, kv;
+            snprintf(key, sizeof key, "%lld", (long long)L);
+            e = get(p, plc, key);
+            if (!e)
+                continue;
+            if (qbh_fwd_layer_window(c, L) > 0 || p->J->type(e) != QB_JSON_OBJECT ||
+                p->J->count(e) != (size_t)(!!get(p, e, "head_dim") +
+                                           !!get(p, e, "num_key_value_heads")))
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: per_layer_config[%lld]: only head_dim and "
+                                       "num_key_value_heads of full_attention layers are supported",
+                                       p->what, (long long)L);
+            if ((rc = get_int(p, e, "head_dim", c->head_dim, &hd)) ||
+                (rc = get_int(p, e, "num_key_value_heads", c->n_kv_heads, &kv)))
+                return rc;
+            if (seen && (hd != c->g4_hd[1] || kv != c->g4_kv[1]))
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: per_layer_config gives full layers different "
+                                       "sizes",
+                                       p->what);
+            c->g4_hd[1] = hd;
+            c->g4_kv[1] = kv;
+            seen = 1;
+        }
+    }
+    if (c->g4_hd[1] % 2 || c->n_heads % c->g4_kv[1])
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: full layers' head_dim %lld is odd or their kv heads "
+                               "%lld do not divide num_attention_heads",
+                               p->what, (long long)c->g4_hd[1], (long long)c->g4_kv[1]);
+    if (rp && !is_null(p, rp) && p->J->type(rp) != QB_JSON_OBJECT)
+        return p->h->set_error(p->h, QB_E_FORMAT, "forward: %s: rope_parameters is not an object",
+                               p->what);
+    if ((rc = parse_g4_rope(p, rp && !is_null(p, rp) ? rp : NULL, "sliding_attention", 0, c)) ||
+        (rc = parse_g4_rope(p, rp && !is_null(p, rp) ? rp : NULL, "full_attention", 1, c)))
+        return rc;
+    c->tied = !is_false(p, get(p, root, "tie_word_embeddings"));
+    return QB_OK;
+}
+
 /* Gemma 1/2/3 settings, with their configuration classes' defaults. */
 static qb_status parse_gemma(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
 {
@@ -729,7 +1058,7 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     qb_status rc;
     int64_t def_hd;
     double sw;
-    int oss;
+    int oss, l4;
 
     assert(h && QB_HAS_FIELD(h, qb_host, json) && h->json);
     pc.h = h;
@@ -760,16 +1089,18 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     }
     snprintf(c->arch, sizeof c->arch, "%s", mt);
     oss = strcmp(c->arch, "gpt_oss") == 0;
+    l4 = strcmp(c->arch, "llama4_text") == 0; /* issue 31 */
     if ((rc = get_int(p, root, "hidden_size", -1, &c->hidden)) ||
         (rc = get_int(p, root, "intermediate_size", -1, &c->intermediate)) ||
         (rc = get_int(p, root, "num_hidden_layers", -1, &c->n_layers)) ||
         (rc = get_int(p, root, "num_attention_heads", -1, &c->n_heads)) ||
         /* GptOssConfig's field defaults: 8 kv heads, head_dim 64. */
-        (rc = get_int(p, root, "num_key_value_heads", oss ? 8 : c->n_heads, &c->n_kv_heads)) ||
+        /* ... and Llama4TextConfig's (issue 31): 8 kv heads, head_dim 128. */
+        (rc = get_int(p, root, "num_key_value_heads", oss || l4 ? 8 : c->n_heads, &c->n_kv_heads)) ||
         (rc = get_int(p, root, "vocab_size", -1, &c->vocab)))
         goto out;
     /* head_dim: explicit (qwen3, some mistral) or hidden / heads. */
-    def_hd = oss ? 64 : c->hidden / c->n_heads;
+    def_hd = oss ? 64 : l4 ? 128 : c->hidden / c->n_heads;
     if ((rc = get_int(p, root, "head_dim", def_hd ? def_hd : 1, &c->head_dim)))
         goto out;
     /* MLA: head sizes come from parse_deepseek (its head_dim key is
@@ -787,12 +1118,9 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
         goto out;
     }
     if ((rc = get_real(p, root, "rms_norm_eps",
-                       oss || strcmp(c->arch, "glm4_moe") == 0 ? 1e-5 : 1e-6, &c->rms_eps)) ||
-        (rc = get_real(p, root, "rope_theta",
-                       oss                                     ? 150000.0
-                       : strcmp(c->arch, "minimax_m2") == 0 ? 5000000.0
-                                                               : 10000.0,
-                       &c->rope_theta)) ||
+                       oss || l4 || strcmp(c->arch, "glm4_moe") == 0 ? 1e-5 : 1e-6,
+                       &c->rms_eps)) ||
+        (rc = get_real(p, root, "rope_theta", default_theta(c->arch), &c->rope_theta)) ||
         (rc = parse_rope(p, root, c)))
         goto out;
     c->tied = is_true(p, get(p, root, "tie_word_embeddings"));
@@ -840,6 +1168,19 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
         rc = parse_gptoss(p, root, c);
         goto out;
     }
+    /* issue 31: smollm3, llama4, gemma4 */
+    if (strcmp(c->arch, "smollm3") == 0) {
+        rc = parse_smollm3(p, root, c);
+        goto out;
+    }
+    if (l4) {
+        rc = parse_llama4(p, root, c);
+        goto out;
+    }
+    if (strcmp(c->arch, "gemma4_text") == 0) {
+        rc = parse_gemma4(p, root, c);
+        goto out;
+    }
     if (strncmp(c->arch, "gemma", 5) == 0) {
         if ((rc = parse_gemma(p, root, c)) || (rc = parse_layer_types(p, root, c)))
             goto out;
@@ -883,6 +1224,8 @@ int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L)
 {
     if (!c->moe)
         return 0;
+    if (c->moe == QBH_MOE_LLAMA4) /* issue 31: moe_layers */
+        return L >= 0 && L < 1024 && (c->moe_map[L / 64] >> (L % 64) & 1);
     if (c->moe == QBH_MOE_MIXTRAL || c->moe == QBH_MOE_MINIMAX)
         return 1;
     if (c->moe == QBH_MOE_DEEPSEEK) /* DeepseekV3DecoderLayer: dense below it */

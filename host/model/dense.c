@@ -81,8 +81,10 @@ qb_status qbh_fwd_attention_block(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_
         return rc;
     /* rotate_half; gpt-oss's yarn multiplies cos and sin by its attention
      * factor (1 for every other rope). */
-    qbh_fwd_rope_ex(b->q, T, c->n_heads, hd, 0, c->rot_dim, inv, 0, c->rope_attn_factor);
-    qbh_fwd_rope_ex(b->k, T, c->n_kv_heads, hd, 0, c->rot_dim, inv, 0, c->rope_attn_factor);
+    if (!qbh_fwd_layer_nope(c, L)) { /* smollm3's NoPE layers skip it */
+        qbh_fwd_rope_ex(b->q, T, c->n_heads, hd, 0, c->rot_dim, inv, 0, c->rope_attn_factor);
+        qbh_fwd_rope_ex(b->k, T, c->n_kv_heads, hd, 0, c->rot_dim, inv, 0, c->rope_attn_factor);
+    }
     if (c->moe == QBH_MOE_GPTOSS) {
         /* GptOssAttention's sinks: a bare [num_attention_heads] parameter. */
         char sn[160];

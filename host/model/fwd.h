@@ -17,6 +17,10 @@
  *   deepseek_route.c  DeepSeek-V2/V3 expert routing (also GLM-4.5's, MiniMax-M2's)
  *   dsa.c             DeepSeek-V3.2's indexer: the keys its sparse attention keeps
  *   gptoss.c          gpt-oss's expert block (fused experts, clamped SwiGLU)
+ *   llama4.c          Llama 4: chunked attention, L2 q/k norm, NoPE temperature,
+ *                     sigmoid-scaled experts (issue 31)
+ *   gemma4.c          Gemma 4's text decoder: per-layer inputs, per-type heads and
+ *                     rope, v norm, layer scalars (issue 31)
  */
 #ifndef QBH_FWD_H
 #define QBH_FWD_H
@@ -32,6 +36,8 @@
 void qbh_fwd_rope_inv_freq(const qbh_fwd_cfg *c, int local, double *inv);
 /* The window layer L attends with: c->sliding_window or 0. Pure. */
 int64_t qbh_fwd_layer_window(const qbh_fwd_cfg *c, int64_t L);
+/* 1 when layer L is a NoPE layer (c->nope_map): no rotation. Pure. */
+int qbh_fwd_layer_nope(const qbh_fwd_cfg *c, int64_t L);
 /* 1 when layer L runs the experts (c->moe and not a dense layer). Pure. */
 int qbh_fwd_layer_moe(const qbh_fwd_cfg *c, int64_t L);
 
@@ -161,6 +167,12 @@ qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float 
 qb_status qbh_fwd_attention_keep(const qb_host *h, const float *q, const float *k, const float *v,
                                  int64_t T, int64_t nh, int64_t nkv, int64_t hd, double scale,
                                  const unsigned char *keep, float *out);
+/* qbh_fwd_attention where query t attends only positions s <= t in its own
+ * block of `chunk` positions (s / chunk == t / chunk; llama4's
+ * chunked_attention); chunk 0: plain causal. */
+qb_status qbh_fwd_attention_chunked(const qb_host *h, const float *q, const float *k,
+                                    const float *v, int64_t T, int64_t nh, int64_t nkv,
+                                    int64_t hd, int64_t chunk, double scale, float *out);
 /* g[i] = silu(g[i]) * u[i] for i < n. */
 void qbh_fwd_silu_mul(float *g, const float *u, size_t n);
 /* g[i] = gelu_tanh(g[i]) * u[i] (gelu_pytorch_tanh). */
@@ -212,6 +224,16 @@ qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const f
 qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const float *h,
                              int64_t T, float *out);
 
+/* y[M][N] = x[M][K] . W[e] (+ b[e] when with_bias) for layer L's fused
+ * expert tensor `model.layers.L.<block>.experts.<what>` [E, K, N] (input
+ * features first: gpt-oss's and llama4's layout) and its bias `<what>_bias`
+ * [E, N]; reads expert e's rows one block at a time, sums in double over k
+ * in order. Errors: a missing/mis-shaped tensor named, a reader's error,
+ * QB_E_NOMEM. Main thread. */
+qb_status qbh_fwd_fused_expert(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L,
+                               const char *block, const char *what, int with_bias, int64_t e,
+                               const float *x, int64_t M, int64_t K, float *y, int64_t N);
+
 /* ---- model.c: the layer's buffers and norms --------------------------------- */
 
 /* Activation buffers of one pass, sized for T tokens. */
@@ -261,5 +283,32 @@ qb_status qbh_fwd_mlp(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b,
  * thread; uses the pool. */
 qb_status qbh_fwd_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b, int64_t L,
                       const float *h, int64_t T, float *out);
+
+/* ---- issue 31: llama4.c ----------------------------------------------------- */
+
+/* Llama 4's attention block of layer L on b->h into b->o (docs/forward.md,
+ * "Llama 4"): q/k/v, on rope layers the interleaved rotation then the
+ * weightless L2 norm of q and k (use_qk_norm), on NoPE layers the
+ * temperature tuning of q; causal attention, within attention_chunk_size
+ * blocks on chunked layers; o_proj. Errors as qbh_fwd_attention_block. */
+qb_status qbh_fwd_llama4_attention(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b,
+                                   int64_t L, int64_t T);
+/* Llama 4's feed-forward of layer L on b->h into b->o: the dense
+ * feed_forward MLP (intermediate_size_mlp), or on moe_map's layers the
+ * shared expert plus the top-k experts, each run on its tokens scaled by
+ * sigmoid(router logit) (Llama4TextMoe). Errors as qbh_fwd_moe. */
+qb_status qbh_fwd_llama4_ffn(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b, int64_t L,
+                             int64_t T);
+
+/* ---- issue 31: gemma4.c ------------------------------------------------------ */
+
+/* Gemma 4's whole text decoder (c->gemma4; docs/forward.md, "Gemma 4") on
+ * tokens[0..T) into logits[T][vocab] before soft-capping: embedding,
+ * per-layer inputs, layers, final norm and head, with its own activations.
+ * Errors: a missing/mis-shaped tensor named, a reader's error, QB_E_RANGE
+ * for a token outside either embedding, QB_E_NOMEM, QB_E_CANCELLED. Main
+ * thread; uses the pool. */
+qb_status qbh_fwd_gemma4_pass(qbh_fwd_weights *w, const qbh_fwd_cfg *c, const int64_t *tokens,
+                              int64_t T, float *logits);
 
 #endif /* QBH_FWD_H */

@@ -25,12 +25,9 @@
 /* Floats of one block of an expert's rows (1 MiB). */
 #define GPTOSS_BLOCK_ELEMS ((int64_t)1 << 18)
 
-/* y[M][N] = x[M][K] . W[e] + b[e] for layer L's fused expert tensor
- * `what` ("gate_up_proj") of shape [E, K, N] and its bias `what`_bias
- * [E, N]. Sums in double, over k in order. */
-static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L,
-                                const char *what, int64_t e, const float *x, int64_t M, int64_t K,
-                                float *y, int64_t N)
+qb_status qbh_fwd_fused_expert(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L,
+                               const char *block, const char *what, int with_bias, int64_t e,
+                               const float *x, int64_t M, int64_t K, float *y, int64_t N)
 {
     char name[160], bname[168];
     size_t idx, bidx;
@@ -40,9 +37,10 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
     float *wb = NULL, *b = NULL;
     qb_status rc;
 
-    snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.%s", (long long)L, what);
-    snprintf(bname, sizeof bname, "model.layers.%lld.mlp.experts.%s_bias", (long long)L, what);
-    if ((rc = qbh_fwd_find(w, name, &idx)) || (rc = qbh_fwd_find(w, bname, &bidx)))
+    snprintf(name, sizeof name, "model.layers.%lld.%s.experts.%s", (long long)L, block, what);
+    snprintf(bname, sizeof bname, "model.layers.%lld.%s.experts.%s_bias", (long long)L, block,
+             what);
+    if ((rc = qbh_fwd_find(w, name, &idx)) || (with_bias && (rc = qbh_fwd_find(w, bname, &bidx))))
         return rc;
     ti = qbh_fwd_tensor(w, idx);
     if (ti->n_dims != 3 || ti->dims[0] != c->n_experts || ti->dims[1] != K || ti->dims[2] != N)
@@ -50,8 +48,8 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
                                "forward: %s: %s is not [%lld, %lld, %lld] "
                                "(num_local_experts, in, out)",
                                w->path, name, (long long)c->n_experts, (long long)K, (long long)N);
-    ti = qbh_fwd_tensor(w, bidx);
-    if (ti->n_dims != 2 || ti->dims[0] != c->n_experts || ti->dims[1] != N)
+    ti = with_bias ? qbh_fwd_tensor(w, bidx) : NULL;
+    if (ti && (ti->n_dims != 2 || ti->dims[0] != c->n_experts || ti->dims[1] != N))
         return w->h->set_error(w->h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->path,
                                bname, (long long)c->n_experts, (long long)N);
     if (rows < 1)
@@ -60,7 +58,7 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
         rows = K;
     acc = qbh_fwd_calloc(w->h, (size_t)(M * N), sizeof *acc);
     wb = w->h->alloc(w->h, (size_t)(rows * N) * sizeof *wb);
-    b = w->h->alloc(w->h, (size_t)N * sizeof *b);
+    b = qbh_fwd_calloc(w->h, (size_t)N, sizeof *b);
     if (!acc || !wb || !b) {
         rc = w->h->set_error(w->h, QB_E_NOMEM, "forward: out of memory for %s", name);
         goto out;
@@ -81,7 +79,7 @@ static qb_status expert_product(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_
             }
     }
     w->lin_bytes += (uint64_t)K * (uint64_t)N * sizeof(float);
-    if ((rc = qbh_fwd_read_rows(w, NULL, bidx, e, 1, b)))
+    if (with_bias && (rc = qbh_fwd_read_rows(w, NULL, bidx, e, 1, b)))
         goto out;
     for (m = 0; m < M; m++)
         for (n = 0; n < N; n++)
@@ -149,7 +147,7 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
             continue;
         for (i = 0; i < n; i++)
             memcpy(xs + i * H, h + rows[i] * H, (size_t)H * sizeof *xs);
-        if ((rc = expert_product(w, c, L, "gate_up_proj", e, xs, n, H, gu, 2 * I)))
+        if ((rc = qbh_fwd_fused_expert(w, c, L, "mlp", "gate_up_proj", 1, e, xs, n, H, gu, 2 * I)))
             goto out;
         for (i = 0; i < n * I; i++) {
             /* gate and up interleave along the output (gate_up[..., ::2],
@@ -159,7 +157,7 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
             u = u > lim ? lim : u < -lim ? -lim : u;
             a[i] = (float)((u + 1.0) * (g / (1.0 + exp(-g * alpha))));
         }
-        if ((rc = expert_product(w, c, L, "down_proj", e, a, n, I, ys, H)))
+        if ((rc = qbh_fwd_fused_expert(w, c, L, "mlp", "down_proj", 1, e, a, n, I, ys, H)))
             goto out;
         for (i = 0; i < n; i++)
             for (k = 0; k < H; k++)

@@ -119,8 +119,9 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b
     memcpy(b->h, b->x, (size_t)(T * H) * sizeof(float));
     if ((rc = qbh_fwd_lnorm(w, c, L, "input_layernorm", b->h, T, H, b->wn)))
         return rc;
-    rc = c->mla ? qbh_fwd_mla(w, c, L, b->h, T, b->inv, b->o)
-                : qbh_fwd_attention_block(w, c, b, L, T);
+    rc = c->mla                      ? qbh_fwd_mla(w, c, L, b->h, T, b->inv, b->o)
+         : c->moe == QBH_MOE_LLAMA4 ? qbh_fwd_llama4_attention(w, c, b, L, T) /* issue 31 */
+                                    : qbh_fwd_attention_block(w, c, b, L, T);
     if (rc)
         return rc;
     for (i = 0; i < T * H; i++)
@@ -133,6 +134,8 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b
         return rc;
     if (c->moe == QBH_MOE_GPTOSS)
         rc = qbh_fwd_gptoss_moe(w, c, L, b->h, T, b->o);
+    else if (c->moe == QBH_MOE_LLAMA4) /* issue 31 */
+        rc = qbh_fwd_llama4_ffn(w, c, b, L, T);
     else if (qbh_fwd_layer_moe(c, L))
         rc = qbh_fwd_moe(w, c, b, L, b->h, T, b->o);
     else
@@ -178,6 +181,11 @@ qb_status qbh_forward(const qbh_fwd_model *m, const int64_t *tokens, size_t n, f
                            (long long)c.vocab);
         goto out;
     }
+    if (c.gemma4) { /* issue 31: its own pass (gemma4.c) */
+        if ((rc = qbh_fwd_gemma4_pass(&w, &c, tokens, T, out)))
+            goto out;
+        goto head_done;
+    }
     if ((rc = qbh_fwd_embed(&w, tokens, n, c.hidden, b.x)))
         goto out;
     if (c.gemma) {
@@ -204,6 +212,7 @@ qb_status qbh_forward(const qbh_fwd_model *m, const int64_t *tokens, size_t n, f
     if ((rc = norm(&w, &c, "model.norm.weight", b.x, T, c.hidden, b.wn)) ||
         (rc = qbh_fwd_linear(&w, -1, "lm_head", b.x, T, c.hidden, out, c.vocab)))
         goto out;
+head_done:
     if (c.final_softcap > 0)
         qbh_fwd_softcap(out, n * (size_t)c.vocab, c.final_softcap);
     /* bench/forward reads this line: the products' share of the time and

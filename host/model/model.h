@@ -39,6 +39,9 @@ typedef enum qbh_rope_kind {
                              fused [E, in, out] */
 #define QBH_MOE_MINIMAX 5 /* block_sparse_moe.{gate, e_score_correction_bias, experts.E.w1/w2/w3}
                              routed as noaux_tc with one group (issue 31) */
+/* issue 31: smollm3, llama4, gemma4 */
+#define QBH_MOE_LLAMA4 6  /* feed_forward.{router, experts.{gate_up_proj, down_proj} fused
+                             [E, in, out], shared_expert.*_proj} on moe_map's layers */
 
 /* DeepSeek routing rules (docs/forward.md, "DeepSeek routing"). */
 typedef enum qbh_ds_route {
@@ -106,6 +109,25 @@ typedef struct qbh_fwd_cfg {
      * attention (docs/forward.md, "DeepSeek-V3.2 sparse attention"); 0: none. */
     int qk_norm_full;
     int64_t index_topk, index_head_dim, index_n_heads;
+    /* NoPE layers (smollm3's and llama4's no_rope_layers: 0 = no rotation). */
+    uint64_t nope_map[16];    /* bit L: layer L skips the rotation (layers < 1024) */
+    /* llama4_text (moe QBH_MOE_LLAMA4; docs/forward.md, "Llama 4"): intermediate is
+     * intermediate_size_mlp (dense layers), moe_intermediate intermediate_size
+     * (experts and the shared expert). */
+    uint64_t moe_map[16];     /* bit L: layer L runs the experts */
+    uint64_t chunk_map[16];   /* bit L: layer L attends within attn_chunk blocks */
+    int64_t attn_chunk;       /* attention_chunk_size */
+    int l2_qk_norm;           /* use_qk_norm: weightless RMS norm of q, k on rope layers */
+    double temp_scale, temp_floor; /* attn_temperature_tuning on NoPE layers: q *=
+                                      1 + temp_scale * log1p(floor((t + 1) / temp_floor));
+                                      temp_scale 0: off */
+    /* gemma4_text (docs/forward.md, "Gemma 4"): index 0 the sliding layers,
+     * 1 the full ones (their per_layer_config). */
+    int gemma4;
+    int64_t g4_ple;           /* hidden_size_per_layer_input; 0: none */
+    int64_t g4_hd[2], g4_kv[2];
+    double g4_theta[2], g4_prf[2], g4_factor[2];
+    int g4_prop[2];           /* rope_type proportional (else default) */
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names the

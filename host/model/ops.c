@@ -87,6 +87,7 @@ typedef struct attn_job {
     double scale, softcap;
     const float *sinks; /* gpt-oss: [nh] extra logits, or NULL */
     const unsigned char *keep; /* DeepSeek-V3.2: [T][T], 0: key s hidden from query t */
+    int64_t chunk;      /* llama4: attend within blocks of chunk positions; 0: none */
 } attn_job;
 
 static qb_status attn_head(void *arg, size_t item)
@@ -105,6 +106,8 @@ static qb_status attn_head(void *arg, size_t item)
     for (t = 0; t < j->T; t++) {
         const float *qt = j->q + (t * j->nh + h) * j->hd;
         int64_t s0 = j->window > 0 && t - j->window + 1 > 0 ? t - j->window + 1 : 0;
+        if (j->chunk > 0) /* create_chunked_causal_mask's chunked_overlay */
+            s0 = t / j->chunk * j->chunk;
         double mx = j->sinks ? (double)j->sinks[h] : -INFINITY, sum = 0.0;
         for (s = s0; s <= t; s++) {
             const float *ks = j->k + (s * j->nkv + kh) * j->hd;
@@ -154,7 +157,7 @@ qb_status qbh_fwd_attention_sinks(const qb_host *h, const float *q, const float 
                                   int64_t T, int64_t nh, int64_t nkv, int64_t hd, int64_t window,
                                   double scale, double softcap, const float *sinks, float *out)
 {
-    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks, NULL};
+    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, window, scale, softcap, sinks, NULL, 0};
     assert(nh % nkv == 0);
     return h->parallel_for(h, (size_t)nh, attn_head, &j);
 }
@@ -163,7 +166,16 @@ qb_status qbh_fwd_attention_keep(const qb_host *h, const float *q, const float *
                                  int64_t T, int64_t nh, int64_t nkv, int64_t hd, double scale,
                                  const unsigned char *keep, float *out)
 {
-    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, 0, scale, 0.0, NULL, keep};
+    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, 0, scale, 0.0, NULL, keep, 0};
     assert(nh % nkv == 0 && keep);
+    return h->parallel_for(h, (size_t)nh, attn_head, &j);
+}
+
+qb_status qbh_fwd_attention_chunked(const qb_host *h, const float *q, const float *k,
+                                    const float *v, int64_t T, int64_t nh, int64_t nkv,
+                                    int64_t hd, int64_t chunk, double scale, float *out)
+{
+    attn_job j = {h, q, k, v, out, T, nh, nkv, hd, 0, scale, 0.0, NULL, NULL, chunk};
+    assert(nh % nkv == 0 && chunk >= 0);
     return h->parallel_for(h, (size_t)nh, attn_head, &j);
 }

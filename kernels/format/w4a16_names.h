@@ -40,6 +40,8 @@
  * layout (w4a16-format.md "gpt-oss"); informational for runtimes. */
 #define W4A16_K_FUSED_EXPERTS "fused_experts"
 #define W4A16_FUSED_LAYOUT "expert-in-out-interleaved"
+/* issue 31: llama4's parts one after another along out */
+#define W4A16_FUSED_LAYOUT_CONCAT "expert-in-out-concatenated"
 
 /* Fixed values of the encoding fields. */
 #define W4A16_BITS 4

@@ -31,6 +31,14 @@ static const gguf_arch arch_table[] = {
      * gpt-oss: GptOssModel does not permute; NEOX rope like HF's halves. */
     {"deepseek2", GGUF_A_DEEPSEEK2, 0, 0},
     {"gpt-oss", GGUF_A_GPTOSS, 0, 0},
+    /* issue 31: smollm3, llama4, gemma4 */
+    /* smollm3: SmolLM3Model is a LlamaModel (permuted q/k, NORM rope in
+     * llama_model_rope_type) with llama's tensor names; only the config
+     * differs (gguf_hfconfig.c). */
+    {"smollm3", GGUF_A_LLAMA, 1, 0},
+    /* llama4: Llama4Model sets undo_permute = False; llama.cpp ropes it NORM
+     * (neighbour pairs), as transformers' apply_rotary_emb does. */
+    {"llama4", GGUF_A_LLAMA4, 0, 0},
 };
 
 const gguf_arch *gguf_arch_find(const char *name)
@@ -176,6 +184,7 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
         (st = get(h, f, hp, "embedding_length", 1, &hp->n_embd)) ||
         (st = get(h, f, hp, "feed_forward_length",
                    !(b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | GGUF_A_DEEPSEEK2 | GGUF_A_GPTOSS)), &hp->n_ff)) ||
+        (st = get(h, f, hp, "interleave_moe_layer_step", 0, &hp->moe_step)) ||
         (st = get(h, f, hp, "attention.head_count", 1, &hp->n_head)) ||
         (st = get(h, f, hp, "attention.head_count_kv", 0, &hp->n_head_kv)) ||
         (st = get(h, f, hp, "attention.key_length", 0, &hp->head_dim)) ||
@@ -211,7 +220,14 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     switch (b) {
     case GGUF_A_LLAMA:
         /* Mistral and Mixtral are written as "llama" (docs/formats/gguf.md, "Tensor names"). */
-        if (hp->n_expert > 0) {
+        if (strcmp(hp->arch->gguf_name, "smollm3") == 0) { /* issue 31 */
+            if (hp->n_expert > 0 || hp->sliding_window > 0)
+                return h->set_error(h, QB_E_UNSUPPORTED,
+                                    "%s: smollm3 with experts or a sliding window: llama.cpp's smollm3 has neither",
+                                    f->path);
+            hp->model_type = "smollm3";
+            hp->hf_class = "SmolLM3ForCausalLM";
+        } else if (hp->n_expert > 0) {
             hp->model_type = "mixtral";
             hp->hf_class = "MixtralForCausalLM";
         } else if (hp->sliding_window > 0) {
@@ -253,6 +269,15 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     case GGUF_A_GPTOSS:
         hp->model_type = "gpt_oss";
         hp->hf_class = "GptOssForCausalLM";
+        break;
+    case GGUF_A_LLAMA4: /* issue 31: the text model (Llama4ForCausalLM) */
+        if (hp->n_expert < 1 || hp->n_ff_exp < 1 || hp->moe_step < 1)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: llama4 without expert_count, expert_feed_forward_length and "
+                                "interleave_moe_layer_step (llama_model_llama4 needs all three)",
+                                f->path);
+        hp->model_type = "llama4_text";
+        hp->hf_class = "Llama4ForCausalLM";
         break;
     default:
         hp->model_type = "phi3";

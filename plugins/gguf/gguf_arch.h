@@ -25,7 +25,9 @@ enum {
     GGUF_A_GEMMA3 = 1u << 7,
     GGUF_A_PHI3 = 1u << 8,
     GGUF_A_DEEPSEEK2 = 1u << 9,
-    GGUF_A_GPTOSS = 1u << 10
+    GGUF_A_GPTOSS = 1u << 10,
+    /* issue 31: smollm3, llama4, gemma4 */
+    GGUF_A_LLAMA4 = 1u << 11
 };
 
 typedef struct gguf_arch {
@@ -56,6 +58,7 @@ typedef struct gguf_hparams {
     int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     int64_t n_ctx, sliding_window, rope_dim;
     gguf_mla mla;              /* deepseek2 only */
+    int64_t moe_step;          /* llama4: interleave_moe_layer_step (-1 absent) */
 } gguf_hparams;
 
 /* The rules for a general.architecture value, or NULL when unknown. */

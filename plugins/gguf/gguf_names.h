@@ -39,6 +39,8 @@ typedef struct gguf_ctensor {
     int oss;
     const gguf_tinfo *oss_up;
     int64_t oss_n;
+    int oss_concat; /* llama4: gate then up along the output (gate_up.chunk(2)),
+                       not interleaved */
 } gguf_ctensor;
 
 enum { GGUF_OSS_COLUMNS = 1, GGUF_OSS_ROWS = 2 };

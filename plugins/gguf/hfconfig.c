@@ -442,6 +442,73 @@ static qb_status deepseek2_config(cfg *c)
     return QB_OK;
 }
 
+/* issue 31: smollm3, llama4, gemma4 */
+/* llama4 → Llama4TextConfig (docs/formats/gguf.md, "smollm3, llama4, gemma4
+ * (issue 31)"): feed_forward_length is intermediate_size_mlp, the expert
+ * width intermediate_size (Llama4Model.__init__ swaps them); what
+ * llama_model_llama4::load_arch_hparams fixes without a key is written out:
+ * with attention.sliding_window 0 every layer ropes and attends fully,
+ * else chunks of 8192 on three of every four layers (the fourth NoPE),
+ * temperature tuning floor 8192, scale 0.1; the q/k norm unless 128
+ * experts (LLM_TYPE_17B_128E). A per-layer sliding_window_pattern or a
+ * separate rope.freq_base_swa has no Llama4TextConfig equivalent: refused. */
+static qb_status llama4_config(cfg *c)
+{
+    const gguf_hparams *p = c->hp;
+    char key[128];
+    cJSON *arr;
+    int64_t l;
+    int full = 0;
+    {
+        int64_t sw = -1;
+        gguf_arch_key(p, "attention.sliding_window", key, sizeof(key));
+        if (gguf_kv_find(c->f, key) && gguf_kv_int_uniform(c->h, c->f, key, &sw) == QB_OK)
+            full = sw == 0;
+    }
+    gguf_arch_key(p, "attention.sliding_window_pattern", key, sizeof(key));
+    if (gguf_kv_find(c->f, key))
+        return c->h->set_error(c->h, QB_E_UNSUPPORTED,
+                               "%s: %s: a per-layer chunk pattern has no Llama4TextConfig "
+                               "equivalent here (layer_types follow no_rope_layers)",
+                               c->f->path, key);
+    gguf_arch_key(p, "rope.freq_base_swa", key, sizeof(key));
+    if (gguf_kv_find(c->f, key))
+        return c->h->set_error(c->h, QB_E_UNSUPPORTED,
+                               "%s: %s: Llama4TextConfig has one rope_theta for every layer",
+                               c->f->path, key);
+    put_num(c, c->root, "intermediate_size", (double)p->n_ff_exp);
+    put_num(c, c->root, "intermediate_size_mlp", (double)p->n_ff);
+    put_num(c, c->root, "num_local_experts", (double)p->n_expert);
+    if (p->n_expert_used > 0)
+        put_num(c, c->root, "num_experts_per_tok", (double)p->n_expert_used);
+    put_num(c, c->root, "interleave_moe_layer_step", (double)p->moe_step);
+    if (!cJSON_AddBoolToObject(c->root, "use_qk_norm", p->n_expert != 128) ||
+        !cJSON_AddBoolToObject(c->root, "attn_temperature_tuning", !full))
+        c->oom = 1;
+    put_num(c, c->root, "floor_scale", 8192);
+    put_float(c, c->root, "attn_scale", 0.1);
+    arr = cJSON_AddArrayToObject(c->root, "no_rope_layers");
+    for (l = 0; arr && l < p->n_layer; l++)
+        if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber(full || (l + 1) % 4 != 0)))
+            c->oom = 1;
+    if (full) {
+        cJSON *n = cJSON_CreateNull();
+        if (!n || !cJSON_AddItemToObject(c->root, "attention_chunk_size", n))
+            c->oom = 1;
+    } else {
+        put_num(c, c->root, "attention_chunk_size", 8192);
+    }
+    arr = cJSON_AddArrayToObject(c->root, "layer_types");
+    for (l = 0; arr && l < p->n_layer; l++)
+        if (!cJSON_AddItemToArray(arr, cJSON_CreateString(!full && (l + 1) % 4 != 0
+                                                              ? "chunked_attention"
+                                                              : "full_attention")))
+            c->oom = 1;
+    if (!arr)
+        c->oom = 1;
+    return QB_OK;
+}
+
 /* gpt-oss → transformers GptOssConfig fields (docs/formats/gguf.md
  * "gpt-oss"). */
 static void gpt_oss_config(cfg *c)
@@ -500,7 +567,7 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
     put_num(&c, c.root, "vocab_size", (double)vocab);
     put_num(&c, c.root, "hidden_size", (double)p->n_embd);
     put_num(&c, c.root, "num_hidden_layers", (double)p->n_layer);
-    if (p->n_ff >= 0)
+    if (p->n_ff >= 0 && b != GGUF_A_LLAMA4) /* llama4: llama4_config */
         put_num(&c, c.root, "intermediate_size", (double)p->n_ff);
     put_num(&c, c.root, "num_attention_heads", (double)p->n_head);
     put_num(&c, c.root, "num_key_value_heads", (double)p->n_head_kv);
@@ -543,6 +610,9 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
             goto out;
     } else if (b == GGUF_A_GPTOSS) {
         gpt_oss_config(&c);
+    } else if (b == GGUF_A_LLAMA4) { /* issue 31 */
+        if ((st = llama4_config(&c)))
+            goto out;
     } else if (p->n_expert > 0) {
         put_num(&c, c.root, b == GGUF_A_LLAMA ? "num_local_experts" : "num_experts", (double)p->n_expert);
         if (p->n_expert_used > 0)
@@ -566,6 +636,15 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
             put_num(&c, c.root, "shared_expert_intermediate_size", (double)p->n_ff_shexp);
         if (b != GGUF_A_LLAMA)
             put_num(&c, c.root, "decoder_sparse_step", 1);
+    }
+    /* issue 31: smollm3, llama4, gemma4 */
+    if (strcmp(p->model_type, "smollm3") == 0) {
+        /* llama_model_smollm3::load_hparams fixes n_no_rope_layer_step = 4
+         * (no GGUF key): layer il ropes unless (il + 1) % 4 == 0, which is
+         * SmolLM3Config's no_rope_layer_interval rule. */
+        put_num(&c, c.root, "no_rope_layer_interval", 4);
+        if (!cJSON_AddBoolToObject(c.root, "use_sliding_window", 0))
+            c.oom = 1;
     }
     if ((st = rope_scaling(&c, sp, theta)))
         goto out;

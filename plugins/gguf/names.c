@@ -30,6 +30,7 @@ enum {
 #define OSS GGUF_A_GPTOSS
 #define MOE (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | DS2)
 #define GEMMA23 (GGUF_A_GEMMA2 | GGUF_A_GEMMA3)
+#define L4 GGUF_A_LLAMA4 /* issue 31 */
 
 /* Per-block names: gguf-py constants.py MODEL_TENSOR names → HF names from
  * tensor_mapping.py block_mappings_cfg for each architecture. An entry
@@ -103,6 +104,26 @@ static const struct blk_map {
     {"ffn_gate_shexp", "mlp.shared_expert.gate_proj", OP_PLAIN, GGUF_A_QWEN2MOE, NULL},
     {"ffn_up_shexp", "mlp.shared_expert.up_proj", OP_PLAIN, GGUF_A_QWEN2MOE, NULL},
     {"ffn_down_shexp", "mlp.shared_expert.down_proj", OP_PLAIN, GGUF_A_QWEN2MOE, NULL},
+    /* issue 31: smollm3, llama4, gemma4 */
+    /* llama4 (Llama4Model.modify_tensors: gate_up_proj split and transposed
+     * into ffn_gate_exps / ffn_up_exps, down_proj transposed; q/k not
+     * permuted; tensor_mapping.py's feed_forward.* names). */
+    {"attn_norm", "input_layernorm", OP_PLAIN, L4, NULL},
+    {"attn_q", "self_attn.q_proj", OP_PLAIN, L4, NULL},
+    {"attn_k", "self_attn.k_proj", OP_PLAIN, L4, NULL},
+    {"attn_v", "self_attn.v_proj", OP_PLAIN, L4, NULL},
+    {"attn_output", "self_attn.o_proj", OP_PLAIN, L4, NULL},
+    {"ffn_norm", "post_attention_layernorm", OP_PLAIN, L4, NULL},
+    {"ffn_gate", "feed_forward.gate_proj", OP_PLAIN, L4, NULL},
+    {"ffn_up", "feed_forward.up_proj", OP_PLAIN, L4, NULL},
+    {"ffn_down", "feed_forward.down_proj", OP_PLAIN, L4, NULL},
+    {"ffn_gate_inp", "feed_forward.router", OP_PLAIN, L4, NULL},
+    {"ffn_gate_exps", "feed_forward.experts.gate_up_proj", OP_OSS_EXPS, L4, NULL},
+    {"ffn_up_exps", "feed_forward.experts.gate_up_proj", OP_OSS_EXPS, L4, NULL},
+    {"ffn_down_exps", "feed_forward.experts.down_proj", OP_OSS_EXPS, L4, NULL},
+    {"ffn_gate_shexp", "feed_forward.shared_expert.gate_proj", OP_PLAIN, L4, NULL},
+    {"ffn_up_shexp", "feed_forward.shared_expert.up_proj", OP_PLAIN, L4, NULL},
+    {"ffn_down_shexp", "feed_forward.shared_expert.down_proj", OP_PLAIN, L4, NULL},
 };
 
 static const struct {
@@ -246,6 +267,9 @@ static qb_status map_oss_experts(builder *b, const gguf_tinfo *t, int layer, con
     const gguf_hparams *hp = b->hp;
     const int64_t E = hp->n_expert, H = hp->n_embd;
     const int is_down = strcmp(base, "ffn_down_exps") == 0, is_up = strcmp(base, "ffn_up_exps") == 0;
+    /* llama4 (issue 31): Llama4TextExperts under feed_forward, gate and up
+     * one after the other, no biases */
+    const int l4 = hp->arch->bit == GGUF_A_LLAMA4;
     const gguf_tinfo *up = NULL;
     gguf_ctensor *c;
     char name[256];
@@ -269,8 +293,10 @@ static qb_status map_oss_experts(builder *b, const gguf_tinfo *t, int layer, con
         if (up->n_dims != t->n_dims || up->ne[0] != t->ne[0] || up->ne[1] != t->ne[1] || up->ne[2] != t->ne[2])
             return bad_shape(b, up, "gate and up expert shapes differ");
     }
-    snprintf(name, sizeof(name), "model.layers.%d.mlp.experts.%s%s", layer, is_down ? "down_proj" : "gate_up_proj",
-             is_bias ? "_bias" : "");
+    if (l4 && is_bias)
+        return bad_shape(b, t, "llama4 experts have no biases");
+    snprintf(name, sizeof(name), "model.layers.%d.%s.experts.%s%s", layer, l4 ? "feed_forward" : "mlp",
+             is_down ? "down_proj" : "gate_up_proj", is_bias ? "_bias" : "");
     if (is_bias && is_down)
         return add(b, t, name, 0, E, 0, 0); /* [E, H] rows as stored */
     if ((st = add(b, t, name, 0, is_bias ? E : E * t->ne[0], 0, 0)))
@@ -278,6 +304,7 @@ static qb_status map_oss_experts(builder *b, const gguf_tinfo *t, int layer, con
     c = &b->t[b->n - 1];
     c->oss_up = up;
     c->oss_n = N;
+    c->oss_concat = l4;
     c->has_grid = 0;
     if (is_bias) {
         c->oss = GGUF_OSS_ROWS;
@@ -568,6 +595,14 @@ static qb_status check_layers(builder *b, const gguf_model *m)
     for (l = 0; l < hp->n_layer; l++)
         for (i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
             const gguf_ctensor *c;
+            if (hp->arch->bit == GGUF_A_LLAMA4 && i == 5) {
+                /* llama_model_llama4: experts on (il + 1) % step == 0 (issue 31) */
+                int sparse = (l + 1) % hp->moe_step == 0;
+                req[i].fmt = sparse ? "model.layers.%d.feed_forward.router.weight"
+                                    : "model.layers.%d.feed_forward.down_proj.weight";
+                req[i].rows = sparse ? hp->n_expert : hp->n_embd;
+                req[i].cols = sparse ? hp->n_embd : hp->n_ff;
+            }
             snprintf(name, sizeof(name), req[i].fmt, (int)l);
             c = find_mapped(b, name);
             if (!c)

@@ -441,7 +441,7 @@ static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t r
                 gguf_ggml_dequantize_row(part[p]->type, part[p]->data + (uint64_t)(row0 + i) * part[p]->row_bytes,
                                          tmp, N);
                 for (k = 0; k < N; k++)
-                    dst[i * c->cols + k * m + p] = tmp[k];
+                    dst[i * c->cols + (c->oss_concat ? p * N + k : k * m + p)] = tmp[k];
             }
         qbk_free(tmp);
         return QB_OK;
@@ -463,7 +463,8 @@ static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t r
                                          part[p]->data + (uint64_t)(e * N + row) * part[p]->row_bytes + off,
                                          tmp, b1 - b0);
                 for (k = k0; k < k1; k++)
-                    dst[(e * K + k - row0) * c->cols + row * m + p] = tmp[k - b0];
+                    dst[(e * K + k - row0) * c->cols + (c->oss_concat ? p * N + row : row * m + p)] =
+                        tmp[k - b0];
             }
         }
         /* Each read touches every stored row of the expert; once its last

@@ -241,9 +241,11 @@ static const w4w_role gpt_oss_roles[] = {
 /* GptOssExperts.gate_up_proj [E, hidden, 2I]: gate = [..., ::2], up =
  * [..., 1::2] (_apply_gate); down_proj [E, I, hidden]. Biases alike. */
 static const w4w_xfused gpt_oss_xfused[] = {
-    {"mlp.experts.gate_up_proj", {"mlp.experts.%d.gate_proj", "mlp.experts.%d.up_proj"}, 2},
-    {"mlp.experts.down_proj", {"mlp.experts.%d.down_proj", NULL}, 1},
+    {"mlp.experts.gate_up_proj", {"mlp.experts.%d.gate_proj", "mlp.experts.%d.up_proj"}, 2, 0, 0},
+    {"mlp.experts.down_proj", {"mlp.experts.%d.down_proj", NULL}, 1, 0, 0},
 };
+
+static const w4w_xfused *llama4_xfused_of(size_t *n);
 
 const w4w_xfused *w4w_arch_xfused(const w4w_arch *a, size_t *n)
 {
@@ -252,6 +254,8 @@ const w4w_xfused *w4w_arch_xfused(const w4w_arch *a, size_t *n)
         *n = N_OF(gpt_oss_xfused);
         return gpt_oss_xfused;
     }
+    if (a && strcmp(a->model_type, "llama4_text") == 0) /* issue 31 */
+        return llama4_xfused_of(n);
     return NULL;
 }
 
@@ -345,6 +349,39 @@ static const w4w_role minimax_m2_roles[] = {
     NORM("post_attention_layernorm", 1),
 };
 
+/* issue 31: smollm3, llama4, gemma4 ------------------------------------------ */
+
+/* SmolLM3Attention / SmolLM3MLP are LlamaAttention / LlamaMLP (modular_smollm3.py):
+ * `attention_bias` / `mlp_bias`; its NoPE layers hold the same tensors. */
+#define smollm3_roles llama_roles
+
+/* Llama4TextDecoderLayer (modeling_llama4.py): Llama4TextAttention's
+ * q/k/v/o (`attention_bias`; its L2 q/k norm has no weight); dense layers a
+ * Llama4TextMLP `feed_forward` of intermediate_size_mlp, MoE layers
+ * (moe_layers) Llama4TextMoe: `feed_forward.router` [experts, hidden], the
+ * shared_expert of intermediate_size and Llama4TextExperts, fused
+ * gate_up_proj [E, hidden, 2 * intermediate_size] (gate the first half of
+ * the output, gate_up.chunk(2)) and down_proj [E, intermediate_size,
+ * hidden], no biases; stored per expert (llama4_xfused). */
+static const w4w_role llama4_text_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    DLIN("feed_forward.gate_proj", W4W_IN_HIDDEN),
+    DLIN("feed_forward.up_proj", W4W_IN_HIDDEN),
+    DLIN("feed_forward.down_proj", W4W_IN_L4_MLP),
+    ROUTER("feed_forward.router", W4W_IN_EXPERTS),
+    SLIN("feed_forward.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN("feed_forward.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN("feed_forward.experts.%d.down_proj", W4W_IN_INTER, W4W_IN_HIDDEN),
+    SLIN("feed_forward.shared_expert.gate_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN("feed_forward.shared_expert.up_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
+    SLIN("feed_forward.shared_expert.down_proj", W4W_IN_INTER, W4W_IN_HIDDEN),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
 /* DeepseekV32Attention: DeepSeek-V3's MLA (q LoRA always) plus the DSA
  * indexer DeepseekV32Indexer in every layer: wq_b [index_n_heads *
  * index_head_dim, q_lora_rank] and wk [index_head_dim, hidden] are plain
@@ -365,6 +402,21 @@ static const w4w_role deepseek_v32_roles[] = {
      W4W_IN_EXPERTS, W4W_LAYERS_SPARSE, 0},
     DS_EXPERTS,
 };
+
+static const w4w_xfused llama4_xfused[] = {
+    {"feed_forward.experts.gate_up_proj",
+     {"feed_forward.experts.%d.gate_proj", "feed_forward.experts.%d.up_proj"},
+     2,
+     1,
+     1},
+    {"feed_forward.experts.down_proj", {"feed_forward.experts.%d.down_proj", NULL}, 1, 1, 1},
+};
+
+static const w4w_xfused *llama4_xfused_of(size_t *n)
+{
+    *n = N_OF(llama4_xfused);
+    return llama4_xfused;
+}
 
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
@@ -400,6 +452,11 @@ static const w4w_arch archs[] = {
      W4W_MOE_EVERY, "num_local_experts", NULL, 0},
     {"deepseek_v32", "DeepseekV32ForCausalLM", 0, deepseek_v32_roles, N_OF(deepseek_v32_roles),
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
+    /* issue 31: smollm3, llama4, gemma4 */
+    {"smollm3", "SmolLM3ForCausalLM", 1, smollm3_roles, N_OF(smollm3_roles), W4W_MOE_NONE, NULL,
+     NULL, 0},
+    {"llama4_text", "Llama4ForCausalLM", 0, llama4_text_roles, N_OF(llama4_text_roles),
+     W4W_MOE_LIST, "num_local_experts", NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
@@ -407,7 +464,9 @@ const char *const w4w_arch_names[] = {
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
     "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
     /* issue 31 */
-    "glm4_moe", "minimax_m2", "deepseek_v32", NULL,
+    "glm4_moe", "minimax_m2", "deepseek_v32",
+    /* issue 31: smollm3, llama4, gemma4 */
+    "smollm3", "llama4_text", NULL,
 };
 
 size_t w4w_arch_count(void)

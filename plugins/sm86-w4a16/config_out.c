@@ -16,19 +16,18 @@
 #include "qbk_json_edit.h"
 
 /* The source config without its quantization description (the kit's one
- * rule, qbk_hf_sidefiles.h), torch_dtype float16, and
- * the keys a runtime needs made explicit (tie_word_embeddings,
- * architectures, model_type). Edited as text (qbk_json_edit.h): a
- * parse-and-print round trip would write MiniMax-M2's router_jitter_noise
- * 0.0 as 0, which transformers' strict config classes refuse as no float. */
+ * rule, qbk_hf_sidefiles.h), torch_dtype float16, and the keys a runtime
+ * needs made explicit (tie_word_embeddings, architectures, model_type).
+ * Edited as text (qbk_json_edit.h): every other member keeps its bytes, so
+ * a float written 0.0 stays a float (transformers' strict configuration
+ * classes refuse an int there: Llama4TextConfig.router_jitter_noise). */
 static qb_status write_config(const qb_host *h, const qb_sink *sink, const qb_model_src *src,
                               const w4w_plan *plan, w4w_written_list *list)
 {
     cJSON *cfg = NULL;
-    const char *keys[5], *values[5];
-    char mt[96], arch[160];
-    char *text = NULL;
-    int n = 0;
+    const char *keys[8], *values[8];
+    char mt[160], arch[200], *text = NULL;
+    size_t n = 0;
     qb_status rc = qbk_json_parse_config(h, src->source_path, src->info->config_json, &cfg);
     if (rc != QB_OK)
         goto out;
@@ -47,10 +46,10 @@ static qb_status write_config(const qb_host *h, const qb_sink *sink, const qb_mo
         values[n++] = arch;
     }
     keys[n] = values[n] = NULL;
-    if ((rc = qbk_json_edit(h, "config.json", src->info->config_json, qbk_hf_quant_config_keys,
-                            keys, values, &text)) != QB_OK)
-        goto out;
-    rc = w4w_write_whole(h, sink, "config.json", text, strlen(text), list);
+    rc = qbk_json_edit(h, "config.json", src->info->config_json, qbk_hf_quant_config_keys, keys,
+                       values, &text);
+    if (rc == QB_OK)
+        rc = w4w_write_whole(h, sink, "config.json", text, strlen(text), list);
 out:
     qbk_free(text);
     cJSON_Delete(cfg);

@@ -44,6 +44,7 @@ static const char *const width_keys[W4W_N_WIDTHS] = {
     "index_n_heads * index_head_dim",
     "index_head_dim",
     "index_n_heads",
+    "intermediate_size_mlp",
 };
 
 const char *w4w_width_key(w4w_in_dim d)
@@ -87,9 +88,10 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
 {
     static const char *const keys[] = {"hidden_size", "intermediate_size",
                                        "moe_intermediate_size",
-                                       "shared_expert_intermediate_size"};
+                                       "shared_expert_intermediate_size",
+                                       "intermediate_size_mlp"};
     static const w4w_in_dim dims[] = {W4W_IN_HIDDEN, W4W_IN_INTER, W4W_IN_MOE_INTER,
-                                      W4W_IN_SHARED_INTER};
+                                      W4W_IN_SHARED_INTER, W4W_IN_L4_MLP};
     int64_t heads, kv_heads, head_dim, step = 1, l, v;
     const cJSON *only, *e;
     qb_status rc = QB_OK;
@@ -123,7 +125,7 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
     out->width[W4W_IN_KV_HEADS] = kv_heads > 0 && head_dim > 0 ? kv_heads * head_dim : -1;
     out->width[W4W_IN_ONE] = 1;
     out->width[W4W_IN_EXPERTS] = -1;
-    for (i = W4W_IN_Q_LORA; i < W4W_N_WIDTHS; i++)
+    for (i = W4W_IN_Q_LORA; i <= W4W_IN_DS_SHARED; i++) /* the MLA widths, set below */
         out->width[i] = -1;
     if (a->moe == W4W_MOE_FIRST_K) {
         /* DeepSeek MLA widths (DeepseekV3Attention); -1 where a key is absent */
@@ -217,6 +219,36 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
                                   where, (long long)k, (long long)n_layers);
                 goto out;
             }
+        }
+    }
+    if (a->moe == W4W_MOE_LIST) { /* issue 31: llama4 */
+        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(cfg, "moe_layers");
+        step = pos_int(cfg, "interleave_moe_layer_step");
+        if (step == -2 || (ml && !cJSON_IsNull(ml) && !cJSON_IsArray(ml))) {
+            rc = h->set_error(h, QB_E_FORMAT,
+                              "%s: config.json: interleave_moe_layer_step is not a positive "
+                              "integer or moe_layers is not an array",
+                              where);
+            goto out;
+        }
+        if (step < 0)
+            step = 1;
+        if (!ml || cJSON_IsNull(ml))
+            for (l = step - 1; l < n_layers; l += step)
+                out->sparse[l] = 1;
+        cJSON_ArrayForEach(e, ml)
+        {
+            if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
+                e->valuedouble != (double)(int64_t)e->valuedouble) {
+                rc = h->set_error(h, QB_E_FORMAT,
+                                  "%s: config.json: moe_layers holds something that is not a "
+                                  "layer index",
+                                  where);
+                goto out;
+            }
+            /* Llama4TextDecoderLayer: `layer_idx in moe_layers` */
+            if (e->valuedouble < (double)n_layers)
+                out->sparse[(int64_t)e->valuedouble] = 1;
         }
     }
     if (a->moe == W4W_MOE_STEP) {

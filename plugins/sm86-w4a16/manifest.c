@@ -117,7 +117,8 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
         ADD(o = cJSON_CreateObject());
         ok = ok && cJSON_AddItemToArray(a, o);
         ADD(cJSON_AddStringToObject(o, "tensor", xf[i].path));
-        ADD(cJSON_AddStringToObject(o, "layout", W4A16_FUSED_LAYOUT));
+        ADD(cJSON_AddStringToObject(o, "layout",
+                                    xf[i].concat ? W4A16_FUSED_LAYOUT_CONCAT : W4A16_FUSED_LAYOUT));
         ADD(cJSON_AddNumberToObject(o, "n_parts", xf[i].n_parts));
         ADD(p = cJSON_AddArrayToObject(o, "parts"));
         for (q = 0; ok && q < xf[i].n_parts; q++) {

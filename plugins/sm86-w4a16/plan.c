@@ -653,11 +653,14 @@ static qb_status plan_fused_experts(plan_state *s)
                 return h->set_error(h, QB_E_MISMATCH, "%s: %s: not [%s = %lld, in, out] with out "
                                     "divisible by %d", b->sp, t->name, a->experts_key,
                                     (long long)lo->n_experts, xf[f].n_parts);
-            if (bi == NONE)
+            if (bi == NONE && !xf[f].no_bias)
                 return h->set_error(h, QB_E_NOT_FOUND, "%s: %s_bias: required tensor missing",
                                     b->sp, t->name);
-            bt = tinfo(b, bi);
-            if (bt->n_dims != 2 || bt->dims[0] != t->dims[0] || bt->dims[1] != t->dims[2])
+            if (bi != NONE && xf[f].no_bias)
+                return h->set_error(h, QB_E_FORMAT, "%s: %s_bias: unexpected: %s has no "
+                                    "expert biases", b->sp, t->name, a->model_type);
+            bt = bi == NONE ? NULL : tinfo(b, bi);
+            if (bt && (bt->n_dims != 2 || bt->dims[0] != t->dims[0] || bt->dims[1] != t->dims[2]))
                 return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld, %lld]", b->sp,
                                     bt->name, (long long)t->dims[0], (long long)t->dims[2]);
             for (q = 0; q < xf[f].n_parts; q++) {
@@ -913,7 +916,7 @@ static qb_status plan_layer_outputs(plan_state *s, int64_t l)
         if (wi == NONE)
             continue;
         t = tinfo(b, wi);
-        for (pass = 0; pass < 2 && rc == QB_OK; pass++)
+        for (pass = 0; pass < (xf[k].no_bias ? 1 : 2) && rc == QB_OK; pass++)
             for (e = 0; e < lo->n_experts && rc == QB_OK; e++)
                 for (q = 0; q < xf[k].n_parts && rc == QB_OK; q++) {
                     char path[256];
@@ -921,8 +924,10 @@ static qb_status plan_layer_outputs(plan_state *s, int64_t l)
                     b->vset = 1;
                     b->vtrans = pass == 0;
                     b->vexp = e;
-                    b->vstride = xf[k].n_parts;
-                    b->voff = q;
+                    /* interleaved: column c * n_parts + q; concatenated
+                     * (llama4): column q * out_part + c */
+                    b->vstride = xf[k].concat ? 1 : xf[k].n_parts;
+                    b->voff = xf[k].concat ? q * (t->dims[2] / xf[k].n_parts) : q;
                     b->vrows = pass == 0 ? t->dims[2] / xf[k].n_parts : 1;
                     b->vcols = pass == 0 ? t->dims[1] : t->dims[2] / xf[k].n_parts;
                     if (pass == 0) {

@@ -44,6 +44,7 @@ typedef struct w4r_tensor {
      * per-expert parts are parts[part0 + e * np + q]; xbias: the bias
      * [E, out] rather than the weight [E, in, out] */
     int xf, xbias, np;
+    int xconcat;     /* parts one after another along out (w4w_xfused.concat) */
     size_t part0;
     int f32;         /* a is F32 (W4W_ROLE_F32) */
 } w4r_tensor;
@@ -256,7 +257,8 @@ static qb_status fold_xfused(w4r_reader *r, int64_t l, size_t first, const w4w_l
     int q, bias;
     char canon[192], path[128];
 
-    if (nx == 0)
+    /* llama4's dense layers hold no experts (issue 31) */
+    if (nx == 0 || !lo->sparse[l])
         return QB_OK;
     if (nx > 8)
         return h->set_error(h, QB_E_INTERNAL, "%s: too many fused expert tensors", r->dir);
@@ -267,7 +269,7 @@ static qb_status fold_xfused(w4r_reader *r, int64_t l, size_t first, const w4w_l
         if (!grown)
             return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
         r->parts = grown;
-        for (bias = 0; bias < 2; bias++) {
+        for (bias = 0; bias < (xf[f].no_bias ? 1 : 2); bias++) {
             base[f][bias] = r->n_parts;
             for (e = 0; e < E; e++)
                 for (q = 0; q < np; q++) {
@@ -293,7 +295,7 @@ static qb_status fold_xfused(w4r_reader *r, int64_t l, size_t first, const w4w_l
             r->t[j++] = r->t[i];
     r->n = j;
     for (f = 0; f < nx; f++)
-        for (bias = 0; bias < 2; bias++) {
+        for (bias = 0; bias < (xf[f].no_bias ? 1 : 2); bias++) {
             const w4r_tensor *p0 = &r->parts[base[f][bias]];
             int np = xf[f].n_parts;
             w4r_tensor *t = add_tensor(r);
@@ -304,6 +306,7 @@ static qb_status fold_xfused(w4r_reader *r, int64_t l, size_t first, const w4w_l
             t->xf = 1;
             t->xbias = bias;
             t->np = np;
+            t->xconcat = xf[f].concat;
             t->part0 = base[f][bias];
             if (bias) {
                 t->n_dims = 2;
@@ -672,7 +675,8 @@ static qb_status check_range(const w4r_reader *r, size_t i, int64_t row0, int64_
 
 /* Rows of a fused expert tensor from its parts: weight row (e, k) is
  * column k of every part row, part q's row c landing in column c * np + q
- * (w4w_xfused); bias row e interleaves the parts' biases the same way. */
+ * (w4w_xfused), or q * rows + c when the parts are concatenated (llama4);
+ * bias row e places the parts' biases the same way. */
 static void read_xfused(const w4r_reader *r, const w4r_tensor *t, int64_t row0, int64_t n,
                         float *dst)
 {
@@ -685,14 +689,15 @@ static void read_xfused(const w4r_reader *r, const w4r_tensor *t, int64_t row0, 
             const w4r_tensor *p = &r->parts[t->part0 + (size_t)(e * np + q)];
             for (c = 0; c < (t->xbias ? p->cols : p->rows); c++) {
                 uint16_t v;
+                int64_t col = t->xconcat ? q * (t->xbias ? p->cols : p->rows) + c : c * np + q;
                 if (t->xbias) {
                     memcpy(&v, p->a->data + 2 * c, 2); /* mapped data may be unaligned */
-                    d[c * np + q] = qb_f16_to_f32(v);
+                    d[col] = qb_f16_to_f32(v);
                 } else {
                     const uint8_t *row =
                         p->a->data + (size_t)(c * w4a16_int4_packed_bytes(p->cols));
                     memcpy(&v, p->s->data + (size_t)(c * p->ng + k / gs) * 2, 2);
-                    d[c * np + q] = (float)w4a16_int4_code(row, k) * qb_f16_to_f32(v);
+                    d[col] = (float)w4a16_int4_code(row, k) * qb_f16_to_f32(v);
                 }
             }
         }

@@ -83,10 +83,12 @@ typedef enum w4w_in_dim {
     W4W_IN_QK_NORM = 16,     /* head_dim when use_qk_norm is true, else unset (a `when` gate) */
     W4W_IN_IDX_Q = 17,       /* index_n_heads * index_head_dim */
     W4W_IN_IDX_HD = 18,      /* index_head_dim */
-    W4W_IN_IDX_HEADS = 19    /* index_n_heads */
+    W4W_IN_IDX_HEADS = 19,   /* index_n_heads */
+    /* issue 31: smollm3, llama4, gemma4 */
+    W4W_IN_L4_MLP = 20       /* intermediate_size_mlp (llama4's dense layers) */
 } w4w_in_dim;
 
-#define W4W_N_WIDTHS 20
+#define W4W_N_WIDTHS 21
 
 /* Which decoder layers hold a role. */
 typedef enum w4w_layers {
@@ -131,6 +133,10 @@ typedef struct w4w_xfused {
     const char *path;
     const char *parts[2]; /* role paths in interleave order; unused NULL */
     int n_parts;
+    /* issue 31 (llama4's Llama4TextExperts): parts one after another along
+     * out instead of interleaved: part q is [e, :, q * out / n_parts + r] */
+    int concat;
+    int no_bias; /* the source has no `<path>_bias` */
 } w4w_xfused;
 
 /* How an architecture places MoE blocks. */
@@ -139,7 +145,10 @@ typedef enum w4w_moe {
     W4W_MOE_EVERY = 1, /* every layer (Mixtral) */
     W4W_MOE_STEP = 2,  /* layer l when (l + 1) % decoder_sparse_step == 0 and l is not in
                           mlp_only_layers (Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer) */
-    W4W_MOE_FIRST_K = 3 /* layer l when l >= first_k_dense_replace (DeepseekV3DecoderLayer) */
+    W4W_MOE_FIRST_K = 3, /* layer l when l >= first_k_dense_replace (DeepseekV3DecoderLayer) */
+    /* issue 31: smollm3, llama4, gemma4 */
+    W4W_MOE_LIST = 4 /* layer l in moe_layers, else every interleave_moe_layer_step-th layer
+                        from step - 1 (Llama4TextConfig) */
 } w4w_moe;
 
 /* One supported architecture. Adding one is adding a table entry. */

@@ -657,7 +657,7 @@ START_TEST(test_reader_refuses_unknown_feature_and_version)
     edit_file(out, "manifest.json", "\"format_version\":\t2", "\"format_version\":\t1");
     /* config.json is covered by its digest ... */
     sha_hex(out, "config.json", old_hex);
-    /* the source's config text, kept as written (config_out.c) */
+    /* the source's text, kept byte for byte (w4a16-format.md, "Directory") */
     edit_file(out, "config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3");
     expect_refused(out, "config.json", "SHA-256");
     /* ... and, with a matching digest, checked against the manifest */
