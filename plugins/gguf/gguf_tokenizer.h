@@ -48,7 +48,7 @@ const char *gguf_pretok_names(void);
 typedef struct gguf_tokenizer {
     char *tokenizer_json;        /* malloc'd (cJSON allocator), or NULL: no tokenizer */
     char *tokenizer_config_json; /* malloc'd, or NULL */
-    char kind[16];               /* "gpt2", "llama" */
+    char kind[16];               /* "gpt2", "llama", "gemma4" */
     char pre[48];                /* tokenizer.ggml.pre, "" when none */
     int64_t n_vocab;
     int32_t bos_id, eos_id, unk_id, pad_id; /* -1 = none */

@@ -42,6 +42,30 @@ static const char *const RX_QWEN2[] = {
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     NULL};
 
+/* LLAMA_VOCAB_PRE_TYPE_QWEN35 ("qwen35", Qwen3.5): qwen2's with combining
+ * marks (\p{M}) kept in letter runs and out of the punctuation run, the
+ * tokenizer.json form llama-vocab.cpp quotes. No normalizer: llama.cpp's
+ * test vectors (made by the HF tokenizer) keep a decomposed "e" + U+0301 as
+ * two pieces, which NFC would join. */
+static const char *const RX_QWEN35[] = {
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    NULL};
+
+/* LLAMA_VOCAB_PRE_TYPE_FALCON ("falcon", falcon-7b): three regexes,
+ * verbatim and in llama.cpp's order -- runs of punctuation (Unicode P and
+ * the ASCII symbols $+<=>^~|`, what tokenizers' Punctuation pre-tokenizer
+ * takes), GPT-2's split (without its last "|\s+": text no alternative
+ * matches is a piece of its own anyway), then every three ASCII digits.
+ * The order matters: the three-digit split runs on GPT-2's pieces
+ * ("  123" -> " ", " 123" -> " ", " ", "123"), so it cannot move before
+ * it, nor become a Digits pre-tokenizer. */
+static const char *const RX_FALCON[] = {
+    "[\\p{P}\\$\\+<=>\\^~\\|`]+",
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+    "[0-9][0-9][0-9]",
+    NULL};
+
 /* LLAMA_VOCAB_PRE_TYPE_GPT4O ("gpt-4o"): tiktoken o200k_base's pattern,
  * the tokenizer.json form llama-vocab.cpp quotes. */
 static const char *const RX_GPT4O[] = {
@@ -107,6 +131,13 @@ static const gguf_pretok table[] = {
     {"llama-v3", RX_LLAMA3, 0, 0, 1, {0, 1, 0}, {1, 0, 1}, {1, 1, 1}},
     {"qwen2", RX_QWEN2, 0, 1, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
     {"deepseek-r1-qwen", RX_QWEN2, 0, 1, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
+    {"qwen35", RX_QWEN35, 0, 0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
+    /* LLAMA_VOCAB_PRE_TYPE_MPT ("mpt", mpt-7b): GPT-2's regex_exprs; MPT
+     * ships gpt-neox-20b's tokenizer.json, ByteLevel behind an NFC
+     * normalizer (llama.cpp normalizes nothing: the two part only on text
+     * that is not in NFC). */
+    {"mpt", NULL, 0, 1, 0, BL_GPT2, BL_GPT2, BL_GPT2},
+    {"falcon", RX_FALCON, 0, 0, 0, BL_SPLIT, BL_GPT2, BL_GPT2},
     /* LLAMA_VOCAB_PRE_TYPE_SMOLLM, _COMMAND_R, _STARCODER, _REFACT share
      * regex_exprs "\p{N}" then GPT-2's: HF Digits(individual_digits) then
      * ByteLevel(use_regex), as SmolLM-135M, c4ai-command-r-v01 and
@@ -134,6 +165,6 @@ const gguf_pretok *gguf_pretok_find(const char *name)
 
 const char *gguf_pretok_names(void)
 {
-    return "gpt-2, phi-2, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, smollm, command-r, starcoder, refact, "
-           "gpt-4o, tekken, deepseek-llm, deepseek-coder, deepseek-v3";
+    return "gpt-2, phi-2, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, qwen35, mpt, falcon, smollm, command-r, "
+           "starcoder, refact, gpt-4o, tekken, deepseek-llm, deepseek-coder, deepseek-v3";
 }

@@ -23,6 +23,12 @@ enum {
     TT_BYTE = GGUF_TT_BYTE
 };
 
+/* How the vocabulary tokenizes (docs/formats/gguf.md "Tokenizer"):
+ * tokenizer.ggml.model llama (SentencePiece pieces and scores), gpt2
+ * (byte-level BPE with a pre type) or gemma4 (BPE over raw UTF-8 with
+ * stored merges, spaces as U+2581: llama.cpp's LLAMA_VOCAB_PRE_TYPE_GEMMA4). */
+typedef enum tok_mode { MODE_SPM, MODE_BYTELEVEL, MODE_GEMMA4 } tok_mode;
+
 typedef struct tok_ctx {
     const qb_host *h;
     const gguf_file *f;
@@ -400,8 +406,90 @@ static qb_status spm_merges(const tok_ctx *t, merge **out, size_t *n_out)
     return QB_OK;
 }
 
-static qb_status add_merges(tok_ctx *t, cJSON *model, int spm)
+static int all_newlines(const char *s, size_t n)
 {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (s[i] != '\n')
+            return 0;
+    return n > 0;
+}
+
+/* gemma4: llama.cpp (llm_tokenizer_bpe_session::tokenize) takes a piece
+ * made only of newlines whole when it is a token, and merges every other
+ * piece by rank; a tokenizer.json BPE merges them all. The two agree when
+ * the merges make every newline-run token out of its own newlines, which
+ * this checks by running them (lowest rank first, leftmost among equals,
+ * as both engines do; only merges of two newline runs can apply to a run
+ * of newlines). A vocabulary where they do not is refused by name. */
+static qb_status gemma4_newline_runs(const tok_ctx *t, char **m, const size_t *ml, int64_t nm)
+{
+    size_t L = 0, a, b;
+    int64_t i, *rank = NULL;
+    size_t *sym = NULL;
+    qb_status st = QB_OK;
+    for (i = 0; i < t->n; i++)
+        if (all_newlines(t->s[i], t->len[i]) && t->len[i] > L)
+            L = t->len[i];
+    if (L < 2)
+        return QB_OK;
+    rank = qbk_malloc((L + 1) * (L + 1) * sizeof(*rank));
+    sym = qbk_malloc(L * sizeof(*sym));
+    if (!rank || !sym) {
+        st = t->h->set_error(t->h, QB_E_NOMEM, "%s: out of memory", t->f->path);
+        goto out;
+    }
+    for (a = 0; a < (L + 1) * (L + 1); a++)
+        rank[a] = -1;
+    for (i = 0; i < nm; i++) {
+        /* llama.cpp splits a merge at its first space after the first byte
+         * and keeps the first rank of a repeated pair (bpe_ranks.emplace) */
+        const char *sp = ml[i] > 1 ? memchr(m[i] + 1, ' ', ml[i] - 1) : NULL;
+        if (!sp)
+            continue;
+        a = (size_t)(sp - m[i]);
+        b = ml[i] - a - 1;
+        if (a + b <= L && all_newlines(m[i], a) && all_newlines(sp + 1, b) && rank[a * (L + 1) + b] < 0)
+            rank[a * (L + 1) + b] = i;
+    }
+    for (i = 0; i < t->n && !st; i++) {
+        size_t n = t->len[i], k;
+        if (n < 2 || !all_newlines(t->s[i], n))
+            continue;
+        for (k = 0; k < n; k++)
+            sym[k] = 1;
+        for (;;) {
+            size_t best = n;
+            int64_t r = -1;
+            for (k = 0; k + 1 < n; k++) {
+                int64_t x = rank[sym[k] * (L + 1) + sym[k + 1]];
+                if (x >= 0 && (r < 0 || x < r)) {
+                    r = x;
+                    best = k;
+                }
+            }
+            if (best == n)
+                break;
+            sym[best] += sym[best + 1];
+            memmove(sym + best + 1, sym + best + 2, (n - best - 2) * sizeof(*sym));
+            n--;
+        }
+        if (n != 1)
+            st = t->h->set_error(t->h, QB_E_UNSUPPORTED,
+                                 "%s: tokenizer.ggml.model gemma4: token %lld (a run of %zu newlines) is not what "
+                                 "tokenizer.ggml.merges make of those newlines; llama.cpp takes such a run whole, a "
+                                 "tokenizer.json BPE would split it, so the vocabulary cannot be rebuilt exactly",
+                                 t->f->path, (long long)i, t->len[i]);
+    }
+out:
+    qbk_free(rank);
+    qbk_free(sym);
+    return st;
+}
+
+static qb_status add_merges(tok_ctx *t, cJSON *model, tok_mode mode)
+{
+    int spm = mode == MODE_SPM;
     cJSON *arr = cJSON_AddArrayToObject(model, "merges");
     qb_status st = QB_OK;
     if (spm) {
@@ -447,8 +535,8 @@ static qb_status add_merges(tok_ctx *t, cJSON *model, int spm)
         int64_t n, i;
         st = read_strings(t->h, t->f, "tokenizer.ggml.merges", &s, &lens, &n);
         if (st == QB_E_NOT_FOUND)
-            return t->h->set_error(t->h, QB_E_FORMAT, "%s: tokenizer.ggml.model gpt2 without tokenizer.ggml.merges",
-                                   t->f->path);
+            return t->h->set_error(t->h, QB_E_FORMAT, "%s: tokenizer.ggml.model %s without tokenizer.ggml.merges",
+                                   t->f->path, mode == MODE_GEMMA4 ? "gemma4" : "gpt2");
         if (st)
             return st;
         for (i = 0; i < n; i++) {
@@ -459,15 +547,40 @@ static qb_status add_merges(tok_ctx *t, cJSON *model, int spm)
             }
             cJSON_AddItemToArray(arr, cJSON_CreateString(s[i]));
         }
+        if (!st && mode == MODE_GEMMA4)
+            st = gemma4_newline_runs(t, s, lens, n);
         free_strings(s, lens);
     }
     return st;
 }
 
-/* The tokenizer.json object of a gpt2 (pre non-NULL) or llama vocabulary. */
-static qb_status build_tokenizer_json(tok_ctx *t, const gguf_pretok *pre, gguf_tokenizer *out)
+/* The decoder of the U+2581 vocabularies (llama, gemma4): Replace("\u2581",
+ * " "), ByteFallback, Fuse, and Strip(" ", 1, 0) when a prefix space was
+ * added. */
+static cJSON *metaspace_decoder(int strip)
 {
-    int spm = pre == NULL;
+    cJSON *dec = typed("Sequence"), *seq = cJSON_AddArrayToObject(dec, "decoders"), *o;
+    o = typed("Replace");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "String", "\xe2\x96\x81");
+    cJSON_AddStringToObject(o, "content", " ");
+    cJSON_AddItemToArray(seq, o);
+    cJSON_AddItemToArray(seq, typed("ByteFallback"));
+    cJSON_AddItemToArray(seq, typed("Fuse"));
+    if (strip) {
+        o = typed("Strip");
+        cJSON_AddStringToObject(o, "content", " ");
+        cJSON_AddNumberToObject(o, "start", 1);
+        cJSON_AddNumberToObject(o, "stop", 0);
+        cJSON_AddItemToArray(seq, o);
+    }
+    return dec;
+}
+
+/* The tokenizer.json object of a llama, gpt2 (pre non-NULL) or gemma4
+ * vocabulary. */
+static qb_status build_tokenizer_json(tok_ctx *t, tok_mode mode, const gguf_pretok *pre, gguf_tokenizer *out)
+{
+    int spm = mode == MODE_SPM, blv = mode == MODE_BYTELEVEL;
     cJSON *root = cJSON_CreateObject(), *added, *model, *vocab, *norm = NULL, *dec, *post;
     qb_status st;
     int64_t i;
@@ -481,6 +594,10 @@ static qb_status build_tokenizer_json(tok_ctx *t, const gguf_pretok *pre, gguf_t
     for (i = 0; i < t->n; i++)
         if (is_added(t->type[i]))
             cJSON_AddItemToArray(added, added_token(t, i, 1));
+    if (!blv && unk < 0)
+        for (i = 0; i < t->n && unk < 0; i++)
+            if (t->type[i] == TT_UNKNOWN)
+                unk = (int32_t)i;
     if (spm) {
         int prefix;
         cJSON *seq, *o;
@@ -501,25 +618,25 @@ static qb_status build_tokenizer_json(tok_ctx *t, const gguf_pretok *pre, gguf_t
         cJSON_AddItemToArray(seq, o);
         cJSON_AddItemToObject(root, "normalizer", norm);
         cJSON_AddNullToObject(root, "pre_tokenizer");
-        dec = typed("Sequence");
-        seq = cJSON_AddArrayToObject(dec, "decoders");
+        dec = metaspace_decoder(prefix);
+    } else if (mode == MODE_GEMMA4) {
+        cJSON *o;
+        /* llama.cpp for gemma4: escape_whitespaces (every space becomes
+         * U+2581, no prefix: add_space_prefix is false for every BPE
+         * vocabulary), then regex_exprs "[^\n]+|[\n]+": runs of newlines
+         * and the text between them, merged by rank over raw UTF-8
+         * (byte_encode false), a symbol without a token written as its
+         * <0xXX> byte tokens. */
         o = typed("Replace");
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "String", "\xe2\x96\x81");
-        cJSON_AddStringToObject(o, "content", " ");
-        cJSON_AddItemToArray(seq, o);
-        cJSON_AddItemToArray(seq, typed("ByteFallback"));
-        cJSON_AddItemToArray(seq, typed("Fuse"));
-        if (prefix) {
-            o = typed("Strip");
-            cJSON_AddStringToObject(o, "content", " ");
-            cJSON_AddNumberToObject(o, "start", 1);
-            cJSON_AddNumberToObject(o, "stop", 0);
-            cJSON_AddItemToArray(seq, o);
-        }
-        if (unk < 0)
-            for (i = 0; i < t->n && unk < 0; i++)
-                if (t->type[i] == TT_UNKNOWN)
-                    unk = (int32_t)i;
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "String", " ");
+        cJSON_AddStringToObject(o, "content", "\xe2\x96\x81");
+        cJSON_AddItemToObject(root, "normalizer", o);
+        o = typed("Split");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "pattern"), "Regex", "[^\\n]+|[\\n]+");
+        cJSON_AddStringToObject(o, "behavior", "Isolated");
+        cJSON_AddBoolToObject(o, "invert", 0);
+        cJSON_AddItemToObject(root, "pre_tokenizer", o);
+        dec = metaspace_decoder(0);
     } else {
         if (pre->nfc)
             cJSON_AddItemToObject(root, "normalizer", typed("NFC"));
@@ -530,7 +647,7 @@ static qb_status build_tokenizer_json(tok_ctx *t, const gguf_pretok *pre, gguf_t
     }
     if (out->add_bos || out->add_eos) {
         cJSON *tp = template_processing(t, out->add_bos ? out->bos_id : -1, out->add_eos ? out->eos_id : -1);
-        if (spm) {
+        if (!blv) {
             post = tp;
         } else {
             post = typed("Sequence");
@@ -538,31 +655,36 @@ static qb_status build_tokenizer_json(tok_ctx *t, const gguf_pretok *pre, gguf_t
             cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(post, "processors"), tp);
         }
     } else {
-        post = spm ? cJSON_CreateNull() : bytelevel(&pre->post);
+        post = !blv ? cJSON_CreateNull() : bytelevel(&pre->post);
     }
     cJSON_AddItemToObject(root, "post_processor", post);
     cJSON_AddItemToObject(root, "decoder", dec);
     model = cJSON_AddObjectToObject(root, "model");
     cJSON_AddStringToObject(model, "type", "BPE");
     cJSON_AddNullToObject(model, "dropout");
-    if (unk >= 0)
+    /* Byte-level: llama.cpp's BPE session never writes the unknown token,
+     * it drops a byte that has no token (llm_tokenizer_bpe_session::
+     * tokenize), which is tokenizers' BPE without an unk_token. The GGUF's
+     * unknown_token_id (e.g. <|endoftext|> for starcoder, an added token
+     * outside model.vocab) stays in tokenizer_config.json only. */
+    if (unk >= 0 && !blv)
         cJSON_AddStringToObject(model, "unk_token", t->s[unk]);
     else
         cJSON_AddNullToObject(model, "unk_token");
     cJSON_AddNullToObject(model, "continuing_subword_prefix");
     cJSON_AddNullToObject(model, "end_of_word_suffix");
-    cJSON_AddBoolToObject(model, "fuse_unk", spm);
-    cJSON_AddBoolToObject(model, "byte_fallback", spm);
-    cJSON_AddBoolToObject(model, "ignore_merges", !spm && pre->ignore_merges);
+    cJSON_AddBoolToObject(model, "fuse_unk", !blv);
+    cJSON_AddBoolToObject(model, "byte_fallback", !blv);
+    cJSON_AddBoolToObject(model, "ignore_merges", blv && pre->ignore_merges);
     vocab = cJSON_AddObjectToObject(model, "vocab");
     /* Byte-level: added tokens live outside the model vocabulary (as in
      * the HF originals); SentencePiece: every piece is in it. [PADn]
      * (unused) entries stay in: they keep ids matching the embedding rows
      * and no pre-token can equal them. */
     for (i = 0; i < t->n; i++)
-        if (spm || !is_added(t->type[i]))
+        if (!blv || !is_added(t->type[i]))
             cJSON_AddNumberToObject(vocab, t->s[i], (double)i);
-    if ((st = add_merges(t, model, spm)))
+    if ((st = add_merges(t, model, mode)))
         goto out;
     out->tokenizer_json = cJSON_PrintUnformatted(root);
     if (!out->tokenizer_json)
@@ -674,6 +796,7 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
     tok_ctx t;
     char *model = NULL, *pre_name = NULL;
     const gguf_pretok *pre = NULL;
+    tok_mode mode = MODE_SPM;
     qb_status st;
     memset(&t, 0, sizeof(t));
     memset(out, 0, sizeof(*out));
@@ -689,11 +812,17 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
         goto out;
     snprintf(out->kind, sizeof(out->kind), "%s", model);
     if (strcmp(model, "gpt2") == 0) {
+        mode = MODE_BYTELEVEL;
         st = gguf_kv_string(h, f, "tokenizer.ggml.pre", &pre_name);
         if (st == QB_E_NOT_FOUND) {
+            /* docs/formats/gguf.md "A gpt2 vocabulary without a pre type":
+             * written before llama.cpp stored pre types; llama.cpp itself
+             * then splits with its "default" regexes and warns that the
+             * model's own split is unknown. */
             st = h->set_error(h, QB_E_UNSUPPORTED,
-                              "%s: tokenizer.ggml.model gpt2 without tokenizer.ggml.pre: the pre-tokenizer is unknown "
-                              "(handled: %s)",
+                              "%s: tokenizer.ggml.model gpt2 without tokenizer.ggml.pre: the file does not say how its "
+                              "text was split before the merges (llama.cpp falls back on a guess of its own); remake "
+                              "the GGUF with a current convert_hf_to_gguf.py, which writes the pre type (handled: %s)",
                               f->path, gguf_pretok_names());
             goto out;
         }
@@ -707,10 +836,12 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
                               f->path, pre_name, gguf_pretok_names());
             goto out;
         }
+    } else if (strcmp(model, "gemma4") == 0) {
+        mode = MODE_GEMMA4;
     } else if (strcmp(model, "llama") != 0) {
         st = h->set_error(h, QB_E_UNSUPPORTED,
                           "%s: tokenizer.ggml.model \"%s\" cannot be rebuilt as a Hugging Face tokenizer (handled: "
-                          "gpt2, llama)",
+                          "gpt2, llama, gemma4)",
                           f->path, model);
         goto out;
     }
@@ -733,10 +864,13 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
             if (ids[k] >= 0)
                 snprintf(out->text[k], sizeof(out->text[k]), "%s", t.s[ids[k]]);
     }
-    /* llama.cpp llama_vocab::impl::load defaults: SentencePiece adds BOS. */
-    if ((st = opt_bool(&t, "tokenizer.ggml.add_bos_token", pre == NULL, &out->add_bos)) ||
+    /* llama.cpp llama_vocab::impl::load defaults: SentencePiece adds BOS;
+     * gemma4 always does (it overrides a stated false). */
+    if ((st = opt_bool(&t, "tokenizer.ggml.add_bos_token", mode == MODE_SPM, &out->add_bos)) ||
         (st = opt_bool(&t, "tokenizer.ggml.add_eos_token", 0, &out->add_eos)))
         goto out;
+    if (mode == MODE_GEMMA4)
+        out->add_bos = 1;
     {
         /* llama.cpp appends a SEP token when add_sep_token is set (BERT-style
          * embedding vocabularies); the TemplateProcessing written here adds
@@ -758,7 +892,7 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
                           out->add_bos && out->bos_id < 0 ? "bos" : "eos");
         goto out;
     }
-    if ((st = build_tokenizer_json(&t, pre, out)))
+    if ((st = build_tokenizer_json(&t, mode, pre, out)))
         goto out;
     {
         gguf_tok_view v;
@@ -766,7 +900,7 @@ qb_status gguf_tokenizer_build(const qb_host *h, const gguf_file *f, int64_t ctx
         v.len = t.len;
         v.type = t.type;
         v.n = t.n;
-        v.spm = pre == NULL;
+        v.spm = mode == MODE_SPM;
         v.n_space_merges = t.n_space_merges;
         if ((st = gguf_tokenizer_notes(h, f, &v, out)))
             goto out;

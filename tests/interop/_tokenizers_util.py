@@ -16,9 +16,9 @@ VOCABULARIES = [("llama2", "-"), ("llama3", "llama-bpe"), ("qwen3", "qwen2")]
 # only the ids a text gets do), so llama.cpp's own regex_exprs for that
 # pre type (src/llama-vocab.cpp) and our tokenizer.json's Splits split
 # the same text, or the ids differ.
-PRE_TYPES = ["gpt-2", "phi-2", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen", "smollm",
-             "command-r", "starcoder", "refact", "gpt-4o", "tekken", "deepseek-llm", "deepseek-coder",
-             "deepseek-v3"]
+PRE_TYPES = ["gpt-2", "phi-2", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen", "qwen35", "mpt",
+             "falcon", "smollm", "command-r", "starcoder", "refact", "gpt-4o", "tekken", "deepseek-llm",
+             "deepseek-coder", "deepseek-v3"]
 
 
 def data_dir(repo_root: pathlib.Path) -> pathlib.Path:

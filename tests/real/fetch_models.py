@@ -7,11 +7,18 @@ their chunk files concatenated in order, and the result checked against the sha2
 states before it is renamed into place: CACHE_DIR/gemma-3-270m-q4_k_m.gguf appears whole and right,
 or not at all. A cached file is re-hashed on every run (about a second) and rebuilt when it differs.
 Prints one line per model; exit 1 with the reason on any failure.
+
+llama.cpp's tokenizer test suite (test_real_vocab.py) comes from the llama-cpp-python source package
+that tests/interop/requirements.txt pins, fetched by pip with its sha256 (tests/real/vocab.txt,
+`--no-binary :all:`); its `vendor/llama.cpp/models/ggml-vocab-*` files are extracted into
+CACHE_DIR/llama-vocab, and a file list with sizes written last (`SUITE`), so a partial extraction is
+redone.
 """
 import hashlib
 import pathlib
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -33,6 +40,47 @@ def sha256_file(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+# The members of the source package that make the suite (test-tokenizer-0's files).
+VOCAB_PREFIX = "llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-"
+
+
+def fetch_vocab(cache):
+    """CACHE_DIR/llama-vocab: the suite, extracted from the pinned source package."""
+    dest = cache / "llama-vocab"
+    stamp = dest / "SUITE"
+    if stamp.is_file() and all((dest / ln.split(" ")[0]).is_file()
+                               and (dest / ln.split(" ")[0]).stat().st_size == int(ln.split(" ")[1])
+                               for ln in stamp.read_text().splitlines()):
+        print(f"fetch_models: {dest} ({len(stamp.read_text().splitlines())} files of llama.cpp's suite)")
+        return
+    sdists = cache / "sdist"
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                           "--require-hashes", "--disable-pip-version-check", "--no-input",
+                           "-r", str(HERE / "vocab.txt"), "-d", str(sdists)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"fetch_models: pip download of the llama-cpp-python source failed:\n{proc.stdout}\n{proc.stderr}")
+    found = sorted(sdists.glob("llama_cpp_python-0.3.36.tar.gz"))
+    if len(found) != 1:
+        sys.exit(f"fetch_models: expected llama_cpp_python-0.3.36.tar.gz in {sdists}")
+    dest.mkdir(parents=True, exist_ok=True)
+    if stamp.exists():
+        stamp.unlink()
+    lines = []
+    with tarfile.open(found[0]) as tf:
+        for m in tf.getmembers():
+            if not (m.isfile() and m.name.startswith(VOCAB_PREFIX)) or "/" in m.name[len(VOCAB_PREFIX):]:
+                continue
+            name = m.name.rsplit("/", 1)[1]
+            with tf.extractfile(m) as src, open(dest / name, "wb") as out:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    out.write(block)
+            lines.append(f"{name} {m.size}")
+    if not lines:
+        sys.exit(f"fetch_models: {found[0]} holds no {VOCAB_PREFIX}* files")
+    stamp.write_text("\n".join(lines) + "\n")
+    print(f"fetch_models: {dest} ({len(lines)} files of llama.cpp's suite)")
 
 
 def main(cache):
@@ -66,6 +114,7 @@ def main(cache):
                 sys.exit(f"fetch_models: {name}: assembled sha256 {got}, expected {want}")
             tmp.rename(final)
         print(f"fetch_models: {final} ({final.stat().st_size} bytes, sha256 {want[:12]}...)")
+    fetch_vocab(cache)
 
 
 if __name__ == "__main__":

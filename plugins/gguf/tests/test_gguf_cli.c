@@ -409,7 +409,7 @@ START_TEST(gemma_mini_host_encoder)
 END_TEST
 
 /* A GGUF whose tokenizer the reader cannot rebuild (llama3's vocabulary with
- * pre type falcon): inspect reports it and exits 0; convert refuses naming
+ * pre type dbrx): inspect reports it and exits 0; convert refuses naming
  * both ways out, and each way out works, with the host's one warning only
  * where the output really gets no tokenizer.json; forward --text refuses,
  * forward --tokens runs; verify's model check says why it used fixed ids. */
@@ -419,7 +419,7 @@ START_TEST(tokenizer_refused_ways_out)
     cJSON *j;
     qbt_result r;
     snprintf(src, sizeof(src), "%s/bad.gguf", tmp);
-    gen_tok("llama3", "falcon", src);
+    gen_tok("llama3", "dbrx", src);
     /* a tokenizer directory to hand over: gemma-mini's */
     snprintf(tokdir, sizeof(tokdir), "%s/gemma-mini", QB_TOKENIZER_DATA);
     {
@@ -427,7 +427,7 @@ START_TEST(tokenizer_refused_ways_out)
         qbt_run(&r, argv);
         ck_assert_msg(r.status == 0, "inspect exit %d: %s", r.status, r.err);
         ck_assert_int_eq(qbt_count_lines(r.out, "tokenizer: refused: "), 1);
-        ck_assert_msg(strstr(r.out, "\"falcon\"") && strstr(r.out, "option tokenizer=skip") &&
+        ck_assert_msg(strstr(r.out, "\"dbrx\"") && strstr(r.out, "option tokenizer=skip") &&
                           strstr(r.out, "--tokenizer DIR") && strstr(r.out, "not rebuilt (refused)"),
                       "%s", r.out);
         qbt_result_free(&r);
@@ -439,7 +439,7 @@ START_TEST(tokenizer_refused_ways_out)
         j = cJSON_Parse(r.out);
         ck_assert_ptr_nonnull(j);
         ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "tokenizer_state")->valuestring, "refused");
-        ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItemCaseSensitive(j, "tokenizer_note")->valuestring, "falcon"));
+        ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItemCaseSensitive(j, "tokenizer_note")->valuestring, "dbrx"));
         ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "tokenizer_dir"));
         cJSON_Delete(j);
         qbt_result_free(&r);
@@ -456,7 +456,7 @@ START_TEST(tokenizer_refused_ways_out)
         const char *argv[] = {"convert", "--source", src, "--output", out, "--writer", "hf-dense", NULL};
         qbt_run(&r, argv);
         ck_assert_int_eq(r.status, 1);
-        ck_assert_msg(strstr(r.err, "\"falcon\"") && strstr(r.err, "option tokenizer=skip") &&
+        ck_assert_msg(strstr(r.err, "\"dbrx\"") && strstr(r.err, "option tokenizer=skip") &&
                           strstr(r.err, "or give the tokenizer files with --tokenizer DIR"),
                       "%s", r.err);
         ck_assert(!qbt_exists(out));
@@ -503,7 +503,7 @@ START_TEST(tokenizer_refused_ways_out)
         const char *argv[] = {"forward", "--model", src, "--text", "hi", "--print-tokens", NULL};
         qbt_run(&r, argv);
         ck_assert_int_eq(r.status, 1);
-        ck_assert_msg(strstr(r.err, "\"falcon\"") && strstr(r.err, "--tokenizer DIR"), "%s", r.err);
+        ck_assert_msg(strstr(r.err, "\"dbrx\"") && strstr(r.err, "--tokenizer DIR"), "%s", r.err);
         qbt_result_free(&r);
     }
     snprintf(path, sizeof(path), "%s/logits.safetensors", tmp);

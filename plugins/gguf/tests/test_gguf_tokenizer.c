@@ -287,9 +287,9 @@ static void expect_refused(const char *model, const char *pre, const char *needl
 
 START_TEST(test_unknown_pre_refused)
 {
-    /* falcon: a llama.cpp pre type with no exact HF Split form here;
+    /* dbrx: a llama.cpp pre type with no exact HF Split form here;
      * gpt2: no llama.cpp pre type at all (llama.cpp's name is gpt-2). */
-    expect_refused("gpt2", "falcon", "\"falcon\"");
+    expect_refused("gpt2", "dbrx", "\"dbrx\"");
     expect_refused("gpt2", "gpt2", "\"gpt2\"");
 }
 END_TEST
@@ -332,6 +332,77 @@ START_TEST(test_other_models_refused)
     expect_refused("t5", NULL, "\"t5\"");
     expect_refused("bert", NULL, "\"bert\"");
     expect_refused("rwkv", NULL, "\"rwkv\"");
+}
+END_TEST
+
+/* A gemma4 vocabulary: "a", "b", runs of 1-3 newlines, "<bos>" (control),
+ * "\u2581a", with merges `merges`; add_bos_token stated false. */
+static char *gemma4_gguf(const char *const *merges, size_t n_merges)
+{
+    const char *dir = qbt_scratch("gguf-tok-gemma4");
+    static const char *toks[] = {"a", "b", "\n", "\n\n", "\n\n\n", "<bos>", "\xe2\x96\x81" "a"};
+    static const int32_t types[] = {1, 1, 1, 1, 1, 3, 1};
+    qbt_gguf *g;
+    char *path = tiny_gguf(dir, 7, &g);
+    ck_assert_int_eq(qbt_gguf_kv_str(g, "tokenizer.ggml.model", "gemma4"), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.tokens", 7, toks), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_i32(g, "tokenizer.ggml.token_type", 7, types), 0);
+    ck_assert_int_eq(qbt_gguf_kv_arr_str(g, "tokenizer.ggml.merges", n_merges, merges), 0);
+    ck_assert_int_eq(qbt_gguf_kv_u32(g, "tokenizer.ggml.bos_token_id", 5), 0);
+    ck_assert_int_eq(qbt_gguf_kv_bool(g, "tokenizer.ggml.add_bos_token", 0), 0);
+    ck_assert_int_eq(qbt_gguf_save(g, NULL, path), 0);
+    qbt_gguf_free(g);
+    return path;
+}
+
+/* gemma4 (docs/formats/gguf.md "Tokenizer"): spaces to U+2581 without a
+ * prefix, newline runs split off, the stored merges, byte fallback, BOS
+ * always (llama.cpp overrides a false add_bos_token for gemma4); and a
+ * newline-run token its merges do not make whole is refused by name
+ * (llama.cpp takes it whole, a tokenizer.json BPE could not). */
+START_TEST(test_gemma4_rebuilt)
+{
+    static const char *good[] = {"\xe2\x96\x81 a", "\n \n", "\n\n \n"};
+    static const char *bad[] = {"\xe2\x96\x81 a", "\n \n"};
+    char *path = gemma4_gguf(good, 3), *fp, *text;
+    gguf_reader *r = NULL;
+    qb_model_info info;
+    const cJSON *m, *o;
+    cJSON *j;
+    ck_assert_msg(gguf_reader_open(qbt_host(), path, &r) == QB_OK, "%s", qbt_host_last_error());
+    memset(&info, 0, sizeof(info));
+    info.struct_size = sizeof(info);
+    ck_assert_int_eq(gguf_reader_vtable()->get_model_info(r, &info), QB_OK);
+    fp = qbt_path(info.tokenizer_dir, "tokenizer.json");
+    text = qbt_read_file(fp, NULL);
+    ck_assert_ptr_nonnull(text);
+    j = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(j);
+    o = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "type")->valuestring, "Replace");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "content")->valuestring, "\xe2\x96\x81");
+    o = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "type")->valuestring, "Split");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "pattern"), "Regex")->valuestring,
+                     "[^\\n]+|[\\n]+");
+    m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "byte_fallback")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(m, "ignore_merges")));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "merges")), 3);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "vocab")), 7);
+    o = cJSON_GetObjectItemCaseSensitive(j, "post_processor");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "type")->valuestring, "TemplateProcessing");
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "special_tokens"), "<bos>"));
+    cJSON_Delete(j);
+    free(text);
+    free(fp);
+    gguf_reader_close(r);
+    free(path);
+
+    path = gemma4_gguf(bad, 2);
+    ck_assert_int_eq(gguf_reader_open(qbt_host(), path, &r), QB_E_UNSUPPORTED);
+    ck_assert_msg(strstr(qbt_host_last_error(), "token 4 (a run of 3 newlines)"), "%s", qbt_host_last_error());
+    free(path);
 }
 END_TEST
 
@@ -510,6 +581,18 @@ static const pre_case pre_cases[] = {
      {"\\p{N}{1,3}",
       "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+",
       "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+      NULL},
+     0, 0, 0},
+    {"mpt", {NULL}, 0, 1, 0},
+    {"falcon",
+     {"[\\p{P}\\$\\+<=>\\^~\\|`]+",
+      "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+      "[0-9][0-9][0-9]",
+      NULL},
+     0, 0, 0},
+    {"qwen35",
+     {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+["
+      "\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
       NULL},
      0, 0, 0},
     {"tekken",
@@ -922,6 +1005,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_missing_pre_refused);
     tcase_add_test(tc, test_add_sep_refused);
     tcase_add_test(tc, test_other_models_refused);
+    tcase_add_test(tc, test_gemma4_rebuilt);
     tcase_add_test(tc, test_summary_names_tokenizer);
     tcase_add_test(tc, test_generation_config_eos_list);
     tcase_add_test(tc, test_pre_types_are_upstream_regexes);
