@@ -30,6 +30,7 @@
  *   stale.c       leftover temp dirs of dead runs: proof and removal
  *   probe_fork.c  probing an untrusted plugin in a forked child
  *   testhooks.c   test-only fault hooks read from the environment
+ *   objects.c     live host-service objects by maker (plugin-check's leaks)
  *   progress.c    progress display
  *   plan.c        the writer's plan of a conversion (convert --dry-run)
  *   build_info.c  configure-time facts (--version, verify's report)
@@ -716,6 +717,23 @@ void qbh_fatal_install(void);
  * thread only. */
 void qbh_fatal_arm(const char *tmp_path);
 
+/* ---- objects.c ------------------------------------------------------------ */
+
+/* Live host-service objects (JSON trees, directory listings) with the
+ * plugin call that made each: plugin-check's leak accounting. Off until
+ * qbh_objects_track(1); every call below is then thread-safe. */
+void qbh_objects_track(int on);
+/* The plugin call running now ("begin", "write_tensor NAME", "open"),
+ * recorded with each object made from here on; NULL or "": none. */
+void qbh_objects_set_call(const char *call);
+/* obj was made by the service `what` ("JSON tree from json->parse"). */
+void qbh_objects_add(const void *obj, const char *what);
+/* obj was released, or moved into another tree (no longer a root). */
+void qbh_objects_remove(const void *obj);
+/* How many are live; their descriptions, "; "-separated, into buf. */
+size_t qbh_objects_live(void);
+size_t qbh_objects_describe(char *buf, size_t cap);
+
 /* ---- testhooks.c ---------------------------------------------------------- */
 
 /* TEST-ONLY hooks, read once from the environment by qbh_testhooks_init
@@ -744,6 +762,31 @@ size_t qbh_testhook_write_allow(size_t want);
 void qbh_testhook_tensor_done(size_t k);
 /* Called at the end of convert: the allocation report, when enabled. */
 void qbh_testhooks_report(void);
+
+/* One injected failure (plugin-check's fault runs): the k-th call (from
+ * 0, counted from the arm) of a family fails as the real call would fail
+ * (an I/O error, or NULL where the service answers NULL for no memory),
+ * with a message saying it was injected. Families: each of the sink's
+ * calls (create, write, close) and every other fallible host service
+ * (read_small_file, list_dir, the JSON service's parse, constructors, add,
+ * append and emit, parallel_for, and the 1.3 services). Before the first
+ * arm nothing is counted. Thread-safe. */
+typedef enum qbh_fault_family {
+    QBH_FAULT_CREATE = 0, /* sink->create */
+    QBH_FAULT_WRITE,      /* sink->write */
+    QBH_FAULT_CLOSE,      /* sink->close */
+    QBH_FAULT_SERVICE,    /* every other fallible host service */
+    QBH_FAULT_FAMILIES,
+} qbh_fault_family;
+/* Counts from 0 again; call k fails (k < 0: counts, fails none). */
+void qbh_testhook_fault_arm(qbh_fault_family fam, long k);
+/* Called by each fallible call before it acts: 1 when this one must fail
+ * (its name, e.g. "sink->create", is kept for qbh_testhook_fault_hit). */
+int qbh_testhook_fault(qbh_fault_family fam, const char *call);
+/* Calls of the family since the arm. */
+long qbh_testhook_fault_calls(qbh_fault_family fam);
+/* The call made to fail since the arm, or NULL when none was reached. */
+const char *qbh_testhook_fault_hit(qbh_fault_family fam);
 
 /* ---- signals.c / progress.c ---------------------------------------------- */
 

@@ -2,11 +2,15 @@
  * `quantbridge plugin-check` through the built binary.
  *
  * Case "own" (test_plugin_check): the plugins of this folder's
- * CMakeLists.txt -- the good fake reader+writer and the frozen ABI 1.0
- * plugin pass every check; each broken one fails the check that catches it
- * with the reason (a crashing or hanging probe, an ABI-2-only entry, a
- * plugin that needs a newer ABI, a finish that leaks host memory always or
- * when it fails, a writer that crashes when the sink fails); usage errors
+ * CMakeLists.txt -- the good fake reader+writer, the frozen ABI 1.0
+ * plugin and the good planted-bug plugin pass every check; each broken one
+ * fails the check that catches it with the reason (a crashing or hanging
+ * probe, an ABI-2-only entry, a plugin that needs a newer ABI, a finish
+ * that leaks host memory always or when it fails, a writer that crashes
+ * when the sink fails, and the planted-bug corpus of planted_plugin.c:
+ * buffer overruns in serial reads, leaked JSON trees and listings, wrong
+ * output values, ignored sink and service failures, a plan that crashes,
+ * refuses, lies about its bytes or leaves a tensor out); usage errors
  * exit 2.
  * Case "shipped" (test_plugin_check_<plugin>, one per plugins/ folder):
  * $QBT_PC_LIB passes every check, with a sample written by the project's
@@ -126,6 +130,8 @@ static void assert_all_pass(const qbt_result *r)
         "load", "descriptor", "options", "probe-file", "probe-dir", "probe-empty",
         "probe-missing", "probe-random", "probe-truncated", "probe-sample", "reader-open",
         "reader-rows", "reader-close", "writer-convert", "writer-sink-fail", "writer-alloc-fail",
+        "writer-sink-create-fail", "writer-sink-write-fail", "writer-sink-close-fail",
+        "writer-service-fail",
     };
     char neg[32];
     size_t i;
@@ -316,6 +322,7 @@ START_TEST(usage_errors_exit_2)
         (const char *const[]){"--sample", "/nonexistent/model", lib, NULL},
         (const char *const[]){"/nonexistent/libqb_x.so", NULL},
         (const char *const[]){"--frobnicate", lib, NULL},
+        (const char *const[]){lib, "--keep-output", NULL},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -333,6 +340,102 @@ START_TEST(usage_errors_exit_2)
         ck_assert(strstr(r.out, "usage: quantbridge plugin-check LIB"));
         qbt_result_free(&r);
     }
+    free(lib);
+}
+END_TEST
+
+/* ---- the planted-bug corpus (planted_plugin.c) -------------------------------- */
+
+/* A file the planted-bug plugin's reader reads (its PBMODEL sample). */
+static char *pb_sample(void)
+{
+    char *p = qbt_path(qbt_scratch("pc-pb"), "sample.pb");
+    qbt_write_file(p, "PBMODEL\n");
+    return p;
+}
+
+START_TEST(planted_good_plugin_passes_every_check)
+{
+    char *lib = test_lib("pc_pb"), *sample = pb_sample();
+    char *keep = qbt_path(qbt_scratch("pc-pb-keep"), "out"), *mpb = qbt_path(keep, "model.pb");
+    qbt_result r;
+    plugin_check(&r, (const char *const[]){lib, "--sample", sample, "--keep-output", keep, NULL});
+    assert_all_pass(&r);
+    assert_line(&r, "PASS", "reader-grid", "1 grids well formed");
+    assert_line(&r, "PASS", "writer-plan", "12 entries for the 12 tensors");
+    assert_line(&r, "PASS", "writer-readback", "12 tensors read back through reader pc-pb");
+    assert_line(&r, "PASS", "writer-readback", "output kept in");
+    assert_line(&r, "PASS", "writer-sink-create-fail", "sink->create call 1..");
+    assert_line(&r, "PASS", "writer-sink-close-fail", "sink->close call 1..");
+    assert_line(&r, "PASS", "writer-service-fail", "host service call 1..");
+    qbt_result_free(&r);
+    /* the kept output is a pb model: the plugin's own reader checks it */
+    ck_assert_msg(access(mpb, R_OK) == 0, "--keep-output left no %s", mpb);
+    plugin_check(&r, (const char *const[]){lib, "--sample", keep, NULL});
+    assert_line(&r, "PASS", "reader-open", "12 tensors");
+    assert_line(&r, "PASS", "reader-close", NULL);
+    qbt_result_free(&r);
+    /* a kept output directory that is not empty is a usage error */
+    plugin_check(&r, (const char *const[]){lib, "--keep-output", keep, NULL});
+    ck_assert_msg(r.status == 2, "exit %d:\n%s%s", r.status, r.out, r.err);
+    ck_assert_msg(strstr(r.err, "not empty"), "%s", r.err);
+    qbt_result_free(&r);
+    free(mpb);
+    free(keep);
+    free(sample);
+    free(lib);
+}
+END_TEST
+
+/* One planted bug: the plugin fails `check` with a line that says `says`
+ * (and `says2` when not NULL), and plugin-check exits 1. */
+typedef struct planted {
+    const char *id;     /* libqb_<id>.so */
+    const char *check;
+    const char *says, *says2;
+} planted;
+
+static const planted planted_bugs[] = {
+    {"pc_pb_row_overflow", "reader-rows", "read_rows [0, +16) wrote past the end of the rows "
+     "buffer it was given", "a buffer overrun by read_rows"},
+    {"pc_pb_scales_overflow", "reader-grid", "read_grid [0, +32) wrote past the end of the "
+     "scales buffer it was given", "a buffer overrun by read_grid"},
+    {"pc_pb_reader_json_leak", "reader-close", "close left 1 host-service object(s) live",
+     "JSON tree from json->parse during open"},
+    {"pc_pb_writer_json_leak", "writer-convert", "1 host-service object(s) left live",
+     "JSON tree from json->new_object during finish"},
+    {"pc_pb_listing_leak", "writer-convert", "1 host-service object(s) left live",
+     "directory listing from list_dir during begin"},
+    {"pc_pb_wrong_values", "writer-readback", "model.layers.0.self_attn.q_proj.weight is wrong",
+     "farther from the source than nearest rounding"},
+    {"pc_pb_ignore_create", "writer-sink-create-fail", "sink->create call 1 of",
+     "the conversion succeeded although sink->create failed"},
+    {"pc_pb_ignore_close", "writer-sink-close-fail", "sink->close call 1 of",
+     "the conversion succeeded although sink->close failed"},
+    {"pc_pb_ignore_emit", "writer-service-fail", "(json->emit) failed",
+     "the conversion succeeded although json->emit failed"},
+    {"pc_pb_plan_crash", "writer-plan", "crashed with SIGSEGV", "(while plan)"},
+    {"pc_pb_plan_bytes", "writer-plan", "plan promises 1707008 bytes of tensor data",
+     "the sink received"},
+    {"pc_pb_plan_missing", "writer-plan", "plan has no entry for lm_head.weight", NULL},
+    {"pc_pb_plan_refuses", "writer-plan", "plan refused the generated model",
+     "pb writer: plan: llama is not supported"},
+};
+
+START_TEST(planted_bug_fails_with_its_reason)
+{
+    const planted *b = &planted_bugs[_i];
+    char *lib = test_lib(b->id), *sample = pb_sample();
+    qbt_result r;
+    plugin_check(&r, (const char *const[]){lib, "--sample", sample, NULL});
+    ck_assert_msg(r.status == 1, "%s: exit %d:\n%s", b->id, r.status, r.out);
+    assert_line(&r, "FAIL", b->check, b->says);
+    if (b->says2)
+        assert_line(&r, "FAIL", b->check, b->says2);
+    /* the checks before the bug's pass: it is that check that names it */
+    assert_line(&r, "PASS", "descriptor", NULL);
+    qbt_result_free(&r);
+    free(sample);
     free(lib);
 }
 END_TEST
@@ -436,7 +539,15 @@ START_TEST(shipped_plugin_passes_every_check)
     if (writer) {
         assert_line(&r, "PASS", "writer-convert", NULL);
         assert_line(&r, "PASS", "writer-sink-fail", NULL);
+        assert_line(&r, "PASS", "writer-sink-create-fail", NULL);
+        assert_line(&r, "PASS", "writer-sink-write-fail", NULL);
+        assert_line(&r, "PASS", "writer-sink-close-fail", NULL);
         assert_line(&r, "PASS", "writer-alloc-fail", NULL);
+        assert_line(&r, "PASS", "writer-service-fail", NULL);
+        /* the shipped writers state a plan and name their own reader */
+        assert_line(&r, line_of(r.out, "SKIP", "writer-plan") ? "SKIP" : "PASS", "writer-plan",
+                    NULL);
+        assert_line(&r, "PASS", "writer-readback", "pass verify's rules");
     }
     qbt_result_free(&r);
     free(sample);
@@ -460,6 +571,9 @@ Suite *qbt_suite(void)
     tcase_add_test(own, writer_crashing_on_sink_failure_fails);
     tcase_add_test(own, not_a_shared_object_fails_to_load);
     tcase_add_test(own, usage_errors_exit_2);
+    tcase_add_test(own, planted_good_plugin_passes_every_check);
+    tcase_add_loop_test(own, planted_bug_fails_with_its_reason, 0,
+                        (int)(sizeof planted_bugs / sizeof planted_bugs[0]));
     tcase_add_test(shipped, shipped_plugin_passes_every_check);
     suite_add_tcase(s, own);
     suite_add_tcase(s, shipped);
