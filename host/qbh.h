@@ -152,6 +152,10 @@ typedef struct qbh_config {
     size_t n_plugins;
     qbh_conf_layer *layers;   /* every layer consulted, in reading order */
     size_t n_layers;
+    int main_trusts;     /* the main file may say trusted=true: it is the
+                            installation's, or named with --config (or given
+                            to qbh_config_load); not $QUANTBRIDGE_CONFIG's,
+                            not the user's own */
 } qbh_config;
 
 /* Short name of a layer kind ("built-in", "user", "config-dir",
@@ -705,13 +709,43 @@ int qbh_outdir_reap_stale(const char *output);
 
 /* ---- fatal.c -------------------------------------------------------------- */
 
-/* Installs a SIGBUS handler: a mapped source that shrank while being read
- * faults on access (mmap(2): SIGBUS beyond the end of the file). The
- * handler prints "quantbridge: error: source file changed or truncated
- * while reading (SIGBUS at address X)", removes the armed temporary
- * directory (flat: the sink creates plain names only) with async-signal-
- * safe calls and _exits 1. Idempotent. */
+/* Installs the fault handlers. SIGBUS: a mapped source that shrank while
+ * being read faults on access (mmap(2): SIGBUS beyond the end of the
+ * file); the handler prints "quantbridge: error: source file changed or
+ * truncated while reading (SIGBUS at address X)", with ", in plugin NAME
+ * VERSION, CALL" when a plugin call is in progress. SIGSEGV, SIGFPE,
+ * SIGILL, SIGABRT inside a plugin call (qbh_call_enter): "quantbridge:
+ * error: plugin NAME VERSION crashed with SIGSEGV in CALL"; outside any
+ * plugin call the default action runs (a host bug keeps its core dump and
+ * sanitizer report). Either way, when a plugin was named, the armed
+ * temporary directory (flat: the sink creates plain names only) is
+ * removed with async-signal-safe calls (", temporary output removed") and
+ * the process _exits 1: one line. An alternate signal stack lets a stack
+ * overflow on the main thread be named too. Idempotent. Main thread. */
 void qbh_fatal_install(void);
+
+/* A plugin call in progress on the calling thread, for the fault handler:
+ * plugin, version, call ("read_rows") and detail (a tensor name, or NULL),
+ * all valid until qbh_call_leave. Marks nest (a reader's read_rows inside a
+ * writer's write_tensor); a fault on a thread with no mark of its own (a
+ * pool worker running a writer's parallel_for) is named by the main
+ * thread's innermost mark. Stack storage; enter and leave in pairs on one
+ * thread. */
+typedef struct qbh_call_mark {
+    const char *plugin, *version, *call, *detail;
+    struct qbh_call_mark *prev;
+} qbh_call_mark;
+void qbh_call_enter(qbh_call_mark *m, const struct qbh_plugin *p, const char *call,
+                    const char *detail);
+void qbh_call_leave(qbh_call_mark *m);
+/* stmt (one plugin call) between qbh_call_enter and qbh_call_leave. */
+#define QBH_CALL(p, call, detail, stmt)                                                        \
+    do {                                                                                       \
+        qbh_call_mark qbh_m_;                                                                  \
+        qbh_call_enter(&qbh_m_, (p), (call), (detail));                                        \
+        stmt;                                                                                  \
+        qbh_call_leave(&qbh_m_);                                                               \
+    } while (0)
 /* Arms (path non-NULL: copied into a static buffer; longer than PATH_MAX
  * is ignored) or disarms (NULL) the directory the handler removes. Main
  * thread only. */

@@ -31,14 +31,24 @@
  *   PB_PLAN_BYTES        plan promises twice the bytes it writes
  *   PB_PLAN_MISSING      plan leaves the last tensor out
  *   PB_PLAN_REFUSES      plan refuses the model begin then converts
+ *
+ * PB_CRASH_FROM_ENV builds the correct plugin with a fault on demand, for
+ * the host's fault handler (host/fatal.c): the call named by $PB_CRASH_IN
+ * ("open", "read_rows", "write_tensor", ... every reader and writer
+ * vtable call) faults with $PB_CRASH_SIG (SEGV, the default: a real
+ * invalid access; BUS, FPE, ILL, ABRT); $PB_FAIL_WRITE=1 makes
+ * write_tensor fail, so that abort is called.
  */
 #include <quantbridge/quantbridge.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(PB_PLAN_CRASH)
+#if defined(PB_PLAN_CRASH) || defined(PB_CRASH_FROM_ENV)
 #include <sys/mman.h>
+#endif
+#if defined(PB_CRASH_FROM_ENV)
+#include <signal.h>
 #endif
 
 #ifndef PB_NAME
@@ -48,6 +58,29 @@
 #define PB_GROUP 16
 
 static const qb_host *H;
+
+#if defined(PB_CRASH_FROM_ENV)
+/* Faults when $PB_CRASH_IN names this call. */
+static void crash_point(const char *call)
+{
+    const char *in = getenv("PB_CRASH_IN"), *sig = getenv("PB_CRASH_SIG");
+    if (!in || strcmp(in, call) != 0)
+        return;
+    if (!sig || strcmp(sig, "SEGV") == 0) {
+        volatile int *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED)
+            *p = 1;
+    } else if (strcmp(sig, "ILL") == 0) {
+        __builtin_trap();
+    } else if (strcmp(sig, "ABRT") == 0) {
+        abort();
+    }
+    raise(strcmp(sig ? sig : "", "BUS") == 0 ? SIGBUS : strcmp(sig ? sig : "", "FPE") == 0
+                                                            ? SIGFPE : SIGSEGV);
+}
+#else
+#define crash_point(call) ((void)0)
+#endif
 
 /* ---- the reader ----------------------------------------------------------- */
 
@@ -103,6 +136,7 @@ static int pb_probe(void *ctx, const qb_probe_input *in)
 {
     size_t i;
     (void)ctx;
+    crash_point("probe");
     if (in->head && in->head_len >= 7 && memcmp(in->head, "PBMODEL", 7) == 0)
         return 100;
     for (i = 0; in->is_dir && in->siblings && in->siblings[i]; i++)
@@ -115,6 +149,7 @@ static void pb_close(qb_reader_handle h)
 {
     pb_reader *r = h;
     size_t i;
+    crash_point("close");
     for (i = 0; i < r->n; i++)
         H->free(H, r->t[i].data);
     H->free(H, r->config);
@@ -198,6 +233,7 @@ static qb_status pb_open(void *ctx, const char *path, const qb_param *params,
     (void)ctx;
     (void)params;
     *out = NULL;
+    crash_point("open");
     snprintf(file, sizeof file, "%s", path);
     rc = H->read_small_file(H, file, 1 << 20, &data, &len);
     if (rc == QB_E_IO) {
@@ -247,6 +283,7 @@ static qb_status pb_open(void *ctx, const char *path, const qb_param *params,
 static qb_status pb_model_info(qb_reader_handle h, qb_model_info *mi)
 {
     pb_reader *r = h;
+    crash_point("get_model_info");
     mi->architecture = "llama";
     mi->config_json = r->config;
     mi->generation_config_json = NULL;
@@ -261,6 +298,7 @@ static qb_status pb_model_info(qb_reader_handle h, qb_model_info *mi)
 static qb_status pb_tensor_info(qb_reader_handle h, size_t i, qb_tensor_info *ti)
 {
     pb_reader *r = h;
+    crash_point("get_tensor_info");
     if (i >= r->n)
         return H->set_error(H, QB_E_RANGE, "pb: tensor %zu", i);
     ti->name = r->t[i].name;
@@ -280,6 +318,7 @@ static qb_status pb_read_rows(qb_reader_handle h, size_t i, int64_t row0, int64_
     pb_reader *r = h;
     const pb_tensor *t = &r->t[i];
     int64_t cols = cols_of(t), rows = rows_of(t), rr, c, last = n_rows;
+    crash_point("read_rows");
 #if defined(PB_ROW_OVERFLOW)
     last = n_rows + 1; /* the bug: one row too many, into memory past dst */
 #endif
@@ -294,6 +333,7 @@ static qb_status pb_read_rows(qb_reader_handle h, size_t i, int64_t row0, int64_
 static qb_status pb_grid_info(qb_reader_handle h, size_t i, qb_grid_info *gi)
 {
     pb_reader *r = h;
+    crash_point("get_grid_info");
     if (i >= r->n || !r->t[i].grid)
         return H->set_error(H, QB_E_UNSUPPORTED, "pb: tensor %zu has no grid", i);
     gi->bits = 4;
@@ -311,6 +351,7 @@ static qb_status pb_read_grid(qb_reader_handle h, size_t i, int64_t row0, int64_
     pb_reader *r = h;
     int64_t cols = cols_of(&r->t[i]), ng = (cols + PB_GROUP - 1) / PB_GROUP, rr, c, g;
     int64_t scale_rows = n_rows;
+    crash_point("read_grid");
 #if defined(PB_SCALES_OVERFLOW)
     scale_rows = n_rows + 1; /* the bug: one row of scales too many */
 #endif
@@ -326,9 +367,39 @@ static qb_status pb_read_grid(qb_reader_handle h, size_t i, int64_t row0, int64_
     return QB_OK;
 }
 
+/* The stored view: each tensor as stored (float32 files, or the sample's
+ * computed values). */
+static qb_status pb_raw_info(qb_reader_handle h, size_t i, qb_raw_tensor_info *out)
+{
+    pb_reader *r = h;
+    crash_point("get_raw_tensor_info");
+    if (i >= r->n)
+        return QB_E_RANGE;
+    out->name = r->t[i].name;
+    out->type = r->t[i].grid ? "int4" : "f32";
+    out->n_dims = r->t[i].n_dims;
+    out->dims[0] = r->t[i].dims[0];
+    out->dims[1] = r->t[i].dims[1];
+    out->n_bytes = (uint64_t)(rows_of(&r->t[i]) * cols_of(&r->t[i])) * (r->t[i].grid ? 1 : 4);
+    out->canonical = (int64_t)i;
+    return QB_OK;
+}
+
+static qb_status pb_metadata(qb_reader_handle h, size_t i, qb_meta_entry *out)
+{
+    (void)h;
+    crash_point("get_metadata");
+    if (i > 0)
+        return QB_E_RANGE;
+    out->key = "pb.version";
+    out->type = "string";
+    snprintf(out->value, out->value_cap, "1");
+    return QB_OK;
+}
+
 static const qb_reader_vtable pb_reader_vt = {
-    sizeof(qb_reader_vtable), pb_probe,    pb_open,      pb_close, pb_model_info, pb_tensor_info,
-    pb_read_rows,             pb_grid_info, pb_read_grid, NULL,     NULL,
+    sizeof(qb_reader_vtable), pb_probe,    pb_open,      pb_close,    pb_model_info, pb_tensor_info,
+    pb_read_rows,             pb_grid_info, pb_read_grid, pb_raw_info, pb_metadata,
 };
 
 /* ---- the writer ----------------------------------------------------------- */
@@ -343,6 +414,7 @@ typedef struct pb_writer {
 static int pb_supports(void *ctx, const qb_model_info *mi)
 {
     (void)ctx;
+    crash_point("supports");
     if (strcmp(mi->architecture, "llama") != 0) {
         H->set_error(H, QB_E_UNSUPPORTED, "pb writer knows only llama");
         return 0;
@@ -382,6 +454,7 @@ static qb_status pb_begin(void *ctx, const qb_sink *sink, const qb_model_src *sr
     (void)ctx;
     (void)params;
     *out = NULL;
+    crash_point("begin");
     w = H->alloc(H, sizeof *w);
     if (!w)
         return H->set_error(H, QB_E_NOMEM, "pb writer: out of memory");
@@ -410,6 +483,11 @@ static qb_status pb_write_tensor(qb_writer_handle h, size_t index)
     int64_t rows, cols;
     char name[32];
     qb_status rc = w->src->tensor_info(w->src->handle, index, &ti);
+    crash_point("write_tensor");
+#if defined(PB_CRASH_FROM_ENV)
+    if (getenv("PB_FAIL_WRITE"))
+        return H->set_error(H, QB_E_IO, "pb writer: asked to fail ($PB_FAIL_WRITE)");
+#endif
     if (rc)
         return rc;
     rows = qb_tensor_rows(ti);
@@ -422,6 +500,26 @@ static qb_status pb_write_tensor(qb_writer_handle h, size_t index)
     if (rc == QB_OK && index == 2)
         buf[0] += 0.5f; /* the bug: an off-by-something in the packing */
 #endif
+    if (rc == QB_OK && ti->has_grid) {
+        /* the grid is read too (and checked against the rows nowhere: this
+         * writer stores floats), so that a source's grid calls are made */
+        qb_grid_info gi;
+        memset(&gi, 0, sizeof gi);
+        gi.struct_size = sizeof gi;
+        rc = w->src->get_grid_info(w->src->handle, index, &gi);
+        if (rc == QB_OK) {
+            size_t ng = gi.n_groups;
+            qb_grid_rows gr = {sizeof gr, H->alloc(H, (size_t)cols), H->alloc(H, ng * 4),
+                               H->alloc(H, ng * 4)};
+            if (!gr.codes || !gr.scales || !gr.zeros)
+                rc = H->set_error(H, QB_E_NOMEM, "pb writer: out of memory");
+            else
+                rc = w->src->read_grid(w->src->handle, index, 0, 1, &gr);
+            H->free(H, gr.codes);
+            H->free(H, gr.scales);
+            H->free(H, gr.zeros);
+        }
+    }
     snprintf(name, sizeof name, "t%zu.f32", index);
     if (rc == QB_OK)
         rc = put_file(w->sink, name, buf, (size_t)(rows * cols) * sizeof(float));
@@ -472,6 +570,7 @@ static qb_status pb_finish(qb_writer_handle h)
 {
     pb_writer *w = h;
     const char *cfg = w->src->info->config_json;
+    crash_point("finish");
     qb_status rc = put_file(w->sink, "model.pb", w->index, w->used);
     if (rc == QB_OK)
         rc = put_file(w->sink, "config.json", cfg, strlen(cfg));
@@ -483,6 +582,7 @@ static qb_status pb_finish(qb_writer_handle h)
 
 static void pb_abort(qb_writer_handle h)
 {
+    crash_point("abort");
     H->free(H, h);
 }
 
@@ -492,6 +592,7 @@ static qb_status pb_plan(void *ctx, const qb_model_src *src, const qb_param *par
     size_t i, n = src->info->n_tensors;
     (void)ctx;
     (void)params;
+    crash_point("plan");
 #if defined(PB_PLAN_CRASH)
     {
         /* the bug: a table it never allocated (a real invalid access) */

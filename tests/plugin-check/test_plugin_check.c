@@ -440,6 +440,116 @@ START_TEST(planted_bug_fails_with_its_reason)
 }
 END_TEST
 
+/* ---- a fault inside a plugin call (host/fatal.c) ------------------------------ */
+
+/* One crash of pc-pb-crash (planted_plugin.c, PB_CRASH_FROM_ENV): the call
+ * that faults, the signal, the command (the source's name at "SRC"), and
+ * whether the main file named with --config trusts it (in-process probe). */
+typedef struct crash_case {
+    const char *call, *sig;
+    const char *const *cmd;
+    int trusted, fail_write;
+    const char *says; /* the line's text after "quantbridge: error: " */
+} crash_case;
+
+#define CC_CONVERT ((const char *const[]){"convert", "--source", "SRC", "--output", "out", \
+                                           "--writer", "pc-pb-crash", NULL})
+#define CC_RAW ((const char *const[]){"inspect", "--raw", "SRC", NULL})
+#define CC_META ((const char *const[]){"inspect", "--metadata", "SRC", NULL})
+#define CC_SEGV(call, cmd, tr, fw, tensor) \
+    {call, "SEGV", cmd, tr, fw, "plugin pc-pb-crash 1.0.0 crashed with SIGSEGV in " call tensor}
+#define CC_Q " model.layers.0.self_attn.q_proj.weight"
+
+static const crash_case crash_cases[] = {
+    /* every reader vtable call */
+    CC_SEGV("probe", CC_CONVERT, 1, 0, ""),
+    CC_SEGV("open", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("get_model_info", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("get_tensor_info", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("read_rows", CC_CONVERT, 0, 0, " model.embed_tokens.weight"),
+    CC_SEGV("get_grid_info", CC_CONVERT, 0, 0, CC_Q),
+    CC_SEGV("read_grid", CC_CONVERT, 0, 0, CC_Q),
+    CC_SEGV("close", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("get_raw_tensor_info", CC_RAW, 0, 0, ""),
+    CC_SEGV("get_metadata", CC_META, 0, 0, ""),
+    /* every writer vtable call */
+    CC_SEGV("supports", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("plan", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("begin", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("write_tensor", CC_CONVERT, 0, 0, " model.embed_tokens.weight"),
+    CC_SEGV("finish", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("abort", CC_CONVERT, 0, 1, ""),
+    /* every fault signal */
+    {"read_rows", "FPE", CC_CONVERT, 0, 0,
+     "plugin pc-pb-crash 1.0.0 crashed with SIGFPE in read_rows model.embed_tokens.weight"},
+    {"read_rows", "ILL", CC_CONVERT, 0, 0,
+     "plugin pc-pb-crash 1.0.0 crashed with SIGILL in read_rows model.embed_tokens.weight"},
+    {"read_rows", "ABRT", CC_CONVERT, 0, 0,
+     "plugin pc-pb-crash 1.0.0 crashed with SIGABRT in read_rows model.embed_tokens.weight"},
+    {"read_rows", "BUS", CC_CONVERT, 0, 0,
+     ", in plugin pc-pb-crash 1.0.0, read_rows model.embed_tokens.weight"},
+};
+
+START_TEST(plugin_fault_ends_the_run_with_one_line)
+{
+    const crash_case *c = &crash_cases[_i];
+    char *work = qbt_mkdtemp("pc-crash"), *pdir = qbt_path(work, "plugins");
+    char *conf = qbt_path(pdir, "pc-pb-crash.conf"), *main_f = qbt_path(work, "main.conf");
+    char *lib = test_lib("pc_pb_crash"), *text, *env_in, *env_sig, *out = qbt_path(work, "out");
+    const char *argv[16];
+    const char *env[] = {NULL, NULL, "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:"
+                         "handle_sigill=0:handle_sigfpe=0:handle_abort=0:detect_leaks=0",
+                         c->fail_write ? "PB_FAIL_WRITE=1" : NULL, NULL};
+    size_t n = 0, k;
+    qbt_result r;
+    qbt_mkdir_p(pdir);
+    ck_assert(asprintf(&text, "[plugin:pc-pb-crash]\nlibrary=%s\n", lib) > 0);
+    qbt_write_file(conf, text);
+    qbt_write_file(main_f, "[plugin:pc-pb-crash]\ntrusted=true\n");
+    {
+        char *src = qbt_path(work, "src.pb");
+        qbt_write_file(src, "PBMODEL\n");
+        free(src);
+    }
+    ck_assert(asprintf(&env_in, "PB_CRASH_IN=%s", c->call) > 0);
+    ck_assert(asprintf(&env_sig, "PB_CRASH_SIG=%s", c->sig) > 0);
+    env[0] = env_in;
+    env[1] = env_sig;
+    argv[n++] = "--plugin-dir";
+    argv[n++] = pdir;
+    if (c->trusted) {
+        argv[n++] = "--config";
+        argv[n++] = main_f;
+    }
+    for (k = 0; c->cmd[k]; k++)
+        argv[n++] = strcmp(c->cmd[k], "SRC") == 0 ? "src.pb" : c->cmd[k];
+    argv[n] = NULL;
+    qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work, .timeout_s = 120}, argv);
+    ck_assert_msg(r.status == 1, "%s/%s: exit %d:\n%s", c->call, c->sig, r.status, r.err);
+    ck_assert_msg(strstr(r.err, c->says), "%s/%s: does not say \"%s\":\n%s", c->call, c->sig,
+                  c->says, r.err);
+    /* one line: nothing before or after the handler's */
+    ck_assert_msg(qbt_count_lines(r.err, "quantbridge: error: ") == 1, "%s/%s:\n%s", c->call,
+                  c->sig, r.err);
+    /* nothing left behind: no temporary directory; no output, unless the
+     * conversion was complete before the fault (the source's close comes
+     * after the output's rename) */
+    ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
+    if (c->cmd == CC_CONVERT && strcmp(c->call, "close") != 0)
+        ck_assert_msg(!qbt_exists(out), "%s/%s: %s exists", c->call, c->sig, out);
+    qbt_result_free(&r);
+    free(env_in);
+    free(env_sig);
+    free(text);
+    free(out);
+    free(lib);
+    free(main_f);
+    free(conf);
+    free(pdir);
+    free(work);
+}
+END_TEST
+
 /* ---- the shipped plugins --------------------------------------------------- */
 
 typedef struct sample_step {
@@ -574,6 +684,8 @@ Suite *qbt_suite(void)
     tcase_add_test(own, planted_good_plugin_passes_every_check);
     tcase_add_loop_test(own, planted_bug_fails_with_its_reason, 0,
                         (int)(sizeof planted_bugs / sizeof planted_bugs[0]));
+    tcase_add_loop_test(own, plugin_fault_ends_the_run_with_one_line, 0,
+                        (int)(sizeof crash_cases / sizeof crash_cases[0]));
     tcase_add_test(shipped, shipped_plugin_passes_every_check);
     suite_add_tcase(s, own);
     suite_add_tcase(s, shipped);
