@@ -379,6 +379,93 @@ static qb_status j_append(qb_json *arr, qb_json *item)
     return QB_OK;
 }
 
+/* ---- ABI 1.3 ------------------------------------------------------------- */
+
+static qb_json *j_copy(const qb_json *node)
+{
+    const cJSON *n = qbh_jcnode(node);
+    cJSON *c;
+    if (!n || new_refused("json->copy") || !qbh_alloc_admit())
+        return NULL;
+    /* cJSON_Duplicate keeps type (with the exact-integer mark) and
+     * valuedouble (a container's count, json_node.h) */
+    c = cJSON_Duplicate(n, 1);
+    if (!c)
+        return NULL;
+    if (c->string && !(c->type & cJSON_StringIsConst))
+        cJSON_free(c->string);
+    c->string = NULL; /* a root has no key */
+    c->type &= ~cJSON_StringIsConst;
+    return made((qb_json *)(void *)c, "JSON tree from json->copy");
+}
+
+static qb_status j_remove(qb_json *obj, const char *key)
+{
+    cJSON *o = qbh_jnode(obj), *m;
+    if (!o || !is_type(o, cJSON_Object) || !key)
+        return qbh_error_set(QB_E_INVALID, "JSON remove: %s",
+                             !key ? "key is NULL" : "target is not an object");
+    m = (cJSON *)member(o, key);
+    if (!m)
+        return qbh_error_set(QB_E_NOT_FOUND, "JSON remove: no member \"%s\"", key);
+    qbh_json_touch();
+    cJSON_DetachItemViaPointer(o, m);
+    cJSON_Delete(m);
+    qbh_jcount_set(o, qbh_jcount(o) - 1);
+    return QB_OK;
+}
+
+/* A new value node for a setter, added as obj.key (j_add: replaces or
+ * appends; frees the node on its refusal). */
+static qb_status set_node(qb_json *obj, const char *key, cJSON *node, const char *call)
+{
+    cJSON *o = qbh_jnode(obj);
+    if (!o || !is_type(o, cJSON_Object) || !key) {
+        qbh_json_touch();
+        cJSON_Delete(node);
+        return qbh_error_set(QB_E_INVALID, "JSON %s: %s", call,
+                             !key ? "key is NULL" : "target is not an object");
+    }
+    if (!node)
+        return qbh_error_set(QB_E_NOMEM, "JSON %s: out of memory", call);
+    return j_add(obj, key, (qb_json *)(void *)node);
+}
+
+static qb_status j_set_string(qb_json *obj, const char *key, const char *utf8)
+{
+    if (!utf8)
+        return qbh_error_set(QB_E_INVALID, "JSON set_string: string is NULL");
+    if (new_refused("json->set_string"))
+        return qbh_error_set(QB_E_NOMEM, "JSON set_string: out of memory (injected by "
+                             "plugin-check)");
+    return set_node(obj, key, qbh_jnode(new_string_node(utf8)), "set_string");
+}
+
+static qb_status j_set_number(qb_json *obj, const char *key, double v)
+{
+    cJSON *node;
+    if (isnan(v) || isinf(v))
+        return qbh_error_set(QB_E_INVALID, "JSON set_number: %s is not finite",
+                             key ? key : "(null)");
+    if (new_refused("json->set_number"))
+        return qbh_error_set(QB_E_NOMEM, "JSON set_number: out of memory (injected by "
+                             "plugin-check)");
+    node = qbh_jnode_new(cJSON_Number);
+    if (node) {
+        node->valuedouble = v;
+        qbh_jnumber_flag_from_value(node);
+    }
+    return set_node(obj, key, node, "set_number");
+}
+
+static qb_status j_set_bool(qb_json *obj, const char *key, int32_t v)
+{
+    if (new_refused("json->set_bool"))
+        return qbh_error_set(QB_E_NOMEM, "JSON set_bool: out of memory (injected by "
+                             "plugin-check)");
+    return set_node(obj, key, qbh_jnode_new(v ? cJSON_True : cJSON_False), "set_bool");
+}
+
 static qb_status j_emit(const qb_host *h, const qb_json *node, int indent, char **out,
                         size_t *len)
 {
@@ -410,6 +497,11 @@ static const qb_json_api json_api = {
     j_add,
     j_append,
     j_emit,
+    j_copy,
+    j_remove,
+    j_set_string,
+    j_set_number,
+    j_set_bool,
 };
 
 const qb_json_api *qbh_json_api(void)

@@ -31,6 +31,7 @@
  *   probe_fork.c  probing an untrusted plugin in a forked child
  *   testhooks.c   test-only fault hooks read from the environment
  *   objects.c     live host-service objects by maker (plugin-check's leaks)
+ *   services_13.c the ABI 1.3 services: SHA-256, map_file, hf_config_clean
  *   progress.c    progress display
  *   plan.c        the writer's plan of a conversion (convert --dry-run)
  *   build_info.c  configure-time facts (--version, verify's report)
@@ -750,6 +751,12 @@ void qbh_call_leave(qbh_call_mark *m);
  * is ignored) or disarms (NULL) the directory the handler removes. Main
  * thread only. */
 void qbh_fatal_arm(const char *tmp_path);
+
+/* ---- services_13.c --------------------------------------------------------- */
+
+/* Fills the ABI 1.3 service entries of h (sha256_*, map_file, unmap_file,
+ * hf_config_clean); services.c calls it for every table. */
+void qbh_services_13_fill(qb_host *h);
 
 /* ---- objects.c ------------------------------------------------------------ */
 

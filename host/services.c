@@ -344,6 +344,7 @@ static void fill(qb_host *h, void *priv)
     h->safetensors = safetensors_api();
     h->get_proc = svc_get_proc;
     h->json = qbh_json_api();
+    qbh_services_13_fill(h);
 }
 
 void qbh_services_init(qbh_plugin *p)

@@ -324,6 +324,23 @@ static qb_status sink_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32]
     return rc;
 }
 
+/* ABI 1.3: create, write, close in one call (qb_writer.h). */
+static qb_status sink_write_file(void *handle, const char *name, const void *buf, size_t len,
+                                 uint8_t sha256[32])
+{
+    qb_sink_file *f = NULL;
+    qb_status rc = sink_create(handle, name, &f);
+    if (rc)
+        return rc;
+    rc = sink_write(f, buf, len);
+    if (rc) {
+        /* close keeps the write's message and status (sink_close) */
+        sink_close(f, NULL, NULL);
+        return rc;
+    }
+    return sink_close(f, NULL, sha256);
+}
+
 qb_status qbh_sink_open(const char *dir, qbh_sink **out)
 {
     qbh_sink *s;
@@ -349,6 +366,7 @@ qb_status qbh_sink_open(const char *dir, qbh_sink **out)
     s->table.create = sink_create;
     s->table.write = sink_write;
     s->table.close = sink_close;
+    s->table.write_file = sink_write_file;
     *out = s;
     return QB_OK;
 }
