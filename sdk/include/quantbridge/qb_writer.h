@@ -57,7 +57,9 @@ typedef struct qb_sink {
      * small file in one call -- create, write len bytes of buf, close --
      * with the same rules and errors as those three (the file is gone from
      * the sink's open list whatever happens). sha256 (may be NULL)
-     * receives the digest of what was written. */
+     * receives the digest of what was written. NULL in a sink a plugin
+     * builds in front of the host's with its own handle (a struct copy
+     * must clear it, or point it at its own): callers check for NULL. */
     qb_status (*write_file)(void *handle, const char *name, const void *buf, size_t len,
                             uint8_t sha256[32]);
 } qb_sink;
