@@ -81,6 +81,8 @@ static qb_status i8_build(qb_streader *r, const qb_param *params)
     m->t = h->alloc(h, (n_st ? n_st : 1) * sizeof *m->t);
     if (!m->t)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", d->dir);
+    /* host->alloc does not zero: a dense tensor's scale must read NULL */
+    memset(m->t, 0, (n_st ? n_st : 1) * sizeof *m->t);
     for (i = 0; i < n_st; i++) {
         const qb_st_tensor *x = api->tensor(d->st, i), *s, *w;
         i8_tensor *t = &m->t[m->n];
