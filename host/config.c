@@ -54,6 +54,28 @@ static qb_status take_explicit(const char *p, const char *what, char **out)
     return *out ? QB_OK : qbh_error_set(QB_E_NOMEM, "out of memory");
 }
 
+/* The user's own main file ($XDG_CONFIG_HOME or ~/.config), malloc'd, or
+ * NULL. */
+static char *user_main_path(void)
+{
+    const char *env = secure_getenv("XDG_CONFIG_HOME");
+    if (env && env[0] == '/')
+        return g_build_filename(env, QBH_CONF_REL, NULL);
+    if ((env = secure_getenv("HOME")) && env[0] == '/')
+        return g_build_filename(env, ".config", QBH_CONF_REL, NULL);
+    return NULL;
+}
+
+/* 1 when canonical `path` is the user's own main file. */
+static int is_user_main(const char *path)
+{
+    char *u = user_main_path(), *c = u ? realpath(u, NULL) : NULL;
+    int same = c && strcmp(c, path) == 0;
+    free(c);
+    g_free(u);
+    return same;
+}
+
 qb_status qbh_config_locate(const char *cli_path, char **out)
 {
     const char *env;
@@ -68,11 +90,7 @@ qb_status qbh_config_locate(const char *cli_path, char **out)
     if (env && *env)
         return take_explicit(env, "$QUANTBRIDGE_CONFIG", out);
 
-    env = secure_getenv("XDG_CONFIG_HOME");
-    if (env && env[0] == '/')
-        cand = g_build_filename(env, QBH_CONF_REL, NULL);
-    else if ((env = secure_getenv("HOME")) && env[0] == '/')
-        cand = g_build_filename(env, ".config", QBH_CONF_REL, NULL);
+    cand = user_main_path();
     if (cand && is_regular_file(cand))
         goto found;
     g_free(cand);
@@ -314,7 +332,19 @@ static qb_status merge_plugin(qbh_config *cfg, GKeyFile *kf, const char *file, c
         } else if (strcmp(k, "enabled") == 0) {
             rc = read_bool(kf, file, grp, k, &pc->enabled);
         } else if (strcmp(k, "trusted") == 0) {
-            rc = read_bool(kf, file, grp, k, &pc->trusted);
+            int v = -1;
+            rc = read_bool(kf, file, grp, k, &v);
+            /* Trust skips the probe's sandbox: only the installation's own
+             * configuration, or the one file the user named on the command
+             * line, may grant it; a conf dropped beside a library could
+             * otherwise vouch for itself (docs/plugin-design.md, "Trust"). */
+            if (rc == QB_OK && v == 1 && layer->kind != QBH_LAYER_BUILTIN &&
+                !(layer->kind == QBH_LAYER_MAIN && cfg->main_trusts))
+                qbh_log(QB_LOG_WARN, NULL,
+                        "%s: [%s] trusted=true ignored: only the installation's configuration "
+                        "or the file named with --config can trust a plugin", file, grp);
+            else if (rc == QB_OK)
+                pc->trusted = v;
         } else if (strcmp(k, "priority") == 0) {
             rc = read_int(kf, file, grp, k, -1000000, 1000000, &pc->priority);
         } else if (strcmp(k, "library") == 0 || strncmp(k, "option.", 7) == 0) {
@@ -473,6 +503,7 @@ qb_status qbh_config_open(const qbh_config_request *req, qbh_config *cfg)
         goto out;
     env = secure_getenv("QUANTBRIDGE_CONFIG");
     explicit_main = cfg->path && (req->config || (env && *env));
+    cfg->main_trusts = cfg->path && (req->config || (!(env && *env) && !is_user_main(cfg->path)));
     rc = qbh_config_layers(req, cfg->path, explicit_main, cfg);
     if (rc == QB_OK)
         rc = merge_layers(cfg);
@@ -489,6 +520,7 @@ qb_status qbh_config_load(const char *path, qbh_config *cfg)
     config_init(cfg);
     if (!path)
         return QB_OK;
+    cfg->main_trusts = 1; /* the caller named it */
     cfg->path = qbh_strdup(path);
     if (!cfg->path)
         return qbh_error_set(QB_E_NOMEM, "out of memory");

@@ -1,5 +1,6 @@
 /*
- * quantbridge host — SIGBUS: a source that changed under its mapping.
+ * quantbridge host — faults: SIGBUS from a source that changed under its
+ * mapping, and any fault inside a plugin call.
  *
  * Readers mmap their sources (docs/plugin-design.md, "Mapped sources"); when a file shrinks while
  * mapped, touching a page past its new end raises SIGBUS (mmap(2)). The
@@ -8,6 +9,12 @@
  * cleanup on whatever thread faulted. So the process ends here, the way
  * a failed conversion does: one error line, the temporary output removed,
  * the final path untouched (it is only ever reached by rename), exit 1.
+ *
+ * A plugin that faults (SIGSEGV, SIGFPE, SIGILL, abort) inside one of its
+ * calls ends the run the same way, the one line naming the plugin, its
+ * version and the call the host marked (qbh_call_enter) before calling
+ * it: the plugin's state is unknown, and a user who sees exit 139 with no
+ * word cannot tell whose bug it was (docs/plugin-design.md, "Trust").
  *
  * Everything in the handler is async-signal-safe (signal-safety(7)):
  * write, open, getdents64, unlinkat, rmdir, _exit; the path was copied
@@ -18,6 +25,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -96,14 +104,67 @@ static void remove_flat_dir(const char *path)
     rmdir(path);
 }
 
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
+/* The plugin calls in progress: this thread's innermost, and the main
+ * thread's (for pool workers running plugin code without a mark). */
+static __thread qbh_call_mark *tls_top;
+static qbh_call_mark *volatile main_top;
+static pthread_t main_thread;
+
+void qbh_call_enter(qbh_call_mark *m, const struct qbh_plugin *p, const char *call,
+                    const char *detail)
 {
-    (void)sig;
-    (void)uc;
-    put("quantbridge: error: source file changed or truncated while reading (SIGBUS at "
-        "address ");
-    put_hex((uintptr_t)si->si_addr);
-    put(")");
+    m->plugin = p && p->name ? p->name : "?";
+    m->version = p && p->desc && p->desc->version ? p->desc->version : "";
+    m->call = call;
+    m->detail = detail;
+    m->prev = tls_top;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    tls_top = m;
+    if (installed && pthread_equal(pthread_self(), main_thread))
+        main_top = m;
+}
+
+void qbh_call_leave(qbh_call_mark *m)
+{
+    tls_top = m->prev;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (installed && pthread_equal(pthread_self(), main_thread))
+        main_top = m->prev;
+}
+
+static const char *fault_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    default: return "SIGABRT";
+    }
+}
+
+/* "plugin NAME VERSION" and ", CALL DETAIL" / " in CALL DETAIL". */
+static void put_plugin(const qbh_call_mark *m)
+{
+    put("plugin ");
+    put(m->plugin);
+    if (m->version[0]) {
+        put(" ");
+        put(m->version);
+    }
+}
+
+static void put_call(const qbh_call_mark *m)
+{
+    put(m->call);
+    if (m->detail && m->detail[0]) {
+        put(" ");
+        put(m->detail);
+    }
+}
+
+static void end_run(void)
+{
     if (armed) {
         remove_flat_dir(tmp_dir);
         put("; temporary output removed");
@@ -112,16 +173,59 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
     _exit(QBH_EXIT_FAIL);
 }
 
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    const qbh_call_mark *m = tls_top ? tls_top : main_top;
+    (void)uc;
+    if (sig == SIGBUS) {
+        put("quantbridge: error: source file changed or truncated while reading (SIGBUS at "
+            "address ");
+        put_hex((uintptr_t)si->si_addr);
+        put(")");
+        if (m) {
+            put(", in ");
+            put_plugin(m);
+            put(", ");
+            put_call(m);
+        }
+        end_run();
+    }
+    if (!m) {
+        /* the host's own fault: the default action, as if never caught */
+        signal(sig, SIG_DFL);
+        if (sig == SIGABRT)
+            raise(sig);
+        return;
+    }
+    put("quantbridge: error: ");
+    put_plugin(m);
+    put(" crashed with ");
+    put(fault_name(sig));
+    put(" in ");
+    put_call(m);
+    end_run();
+}
+
 void qbh_fatal_install(void)
 {
+    static const int sigs[] = {SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGABRT};
+    static char alt[65536] __attribute__((aligned(16)));
     struct sigaction sa;
+    stack_t ss;
+    size_t i;
     if (installed)
         return;
+    main_thread = pthread_self();
+    memset(&ss, 0, sizeof ss);
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    sigaltstack(&ss, NULL);
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigbus;
-    sa.sa_flags = SA_SIGINFO;
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigfillset(&sa.sa_mask); /* nothing else runs on this thread meanwhile */
-    sigaction(SIGBUS, &sa, NULL);
+    for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
     installed = 1;
 }
 

@@ -81,8 +81,17 @@ qb_status qbh_json_parse_cjson(const char *what, const char *text, size_t len, s
 static qb_status j_parse(const qb_host *h, const char *what, const char *text, size_t len,
                          qb_json **out)
 {
+    qb_status rc;
     (void)h; /* the tree is cJSON memory (json_node.h), not host->alloc */
-    return qbh_json_parse(what, text, len, out);
+    if (qbh_testhook_fault(QBH_FAULT_SERVICE, "json->parse")) {
+        *out = NULL;
+        return qbh_error_set(QB_E_NOMEM, "%s: out of memory parsing JSON (injected by "
+                             "plugin-check)", what ? what : "JSON");
+    }
+    rc = qbh_json_parse(what, text, len, out);
+    if (rc == QB_OK)
+        qbh_objects_add(*out, "JSON tree from json->parse");
+    return rc;
 }
 
 static void j_free(qb_json *root)
@@ -97,6 +106,7 @@ static void j_free(qb_json *root)
         return;
     }
     qbh_json_touch(); /* first: the memory may be reused as soon as it is freed */
+    qbh_objects_remove(root);
     cJSON_Delete(n);
 }
 
@@ -205,17 +215,44 @@ static int j_get_bool(const qb_json *node, int32_t *out)
     return 1;
 }
 
+/* A new root made by the service `call`: an injected failure (NULL, as
+ * for no memory) or a tracked tree (objects.c). */
+static int new_refused(const char *call)
+{
+    return qbh_testhook_fault(QBH_FAULT_SERVICE, call);
+}
+
+static qb_json *new_string_node(const char *utf8);
+
+static qb_json *made(qb_json *root, const char *what)
+{
+    qbh_objects_add(root, what);
+    return root;
+}
+
 static qb_json *j_new_object(void)
 {
-    return (qb_json *)(void *)qbh_jnode_new(cJSON_Object);
+    if (new_refused("json->new_object"))
+        return NULL;
+    return made((qb_json *)(void *)qbh_jnode_new(cJSON_Object),
+                "JSON tree from json->new_object");
 }
 
 static qb_json *j_new_array(void)
 {
-    return (qb_json *)(void *)qbh_jnode_new(cJSON_Array);
+    if (new_refused("json->new_array"))
+        return NULL;
+    return made((qb_json *)(void *)qbh_jnode_new(cJSON_Array), "JSON tree from json->new_array");
 }
 
 static qb_json *j_new_string(const char *utf8)
+{
+    if (new_refused("json->new_string"))
+        return NULL;
+    return made(new_string_node(utf8), "JSON tree from json->new_string");
+}
+
+static qb_json *new_string_node(const char *utf8)
 {
     size_t n;
     char *copy;
@@ -239,6 +276,8 @@ static qb_json *j_new_string(const char *utf8)
 static qb_json *j_new_number(double v)
 {
     cJSON *node;
+    if (new_refused("json->new_number"))
+        return NULL;
     if (isnan(v) || isinf(v))
         return NULL;
     node = qbh_jnode_new(cJSON_Number);
@@ -246,17 +285,22 @@ static qb_json *j_new_number(double v)
         return NULL;
     node->valuedouble = v;
     qbh_jnumber_flag_from_value(node);
-    return (qb_json *)(void *)node;
+    return made((qb_json *)(void *)node, "JSON tree from json->new_number");
 }
 
 static qb_json *j_new_bool(int32_t v)
 {
-    return (qb_json *)(void *)qbh_jnode_new(v ? cJSON_True : cJSON_False);
+    if (new_refused("json->new_bool"))
+        return NULL;
+    return made((qb_json *)(void *)qbh_jnode_new(v ? cJSON_True : cJSON_False),
+                "JSON tree from json->new_bool");
 }
 
 static qb_json *j_new_null(void)
 {
-    return (qb_json *)(void *)qbh_jnode_new(cJSON_NULL);
+    if (new_refused("json->new_null"))
+        return NULL;
+    return made((qb_json *)(void *)qbh_jnode_new(cJSON_NULL), "JSON tree from json->new_null");
 }
 
 /* The checks add and append share. On a refusal the item is freed unless
@@ -271,6 +315,7 @@ static qb_status check_move(cJSON *parent, int parent_type, cJSON *it, const cha
                              it == parent ? "the target itself" : "not a root (inside a tree)");
     if (!is_type(parent, parent_type)) {
         qbh_json_touch();
+        qbh_objects_remove(it);
         cJSON_Delete(it);
         return qbh_error_set(QB_E_INVALID, "JSON %s: target is not %s", call,
                              parent_type == cJSON_Object ? "an object" : "an array");
@@ -288,6 +333,11 @@ static qb_status j_add(qb_json *obj, const char *key, qb_json *item)
     if (rc)
         return rc;
     qbh_json_touch(); /* before anything is freed or relinked */
+    qbh_objects_remove(it); /* from here on part of obj's tree, or freed */
+    if (qbh_testhook_fault(QBH_FAULT_SERVICE, "json->add")) {
+        cJSON_Delete(it);
+        return qbh_error_set(QB_E_NOMEM, "JSON add: out of memory (injected by plugin-check)");
+    }
     if (!key) {
         cJSON_Delete(it);
         return qbh_error_set(QB_E_INVALID, "JSON add: key is NULL");
@@ -318,9 +368,112 @@ static qb_status j_append(qb_json *arr, qb_json *item)
     if (rc)
         return rc;
     qbh_json_touch();
+    qbh_objects_remove(it);
+    if (qbh_testhook_fault(QBH_FAULT_SERVICE, "json->append")) {
+        cJSON_Delete(it);
+        return qbh_error_set(QB_E_NOMEM, "JSON append: out of memory (injected by "
+                             "plugin-check)");
+    }
     cJSON_AddItemToArray(a, it);
     qbh_jcount_set(a, qbh_jcount(a) + 1);
     return QB_OK;
+}
+
+/* ---- ABI 1.3 ------------------------------------------------------------- */
+
+static qb_json *j_copy(const qb_json *node)
+{
+    const cJSON *n = qbh_jcnode(node);
+    cJSON *c;
+    if (!n || new_refused("json->copy") || !qbh_alloc_admit())
+        return NULL;
+    /* cJSON_Duplicate keeps type (with the exact-integer mark) and
+     * valuedouble (a container's count, json_node.h) */
+    c = cJSON_Duplicate(n, 1);
+    if (!c)
+        return NULL;
+    if (c->string && !(c->type & cJSON_StringIsConst))
+        cJSON_free(c->string);
+    c->string = NULL; /* a root has no key */
+    c->type &= ~cJSON_StringIsConst;
+    return made((qb_json *)(void *)c, "JSON tree from json->copy");
+}
+
+static qb_status j_remove(qb_json *obj, const char *key)
+{
+    cJSON *o = qbh_jnode(obj), *m;
+    if (!o || !is_type(o, cJSON_Object) || !key)
+        return qbh_error_set(QB_E_INVALID, "JSON remove: %s",
+                             !key ? "key is NULL" : "target is not an object");
+    m = (cJSON *)member(o, key);
+    if (!m)
+        return qbh_error_set(QB_E_NOT_FOUND, "JSON remove: no member \"%s\"", key);
+    qbh_json_touch();
+    cJSON_DetachItemViaPointer(o, m);
+    cJSON_Delete(m);
+    qbh_jcount_set(o, qbh_jcount(o) - 1);
+    return QB_OK;
+}
+
+/* A new value node for a setter, added as obj.key (j_add: replaces or
+ * appends; frees the node on its refusal). */
+static qb_status set_node(qb_json *obj, const char *key, cJSON *node, const char *call)
+{
+    cJSON *o = qbh_jnode(obj);
+    if (!o || !is_type(o, cJSON_Object) || !key) {
+        qbh_json_touch();
+        cJSON_Delete(node);
+        return qbh_error_set(QB_E_INVALID, "JSON %s: %s", call,
+                             !key ? "key is NULL" : "target is not an object");
+    }
+    if (!node)
+        return qbh_error_set(QB_E_NOMEM, "JSON %s: out of memory", call);
+    return j_add(obj, key, (qb_json *)(void *)node);
+}
+
+static qb_status j_set_string(qb_json *obj, const char *key, const char *utf8)
+{
+    if (!utf8)
+        return qbh_error_set(QB_E_INVALID, "JSON set_string: string is NULL");
+    if (new_refused("json->set_string"))
+        return qbh_error_set(QB_E_NOMEM, "JSON set_string: out of memory (injected by "
+                             "plugin-check)");
+    return set_node(obj, key, qbh_jnode(new_string_node(utf8)), "set_string");
+}
+
+static qb_status j_set_number(qb_json *obj, const char *key, double v)
+{
+    cJSON *node;
+    if (isnan(v) || isinf(v))
+        return qbh_error_set(QB_E_INVALID, "JSON set_number: %s is not finite",
+                             key ? key : "(null)");
+    if (new_refused("json->set_number"))
+        return qbh_error_set(QB_E_NOMEM, "JSON set_number: out of memory (injected by "
+                             "plugin-check)");
+    node = qbh_jnode_new(cJSON_Number);
+    if (node) {
+        node->valuedouble = v;
+        qbh_jnumber_flag_from_value(node);
+    }
+    return set_node(obj, key, node, "set_number");
+}
+
+static qb_status j_set_bool(qb_json *obj, const char *key, int32_t v)
+{
+    if (new_refused("json->set_bool"))
+        return qbh_error_set(QB_E_NOMEM, "JSON set_bool: out of memory (injected by "
+                             "plugin-check)");
+    return set_node(obj, key, qbh_jnode_new(v ? cJSON_True : cJSON_False), "set_bool");
+}
+
+static qb_status j_emit(const qb_host *h, const qb_json *node, int indent, char **out,
+                        size_t *len)
+{
+    if (qbh_testhook_fault(QBH_FAULT_SERVICE, "json->emit")) {
+        *out = NULL;
+        return qbh_error_set(QB_E_NOMEM, "JSON emit: out of memory (injected by plugin-check)");
+    }
+    return qbh_json_emit(h, node, indent, out, len);
 }
 
 static const qb_json_api json_api = {
@@ -343,7 +496,12 @@ static const qb_json_api json_api = {
     j_new_null,
     j_add,
     j_append,
-    qbh_json_emit,
+    j_emit,
+    j_copy,
+    j_remove,
+    j_set_string,
+    j_set_number,
+    j_set_bool,
 };
 
 const qb_json_api *qbh_json_api(void)

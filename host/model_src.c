@@ -77,7 +77,8 @@ static qb_status src_read_rows(void *h, size_t index, int64_t row0, int64_t n_ro
     qbh_error_clear();
     if (s->serialise)
         pthread_mutex_lock(&s->reader->read_lock);
-    rc = s->reader->desc->reader->read_rows(s->handle, index, row0, n_rows, dst);
+    QBH_CALL(s->reader, "read_rows", s->tensors[index].name,
+             rc = s->reader->desc->reader->read_rows(s->handle, index, row0, n_rows, dst));
     if (s->serialise)
         pthread_mutex_unlock(&s->reader->read_lock);
     return context(s, index, "read_rows", rc);
@@ -98,7 +99,8 @@ static qb_status src_get_grid_info(void *h, size_t index, qb_grid_info *out)
     /* get_grid_info is instance class (qb_reader.h): never two at once on
      * one handle, though it may overlap data calls. */
     pthread_mutex_lock(&s->info_lock);
-    rc = r->get_grid_info(s->handle, index, out);
+    QBH_CALL(s->reader, "get_grid_info", s->tensors[index].name,
+             rc = r->get_grid_info(s->handle, index, out));
     pthread_mutex_unlock(&s->info_lock);
     return context(s, index, "get_grid_info", rc);
 }
@@ -119,7 +121,8 @@ static qb_status src_read_grid(void *h, size_t index, int64_t row0, int64_t n_ro
     qbh_error_clear();
     if (s->serialise)
         pthread_mutex_lock(&s->reader->read_lock);
-    rc = r->read_grid(s->handle, index, row0, n_rows, out);
+    QBH_CALL(s->reader, "read_grid", s->tensors[index].name,
+             rc = r->read_grid(s->handle, index, row0, n_rows, out));
     if (s->serialise)
         pthread_mutex_unlock(&s->reader->read_lock);
     return context(s, index, "read_grid", rc);
@@ -229,7 +232,7 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
         goto out;
     }
     qbh_error_clear();
-    rc = r->open(p->desc->ctx, path, params, &s->handle);
+    QBH_CALL(p, "open", path, rc = r->open(p->desc->ctx, path, params, &s->handle));
     if (rc) {
         if (!qbh_error_message()[0])
             qbh_error_set(rc, "%s: reader %s could not open it (%s)", path, p->name,
@@ -238,7 +241,7 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
         goto out;
     }
     s->info.struct_size = sizeof s->info;
-    rc = r->get_model_info(s->handle, &s->info);
+    QBH_CALL(p, "get_model_info", path, rc = r->get_model_info(s->handle, &s->info));
     if (rc) {
         if (!qbh_error_message()[0])
             qbh_error_set(rc, "%s: reader %s: get_model_info failed (%s)", path, p->name,
@@ -268,7 +271,7 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
     }
     for (i = 0; i < s->info.n_tensors; i++) {
         s->tensors[i].struct_size = sizeof s->tensors[i];
-        rc = r->get_tensor_info(s->handle, i, &s->tensors[i]);
+        QBH_CALL(p, "get_tensor_info", path, rc = r->get_tensor_info(s->handle, i, &s->tensors[i]));
         if (rc) {
             if (!qbh_error_message()[0])
                 qbh_error_set(rc, "%s: reader %s: get_tensor_info(%zu) failed (%s)", path,
@@ -330,7 +333,7 @@ void qbh_source_close(qbh_source *s)
     if (!s || !s->reader)
         return;
     if (s->handle)
-        s->reader->desc->reader->close(s->handle);
+        QBH_CALL(s->reader, "close", s->path, s->reader->desc->reader->close(s->handle));
     if (s->by_name)
         g_hash_table_destroy(s->by_name);
     pthread_mutex_destroy(&s->info_lock);

@@ -163,7 +163,8 @@ qb_status qbh_plan_make(const qbh_plugin *writer, const qbh_source *src, const q
         sink.tensor = on_tensor;
         sink.setting = on_setting;
         qbh_error_clear();
-        rc = wv->plan(writer->desc->ctx, &src->src, params, &sink);
+        QBH_CALL(writer, "plan", src->path,
+                 rc = wv->plan(writer->desc->ctx, &src->src, params, &sink));
         if (rc != QB_OK) {
             if (!qbh_error_message()[0])
                 qbh_error_set(rc, "%s: writer %s: plan failed (%s)", src->path, writer->name,

@@ -446,7 +446,7 @@ qb_status qbh_plugin_load(qbh_plugin *p)
     neg.host_abi_max = QB_ABI_CURRENT;
     /* Only what the entry itself says with set_error is its refusal text. */
     qbh_error_clear();
-    rc = entry(&neg, &p->host, &desc);
+    QBH_CALL(p, "qb_plugin_entry_v1", p->library, rc = entry(&neg, &p->host, &desc));
     if (rc == QB_E_ABI || (rc == QB_OK && (neg.plugin_abi < QBH_ABI_MIN ||
                                             neg.plugin_abi > QB_ABI_CURRENT))) {
         char pa[48], why[1024];

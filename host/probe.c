@@ -132,7 +132,7 @@ void qbh_probe_run(qbh_plugin *const *readers, const qb_probe_input *in, qbh_pro
                 continue;
             }
         } else {
-            s = d->reader->probe(d->ctx, in);
+            QBH_CALL(readers[i], "probe", in->path, s = d->reader->probe(d->ctx, in));
         }
         if (s < 0 || s > 100) {
             /* Out of contract: report it and treat as "not mine", never as

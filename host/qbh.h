@@ -30,6 +30,8 @@
  *   stale.c       leftover temp dirs of dead runs: proof and removal
  *   probe_fork.c  probing an untrusted plugin in a forked child
  *   testhooks.c   test-only fault hooks read from the environment
+ *   objects.c     live host-service objects by maker (plugin-check's leaks)
+ *   services_13.c the ABI 1.3 services: SHA-256, map_file, hf_config_clean
  *   progress.c    progress display
  *   plan.c        the writer's plan of a conversion (convert --dry-run)
  *   build_info.c  configure-time facts (--version, verify's report)
@@ -151,6 +153,10 @@ typedef struct qbh_config {
     size_t n_plugins;
     qbh_conf_layer *layers;   /* every layer consulted, in reading order */
     size_t n_layers;
+    int main_trusts;     /* the main file may say trusted=true: it is the
+                            installation's, or named with --config (or given
+                            to qbh_config_load); not $QUANTBRIDGE_CONFIG's,
+                            not the user's own */
 } qbh_config;
 
 /* Short name of a layer kind ("built-in", "user", "config-dir",
@@ -704,17 +710,70 @@ int qbh_outdir_reap_stale(const char *output);
 
 /* ---- fatal.c -------------------------------------------------------------- */
 
-/* Installs a SIGBUS handler: a mapped source that shrank while being read
- * faults on access (mmap(2): SIGBUS beyond the end of the file). The
- * handler prints "quantbridge: error: source file changed or truncated
- * while reading (SIGBUS at address X)", removes the armed temporary
- * directory (flat: the sink creates plain names only) with async-signal-
- * safe calls and _exits 1. Idempotent. */
+/* Installs the fault handlers. SIGBUS: a mapped source that shrank while
+ * being read faults on access (mmap(2): SIGBUS beyond the end of the
+ * file); the handler prints "quantbridge: error: source file changed or
+ * truncated while reading (SIGBUS at address X)", with ", in plugin NAME
+ * VERSION, CALL" when a plugin call is in progress. SIGSEGV, SIGFPE,
+ * SIGILL, SIGABRT inside a plugin call (qbh_call_enter): "quantbridge:
+ * error: plugin NAME VERSION crashed with SIGSEGV in CALL"; outside any
+ * plugin call the default action runs (a host bug keeps its core dump and
+ * sanitizer report). Either way, when a plugin was named, the armed
+ * temporary directory (flat: the sink creates plain names only) is
+ * removed with async-signal-safe calls (", temporary output removed") and
+ * the process _exits 1: one line. An alternate signal stack lets a stack
+ * overflow on the main thread be named too. Idempotent. Main thread. */
 void qbh_fatal_install(void);
+
+/* A plugin call in progress on the calling thread, for the fault handler:
+ * plugin, version, call ("read_rows") and detail (a tensor name, or NULL),
+ * all valid until qbh_call_leave. Marks nest (a reader's read_rows inside a
+ * writer's write_tensor); a fault on a thread with no mark of its own (a
+ * pool worker running a writer's parallel_for) is named by the main
+ * thread's innermost mark. Stack storage; enter and leave in pairs on one
+ * thread. */
+typedef struct qbh_call_mark {
+    const char *plugin, *version, *call, *detail;
+    struct qbh_call_mark *prev;
+} qbh_call_mark;
+void qbh_call_enter(qbh_call_mark *m, const struct qbh_plugin *p, const char *call,
+                    const char *detail);
+void qbh_call_leave(qbh_call_mark *m);
+/* stmt (one plugin call) between qbh_call_enter and qbh_call_leave. */
+#define QBH_CALL(p, call, detail, stmt)                                                        \
+    do {                                                                                       \
+        qbh_call_mark qbh_m_;                                                                  \
+        qbh_call_enter(&qbh_m_, (p), (call), (detail));                                        \
+        stmt;                                                                                  \
+        qbh_call_leave(&qbh_m_);                                                               \
+    } while (0)
 /* Arms (path non-NULL: copied into a static buffer; longer than PATH_MAX
  * is ignored) or disarms (NULL) the directory the handler removes. Main
  * thread only. */
 void qbh_fatal_arm(const char *tmp_path);
+
+/* ---- services_13.c --------------------------------------------------------- */
+
+/* Fills the ABI 1.3 service entries of h (sha256_*, map_file, unmap_file,
+ * hf_config_clean); services.c calls it for every table. */
+void qbh_services_13_fill(qb_host *h);
+
+/* ---- objects.c ------------------------------------------------------------ */
+
+/* Live host-service objects (JSON trees, directory listings) with the
+ * plugin call that made each: plugin-check's leak accounting. Off until
+ * qbh_objects_track(1); every call below is then thread-safe. */
+void qbh_objects_track(int on);
+/* The plugin call running now ("begin", "write_tensor NAME", "open"),
+ * recorded with each object made from here on; NULL or "": none. */
+void qbh_objects_set_call(const char *call);
+/* obj was made by the service `what` ("JSON tree from json->parse"). */
+void qbh_objects_add(const void *obj, const char *what);
+/* obj was released, or moved into another tree (no longer a root). */
+void qbh_objects_remove(const void *obj);
+/* How many are live; their descriptions, "; "-separated, into buf. */
+size_t qbh_objects_live(void);
+size_t qbh_objects_describe(char *buf, size_t cap);
 
 /* ---- testhooks.c ---------------------------------------------------------- */
 
@@ -744,6 +803,31 @@ size_t qbh_testhook_write_allow(size_t want);
 void qbh_testhook_tensor_done(size_t k);
 /* Called at the end of convert: the allocation report, when enabled. */
 void qbh_testhooks_report(void);
+
+/* One injected failure (plugin-check's fault runs): the k-th call (from
+ * 0, counted from the arm) of a family fails as the real call would fail
+ * (an I/O error, or NULL where the service answers NULL for no memory),
+ * with a message saying it was injected. Families: each of the sink's
+ * calls (create, write, close) and every other fallible host service
+ * (read_small_file, list_dir, the JSON service's parse, constructors, add,
+ * append and emit, parallel_for, and the 1.3 services). Before the first
+ * arm nothing is counted. Thread-safe. */
+typedef enum qbh_fault_family {
+    QBH_FAULT_CREATE = 0, /* sink->create */
+    QBH_FAULT_WRITE,      /* sink->write */
+    QBH_FAULT_CLOSE,      /* sink->close */
+    QBH_FAULT_SERVICE,    /* every other fallible host service */
+    QBH_FAULT_FAMILIES,
+} qbh_fault_family;
+/* Counts from 0 again; call k fails (k < 0: counts, fails none). */
+void qbh_testhook_fault_arm(qbh_fault_family fam, long k);
+/* Called by each fallible call before it acts: 1 when this one must fail
+ * (its name, e.g. "sink->create", is kept for qbh_testhook_fault_hit). */
+int qbh_testhook_fault(qbh_fault_family fam, const char *call);
+/* Calls of the family since the arm. */
+long qbh_testhook_fault_calls(qbh_fault_family fam);
+/* The call made to fail since the arm, or NULL when none was reached. */
+const char *qbh_testhook_fault_hit(qbh_fault_family fam);
 
 /* ---- signals.c / progress.c ---------------------------------------------- */
 

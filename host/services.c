@@ -241,18 +241,34 @@ static qb_status svc_read_small_file(const qb_host *h, const char *path, size_t 
                                      void **data, size_t *len)
 {
     (void)h;
+    if (qbh_testhook_fault(QBH_FAULT_SERVICE, "read_small_file")) {
+        *data = NULL;
+        *len = 0;
+        return qbh_error_set(QB_E_IO, "%s: input/output error (injected by plugin-check)",
+                             path ? path : "(null)");
+    }
     return qbh_read_small_file(path, max_len, data, len);
 }
 
 static qb_status svc_list_dir(const qb_host *h, const char *dir, char ***names)
 {
+    qb_status rc;
     (void)h;
-    return qbh_list_dir(dir, names);
+    if (qbh_testhook_fault(QBH_FAULT_SERVICE, "list_dir")) {
+        *names = NULL;
+        return qbh_error_set(QB_E_IO, "%s: input/output error (injected by plugin-check)",
+                             dir ? dir : "(null)");
+    }
+    rc = qbh_list_dir(dir, names);
+    if (rc == QB_OK)
+        qbh_objects_add(*names, "directory listing from list_dir");
+    return rc;
 }
 
 static void svc_free_list(const qb_host *h, char **names)
 {
     (void)h;
+    qbh_objects_remove(names);
     qbh_free_list(names);
 }
 
@@ -282,6 +298,9 @@ static int svc_cancelled(const qb_host *h)
 
 static qb_status svc_parallel_for(const qb_host *h, size_t n, qb_parallel_fn fn, void *arg)
 {
+    if (qbh_testhook_fault(QBH_FAULT_SERVICE, "parallel_for"))
+        return qbh_error_set(QB_E_NOMEM, "parallel_for: out of memory (injected by "
+                             "plugin-check)");
     (void)h;
     return qbh_parallel_for(n, fn, arg);
 }
@@ -325,6 +344,7 @@ static void fill(qb_host *h, void *priv)
     h->safetensors = safetensors_api();
     h->get_proc = svc_get_proc;
     h->json = qbh_json_api();
+    qbh_services_13_fill(h);
 }
 
 void qbh_services_init(qbh_plugin *p)

@@ -46,6 +46,9 @@ qb_status qbh_side_files_write(qbh_sink *sink, const qb_model_info *mi, const ch
     t = *a.inner;
     t.handle = &a;
     t.create = side_create;
+    /* the copy's write_file would reach the real sink with this handle:
+     * the kit writes through create/write/close only */
+    t.write_file = NULL;
     rc = qbk_hf_write_tokenizer_files(qbh_services_anonymous(), &t, mi);
     /* A source without tokenizer_config.json is no error, but reading it
      * left the host's "not found" message set. */

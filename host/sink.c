@@ -142,6 +142,9 @@ static qb_status sink_create(void *handle, const char *name, qb_sink_file **out)
                              "(no '/', not starting with '.')", shown(s), name ? name : "(null)");
     if (qbh_cancel_requested())
         return qbh_error_set(QB_E_CANCELLED, "cancelled");
+    if (qbh_testhook_fault(QBH_FAULT_CREATE, "sink->create"))
+        return qbh_error_set(QB_E_IO, "%s/%s: cannot create: no space left on device (injected "
+                             "by plugin-check)", shown(s), name);
     pthread_mutex_lock(&s->mu);
     if (g_hash_table_contains(s->names, name)) {
         rc = qbh_error_set(QB_E_INVALID, "%s: output file %s created twice", shown(s), name);
@@ -193,6 +196,12 @@ static qb_status sink_write(qb_sink_file *f, const void *buf, size_t len)
         f->failed = 1;
         f->err = QB_E_CANCELLED;
         return qbh_error_set(QB_E_CANCELLED, "cancelled");
+    }
+    if (qbh_testhook_fault(QBH_FAULT_WRITE, "sink->write")) {
+        f->failed = 1;
+        f->err = QB_E_IO;
+        return qbh_error_set(QB_E_IO, "%s/%s: input/output error (injected by plugin-check)",
+                             shown(f->s), f->name);
     }
     qbk_sha256_update(&f->sha, p, len);
     f->bytes += len;
@@ -289,6 +298,9 @@ static qb_status sink_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32]
      * write's status: keep that message, return the same status. */
     if (f->failed)
         rc = f->err ? f->err : QB_E_IO;
+    if (rc == QB_OK && qbh_testhook_fault(QBH_FAULT_CLOSE, "sink->close"))
+        rc = qbh_error_set(QB_E_IO, "%s/%s: input/output error at close (injected by "
+                           "plugin-check)", shown(f->s), f->name);
     if (rc == QB_OK)
         rc = flush(f);
     if (rc == QB_OK) {
@@ -310,6 +322,23 @@ static qb_status sink_close(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32]
     }
     release(f);
     return rc;
+}
+
+/* ABI 1.3: create, write, close in one call (qb_writer.h). */
+static qb_status sink_write_file(void *handle, const char *name, const void *buf, size_t len,
+                                 uint8_t sha256[32])
+{
+    qb_sink_file *f = NULL;
+    qb_status rc = sink_create(handle, name, &f);
+    if (rc)
+        return rc;
+    rc = sink_write(f, buf, len);
+    if (rc) {
+        /* close keeps the write's message and status (sink_close) */
+        sink_close(f, NULL, NULL);
+        return rc;
+    }
+    return sink_close(f, NULL, sha256);
 }
 
 qb_status qbh_sink_open(const char *dir, qbh_sink **out)
@@ -337,6 +366,7 @@ qb_status qbh_sink_open(const char *dir, qbh_sink **out)
     s->table.create = sink_create;
     s->table.write = sink_write;
     s->table.close = sink_close;
+    s->table.write_file = sink_write_file;
     *out = s;
     return QB_OK;
 }

@@ -38,7 +38,8 @@ qb_status qbh_source_raw(const qbh_source *s, size_t i, qb_raw_tensor_info *out)
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     qbh_error_clear();
-    rc = s->reader->desc->reader->get_raw_tensor_info(s->handle, i, out);
+    QBH_CALL(s->reader, "get_raw_tensor_info", s->path,
+             rc = s->reader->desc->reader->get_raw_tensor_info(s->handle, i, out));
     if (rc == QB_OK && (!out->name || !out->type || out->n_dims > QB_MAX_DIMS))
         return qbh_error_set(QB_E_INTERNAL, "reader %s: stored tensor %zu: no name or type, or "
                              "%u dims (out of contract)", s->reader->name, i, out->n_dims);
@@ -59,7 +60,8 @@ qb_status qbh_source_meta(const qbh_source *s, size_t i, qb_meta_entry *out, cha
     out->value_cap = cap;
     buf[0] = '\0';
     qbh_error_clear();
-    rc = s->reader->desc->reader->get_metadata(s->handle, i, out);
+    QBH_CALL(s->reader, "get_metadata", s->path,
+             rc = s->reader->desc->reader->get_metadata(s->handle, i, out));
     buf[cap - 1] = '\0';
     if (rc == QB_OK && (!out->key || !out->type))
         return qbh_error_set(QB_E_INTERNAL, "reader %s: metadata entry %zu: no key or type (out of "

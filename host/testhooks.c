@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int alloc_hook;             /* QUANTBRIDGE_TEST_ALLOC_FAIL given */
@@ -71,4 +72,46 @@ void qbh_testhooks_report(void)
 {
     if (alloc_hook)
         fprintf(stderr, "quantbridge: test: %ld allocation(s) refused\n", qbh_alloc_refused());
+}
+
+/* ---- one injected failure of a sink or service call ----------------------- */
+
+/* Per family: calls counted since the last arm, the index that fails (< 0:
+ * none), and the name of the call that was made to fail. */
+static atomic_long fault_calls[QBH_FAULT_FAMILIES];
+static atomic_long fault_at[QBH_FAULT_FAMILIES] = {-2, -2, -2, -2};
+static char fault_name[QBH_FAULT_FAMILIES][64];
+static atomic_int fault_hit[QBH_FAULT_FAMILIES];
+
+void qbh_testhook_fault_arm(qbh_fault_family fam, long k)
+{
+    atomic_store(&fault_calls[fam], 0);
+    atomic_store(&fault_hit[fam], 0);
+    fault_name[fam][0] = '\0';
+    atomic_store(&fault_at[fam], k);
+}
+
+int qbh_testhook_fault(qbh_fault_family fam, const char *call)
+{
+    long at = atomic_load(&fault_at[fam]);
+    long i;
+    if (at < -1)
+        return 0; /* never armed: nothing counted (every normal run) */
+    i = atomic_fetch_add(&fault_calls[fam], 1);
+    if (i != at)
+        return 0;
+    /* one call only: the name is written once, before fault_hit says so */
+    snprintf(fault_name[fam], sizeof fault_name[fam], "%s", call);
+    atomic_store(&fault_hit[fam], 1);
+    return 1;
+}
+
+long qbh_testhook_fault_calls(qbh_fault_family fam)
+{
+    return atomic_load(&fault_calls[fam]);
+}
+
+const char *qbh_testhook_fault_hit(qbh_fault_family fam)
+{
+    return atomic_load(&fault_hit[fam]) ? fault_name[fam] : NULL;
 }

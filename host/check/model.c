@@ -262,3 +262,20 @@ void qbh_pc_model_free(qbh_pc_model *m)
 {
     free(m);
 }
+
+/* The reader verify names as the generated model's: plugin-check itself. */
+static char pcm_reader_name[] = "plugin-check";
+static qbh_plugin pcm_reader = {.name = pcm_reader_name};
+
+void qbh_pc_model_source(qbh_pc_model *m, qbh_source *out)
+{
+    memset(out, 0, sizeof *out);
+    out->src = m->src;
+    out->reader = &pcm_reader;
+    out->info = m->info;
+    out->facts = m->facts;
+    out->info.facts = &out->facts;
+    out->tensors = m->tensors;
+    out->path = pcm_reader_name;
+    pthread_mutex_init(&out->info_lock, NULL);
+}

@@ -35,6 +35,7 @@ typedef struct qbh_pc_session {
     double timeout_s;   /* per child, restarted by each "C" line */
     char *tmp;          /* scratch directory, removed at the end */
     char *tokenizer;    /* tmp/tokenizer: side files for the writer runs */
+    char *keep_output;  /* --keep-output DIR (created empty by the parent), or NULL */
     int verbose;
 } qbh_pc_session;
 
@@ -126,20 +127,39 @@ typedef struct qbh_pc_model qbh_pc_model;
 qb_status qbh_pc_model_new(const char *tokenizer_dir, qbh_pc_model **out);
 const qb_model_src *qbh_pc_model_src(const qbh_pc_model *m);
 void qbh_pc_model_free(qbh_pc_model *m);
+/* The generated model as the host's open-source record, for the host code
+ * that takes one (qbh_plan_make, qbh_verify_sources): reader "plugin-check",
+ * path "plugin-check", no reader handle. Valid while m lives; never passed
+ * to qbh_source_close. */
+void qbh_pc_model_source(qbh_pc_model *m, qbh_source *out);
 
 /* ---- plugin_check_writer.c ----------------------------------------------- */
+
+/* What a writer run checks besides the conversion. */
+typedef enum qbh_pc_writer_mode {
+    QBH_PC_CONVERT = 0, /* the conversion, disturbed or not */
+    QBH_PC_PLAN,        /* writer-plan: plan held against the conversion */
+    QBH_PC_READBACK,    /* writer-readback: the output read back and verified */
+} qbh_pc_writer_mode;
 
 /* How a writer run is disturbed. */
 typedef struct qbh_pc_writer_run {
     long fail_after;      /* >= 0: qbh_alloc_fail_after(fail_after) from begin on */
     long long write_limit;/* >= 0: the sink takes this many bytes, then fails */
     long long clean_bytes;/* bytes of the undisturbed run (with write_limit) */
+    int fault_family;     /* -1, or a qbh_fault_family whose call fault_at fails */
+    long fault_at;
+    qbh_pc_writer_mode mode;
 } qbh_pc_writer_run;
 
 /* One conversion of the generated model through the writer into a fresh
- * directory under s->tmp; arg: const qbh_pc_writer_run *. Undisturbed, it
- * reports the values "allocs" (allocations from begin to the end of
- * finish) and "bytes" (file data the sink took). */
+ * directory under s->tmp (readback: s->keep_output when given); arg:
+ * const qbh_pc_writer_run *. Undisturbed, it reports the values "allocs"
+ * (allocations from begin to the end of finish), "bytes" (file data the
+ * sink took), "create_calls", "write_calls", "close_calls" and
+ * "service_calls" (fallible sink and service calls from begin on). Every run also fails on a host-service object
+ * (JSON tree, listing) the writer left live, named by the call that made
+ * it. */
 void qbh_pc_check_writer(const qbh_pc_session *s, void *arg);
 
 #endif /* QBH_PLUGIN_CHECK_H */

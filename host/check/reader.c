@@ -9,7 +9,15 @@
  * is well formed and its dense rows are (float)(code - zero) * scale in
  * float32 bit for bit; with QB_PLUGIN_CONCURRENT_READS, reads from several
  * threads at once equal serial reads; close releases every host
- * allocation. Each part runs in its own child.
+ * allocation and every host-service object. Each part runs in its own
+ * child.
+ *
+ * Every buffer handed to the reader (rows, grid codes, scales, zero
+ * points) is exactly the size the call asks for and lies between guard
+ * bytes of a known pattern, one row long and more, in serial and
+ * concurrent reads alike: a reader that writes a row too many (or one
+ * before the start) is named with the call and the buffer, even when no
+ * crash follows.
  */
 #include "plugin_check.h"
 
@@ -39,6 +47,8 @@ static void open_sample(pcr *r)
     qbh_pc_child_load(r->s, &r->p);
     qbh_pc_default_params(&r->p, QB_OPTION_ROLE_READER, &r->pp);
     r->live0 = qbh_alloc_live();
+    qbh_objects_track(1);
+    qbh_objects_set_call("open");
     qbh_pc_ctx("open %s", r->s->sample);
     if (qbh_source_open(&r->p, r->s->sample, r->pp.items, &r->src) != QB_OK)
         qbh_pc_result(QBH_PC_FAIL, "open failed: %s", qbh_error_message());
@@ -83,12 +93,138 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-static void read_rows(pcr *r, size_t i, int64_t row0, int64_t n, float *dst)
+/* ---- guarded buffers ------------------------------------------------------ */
+
+#define PCR_GUARD_MIN 64
+
+typedef struct guarded {
+    uint8_t *base;  /* guard, data, guard */
+    size_t n, g;    /* data bytes, bytes of each guard */
+} guarded;
+
+static uint8_t guard_byte(size_t i)
+{
+    return (uint8_t)(0xA7u + 13u * (unsigned)(i % 19u));
+}
+
+/* n bytes between two guards of `row` bytes and more; data = the n bytes,
+ * NULL when out of memory. */
+static void *guarded_new(guarded *b, size_t n, size_t row)
+{
+    size_t i;
+    b->n = n;
+    b->g = PCR_GUARD_MIN + row;
+    b->base = malloc(n + 2 * b->g);
+    if (!b->base)
+        return NULL;
+    for (i = 0; i < b->g; i++) {
+        b->base[i] = guard_byte(i);
+        b->base[b->g + n + i] = guard_byte(i);
+    }
+    return b->base + b->g;
+}
+
+/* "past the end" or "before the start" when a guard changed, else NULL. */
+static const char *guarded_broken(const guarded *b)
+{
+    size_t i;
+    for (i = 0; i < b->g; i++)
+        if (b->base[b->g + b->n + i] != guard_byte(i))
+            return "past the end of";
+    for (i = 0; i < b->g; i++)
+        if (b->base[i] != guard_byte(i))
+            return "before the start of";
+    return NULL;
+}
+
+static void guarded_free(guarded *b)
+{
+    free(b->base);
+    b->base = NULL;
+}
+
+/* Rows [row0, row0 + n) of tensor i through a guarded buffer of exactly
+ * their size, copied to dst. 0 with err set when the read fails or wrote
+ * outside the buffer (then the buffer is left allocated: the heap around
+ * it may be damaged). */
+static int rows_guarded(pcr *r, size_t i, int64_t row0, int64_t n, float *dst, char *err,
+                        size_t cap)
 {
     const qb_model_src *m = &r->src.src;
-    if (m->read_rows(m->handle, i, row0, n, dst) != QB_OK)
-        qbh_pc_result(QBH_PC_FAIL, "%s: read_rows [%lld, +%lld) failed: %s", r->src.tensors[i].name,
-                      (long long)row0, (long long)n, qbh_error_message());
+    const char *name = r->src.tensors[i].name, *broken;
+    size_t row = (size_t)qb_tensor_cols(&r->src.tensors[i]) * sizeof(float);
+    guarded b;
+    float *buf = guarded_new(&b, (size_t)n * row, row);
+    if (!buf) {
+        snprintf(err, cap, "plugin-check: out of memory");
+        return 0;
+    }
+    if (m->read_rows(m->handle, i, row0, n, buf) != QB_OK) {
+        snprintf(err, cap, "%s: read_rows [%lld, +%lld) failed: %s", name, (long long)row0,
+                 (long long)n, qbh_error_message());
+        guarded_free(&b);
+        return 0;
+    }
+    if ((broken = guarded_broken(&b))) {
+        snprintf(err, cap, "%s: read_rows [%lld, +%lld) wrote %s the rows buffer it was given "
+                 "(%zu bytes: %lld rows of %zu): a buffer overrun by read_rows", name,
+                 (long long)row0, (long long)n, broken, b.n, (long long)n, row);
+        return 0;
+    }
+    memcpy(dst, buf, b.n);
+    guarded_free(&b);
+    return 1;
+}
+
+/* The grid of rows [row0, row0 + n) of tensor i through three guarded
+ * buffers of exactly their size, copied to codes, scales and zeros; as
+ * rows_guarded. */
+static int grid_guarded(pcr *r, size_t i, int64_t row0, int64_t n, int64_t cols, int64_t ng,
+                        uint8_t *codes, float *scales, int32_t *zeros, char *err, size_t cap)
+{
+    static const char *const what[3] = {"grid codes", "scales", "zero points"};
+    const qb_model_src *m = &r->src.src;
+    const char *name = r->src.tensors[i].name, *broken;
+    size_t row[3] = {(size_t)cols, (size_t)ng * sizeof(float), (size_t)ng * sizeof(int32_t)};
+    void *dst[3] = {codes, scales, zeros};
+    guarded b[3];
+    qb_grid_rows gr;
+    int k, ok = 1;
+    memset(&gr, 0, sizeof gr);
+    gr.struct_size = sizeof gr;
+    memset(b, 0, sizeof b);
+    gr.codes = guarded_new(&b[0], (size_t)n * row[0], row[0]);
+    gr.scales = guarded_new(&b[1], (size_t)n * row[1], row[1]);
+    gr.zeros = guarded_new(&b[2], (size_t)n * row[2], row[2]);
+    if (!gr.codes || !gr.scales || !gr.zeros) {
+        snprintf(err, cap, "plugin-check: out of memory");
+        ok = 0;
+    } else if (m->read_grid(m->handle, i, row0, n, &gr) != QB_OK) {
+        snprintf(err, cap, "%s: read_grid [%lld, +%lld) failed: %s", name, (long long)row0,
+                 (long long)n, qbh_error_message());
+        ok = 0;
+    } else {
+        for (k = 0; k < 3; k++)
+            if ((broken = guarded_broken(&b[k]))) {
+                snprintf(err, cap, "%s: read_grid [%lld, +%lld) wrote %s the %s buffer it was "
+                         "given (%zu bytes: %lld rows of %zu): a buffer overrun by read_grid",
+                         name, (long long)row0, (long long)n, broken, what[k], b[k].n,
+                         (long long)n, row[k]);
+                return 0;
+            }
+        for (k = 0; k < 3; k++)
+            memcpy(dst[k], b[k].base + b[k].g, b[k].n);
+    }
+    for (k = 0; k < 3; k++)
+        guarded_free(&b[k]);
+    return ok;
+}
+
+static void read_rows(pcr *r, size_t i, int64_t row0, int64_t n, float *dst)
+{
+    char err[1024];
+    if (!rows_guarded(r, i, row0, n, dst, err, sizeof err))
+        qbh_pc_result(QBH_PC_FAIL, "%s", err);
 }
 
 /* Grid buffers for `rows` rows of tensor i. */
@@ -115,16 +251,10 @@ static void grid_free(grid_buf *g)
 static void read_grid(pcr *r, size_t i, int64_t row0, int64_t n, int64_t cols, int64_t ng,
                       grid_buf *g)
 {
-    const qb_model_src *m = &r->src.src;
-    qb_grid_rows gr;
-    memset(&gr, 0, sizeof gr);
-    gr.struct_size = sizeof gr;
-    gr.codes = g->codes + row0 * cols;
-    gr.scales = g->scales + row0 * ng;
-    gr.zeros = g->zeros + row0 * ng;
-    if (m->read_grid(m->handle, i, row0, n, &gr) != QB_OK)
-        qbh_pc_result(QBH_PC_FAIL, "%s: read_grid [%lld, +%lld) failed: %s",
-                      r->src.tensors[i].name, (long long)row0, (long long)n, qbh_error_message());
+    char err[1024];
+    if (!grid_guarded(r, i, row0, n, cols, ng, g->codes + row0 * cols, g->scales + row0 * ng,
+                      g->zeros + row0 * ng, err, sizeof err))
+        qbh_pc_result(QBH_PC_FAIL, "%s", err);
 }
 
 static void part_open(pcr *r)
@@ -308,6 +438,7 @@ static int digest(pcr *r, size_t i, int64_t step, uint8_t d[32], char *err, size
     uint8_t dg[32];
     int j;
     int ok;
+    err[0] = '\0';
     if (step > rows)
         step = rows;
     buf = malloc((size_t)(step * cols) * sizeof(float));
@@ -330,12 +461,11 @@ static int digest(pcr *r, size_t i, int64_t step, uint8_t d[32], char *err, size
     }
     for (row0 = 0; ok && row0 < rows; row0 += step) {
         int64_t n = rows - row0 < step ? rows - row0 : step;
-        ok = m->read_rows(m->handle, i, row0, n, buf) == QB_OK;
+        ok = rows_guarded(r, i, row0, n, buf, err, cap);
         if (ok)
             qbk_sha256_update(&h, buf, (size_t)(n * cols) * sizeof(float));
         if (ok && t->has_grid) {
-            qb_grid_rows gr = {sizeof gr, g.codes, g.scales, g.zeros};
-            ok = m->read_grid(m->handle, i, row0, n, &gr) == QB_OK;
+            ok = grid_guarded(r, i, row0, n, cols, ng, g.codes, g.scales, g.zeros, err, cap);
             if (ok) {
                 qbk_sha256_update(&hg[0], g.codes, (size_t)(n * cols));
                 qbk_sha256_update(&hg[1], g.scales, (size_t)(n * ng) * sizeof(float));
@@ -343,8 +473,10 @@ static int digest(pcr *r, size_t i, int64_t step, uint8_t d[32], char *err, size
             }
         }
     }
-    if (!ok)
-        snprintf(err, cap, "%s: %s", t->name, buf ? qbh_error_message() : "out of memory");
+    if (!ok && (!buf || (t->has_grid && !(g.codes && g.scales && g.zeros))))
+        snprintf(err, cap, "%s: plugin-check: out of memory", t->name);
+    else if (!ok && !err[0])
+        snprintf(err, cap, "%s: %s", t->name, qbh_error_message());
     for (j = 0; j < 3; j++) {
         qbk_sha256_final(&hg[j], dg);
         qbk_sha256_update(&h, dg, sizeof dg);
@@ -437,19 +569,27 @@ static void part_close(pcr *r)
                 qbh_pc_result(QBH_PC_FAIL, "%s", err);
         }
         qbh_pc_ctx("close");
+        qbh_objects_set_call("close");
         qbh_source_close(&r->src);
         left = qbh_alloc_live() - r->live0;
         if (left)
             qbh_pc_result(QBH_PC_FAIL, "close left %ld host allocation(s) live%s", left,
                           round ? " (second open)" : "");
+        if (qbh_objects_live()) {
+            char what[1024];
+            size_t k = qbh_objects_describe(what, sizeof what);
+            qbh_pc_result(QBH_PC_FAIL, "close left %zu host-service object(s) live (never "
+                          "freed)%s: %s", k, round ? " (second open)" : "", what);
+        }
         if (round == 0) {
+            qbh_objects_set_call("open (again)");
             qbh_pc_ctx("open %s again", r->s->sample);
             if (qbh_source_open(&r->p, r->s->sample, r->pp.items, &r->src) != QB_OK)
                 qbh_pc_result(QBH_PC_FAIL, "a second open failed: %s", qbh_error_message());
         }
     }
     qbh_pc_result(QBH_PC_PASS, "open, read everything, close, twice: every host allocation "
-                  "released");
+                  "and host-service object released");
 }
 
 void qbh_pc_check_reader(const qbh_pc_session *s, void *arg)

@@ -31,16 +31,20 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: quantbridge plugin-check LIB [--sample PATH] [--timeout S]\n"
+            "                                [--keep-output DIR]\n"
             "\n"
             "Checks a plugin library against the SDK contract before it ships: loading,\n"
             "ABI negotiation with every 1.x minor this host speaks, the descriptor and\n"
             "options, probe purity and robustness, the reader contract on a sample, and a\n"
-            "conversion of a generated model through the writer with the sink and the\n"
-            "allocator failing. Every check runs in a child process under a timeout.\n"
+            "conversion of a generated model through the writer (held against its plan,\n"
+            "read back through its verify reader) with the sink, the allocator and each\n"
+            "host service failing. Every check runs in a child process under a timeout.\n"
             "\n"
             "  LIB             the plugin's shared library (no configuration needed)\n"
             "  --sample PATH   a model file or directory the plugin's reader reads\n"
             "  --timeout S     seconds a check may go without progress (default %g)\n"
+            "  --keep-output DIR  keep the writer's output of the generated model in DIR\n"
+            "                  (new or empty): a sample for the reader's own check\n"
             "  -v, --verbose   more output\n"
             "\n"
             "output: one line per check, PASS/FAIL/SKIP <check>: <what>, then a summary\n"
@@ -108,15 +112,20 @@ static void reader_checks(const qbh_pc_session *s, pc_tally *t)
     }
 }
 
-/* A writer run in a child: its output directory goes as soon as it ends. */
+/* A writer run's scratch output directory (not --keep-output's) goes as
+ * soon as the run ends. */
+static void dir_gone(const qbh_pc_outcome *o)
+{
+    const char *dir = qbh_pc_value_of(o, "dir");
+    if (dir && qbh_rmtree(dir) != QB_OK)
+        qbh_log(QB_LOG_WARN, NULL, "plugin-check: %s", qbh_error_message());
+}
+
 static qbh_pc_verdict writer_run(const qbh_pc_session *s, qbh_pc_writer_run *run,
                                  qbh_pc_outcome *o)
 {
-    const char *dir;
     qbh_pc_run(s, qbh_pc_check_writer, run, o);
-    dir = qbh_pc_value_of(o, "dir");
-    if (dir && qbh_rmtree(dir) != QB_OK)
-        qbh_log(QB_LOG_WARN, NULL, "plugin-check: %s", qbh_error_message());
+    dir_gone(o);
     return o->verdict;
 }
 
@@ -124,7 +133,7 @@ static qbh_pc_verdict writer_run(const qbh_pc_session *s, qbh_pc_writer_run *run
 static void writer_sink_fail(const qbh_pc_session *s, pc_tally *t, long long bytes)
 {
     long long limits[5] = {0, 1, bytes / 3, bytes * 2 / 3, bytes - 1};
-    qbh_pc_writer_run run = {-1, -1, bytes};
+    qbh_pc_writer_run run = {-1, -1, bytes, -1, -1, QBH_PC_CONVERT};
     qbh_pc_outcome o;
     char msg[QBH_PC_MSG + 128], tried[256] = "";
     size_t i, used = 0, n = 0;
@@ -151,7 +160,7 @@ static void writer_sink_fail(const qbh_pc_session *s, pc_tally *t, long long byt
  * run reached. */
 static void writer_alloc_fail(const qbh_pc_session *s, pc_tally *t, long allocs)
 {
-    qbh_pc_writer_run run = {-1, -1, 0};
+    qbh_pc_writer_run run = {-1, -1, 0, -1, -1, QBH_PC_CONVERT};
     qbh_pc_outcome o;
     char msg[QBH_PC_MSG + 128];
     long k;
@@ -169,22 +178,79 @@ static void writer_alloc_fail(const qbh_pc_session *s, pc_tally *t, long allocs)
     print_line(t, QBH_PC_PASS, "writer-alloc-fail", msg);
 }
 
+/* At most this many runs per fault family: every call when there are
+ * fewer, else calls spread evenly from the first to the last. */
+#define PC_FAULT_RUNS 40
+
+/* Call k of family `fam` failing, for the calls a clean run made. */
+static void writer_fault(const qbh_pc_session *s, pc_tally *t, const char *check,
+                         qbh_fault_family fam, const char *what, long calls)
+{
+    qbh_pc_writer_run run = {-1, -1, 0, (int)fam, -1, QBH_PC_CONVERT};
+    qbh_pc_outcome o;
+    char msg[QBH_PC_MSG + 256];
+    long i, runs = calls < PC_FAULT_RUNS ? calls : PC_FAULT_RUNS, prev = -1;
+    if (calls <= 0) {
+        snprintf(msg, sizeof msg, "the writer made no %s call", what);
+        print_line(t, QBH_PC_SKIP, check, msg);
+        return;
+    }
+    for (i = 0; i < runs; i++) {
+        long k = runs > 1 ? i * (calls - 1) / (runs - 1) : 0;
+        const char *hit;
+        if (k == prev)
+            continue;
+        prev = k;
+        run.fault_at = k;
+        if (writer_run(s, &run, &o) != QBH_PC_PASS) {
+            hit = qbh_pc_value_of(&o, "hit");
+            if (hit && strcmp(hit, "none") != 0 && strcmp(hit, what) != 0)
+                snprintf(msg, sizeof msg, "%s call %ld of %ld (%s) failed: %s", what, k + 1,
+                         calls, hit, o.msg);
+            else
+                snprintf(msg, sizeof msg, "%s call %ld of %ld failed: %s", what, k + 1, calls,
+                         o.msg);
+            print_line(t, QBH_PC_FAIL, check, msg);
+            return;
+        }
+    }
+    snprintf(msg, sizeof msg, "%s call 1..%ld failed in turn (%ld runs): each an error with a "
+             "message and everything released", what, calls, runs);
+    print_line(t, QBH_PC_PASS, check, msg);
+}
+
 static void writer_checks(const qbh_pc_session *s, pc_tally *t)
 {
-    qbh_pc_writer_run run = {-1, -1, 0};
+    qbh_pc_writer_run run = {-1, -1, 0, -1, -1, QBH_PC_CONVERT};
     qbh_pc_outcome o;
     long allocs;
     long long bytes;
     writer_run(s, &run, &o);
     print_line(t, o.verdict, "writer-convert", o.msg);
     if (o.verdict != QBH_PC_PASS) {
-        skip(t, "writer-sink-fail/alloc-fail", "not run: the undisturbed conversion failed");
+        skip(t, "writer-plan/readback/sink-fail/alloc-fail/service-fail",
+             "not run: the undisturbed conversion failed");
         return;
     }
     allocs = value_num(&o, "allocs");
     bytes = value_num(&o, "bytes");
-    writer_sink_fail(s, t, bytes);
-    writer_alloc_fail(s, t, allocs);
+    {
+        long creates = value_num(&o, "create_calls"), writes = value_num(&o, "write_calls"),
+             closes = value_num(&o, "close_calls"), services = value_num(&o, "service_calls");
+        qbh_pc_outcome po;
+        run.mode = QBH_PC_PLAN;
+        check(s, t, "writer-plan", qbh_pc_check_writer, &run, &po);
+        dir_gone(&po);
+        run.mode = QBH_PC_READBACK;
+        check(s, t, "writer-readback", qbh_pc_check_writer, &run, &po);
+        dir_gone(&po);
+        writer_sink_fail(s, t, bytes);
+        writer_fault(s, t, "writer-sink-create-fail", QBH_FAULT_CREATE, "sink->create", creates);
+        writer_fault(s, t, "writer-sink-write-fail", QBH_FAULT_WRITE, "sink->write", writes);
+        writer_fault(s, t, "writer-sink-close-fail", QBH_FAULT_CLOSE, "sink->close", closes);
+        writer_alloc_fail(s, t, allocs);
+        writer_fault(s, t, "writer-service-fail", QBH_FAULT_SERVICE, "host service", services);
+    }
 }
 
 /* Side files for the writer runs (qb_model_info.tokenizer_dir). */
@@ -250,13 +316,14 @@ int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co)
     static const struct option opts[] = {
         {"sample", required_argument, NULL, 's'},
         {"timeout", required_argument, NULL, 't'},
+        {"keep-output", required_argument, NULL, 'k'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     qbh_pc_session s;
     pc_tally t = {0, 0, 0};
-    const char *lib;
+    const char *lib, *keep = NULL;
     struct stat st;
     char *end;
     GError *e = NULL;
@@ -271,6 +338,7 @@ int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co)
     while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
         switch (c) {
         case 's': s.sample = optarg; break;
+        case 'k': keep = optarg; break;
         case 't':
             errno = 0;
             s.timeout_s = strtod(optarg, &end);
@@ -310,6 +378,22 @@ int qbh_cmd_plugin_check(int argc, char **argv, qbh_common *co)
                 strerror(errno));
         goto out;
     }
+    if (keep) {
+        GDir *kd;
+        if (g_mkdir_with_parents(keep, 0755) != 0 || !(kd = g_dir_open(keep, 0, NULL))) {
+            fprintf(stderr, "quantbridge: error: plugin-check: --keep-output %s: cannot create "
+                    "the directory\n", keep);
+            goto out;
+        }
+        if (g_dir_read_name(kd)) {
+            g_dir_close(kd);
+            fprintf(stderr, "quantbridge: error: plugin-check: --keep-output %s: not empty\n",
+                    keep);
+            goto out;
+        }
+        g_dir_close(kd);
+        s.keep_output = realpath(keep, NULL);
+    }
     s.verbose = co->verbose;
     qbh_rt.verbose = co->verbose;
     qbh_rt.progress_tty = 0;
@@ -337,6 +421,7 @@ out:
         qbh_log(QB_LOG_WARN, NULL, "plugin-check: %s", qbh_error_message());
     g_free(s.tokenizer);
     g_free(s.tmp);
+    free(s.keep_output);
     free(s.lib);
     return rc;
 }

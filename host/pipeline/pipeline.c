@@ -202,7 +202,8 @@ static qb_status writer_checks(const qbh_convert_request *rq, const qbh_convert_
     if (rc)
         return rc;
     qbh_error_clear();
-    out->score = out->writer->desc->writer->supports(out->writer->desc->ctx, mi);
+    QBH_CALL(out->writer, "supports", source,
+             out->score = out->writer->desc->writer->supports(out->writer->desc->ctx, mi));
     snprintf(why, sizeof why, "%s", qbh_error_message());
     if (hk && hk->supported)
         hk->supported(hk->ctx, out->score, why);
@@ -245,7 +246,9 @@ static qb_status drive(const qbh_convert_request *rq, const qbh_convert_hooks *h
         hk->before_begin(hk->ctx);
     stage(hk, "begin", 0, 0);
     qbh_error_clear();
-    rc = wv->begin(out->writer->desc->ctx, qbh_sink_table(sink), model, wparams, order, &wh);
+    QBH_CALL(out->writer, "begin", NULL,
+             rc = wv->begin(out->writer->desc->ctx, qbh_sink_table(sink), model, wparams, order,
+                            &wh));
     if (rc) {
         out->begin_set_handle = wh != NULL;
         wh = NULL;
@@ -273,7 +276,8 @@ static qb_status drive(const qbh_convert_request *rq, const qbh_convert_hooks *h
         }
         stage(hk, what, i + 1, n);
         qbh_error_clear();
-        rc = wv->write_tensor(wh, order[i]);
+        QBH_CALL(out->writer, "write_tensor", ti ? ti->name : "?",
+                 rc = wv->write_tensor(wh, order[i]));
         if (rc) {
             writer_failed(rq, out, what, rc, "%s: writer %s: write_tensor failed (%s)",
                           ti ? ti->name : "?", wname);
@@ -288,7 +292,7 @@ static qb_status drive(const qbh_convert_request *rq, const qbh_convert_hooks *h
     }
     stage(hk, "finish", 0, 0);
     qbh_error_clear();
-    rc = wv->finish(wh);
+    QBH_CALL(out->writer, "finish", NULL, rc = wv->finish(wh));
     wh = NULL; /* finish frees the handle, success or not: no abort after it */
     if (rc)
         writer_failed(rq, out, "finish", rc, "%s: writer %s: finish failed (%s)",
@@ -301,7 +305,7 @@ done:
         qb_status code = qbh_error_code();
         snprintf(keep, sizeof keep, "%s", qbh_error_message());
         stage(hk, "abort", 0, 0);
-        wv->abort(wh);
+        QBH_CALL(out->writer, "abort", NULL, wv->abort(wh));
         qbh_error_set(code, "%s", keep);
     }
     if (hk && hk->writer_done)

@@ -93,9 +93,28 @@ qb_status hfw_config_text(const qb_host *h, const char *what, const char *config
     }
     keys[n] = values[n] = NULL;
     cJSON_Delete(root);
-    /* The one clean-up rule of every writer (qbk_hf_sidefiles.h). */
-    st = qbk_json_edit(h, what, config_json, qbk_hf_quant_config_keys, keys, values, out);
-    return st;
+    /* The one clean-up rule of every writer, the host's (qb_host.h,
+     * hf_config_clean, ABI 1.3); the bundled writer ships with its host. */
+    if (!QB_HAS_FIELD(h, qb_host, hf_config_clean) || !h->hf_config_clean)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: config.json: the host has no "
+                            "hf_config_clean service (ABI 1.3)", what);
+    {
+        char *text = NULL;
+        size_t len = 0;
+        st = h->hf_config_clean(h, what, config_json, keys, values, &text, &len);
+        if (st != QB_OK)
+            return st;
+        /* hfw_write_text adds the final newline itself */
+        if (len && text[len - 1] == '\n')
+            text[--len] = '\0';
+        *out = qbk_malloc(len + 1);
+        if (*out)
+            memcpy(*out, text, len + 1);
+        h->free(h, text);
+        if (!*out)
+            return h->set_error(h, QB_E_NOMEM, "%s: config.json: out of memory", what);
+    }
+    return QB_OK;
 }
 
 static int hfw_cmp_tensor_name(const void *a, const void *b)

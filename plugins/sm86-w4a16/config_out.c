@@ -132,5 +132,8 @@ qb_status w4w_config_write(const qb_host *h, const qb_sink *sink, const qb_model
     t.create = rec_create;
     t.write = rec_write;
     t.close = rec_close;
+    /* the copy's write_file would reach the real sink with this handle:
+     * the kit writes through create/write/close only */
+    t.write_file = NULL;
     return qbk_hf_write_tokenizer_files(h, &t, src->info);
 }

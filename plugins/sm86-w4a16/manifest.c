@@ -37,21 +37,21 @@ qb_status w4w_write_whole(const qb_host *h, const qb_sink *sink, const char *nam
                           size_t len, w4w_written_list *list)
 {
     qb_sink_file *f = NULL;
-    uint64_t bytes = 0;
     uint8_t sha[32];
-    qb_status rc = sink->create(sink->handle, name, &f);
-    if (rc != QB_OK)
-        return rc;
-    rc = sink->write(f, data, len);
-    if (rc != QB_OK) {
-        sink->close(f, NULL, NULL);
-        return rc;
+    qb_status rc;
+    /* the host's whole-file write (qb_writer.h, write_file, ABI 1.3); a
+     * sink built in front of the host's may have none (qb_writer.h) */
+    if (QB_HAS_FIELD(sink, qb_sink, write_file) && sink->write_file) {
+        rc = sink->write_file(sink->handle, name, data, len, sha);
+    } else if ((rc = sink->create(sink->handle, name, &f)) == QB_OK) {
+        rc = sink->write(f, data, len);
+        if (rc != QB_OK)
+            sink->close(f, NULL, NULL);
+        else
+            rc = sink->close(f, NULL, sha);
     }
-    rc = sink->close(f, &bytes, sha);
-    if (rc != QB_OK)
-        return rc;
-    if (list)
-        rc = w4w_written_add(h, list, name, bytes, sha);
+    if (rc == QB_OK && list)
+        rc = w4w_written_add(h, list, name, (uint64_t)len, sha);
     return rc;
 }
 

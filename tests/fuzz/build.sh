@@ -65,7 +65,8 @@ cfg=(-S "$root" -B "$bdir" -DCMAKE_C_COMPILER="$CC" -DQB_FUZZ=ON -DQB_BUILD_TEST
 if command -v ccache >/dev/null 2>&1; then
   cfg+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-TARGETS="safetensors gguf ggml gptq_config awq_config ct_config fp8_config host_config"
+TARGETS="safetensors gguf ggml gptq_config awq_config ct_config fp8_config host_config
+  mxfp4_config modelopt_config w4a16_manifest tokenizer_json gguf_tokenizer"
 
 fail=0
 echo "fuzz: configuring $bdir with $CC"

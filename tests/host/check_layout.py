@@ -28,7 +28,7 @@ TREE = {
     "model": ("model.h", []),
     "pipeline": ("pipeline.h", [""]),
     "verify": ("verify.h", ["", "model", "tokenizer"]),
-    "check": ("plugin_check.h", ["", "pipeline"]),
+    "check": ("plugin_check.h", ["", "pipeline", "verify"]),
     "cli": ("cli.h", ["", "pipeline", "tokenizer", "model", "verify", "check"]),
 }
 SDK_ONLY = {"model", "tokenizer"}

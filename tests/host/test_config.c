@@ -88,7 +88,9 @@ START_TEST(merge_dropins_and_main)
     ck_assert_str_eq(pc->options[1].value, "fast");
     pc = qbh_config_find_plugin(&cfg, "beta");
     ck_assert_int_eq(pc->enabled, 0);
-    ck_assert_int_eq(pc->trusted, 1);
+    /* a drop-in cannot trust a plugin (docs/plugin-design.md, "Trust"):
+     * only the main file named here could */
+    ck_assert_int_eq(pc->trusted, -1);
     ck_assert_str_eq(pc->lib_base, pd);
     ck_assert_ptr_null(qbh_config_find_plugin(&cfg, "ignored"));
     qbh_config_free(&cfg);

@@ -63,9 +63,9 @@ fi
 echo "full install: $n plugins, $(wc -l <"$tmp/want-confs") confs, no test plugin"
 
 # ---- the SDK component: headers, pkg-config, CMake package and the reader
-#      base library (sdk/base: its headers and C sources); no host, plugin,
-#      conf, kernel or any compiled file (it installs after a configure
-#      alone)
+#      base library (sdk/base: its headers and C sources), the README, the
+#      examples and a sample model; no host, plugin, registered conf, kernel
+#      or any compiled file (it installs after a configure alone)
 sdk="$tmp/sdk"
 install_to "$sdk" sdk
 {
@@ -82,6 +82,9 @@ install_to "$sdk" sdk
   done
   echo "$libdir/pkgconfig/quantbridge-sdk.pc"
   echo "$libdir/pkgconfig/quantbridge-base.pc"
+  # a vendor's start (issue 30): the README, the examples, a sample model
+  echo "share/quantbridge-sdk/README.md"
+  (cd "$src/sdk" && find examples sample -type f) | sed 's#^#share/quantbridge-sdk/#'
 } | LC_ALL=C sort >"$tmp/want-sdk"
 tree_of "$sdk" >"$tmp/got-sdk"
 same_set "--component sdk installs the SDK and nothing else" "$tmp/want-sdk" "$tmp/got-sdk"

@@ -2,11 +2,15 @@
  * `quantbridge plugin-check` through the built binary.
  *
  * Case "own" (test_plugin_check): the plugins of this folder's
- * CMakeLists.txt -- the good fake reader+writer and the frozen ABI 1.0
- * plugin pass every check; each broken one fails the check that catches it
- * with the reason (a crashing or hanging probe, an ABI-2-only entry, a
- * plugin that needs a newer ABI, a finish that leaks host memory always or
- * when it fails, a writer that crashes when the sink fails); usage errors
+ * CMakeLists.txt -- the good fake reader+writer, the frozen ABI 1.0
+ * plugin and the good planted-bug plugin pass every check; each broken one
+ * fails the check that catches it with the reason (a crashing or hanging
+ * probe, an ABI-2-only entry, a plugin that needs a newer ABI, a finish
+ * that leaks host memory always or when it fails, a writer that crashes
+ * when the sink fails, and the planted-bug corpus of planted_plugin.c:
+ * buffer overruns in serial reads, leaked JSON trees and listings, wrong
+ * output values, ignored sink and service failures, a plan that crashes,
+ * refuses, lies about its bytes or leaves a tensor out); usage errors
  * exit 2.
  * Case "shipped" (test_plugin_check_<plugin>, one per plugins/ folder):
  * $QBT_PC_LIB passes every check, with a sample written by the project's
@@ -126,6 +130,8 @@ static void assert_all_pass(const qbt_result *r)
         "load", "descriptor", "options", "probe-file", "probe-dir", "probe-empty",
         "probe-missing", "probe-random", "probe-truncated", "probe-sample", "reader-open",
         "reader-rows", "reader-close", "writer-convert", "writer-sink-fail", "writer-alloc-fail",
+        "writer-sink-create-fail", "writer-sink-write-fail", "writer-sink-close-fail",
+        "writer-service-fail",
     };
     char neg[32];
     size_t i;
@@ -316,6 +322,7 @@ START_TEST(usage_errors_exit_2)
         (const char *const[]){"--sample", "/nonexistent/model", lib, NULL},
         (const char *const[]){"/nonexistent/libqb_x.so", NULL},
         (const char *const[]){"--frobnicate", lib, NULL},
+        (const char *const[]){lib, "--keep-output", NULL},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -334,6 +341,212 @@ START_TEST(usage_errors_exit_2)
         qbt_result_free(&r);
     }
     free(lib);
+}
+END_TEST
+
+/* ---- the planted-bug corpus (planted_plugin.c) -------------------------------- */
+
+/* A file the planted-bug plugin's reader reads (its PBMODEL sample). */
+static char *pb_sample(void)
+{
+    char *p = qbt_path(qbt_scratch("pc-pb"), "sample.pb");
+    qbt_write_file(p, "PBMODEL\n");
+    return p;
+}
+
+START_TEST(planted_good_plugin_passes_every_check)
+{
+    char *lib = test_lib("pc_pb"), *sample = pb_sample();
+    char *keep = qbt_path(qbt_scratch("pc-pb-keep"), "out"), *mpb = qbt_path(keep, "model.pb");
+    qbt_result r;
+    plugin_check(&r, (const char *const[]){lib, "--sample", sample, "--keep-output", keep, NULL});
+    assert_all_pass(&r);
+    assert_line(&r, "PASS", "reader-grid", "1 grids well formed");
+    assert_line(&r, "PASS", "writer-plan", "12 entries for the 12 tensors");
+    assert_line(&r, "PASS", "writer-readback", "12 tensors read back through reader pc-pb");
+    assert_line(&r, "PASS", "writer-readback", "output kept in");
+    assert_line(&r, "PASS", "writer-sink-create-fail", "sink->create call 1..");
+    assert_line(&r, "PASS", "writer-sink-close-fail", "sink->close call 1..");
+    assert_line(&r, "PASS", "writer-service-fail", "host service call 1..");
+    qbt_result_free(&r);
+    /* the kept output is a pb model: the plugin's own reader checks it */
+    ck_assert_msg(access(mpb, R_OK) == 0, "--keep-output left no %s", mpb);
+    plugin_check(&r, (const char *const[]){lib, "--sample", keep, NULL});
+    assert_line(&r, "PASS", "reader-open", "12 tensors");
+    assert_line(&r, "PASS", "reader-close", NULL);
+    qbt_result_free(&r);
+    /* a kept output directory that is not empty is a usage error */
+    plugin_check(&r, (const char *const[]){lib, "--keep-output", keep, NULL});
+    ck_assert_msg(r.status == 2, "exit %d:\n%s%s", r.status, r.out, r.err);
+    ck_assert_msg(strstr(r.err, "not empty"), "%s", r.err);
+    qbt_result_free(&r);
+    free(mpb);
+    free(keep);
+    free(sample);
+    free(lib);
+}
+END_TEST
+
+/* One planted bug: the plugin fails `check` with a line that says `says`
+ * (and `says2` when not NULL), and plugin-check exits 1. */
+typedef struct planted {
+    const char *id;     /* libqb_<id>.so */
+    const char *check;
+    const char *says, *says2;
+} planted;
+
+static const planted planted_bugs[] = {
+    {"pc_pb_row_overflow", "reader-rows", "read_rows [0, +16) wrote past the end of the rows "
+     "buffer it was given", "a buffer overrun by read_rows"},
+    {"pc_pb_scales_overflow", "reader-grid", "read_grid [0, +32) wrote past the end of the "
+     "scales buffer it was given", "a buffer overrun by read_grid"},
+    {"pc_pb_reader_json_leak", "reader-close", "close left 1 host-service object(s) live",
+     "JSON tree from json->parse during open"},
+    {"pc_pb_writer_json_leak", "writer-convert", "1 host-service object(s) left live",
+     "JSON tree from json->new_object during finish"},
+    {"pc_pb_listing_leak", "writer-convert", "1 host-service object(s) left live",
+     "directory listing from list_dir during begin"},
+    {"pc_pb_wrong_values", "writer-readback", "model.layers.0.self_attn.q_proj.weight is wrong",
+     "farther from the source than nearest rounding"},
+    {"pc_pb_ignore_create", "writer-sink-create-fail", "sink->create call 1 of",
+     "the conversion succeeded although sink->create failed"},
+    {"pc_pb_ignore_close", "writer-sink-close-fail", "sink->close call 1 of",
+     "the conversion succeeded although sink->close failed"},
+    {"pc_pb_ignore_emit", "writer-service-fail", "(json->emit) failed",
+     "the conversion succeeded although json->emit failed"},
+    {"pc_pb_plan_crash", "writer-plan", "crashed with SIGSEGV", "(while plan)"},
+    {"pc_pb_plan_bytes", "writer-plan", "plan promises 1707008 bytes of tensor data",
+     "the sink received"},
+    {"pc_pb_plan_missing", "writer-plan", "plan has no entry for lm_head.weight", NULL},
+    {"pc_pb_plan_refuses", "writer-plan", "plan refused the generated model",
+     "pb writer: plan: llama is not supported"},
+};
+
+START_TEST(planted_bug_fails_with_its_reason)
+{
+    const planted *b = &planted_bugs[_i];
+    char *lib = test_lib(b->id), *sample = pb_sample();
+    qbt_result r;
+    plugin_check(&r, (const char *const[]){lib, "--sample", sample, NULL});
+    ck_assert_msg(r.status == 1, "%s: exit %d:\n%s", b->id, r.status, r.out);
+    assert_line(&r, "FAIL", b->check, b->says);
+    if (b->says2)
+        assert_line(&r, "FAIL", b->check, b->says2);
+    /* the checks before the bug's pass: it is that check that names it */
+    assert_line(&r, "PASS", "descriptor", NULL);
+    qbt_result_free(&r);
+    free(sample);
+    free(lib);
+}
+END_TEST
+
+/* ---- a fault inside a plugin call (host/fatal.c) ------------------------------ */
+
+/* One crash of pc-pb-crash (planted_plugin.c, PB_CRASH_FROM_ENV): the call
+ * that faults, the signal, the command (the source's name at "SRC"), and
+ * whether the main file named with --config trusts it (in-process probe). */
+typedef struct crash_case {
+    const char *call, *sig;
+    const char *const *cmd;
+    int trusted, fail_write;
+    const char *says; /* the line's text after "quantbridge: error: " */
+} crash_case;
+
+#define CC_CONVERT ((const char *const[]){"convert", "--source", "SRC", "--output", "out", \
+                                           "--writer", "pc-pb-crash", NULL})
+#define CC_RAW ((const char *const[]){"inspect", "--raw", "SRC", NULL})
+#define CC_META ((const char *const[]){"inspect", "--metadata", "SRC", NULL})
+#define CC_SEGV(call, cmd, tr, fw, tensor) \
+    {call, "SEGV", cmd, tr, fw, "plugin pc-pb-crash 1.0.0 crashed with SIGSEGV in " call tensor}
+#define CC_Q " model.layers.0.self_attn.q_proj.weight"
+
+static const crash_case crash_cases[] = {
+    /* every reader vtable call */
+    CC_SEGV("probe", CC_CONVERT, 1, 0, ""),
+    CC_SEGV("open", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("get_model_info", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("get_tensor_info", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("read_rows", CC_CONVERT, 0, 0, " model.embed_tokens.weight"),
+    CC_SEGV("get_grid_info", CC_CONVERT, 0, 0, CC_Q),
+    CC_SEGV("read_grid", CC_CONVERT, 0, 0, CC_Q),
+    CC_SEGV("close", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("get_raw_tensor_info", CC_RAW, 0, 0, ""),
+    CC_SEGV("get_metadata", CC_META, 0, 0, ""),
+    /* every writer vtable call */
+    CC_SEGV("supports", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("plan", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("begin", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("write_tensor", CC_CONVERT, 0, 0, " model.embed_tokens.weight"),
+    CC_SEGV("finish", CC_CONVERT, 0, 0, ""),
+    CC_SEGV("abort", CC_CONVERT, 0, 1, ""),
+    /* every fault signal */
+    {"read_rows", "FPE", CC_CONVERT, 0, 0,
+     "plugin pc-pb-crash 1.0.0 crashed with SIGFPE in read_rows model.embed_tokens.weight"},
+    {"read_rows", "ILL", CC_CONVERT, 0, 0,
+     "plugin pc-pb-crash 1.0.0 crashed with SIGILL in read_rows model.embed_tokens.weight"},
+    {"read_rows", "ABRT", CC_CONVERT, 0, 0,
+     "plugin pc-pb-crash 1.0.0 crashed with SIGABRT in read_rows model.embed_tokens.weight"},
+    {"read_rows", "BUS", CC_CONVERT, 0, 0,
+     ", in plugin pc-pb-crash 1.0.0, read_rows model.embed_tokens.weight"},
+};
+
+START_TEST(plugin_fault_ends_the_run_with_one_line)
+{
+    const crash_case *c = &crash_cases[_i];
+    char *work = qbt_mkdtemp("pc-crash"), *pdir = qbt_path(work, "plugins");
+    char *conf = qbt_path(pdir, "pc-pb-crash.conf"), *main_f = qbt_path(work, "main.conf");
+    char *lib = test_lib("pc_pb_crash"), *text, *env_in, *env_sig, *out = qbt_path(work, "out");
+    const char *argv[16];
+    const char *env[] = {NULL, NULL, "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:"
+                         "handle_sigill=0:handle_sigfpe=0:handle_abort=0:detect_leaks=0",
+                         c->fail_write ? "PB_FAIL_WRITE=1" : NULL, NULL};
+    size_t n = 0, k;
+    qbt_result r;
+    qbt_mkdir_p(pdir);
+    ck_assert(asprintf(&text, "[plugin:pc-pb-crash]\nlibrary=%s\n", lib) > 0);
+    qbt_write_file(conf, text);
+    qbt_write_file(main_f, "[plugin:pc-pb-crash]\ntrusted=true\n");
+    {
+        char *src = qbt_path(work, "src.pb");
+        qbt_write_file(src, "PBMODEL\n");
+        free(src);
+    }
+    ck_assert(asprintf(&env_in, "PB_CRASH_IN=%s", c->call) > 0);
+    ck_assert(asprintf(&env_sig, "PB_CRASH_SIG=%s", c->sig) > 0);
+    env[0] = env_in;
+    env[1] = env_sig;
+    argv[n++] = "--plugin-dir";
+    argv[n++] = pdir;
+    if (c->trusted) {
+        argv[n++] = "--config";
+        argv[n++] = main_f;
+    }
+    for (k = 0; c->cmd[k]; k++)
+        argv[n++] = strcmp(c->cmd[k], "SRC") == 0 ? "src.pb" : c->cmd[k];
+    argv[n] = NULL;
+    qbt_run_ex(&r, &(qbt_run_opts){.env = env, .cwd = work, .timeout_s = 120}, argv);
+    ck_assert_msg(r.status == 1, "%s/%s: exit %d:\n%s", c->call, c->sig, r.status, r.err);
+    ck_assert_msg(strstr(r.err, c->says), "%s/%s: does not say \"%s\":\n%s", c->call, c->sig,
+                  c->says, r.err);
+    /* one line: nothing before or after the handler's */
+    ck_assert_msg(qbt_count_lines(r.err, "quantbridge: error: ") == 1, "%s/%s:\n%s", c->call,
+                  c->sig, r.err);
+    /* nothing left behind: no temporary directory; no output, unless the
+     * conversion was complete before the fault (the source's close comes
+     * after the output's rename) */
+    ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
+    if (c->cmd == CC_CONVERT && strcmp(c->call, "close") != 0)
+        ck_assert_msg(!qbt_exists(out), "%s/%s: %s exists", c->call, c->sig, out);
+    qbt_result_free(&r);
+    free(env_in);
+    free(env_sig);
+    free(text);
+    free(out);
+    free(lib);
+    free(main_f);
+    free(conf);
+    free(pdir);
+    free(work);
 }
 END_TEST
 
@@ -436,7 +649,15 @@ START_TEST(shipped_plugin_passes_every_check)
     if (writer) {
         assert_line(&r, "PASS", "writer-convert", NULL);
         assert_line(&r, "PASS", "writer-sink-fail", NULL);
+        assert_line(&r, "PASS", "writer-sink-create-fail", NULL);
+        assert_line(&r, "PASS", "writer-sink-write-fail", NULL);
+        assert_line(&r, "PASS", "writer-sink-close-fail", NULL);
         assert_line(&r, "PASS", "writer-alloc-fail", NULL);
+        assert_line(&r, "PASS", "writer-service-fail", NULL);
+        /* the shipped writers state a plan and name their own reader */
+        assert_line(&r, line_of(r.out, "SKIP", "writer-plan") ? "SKIP" : "PASS", "writer-plan",
+                    NULL);
+        assert_line(&r, "PASS", "writer-readback", "pass verify's rules");
     }
     qbt_result_free(&r);
     free(sample);
@@ -460,6 +681,11 @@ Suite *qbt_suite(void)
     tcase_add_test(own, writer_crashing_on_sink_failure_fails);
     tcase_add_test(own, not_a_shared_object_fails_to_load);
     tcase_add_test(own, usage_errors_exit_2);
+    tcase_add_test(own, planted_good_plugin_passes_every_check);
+    tcase_add_loop_test(own, planted_bug_fails_with_its_reason, 0,
+                        (int)(sizeof planted_bugs / sizeof planted_bugs[0]));
+    tcase_add_loop_test(own, plugin_fault_ends_the_run_with_one_line, 0,
+                        (int)(sizeof crash_cases / sizeof crash_cases[0]));
     tcase_add_test(shipped, shipped_plugin_passes_every_check);
     suite_add_tcase(s, own);
     suite_add_tcase(s, shipped);

@@ -444,8 +444,10 @@ START_TEST(relative_entries)
 }
 END_TEST
 
-/* trusted=true in an added plugin's own section, or set by name in the
- * main file, makes it trusted; the section name must match the plugin. */
+/* trusted=true in an added plugin's own section is ignored (a drop-in
+ * cannot vouch for itself); set by name in the main file named with
+ * --config, it makes the plugin trusted; the section name must match the
+ * plugin. */
 START_TEST(trust_and_section_name)
 {
     const char *pdir = qbt_scratch("reg-trust"), *work = qbt_scratch("reg-trust-w");
@@ -460,7 +462,7 @@ START_TEST(trust_and_section_name)
     {
         const char *pre[] = {"--plugin-dir", pdir, NULL};
         j = listing(pre, NULL, NULL);
-        ck_assert(trusted(find(j, "fake")));
+        ck_assert(!trusted(find(j, "fake")));
         ck_assert(!trusted(find(j, "fake-weak")));
         cJSON_Delete(j);
     }
@@ -469,6 +471,17 @@ START_TEST(trust_and_section_name)
         j = listing(pre, NULL, NULL);
         ck_assert(trusted(find(j, "fake-weak")));
         cJSON_Delete(j);
+    }
+    {
+        /* the same main file through the environment is no flag the user
+         * typed for this run: it cannot trust */
+        const char *pre[] = {"--plugin-dir", pdir, NULL};
+        char *env_main;
+        ck_assert(asprintf(&env_main, "QUANTBRIDGE_CONFIG=%s", main_f) > 0);
+        j = listing(pre, (const char *const[]){env_main, NULL}, NULL);
+        ck_assert(!trusted(find(j, "fake-weak")));
+        cJSON_Delete(j);
+        free(env_main);
     }
     /* A conf whose section is not the plugin's own name. */
     drop_plugin(other, "renamed", "libqb_fake.so", "libqb_fake.so", "");

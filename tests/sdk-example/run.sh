@@ -45,11 +45,38 @@ logrun "$tmp/install-sdk.log" cmake --install "$QB_TEST_BUILD_DIR" --component s
 logrun "$tmp/install-full.log" cmake --install "$QB_TEST_BUILD_DIR" --prefix "$full"
 [ -f "$sdk/include/quantbridge/quantbridge.h" ] || fail "sdk component: no headers"
 [ ! -e "$sdk/bin/quantbridge" ] || fail "sdk component holds bin/quantbridge"
-if find "$sdk" -name '*.so*' -o -name '*.conf' | grep . >&2; then
+# (the examples' own confs are sources a vendor copies, not a registration)
+if find "$sdk" \( -name '*.so*' -o -name '*.conf' \) -not -path "$sdk/share/quantbridge-sdk/examples/*" |
+    grep . >&2; then
   fail "sdk component holds a library or a conf (above)"
 fi
 pcdir=$(dirname "$(find "$sdk" -name quantbridge-sdk.pc | head -n1)")
 [ -d "$pcdir" ] || fail "sdk component: no quantbridge-sdk.pc"
+# What a vendor reads and starts from travels with the SDK (issue 30).
+for f in README.md examples/npy-reader/npy_reader.c examples/npy-writer/npy_writer.c \
+    examples/int8-reader/int8_reader.c examples/npy-writer/Makefile \
+    sample/tiny-llama/config.json sample/tiny-llama/model.safetensors; do
+  [ -f "$sdk/share/quantbridge-sdk/$f" ] || fail "sdk component: no share/quantbridge-sdk/$f"
+done
+
+# The installed README's own pkg-config command line (step 3, "With
+# pkg-config only"), as a vendor pastes it, on each example: POSIX code
+# included (the npy reader maps its files).
+readme_cc=$(python3 - "$sdk/share/quantbridge-sdk/README.md" <<'PY' || true
+import re, sys
+text = open(sys.argv[1]).read()
+block = text.split("With pkg-config only", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+cmd = re.search(r"^cc .*?-o libqb_myformat\.so$", block, re.S | re.M).group(0)
+print(cmd.replace("\\\n", " "))
+PY
+)
+[ -n "$readme_cc" ] || fail "the installed README has no pkg-config command line in step 3"
+for ex in npy-reader/npy_reader.c npy-writer/npy_writer.c; do
+  line=${readme_cc//my_reader.c/$sdk/share/quantbridge-sdk/examples/$ex}
+  line=${line//libqb_myformat.so/$tmp/readme-$(basename "$ex" .c).so}
+  PKG_CONFIG_PATH="$pcdir" logrun "$tmp/readme-$(basename "$ex" .c).log" bash -c "$line -Werror" ||
+    fail "the README's pkg-config line does not build $ex"
+done
 
 # ---- 2. build both examples against the SDK-only prefix, two ways ----------
 strict="-O2 -Wall -Wextra -Werror"

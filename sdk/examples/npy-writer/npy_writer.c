@@ -7,19 +7,22 @@
  * reader (sdk/examples/npy-reader) reads this directory back, so the writer
  * names it as its verify_reader.
  *
- * What it shows, all of it ABI 1.1 (so it negotiates 1.1 and needs a 1.1
- * host): declared writer capabilities (the host copies the tokenizer files;
- * the host guarantees n_layers and hidden_size), model facts read from
- * src->info->facts, the JSON service (parse config.json, emit the
- * manifest), an option of the writer role. And the writer contract of
- * qb_writer.h: every tensor checked in begin before a byte is written, rows
- * streamed in bounded blocks, abort closing the sink file left open by a
- * failed write_tensor, finish releasing everything whatever it returns.
- * Memory comes from host->alloc so the host's fault injection reaches it;
- * nothing is linked from the host.
+ * What it shows, with ABI 1.3 (so it negotiates 1.3 and needs a 1.3 host):
+ * declared writer capabilities (the host copies the tokenizer files; the
+ * host guarantees n_layers and hidden_size), model facts read from
+ * src->info->facts, the JSON service (the manifest), the plan (1.2: what
+ * begin would write, with its bytes), the 1.3 services (the host's
+ * config.json clean-up, whole files through sink->write_file), an option
+ * of the writer role. And the writer contract of qb_writer.h: every tensor
+ * checked in begin before a byte is written, rows streamed in bounded
+ * blocks, abort closing the sink file left open by a failed write_tensor,
+ * finish releasing everything whatever it returns. Memory comes from
+ * host->alloc so the host's fault injection reaches it; nothing is linked
+ * from the host.
  *
  * Build against an installed SDK (or see CMakeLists.txt and Makefile):
- *   cc -std=c99 -shared -fPIC -fvisibility=hidden $(pkg-config --cflags quantbridge-sdk) \
+ *   cc -std=c11 -D_POSIX_C_SOURCE=200809L -shared -fPIC -fvisibility=hidden \
+ *      $(pkg-config --cflags quantbridge-sdk) \
  *      -Wl,--version-script=$(pkg-config --variable=version_script quantbridge-sdk) \
  *      npy_writer.c -o libqb_npy_writer.so
  *
@@ -101,87 +104,16 @@ static qb_status npw_push(qb_json *arr, qb_json *item)
     return QB_OK;
 }
 
-/* A new tree equal to `n` (the service has no copy function). NULL when out
- * of memory; `n` is a node of a parsed tree, so every type is one of the six. */
-static qb_json *npw_json_copy(const qb_json *n)
-{
-    const qb_json_api *J = npw_json;
-    qb_json *out = NULL;
-    size_t i;
-    switch (J->type(n)) {
-    case QB_JSON_NULL:
-        return J->new_null();
-    case QB_JSON_BOOL: {
-        int32_t b = 0;
-        J->get_bool(n, &b);
-        return J->new_bool(b);
-    }
-    case QB_JSON_NUMBER: {
-        double d = 0;
-        J->get_number(n, &d);
-        return J->new_number(d);
-    }
-    case QB_JSON_STRING:
-        return J->new_string(J->get_string(n));
-    case QB_JSON_ARRAY:
-    case QB_JSON_OBJECT:
-        out = J->type(n) == QB_JSON_ARRAY ? J->new_array() : J->new_object();
-        for (i = 0; out && i < J->count(n); i++) {
-            const char *key = NULL;
-            qb_json *item = npw_json_copy(J->at(n, i, &key));
-            qb_status rc = !item ? QB_E_NOMEM
-                           : J->type(n) == QB_JSON_ARRAY ? J->append(out, item)
-                                                         : J->add(out, key, item);
-            if (rc != QB_OK) {
-                J->free(out);
-                out = NULL;
-            }
-        }
-        return out;
-    default:
-        return NULL;
-    }
-}
-
 /* The config.json of the output: the source's, without the keys that would
- * call the float32 tensors quantized, torch_dtype set to what was written. */
+ * call the float32 tensors quantized, torch_dtype set to what was written:
+ * the host's clean-up (qb_host.hf_config_clean, ABI 1.3), which keeps every
+ * other member's text as the source wrote it. */
 static qb_status npw_make_config(const qb_model_info *mi, char **text)
 {
-    static const char *const dropped[] = {"quantization_config", "compression_config"};
-    const qb_json_api *J = npw_json;
-    qb_json *src = NULL, *cfg = NULL;
-    qb_status rc;
-    size_t i, k;
-
-    *text = NULL;
-    rc = J->parse(npw_host, "config.json", mi->config_json, strlen(mi->config_json), &src);
-    if (rc != QB_OK)
-        return rc; /* message names config.json and the offset */
-    if (J->type(src) != QB_JSON_OBJECT) {
-        rc = npw_host->set_error(npw_host, QB_E_FORMAT, NPW_NAME ": config.json is not a JSON object");
-        goto out;
-    }
-    cfg = J->new_object();
-    if (!cfg) {
-        rc = npw_host->set_error(npw_host, QB_E_NOMEM, NPW_NAME ": out of memory building JSON");
-        goto out;
-    }
-    for (i = 0; i < J->count(src); i++) {
-        const char *key = NULL;
-        const qb_json *v = J->at(src, i, &key);
-        int drop = 0;
-        for (k = 0; k < sizeof dropped / sizeof dropped[0]; k++)
-            drop |= strcmp(key, dropped[k]) == 0;
-        if (!drop && (rc = npw_put(cfg, key, npw_json_copy(v))) != QB_OK)
-            goto out;
-    }
-    rc = npw_put(cfg, "torch_dtype", J->new_string("float32"));
-    if (rc == QB_OK && (rc = J->emit(npw_host, cfg, 2, text, NULL)) != QB_OK)
-        npw_host->set_error(npw_host, rc, NPW_NAME ": cannot serialise config.json");
-out:
-    J->free(src);
-    J->free(cfg);
-    return rc;
+    static const char *const keys[] = {"torch_dtype", NULL};
+    static const char *const values[] = {"\"float32\"", NULL};
+    return npw_host->hf_config_clean(npw_host, "config.json", mi->config_json, keys, values, text,
+                                     NULL);
 }
 
 /* The manifest's fixed part: who wrote it, from what, and the model facts
@@ -335,11 +267,12 @@ static qb_status npw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     return QB_OK;
 }
 
-/* The .npy 1.0 header of a float32 C-order array of shape ti->dims, padded
- * so that the data starts at a multiple of 64 bytes. */
-static qb_status npw_write_header(npw_writer *w, const qb_tensor_info *ti)
+/* The .npy 1.0 header of a float32 C-order array of shape ti->dims into
+ * hdr (512 bytes), padded so that the data starts at a multiple of 64
+ * bytes; returns its length. */
+static size_t npw_header(const qb_tensor_info *ti, char hdr[512])
 {
-    char hdr[512], shape[8 * 24 + 8];
+    char shape[8 * 24 + 8];
     size_t len = 0, hlen, total;
     uint32_t d;
 
@@ -350,7 +283,7 @@ static qb_status npw_write_header(npw_writer *w, const qb_tensor_info *ti)
     if (ti->n_dims == 1)
         snprintf(shape + len, sizeof shape - len, ",");
     memcpy(hdr, "\x93NUMPY\x01\x00", 8);
-    hlen = (size_t)snprintf(hdr + 10, sizeof hdr - 10,
+    hlen = (size_t)snprintf(hdr + 10, 512 - 10,
                             "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shape);
     total = (10 + hlen + 1 + 63) / 64 * 64; /* + the final '\n' */
     memset(hdr + 10 + hlen, ' ', total - 10 - hlen - 1);
@@ -358,6 +291,13 @@ static qb_status npw_write_header(npw_writer *w, const qb_tensor_info *ti)
     hlen = total - 10;
     hdr[8] = (char)(hlen & 0xff);
     hdr[9] = (char)(hlen >> 8);
+    return total;
+}
+
+static qb_status npw_write_header(npw_writer *w, const qb_tensor_info *ti)
+{
+    char hdr[512];
+    size_t total = npw_header(ti, hdr);
     return w->sink->write(w->open_file, hdr, total);
 }
 
@@ -488,16 +428,10 @@ static qb_status npw_write_tensor(qb_writer_handle h, size_t index)
     return rc;
 }
 
-/* Writes one whole file through the sink; closes it on every path. */
+/* Writes one whole file through the sink (qb_sink.write_file, ABI 1.3). */
 static qb_status npw_write_file(npw_writer *w, const char *name, const char *text, size_t len)
 {
-    qb_sink_file *f = NULL;
-    qb_status rc = w->sink->create(w->sink->handle, name, &f), rc2;
-    if (rc != QB_OK)
-        return rc;
-    rc = w->sink->write(f, text, len);
-    rc2 = w->sink->close(f, NULL, NULL);
-    return rc != QB_OK ? rc : rc2;
+    return w->sink->write_file(w->sink->handle, name, text, len, NULL);
 }
 
 /* Finish releases the handle whatever it returns: the host never calls
@@ -530,6 +464,43 @@ static void npw_abort(qb_writer_handle h)
     npw_free(h);
 }
 
+/* The plan (ABI 1.2): what begin would do, without a sink and without
+ * reading data: every tensor converted to float32 as NAME.npy, its bytes
+ * the header and the data. begin's refusals are the plan's too. */
+static qb_status npw_plan(void *ctx, const qb_model_src *src, const qb_param *params,
+                          const qb_plan_sink *out)
+{
+    size_t i;
+    (void)ctx;
+    (void)params;
+    for (i = 0; i < src->info->n_tensors; i++) {
+        const qb_tensor_info *ti;
+        qb_plan_entry e;
+        char hdr[512], target[300];
+        uint64_t n = 1;
+        uint32_t d;
+        qb_status rc = src->tensor_info(src->handle, i, &ti);
+        if (rc != QB_OK)
+            return rc;
+        if (!npw_name_ok(ti->name) || ti->n_dims < 1 || ti->n_dims > QB_MAX_DIMS)
+            return npw_host->set_error(npw_host, QB_E_UNSUPPORTED,
+                                       NPW_NAME ": tensor \"%s\" cannot be written", ti->name);
+        for (d = 0; d < ti->n_dims; d++)
+            n *= (uint64_t)ti->dims[d];
+        snprintf(target, sizeof target, "%s.npy", ti->name);
+        memset(&e, 0, sizeof e);
+        e.struct_size = sizeof e;
+        e.action = ti->source_dtype == QB_DT_F32 ? QB_PLAN_COPY : QB_PLAN_CONVERT;
+        e.tensor = i;
+        e.target = target;
+        e.reason = ti->source_dtype == QB_DT_F32 ? "float32 as it is" : "decoded to float32";
+        e.bytes_out = (uint64_t)npw_header(ti, hdr) + n * sizeof(float);
+        if ((rc = out->tensor(out->handle, &e)) != QB_OK)
+            return rc;
+    }
+    return QB_OK;
+}
+
 /* ---- descriptor ---------------------------------------------------------- */
 
 /* Designated initializers: fields appended in a later minor stay zero. */
@@ -540,6 +511,7 @@ static const qb_writer_vtable npw_writer_vt = {
     .write_tensor = npw_write_tensor,
     .finish = npw_finish,
     .abort = npw_abort,
+    .plan = npw_plan,
 };
 
 static const qb_writer_caps npw_caps = {
@@ -578,18 +550,20 @@ static qb_plugin npw_plugin = {
 
 QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host, const qb_plugin **out)
 {
-    /* Uses ABI 1.1 unconditionally (JSON service, model facts, caps): a
-     * 1.0 host refuses it, with this message. */
-    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 1));
+    /* Uses ABI 1.3 unconditionally (the JSON service, model facts, caps,
+     * the plan, hf_config_clean, the sink's write_file): an older host
+     * refuses it, with this message. */
+    qb_status rc = qb_negotiate(neg, QB_MAKE_ABI(1, 3));
     if (rc != QB_OK) {
         if (rc == QB_E_ABI && host)
-            host->set_error(host, rc, NPW_NAME " needs a host speaking ABI 1.1 or later 1.x");
+            host->set_error(host, rc, NPW_NAME " needs a host speaking ABI 1.3 or later 1.x");
         return rc;
     }
     if (!host || !out)
         return QB_E_INVALID;
-    if (!QB_HAS_FIELD(host, qb_host, json) || !host->json || host->json->struct_size < QB_JSON_API_SIZE_1_1)
-        return host->set_error(host, QB_E_ABI, NPW_NAME ": the host offers no JSON service");
+    if (!QB_HAS_FIELD(host, qb_host, hf_config_clean) || !host->json ||
+        host->json->struct_size < QB_JSON_API_SIZE_1_1)
+        return host->set_error(host, QB_E_ABI, NPW_NAME ": the host offers no 1.3 services");
     npw_plugin.abi = neg->plugin_abi;
     npw_host = host;
     npw_json = host->json;

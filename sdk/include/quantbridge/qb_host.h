@@ -34,6 +34,23 @@ QB_ABI_STATIC_ASSERT(sizeof(qb_log_level) == 4, qb_log_level_is_32_bits);
  * negative status (after set_error). */
 typedef qb_status (*qb_parallel_fn)(void *arg, size_t i);
 
+/* A streaming SHA-256 computation (ABI 1.3, qb_host.sha256_new): opaque,
+ * the host's. */
+typedef struct qb_sha256 qb_sha256;
+
+/* A data file mapped read-only by qb_host.map_file (ABI 1.3). The host
+ * fills it; the plugin reads data[0, size) until unmap_file. */
+typedef struct qb_mapped_file {
+    uint32_t struct_size;   /* IN: sizeof(qb_mapped_file) as the plugin knows it */
+    const uint8_t *data;    /* OUT: the file's bytes (NULL for an empty file) */
+    uint64_t size;          /* OUT: its size when mapped */
+    void *host_private;     /* OUT: the host's; do not touch */
+} qb_mapped_file;
+/* Introduced in ABI 1.3. */
+QB_ABI_ALIGN_HELPER(qb_mapped_file);
+#define QB_MAPPED_FILE_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_mapped_file, host_private)
+QB_ABI_STATIC_ASSERT(QB_MAPPED_FILE_SIZE_1_3 == sizeof(qb_mapped_file), qb_mapped_file_size_1_3);
+
 typedef struct qb_host {
     uint32_t struct_size;
     uint32_t abi;              /* highest ABI the host implements */
@@ -110,6 +127,50 @@ typedef struct qb_host {
     /* The JSON parser and emitter (qb_json.h). Never NULL in a 1.1 host;
      * check QB_HAS_FIELD(h, qb_host, json) first. */
     const struct qb_json_api *json;
+
+    /* ---- ABI 1.3: the services every plugin re-implemented (issue 30) ----
+     * One block, appended together; present when the negotiated ABI is at
+     * least 1.3 (check QB_HAS_FIELD(h, qb_host, sha256_new) etc.). Never
+     * NULL in a 1.3 host. Thread-safe like the rest of the table. */
+
+    /* Streaming SHA-256 (FIPS 180-4): sha256_new starts one (NULL when out
+     * of memory; no message set), sha256_update feeds len bytes (any
+     * number of times, len 0 allowed), sha256_final writes the 32-byte
+     * digest and frees the context (it must not be used again; a context
+     * given up early is freed by sha256_final with digest NULL). One
+     * context is one thread's at a time; contexts are independent. */
+    qb_sha256 *(*sha256_new)(const struct qb_host *h);
+    void (*sha256_update)(qb_sha256 *c, const void *data, size_t len);
+    void (*sha256_final)(qb_sha256 *c, uint8_t digest[32]);
+
+    /* Maps the regular file `path` read-only into *out (out->struct_size
+     * set by the caller). The host's SIGBUS policy applies: if the file
+     * shrinks while mapped, the access past its new end ends the run with
+     * the host's one line naming the plugin and call and the temporary
+     * output removed (docs/plugin-design.md, "Mapped sources"): the plugin
+     * needs no signal handling of its own. An empty file maps to data NULL,
+     * size 0. Errors (message names the path): QB_E_NOT_FOUND, QB_E_IO
+     * (not a regular file, unreadable), QB_E_NOMEM; *out is then zeroed
+     * but for struct_size. unmap_file releases it (a zeroed one: no-op). */
+    qb_status (*map_file)(const struct qb_host *h, const char *path, qb_mapped_file *out);
+    void (*unmap_file)(const struct qb_host *h, qb_mapped_file *m);
+
+    /* The Hugging Face config.json clean-up every writer of an HF-style
+     * directory does: the text `config_json` (strict JSON, an object;
+     * `what` names it in messages) with every top-level key that describes
+     * a quantized checkpoint removed ("quantization_config",
+     * "compression_config": a leftover would make transformers apply a
+     * quantizer to the written weights), then each set_keys[i] (NULL-
+     * terminated, may be NULL) set to set_values[i], a JSON value as text
+     * ("\"float16\"", "true"), replacing the source's or appended. Every
+     * other member keeps its text byte for byte and its order. Into a new
+     * NUL-terminated host->alloc buffer *out (*len its length, may be
+     * NULL), ending in a newline. QB_E_FORMAT (not strict JSON, not an
+     * object, a set value that is not JSON), QB_E_NOMEM; *out NULL then. */
+    qb_status (*hf_config_clean)(const struct qb_host *h, const char *what,
+                                 const char *config_json, const char *const *set_keys,
+                                 const char *const *set_values, char **out, size_t *len);
+    /* ---- end of the ABI 1.3 services block ---- */
 } qb_host;
 
 /* ABI 1.0 size (qb_abi.h): a 1.0 host table ends at get_proc. */
@@ -117,7 +178,9 @@ QB_ABI_ALIGN_HELPER(qb_host);
 #define QB_HOST_SIZE_1_0 QB_ABI_SIZE_1_0(qb_host, get_proc)
 QB_ABI_STATIC_ASSERT(offsetof(qb_host, json) >= QB_HOST_SIZE_1_0, qb_host_size_1_0);
 #define QB_HOST_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_host, json)
-QB_ABI_STATIC_ASSERT(QB_HOST_SIZE_1_1 == sizeof(qb_host), qb_host_size_1_1);
+QB_ABI_STATIC_ASSERT(offsetof(qb_host, sha256_new) >= QB_HOST_SIZE_1_1, qb_host_size_1_1);
+#define QB_HOST_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_host, hf_config_clean)
+QB_ABI_STATIC_ASSERT(QB_HOST_SIZE_1_3 == sizeof(qb_host), qb_host_size_1_3);
 
 #ifdef __cplusplus
 }

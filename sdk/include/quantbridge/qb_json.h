@@ -108,12 +108,35 @@ typedef struct qb_json_api {
      * that is not valid UTF-8). On failure *out is NULL. */
     qb_status (*emit)(const struct qb_host *h, const qb_json *node, int indent, char **out,
                       size_t *len);
+
+    /* ---- ABI 1.3 (issue 30): present when QB_HAS_FIELD(api, qb_json_api,
+     * copy); never NULL in a 1.3 host. ---- */
+
+    /* A deep copy of `node` (any node, inside a tree or not) as a new root
+     * tree, owned by the caller (free); NULL when out of memory or node is
+     * NULL. */
+    qb_json *(*copy)(const qb_json *node);
+    /* Removes member `key` of object `obj` and frees it with everything
+     * below it. QB_OK; QB_E_NOT_FOUND when obj has no such member;
+     * QB_E_INVALID when obj is not an object or key is NULL. Pointers into
+     * the removed member become invalid. */
+    qb_status (*remove)(qb_json *obj, const char *key);
+    /* Typed setters: member `key` of object `obj` set to a new string
+     * (copied; emit refuses one that is not UTF-8), number (finite) or
+     * boolean, replacing a member of that name in place or appending one.
+     * QB_E_INVALID (obj not an object, key or string NULL, number not
+     * finite), QB_E_NOMEM; obj unchanged on failure. */
+    qb_status (*set_string)(qb_json *obj, const char *key, const char *utf8);
+    qb_status (*set_number)(qb_json *obj, const char *key, double v);
+    qb_status (*set_bool)(qb_json *obj, const char *key, int32_t v);
 } qb_json_api;
 
 /* Introduced in ABI 1.1; its first size is QB_JSON_API_SIZE_1_1. */
 QB_ABI_ALIGN_HELPER(qb_json_api);
 #define QB_JSON_API_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_json_api, emit)
-QB_ABI_STATIC_ASSERT(QB_JSON_API_SIZE_1_1 == sizeof(qb_json_api), qb_json_api_size_1_1);
+QB_ABI_STATIC_ASSERT(offsetof(qb_json_api, copy) >= QB_JSON_API_SIZE_1_1, qb_json_api_size_1_1);
+#define QB_JSON_API_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_json_api, set_bool)
+QB_ABI_STATIC_ASSERT(QB_JSON_API_SIZE_1_3 == sizeof(qb_json_api), qb_json_api_size_1_3);
 
 #ifdef __cplusplus
 }

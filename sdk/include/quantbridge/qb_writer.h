@@ -52,13 +52,25 @@ typedef struct qb_sink {
      * bytes written (computed while writing, no re-read). Either out
      * pointer may be NULL. Always releases f, even on error. */
     qb_status (*close)(qb_sink_file *f, uint64_t *bytes, uint8_t sha256[32]);
+
+    /* ABI 1.3 (issue 30; QB_HAS_FIELD(sink, qb_sink, write_file)): a whole
+     * small file in one call -- create, write len bytes of buf, close --
+     * with the same rules and errors as those three (the file is gone from
+     * the sink's open list whatever happens). sha256 (may be NULL)
+     * receives the digest of what was written. NULL in a sink a plugin
+     * builds in front of the host's with its own handle (a struct copy
+     * must clear it, or point it at its own): callers check for NULL. */
+    qb_status (*write_file)(void *handle, const char *name, const void *buf, size_t len,
+                            uint8_t sha256[32]);
 } qb_sink;
 
 /* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
  * offsetof(qb_sink, <first new field>) >= QB_SINK_SIZE_1_0. */
 QB_ABI_ALIGN_HELPER(qb_sink);
 #define QB_SINK_SIZE_1_0 QB_ABI_SIZE_1_0(qb_sink, close)
-QB_ABI_STATIC_ASSERT(QB_SINK_SIZE_1_0 == sizeof(qb_sink), qb_sink_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_sink, write_file) >= QB_SINK_SIZE_1_0, qb_sink_size_1_0);
+#define QB_SINK_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_sink, write_file)
+QB_ABI_STATIC_ASSERT(QB_SINK_SIZE_1_3 == sizeof(qb_sink), qb_sink_size_1_3);
 
 /* ---- the model, as the writer sees it ------------------------------------ */
 
