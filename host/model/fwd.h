@@ -16,6 +16,7 @@
  *   deepseek.c        DeepSeek-V2/V3 multi-head latent attention
  *   deepseek_route.c  DeepSeek-V2/V3 expert routing
  *   gptoss.c          gpt-oss's expert block (fused experts, clamped SwiGLU)
+ *   qwen3next.c       Qwen3-Next / Qwen3.5: gated DeltaNet and gated attention
  */
 #ifndef QBH_FWD_H
 #define QBH_FWD_H
@@ -192,6 +193,20 @@ qb_status qbh_fwd_route_deepseek(const qb_host *h, const qbh_fwd_cfg *c, const f
  * named, a reader's error, QB_E_NOMEM. Main thread; uses the pool. */
 qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L, const float *h,
                              int64_t T, float *out);
+
+/* ---- qwen3next.c: the Qwen3-Next / Qwen3.5 token mixers ------------------------ */
+
+struct qbh_fwd_bufs;
+/* The token mixer of layer L of a hybrid (c->hybrid) on the normalised
+ * rows b->h[T][hidden] into b->o[T][hidden] (docs/forward.md,
+ * "Qwen3-Next"): a gated DeltaNet on the layers of c->linear_map (fused
+ * in_proj_qkvz / in_proj_ba, or Qwen3.5's in_proj_qkv / _z / _b / _a),
+ * else full attention with (1 + w) q/k norms, partial rotation and the
+ * sigmoid output gate. Allocates its activations per call. Errors: a
+ * missing/mis-shaped tensor named, a reader's error, QB_E_NOMEM. Main
+ * thread; uses the pool. */
+qb_status qbh_fwd_hybrid_mixer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, struct qbh_fwd_bufs *b,
+                               int64_t L, int64_t T);
 
 /* ---- model.c: the layer's buffers and norms --------------------------------- */
 
