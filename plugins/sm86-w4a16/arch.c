@@ -299,6 +299,51 @@ static const w4w_role deepseek_v3_roles[] = {
     DS_EXPERTS,
 };
 
+/* Qwen3-Next (transformers models/qwen3_next/modeling_qwen3_next.py;
+ * w4a16-format.md "Qwen3-Next layers"): linear-attention layers hold
+ * Qwen3NextGatedDeltaNet (in_proj_qkvz, in_proj_ba and out_proj linears;
+ * conv1d [channels, 1, kernel] kept F16; A_log and dt_bias [nv] kept F32,
+ * the decay exp(-exp(A_log) softplus(a + dt_bias)) compounds over every
+ * position; norm [dv], its gated RMSNorm), full-attention layers
+ * Qwen3NextAttention (q_proj of 2 * heads * head_dim rows: query and output
+ * gate per head; q_norm, k_norm); the MLP is Qwen2MoeSparseMoeBlock's or a
+ * dense one, as qwen2_moe places them. */
+#define LA(p, in, out) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, out, W4W_LAYERS_LINEAR, 0 }
+#define FA(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in, W4W_IN_NONE, W4W_LAYERS_FULL, 0 }
+#define FNORM(p) { p, W4W_ROLE_NORM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_FULL, 0 }
+static const w4w_role qwen3_next_roles[] = {
+    LA("linear_attn.in_proj_qkvz", W4W_IN_HIDDEN, W4W_IN_LIN_QKVZ),
+    LA("linear_attn.in_proj_ba", W4W_IN_HIDDEN, W4W_IN_LIN_BA),
+    {"linear_attn.conv1d", W4W_ROLE_CONV, W4W_BIAS_NONE, 0, W4W_IN_LIN_KERNEL, W4W_IN_LIN_CONV,
+     W4W_LAYERS_LINEAR, 0},
+    {"linear_attn.A_log", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,
+     W4W_LAYERS_LINEAR, 0},
+    {"linear_attn.dt_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,
+     W4W_LAYERS_LINEAR, 0},
+    {"linear_attn.norm", W4W_ROLE_NORM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE,
+     W4W_LAYERS_LINEAR, 0},
+    LA("linear_attn.out_proj", W4W_IN_LIN_V, W4W_IN_HIDDEN),
+    FA("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    FA("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    FA("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    FA("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    FNORM("self_attn.q_norm"),
+    FNORM("self_attn.k_norm"),
+    DLIN("mlp.gate_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.up_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.down_proj", W4W_IN_INTER),
+    ROUTER("mlp.gate", W4W_IN_EXPERTS),
+    SLIN("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.down_proj", W4W_IN_MOE_INTER, W4W_IN_HIDDEN),
+    SLIN("mlp.shared_expert.gate_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.up_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.down_proj", W4W_IN_SHARED_INTER, W4W_IN_HIDDEN),
+    ROUTER("mlp.shared_expert_gate", W4W_IN_ONE),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL,
@@ -326,12 +371,15 @@ static const w4w_arch archs[] = {
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
     {"deepseek_v3", "DeepseekV3ForCausalLM", 0, deepseek_v3_roles, N_OF(deepseek_v3_roles),
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
+    {"qwen3_next", "Qwen3NextForCausalLM", 0, qwen3_next_roles, N_OF(qwen3_next_roles),
+     W4W_MOE_STEP, "num_experts", NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
 const char *const w4w_arch_names[] = {
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
-    "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3", NULL,
+    "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
+    "qwen3_next", NULL,
 };
 
 size_t w4w_arch_count(void)
