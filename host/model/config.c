@@ -51,7 +51,8 @@ static int num(const cfgp *p, const qb_json *v, double *out)
 
 static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
-                                     "deepseek_v3, gpt_oss, qwen3_next";
+                                     "deepseek_v3, gpt_oss, qwen3_next, qwen3_5_text, "
+                                     "qwen3_5_moe_text";
 
 static int is_supported(const char *t)
 {
@@ -59,7 +60,7 @@ static int is_supported(const char *t)
                                         "gemma",       "gemma2",  "gemma3_text", "phi3",
                                         "mixtral",     "qwen2_moe", "qwen3_moe",
                                         "deepseek_v2", "deepseek_v3", "gpt_oss",
-                                        "qwen3_next"};
+                                        "qwen3_next",  "qwen3_5_text", "qwen3_5_moe_text"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
@@ -358,8 +359,9 @@ static qb_status parse_gptoss(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c
     return parse_layer_types(p, root, c);
 }
 
-/* Qwen3-Next: Qwen3NextConfig's keys and defaults (transformers 5.24,
- * configuration_qwen3_next.py): layer_types "linear_attention" /
+/* Qwen3-Next and the Qwen3.5 text models: Qwen3NextConfig's keys and
+ * defaults (transformers 5.24, configuration_qwen3_next.py; Qwen3_5TextConfig
+ * and Qwen3_5MoeTextConfig inherit them): layer_types "linear_attention" /
  * "full_attention", else every full_attention_interval-th (4) layer full;
  * partial_rotary_factor 0.25 (in rope_parameters, or top-level in older
  * configs); experts when num_experts > 0, qwen2_moe's block with its
@@ -371,6 +373,7 @@ static qb_status parse_qwen3next(const cfgp *p, const qb_json *root, qbh_fwd_cfg
     const char *act = p->J->get_string(get(p, root, "hidden_act"));
     int64_t L, interval, n_exp;
     double f;
+    int q35 = strcmp(c->arch, "qwen3_5_text") == 0, q35moe = strcmp(c->arch, "qwen3_5_moe_text") == 0;
     qb_status rc;
 
     c->hybrid = 1;
@@ -387,7 +390,7 @@ static qb_status parse_qwen3next(const cfgp *p, const qb_json *root, qbh_fwd_cfg
         (rc = get_int(p, root, "linear_num_key_heads", 16, &c->lin_nk)) ||
         (rc = get_int(p, root, "linear_num_value_heads", 32, &c->lin_nv)) ||
         (rc = get_int(p, root, "full_attention_interval", 4, &interval)) ||
-        (rc = get_count(p, root, "num_experts", 512, &n_exp)))
+        (rc = get_count(p, root, "num_experts", q35moe ? 256 : 512, &n_exp)))
         return rc;
     if (c->lin_nv % c->lin_nk)
         return p->h->set_error(p->h, QB_E_FORMAT,
@@ -431,13 +434,21 @@ static qb_status parse_qwen3next(const cfgp *p, const qb_json *root, qbh_fwd_cfg
                                "dimensions of %lld",
                                p->what, f, (long long)c->rot_dim, (long long)c->head_dim);
     c->attn_scale = 1.0 / sqrt((double)c->head_dim);
-    if (n_exp == 0)
+    /* Qwen3_5TextConfig drops every MoE key (a dense MLP on each layer);
+     * Qwen3_5MoeTextConfig drops mlp_only_layers and decoder_sparse_step
+     * (experts on each layer) and norm_topk_prob (its router,
+     * Qwen3VLMoeTextTopKRouter, always renormalises). */
+    if (n_exp == 0 || q35)
         return QB_OK;
     if ((rc = parse_moe(p, root, c)) ||
         (rc = get_int(p, root, "shared_expert_intermediate_size", 512, &c->shared_intermediate)))
         return rc;
-    if (!get(p, root, "norm_topk_prob"))
+    if (!get(p, root, "norm_topk_prob") || q35moe)
         c->norm_topk = 1;
+    if (q35moe) {
+        c->sparse_step = 1;
+        memset(c->mlp_only, 0, sizeof c->mlp_only);
+    }
     return QB_OK;
 }
 
@@ -689,7 +700,9 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     snprintf(c->arch, sizeof c->arch, "%s", mt);
     oss = strcmp(c->arch, "gpt_oss") == 0;
     if ((rc = get_int(p, root, "hidden_size", -1, &c->hidden)) ||
-        (rc = get_int(p, root, "intermediate_size", -1, &c->intermediate)) ||
+        /* Qwen3_5MoeTextConfig has no intermediate_size (no dense MLP) */
+        (rc = get_int(p, root, "intermediate_size",
+                      strcmp(c->arch, "qwen3_5_moe_text") == 0 ? 1 : -1, &c->intermediate)) ||
         (rc = get_int(p, root, "num_hidden_layers", -1, &c->n_layers)) ||
         (rc = get_int(p, root, "num_attention_heads", -1, &c->n_heads)) ||
         /* GptOssConfig's field defaults: 8 kv heads, head_dim 64. */
@@ -730,7 +743,7 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
         rc = parse_deepseek(p, root, c);
         goto out;
     }
-    if (strcmp(c->arch, "qwen3_next") == 0) {
+    if (strcmp(c->arch, "qwen3_next") == 0 || strncmp(c->arch, "qwen3_5_", 8) == 0) {
         rc = parse_qwen3next(p, root, c);
         goto out;
     }

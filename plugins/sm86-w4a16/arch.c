@@ -344,6 +344,52 @@ static const w4w_role qwen3_next_roles[] = {
     NORM("post_attention_layernorm", 1),
 };
 
+/* Qwen3.5 text models (transformers models/qwen3_5, qwen3_5_moe): the
+ * Qwen3-Next layers with Qwen3_5GatedDeltaNet's unfused projections
+ * (in_proj_qkv rows [q | k | v], in_proj_z, in_proj_b, in_proj_a); a dense
+ * MLP on every layer (Qwen3_5DecoderLayer) or the experts with their shared
+ * expert on every layer (Qwen3_5MoeDecoderLayer). */
+#define Q35_MIXER                                                                                  \
+    LA("linear_attn.in_proj_qkv", W4W_IN_HIDDEN, W4W_IN_LIN_CONV),                                 \
+        LA("linear_attn.in_proj_z", W4W_IN_HIDDEN, W4W_IN_LIN_V),                                  \
+        LA("linear_attn.in_proj_b", W4W_IN_HIDDEN, W4W_IN_LIN_NV),                                 \
+        LA("linear_attn.in_proj_a", W4W_IN_HIDDEN, W4W_IN_LIN_NV),                                 \
+        {"linear_attn.conv1d", W4W_ROLE_CONV, W4W_BIAS_NONE, 0, W4W_IN_LIN_KERNEL,                \
+         W4W_IN_LIN_CONV, W4W_LAYERS_LINEAR, 0},                                                   \
+        {"linear_attn.A_log", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,          \
+         W4W_LAYERS_LINEAR, 0},                                                                    \
+        {"linear_attn.dt_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,        \
+         W4W_LAYERS_LINEAR, 0},                                                                    \
+        {"linear_attn.norm", W4W_ROLE_NORM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE,            \
+         W4W_LAYERS_LINEAR, 0},                                                                    \
+        LA("linear_attn.out_proj", W4W_IN_LIN_V, W4W_IN_HIDDEN),                                   \
+        FA("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),                                  \
+        FA("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),                                  \
+        FA("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),                                  \
+        FA("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS), FNORM("self_attn.q_norm"),        \
+        FNORM("self_attn.k_norm")
+static const w4w_role qwen3_5_roles[] = {
+    Q35_MIXER,
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+static const w4w_role qwen3_5_moe_roles[] = {
+    Q35_MIXER,
+    ROUTER("mlp.gate", W4W_IN_EXPERTS),
+    SLIN("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.down_proj", W4W_IN_MOE_INTER, W4W_IN_HIDDEN),
+    SLIN("mlp.shared_expert.gate_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.up_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.down_proj", W4W_IN_SHARED_INTER, W4W_IN_HIDDEN),
+    ROUTER("mlp.shared_expert_gate", W4W_IN_ONE),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
 static const w4w_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, llama_roles, N_OF(llama_roles), W4W_MOE_NONE, NULL, NULL, 0},
     {"mistral", "MistralForCausalLM", 0, mistral_roles, N_OF(mistral_roles), W4W_MOE_NONE, NULL,
@@ -373,13 +419,17 @@ static const w4w_arch archs[] = {
      W4W_MOE_FIRST_K, "n_routed_experts", NULL, 0},
     {"qwen3_next", "Qwen3NextForCausalLM", 0, qwen3_next_roles, N_OF(qwen3_next_roles),
      W4W_MOE_STEP, "num_experts", NULL, 0},
+    {"qwen3_5_text", "Qwen3_5ForCausalLM", 0, qwen3_5_roles, N_OF(qwen3_5_roles), W4W_MOE_NONE,
+     NULL, NULL, 0},
+    {"qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", 0, qwen3_5_moe_roles, N_OF(qwen3_5_moe_roles),
+     W4W_MOE_EVERY, "num_experts", NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
 const char *const w4w_arch_names[] = {
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
     "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
-    "qwen3_next", NULL,
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", NULL,
 };
 
 size_t w4w_arch_count(void)

@@ -1,4 +1,5 @@
-"""Interop: the Qwen3-Next hybrid family (issue 31) against transformers 5.24.
+"""Interop: the Qwen3-Next hybrids (issue 31: qwen3_next and the Qwen3.5
+text models qwen3_5_text, qwen3_5_moe_text) against transformers 5.24.
 
 transformers builds each tiny model with its own classes (fixed seed,
 float32, eager attention), saves it as its checkpoints are published
@@ -16,7 +17,9 @@ float32, eager attention), saves it as its checkpoints are published
 Variants: Qwen3-Next with 2 value heads per key head (the grouped
 in_proj_qkvz / in_proj_ba layout), a dense layer among MoE layers
 (mlp_only_layers), full attention on the last layer (the default
-full_attention_interval 4) and on an explicit layer_types list.
+full_attention_interval 4) and on an explicit layer_types list; Qwen3.5
+dense (unfused in_proj_qkv / _z / _b / _a) and MoE (experts on every layer,
+3 value heads per key head, alternating layer_types).
 Weights are spread out (normal 0.1): the init's 0.02 leaves logits near 0;
 A_log and dt_bias spread so decays differ per head; routers scaled so
 top-k choices are not near-ties.
@@ -40,22 +43,32 @@ from test_logits import F32_REL, TOKENS, compare, quantbridge_logits  # noqa: E4
 # lost gate moves the logits by O(1).
 W4_REL = 2e-2
 
-COMMON = dict(vocab_size=U.VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+COMMON = dict(vocab_size=U.VOCAB, hidden_size=64, num_attention_heads=4,
               num_key_value_heads=2, head_dim=16, max_position_embeddings=256)
 
 FAMILIES = {
     "qwen3_next_interval": ("qwen3_next", dict(
-        num_hidden_layers=4, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+        num_hidden_layers=4, intermediate_size=96, linear_conv_kernel_dim=4, linear_key_head_dim=16,
         linear_value_head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4,
         moe_intermediate_size=32, shared_expert_intermediate_size=48, num_experts=4,
         num_experts_per_tok=2, mlp_only_layers=[1])),
     "qwen3_next_layer_types": ("qwen3_next", dict(
-        num_hidden_layers=3, layer_types=["full_attention", "linear_attention", "linear_attention"],
+        num_hidden_layers=3, intermediate_size=96, layer_types=["full_attention", "linear_attention", "linear_attention"],
         linear_conv_kernel_dim=3, linear_key_head_dim=8, linear_value_head_dim=16,
         linear_num_key_heads=4, linear_num_value_heads=4, moe_intermediate_size=32,
         shared_expert_intermediate_size=32, num_experts=8, num_experts_per_tok=3,
         norm_topk_prob=False, rope_parameters={"rope_type": "default", "rope_theta": 1000.0,
                                                "partial_rotary_factor": 0.5})),
+    "qwen3_5": ("qwen3_5_text", dict(
+        num_hidden_layers=4, intermediate_size=96, linear_conv_kernel_dim=4,
+        linear_key_head_dim=16, linear_value_head_dim=8, linear_num_key_heads=2,
+        linear_num_value_heads=4)),
+    "qwen3_5_moe": ("qwen3_5_moe_text", dict(
+        num_hidden_layers=4, layer_types=["linear_attention", "full_attention",
+                                          "linear_attention", "full_attention"],
+        linear_conv_kernel_dim=4, linear_key_head_dim=8, linear_value_head_dim=16,
+        linear_num_key_heads=2, linear_num_value_heads=6, moe_intermediate_size=32,
+        shared_expert_intermediate_size=48, num_experts=6, num_experts_per_tok=2)),
 }
 
 
@@ -63,6 +76,12 @@ def _classes(arch):
     if arch == "qwen3_next":
         from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
         return Qwen3NextConfig, Qwen3NextForCausalLM
+    if arch == "qwen3_5_text":
+        from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+        return Qwen3_5TextConfig, Qwen3_5ForCausalLM
+    if arch == "qwen3_5_moe_text":
+        from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
+        return Qwen3_5MoeTextConfig, Qwen3_5MoeForCausalLM
     raise AssertionError(arch)
 
 
