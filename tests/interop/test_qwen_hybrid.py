@@ -164,3 +164,33 @@ def test_qwen_hybrid_w4a16(name, tmp_path, run_qb):
     got_logits = quantbridge_logits(run_qb, w4, tmp_path)
     compare(f"{name} quantbridge forward on W4A16 vs transformers on its weights", got_logits,
             ref, W4_REL)
+
+
+def test_qwen_hybrid_mtp_dropped(tmp_path, run_qb):
+    """Published Qwen3-Next / Qwen3.5 checkpoints carry their MTP block as
+    `mtp.*` (transformers ignores `^mtp.*` on load): hf-dense leaves it out
+    by default, so the W4A16 writer converts the decoder; mtp=keep presents
+    it and hf-dense writes it back unchanged."""
+    from safetensors.torch import load_file, save_file
+    model, ref = _model(tmp_path, "qwen3_next_interval")
+    f = model / "model.safetensors"
+    t = load_file(str(f))
+    torch.manual_seed(3)
+    mtp = {"mtp.fc.weight": torch.randn(64, 128), "mtp.norm.weight": torch.randn(64),
+           "mtp.layers.0.input_layernorm.weight": torch.randn(64)}
+    save_file({**t, **mtp}, str(f), metadata={"format": "pt"})
+    dropped = tmp_path / "drop"
+    run_qb("convert", "--source", model, "--output", dropped, "--writer", "hf-dense",
+           "--option", "dtype=f32")
+    got = U.read_safetensors_dir(dropped)
+    assert set(got) == set(t), f"mtp=drop: {sorted(set(got) ^ set(t))}"
+    kept = tmp_path / "keep"
+    run_qb("convert", "--source", model, "--output", kept, "--writer", "hf-dense",
+           "--option", "dtype=f32", "--option", "mtp=keep")
+    got = U.read_safetensors_dir(kept)
+    assert set(got) == set(t) | set(mtp)
+    for k in mtp:
+        U.assert_same_tensor(k, got[k], mtp[k], "mtp=keep")
+    run_qb("convert", "--source", model, "--output", tmp_path / "w4")
+    logits = quantbridge_logits(run_qb, model, tmp_path)
+    compare("qwen3_next with mtp.* quantbridge forward vs transformers", logits, ref, F32_REL)
