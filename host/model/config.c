@@ -53,7 +53,8 @@ static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma
                                      "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
                                      "deepseek_v3, gpt_oss, glm4_moe, minimax_m2, deepseek_v32"
                                      /* issue 31: smollm3, llama4, gemma4 */
-                                     ", smollm3, llama4_text, gemma4_text";
+                                     ", smollm3, llama4_text, gemma4_text, "
+                                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text";
 
 static int is_supported(const char *t)
 {
@@ -64,7 +65,8 @@ static int is_supported(const char *t)
                                         /* issue 31 */
                                         "glm4_moe", "minimax_m2", "deepseek_v32",
                                         /* issue 31: smollm3, llama4, gemma4 */
-                                        "smollm3", "llama4_text", "gemma4_text"};
+                                        "smollm3", "llama4_text", "gemma4_text",
+                                        "qwen3_next",  "qwen3_5_text", "qwen3_5_moe_text"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(t, names[i]) == 0)
@@ -388,6 +390,99 @@ static qb_status parse_gptoss(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c
         c->sliding_map[L / 64] |= UINT64_C(1) << (L % 64);
     c->has_sliding_map = 1;
     return parse_layer_types(p, root, c);
+}
+
+/* Qwen3-Next and the Qwen3.5 text models: Qwen3NextConfig's keys and
+ * defaults (transformers 5.24, configuration_qwen3_next.py; Qwen3_5TextConfig
+ * and Qwen3_5MoeTextConfig inherit them): layer_types "linear_attention" /
+ * "full_attention", else every full_attention_interval-th (4) layer full;
+ * partial_rotary_factor 0.25 (in rope_parameters, or top-level in older
+ * configs); experts when num_experts > 0, qwen2_moe's block with its
+ * shared expert; norm_topk_prob true when absent (docs/forward.md,
+ * "Qwen3-Next"). */
+static qb_status parse_qwen3next(const cfgp *p, const qb_json *root, qbh_fwd_cfg *c)
+{
+    const qb_json *lt = get(p, root, "layer_types"), *rp = get(p, root, "rope_parameters");
+    const char *act = p->J->get_string(get(p, root, "hidden_act"));
+    int64_t L, interval, n_exp;
+    double f;
+    int q35 = strcmp(c->arch, "qwen3_5_text") == 0, q35moe = strcmp(c->arch, "qwen3_5_moe_text") == 0;
+    qb_status rc;
+
+    c->hybrid = 1;
+    c->norm_plus1 = 1;
+    c->qk_norm = 1;
+    if (act && strcmp(act, "silu") != 0)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                               "forward: %s: hidden_act \"%s\" is not supported for %s "
+                               "(supported: silu)",
+                               p->what, act, c->arch);
+    if ((rc = get_int(p, root, "linear_conv_kernel_dim", 4, &c->lin_conv)) ||
+        (rc = get_int(p, root, "linear_key_head_dim", 128, &c->lin_dk)) ||
+        (rc = get_int(p, root, "linear_value_head_dim", 128, &c->lin_dv)) ||
+        (rc = get_int(p, root, "linear_num_key_heads", 16, &c->lin_nk)) ||
+        (rc = get_int(p, root, "linear_num_value_heads", 32, &c->lin_nv)) ||
+        (rc = get_int(p, root, "full_attention_interval", 4, &interval)) ||
+        (rc = get_count(p, root, "num_experts", q35moe ? 256 : 512, &n_exp)))
+        return rc;
+    if (c->lin_nv % c->lin_nk)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: linear_num_value_heads %lld is not a multiple of "
+                               "linear_num_key_heads %lld",
+                               p->what, (long long)c->lin_nv, (long long)c->lin_nk);
+    if (c->n_layers > 1024)
+        return p->h->set_error(p->h, QB_E_UNSUPPORTED, "forward: %s: more than 1024 layers",
+                               p->what);
+    if (!lt || is_null(p, lt)) {
+        for (L = 0; L < c->n_layers; L++)
+            if ((L + 1) % interval)
+                c->linear_map[L / 64] |= UINT64_C(1) << (L % 64);
+    } else if (p->J->type(lt) != QB_JSON_ARRAY || (int64_t)p->J->count(lt) != c->n_layers) {
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: \"layer_types\" is not a list of "
+                               "num_hidden_layers (%lld) names",
+                               p->what, (long long)c->n_layers);
+    } else {
+        for (L = 0; L < c->n_layers; L++) {
+            const char *s = p->J->get_string(p->J->at(lt, (size_t)L, NULL));
+            if (!s || (strcmp(s, "linear_attention") != 0 && strcmp(s, "full_attention") != 0))
+                return p->h->set_error(p->h, QB_E_UNSUPPORTED,
+                                       "forward: %s: layer_types[%lld] is not "
+                                       "linear_attention or full_attention",
+                                       p->what, (long long)L);
+            if (s[0] == 'l')
+                c->linear_map[L / 64] |= UINT64_C(1) << (L % 64);
+        }
+    }
+    rc = get_real(p, root, "partial_rotary_factor", 0.25, &f);
+    if (!rc && p->J->type(rp) == QB_JSON_OBJECT)
+        rc = get_real(p, rp, "partial_rotary_factor", f, &f);
+    if (rc)
+        return rc;
+    /* Qwen3NextRotaryEmbedding: dim = int(head_dim * partial_rotary_factor) */
+    c->rot_dim = (int64_t)((double)c->head_dim * f);
+    if (c->rot_dim < 2 || c->rot_dim > c->head_dim || c->rot_dim % 2)
+        return p->h->set_error(p->h, QB_E_FORMAT,
+                               "forward: %s: partial_rotary_factor %g gives %lld rotated "
+                               "dimensions of %lld",
+                               p->what, f, (long long)c->rot_dim, (long long)c->head_dim);
+    c->attn_scale = 1.0 / sqrt((double)c->head_dim);
+    /* Qwen3_5TextConfig drops every MoE key (a dense MLP on each layer);
+     * Qwen3_5MoeTextConfig drops mlp_only_layers and decoder_sparse_step
+     * (experts on each layer) and norm_topk_prob (its router,
+     * Qwen3VLMoeTextTopKRouter, always renormalises). */
+    if (n_exp == 0 || q35)
+        return QB_OK;
+    if ((rc = parse_moe(p, root, c)) ||
+        (rc = get_int(p, root, "shared_expert_intermediate_size", 512, &c->shared_intermediate)))
+        return rc;
+    if (!get(p, root, "norm_topk_prob") || q35moe)
+        c->norm_topk = 1;
+    if (q35moe) {
+        c->sparse_step = 1;
+        memset(c->mlp_only, 0, sizeof c->mlp_only);
+    }
+    return QB_OK;
 }
 
 /* A number that may be null: absent -> def, null -> 0 (switched off). */
@@ -1091,7 +1186,9 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     oss = strcmp(c->arch, "gpt_oss") == 0;
     l4 = strcmp(c->arch, "llama4_text") == 0; /* issue 31 */
     if ((rc = get_int(p, root, "hidden_size", -1, &c->hidden)) ||
-        (rc = get_int(p, root, "intermediate_size", -1, &c->intermediate)) ||
+        /* Qwen3_5MoeTextConfig has no intermediate_size (no dense MLP) */
+        (rc = get_int(p, root, "intermediate_size",
+                      strcmp(c->arch, "qwen3_5_moe_text") == 0 ? 1 : -1, &c->intermediate)) ||
         (rc = get_int(p, root, "num_hidden_layers", -1, &c->n_layers)) ||
         (rc = get_int(p, root, "num_attention_heads", -1, &c->n_heads)) ||
         /* GptOssConfig's field defaults: 8 kv heads, head_dim 64. */
@@ -1143,6 +1240,10 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
     }
     if (strcmp(c->arch, "minimax_m2") == 0) {
         rc = parse_minimax_m2(p, root, c);
+        goto out;
+    }
+    if (strcmp(c->arch, "qwen3_next") == 0 || strncmp(c->arch, "qwen3_5_", 8) == 0) {
+        rc = parse_qwen3next(p, root, c);
         goto out;
     }
     if (strcmp(c->arch, "mixtral") == 0 || strstr(c->arch, "_moe")) {

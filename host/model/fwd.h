@@ -21,6 +21,7 @@
  *                     sigmoid-scaled experts (issue 31)
  *   gemma4.c          Gemma 4's text decoder: per-layer inputs, per-type heads and
  *                     rope, v norm, layer scalars (issue 31)
+ *   qwen3next.c       Qwen3-Next / Qwen3.5: gated DeltaNet and gated attention
  */
 #ifndef QBH_FWD_H
 #define QBH_FWD_H
@@ -233,6 +234,19 @@ qb_status qbh_fwd_gptoss_moe(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L
 qb_status qbh_fwd_fused_expert(qbh_fwd_weights *w, const qbh_fwd_cfg *c, int64_t L,
                                const char *block, const char *what, int with_bias, int64_t e,
                                const float *x, int64_t M, int64_t K, float *y, int64_t N);
+/* ---- qwen3next.c: the Qwen3-Next / Qwen3.5 token mixers ------------------------ */
+
+struct qbh_fwd_bufs;
+/* The token mixer of layer L of a hybrid (c->hybrid) on the normalised
+ * rows b->h[T][hidden] into b->o[T][hidden] (docs/forward.md,
+ * "Qwen3-Next"): a gated DeltaNet on the layers of c->linear_map (fused
+ * in_proj_qkvz / in_proj_ba, or Qwen3.5's in_proj_qkv / _z / _b / _a),
+ * else full attention with (1 + w) q/k norms, partial rotation and the
+ * sigmoid output gate. Allocates its activations per call. Errors: a
+ * missing/mis-shaped tensor named, a reader's error, QB_E_NOMEM. Main
+ * thread; uses the pool. */
+qb_status qbh_fwd_hybrid_mixer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, struct qbh_fwd_bufs *b,
+                               int64_t L, int64_t T);
 
 /* ---- model.c: the layer's buffers and norms --------------------------------- */
 

@@ -98,7 +98,7 @@ static qb_status norm(qbh_fwd_weights *w, const qbh_fwd_cfg *c, const char *name
 {
     qb_status rc = qbh_fwd_vector(w, name, wbuf, n);
     if (rc == QB_OK)
-        qbh_fwd_rmsnorm(x, M, n, wbuf, c->rms_eps, c->gemma ? 1.0 : 0.0);
+        qbh_fwd_rmsnorm(x, M, n, wbuf, c->rms_eps, c->gemma || c->norm_plus1 ? 1.0 : 0.0);
     return rc;
 }
 
@@ -120,6 +120,7 @@ static qb_status layer(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b
     if ((rc = qbh_fwd_lnorm(w, c, L, "input_layernorm", b->h, T, H, b->wn)))
         return rc;
     rc = c->mla                      ? qbh_fwd_mla(w, c, L, b->h, T, b->inv, b->o)
+         : c->hybrid                 ? qbh_fwd_hybrid_mixer(w, c, b, L, T)
          : c->moe == QBH_MOE_LLAMA4 ? qbh_fwd_llama4_attention(w, c, b, L, T) /* issue 31 */
                                     : qbh_fwd_attention_block(w, c, b, L, T);
     if (rc)

@@ -128,6 +128,15 @@ typedef struct qbh_fwd_cfg {
     int64_t g4_hd[2], g4_kv[2];
     double g4_theta[2], g4_prf[2], g4_factor[2];
     int g4_prop[2];           /* rope_type proportional (else default) */
+    /* Qwen3-Next / Qwen3.5 hybrids (docs/forward.md, "Qwen3-Next"): layers
+     * in linear_map run a gated DeltaNet (conv kernel lin_conv, lin_nk key
+     * heads of lin_dk, lin_nv value heads of lin_dv), the others gated full
+     * attention (q_proj holds each head's query then its output gate);
+     * every RMSNorm but the DeltaNet's gated one scales by (1 + w). */
+    int hybrid;
+    uint64_t linear_map[16]; /* bit L: layer L is a linear-attention layer */
+    int64_t lin_conv, lin_nk, lin_nv, lin_dk, lin_dv;
+    int norm_plus1;          /* (1 + w) norms without the rest of gemma */
 } qbh_fwd_cfg;
 
 /* Parses `config_json` (the model's config.json text; `what` names the

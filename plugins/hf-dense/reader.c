@@ -2,8 +2,9 @@
  * hf-dense reader: a Hugging Face directory with config.json (no
  * quantization) and safetensors weights in F32/F16/BF16, served tensor by
  * tensor under the Hugging Face names, rows converted from the mapped bytes.
- * DeepSeek's MTP layers are left out unless the option mtp=keep says otherwise
- * (kit qbk_mtp.h; docs/formats/fp8.md, "DeepSeek-V3 MTP layers").
+ * MTP layers (DeepSeek's, the Qwen3-Next hybrids' mtp.*) are left out unless
+ * the option mtp=keep says otherwise (kit qbk_mtp.h; docs/formats/fp8.md,
+ * "DeepSeek-V3 MTP layers"; docs/w4a16-format.md, "Qwen3-Next layers").
  *
  * Memory: the files stay mapped by the host's safetensors service; a
  * read_rows call touches only the bytes of its rows.

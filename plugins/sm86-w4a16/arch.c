@@ -349,6 +349,51 @@ static const w4w_role minimax_m2_roles[] = {
     NORM("post_attention_layernorm", 1),
 };
 
+/* Qwen3-Next (transformers models/qwen3_next/modeling_qwen3_next.py;
+ * w4a16-format.md "Qwen3-Next layers"): linear-attention layers hold
+ * Qwen3NextGatedDeltaNet (in_proj_qkvz, in_proj_ba and out_proj linears;
+ * conv1d [channels, 1, kernel] kept F16; A_log and dt_bias [nv] kept F32,
+ * the decay exp(-exp(A_log) softplus(a + dt_bias)) compounds over every
+ * position; norm [dv], its gated RMSNorm), full-attention layers
+ * Qwen3NextAttention (q_proj of 2 * heads * head_dim rows: query and output
+ * gate per head; q_norm, k_norm); the MLP is Qwen2MoeSparseMoeBlock's or a
+ * dense one, as qwen2_moe places them. */
+#define LA(p, in, out) { p, W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, in, out, W4W_LAYERS_LINEAR, 0 }
+#define FA(p, b, in) { p, W4W_ROLE_LINEAR, b, 0, in, W4W_IN_NONE, W4W_LAYERS_FULL, 0 }
+#define FNORM(p) { p, W4W_ROLE_NORM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE, W4W_LAYERS_FULL, 0 }
+static const w4w_role qwen3_next_roles[] = {
+    LA("linear_attn.in_proj_qkvz", W4W_IN_HIDDEN, W4W_IN_LIN_QKVZ),
+    LA("linear_attn.in_proj_ba", W4W_IN_HIDDEN, W4W_IN_LIN_BA),
+    {"linear_attn.conv1d", W4W_ROLE_CONV, W4W_BIAS_NONE, 0, W4W_IN_LIN_KERNEL, W4W_IN_LIN_CONV,
+     W4W_LAYERS_LINEAR, 0},
+    {"linear_attn.A_log", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,
+     W4W_LAYERS_LINEAR, 0},
+    {"linear_attn.dt_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,
+     W4W_LAYERS_LINEAR, 0},
+    {"linear_attn.norm", W4W_ROLE_NORM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE,
+     W4W_LAYERS_LINEAR, 0},
+    LA("linear_attn.out_proj", W4W_IN_LIN_V, W4W_IN_HIDDEN),
+    FA("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    FA("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    FA("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    FA("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    FNORM("self_attn.q_norm"),
+    FNORM("self_attn.k_norm"),
+    DLIN("mlp.gate_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.up_proj", W4W_IN_HIDDEN),
+    DLIN("mlp.down_proj", W4W_IN_INTER),
+    ROUTER("mlp.gate", W4W_IN_EXPERTS),
+    SLIN("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.down_proj", W4W_IN_MOE_INTER, W4W_IN_HIDDEN),
+    SLIN("mlp.shared_expert.gate_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.up_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.down_proj", W4W_IN_SHARED_INTER, W4W_IN_HIDDEN),
+    ROUTER("mlp.shared_expert_gate", W4W_IN_ONE),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
 /* issue 31: smollm3, llama4, gemma4 ------------------------------------------ */
 
 /* SmolLM3Attention / SmolLM3MLP are LlamaAttention / LlamaMLP (modular_smollm3.py):
@@ -378,6 +423,52 @@ static const w4w_role llama4_text_roles[] = {
     SLIN("feed_forward.shared_expert.gate_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
     SLIN("feed_forward.shared_expert.up_proj", W4W_IN_HIDDEN, W4W_IN_INTER),
     SLIN("feed_forward.shared_expert.down_proj", W4W_IN_INTER, W4W_IN_HIDDEN),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+
+/* Qwen3.5 text models (transformers models/qwen3_5, qwen3_5_moe): the
+ * Qwen3-Next layers with Qwen3_5GatedDeltaNet's unfused projections
+ * (in_proj_qkv rows [q | k | v], in_proj_z, in_proj_b, in_proj_a); a dense
+ * MLP on every layer (Qwen3_5DecoderLayer) or the experts with their shared
+ * expert on every layer (Qwen3_5MoeDecoderLayer). */
+#define Q35_MIXER                                                                                  \
+    LA("linear_attn.in_proj_qkv", W4W_IN_HIDDEN, W4W_IN_LIN_CONV),                                 \
+        LA("linear_attn.in_proj_z", W4W_IN_HIDDEN, W4W_IN_LIN_V),                                  \
+        LA("linear_attn.in_proj_b", W4W_IN_HIDDEN, W4W_IN_LIN_NV),                                 \
+        LA("linear_attn.in_proj_a", W4W_IN_HIDDEN, W4W_IN_LIN_NV),                                 \
+        {"linear_attn.conv1d", W4W_ROLE_CONV, W4W_BIAS_NONE, 0, W4W_IN_LIN_KERNEL,                \
+         W4W_IN_LIN_CONV, W4W_LAYERS_LINEAR, 0},                                                   \
+        {"linear_attn.A_log", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,          \
+         W4W_LAYERS_LINEAR, 0},                                                                    \
+        {"linear_attn.dt_bias", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_LIN_NV,        \
+         W4W_LAYERS_LINEAR, 0},                                                                    \
+        {"linear_attn.norm", W4W_ROLE_NORM, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_NONE,            \
+         W4W_LAYERS_LINEAR, 0},                                                                    \
+        LA("linear_attn.out_proj", W4W_IN_LIN_V, W4W_IN_HIDDEN),                                   \
+        FA("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),                                  \
+        FA("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),                                  \
+        FA("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),                                  \
+        FA("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS), FNORM("self_attn.q_norm"),        \
+        FNORM("self_attn.k_norm")
+static const w4w_role qwen3_5_roles[] = {
+    Q35_MIXER,
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+};
+static const w4w_role qwen3_5_moe_roles[] = {
+    Q35_MIXER,
+    ROUTER("mlp.gate", W4W_IN_EXPERTS),
+    SLIN("mlp.experts.%d.gate_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.up_proj", W4W_IN_HIDDEN, W4W_IN_MOE_INTER),
+    SLIN("mlp.experts.%d.down_proj", W4W_IN_MOE_INTER, W4W_IN_HIDDEN),
+    SLIN("mlp.shared_expert.gate_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.up_proj", W4W_IN_HIDDEN, W4W_IN_SHARED_INTER),
+    SLIN("mlp.shared_expert.down_proj", W4W_IN_SHARED_INTER, W4W_IN_HIDDEN),
+    ROUTER("mlp.shared_expert_gate", W4W_IN_ONE),
     NORM("input_layernorm", 1),
     NORM("post_attention_layernorm", 1),
 };
@@ -457,6 +548,12 @@ static const w4w_arch archs[] = {
      NULL, 0},
     {"llama4_text", "Llama4ForCausalLM", 0, llama4_text_roles, N_OF(llama4_text_roles),
      W4W_MOE_LIST, "num_local_experts", NULL, 0},
+    {"qwen3_next", "Qwen3NextForCausalLM", 0, qwen3_next_roles, N_OF(qwen3_next_roles),
+     W4W_MOE_STEP, "num_experts", NULL, 0},
+    {"qwen3_5_text", "Qwen3_5ForCausalLM", 0, qwen3_5_roles, N_OF(qwen3_5_roles), W4W_MOE_NONE,
+     NULL, NULL, 0},
+    {"qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", 0, qwen3_5_moe_roles, N_OF(qwen3_5_moe_roles),
+     W4W_MOE_EVERY, "num_experts", NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
@@ -466,7 +563,8 @@ const char *const w4w_arch_names[] = {
     /* issue 31 */
     "glm4_moe", "minimax_m2", "deepseek_v32",
     /* issue 31: smollm3, llama4, gemma4 */
-    "smollm3", "llama4_text", NULL,
+    "smollm3", "llama4_text",
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", NULL,
 };
 
 size_t w4w_arch_count(void)

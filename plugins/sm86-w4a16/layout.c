@@ -45,6 +45,14 @@ static const char *const width_keys[W4W_N_WIDTHS] = {
     "index_head_dim",
     "index_n_heads",
     "intermediate_size_mlp",
+    "2 * linear_num_key_heads * linear_key_head_dim + 2 * linear_num_value_heads * "
+    "linear_value_head_dim",
+    "2 * linear_num_value_heads",
+    "linear_num_value_heads * linear_value_head_dim",
+    "linear_num_value_heads",
+    "2 * linear_num_key_heads * linear_key_head_dim + linear_num_value_heads * "
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
 };
 
 const char *w4w_width_key(w4w_in_dim d)
@@ -80,6 +88,74 @@ static qb_status idx_widths(const qb_host *h, const char *where, const cJSON *cf
     out->width[W4W_IN_IDX_HEADS] = nh;
     out->width[W4W_IN_IDX_HD] = hd;
     out->width[W4W_IN_IDX_Q] = nh > 0 && hd > 0 ? nh * hd : -1;
+    return QB_OK;
+}
+
+/* 1 when architecture a has roles held by linear- or full-attention
+ * layers only (a hybrid). */
+static int arch_hybrid(const w4w_arch *a)
+{
+    size_t r;
+    for (r = 0; r < a->n_roles; r++)
+        if (a->roles[r].layers == W4W_LAYERS_LINEAR || a->roles[r].layers == W4W_LAYERS_FULL)
+            return 1;
+    return 0;
+}
+
+/* Qwen3-Next's gated DeltaNet widths (Qwen3NextConfig's defaults: 16 key
+ * heads of 128, 32 value heads of 128, kernel 4) and which layers are
+ * linear attention: "layer_types", else every full_attention_interval-th
+ * (default 4) layer full (Qwen3NextConfig.__post_init__). */
+static qb_status layout_hybrid(const qb_host *h, const char *where, const cJSON *cfg,
+                               w4w_layout *out)
+{
+    static const char *const keys[] = {"linear_num_key_heads", "linear_key_head_dim",
+                                       "linear_num_value_heads", "linear_value_head_dim",
+                                       "linear_conv_kernel_dim", "full_attention_interval"};
+    static const int64_t defs[] = {16, 128, 32, 128, 4, 4};
+    int64_t v[6], l;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    size_t i;
+
+    for (i = 0; i < 6; i++) {
+        v[i] = pos_int(cfg, keys[i]);
+        if (v[i] == -2)
+            return h->set_error(h, QB_E_FORMAT, "%s: config.json: %s is not a positive integer",
+                                where, keys[i]);
+        if (v[i] < 0)
+            v[i] = defs[i];
+    }
+    if (v[2] % v[0])
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: linear_num_value_heads %lld is not a multiple of "
+                            "linear_num_key_heads %lld",
+                            where, (long long)v[2], (long long)v[0]);
+    out->width[W4W_IN_LIN_QKVZ] = 2 * v[0] * v[1] + 2 * v[2] * v[3];
+    out->width[W4W_IN_LIN_BA] = 2 * v[2];
+    out->width[W4W_IN_LIN_V] = v[2] * v[3];
+    out->width[W4W_IN_LIN_NV] = v[2];
+    out->width[W4W_IN_LIN_CONV] = 2 * v[0] * v[1] + v[2] * v[3];
+    out->width[W4W_IN_LIN_KERNEL] = v[4];
+    if (!lt || cJSON_IsNull(lt)) {
+        for (l = 0; l < out->n_layers; l++)
+            out->linear[l] = (l + 1) % v[5] != 0;
+        return QB_OK;
+    }
+    if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != out->n_layers)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: layer_types is not a list of num_hidden_layers "
+                            "(%lld) names",
+                            where, (long long)out->n_layers);
+    for (l = 0; l < out->n_layers; l++) {
+        const cJSON *e = cJSON_GetArrayItem(lt, (int)l);
+        if (!cJSON_IsString(e) || (strcmp(e->valuestring, "linear_attention") != 0 &&
+                                   strcmp(e->valuestring, "full_attention") != 0))
+            return h->set_error(h, QB_E_UNSUPPORTED,
+                                "%s: config.json: layer_types[%lld] is not linear_attention or "
+                                "full_attention",
+                                where, (long long)l);
+        out->linear[l] = e->valuestring[0] == 'l';
+    }
     return QB_OK;
 }
 
@@ -164,11 +240,14 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
         out->width[W4W_IN_EXPERTS] = out->n_experts;
     }
     out->sparse = qbk_calloc((size_t)n_layers, 1);
+    out->linear = qbk_calloc((size_t)n_layers, 1);
     out->role_off = qbk_calloc(a->n_roles, sizeof *out->role_off);
-    if (!out->sparse || !out->role_off) {
+    if (!out->sparse || !out->linear || !out->role_off) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", where);
         goto out;
     }
+    if (arch_hybrid(a) && (rc = layout_hybrid(h, where, cfg, out)) != QB_OK)
+        goto out;
     for (r = 0; r < a->n_roles; r++) {
         out->role_off[r] = out->per_layer;
         out->per_layer += w4w_role_is_expert(&a->roles[r]) ? (size_t)out->n_experts : 1;
@@ -293,8 +372,10 @@ void w4w_layout_free(w4w_layout *lo)
     if (!lo)
         return;
     qbk_free(lo->sparse);
+    qbk_free(lo->linear);
     qbk_free(lo->role_off);
     lo->sparse = NULL;
+    lo->linear = NULL;
     lo->role_off = NULL;
 }
 
@@ -306,6 +387,8 @@ int w4w_layout_active(const w4w_layout *lo, int64_t l, size_t r)
         return 0;
     if (where == W4W_LAYERS_ALL)
         return 1;
+    if (where == W4W_LAYERS_LINEAR || where == W4W_LAYERS_FULL)
+        return (where == W4W_LAYERS_LINEAR) == (lo->linear && lo->linear[l]);
     return (where == W4W_LAYERS_SPARSE) == (lo->sparse[l] != 0);
 }
 

@@ -760,7 +760,7 @@ static qb_status plan_check_role(plan_state *s, int64_t l, const w4w_inst *in)
         return h->set_error(h, QB_E_NOT_FOUND,
                             "%s: model.layers.%lld.%s%s: required tensor missing%s", b->sp,
                             (long long)l, path, role->kind == W4W_ROLE_F32 ? "" : ".weight",
-                            role->kind == W4W_ROLE_F32
+                            strstr(path, "e_score_correction_bias")
                                 ? " (the router bias of noaux_tc routing)"
                                 : "");
     t = tinfo(b, wi);
@@ -793,6 +793,14 @@ static qb_status plan_check_role(plan_state *s, int64_t l, const w4w_inst *in)
             return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (%s)", b->sp,
                                 t->name, (long long)lo->width[role->out],
                                 w4w_width_key(role->out));
+    } else if (role->kind == W4W_ROLE_CONV) {
+        /* a depthwise convolution: [channels, 1, kernel] */
+        if (t->n_dims != 3 || t->dims[0] != lo->width[role->out] || t->dims[1] != 1 ||
+            t->dims[2] != lo->width[role->in])
+            return h->set_error(h, QB_E_MISMATCH,
+                                "%s: %s: shape is not [%s, 1, %s] = [%lld, 1, %lld]", b->sp,
+                                t->name, w4w_width_key(role->out), w4w_width_key(role->in),
+                                (long long)lo->width[role->out], (long long)lo->width[role->in]);
     } else if (role->kind != W4W_ROLE_NORM && role->kind != W4W_ROLE_PARAM) {
         if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1)
             return h->set_error(h, QB_E_FORMAT, "%s: %s: a %s weight must be 2-D", b->sp,

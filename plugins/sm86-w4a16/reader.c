@@ -392,6 +392,31 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4w
             t->rows = 1;
             t->cols = w->dims[0];
             used++;
+        } else if (role->kind == W4W_ROLE_CONV) {
+            /* a depthwise convolution [channels, 1, kernel], served with
+             * its shape: rows are the channels */
+            const qb_st_tensor *w;
+            w4r_tensor *t;
+            int64_t ch = lo->width[role->out], kn = lo->width[role->in];
+            snprintf(n, sizeof n, "%s.weight", path);
+            if (!(w = api->find(set, n)))
+                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s missing", r->dir, file, n);
+            if (w->dtype != QB_DT_F16 || w->n_dims != 3 || w->dims[0] != ch || w->dims[1] != 1 ||
+                w->dims[2] != kn)
+                return h->set_error(h, QB_E_FORMAT, "%s/%s: %s: not F16 [%lld, 1, %lld] (%s, %s)",
+                                    r->dir, file, n, (long long)ch, (long long)kn,
+                                    w4w_width_key(role->out), w4w_width_key(role->in));
+            if (!(t = add_tensor(r)))
+                return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
+            snprintf(t->name, sizeof t->name, "%s", canon);
+            t->a = w;
+            t->n_dims = 3;
+            t->dims[0] = ch;
+            t->dims[1] = 1;
+            t->dims[2] = kn;
+            t->rows = ch;
+            t->cols = kn;
+            used++;
         } else {
             const qb_st_tensor *w, *b;
             int router = role->kind == W4W_ROLE_ROUTER;

@@ -49,8 +49,10 @@ typedef enum w4w_role_kind {
     W4W_ROLE_NORM = 2,   /* 1-D weight kept F16 */
     W4W_ROLE_ROUTER = 3, /* 2-D MoE router weight kept F16 (w4a16-format.md) */
     W4W_ROLE_PARAM = 4,  /* 1-D parameter named `<path>` itself (no .weight), kept F16 */
-    W4W_ROLE_F32 = 5     /* 1-D tensor kept F32 under its full path, no ".weight"
+    W4W_ROLE_F32 = 5,    /* 1-D tensor kept F32 under its full path, no ".weight"
                             (DeepSeek-V3's mlp.gate.e_score_correction_bias) */
+    W4W_ROLE_CONV = 6    /* depthwise convolution weight [channels, 1, kernel] kept
+                            F16 as `<path>.weight` (Qwen3-Next's linear_attn.conv1d) */
 } w4w_role_kind;
 
 typedef enum w4w_bias_rule {
@@ -85,16 +87,26 @@ typedef enum w4w_in_dim {
     W4W_IN_IDX_HD = 18,      /* index_head_dim */
     W4W_IN_IDX_HEADS = 19,   /* index_n_heads */
     /* issue 31: smollm3, llama4, gemma4 */
-    W4W_IN_L4_MLP = 20       /* intermediate_size_mlp (llama4's dense layers) */
+    W4W_IN_L4_MLP = 20,      /* intermediate_size_mlp (llama4's dense layers) */
+    /* Qwen3-Next gated DeltaNet (Qwen3NextGatedDeltaNet), nk/nv key/value
+     * heads of dk/dv: */
+    W4W_IN_LIN_QKVZ = 21,    /* 2 nk dk + 2 nv dv (in_proj_qkvz rows) */
+    W4W_IN_LIN_BA = 22,      /* 2 nv (in_proj_ba rows) */
+    W4W_IN_LIN_V = 23,       /* nv dv (out_proj input) */
+    W4W_IN_LIN_NV = 24,      /* nv (A_log, dt_bias) */
+    W4W_IN_LIN_CONV = 25,    /* 2 nk dk + nv dv (conv1d channels) */
+    W4W_IN_LIN_KERNEL = 26   /* linear_conv_kernel_dim */
 } w4w_in_dim;
 
-#define W4W_N_WIDTHS 21
+#define W4W_N_WIDTHS 27
 
 /* Which decoder layers hold a role. */
 typedef enum w4w_layers {
     W4W_LAYERS_ALL = 0,
     W4W_LAYERS_DENSE = 1, /* layers with a dense MLP only */
-    W4W_LAYERS_SPARSE = 2 /* MoE layers only */
+    W4W_LAYERS_SPARSE = 2, /* MoE layers only */
+    W4W_LAYERS_LINEAR = 3, /* hybrids: linear-attention layers only */
+    W4W_LAYERS_FULL = 4    /* hybrids: full-attention layers only */
 } w4w_layers;
 
 /* One tensor role inside a decoder layer, by its Hugging Face module path
@@ -209,6 +221,7 @@ typedef struct w4w_layout {
     int64_t width[W4W_N_WIDTHS]; /* indexed by w4w_in_dim; W4W_IN_ONE is 1 */
     int64_t n_experts; /* 0 for a dense architecture */
     uint8_t *sparse;   /* [n_layers]: 1 = MoE layer; owned */
+    uint8_t *linear;   /* [n_layers]: 1 = linear-attention layer (hybrids); owned */
     size_t *role_off;  /* [n_roles]: first slot of each role in a layer; owned */
     size_t per_layer;  /* slots per layer: every role, every expert */
 } w4w_layout;

@@ -1,5 +1,6 @@
 /*
- * DeepSeek MTP layers: the shared `mtp` reader option and the name test
+ * MTP layers (DeepSeek, the Qwen3-Next hybrids): the shared `mtp` reader
+ * option and the name test
  * (see qbk_mtp.h).
  */
 #include "qbk_mtp.h"
@@ -11,8 +12,9 @@ const qb_option_decl qbk_mtp_option = {
     .name = "mtp",
     .type = QB_PARAM_STRING,
     .default_value = "drop",
-    .help = "DeepSeek multi-token-prediction layers (model.layers.{num_hidden_layers}.*): drop "
-            "(default; transformers ignores them too) or keep (present them as tensors)",
+    .help = "multi-token-prediction layers (DeepSeek's model.layers.{num_hidden_layers}.*, the "
+            "Qwen3-Next/Qwen3.5 mtp.*): drop (default; transformers ignores them too) or keep "
+            "(present them as tensors)",
     .choices = "drop|keep",
     .min_int = 1,
     .max_int = 0,
@@ -44,10 +46,25 @@ static int64_t pos_int(const cJSON *o, const char *key)
     return (int64_t)v->valuedouble;
 }
 
+/* The Qwen3-Next hybrids keep their MTP block under `mtp.*` and their
+ * configs do not count it (transformers' Qwen3NextPreTrainedModel and
+ * Qwen3_5ForCausalLM ignore `^mtp.*` on load). */
+static int qwen_hybrid(const cJSON *config)
+{
+    static const char *const types[] = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"};
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(config, "model_type");
+    size_t i;
+    for (i = 0; cJSON_IsString(t) && i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(t->valuestring, types[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int64_t qbk_mtp_first_layer(const cJSON *config)
 {
     int64_t n = pos_int(config, "num_hidden_layers");
-    return n > 0 && pos_int(config, "num_nextn_predict_layers") > 0 ? n : -1;
+    return n > 0 && (pos_int(config, "num_nextn_predict_layers") > 0 || qwen_hybrid(config)) ? n
+                                                                                             : -1;
 }
 
 int qbk_mtp_is_mtp(const char *name, int64_t first)
@@ -55,6 +72,8 @@ int qbk_mtp_is_mtp(const char *name, int64_t first)
     static const char pre[] = "model.layers.";
     const char *s;
     int64_t l = 0;
+    if (first >= 0 && strncmp(name, "mtp.", 4) == 0)
+        return 1;
     if (first < 0 || strncmp(name, pre, sizeof pre - 1) != 0)
         return 0;
     s = name + sizeof pre - 1;

@@ -1,6 +1,7 @@
 /*
- * DeepSeek's multi-token-prediction (MTP) layers in a Hugging Face
- * checkpoint, shared by the hf-dense and fp8 readers: the `mtp` reader
+ * Multi-token-prediction (MTP) layers in a Hugging Face checkpoint
+ * (DeepSeek's, and the Qwen3-Next hybrids' `mtp.*`), shared by the
+ * hf-dense and fp8 readers: the `mtp` reader
  * option (drop | keep, default drop) and which tensors belong to MTP.
  *
  * DeepSeek-V3 stores num_nextn_predict_layers MTP modules after the decoder
@@ -35,11 +36,14 @@ extern const qb_option_decl qbk_mtp_option;
 qb_status qbk_mtp_mode(const qb_host *h, const qb_param *params, int *drop);
 
 /* The first MTP layer index of a parsed config.json: num_hidden_layers when
- * num_nextn_predict_layers is a positive integer, else -1 (no MTP layers). */
+ * num_nextn_predict_layers is a positive integer or model_type is one of
+ * the Qwen3-Next hybrids (qwen3_next, qwen3_5_text, qwen3_5_moe_text, whose
+ * MTP block is `mtp.*`), else -1 (no MTP layers). */
 int64_t qbk_mtp_first_layer(const cJSON *config);
 
-/* 1 when `name` is a tensor of a layer at or past first (first >= 0):
- * "model.layers.N." with N >= first. 0 otherwise or when first < 0. */
+/* 1 when (first >= 0) `name` is a tensor of a layer at or past first,
+ * "model.layers.N." with N >= first, or of the Qwen hybrids' MTP block,
+ * "mtp.*". 0 otherwise or when first < 0. */
 int qbk_mtp_is_mtp(const char *name, int64_t first);
 
 #endif /* QBK_MTP_H */
