@@ -74,6 +74,7 @@ typedef struct ctw_plan {
     uint64_t total_bytes;
     ctw_scheme rtn;          /* scheme for requantized linears */
     int act_gidx;            /* act_order=g_idx */
+    int minmax;              /* quant_rule=minmax */
 } ctw_plan;
 
 /* Options as begin and plan read them. */
@@ -81,6 +82,7 @@ typedef struct ctw_options {
     const char *dtype;       /* auto|f16|bf16|f32 */
     ctw_scheme rtn;
     int act_gidx;
+    int minmax;              /* quant_rule=minmax: compressed-tensors' own scale */
     uint64_t max_shard;
 } ctw_options;
 
@@ -114,8 +116,11 @@ void ctw_encode_dt(qb_dtype dt, const float *src, size_t n, uint8_t *dst);
  * compressed-tensors' calculate_qparams and _quantize in D's arithmetic
  * (docs/formats/compressed-tensors.md, "Round to nearest"). Adds the
  * row's squared error and squared values to *err2 / *ref2 and raises
- * *err_max. Pure. */
-void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, const float *x, int64_t cols, int8_t *q,
+ * *err_max. Symmetric scales: amax / (2^b - 1) * 2 with minmax (the
+ * library's: the largest positive value may clip), else amax / (2^(b-1) - 1)
+ * (nothing clips). Pure. */
+void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, int64_t cols,
+                 int8_t *q,
                  float *s, int8_t *z, double *err2, double *ref2, double *err_max);
 
 /* Packs unsigned codes u[cols] (each < 2^bits) into ceil(cols/pf) words,

@@ -72,7 +72,8 @@ static float ctw_clamp_round(float v, float lo, float hi)
     return rintf(v);
 }
 
-void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, const float *x, int64_t cols, int8_t *q,
+void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, int64_t cols,
+                 int8_t *q,
                  float *s, int8_t *z, double *err2, double *ref2, double *err_max)
 {
     int64_t gs = sc->group_size > 0 ? sc->group_size : cols, g0, k;
@@ -90,8 +91,8 @@ void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, const float *x, int64_t cols
         }
         if (sc->symmetric) {
             float amax = -mn > mx ? -mn : mx;
-            /* max_val_pos / (bit_range / 2), one division in D */
-            sc_v = ctw_round_dt(dt, amax / ctw_round_dt(dt, range / 2.0f));
+            /* minmax: max_val_pos / (bit_range / 2), one division in D */
+            sc_v = ctw_round_dt(dt, amax / ctw_round_dt(dt, minmax ? range / 2.0f : qmax));
         } else {
             sc_v = ctw_round_dt(dt, ctw_round_dt(dt, mx - mn) / range);
         }

@@ -253,8 +253,9 @@ static qb_status decide(const qb_host *h, const qb_model_src *src, const ctw_opt
         it->sc = o->rtn;
         it->n_groups = gs > 0 ? it->cols / gs : 1;
         snprintf(it->reason, sizeof it->reason, "%.150s: quantized to int%d %s, %s (round to "
-                 "nearest)", why, it->sc.bits, it->sc.symmetric ? "symmetric" : "asymmetric",
-                 gs > 0 ? "group" : "channel");
+                 "nearest, %s scale)", why, it->sc.bits,
+                 it->sc.symmetric ? "symmetric" : "asymmetric", gs > 0 ? "group" : "channel",
+                 !it->sc.symmetric ? "min-max" : o->minmax ? "minmax" : "absmax");
     }
     return QB_OK;
 }
@@ -343,6 +344,7 @@ qb_status ctw_plan_build(const qb_host *h, const qb_model_src *src, const ctw_op
     memset(p, 0, sizeof *p);
     p->rtn = o->rtn;
     p->act_gidx = o->act_gidx;
+    p->minmax = o->minmax;
     if (n == 0)
         return h->set_error(h, QB_E_FORMAT, "%s: nothing to write (no tensors)",
                             src->source_path);

@@ -94,8 +94,23 @@ static const qb_option_decl opt_max_shard = {
     .roles = QB_OPTION_ROLE_WRITER,
 };
 
+static const qb_option_decl opt_rule = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "quant_rule",
+    .type = QB_PARAM_STRING,
+    .default_value = "absmax",
+    .help = "compressed-tensors writer: scale of symmetric linears quantized anew: absmax "
+            "(largest magnitude / 7 for int4: nothing clips) or minmax (compressed-tensors' and "
+            "llm-compressor's / 7.5, bit for bit)",
+    .choices = "absmax|minmax",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+
 const qb_option_decl *const ct_option_decls[] = {&opt_dtype, &opt_scheme, &opt_group,
-                                                 &opt_act_order, &opt_max_shard, NULL};
+                                                 &opt_rule, &opt_act_order, &opt_max_shard,
+                                                 NULL};
 
 qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options *o)
 {
@@ -104,6 +119,7 @@ qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options
     const qb_param *pg = qb_param_find(params, "group_size");
     const qb_param *pa = qb_param_find(params, "act_order");
     const qb_param *pm = qb_param_find(params, "max_shard_size");
+    const qb_param *pr = qb_param_find(params, "quant_rule");
     const char *scheme = ps && ps->is_set ? ps->v.s : "w4a16";
 
     memset(o, 0, sizeof *o);
@@ -112,6 +128,7 @@ qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options
     o->rtn.symmetric = strcmp(scheme, "w4a16_asym") != 0;
     o->rtn.group_size = pg && pg->is_set ? pg->v.i : 128;
     o->act_gidx = pa && pa->is_set && strcmp(pa->v.s, "g_idx") == 0;
+    o->minmax = pr && pr->is_set && strcmp(pr->v.s, "minmax") == 0;
     o->max_shard = pm && pm->is_set ? (uint64_t)pm->v.i : 5000000000u;
     if (o->rtn.group_size == 0)
         return h->set_error(h, QB_E_INVALID,
@@ -395,7 +412,7 @@ static qb_status rtn_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
         int64_t g;
         for (k = 0; k < it->cols; k++)
             x[k] = ctw_round_dt(w->plan.dt, x[k]);
-        ctw_rtn_row(w->plan.dt, &it->sc, x, it->cols, q, scales + (r0 + r) * G, zq, &it->err2,
+        ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q, scales + (r0 + r) * G, zq, &it->err2,
                     &it->ref2, &it->err_max);
         for (k = 0; k < it->cols; k++)
             w->codes[r * it->cols + k] = (uint8_t)(q[k] + half);
@@ -606,8 +623,9 @@ static qb_status ctw_finish(qb_writer_handle handle)
 {
     ctw_writer *w = handle;
     const qb_host *h = w->h;
-    const char *keys[4], *values[4];
+    const char *keys[4], *values[4], *drop[8];
     char dtype[32], *cfg = NULL;
+    size_t i, n;
     qb_status st = QB_OK;
 
     if (w->next != w->plan.n || w->cur) {
@@ -625,9 +643,13 @@ static qb_status ctw_finish(qb_writer_handle handle)
     values[2] = w->qcfg;
     keys[3] = values[3] = NULL;
     /* the source's own quantization description goes (qbk_hf_sidefiles.h);
-     * ours is set after */
-    if ((st = qbk_json_edit(h, w->src->source_path, w->src->info->config_json,
-                            qbk_hf_quant_config_keys, keys, values, &cfg)) != QB_OK)
+     * ours replaces quantization_config in place */
+    for (i = 0, n = 0; qbk_hf_quant_config_keys[i] && n + 1 < sizeof drop / sizeof drop[0]; i++)
+        if (strcmp(qbk_hf_quant_config_keys[i], "quantization_config") != 0)
+            drop[n++] = qbk_hf_quant_config_keys[i];
+    drop[n] = NULL;
+    if ((st = qbk_json_edit(h, w->src->source_path, w->src->info->config_json, drop, keys,
+                            values, &cfg)) != QB_OK)
         goto out;
     if ((st = write_text(w->sink, "config.json", cfg)) != QB_OK)
         goto out;
