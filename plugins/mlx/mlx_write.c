@@ -590,6 +590,14 @@ static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_
                                         "not finite", w->src->source_path, it->name,
                                         (long long)(r0 + r));
                 s = round_dt(w->p.sdt, amax / (float)(half - 1));
+                if (w->p.sdt == QB_DT_F32) {
+                    /* 16 significant bits: scale * q (q < 2^8) stays exact in
+                     * float32, so MLX's scale * q + bias is (q - z) * scale
+                     * and the output keeps an integer grid */
+                    uint32_t u = qb_f32_bits(s);
+                    u = (u + 0x7Fu + ((u >> 8) & 1u)) & ~0xFFu;
+                    s = qb_bits_f32(u);
+                }
                 if (s == 0.0f)
                     s = 1.0f;
                 sc[(r0 + r) * G + g] = s;
