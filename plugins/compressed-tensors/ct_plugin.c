@@ -13,9 +13,10 @@
 #include <quantbridge/quantbridge.h>
 
 #include "ct_model.h"
+#include "ctw.h"
 #include "qbk_plugin_entry.h"
 
-static const qb_host *ct_host;
+const qb_host *ct_host;
 
 static int ct_probe(void *ctx, const qb_probe_input *in)
 {
@@ -40,16 +41,30 @@ static const qb_reader_vtable ct_reader = {
     QB_STREADER_VT_GRID_ENTRIES,
 };
 
+/* The writer copies the side files itself (ctw_writer.c) and its output is
+ * read back by this plugin's reader. */
+static const qb_writer_caps ct_caps = {
+    .struct_size = sizeof(qb_writer_caps),
+    .flags = QB_WRITER_SIDE_FILES_SELF,
+    .architectures = NULL,
+    .required_facts = 0,
+    .verify_reader = "compressed-tensors",
+};
+
 /* Not const: the entry writes the negotiated ABI into .abi. */
 static qb_plugin ct_plugin = {
     .struct_size = sizeof(qb_plugin),
     .abi = QB_ABI_CURRENT,
     .name = "compressed-tensors",
     .version = "0.1.0",
-    .description = "compressed-tensors reader (pack-quantized int4/int8, naive/int/float-quantized)",
+    .description = "compressed-tensors reader (pack-quantized int4/int8, naive/int/float-quantized) "
+                   "and pack-quantized int4/int8 writer",
     .vendor = "quantbridge",
     .flags = QB_PLUGIN_CONCURRENT_READS,
     .reader = &ct_reader,
+    .writer = &ct_writer_vtable,
+    .options = ct_option_decls,
+    .writer_caps = &ct_caps,
 };
 
 /* Plugin entry (qb_plugin.h): negotiates ABI major 1 from 1.1 (the reader

@@ -198,7 +198,8 @@ static qb_status add(builder *b, const gguf_tinfo *src, const char *name, int64_
      * HF tensor whose name ends in "norm.weight" was stored as w + 1. */
     c->minus_one = b->hp->arch->norm_plus_one && nl >= 11 && strcmp(name + nl - 11, "norm.weight") == 0;
     snprintf(c->encoding, sizeof(c->encoding), "gguf %s", gguf_ggml_type_name(src->type));
-    c->has_grid = src->type == GGUF_GGML_TYPE_Q4_0 && !c->minus_one && !(one_d && perm_heads);
+    c->has_grid = (src->type == GGUF_GGML_TYPE_Q4_0 || src->type == GGUF_GGML_TYPE_Q8_0) &&
+                  !c->minus_one && !(one_d && perm_heads);
     return QB_OK;
 }
 

@@ -526,8 +526,10 @@ qb_status gguf_reader_get_grid_info(const gguf_reader *r, size_t index, qb_grid_
         return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s: %s has no integer grid", c->src->file->path, c->name,
                                c->encoding);
     /* Q4_0 (ggml-common.h block_q4_0, dequantize_row_q4_0): 32 elements per
-     * block, fp16 d, y = (nibble - 8) * d — symmetric, zero point 8. */
-    out->bits = 4;
+     * block, fp16 d, y = (nibble - 8) * d — symmetric, zero point 8.
+     * Q8_0 (block_q8_0, dequantize_row_q8_0): 32 int8 qs per block, fp16 d,
+     * y = qs * d — as codes qs + 128 with zero point 128. */
+    out->bits = c->src->type == GGUF_GGML_TYPE_Q8_0 ? 8 : 4;
     out->n_groups = (uint32_t)(c->cols / 32);
     out->group_size = 32;
     out->col_group = NULL;
@@ -549,6 +551,23 @@ qb_status gguf_reader_read_grid(const gguf_reader *r, size_t index, int64_t row0
         return r->h->set_error(r->h, QB_E_UNSUPPORTED, "%s: %s: %s has no integer grid", c->src->file->path, c->name,
                                c->encoding);
     nb = c->cols / 32;
+    if (c->src->type == GGUF_GGML_TYPE_Q8_0) {
+        for (i = 0; i < n_rows; i++) {
+            const uint8_t *blk = src_row(c, row0 + i);
+            uint8_t *codes = out->codes + i * c->cols;
+            for (b = 0; b < nb; b++, blk += 34) {
+                uint16_t d;
+                int j;
+                memcpy(&d, blk, 2);
+                out->scales[i * nb + b] = qb_f16_to_f32(d);
+                out->zeros[i * nb + b] = 128;
+                for (j = 0; j < 32; j++)
+                    codes[b * 32 + j] = (uint8_t)((int8_t)blk[2 + j] + 128);
+            }
+        }
+        drop_rows(c, row0, n_rows);
+        return QB_OK;
+    }
     for (i = 0; i < n_rows; i++) {
         const uint8_t *blk = src_row(c, row0 + i);
         uint8_t *codes = out->codes + i * c->cols;

@@ -577,6 +577,12 @@ static const sample_recipe sample_recipes[] = {
     {"fp8", {{"qb-gen-fp8", SR_ARGV("gen")}}, "gen/fp8-block128"},
     {"compressed-tensors", {{"qb-gen-ct", SR_ARGV("gen")}}, "gen/ct-w4a16-g32-sym"},
     {"hf-dense", {{"qb-gen-hf-dense", SR_HFD}}, "src"},
+    /* an MLX directory: the hf-dense fixture converted by the mlx writer */
+    {"mlx",
+     {{"qb-gen-hf-dense", SR_HFD},
+      {NULL, SR_ARGV("convert", "--source", "src", "--output", "m", "--threads", "1",
+                     "--writer", "mlx")}},
+     "m"},
     /* a W4A16 directory: the hf-dense fixture converted by the default writer */
     {"sm86-w4a16",
      {{"qb-gen-hf-dense", SR_HFD},

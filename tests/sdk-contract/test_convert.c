@@ -764,7 +764,7 @@ START_TEST(option_roles_on_the_command_line)
     expect_fail_in(only_fake, w_bias, 2, "--option writer.bias: no option bias for writer fake; "
                                          "valid keys: writer fake: group_size");
     /* The built-in sm86-w4a16 writer, always registered, declares it too. */
-    expect_fail_in(only_fake, r_group, 2, "(declared by writer fake, writer sm86-w4a16)");
+    expect_fail_in(only_fake, r_group, 2, "(declared by writer compressed-tensors, writer fake, writer mlx, writer sm86-w4a16)");
     expect_fail_in(abi10_and_fake, ambiguous, 2,
                    "both the reader fake-abi10 and the writer fake declare option group_size; "
                    "say which: reader.group_size=64 or writer.group_size=64");

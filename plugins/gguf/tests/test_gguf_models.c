@@ -8,6 +8,7 @@
 #include "qbt_host.h"
 #include "gen_gguf.h"
 #include "gguf_reader.h"
+#include "ggml/ggml_types.h"
 #include "qbt_fs.h"
 
 #include <check.h>
@@ -91,6 +92,26 @@ static gguf_reader *check_model(const qbt_gguf_spec *s, const char *path, qbt_hf
             /* The grid promise: dense == (code - zero) * scale in float. */
             for (k = 0; k < rows * cols; k++)
                 ck_assert(buf[k] == (float)((int32_t)codes[k] - 8) * scales[k / 32]);
+            free(codes);
+            free(scales);
+            free(zeros);
+        } else if (c->has_grid && c->src->type == GGUF_GGML_TYPE_Q8_0) {
+            /* Q8_0 as an 8-bit grid: codes qs + 128, zero 128, the block's d */
+            qb_grid_info gi = {.struct_size = sizeof(gi)};
+            uint8_t *codes = malloc((size_t)(rows * cols));
+            float *scales = malloc((size_t)(rows * cols / 32) * sizeof(float));
+            int32_t *zeros = malloc((size_t)(rows * cols / 32) * sizeof(int32_t));
+            qb_grid_rows gr = {sizeof(gr), codes, scales, zeros};
+            int64_t k;
+            ck_assert_int_eq(gguf_reader_get_grid_info(r, i, &gi), QB_OK);
+            ck_assert_int_eq(gi.bits, 8);
+            ck_assert_int_eq(gi.group_size, 32);
+            ck_assert_int_eq(gi.symmetric, 1);
+            ck_assert_int_eq(gguf_reader_read_grid(r, i, 0, rows, &gr), QB_OK);
+            for (k = 0; k < rows * cols / 32; k++)
+                ck_assert_int_eq(zeros[k], 128);
+            for (k = 0; k < rows * cols; k++)
+                ck_assert(buf[k] == (float)((int32_t)codes[k] - 128) * scales[k / 32]);
             free(codes);
             free(scales);
             free(zeros);

@@ -544,7 +544,7 @@ START_TEST(dtype_with_another_writer_is_a_usage_error)
     ck_assert_int_eq(qbt_run_line(args, &out), 2);
     ck_assert_msg(strstr(out, "--option dtype: no option dtype for reader hf-dense or writer "
                               "sm86-w4a16") != NULL, "%s", out);
-    ck_assert_msg(strstr(out, "(declared by writer hf-dense)") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "(declared by writer compressed-tensors, writer hf-dense, writer mlx)") != NULL, "%s", out);
     ck_assert(!exists(sub("out")));
     free(out);
     /* Qualified for the reader role, which does not declare it. */

@@ -1,0 +1,136 @@
+/*
+ * compressed-tensors writer — internals shared by ctw_writer.c (the
+ * vtable and the streaming), ctw_plan.c (what each source tensor becomes),
+ * ctw_encode.c (codes, scales and zero points of one row) and
+ * ctw_config.c (config.json's quantization_config). Every symbol here is
+ * hidden (the plugin exports only its entry).
+ *
+ * Output (docs/formats/compressed-tensors.md, "Writing"): one pack-quantized
+ * module <m> per quantized linear, its tensors in this order:
+ *   <m>.weight_packed     I32 [N, ceil(K / pf)], pf = 32 / bits
+ *   <m>.weight_scale      D   [N, G]
+ *   <m>.weight_zero_point I32 [ceil(N / pf), G]   asymmetric only
+ *   <m>.weight_g_idx      I32 [K]                 act-order (actorder "group")
+ *   <m>.weight_shape      I64 [2] = [N, K]
+ * every other tensor dense in the model dtype D (f16, bf16 or f32).
+ */
+#ifndef CTW_H
+#define CTW_H
+
+#include <stdint.h>
+
+#include <quantbridge/quantbridge.h>
+
+#include "qbk_st_writer.h"
+
+extern const qb_writer_vtable ct_writer_vtable;
+extern const qb_option_decl *const ct_option_decls[];
+extern const qb_host *ct_host;
+
+/* What one source tensor becomes. */
+typedef enum ctw_kind {
+    CTW_DENSE = 0, /* kept dense in D */
+    CTW_EXACT = 1, /* the source's integer grid carried over code for code */
+    CTW_RTN = 2    /* quantized anew from the dense rows (round to nearest) */
+} ctw_kind;
+
+/* One quantization scheme (a config_groups entry). */
+typedef struct ctw_scheme {
+    int bits;          /* 4 or 8 */
+    int symmetric;
+    int64_t group_size;/* columns per scale; 0: channel (one group per row) */
+    int act_group;     /* weight_g_idx written (actorder "group") */
+} ctw_scheme;
+
+#define CTW_MAX_OUT 5
+
+typedef struct ctw_item {
+    size_t src;              /* source tensor index */
+    const char *name;        /* source name (the reader's) */
+    ctw_kind kind;
+    ctw_scheme sc;           /* quantized kinds */
+    int shift;               /* EXACT: added to source codes and zeros */
+    int src_bits;            /* EXACT: the source grid's bits */
+    const int32_t *col_group;/* EXACT act-order: the source's map (reader-owned) */
+    int64_t rows, cols, n_groups;
+    size_t out0, n_out;      /* output tensors [out0, out0 + n_out) */
+    uint32_t shard;
+    char reason[240];
+    /* RTN, filled while writing: sum of squared errors and of squared
+     * values (in D), largest absolute error */
+    double err2, ref2, err_max;
+} ctw_item;
+
+typedef struct ctw_plan {
+    qb_dtype dt;             /* model dtype D: F16, BF16 or F32 */
+    char dt_reason[200];
+    ctw_item *it;            /* [n_src], in write order */
+    size_t n;
+    qbk_st_out_tensor *out;  /* output tensors in file order */
+    char **out_names;        /* owned names of out[] */
+    size_t n_out;
+    uint32_t n_shards;
+    size_t *shard_first;     /* [n_shards + 1] item ranges */
+    uint64_t total_bytes;
+    ctw_scheme rtn;          /* scheme for requantized linears */
+    int act_gidx;            /* act_order=g_idx */
+    int minmax;              /* quant_rule=minmax */
+} ctw_plan;
+
+/* Options as begin and plan read them. */
+typedef struct ctw_options {
+    const char *dtype;       /* auto|f16|bf16|f32 */
+    ctw_scheme rtn;
+    int act_gidx;
+    int minmax;              /* quant_rule=minmax: compressed-tensors' own scale */
+    uint64_t max_shard;
+} ctw_options;
+
+/* Reads the writer's parameters. QB_E_INVALID with a message on a bad
+ * combination. */
+qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options *o);
+
+/* Decides every source tensor (ctw_item), the model dtype and the file
+ * layout. Reads grid descriptions, never tensor data. Errors name the
+ * tensor. On failure *p holds nothing. Not thread-safe. */
+qb_status ctw_plan_build(const qb_host *h, const qb_model_src *src, const ctw_options *o,
+                         ctw_plan *p);
+void ctw_plan_free(ctw_plan *p);
+
+/* Output file of shard i into buf ("model.safetensors" when one). */
+void ctw_shard_name(const ctw_plan *p, uint32_t i, char *buf, size_t len);
+
+/* Bytes of one element of D. */
+size_t ctw_dt_size(qb_dtype dt);
+const char *ctw_dt_st_name(qb_dtype dt);
+const char *ctw_dt_torch_name(qb_dtype dt);
+
+/* The float32 value v rounded to D (ties to even), as float32. */
+float ctw_round_dt(qb_dtype dt, float v);
+/* Encodes n floats (already representable in D) as D little-endian. */
+void ctw_encode_dt(qb_dtype dt, const float *src, size_t n, uint8_t *dst);
+
+/* Round-to-nearest quantization of one row x[cols] (values in D) into
+ * signed codes q[cols] in [-2^(b-1), 2^(b-1)-1], scales s[n_groups] (in D)
+ * and zero points z[n_groups] (signed, 0 when symmetric), following
+ * compressed-tensors' calculate_qparams and _quantize in D's arithmetic
+ * (docs/formats/compressed-tensors.md, "Round to nearest"). Adds the
+ * row's squared error and squared values to *err2 / *ref2 and raises
+ * *err_max. Symmetric scales: amax / (2^b - 1) * 2 with minmax (the
+ * library's: the largest positive value may clip), else amax / (2^(b-1) - 1)
+ * (nothing clips). Pure. */
+void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, int64_t cols,
+                 int8_t *q,
+                 float *s, int8_t *z, double *err2, double *ref2, double *err_max);
+
+/* Packs unsigned codes u[cols] (each < 2^bits) into ceil(cols/pf) words,
+ * value k at bits [b*(k%pf), ...) of word k/pf, as little-endian bytes
+ * (compressed-tensors pack_to_int32). */
+void ctw_pack_row(int bits, const uint8_t *u, int64_t cols, uint8_t *dst);
+
+/* quantization_config as JSON text (compact, the member order
+ * compressed-tensors 0.20 writes) into *out (qbk_malloc'd). */
+qb_status ctw_quant_config(const qb_host *h, const qb_model_src *src, const ctw_plan *p,
+                           char **out);
+
+#endif /* CTW_H */

@@ -1,0 +1,135 @@
+/*
+ * compressed-tensors writer — one row's codes, scales and zero points:
+ * the model dtype's rounding, round-to-nearest quantization as the
+ * compressed-tensors library computes it, and pack_to_int32's bit order
+ * (docs/formats/compressed-tensors.md, "pack-quantized", "Round to nearest").
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include <quantbridge/qb_half.h>
+
+#include "ctw.h"
+
+size_t ctw_dt_size(qb_dtype dt)
+{
+    return dt == QB_DT_F32 ? 4 : 2;
+}
+
+const char *ctw_dt_st_name(qb_dtype dt)
+{
+    return dt == QB_DT_F32 ? "F32" : dt == QB_DT_F16 ? "F16" : "BF16";
+}
+
+const char *ctw_dt_torch_name(qb_dtype dt)
+{
+    return dt == QB_DT_F32 ? "float32" : dt == QB_DT_F16 ? "float16" : "bfloat16";
+}
+
+float ctw_round_dt(qb_dtype dt, float v)
+{
+    switch (dt) {
+    case QB_DT_F16:
+        return qb_f16_to_f32(qb_f32_to_f16(v));
+    case QB_DT_BF16:
+        return qb_bf16_to_f32(qb_f32_to_bf16(v));
+    default:
+        return v;
+    }
+}
+
+void ctw_encode_dt(qb_dtype dt, const float *src, size_t n, uint8_t *dst)
+{
+    size_t i;
+    if (dt == QB_DT_F32) {
+        for (i = 0; i < n; i++) {
+            uint32_t u = qb_f32_bits(src[i]);
+            dst[4 * i] = (uint8_t)u;
+            dst[4 * i + 1] = (uint8_t)(u >> 8);
+            dst[4 * i + 2] = (uint8_t)(u >> 16);
+            dst[4 * i + 3] = (uint8_t)(u >> 24);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        uint16_t u = dt == QB_DT_F16 ? qb_f32_to_f16(src[i]) : qb_f32_to_bf16(src[i]);
+        dst[2 * i] = (uint8_t)u;
+        dst[2 * i + 1] = (uint8_t)(u >> 8);
+    }
+}
+
+/* torch.finfo(D).eps: the scale calculate_qparams puts in place of 0. */
+static float ctw_eps(qb_dtype dt)
+{
+    return dt == QB_DT_F16 ? 0x1p-10f : dt == QB_DT_BF16 ? 0x1p-7f : FLT_EPSILON;
+}
+
+/* torch.round: to nearest, ties to even (rintf in the default mode). */
+static float ctw_clamp_round(float v, float lo, float hi)
+{
+    v = v < lo ? lo : v > hi ? hi : v;
+    return rintf(v);
+}
+
+void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, int64_t cols,
+                 int8_t *q,
+                 float *s, int8_t *z, double *err2, double *ref2, double *err_max)
+{
+    int64_t gs = sc->group_size > 0 ? sc->group_size : cols, g0, k;
+    float qmin = (float)-(1 << (sc->bits - 1)), qmax = (float)((1 << (sc->bits - 1)) - 1);
+    float range = qmax - qmin;
+    size_t g = 0;
+
+    for (g0 = 0; g0 < cols; g0 += gs, g++) {
+        int64_t end = g0 + gs < cols ? g0 + gs : cols;
+        float mn = 0.0f, mx = 0.0f, sc_v, zf = 0.0f;
+        /* calculate_qparams: 0 always representable (min <= 0 <= max) */
+        for (k = g0; k < end; k++) {
+            mn = x[k] < mn ? x[k] : mn;
+            mx = x[k] > mx ? x[k] : mx;
+        }
+        if (sc->symmetric) {
+            float amax = -mn > mx ? -mn : mx;
+            /* minmax: max_val_pos / (bit_range / 2), one division in D */
+            sc_v = ctw_round_dt(dt, amax / ctw_round_dt(dt, minmax ? range / 2.0f : qmax));
+        } else {
+            sc_v = ctw_round_dt(dt, ctw_round_dt(dt, mx - mn) / range);
+        }
+        if (sc_v == 0.0f)
+            sc_v = ctw_eps(dt);
+        if (!sc->symmetric)
+            /* bit_min - min / scale, clamped, then an integer */
+            zf = ctw_clamp_round(ctw_round_dt(dt, qmin - ctw_round_dt(dt, mn / sc_v)), qmin, qmax);
+        s[g] = sc_v;
+        z[g] = (int8_t)zf;
+        for (k = g0; k < end; k++) {
+            float v = ctw_round_dt(dt, x[k] / sc_v);
+            float d, e;
+            if (!sc->symmetric)
+                v = ctw_round_dt(dt, v + zf);
+            v = ctw_clamp_round(v, qmin, qmax);
+            q[k] = (int8_t)v;
+            d = (v - zf) * sc_v;
+            e = fabsf(d - x[k]);
+            *err2 += (double)e * e;
+            *ref2 += (double)x[k] * x[k];
+            if (e > *err_max)
+                *err_max = e;
+        }
+    }
+}
+
+void ctw_pack_row(int bits, const uint8_t *u, int64_t cols, uint8_t *dst)
+{
+    int64_t pf = 32 / bits, words = (cols + pf - 1) / pf, w, k;
+    for (w = 0; w < words; w++) {
+        uint32_t v = 0;
+        for (k = 0; k < pf && w * pf + k < cols; k++)
+            v |= (uint32_t)u[w * pf + k] << (bits * k);
+        dst[4 * w] = (uint8_t)v;
+        dst[4 * w + 1] = (uint8_t)(v >> 8);
+        dst[4 * w + 2] = (uint8_t)(v >> 16);
+        dst[4 * w + 3] = (uint8_t)(v >> 24);
+    }
+}

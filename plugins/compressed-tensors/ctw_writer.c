@@ -1,0 +1,679 @@
+/*
+ * compressed-tensors writer: any model the host reads, written as a
+ * pack-quantized compressed-tensors checkpoint (vLLM's and SGLang's
+ * Marlin/Machete int4/int8 paths, transformers' CompressedTensors
+ * quantizer): config.json with quantization_config, model.safetensors (or
+ * shards with model.safetensors.index.json), the tokenizer files and
+ * generation_config.json as every writer copies them.
+ *
+ * Streaming: each tensor is read in row blocks (CTW_BLOCK_ELEMS floats, at
+ * least CTW_ROW_ALIGN rows); the packed codes go out block by block, and a
+ * quantized tensor's scales and zero points (N x G, 1/group_size of the
+ * weight) are kept until its last block, because weight_zero_point packs
+ * rows together and follows the codes in the file.
+ *
+ * Exact linears are checked while written: (u - z) * scale as the
+ * compressed-tensors reader decodes it equals the source's dense rows bit
+ * for bit, else the conversion fails naming the tensor.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctw.h"
+#include "qbk_alloc.h"
+#include "qbk_encode_check.h"
+#include "qbk_hf_sidefiles.h"
+#include "qbk_json_edit.h"
+#include "qbk_text.h"
+
+#define CTW_BLOCK_ELEMS ((int64_t)1 << 20)
+/* rows per block: a multiple of every pack factor (8 for 4 bits, 4 for 8) */
+#define CTW_ROW_ALIGN 8
+
+static const qb_option_decl opt_dtype = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "dtype",
+    .type = QB_PARAM_STRING,
+    .default_value = "auto",
+    .help = "compressed-tensors writer: model dtype (scales and dense tensors); auto: the source "
+            "grids' scale dtype, so their codes and scales carry over exactly",
+    .choices = "auto|f16|bf16|f32",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+static const qb_option_decl opt_scheme = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "scheme",
+    .type = QB_PARAM_STRING,
+    .default_value = "w4a16",
+    .help = "compressed-tensors writer: scheme for linears quantized anew from dense rows "
+            "(w4a16: int4 symmetric; w4a16_asym: int4 with zero points; w8a16: int8 symmetric)",
+    .choices = "w4a16|w4a16_asym|w8a16",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+static const qb_option_decl opt_group = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "group_size",
+    .type = QB_PARAM_INT,
+    .default_value = "128",
+    .help = "compressed-tensors writer: columns per scale of linears quantized anew; -1: one "
+            "scale per row (channel strategy). Exact linears keep the source's grouping",
+    .choices = NULL,
+    .min_int = -1,
+    .max_int = 1 << 20,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+static const qb_option_decl opt_act_order = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "act_order",
+    .type = QB_PARAM_STRING,
+    .default_value = "requant",
+    .help = "compressed-tensors writer: act-order (g_idx) sources: requant quantizes them anew; "
+            "g_idx keeps the codes with weight_g_idx (actorder \"group\", which "
+            "compressed-tensors 0.20 no longer loads)",
+    .choices = "requant|g_idx",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+static const qb_option_decl opt_max_shard = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "max_shard_size",
+    .type = QB_PARAM_SIZE,
+    .default_value = "5GB",
+    .help = "compressed-tensors writer: largest safetensors file before the weights are split "
+            "into shards",
+    .choices = NULL,
+    .min_int = 1,
+    .max_int = INT64_MAX,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+
+static const qb_option_decl opt_rule = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "quant_rule",
+    .type = QB_PARAM_STRING,
+    .default_value = "absmax",
+    .help = "compressed-tensors writer: scale of symmetric linears quantized anew: absmax "
+            "(largest magnitude / 7 for int4: nothing clips) or minmax (compressed-tensors' and "
+            "llm-compressor's / 7.5, bit for bit)",
+    .choices = "absmax|minmax",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+
+const qb_option_decl *const ct_option_decls[] = {&opt_dtype, &opt_scheme, &opt_group,
+                                                 &opt_rule, &opt_act_order, &opt_max_shard,
+                                                 NULL};
+
+qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options *o)
+{
+    const qb_param *pd = qb_param_find(params, "dtype");
+    const qb_param *ps = qb_param_find(params, "scheme");
+    const qb_param *pg = qb_param_find(params, "group_size");
+    const qb_param *pa = qb_param_find(params, "act_order");
+    const qb_param *pm = qb_param_find(params, "max_shard_size");
+    const qb_param *pr = qb_param_find(params, "quant_rule");
+    const char *scheme = ps && ps->is_set ? ps->v.s : "w4a16";
+
+    memset(o, 0, sizeof *o);
+    o->dtype = pd && pd->is_set ? pd->v.s : "auto";
+    o->rtn.bits = strcmp(scheme, "w8a16") == 0 ? 8 : 4;
+    o->rtn.symmetric = strcmp(scheme, "w4a16_asym") != 0;
+    o->rtn.group_size = pg && pg->is_set ? pg->v.i : 128;
+    o->act_gidx = pa && pa->is_set && strcmp(pa->v.s, "g_idx") == 0;
+    o->minmax = pr && pr->is_set && strcmp(pr->v.s, "minmax") == 0;
+    o->max_shard = pm && pm->is_set ? (uint64_t)pm->v.i : 5000000000u;
+    if (o->rtn.group_size == 0)
+        return h->set_error(h, QB_E_INVALID,
+                            "group_size 0: give a positive group size or -1 (channel)");
+    if (o->rtn.group_size < 0)
+        o->rtn.group_size = 0;
+    if (pm && pm->is_set && pm->v.i < 1)
+        return h->set_error(h, QB_E_INVALID, "max_shard_size %lld: must be at least 1 byte",
+                            (long long)pm->v.i);
+    return QB_OK;
+}
+
+typedef struct ctw_writer {
+    const qb_host *h;
+    const qb_sink *sink;
+    const qb_model_src *src;
+    ctw_plan plan;
+    char *qcfg;            /* quantization_config text */
+    size_t next;           /* next item to write */
+    qbk_st_writer *cur;    /* open shard */
+    uint32_t next_shard;
+    float *fbuf;           /* one block of floats */
+    float *fref;           /* one block: the source's dense rows (exact check) */
+    uint8_t *bbuf;         /* one block of output bytes */
+    uint8_t *codes;        /* one block of codes */
+} ctw_writer;
+
+static int ctw_supports(void *ctx, const qb_model_info *mi)
+{
+    (void)ctx;
+    if (!mi || !mi->config_json) {
+        ct_host->set_error(ct_host, QB_E_UNSUPPORTED,
+                           "compressed-tensors writes a Hugging Face config.json, and the "
+                           "source reader gives no model config");
+        return 0;
+    }
+    return 50;
+}
+
+static void ctw_free(ctw_writer *w)
+{
+    if (!w)
+        return;
+    qbk_st_writer_discard(w->cur);
+    ctw_plan_free(&w->plan);
+    qbk_free(w->qcfg);
+    qbk_free(w->fbuf);
+    qbk_free(w->fref);
+    qbk_free(w->bbuf);
+    qbk_free(w->codes);
+    qbk_free(w);
+}
+
+static int64_t block_rows(int64_t rows, int64_t cols)
+{
+    int64_t br = CTW_BLOCK_ELEMS / cols;
+    br = br < CTW_ROW_ALIGN ? CTW_ROW_ALIGN : br - br % CTW_ROW_ALIGN;
+    return br;
+    (void)rows;
+}
+
+static qb_status ctw_begin(void *ctx, const qb_sink *sink, const qb_model_src *src,
+                           const qb_param *params, size_t *order, qb_writer_handle *out)
+{
+    const qb_host *h = ct_host;
+    ctw_writer *w = NULL;
+    ctw_options o;
+    size_t i, block = 1, n_quant = 0;
+    qb_status st;
+
+    (void)ctx;
+    *out = NULL;
+    if (!src->info->config_json)
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: no model config to write config.json from",
+                            src->source_path);
+    if ((st = ctw_options_read(h, params, &o)) != QB_OK)
+        return st;
+    w = qbk_calloc(1, sizeof *w);
+    if (!w)
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+    w->h = h;
+    w->sink = sink;
+    w->src = src;
+    if ((st = ctw_plan_build(h, src, &o, &w->plan)) != QB_OK)
+        goto out;
+    for (i = 0; i < w->plan.n; i++) {
+        const ctw_item *it = &w->plan.it[i];
+        size_t b = (size_t)(block_rows(it->rows, it->cols) * it->cols);
+        block = b > block ? b : block;
+        n_quant += it->kind != CTW_DENSE;
+        order[i] = it->src;
+    }
+    if (n_quant == 0) {
+        st = h->set_error(h, QB_E_UNSUPPORTED, "%s: no linear to quantize (compressed-tensors "
+                          "would describe a dense model)", src->source_path);
+        goto out;
+    }
+    if ((st = ctw_quant_config(h, src, &w->plan, &w->qcfg)) != QB_OK)
+        goto out;
+    w->fbuf = qbk_malloc(block * sizeof(float));
+    w->fref = qbk_malloc(block * sizeof(float));
+    w->bbuf = qbk_malloc(block * 4);
+    w->codes = qbk_malloc(block);
+    if (!w->fbuf || !w->fref || !w->bbuf || !w->codes)
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+out:
+    if (st != QB_OK) {
+        ctw_free(w);
+        return st;
+    }
+    *out = w;
+    return QB_OK;
+}
+
+static qb_status ctw_plan_vt(void *ctx, const qb_model_src *src, const qb_param *params,
+                             const qb_plan_sink *out)
+{
+    const qb_host *h = ct_host;
+    ctw_options o;
+    ctw_plan p;
+    size_t i, k;
+    qb_status st;
+
+    (void)ctx;
+    if ((st = ctw_options_read(h, params, &o)) != QB_OK)
+        return st;
+    if ((st = ctw_plan_build(h, src, &o, &p)) != QB_OK)
+        return st;
+    st = out->setting(out->handle, "dtype", ctw_dt_torch_name(p.dt), p.dt_reason);
+    for (i = 0; st == QB_OK && i < p.n; i++) {
+        const ctw_item *it = &p.it[i];
+        const qb_tensor_info *ti;
+        qb_plan_entry e;
+        char target[520];
+        memset(&e, 0, sizeof e);
+        e.struct_size = sizeof e;
+        if ((st = src->tensor_info(src->handle, it->src, &ti)) != QB_OK)
+            break;
+        e.tensor = it->src;
+        e.reason = it->reason;
+        for (k = 0; k < it->n_out; k++)
+            e.bytes_out += p.out[it->out0 + k].n_bytes;
+        if (it->kind == CTW_DENSE) {
+            e.action = ti->source_dtype == p.dt && !ti->has_grid ? QB_PLAN_COPY
+                                                                 : QB_PLAN_CONVERT;
+            e.target = ti->name;
+        } else {
+            size_t nl = strlen(ti->name);
+            snprintf(target, sizeof target, "%.*s (int%d %s)", (int)(nl - 7), ti->name,
+                     it->sc.bits, it->sc.symmetric ? "sym" : "asym");
+            e.target = target;
+            e.action = it->kind == CTW_EXACT ? QB_PLAN_EXACT : QB_PLAN_REQUANT;
+            e.group_size = it->sc.group_size > 0 ? it->sc.group_size : it->cols;
+        }
+        st = out->tensor(out->handle, &e);
+    }
+    ctw_plan_free(&p);
+    return st;
+}
+
+/* Dense tensor: rows rounded to D (refused when one would overflow or is
+ * not finite). */
+static qb_status write_dense(ctw_writer *w, const ctw_item *it)
+{
+    const qb_host *h = w->h;
+    int64_t br = block_rows(it->rows, it->cols), r0;
+    size_t es = ctw_dt_size(w->plan.dt);
+    qb_status st;
+
+    for (r0 = 0; r0 < it->rows; r0 += br) {
+        int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
+        size_t cnt = (size_t)(nr * it->cols), bad;
+        qbk_encode_bad why;
+        if ((st = w->src->read_rows(w->src->handle, it->src, r0, nr, w->fbuf)) != QB_OK)
+            return st;
+        bad = qbk_encode_check(w->plan.dt, w->fbuf, cnt, 0, &why);
+        if (bad < cnt)
+            return h->set_error(h, why == QBK_ENCODE_NONFINITE ? QB_E_FORMAT : QB_E_RANGE,
+                                "%s: %s: element %zu of rows from %lld is %g, which %s %s",
+                                w->src->source_path, it->name, bad, (long long)r0,
+                                (double)w->fbuf[bad],
+                                why == QBK_ENCODE_NONFINITE ? "is not finite in" : "overflows",
+                                ctw_dt_torch_name(w->plan.dt));
+        ctw_encode_dt(w->plan.dt, w->fbuf, cnt, w->bbuf);
+        if ((st = qbk_st_writer_write(w->cur, w->bbuf, cnt * es)) != QB_OK)
+            return st;
+    }
+    return QB_OK;
+}
+
+/* Exact rows [r0, r0+nr): the source grid shifted into B bits, checked
+ * against the dense rows; unsigned codes into w->codes, scales and zeros
+ * into the tensor-wide arrays. */
+static qb_status exact_block(ctw_writer *w, const ctw_item *it, int64_t r0, int64_t nr,
+                             float *scales, int32_t *zeros)
+{
+    const qb_host *h = w->h;
+    int64_t G = it->n_groups, r, k, maxc = (1 << it->sc.bits) - 1;
+    int32_t half = 1 << (it->sc.bits - 1);
+    qb_grid_rows gr;
+    qb_status st;
+
+    memset(&gr, 0, sizeof gr);
+    gr.struct_size = sizeof gr;
+    gr.codes = w->codes;
+    gr.scales = scales + r0 * G;
+    gr.zeros = zeros + r0 * G;
+    if ((st = w->src->read_grid(w->src->handle, it->src, r0, nr, &gr)) != QB_OK ||
+        (st = w->src->read_rows(w->src->handle, it->src, r0, nr, w->fref)) != QB_OK)
+        return st;
+    for (r = 0; r < nr; r++) {
+        const float *s = gr.scales + r * G;
+        int32_t *z = gr.zeros + r * G;
+        uint8_t *c = w->codes + r * it->cols;
+        const float *ref = w->fref + r * it->cols;
+        int64_t g;
+        for (g = 0; g < G; g++) {
+            if (ctw_round_dt(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
+                return h->set_error(h, QB_E_INTERNAL, "%s: %s: row %lld group %lld: scale %.9g "
+                                    "is not a %s value", w->src->source_path, it->name,
+                                    (long long)(r0 + r), (long long)g, (double)s[g],
+                                    ctw_dt_torch_name(w->plan.dt));
+            z[g] += it->shift;
+            if (z[g] < 0 || z[g] > maxc || (it->sc.symmetric && z[g] != half))
+                return h->set_error(h, QB_E_UNSUPPORTED,
+                                    "%s: %s: row %lld group %lld: zero point %d does not fit "
+                                    "int%d's zero points 0..%lld (--option scheme with "
+                                    "requantization is not applied to planned-exact tensors)",
+                                    w->src->source_path, it->name, (long long)(r0 + r),
+                                    (long long)g, (int)(z[g] - it->shift), it->sc.bits,
+                                    (long long)maxc);
+        }
+        for (k = 0; k < it->cols; k++) {
+            int64_t g = it->col_group ? it->col_group[k] : k / (it->sc.group_size > 0
+                                                                 ? it->sc.group_size
+                                                                 : it->cols);
+            float v;
+            c[k] = (uint8_t)(c[k] + it->shift);
+            /* the compressed-tensors reader's decode (ct_read.c) */
+            v = (float)((int32_t)c[k] - z[g]) * s[g];
+            if (qb_f32_bits(v) != qb_f32_bits(ref[k]))
+                return h->set_error(h, QB_E_MISMATCH,
+                                    "%s: %s: element [%lld, %lld]: the carried-over code gives "
+                                    "%.9g, the source's dense value is %.9g",
+                                    w->src->source_path, it->name, (long long)(r0 + r),
+                                    (long long)k, (double)v, (double)ref[k]);
+        }
+    }
+    return QB_OK;
+}
+
+/* RTN rows [r0, r0+nr) into w->codes (unsigned) and the tensor-wide
+ * scales / zeros (unsigned). */
+static qb_status rtn_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, float *scales,
+                           int32_t *zeros)
+{
+    const qb_host *h = w->h;
+    int64_t G = it->n_groups, r, k;
+    int32_t half = 1 << (it->sc.bits - 1);
+    int8_t *q = NULL, *zq = NULL;
+    size_t cnt = (size_t)(nr * it->cols), bad;
+    qbk_encode_bad why;
+    qb_status st;
+
+    if ((st = w->src->read_rows(w->src->handle, it->src, r0, nr, w->fbuf)) != QB_OK)
+        return st;
+    bad = qbk_encode_check(w->plan.dt, w->fbuf, cnt, 0, &why);
+    if (bad < cnt)
+        return h->set_error(h, why == QBK_ENCODE_NONFINITE ? QB_E_FORMAT : QB_E_RANGE,
+                            "%s: %s: element %zu of rows from %lld is %g, which cannot be "
+                            "quantized in %s", w->src->source_path, it->name, bad,
+                            (long long)r0, (double)w->fbuf[bad], ctw_dt_torch_name(w->plan.dt));
+    q = qbk_malloc((size_t)it->cols);
+    zq = qbk_malloc((size_t)G);
+    if (!q || !zq) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
+        goto out;
+    }
+    for (r = 0; r < nr; r++) {
+        float *x = w->fbuf + r * it->cols;
+        int64_t g;
+        for (k = 0; k < it->cols; k++)
+            x[k] = ctw_round_dt(w->plan.dt, x[k]);
+        ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q, scales + (r0 + r) * G, zq, &it->err2,
+                    &it->ref2, &it->err_max);
+        for (k = 0; k < it->cols; k++)
+            w->codes[r * it->cols + k] = (uint8_t)(q[k] + half);
+        for (g = 0; g < G; g++)
+            zeros[(r0 + r) * G + g] = zq[g] + half;
+    }
+out:
+    qbk_free(q);
+    qbk_free(zq);
+    return st;
+}
+
+static qb_status write_quant(ctw_writer *w, ctw_item *it)
+{
+    const qb_host *h = w->h;
+    int64_t br = block_rows(it->rows, it->cols), r0, r, G = it->n_groups;
+    int64_t pf = 32 / it->sc.bits, wpr = (it->cols + pf - 1) / pf;
+    size_t es = ctw_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
+    float *scales = qbk_malloc(sz * sizeof(float));
+    int32_t *zeros = qbk_malloc(sz * sizeof(int32_t));
+    uint8_t *sb = NULL;
+    qb_status st = QB_OK;
+
+    if (!scales || !zeros) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
+        goto out;
+    }
+    for (r0 = 0; r0 < it->rows; r0 += br) {
+        int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
+        if (h->cancelled(h)) {
+            st = h->set_error(h, QB_E_CANCELLED, "%s: cancelled", it->name);
+            goto out;
+        }
+        st = it->kind == CTW_EXACT ? exact_block(w, it, r0, nr, scales, zeros)
+                                   : rtn_block(w, it, r0, nr, scales, zeros);
+        if (st != QB_OK)
+            goto out;
+        for (r = 0; r < nr; r++)
+            ctw_pack_row(it->sc.bits, w->codes + r * it->cols, it->cols,
+                         w->bbuf + (size_t)(r * wpr) * 4);
+        if ((st = qbk_st_writer_write(w->cur, w->bbuf, (size_t)(nr * wpr) * 4)) != QB_OK)
+            goto out;
+    }
+    /* weight_scale in D */
+    sb = qbk_malloc(sz * es > 8 ? sz * es : 8);
+    if (!sb) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
+        goto out;
+    }
+    ctw_encode_dt(w->plan.dt, scales, sz, sb);
+    if ((st = qbk_st_writer_write(w->cur, sb, sz * es)) != QB_OK)
+        goto out;
+    if (!it->sc.symmetric) {
+        /* pack_to_int32(zero_point, packed_dim=0): rows r..r+pf-1 in one word */
+        int64_t nw = (it->rows + pf - 1) / pf, g, j;
+        uint8_t wb[4];
+        for (r = 0; r < nw; r++)
+            for (g = 0; g < G; g++) {
+                uint32_t v = 0;
+                for (j = 0; j < pf && r * pf + j < it->rows; j++)
+                    v |= (uint32_t)zeros[(r * pf + j) * G + g] << (it->sc.bits * j);
+                wb[0] = (uint8_t)v;
+                wb[1] = (uint8_t)(v >> 8);
+                wb[2] = (uint8_t)(v >> 16);
+                wb[3] = (uint8_t)(v >> 24);
+                if ((st = qbk_st_writer_write(w->cur, wb, 4)) != QB_OK)
+                    goto out;
+            }
+    }
+    if (it->sc.act_group) {
+        int64_t k;
+        for (k = 0; k < it->cols; k++) {
+            uint32_t v = (uint32_t)it->col_group[k];
+            uint8_t wb[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16),
+                             (uint8_t)(v >> 24)};
+            if ((st = qbk_st_writer_write(w->cur, wb, 4)) != QB_OK)
+                goto out;
+        }
+    }
+    {
+        uint8_t shp[16];
+        uint64_t d[2] = {(uint64_t)it->rows, (uint64_t)it->cols};
+        int i, j;
+        for (i = 0; i < 2; i++)
+            for (j = 0; j < 8; j++)
+                shp[i * 8 + j] = (uint8_t)(d[i] >> (8 * j));
+        st = qbk_st_writer_write(w->cur, shp, sizeof shp);
+    }
+    if (st == QB_OK && it->kind == CTW_RTN)
+        h->log(h, QB_LOG_INFO, "%s: int%d RTN: relative RMS error %.3g, max abs error %.3g",
+               it->name, it->sc.bits, it->ref2 > 0 ? sqrt(it->err2 / it->ref2) : 0.0,
+               it->err_max);
+out:
+    qbk_free(scales);
+    qbk_free(zeros);
+    qbk_free(sb);
+    return st;
+}
+
+static qb_status ctw_write_tensor(qb_writer_handle handle, size_t index)
+{
+    ctw_writer *w = handle;
+    ctw_plan *p = &w->plan;
+    ctw_item *it;
+    qb_status st;
+
+    if (w->next >= p->n || p->it[w->next].src != index)
+        return w->h->set_error(w->h, QB_E_INTERNAL,
+                               "compressed-tensors writer: tensor %zu written out of order", index);
+    it = &p->it[w->next++];
+    if (!w->cur) {
+        char name[64];
+        size_t first = p->shard_first[it->shard], last = p->shard_first[it->shard + 1];
+        if (it->shard != w->next_shard || &p->it[first] != it)
+            return w->h->set_error(w->h, QB_E_INTERNAL,
+                                   "compressed-tensors writer: shard %u out of order", it->shard);
+        ctw_shard_name(p, it->shard, name, sizeof name);
+        if ((st = qbk_st_writer_open(w->h, w->sink, name, p->out + p->it[first].out0,
+                                     p->it[last - 1].out0 + p->it[last - 1].n_out -
+                                         p->it[first].out0,
+                                     &w->cur)) != QB_OK)
+            return st;
+        w->next_shard++;
+    }
+    st = it->kind == CTW_DENSE ? write_dense(w, it) : write_quant(w, it);
+    if (st != QB_OK)
+        return st;
+    if (w->next == p->shard_first[it->shard + 1]) {
+        st = qbk_st_writer_close(w->cur, NULL, NULL);
+        w->cur = NULL;
+    }
+    return st;
+}
+
+static qb_status write_text(const qb_sink *sink, const char *name, const char *text)
+{
+    qb_sink_file *f = NULL;
+    qb_status st = sink->create(sink->handle, name, &f);
+    if (st != QB_OK)
+        return st;
+    st = sink->write(f, text, strlen(text));
+    if (st == QB_OK)
+        st = sink->write(f, "\n", 1);
+    if (st == QB_OK)
+        st = sink->close(f, NULL, NULL);
+    else
+        sink->close(f, NULL, NULL);
+    return st;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static qb_status write_index(ctw_writer *w)
+{
+    const ctw_plan *p = &w->plan;
+    qbk_text b = {0};
+    char **names = qbk_malloc(p->n_out * sizeof *names), shard[64];
+    uint32_t *of = NULL;
+    size_t i, k;
+    qb_status st = QB_OK;
+
+    if (!names)
+        return w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
+    /* name -> shard: sort "name\0shard" pairs by name */
+    for (i = 0; i < p->n; i++)
+        for (k = 0; k < p->it[i].n_out; k++) {
+            size_t o = p->it[i].out0 + k, len = strlen(p->out_names[o]) + 16;
+            names[o] = qbk_malloc(len);
+            if (names[o]) {
+                memcpy(names[o], p->out_names[o], strlen(p->out_names[o]) + 1);
+                memcpy(names[o] + strlen(p->out_names[o]) + 1, &p->it[i].shard, sizeof(uint32_t));
+            }
+        }
+    for (i = 0; i < p->n_out; i++)
+        if (!names[i])
+            st = w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
+    if (st == QB_OK) {
+        qsort(names, p->n_out, sizeof *names, cmp_str);
+        qbk_text_str(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
+        qbk_text_u64(&b, p->total_bytes);
+        qbk_text_str(&b, "\n  },\n  \"weight_map\": {");
+        for (i = 0; i < p->n_out; i++) {
+            uint32_t s;
+            memcpy(&s, names[i] + strlen(names[i]) + 1, sizeof s);
+            ctw_shard_name(p, s, shard, sizeof shard);
+            qbk_text_str(&b, i ? ",\n    " : "\n    ");
+            qbk_text_json_str(&b, names[i]);
+            qbk_text_str(&b, ": ");
+            qbk_text_json_str(&b, shard);
+        }
+        qbk_text_str(&b, "\n  }\n}");
+        st = b.oom ? w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of "
+                                     "memory")
+                   : write_text(w->sink, "model.safetensors.index.json", b.p);
+    }
+    for (i = 0; i < p->n_out; i++)
+        qbk_free(names[i]);
+    qbk_free(names);
+    qbk_free(of);
+    qbk_text_free(&b);
+    return st;
+}
+
+static qb_status ctw_finish(qb_writer_handle handle)
+{
+    ctw_writer *w = handle;
+    const qb_host *h = w->h;
+    const char *keys[4], *values[4], *drop[8];
+    char dtype[32], *cfg = NULL;
+    size_t i, n;
+    qb_status st = QB_OK;
+
+    if (w->next != w->plan.n || w->cur) {
+        st = h->set_error(h, QB_E_INTERNAL, "compressed-tensors writer: finish after %zu of %zu "
+                          "tensors", w->next, w->plan.n);
+        goto out;
+    }
+    snprintf(dtype, sizeof dtype, "\"%s\"", ctw_dt_torch_name(w->plan.dt));
+    keys[0] = "torch_dtype";
+    values[0] = dtype;
+    /* transformers >= 4.56 reads `dtype`, older ones torch_dtype */
+    keys[1] = "dtype";
+    values[1] = dtype;
+    keys[2] = "quantization_config";
+    values[2] = w->qcfg;
+    keys[3] = values[3] = NULL;
+    /* the source's own quantization description goes (qbk_hf_sidefiles.h);
+     * ours replaces quantization_config in place */
+    for (i = 0, n = 0; qbk_hf_quant_config_keys[i] && n + 1 < sizeof drop / sizeof drop[0]; i++)
+        if (strcmp(qbk_hf_quant_config_keys[i], "quantization_config") != 0)
+            drop[n++] = qbk_hf_quant_config_keys[i];
+    drop[n] = NULL;
+    if ((st = qbk_json_edit(h, w->src->source_path, w->src->info->config_json, drop, keys,
+                            values, &cfg)) != QB_OK)
+        goto out;
+    if ((st = write_text(w->sink, "config.json", cfg)) != QB_OK)
+        goto out;
+    if ((st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info)) != QB_OK)
+        goto out;
+    if (w->plan.n_shards > 1)
+        st = write_index(w);
+out:
+    qbk_free(cfg);
+    ctw_free(w);
+    return st;
+}
+
+static void ctw_abort(qb_writer_handle handle)
+{
+    ctw_free(handle);
+}
+
+const qb_writer_vtable ct_writer_vtable = {
+    .struct_size = sizeof(qb_writer_vtable),
+    .supports = ctw_supports,
+    .begin = ctw_begin,
+    .write_tensor = ctw_write_tensor,
+    .finish = ctw_finish,
+    .abort = ctw_abort,
+    .plan = ctw_plan_vt,
+};
