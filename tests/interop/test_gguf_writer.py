@@ -1,0 +1,156 @@
+"""Interop test: the gguf writer (plugins/gguf/writer.c) against llama.cpp and gguf-py.
+
+1. Legacy types byte for byte: a tiny random llama GGUF in F32 (gguf-py) quantized by llama.cpp's
+   own quantizer (`llama_model_quantize`, `pure`, so every 2-D weight gets the ftype's type) and by
+   `quantbridge convert --writer gguf --option type=T` must hold the same bytes in every tensor,
+   for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16 and BF16; the same bytes again as gguf-py's numpy
+   quantizer (`gguf.quants.quantize`) for the types it implements. Q/K rows go through the
+   reader's un-permutation and the writer's permutation, so a wrong permutation would show.
+2. Round trips for every architecture of the interop fixtures: GGUF (F32) -> hf-dense (f32) ->
+   GGUF (type F32) holds every tensor of the source bit for bit under the same name, shape and
+   type; a Q4_0 source rewritten with type=auto keeps its blocks byte for byte (the Q4_0 grid
+   carried over, "exact" in the manifest); a Q8_0 source rewritten with type=Q8_0 too.
+3. llama.cpp loads what we write and its logits match `quantbridge forward` on the source
+   (hf-dense directory) within test_logits.py's bounds: F32 2e-4 of the logit scale; Q8_0 5e-2
+   with top-1 >= 0.9 (llama.cpp quantizes activations to Q8_0 in its matmul, quantbridge forward
+   does not; the reasoning is in test_logits.py).
+"""
+import json
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import gguf  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from safetensors.numpy import load_file  # noqa: E402
+
+import _hf_util as H  # noqa: E402
+import _llamacpp_util as L  # noqa: E402
+import qbllama  # noqa: E402
+
+Q = gguf.GGMLQuantizationType
+
+# (our type option, llama ftype under `pure`)
+LEGACY = [("Q4_0", 2), ("Q4_1", 3), ("Q5_0", 8), ("Q5_1", 9), ("Q8_0", 7), ("F16", 1), ("BF16", 32)]
+GGUFPY_QUANTIZES = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "BF16"}
+
+
+def tensors(path):
+    """{name: (ggml type id, ne tuple, raw bytes)} of a GGUF, via gguf-py."""
+    r = gguf.GGUFReader(str(path))
+    return {t.name: (int(t.tensor_type), tuple(int(x) for x in t.shape),
+                     np.asarray(t.data).tobytes()) for t in r.tensors}
+
+
+def convert_gguf(run_qb, src, out, *opts):
+    args = ["convert", "--source", src, "--output", out, "--writer", "gguf"]
+    for o in opts:
+        args += ["--option", o]
+    run_qb(*args)
+    f = out / "model.gguf"
+    assert f.is_file(), f"{out}: no model.gguf"
+    return f
+
+
+def assert_same_tensors(got, want, label):
+    assert set(got) == set(want), f"{label}: names differ: {sorted(set(got) ^ set(want))}"
+    for n, (t, shape, data) in want.items():
+        gt, gshape, gdata = got[n]
+        assert gt == t, f"{label}: {n}: type {gguf.GGMLQuantizationType(gt).name}, " \
+                        f"want {gguf.GGMLQuantizationType(t).name}"
+        assert gshape == shape, f"{label}: {n}: shape {gshape}, want {shape}"
+        if gdata != data:
+            a, b = np.frombuffer(gdata, np.uint8), np.frombuffer(data, np.uint8)
+            bad = np.flatnonzero(a != b)
+            pytest.fail(f"{label}: {n}: {bad.size} of {a.size} bytes differ, first at byte {bad[0]}")
+
+
+@pytest.fixture(scope="module")
+def f32_src(tmp_path_factory):
+    p = tmp_path_factory.mktemp("gguf-writer") / "tiny-f32.gguf"
+    values = L.write_f32_gguf(p)
+    return p, values
+
+
+@pytest.mark.parametrize("name,ftype", LEGACY)
+def test_legacy_types_equal_llama_cpp(name, ftype, f32_src, tmp_path, run_qb):
+    src, values = f32_src
+    ref = tmp_path / f"llamacpp-{name}.gguf"
+    L.quantize(src, ref, ftype, False)
+    ours = convert_gguf(run_qb, src, tmp_path / f"ours-{name}", f"type={name}")
+    want, got = tensors(ref), tensors(ours)
+    qt = Q[name]
+    n_quant = sum(1 for t, _, _ in want.values() if t == int(qt))
+    assert n_quant >= 7, f"llama.cpp wrote only {n_quant} {name} tensors"
+    assert_same_tensors(got, want, f"type={name} vs llama.cpp")
+    if name in GGUFPY_QUANTIZES:
+        for n, a in values.items():
+            if a.ndim != 2:
+                continue
+            oracle = np.asarray(gguf.quants.quantize(a, qt)).tobytes()
+            assert got[n][2] == oracle, f"type={name}: {n} differs from gguf-py's quantizer"
+
+
+def _hf_source(tmp_path, run_qb, arch, seed=3):
+    g = tmp_path / f"src-{arch}.gguf"
+    H.write_gguf(g, arch, Q.F32, seed=seed)
+    hf = tmp_path / f"hf-{arch}"
+    run_qb("convert", "--source", g, "--output", hf, "--writer", "hf-dense", "--option", "dtype=f32")
+    return g, hf
+
+
+@pytest.mark.parametrize("arch", list(H.ARCHS))
+def test_round_trip_gguf_hf_gguf(arch, tmp_path, run_qb):
+    g, hf = _hf_source(tmp_path, run_qb, arch)
+    back = convert_gguf(run_qb, hf, tmp_path / "back", "type=F32")
+    assert_same_tensors(tensors(back), tensors(g), f"{arch}: GGUF -> hf-dense -> GGUF")
+    r = gguf.GGUFReader(str(back))
+    assert r.fields["general.architecture"].contents() == H.ARCHS[arch][0]
+    src_tokens = gguf.GGUFReader(str(g)).fields["tokenizer.ggml.tokens"].contents()
+    assert r.fields["tokenizer.ggml.tokens"].contents() == src_tokens
+
+
+# A named type puts routers (ffn_gate_inp) in F32 as llama.cpp's converter does, so the MoE
+# model is rewritten byte for byte only with type=auto (the router's Q4_0 grid carried over).
+REWRITES = [(a, "Q4_0", "type=auto") for a in ("llama", "qwen2", "gemma3", "phi3", "qwen3moe")] + \
+           [(a, "Q8_0", "type=Q8_0") for a in ("llama", "qwen2", "gemma3", "phi3")]
+
+
+@pytest.mark.parametrize("arch,qname,opt", REWRITES)
+def test_rewrite_keeps_blocks(arch, qname, opt, tmp_path, run_qb):
+    g = tmp_path / f"src-{arch}-{qname}.gguf"
+    H.write_gguf(g, arch, Q[qname], seed=5)
+    out = tmp_path / "out"
+    back = convert_gguf(run_qb, g, out, opt)
+    assert_same_tensors(tensors(back), tensors(g), f"{arch} {qname} rewritten with {opt}")
+    man = json.loads((out / "gguf-manifest.json").read_text())
+    quant = [t for t in man["tensors"] if t["type"] == qname]
+    assert quant, "no quantized tensor in the manifest"
+    if opt == "type=auto":
+        for t in quant:
+            assert t["action"] == "exact" and t["exact_blocks"] == t["blocks"] > 0, t
+
+
+LOGIT_ARCHS = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe"]
+
+
+@pytest.mark.parametrize("qname,rel,top1", [("F32", 2e-4, 1.0), ("Q8_0", 5e-2, 0.9)])
+@pytest.mark.parametrize("arch", LOGIT_ARCHS)
+def test_llama_cpp_runs_our_gguf(arch, qname, rel, top1, tmp_path, run_qb):
+    _, hf = _hf_source(tmp_path, run_qb, arch)
+    ours = convert_gguf(run_qb, hf, tmp_path / "ours", f"type={qname}")
+    tokens = [1, 45, 260, 3, 120, 287, 77, 200, 261, 9, 150, 270, 33, 250, 99, 281]
+    got = qbllama.llama_logits(ours, tokens)
+    f = tmp_path / "fwd.safetensors"
+    run_qb("forward", "--model", hf, "--tokens", ",".join(map(str, tokens)), "--output", f,
+           "--threads", "2")
+    ref = load_file(str(f))["logits"]
+    assert got.shape == ref.shape
+    scale = float(np.abs(ref).max())
+    diff = float(np.abs(got.astype(np.float64) - ref).max())
+    agree = float((got.argmax(-1) == ref.argmax(-1)).mean())
+    print(f"\n{arch} {qname}: llama.cpp on our GGUF vs quantbridge forward on the source: "
+          f"max|diff|/scale {diff / scale:.3g}, top-1 {agree:.3f}")
+    assert diff / scale <= rel, f"{arch} {qname}: {diff / scale:.3g} of the logit scale > {rel}"
+    assert agree >= top1
