@@ -128,9 +128,8 @@ static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, co
     }
     if (one_d || strstr(t->name, "ffn_gate_inp")) {
         t->type = GGUF_GGML_TYPE_F32;
-        t->action = ti->source_dtype == QB_DT_F32 || ti->source_dtype == QB_DT_F16 || ti->source_dtype == QB_DT_BF16
-                        ? (t->plus_one ? QB_PLAN_CONVERT : QB_PLAN_COPY)
-                        : QB_PLAN_CONVERT;
+        /* a wider type changes no value, but only F32 keeps the stored type */
+        t->action = ti->source_dtype == QB_DT_F32 && !t->plus_one ? QB_PLAN_COPY : QB_PLAN_CONVERT;
         snprintf(t->why, sizeof(t->why), "%s kept in F32 (llama.cpp keeps vectors and routers in F32)%s",
                  one_d ? "vector" : "router", t->plus_one ? ", stored as w + 1 (Gemma norm)" : "");
         return;
