@@ -160,6 +160,74 @@ START_TEST(gptq_g32_sharded_is_q4_0_code_for_code)
 }
 END_TEST
 
+/* The W4A16 format keeps GPTQ's codes and fp16 scales: GPTQ -> W4A16 ->
+ * GGUF ends with the GPTQ codes. */
+START_TEST(w4a16_is_q4_0_code_for_code)
+{
+    qbt_gptq_spec sp = {4, 128, 1, 0, 0, 1, 0, 1, 0, 0, 0, 33, 0, 0};
+    qbt_qmodel *truth = NULL;
+    char *src = qbt_mkdtemp("ggw-w4"), *w4 = qbt_path(qbt_scratch("ggw-w4"), "w4a16");
+    char *out = qbt_path(qbt_scratch("ggw-w4"), "gguf-out"), *text = NULL;
+    ck_assert_int_eq(qbt_gptq_write(src, &sp, &truth), 0);
+    qbt_rmtree(w4);
+    qbt_rmtree(out);
+    ck_assert_msg(run_line("convert --source '%s' --output '%s' --writer sm86-w4a16", src, w4, &text) == 0, "%s",
+                  text);
+    free(text);
+    ck_assert_msg(run_line("convert --source '%s' --output '%s' --writer gguf", w4, out, &text) == 0, "%s", text);
+    free(text);
+    check_exact(truth, out);
+    qbt_qmodel_free(truth);
+    free(src);
+    free(w4);
+    free(out);
+}
+END_TEST
+
+/* compressed-tensors int4 (group 32, and per channel) and int8 (per
+ * channel) symmetric: every linear exact, every block carried over. */
+START_TEST(compressed_tensors_sym_are_exact)
+{
+    static const struct {
+        const char *variant, *type;
+    } cases[] = {{"ct-w4a16-g32-sym", "Q4_0"}, {"ct-w4a16-channel-sym", "Q4_0"}, {"ct-w8a16-channel", "Q8_0"}};
+    const char *bd = getenv("QB_TEST_BUILD_DIR");
+    char *dir = qbt_mkdtemp("ggw-ct"), cmd[4096], *text = NULL;
+    size_t i;
+    ck_assert_ptr_nonnull(bd);
+    snprintf(cmd, sizeof(cmd), "'%s/tests/bin/qb-gen-ct' '%s'", bd, dir);
+    ck_assert_int_eq(qbt_run_cmd(cmd, &text), 0);
+    free(text);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *src = qbt_path(dir, cases[i].variant), *out = qbt_path(dir, "out");
+        const cJSON *t;
+        cJSON *m;
+        int n_exact = 0;
+        qbt_rmtree(out);
+        ck_assert_msg(run_line("convert --source '%s' --output '%s' --writer gguf", src, out, &text) == 0, "%s", text);
+        free(text);
+        m = manifest(out);
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(m, "tensors"))
+        {
+            const char *name = cJSON_GetObjectItem(t, "name")->valuestring;
+            if (!strstr(name, "blk.") || !strstr(name, ".weight") || strstr(name, "norm"))
+                continue;
+            ck_assert_msg(strcmp(cJSON_GetObjectItem(t, "action")->valuestring, "exact") == 0, "%s: %s %s",
+                          cases[i].variant, name, cJSON_GetObjectItem(t, "action")->valuestring);
+            ck_assert_str_eq(cJSON_GetObjectItem(t, "type")->valuestring, cases[i].type);
+            ck_assert(cJSON_GetObjectItem(t, "exact_blocks")->valuedouble ==
+                      cJSON_GetObjectItem(t, "blocks")->valuedouble);
+            n_exact++;
+        }
+        ck_assert_int_ge(n_exact, 7);
+        cJSON_Delete(m);
+        free(src);
+        free(out);
+    }
+    free(dir);
+}
+END_TEST
+
 START_TEST(gptq_asym_is_quantized)
 {
     qbt_gptq_spec sp = {4, 128, 0, 0, 0, 1, 0, 1, 0, 0, 0, 32, 0, 0};
@@ -187,6 +255,8 @@ Suite *qbt_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, gptq_g128_sym_is_q4_0_code_for_code);
     tcase_add_test(tc, gptq_g32_sharded_is_q4_0_code_for_code);
+    tcase_add_test(tc, w4a16_is_q4_0_code_for_code);
+    tcase_add_test(tc, compressed_tensors_sym_are_exact);
     tcase_add_test(tc, gptq_asym_is_quantized);
     suite_add_tcase(s, tc);
     return s;
