@@ -31,6 +31,8 @@ static const struct {
     {"F32", GGUF_GGML_TYPE_F32, 0},   {"F16", GGUF_GGML_TYPE_F16, 1},   {"BF16", GGUF_GGML_TYPE_BF16, 32},
     {"Q8_0", GGUF_GGML_TYPE_Q8_0, 7}, {"Q4_0", GGUF_GGML_TYPE_Q4_0, 2}, {"Q4_1", GGUF_GGML_TYPE_Q4_1, 3},
     {"Q5_0", GGUF_GGML_TYPE_Q5_0, 8}, {"Q5_1", GGUF_GGML_TYPE_Q5_1, 9},
+    /* pure K types: the *_S ftypes' main type (llama_ftype 14 Q4_K_S, 16 Q5_K_S, 18 Q6_K) */
+    {"Q4_K", GGUF_GGML_TYPE_Q4_K, 14}, {"Q5_K", GGUF_GGML_TYPE_Q5_K, 16}, {"Q6_K", GGUF_GGML_TYPE_Q6_K, 18},
 };
 
 qb_status ggw_opts_parse(const qb_host *h, const qb_param *params, ggw_opts *o)
@@ -50,7 +52,7 @@ qb_status ggw_opts_parse(const qb_host *h, const qb_param *params, ggw_opts *o)
             return QB_OK;
         }
     return h->set_error(h, QB_E_INVALID, "type '%s': the gguf writer writes auto, F32, F16, BF16, Q8_0, Q4_0, "
-                                         "Q4_1, Q5_0 or Q5_1",
+                                         "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K",
                         t);
 }
 
@@ -135,10 +137,18 @@ static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, co
         return;
     }
     if (t->ne[0] % (int64_t)qi->blck != 0) {
-        t->type = GGUF_GGML_TYPE_F16;
-        t->action = QB_PLAN_CONVERT;
-        snprintf(t->why, sizeof(t->why), "row length %lld is not a multiple of %s's block %u: F16 instead",
-                 (long long)t->ne[0], qi->name, qi->blck);
+        /* llama-quant.cpp tensor_type_fallback for the K types; F16 for the
+         * others (convert_hf_to_gguf.py's QuantError fallback) */
+        uint32_t fb = q == GGUF_GGML_TYPE_Q4_K   ? GGUF_GGML_TYPE_Q5_0
+                      : q == GGUF_GGML_TYPE_Q5_K ? GGUF_GGML_TYPE_Q5_1
+                      : q == GGUF_GGML_TYPE_Q6_K ? GGUF_GGML_TYPE_Q8_0
+                                                 : GGUF_GGML_TYPE_F16;
+        if (t->ne[0] % (int64_t)gguf_ggml_type_get(fb)->blck != 0)
+            fb = GGUF_GGML_TYPE_F16;
+        t->type = fb;
+        t->action = fb == GGUF_GGML_TYPE_F16 ? QB_PLAN_CONVERT : QB_PLAN_REQUANT;
+        snprintf(t->why, sizeof(t->why), "row length %lld is not a multiple of %s's block %u: %s instead",
+                 (long long)t->ne[0], qi->name, qi->blck, gguf_ggml_type_get(fb)->name);
         return;
     }
     t->type = q;

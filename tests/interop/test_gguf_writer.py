@@ -154,3 +154,42 @@ def test_llama_cpp_runs_our_gguf(arch, qname, rel, top1, tmp_path, run_qb):
           f"max|diff|/scale {diff / scale:.3g}, top-1 {agree:.3f}")
     assert diff / scale <= rel, f"{arch} {qname}: {diff / scale:.3g} of the logit scale > {rel}"
     assert agree >= top1
+
+
+# K types: (our type, llama ftype whose `pure` type it is: Q4_K_S 14, Q5_K_S 16, Q6_K 18).
+K_TYPES = [("Q4_K", 14), ("Q5_K", 16), ("Q6_K", 18)]
+K_RMSE_RATIO = 1.01
+
+
+@pytest.mark.parametrize("name,ftype", K_TYPES)
+def test_k_types_error_within_llama_cpp(name, ftype, f32_src, tmp_path, run_qb):
+    """Each tensor's RMSE against the F32 values is at most 1.01 x that of llama.cpp's quantizer
+    on the same input; the share of bit-identical super-blocks is printed (-s)."""
+    src, values = f32_src
+    ref = tmp_path / f"llamacpp-{name}.gguf"
+    L.quantize(src, ref, ftype, False)
+    ours = convert_gguf(run_qb, src, tmp_path / f"ours-{name}", f"type={name}")
+    want, got = tensors(ref), tensors(ours)
+    qt = Q[name]
+    bs = gguf.GGML_QUANT_SIZES[qt][1]
+    same = total = 0
+    worst = 0.0
+    n_k = 0
+    for n, a in values.items():
+        if a.ndim != 2:
+            continue
+        assert want[n][0] == int(qt) and got[n][0] == int(qt), f"{n}: not {name} in both"
+        n_k += 1
+        g = gguf.quants.dequantize(np.frombuffer(got[n][2], np.uint8).reshape(a.shape[0], -1), qt)
+        w = gguf.quants.dequantize(np.frombuffer(want[n][2], np.uint8).reshape(a.shape[0], -1), qt)
+        e_ours = float(np.sqrt(np.mean((g.astype(np.float64) - a) ** 2)))
+        e_ref = float(np.sqrt(np.mean((w.astype(np.float64) - a) ** 2)))
+        worst = max(worst, e_ours / e_ref)
+        assert e_ours <= K_RMSE_RATIO * e_ref, f"{name}: {n}: RMSE {e_ours:.6g} > 1.01 x llama.cpp's {e_ref:.6g}"
+        gb = np.frombuffer(got[n][2], np.uint8).reshape(-1, bs)
+        wb = np.frombuffer(want[n][2], np.uint8).reshape(-1, bs)
+        same += int((gb == wb).all(axis=1).sum())
+        total += gb.shape[0]
+    assert n_k >= 7
+    print(f"\n{name}: worst RMSE ratio ours/llama.cpp {worst:.6f}; bit-identical super-blocks "
+          f"{same}/{total} ({100.0 * same / total:.2f} %)")

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /* 1 when gguf_ggml_quantize_row can write `type`: F32, F16, BF16, Q4_0,
- * Q4_1, Q5_0, Q5_1, Q8_0. Pure. */
+ * Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K. Pure. */
 int gguf_ggml_can_quantize(uint32_t type);
 
 /* Writes n elements of x (n a multiple of the type's block size, checked
@@ -26,6 +26,10 @@ int gguf_ggml_can_quantize(uint32_t type);
  * bytes, little-endian). F16 / BF16 round to nearest, ties to even.
  * Precondition: gguf_ggml_can_quantize(type). */
 void gguf_ggml_quantize_row(uint32_t type, const float *x, uint8_t *dst, int64_t n);
+
+/* The K types' part of gguf_ggml_quantize_row (n a multiple of 256):
+ * Q4_K, Q5_K, Q6_K. */
+void gguf_ggml_quantize_k_row(uint32_t type, const float *x, uint8_t *dst, int64_t n);
 
 /* One Q4_0 block from integer codes: nibble codes[j] (0..15, value
  * (codes[j] - 8) * d) and the fp16 bits of d, in the split-half order. */

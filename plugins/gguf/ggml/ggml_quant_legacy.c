@@ -147,6 +147,9 @@ int gguf_ggml_can_quantize(uint32_t type)
     case GGUF_GGML_TYPE_Q5_0:
     case GGUF_GGML_TYPE_Q5_1:
     case GGUF_GGML_TYPE_Q8_0:
+    case GGUF_GGML_TYPE_Q4_K:
+    case GGUF_GGML_TYPE_Q5_K:
+    case GGUF_GGML_TYPE_Q6_K:
         return 1;
     default:
         return 0;
@@ -168,6 +171,11 @@ void gguf_ggml_quantize_row(uint32_t type, const float *x, uint8_t *dst, int64_t
     case GGUF_GGML_TYPE_BF16:
         for (i = 0; i < n; i++)
             put16(dst + 2 * i, qb_f32_to_bf16(x[i]));
+        return;
+    case GGUF_GGML_TYPE_Q4_K:
+    case GGUF_GGML_TYPE_Q5_K:
+    case GGUF_GGML_TYPE_Q6_K:
+        gguf_ggml_quantize_k_row(type, x, dst, n);
         return;
     default:
         break;
