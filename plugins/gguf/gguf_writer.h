@@ -61,7 +61,7 @@ typedef struct ggw_tensor {
     int plus_one;        /* Gemma norm: w + 1 */
     int how;             /* GGW_* */
     int action;          /* qb_plan_action */
-    char why[200];
+    char why[400];
 } ggw_tensor;
 
 typedef struct ggw_plan {
@@ -75,13 +75,24 @@ typedef struct ggw_plan {
 } ggw_plan;
 
 /* Writer options as parsed from the params. */
+#define GGW_MAX_OVERRIDES 16
+
+/* Presets (type=Q4_K_M / Q5_K_M): llama.cpp's per-tensor mix (wplan.c). */
+enum { GGW_PRESET_NONE = 0, GGW_PRESET_Q4_K_M, GGW_PRESET_Q5_K_M };
+
 typedef struct ggw_opts {
     int auto_type;       /* type=auto */
-    uint32_t type;       /* ggml type for quantized weights (auto: Q8_0) */
+    int preset;          /* GGW_PRESET_* */
+    uint32_t type;       /* ggml type for quantized weights (auto: Q8_0; a preset: its base type) */
+    size_t n_over;       /* tensor_type overrides, applied in order, the first match wins */
+    void *over_re[GGW_MAX_OVERRIDES]; /* regex_t, owned */
+    uint32_t over_type[GGW_MAX_OVERRIDES];
 } ggw_opts;
 
-/* Parses the writer's params. QB_E_INVALID with a message on a bad value. */
+/* Parses the writer's params (type, tensor_type). QB_E_INVALID with a
+ * message on a bad value; free with ggw_opts_free either way. */
 qb_status ggw_opts_parse(const qb_host *h, const qb_param *params, ggw_opts *o);
+void ggw_opts_free(ggw_opts *o);
 
 /* Plans the output of src: every tensor named (an unknown one is an error
  * naming it), shapes checked, types chosen; order[] gets the write order

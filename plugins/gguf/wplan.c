@@ -19,6 +19,7 @@
 #include "ggml_types.h"
 #include "qbk_alloc.h"
 
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,25 +36,151 @@ static const struct {
     {"Q4_K", GGUF_GGML_TYPE_Q4_K, 14}, {"Q5_K", GGUF_GGML_TYPE_Q5_K, 16}, {"Q6_K", GGUF_GGML_TYPE_Q6_K, 18},
 };
 
+static int type_by_name(const char *t, size_t n, uint32_t *out)
+{
+    size_t i;
+    for (i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+        if (strlen(type_names[i].name) == n && strncmp(t, type_names[i].name, n) == 0) {
+            *out = type_names[i].type;
+            return 1;
+        }
+    return 0;
+}
+
+void ggw_opts_free(ggw_opts *o)
+{
+    size_t i;
+    for (i = 0; i < o->n_over; i++) {
+        regfree(o->over_re[i]);
+        qbk_free(o->over_re[i]);
+    }
+    o->n_over = 0;
+}
+
+/* tensor_type=REGEX=TYPE[,REGEX=TYPE...]: POSIX extended regexes searched
+ * in the GGUF tensor name, as llama-quantize --tensor-type does with its
+ * patterns (llama-quant.cpp tensor_type_patterns: first match wins). */
+static qb_status parse_overrides(const qb_host *h, const char *spec, ggw_opts *o)
+{
+    const char *p = spec;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        const char *eq = NULL, *q;
+        char pat[256];
+        regex_t *re;
+        for (q = p; q < p + len; q++)
+            if (*q == '=')
+                eq = q; /* the last '=': the type never holds one */
+        if (!eq || eq == p || (size_t)(eq - p) >= sizeof(pat) || o->n_over == GGW_MAX_OVERRIDES ||
+            !type_by_name(eq + 1, (size_t)(p + len - eq - 1), &o->over_type[o->n_over]))
+            return h->set_error(h, QB_E_INVALID,
+                                "tensor_type '%.*s': expected REGEX=TYPE (TYPE one of F32, F16, BF16, Q8_0, Q4_0, "
+                                "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; at most %d, comma-separated)",
+                                (int)len, p, GGW_MAX_OVERRIDES);
+        memcpy(pat, p, (size_t)(eq - p));
+        pat[eq - p] = '\0';
+        re = qbk_malloc(sizeof(*re));
+        if (!re)
+            return h->set_error(h, QB_E_NOMEM, "out of memory");
+        if (regcomp(re, pat, REG_EXTENDED | REG_NOSUB) != 0) {
+            qbk_free(re);
+            return h->set_error(h, QB_E_INVALID, "tensor_type: '%s' is not a valid extended regular expression", pat);
+        }
+        o->over_re[o->n_over++] = re;
+        p += len;
+        p += *p == ',';
+    }
+    return QB_OK;
+}
+
 qb_status ggw_opts_parse(const qb_host *h, const qb_param *params, ggw_opts *o)
 {
     const qb_param *pt = qb_param_find(params, "type");
+    const qb_param *po = qb_param_find(params, "tensor_type");
     const char *t = pt && pt->is_set && pt->v.s ? pt->v.s : "auto";
-    size_t i;
     memset(o, 0, sizeof(*o));
+    if (po && po->is_set && po->v.s) {
+        qb_status st = parse_overrides(h, po->v.s, o);
+        if (st)
+            return st;
+    }
     if (strcmp(t, "auto") == 0) {
         o->auto_type = 1;
         o->type = GGUF_GGML_TYPE_Q8_0;
         return QB_OK;
     }
-    for (i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
-        if (strcmp(t, type_names[i].name) == 0) {
-            o->type = type_names[i].type;
-            return QB_OK;
-        }
+    if (strcmp(t, "Q4_K_M") == 0 || strcmp(t, "Q5_K_M") == 0) {
+        o->preset = t[1] == '4' ? GGW_PRESET_Q4_K_M : GGW_PRESET_Q5_K_M;
+        o->type = t[1] == '4' ? GGUF_GGML_TYPE_Q4_K : GGUF_GGML_TYPE_Q5_K;
+        return QB_OK;
+    }
+    if (type_by_name(t, strlen(t), &o->type))
+        return QB_OK;
     return h->set_error(h, QB_E_INVALID, "type '%s': the gguf writer writes auto, F32, F16, BF16, Q8_0, Q4_0, "
-                                         "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K",
+                                         "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M or Q5_K_M",
                         t);
+}
+
+/* llama.cpp's per-tensor choices for the Q4_K_M / Q5_K_M file types
+ * (llama-quant.cpp llama_tensor_get_type; docs/formats/gguf.md "Presets"):
+ * counters run over the tensors in file order as llama.cpp's do. */
+typedef struct preset_state {
+    int64_t n_layer, n_expert;
+    int has_output;
+    int n_attn_v, i_attn_v, i_ffn_down;
+} preset_state;
+
+static int more_bits(int i, int n)
+{
+    /* use_more_bits: the first and last eighth and every third layer between */
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+static uint32_t preset_type(const ggw_opts *o, preset_state *ps, const ggw_tensor *t, const char **rule)
+{
+    const int q4 = o->preset == GGW_PRESET_Q4_K_M;
+    uint32_t ty = o->type;
+    *rule = NULL;
+    if (strcmp(t->name, "output.weight") == 0 || (!ps->has_output && strcmp(t->name, "token_embd.weight") == 0)) {
+        *rule = "output (or tied embedding): Q6_K, Q8_0 when the row is not a multiple of 256";
+        return t->ne[0] % 256 ? GGUF_GGML_TYPE_Q8_0 : GGUF_GGML_TYPE_Q6_K;
+    }
+    if (strstr(t->name, "attn_v.weight")) {
+        if (more_bits(ps->i_attn_v, ps->n_attn_v)) {
+            ty = GGUF_GGML_TYPE_Q6_K;
+            *rule = "attn_v of a layer use_more_bits picks: Q6_K";
+        }
+        if (ps->n_expert == 8) {
+            ty = GGUF_GGML_TYPE_Q8_0;
+            *rule = "attn_v of an 8-expert model: Q8_0";
+        }
+        ps->i_attn_v++;
+        return ty;
+    }
+    if (strstr(t->name, "attn_k.weight") && ps->n_expert == 8) {
+        *rule = "attn_k of an 8-expert model: Q8_0";
+        return GGUF_GGML_TYPE_Q8_0;
+    }
+    if (strstr(t->name, "ffn_down")) {
+        int layer = ps->i_ffn_down;
+        if (ps->n_expert > 1 && sscanf(t->name, "blk.%d.", &layer) != 1)
+            layer = ps->i_ffn_down;
+        if (more_bits(layer, (int)ps->n_layer)) {
+            ty = GGUF_GGML_TYPE_Q6_K;
+            *rule = "ffn_down of a layer use_more_bits picks: Q6_K";
+        }
+        ps->i_ffn_down++;
+        return ty;
+    }
+    if (strstr(t->name, "attn_output.weight") && ps->n_expert == 8 && q4) {
+        *rule = "attn_output of an 8-expert model: Q5_K";
+        return GGUF_GGML_TYPE_Q5_K;
+    }
+    if (strstr(t->name, "attn_qkv.weight")) {
+        *rule = q4 ? "fused attn_qkv: Q5_K" : "fused attn_qkv: Q6_K";
+        return q4 ? GGUF_GGML_TYPE_Q5_K : GGUF_GGML_TYPE_Q6_K;
+    }
+    return ty;
 }
 
 static uint32_t ftype_of(uint32_t type)
@@ -97,9 +224,9 @@ static int64_t cfg_int(const cJSON *cfg, const char *key)
 }
 
 /* Decides type, how and action of output tensor t from its first part. */
-static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, const qb_tensor_info *ti)
+static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, const qb_tensor_info *ti, uint32_t q,
+                   const char *rule)
 {
-    const uint32_t q = o->type;
     const gguf_ggml_type_info *qi = gguf_ggml_type_get(q);
     qb_grid_info gi;
     int one_d = t->n_dims == 1 || (t->n_dims == 2 && t->ne[1] == 1);
@@ -162,8 +289,9 @@ static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, co
         return;
     }
     t->action = QB_PLAN_REQUANT;
-    snprintf(t->why, sizeof(t->why), "%s quantized from %s (llama.cpp's quantize_row_%s_ref arithmetic)%s", qi->name,
-             ti->source_encoding, qi->name, o->auto_type ? "; no exact path for this source" : "");
+    snprintf(t->why, sizeof(t->why), "%s quantized from %s (llama.cpp's quantize_row_%s_ref arithmetic)%s%s", qi->name,
+             ti->source_encoding, qi->name, o->auto_type ? "; no exact path for this source" : "",
+             rule ? rule : "");
     /* quantize_row_<type>_ref names are lower case in llama.cpp */
     for (char *c = strstr(t->why, "quantize_row_"); c && *c && *c != '('; c++)
         if (*c >= 'A' && *c <= 'Z')
@@ -192,10 +320,12 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
 {
     const qb_model_info *mi = src->info;
     build b = {h, src, p, 0, NULL};
+    preset_state ps;
     size_t i, n = mi->n_tensors, k, pos = 0;
     qb_status st = QB_OK;
 
     memset(p, 0, sizeof(*p));
+    memset(&ps, 0, sizeof(ps));
     p->arch = gguf_arch_for_model_type(mi->architecture);
     if (!p->arch)
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: model_type '%s' has no GGUF architecture in the gguf writer",
@@ -293,6 +423,12 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
         }
         t->part[want - 1] = i;
     }
+    ps.n_layer = cfg_int(cfg, "num_hidden_layers");
+    ps.n_expert = cfg_int(cfg, "num_local_experts") > 0 ? cfg_int(cfg, "num_local_experts") : cfg_int(cfg, "num_experts");
+    ps.has_output = find_out(p, "output.weight") != NULL;
+    for (k = 0; k < p->n; k++)
+        if (strstr(p->t[k].name, "attn_v.weight") || strstr(p->t[k].name, "attn_qkv.weight"))
+            ps.n_attn_v++;
     for (k = 0; k < p->n && !st; k++) {
         ggw_tensor *t = &p->t[k];
         int64_t rows = 0, cols = -1;
@@ -340,7 +476,29 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
                 t->ne[0] = cols;
                 t->ne[1] = rows;
             }
-            choose(src, o, t, t0);
+            {
+                uint32_t want = o->type;
+                const char *rule = NULL;
+                char rbuf[160];
+                size_t r;
+                int one = t->n_dims == 1 || (t->n_dims == 2 && t->ne[1] == 1);
+                if (o->preset && !one && !strstr(t->name, "ffn_gate_inp")) {
+                    want = preset_type(o, &ps, t, &rule);
+                    if (rule) {
+                        snprintf(rbuf, sizeof(rbuf), "; %s rule: %s", o->preset == GGW_PRESET_Q4_K_M ? "Q4_K_M" : "Q5_K_M",
+                                 rule);
+                        rule = rbuf;
+                    }
+                }
+                for (r = 0; r < o->n_over && !one; r++)
+                    if (regexec(o->over_re[r], t->name, 0, NULL, 0) == 0) {
+                        want = o->over_type[r];
+                        snprintf(rbuf, sizeof(rbuf), "; tensor_type override %zu", r + 1);
+                        rule = rbuf;
+                        break;
+                    }
+                choose(src, o, t, t0, want, rule);
+            }
             if (gguf_ggml_row_bytes(t->type, t->ne[0], &rb) != 0) {
                 st = h->set_error(h, QB_E_INTERNAL, "gguf writer: no row size for %s", t->name);
                 break;
@@ -361,7 +519,8 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
             for (i = 0; i < p->t[k].n_parts; i++)
                 order[pos++] = p->t[k].part[i];
         }
-        p->ftype = ftype_of(o->type);
+        /* llama_ftype 15 Q4_K_M, 17 Q5_K_M */
+        p->ftype = o->preset == GGW_PRESET_Q4_K_M ? 15 : o->preset == GGW_PRESET_Q5_K_M ? 17 : ftype_of(o->type);
     }
 out:
     qbk_free(b.wn);

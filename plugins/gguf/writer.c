@@ -68,7 +68,19 @@ const qb_option_decl gguf_writer_opt_type = {
     .type = QB_PARAM_STRING,
     .default_value = "auto",
     .help = "gguf writer: ggml type of the weight matrices (auto: exact Q4_0/Q8_0 from symmetric grids, else Q8_0)",
-    .choices = "auto|F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K",
+    .choices = "auto|F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+const qb_option_decl gguf_writer_opt_tensor_type = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "tensor_type",
+    .type = QB_PARAM_STRING,
+    .default_value = NULL,
+    .help = "gguf writer: per-tensor types REGEX=TYPE[,REGEX=TYPE...] (extended regex searched in the GGUF "
+            "name, first match wins; as llama-quantize --tensor-type)",
+    .choices = NULL,
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
@@ -96,6 +108,7 @@ static void ggw_free(ggw_writer *w)
     if (w->f)
         w->sink->close(w->f, NULL, NULL);
     ggw_plan_free(&w->plan);
+    ggw_opts_free(&w->opts);
     qbk_free(w->order);
     qbk_free(w->fbuf);
     qbk_free(w->bbuf);
@@ -556,6 +569,7 @@ static qb_status ggw_plan_cb(void *ctx, const qb_model_src *src, const qb_param 
     const qb_host *h = gguf_writer_host;
     ggw_opts o;
     ggw_plan p;
+    memset(&o, 0, sizeof(o));
     cJSON *cfg = NULL;
     size_t *order, i, n = src->info->n_tensors;
     qb_status st;
@@ -599,6 +613,7 @@ static qb_status ggw_plan_cb(void *ctx, const qb_model_src *src, const qb_param 
     }
     ggw_plan_free(&p);
 out:
+    ggw_opts_free(&o);
     qbk_free(order);
     cJSON_Delete(cfg);
     return st;

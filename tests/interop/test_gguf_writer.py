@@ -193,3 +193,46 @@ def test_k_types_error_within_llama_cpp(name, ftype, f32_src, tmp_path, run_qb):
     assert n_k >= 7
     print(f"\n{name}: worst RMSE ratio ours/llama.cpp {worst:.6f}; bit-identical super-blocks "
           f"{same}/{total} ({100.0 * same / total:.2f} %)")
+
+
+@pytest.fixture(scope="module")
+def f32_src_10(tmp_path_factory):
+    """The tiny llama with 10 layers, so llama.cpp's use_more_bits picks some layers and not others."""
+    p = tmp_path_factory.mktemp("gguf-writer-10") / "tiny10-f32.gguf"
+    keep = L.N_LAYER
+    L.N_LAYER = 10
+    try:
+        L.write_f32_gguf(p, seed=77)
+    finally:
+        L.N_LAYER = keep
+    return p
+
+
+@pytest.mark.parametrize("name,ftype", [("Q4_K_M", 15), ("Q5_K_M", 17)])
+def test_presets_equal_llama_cpp(name, ftype, f32_src_10, tmp_path, run_qb):
+    """type=Q4_K_M / Q5_K_M: every tensor gets the type llama.cpp's own quantizer (not pure) picks,
+    and the same bytes."""
+    ref = tmp_path / f"llamacpp-{name}.gguf"
+    H.llama_cpp_quantize(f32_src_10, ref, ftype)
+    ours = convert_gguf(run_qb, f32_src_10, tmp_path / f"ours-{name}", f"type={name}")
+    want, got = tensors(ref), tensors(ours)
+    mix = sorted({gguf.GGMLQuantizationType(t).name for t, _, _ in want.values()})
+    assert len(mix) >= 3, f"llama.cpp's {name} mix is only {mix}: the test would prove little"
+    assert_same_tensors(got, want, f"type={name} vs llama.cpp")
+    r = gguf.GGUFReader(str(ours))
+    assert r.fields["general.file_type"].contents() == ftype
+
+
+def test_tensor_type_override(f32_src, tmp_path, run_qb):
+    src, _ = f32_src
+    base = tensors(convert_gguf(run_qb, src, tmp_path / "q4", "type=Q4_0"))
+    q8 = tensors(convert_gguf(run_qb, src, tmp_path / "q8", "type=Q8_0"))
+    mixed = tensors(convert_gguf(run_qb, src, tmp_path / "mixed", "type=Q4_0",
+                                 "tensor_type=attn_(q|k)\\.weight=Q8_0,ffn_down=Q4_1"))
+    for n, (t, _, data) in mixed.items():
+        if "attn_q.weight" in n or "attn_k.weight" in n:
+            assert (t, data) == (q8[n][0], q8[n][2]), n
+        elif "ffn_down" in n:
+            assert t == int(Q.Q4_1), n
+        else:
+            assert (t, data) == (base[n][0], base[n][2]), n
