@@ -236,3 +236,59 @@ def test_tensor_type_override(f32_src, tmp_path, run_qb):
             assert t == int(Q.Q4_1), n
         else:
             assert (t, data) == (base[n][0], base[n][2]), n
+
+
+# Real vocabularies (tests/data/tokenizers): the tokenizer.ggml.* we write, run by llama.cpp's own
+# tokenizer (a vocab-only load), must cut the corpus into the ids the original tokenizer.json gives.
+# llama.cpp is asked to parse special tokens (`special=True`), as tokenizers always matches added
+# tokens. llama.cpp applies no Unicode normalizer (its qwen2 pre type has no NFC step; its own
+# conversion of Qwen behaves the same), so for a vocabulary with an NFC normalizer it gets the
+# NFC form of each line: what tokenizers' normalizer hands its model. llama.cpp also retypes some
+# end-of-generation texts to CONTROL when the vocabulary holds them as normal tokens
+# (llama_vocab::impl::load, "control-looking token ... will be overridden"): Qwen3 has "</s>" as an
+# ordinary piece, so llama.cpp cuts it out of the text where tokenizers merges it; llama.cpp does
+# the same with its own conversion. Only lines holding such a text may differ, and must.
+TOKENIZERS = [("llama3", "gpt2", "llama-bpe"), ("qwen3", "gpt2", "qwen2"), ("llama2", "llama", "default")]
+
+
+@pytest.mark.parametrize("name,model,pre", TOKENIZERS)
+def test_tokenizer_llama_cpp_matches_hf(name, model, pre, repo_root, build_dir, tmp_path, run_qb):
+    import lzma
+    import subprocess
+
+    import llama_cpp
+    from tokenizers import Tokenizer
+
+    data = repo_root / "tests" / "data" / "tokenizers" / name
+    hf = tmp_path / "hf"
+    subprocess.run([str(build_dir / "tests" / "bin" / "qb-gen-hf-dense"), "--out", str(hf), "--arch",
+                    "llama", "--dtype", "f32", "--layers", "1", "--hidden", "64", "--intermediate", "128",
+                    "--heads", "2", "--kv-heads", "2"], check=True)
+    (hf / "tokenizer.json").write_bytes(lzma.decompress((data / "tokenizer.json.xz").read_bytes()))
+    (hf / "tokenizer_config.json").write_bytes((data / "tokenizer_config.json").read_bytes())
+    out = convert_gguf(run_qb, hf, tmp_path / "out", "type=F32")
+    r = gguf.GGUFReader(str(out))
+    assert r.fields["tokenizer.ggml.model"].contents() == model
+    assert r.fields["tokenizer.ggml.pre"].contents() == pre
+    hf_tok = Tokenizer.from_file(str(hf / "tokenizer.json"))
+    vocab = hf_tok.get_vocab(with_added_tokens=True)
+    tokens = r.fields["tokenizer.ggml.tokens"].contents()
+    for text, i in vocab.items():
+        assert tokens[i] == text, f"id {i}: {tokens[i]!r} vs tokenizer.json {text!r}"
+    lcpp = llama_cpp.Llama(model_path=str(out), vocab_only=True, verbose=False)
+    lines = [ln for ln in (repo_root / "tests" / "data" / "tokenizers" / "corpus.txt")
+             .read_text(encoding="utf-8").splitlines() if ln.strip()]
+    import unicodedata
+    nfc = '"NFC"' in json.dumps(json.loads((hf / "tokenizer.json").read_text(encoding="utf-8"))["normalizer"])
+    bad = []
+    for ln in lines:
+        want = hf_tok.encode(ln, add_special_tokens=False).ids
+        text = unicodedata.normalize("NFC", ln) if nfc else ln
+        got = lcpp.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        if got != want:
+            bad.append((ln, got[:12], want[:12]))
+    added = {t["content"] for t in json.loads((hf / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]}
+    retyped = [t for t in ("</s>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>") if t in vocab and t not in added]
+    unexplained = [b for b in bad if not any(t in b[0] for t in retyped)]
+    assert not unexplained, \
+        f"{name}: {len(unexplained)} of {len(lines)} lines cut differently by llama.cpp, first: {unexplained[0]}"
