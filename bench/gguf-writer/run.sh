@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gguf writer against llama.cpp's quantizer, side by side (bench/README.md, "GGUF writer").
+# gguf writer against llama.cpp's quantizer, side by side (described in bench/README.md).
 #   bench/gguf-writer/run.sh [BUILD_DIR]
 # Needs a python with gguf-py and llama-cpp-python (QB_INTEROP_VENV, e.g. the interop tier's venv).
 set -euo pipefail
