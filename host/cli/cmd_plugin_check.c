@@ -259,7 +259,12 @@ static qb_status make_tokenizer(const qbh_pc_session *s)
     static const struct {
         const char *name, *text;
     } files[] = {
-        {"tokenizer.json", "{\"version\": \"1.0\", \"model\": {\"type\": \"BPE\", \"vocab\": "
+        /* a complete byte-level BPE (GPT-2's pre-tokenizer), so a writer that
+         * carries the tokenizer into its format (gguf: tokenizer.ggml.pre)
+         * can name its pre-tokenizer instead of refusing an unknown one */
+        {"tokenizer.json", "{\"version\": \"1.0\", \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+                           "\"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}, "
+                           "\"model\": {\"type\": \"BPE\", \"vocab\": "
                            "{\"<s>\": 1, \"</s>\": 2}, \"merges\": []}}\n"},
         {"tokenizer_config.json", "{\"bos_token\": \"<s>\", \"eos_token\": \"</s>\", "
                                   "\"model_max_length\": 2048}\n"},

@@ -16,29 +16,30 @@
  * norm_plus_one: GemmaModel/Gemma2Model modify_tensors and
  * Gemma3Model.norm_shift add 1 to every tensor ending in "norm.weight". */
 static const gguf_arch arch_table[] = {
-    {"llama", GGUF_A_LLAMA, 1, 0},
-    {"qwen2", GGUF_A_QWEN2, 0, 0},
-    {"qwen3", GGUF_A_QWEN3, 0, 0},
-    {"qwen2moe", GGUF_A_QWEN2MOE, 0, 0},
-    {"qwen3moe", GGUF_A_QWEN3MOE, 0, 0},
-    {"gemma", GGUF_A_GEMMA, 0, 1},
-    {"gemma2", GGUF_A_GEMMA2, 0, 1},
-    {"gemma3", GGUF_A_GEMMA3, 0, 1},
-    {"phi3", GGUF_A_PHI3, 0, 0},
+    {"llama", GGUF_A_LLAMA, 1, 0, "llama mistral mixtral"},
+    {"qwen2", GGUF_A_QWEN2, 0, 0, "qwen2"},
+    {"qwen3", GGUF_A_QWEN3, 0, 0, "qwen3"},
+    {"qwen2moe", GGUF_A_QWEN2MOE, 0, 0, "qwen2_moe"},
+    {"qwen3moe", GGUF_A_QWEN3MOE, 0, 0, "qwen3_moe"},
+    {"gemma", GGUF_A_GEMMA, 0, 1, "gemma"},
+    {"gemma2", GGUF_A_GEMMA2, 0, 1, "gemma2"},
+    {"gemma3", GGUF_A_GEMMA3, 0, 1, "gemma3_text"},
+    {"phi3", GGUF_A_PHI3, 0, 0, "phi3"},
     /* deepseek2: DeepseekV2Model does not permute; llama.cpp ropes it NORM
      * (adjacent pairs), which is what transformers' DeepSeek attention does
      * too (rope_interleave), so q_pe/k_pe rows are stored as in HF.
      * gpt-oss: GptOssModel does not permute; NEOX rope like HF's halves. */
-    {"deepseek2", GGUF_A_DEEPSEEK2, 0, 0},
-    {"gpt-oss", GGUF_A_GPTOSS, 0, 0},
-    /* issue 31: smollm3, llama4, gemma4 */
+    {"deepseek2", GGUF_A_DEEPSEEK2, 0, 0, "deepseek_v2 deepseek_v3"},
+    {"gpt-oss", GGUF_A_GPTOSS, 0, 0, "gpt_oss"},
+    /* issue 31: smollm3, llama4, gemma4. Read only (hf_types NULL): the
+     * writer does not write their NoPE, chunking and expert keys yet. */
     /* smollm3: SmolLM3Model is a LlamaModel (permuted q/k, NORM rope in
      * llama_model_rope_type) with llama's tensor names; only the config
      * differs (gguf_hfconfig.c). */
-    {"smollm3", GGUF_A_LLAMA, 1, 0},
+    {"smollm3", GGUF_A_LLAMA, 1, 0, NULL},
     /* llama4: Llama4Model sets undo_permute = False; llama.cpp ropes it NORM
      * (neighbour pairs), as transformers' apply_rotary_emb does. */
-    {"llama4", GGUF_A_LLAMA4, 0, 0},
+    {"llama4", GGUF_A_LLAMA4, 0, 0, NULL},
 };
 
 const gguf_arch *gguf_arch_find(const char *name)
@@ -47,6 +48,22 @@ const gguf_arch *gguf_arch_find(const char *name)
     for (i = 0; i < sizeof(arch_table) / sizeof(arch_table[0]); i++)
         if (strcmp(arch_table[i].gguf_name, name) == 0)
             return &arch_table[i];
+    return NULL;
+}
+
+const gguf_arch *gguf_arch_for_model_type(const char *model_type)
+{
+    size_t i, n = model_type ? strlen(model_type) : 0;
+    for (i = 0; n && i < sizeof(arch_table) / sizeof(arch_table[0]); i++) {
+        const char *p = arch_table[i].hf_types;
+        while (p && *p) {
+            size_t l = strcspn(p, " ");
+            if (l == n && strncmp(p, model_type, n) == 0)
+                return &arch_table[i];
+            p += l;
+            p += *p == ' ';
+        }
+    }
     return NULL;
 }
 

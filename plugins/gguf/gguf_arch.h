@@ -35,6 +35,8 @@ typedef struct gguf_arch {
     unsigned bit;           /* GGUF_A_* */
     int permute_qk;         /* LlamaModel.permute applied to q/k (NORM rope) */
     int norm_plus_one;      /* every HF "*norm.weight" stored as w + 1 */
+    const char *hf_types;   /* space-separated HF model_type values written as this
+                               architecture (convert_hf_to_gguf.py's registrations) */
 } gguf_arch;
 
 /* Hyper-parameters read from metadata ({arch}.* keys). -1 = absent. */
@@ -63,6 +65,10 @@ typedef struct gguf_hparams {
 
 /* The rules for a general.architecture value, or NULL when unknown. */
 const gguf_arch *gguf_arch_find(const char *name);
+
+/* The rules a writer uses for a Hugging Face model_type, or NULL when no
+ * architecture lists it. Static data. */
+const gguf_arch *gguf_arch_for_model_type(const char *model_type);
 
 /* Reads general.architecture and the hyper-parameters from the metadata
  * shard, refines llama into mistral (attention.sliding_window present) or

@@ -69,4 +69,33 @@ void gguf_names_free(gguf_ctensor *t, size_t n);
  * rows must be a multiple of 2*heads (checked by the mapper). */
 int64_t gguf_unpermute_row(int64_t r, int64_t rows, uint32_t heads);
 
+/* HF row of GGUF row g under LlamaModel.permute with `heads` heads (the
+ * inverse of gguf_unpermute_row): what a writer puts at row g. */
+int64_t gguf_permute_row(int64_t g, int64_t rows, uint32_t heads);
+
+/* Where one Hugging Face tensor goes in a GGUF of architecture `arch`:
+ * the writer's direction of the same table gguf_names_map reads
+ * (docs/formats/gguf.md "Tensor names"). */
+enum {
+    GGUF_W_PLAIN = 0,  /* the whole GGUF tensor */
+    GGUF_W_EXPERT = 1, /* expert `index` of a stacked 3-D tensor (ne {K, N, E}) */
+    GGUF_W_FUSED = 2   /* part `index` of a tensor fused by rows (phi3 attn_qkv: q, k, v;
+                          ffn_up: gate, up) */
+};
+typedef struct gguf_wname {
+    char name[GGUF_MAX_NAME]; /* GGUF tensor name, "blk.3.attn_q.weight" */
+    int kind;                 /* GGUF_W_* */
+    int index;                /* expert or part */
+    int perm;                 /* 0, 1: rows (or a bias's elements) permuted with
+                                 head_count, 2: with head_count_kv */
+    int plus_one;             /* stored as w + 1 (Gemma norms) */
+    int layer;                /* block index, -1 outside blocks */
+} gguf_wname;
+
+/* Fills *out for HF tensor `hf` of architecture `arch`. Returns QB_OK,
+ * QB_E_NOT_FOUND when the table has no entry for it (the caller names the
+ * tensor), QB_E_UNSUPPORTED when the entry's layout is one the writer does
+ * not build (deepseek2 MLA, gpt-oss experts). Pure; sets no message. */
+qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *out);
+
 #endif /* GGUF_NAMES_H */

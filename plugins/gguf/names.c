@@ -37,7 +37,8 @@ enum {
  * applies when the architecture bit is in `archs`. */
 static const struct blk_map {
     const char *gguf;
-    const char *hf; /* under "model.layers.N."; %d = expert for OP_EXPERTS */
+    const char *hf; /* under "model.layers.N."; %d = expert for OP_EXPERTS; for OP_QKV /
+                       OP_GATE_UP the fused HF tensor (the reader gives the parts) */
     int op;
     unsigned archs;
     const char *hf_up; /* OP_EXPERTS_GATE_UP: the up half's name */
@@ -70,7 +71,7 @@ static const struct blk_map {
     {"attn_q", "self_attn.q_proj", OP_Q, ALL & ~GGUF_A_PHI3, NULL},
     {"attn_k", "self_attn.k_proj", OP_K, ALL & ~GGUF_A_PHI3, NULL},
     {"attn_v", "self_attn.v_proj", OP_PLAIN, ALL & ~GGUF_A_PHI3, NULL},
-    {"attn_qkv", NULL, OP_QKV, GGUF_A_PHI3, NULL},
+    {"attn_qkv", "self_attn.qkv_proj", OP_QKV, GGUF_A_PHI3, NULL},
     {"attn_output", "self_attn.o_proj", OP_PLAIN, ALL | DS2 | OSS, NULL},
     {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
     {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, GGUF_A_QWEN3 | GGUF_A_QWEN3MOE | GGUF_A_GEMMA3, NULL},
@@ -83,7 +84,7 @@ static const struct blk_map {
     {"post_ffw_norm", "post_feedforward_layernorm", OP_PLAIN, GEMMA23, NULL},
     {"ffn_gate", "mlp.gate_proj", OP_PLAIN, (ALL & ~GGUF_A_PHI3) | DS2, NULL},
     {"ffn_up", "mlp.up_proj", OP_PLAIN, (ALL & ~GGUF_A_PHI3) | DS2, NULL},
-    {"ffn_up", NULL, OP_GATE_UP, GGUF_A_PHI3, NULL},
+    {"ffn_up", "mlp.gate_up_proj", OP_GATE_UP, GGUF_A_PHI3, NULL},
     {"ffn_down", "mlp.down_proj", OP_PLAIN, ALL | DS2, NULL},
     /* Mixtral (LlamaModel.modify_tensors stacks w1/w2/w3 per layer). */
     {"ffn_gate_inp", "block_sparse_moe.gate", OP_PLAIN, GGUF_A_LLAMA, NULL},
@@ -141,6 +142,118 @@ int64_t gguf_unpermute_row(int64_t r, int64_t rows, uint32_t heads)
     int64_t hh = r / d, rem = r % d;
     int64_t j = rem / half, i = rem % half;
     return hh * d + 2 * i + j;
+}
+
+int64_t gguf_permute_row(int64_t g, int64_t rows, uint32_t heads)
+{
+    /* GGUF row h*D + 2i + j holds HF row h*D + j*(D/2) + i. */
+    int64_t d = rows / heads, half = d / 2;
+    int64_t hh = g / d, rem = g % d;
+    return hh * d + (rem % 2) * half + rem / 2;
+}
+
+/* "%d" patterns of OP_EXPERTS entries: *e the expert when `s` is `pat`
+ * with a number in place of %d. */
+static int match_expert(const char *pat, const char *s, int *e)
+{
+    const char *pc = strstr(pat, "%d");
+    size_t pre;
+    char *end;
+    long v;
+    if (!pc)
+        return 0;
+    pre = (size_t)(pc - pat);
+    if (strncmp(pat, s, pre) != 0 || s[pre] < '0' || s[pre] > '9')
+        return 0;
+    v = strtol(s + pre, &end, 10);
+    if (strcmp(end, pc + 2) != 0 || v < 0 || v > 1000000)
+        return 0;
+    *e = (int)v;
+    return 1;
+}
+
+qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *out)
+{
+    size_t i, nl = strlen(hf);
+    int layer, used = 0;
+    const char *rest, *dot;
+    char base[200];
+
+    memset(out, 0, sizeof(*out));
+    out->layer = -1;
+    out->plus_one = arch->norm_plus_one && nl >= 11 && strcmp(hf + nl - 11, "norm.weight") == 0;
+    for (i = 0; i < sizeof(top_maps) / sizeof(top_maps[0]); i++)
+        if (strcmp(hf, top_maps[i].hf) == 0) {
+            snprintf(out->name, sizeof(out->name), "%s", top_maps[i].gguf);
+            return QB_OK;
+        }
+    if (sscanf(hf, "model.layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0)
+        return QB_E_NOT_FOUND;
+    out->layer = layer;
+    rest = hf + used;
+    dot = strrchr(rest, '.');
+    for (i = 0; i < sizeof(blk_maps) / sizeof(blk_maps[0]); i++) {
+        const struct blk_map *mp = &blk_maps[i];
+        const char *suffix = NULL;
+        int e = 0;
+        if (!(mp->archs & arch->bit))
+            continue;
+        if (mp->op == OP_LEAF) {
+            /* deepseek2 and gpt-oss leaves: not written yet */
+            if (strcmp(rest, mp->hf) != 0)
+                continue;
+            return QB_E_UNSUPPORTED;
+        }
+        if (!dot || (strcmp(dot, ".weight") != 0 && strcmp(dot, ".bias") != 0) ||
+            (size_t)(dot - rest) >= sizeof(base))
+            continue;
+        memcpy(base, rest, (size_t)(dot - rest));
+        base[dot - rest] = '\0';
+        suffix = dot + 1;
+        switch (mp->op) {
+        case OP_PLAIN:
+        case OP_Q:
+        case OP_K:
+        case OP_ROW:
+            if (strcmp(base, mp->hf) != 0)
+                continue;
+            out->perm = !arch->permute_qk ? 0 : mp->op == OP_Q ? 1 : mp->op == OP_K ? 2 : 0;
+            break;
+        case OP_EXPERTS:
+            if (!match_expert(mp->hf, base, &e))
+                continue;
+            out->kind = GGUF_W_EXPERT;
+            out->index = e;
+            break;
+        case OP_QKV:
+        case OP_GATE_UP: {
+            static const char *const qkv[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+            static const char *const gu[] = {"mlp.gate_proj", "mlp.up_proj"};
+            const char *const *parts = mp->op == OP_QKV ? qkv : gu;
+            int np = mp->op == OP_QKV ? 3 : 2, k;
+            if (strcmp(base, mp->hf) == 0)
+                break; /* Hugging Face's own fused tensor: the whole GGUF tensor */
+            for (k = 0; k < np && strcmp(base, parts[k]) != 0; k++)
+                ;
+            if (k == np)
+                continue;
+            out->kind = GGUF_W_FUSED;
+            out->index = k;
+            break;
+        }
+        case OP_EXPERTS_GATE_UP:
+            /* the reader accepts --fuse-gate-up-exps files; the writer stores
+             * gate and up apart, through their OP_EXPERTS entries */
+            continue;
+        default: /* OP_K_B, OP_V_B, OP_OSS_EXPS */
+            if (strcmp(base, mp->hf) != 0 && strcmp(rest, mp->hf) != 0)
+                continue;
+            return QB_E_UNSUPPORTED;
+        }
+        snprintf(out->name, sizeof(out->name), "blk.%d.%s.%s", layer, mp->gguf, suffix);
+        return QB_OK;
+    }
+    return QB_E_NOT_FOUND;
 }
 
 void gguf_names_free(gguf_ctensor *t, size_t n)

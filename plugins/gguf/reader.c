@@ -723,7 +723,23 @@ static const qb_option_decl opt_tokenizer = {
     .max_int = 0,
     .roles = QB_OPTION_ROLE_READER,
 };
-static const qb_option_decl *const option_decls[] = {&opt_tokenizer, NULL};
+extern const qb_option_decl gguf_writer_opt_type, gguf_writer_opt_tensor_type;
+extern const qb_writer_vtable gguf_writer_vtable;
+const qb_host *gguf_writer_host;
+
+static const qb_option_decl *const option_decls[] = {&opt_tokenizer, &gguf_writer_opt_type, &gguf_writer_opt_tensor_type,
+                                                      NULL};
+
+/* The writer puts the tokenizer into the GGUF itself (tokenizer.ggml.*),
+ * from the source's tokenizer files; its output is read back by this
+ * plugin's reader. */
+static const qb_writer_caps writer_caps = {
+    .struct_size = sizeof(qb_writer_caps),
+    .flags = QB_WRITER_SIDE_FILES_SELF,
+    .architectures = NULL,
+    .required_facts = 0,
+    .verify_reader = "gguf",
+};
 
 /* Not const: the entry writes the negotiated ABI into .abi. */
 static qb_plugin plugin = {
@@ -731,12 +747,15 @@ static qb_plugin plugin = {
     .abi = QB_ABI_CURRENT,
     .name = "gguf",
     .version = "0.1.0",
-    .description = "GGUF (llama.cpp) reader: every ggml type, split files, llama.cpp names to Hugging Face",
+    .description = "GGUF (llama.cpp): read (every ggml type, split files, llama.cpp names to Hugging Face) and "
+                   "written (GGUF v3, exact Q4_0/Q8_0 from symmetric grids, legacy quantizers)",
     .vendor = "quantbridge",
     .license = "MIT",
     .flags = QB_PLUGIN_CONCURRENT_READS,
     .reader = &reader_vtable,
+    .writer = &gguf_writer_vtable,
     .options = option_decls,
+    .writer_caps = &writer_caps,
 };
 
 const qb_reader_vtable *gguf_reader_vtable(void)
@@ -748,6 +767,6 @@ QB_EXPORT qb_status qb_plugin_entry_v1(qb_negotiation *neg, const qb_host *host,
 {
     qb_status rc = qbk_plugin_enter(neg, host, QB_MAKE_ABI(1, 0), &plugin, out);
     if (rc == QB_OK)
-        g_host = host;
+        g_host = gguf_writer_host = host;
     return rc;
 }
