@@ -336,5 +336,6 @@ void qbh_source_close(qbh_source *s)
     pthread_mutex_destroy(&s->info_lock);
     qbh_free(s->tensors);
     qbh_free(s->path);
+    qbh_free(s->blocks);
     memset(s, 0, sizeof *s);
 }

@@ -325,6 +325,7 @@ static void fill(qb_host *h, void *priv)
     h->safetensors = safetensors_api();
     h->get_proc = svc_get_proc;
     h->json = qbh_json_api();
+    h->stats = qbh_stats_api();
 }
 
 void qbh_services_init(qbh_plugin *p)

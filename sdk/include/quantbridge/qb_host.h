@@ -110,6 +110,14 @@ typedef struct qb_host {
     /* The JSON parser and emitter (qb_json.h). Never NULL in a 1.1 host;
      * check QB_HAS_FIELD(h, qb_host, json) first. */
     const struct qb_json_api *json;
+
+    /* ABI 1.3: source statistics (issue 27) */
+    /* The scale granularity the source's reader declared and the run's
+     * activation statistics (--calibration, --imatrix) per linear
+     * (qb_stats.h). Never NULL in a 1.3 host; check
+     * QB_HAS_FIELD(h, qb_host, stats) first. */
+    const struct qb_stats_api *stats;
+    /* end of the issue-27 block */
 } qb_host;
 
 /* ABI 1.0 size (qb_abi.h): a 1.0 host table ends at get_proc. */
@@ -117,7 +125,7 @@ QB_ABI_ALIGN_HELPER(qb_host);
 #define QB_HOST_SIZE_1_0 QB_ABI_SIZE_1_0(qb_host, get_proc)
 QB_ABI_STATIC_ASSERT(offsetof(qb_host, json) >= QB_HOST_SIZE_1_0, qb_host_size_1_0);
 #define QB_HOST_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_host, json)
-QB_ABI_STATIC_ASSERT(QB_HOST_SIZE_1_1 == sizeof(qb_host), qb_host_size_1_1);
+QB_ABI_STATIC_ASSERT(offsetof(qb_host, stats) >= QB_HOST_SIZE_1_1, qb_host_size_1_1);
 
 #ifdef __cplusplus
 }
