@@ -297,7 +297,7 @@ static qb_status baseline(qbh_source *src, qbh_source *conv, const float *la, in
     f.fn = qbh_vb_model_filter;
     f.ctx = m;
     {
-        qbh_fwd_model fm = {qbh_services_named("forward"), &src->src, NULL, &f};
+        qbh_fwd_model fm = {qbh_services_named("forward"), &src->src, NULL, &f, NULL, 0};
         rc = qbh_forward(&fm, mc->tokens, mc->n_tokens, &lc, &vc);
     }
     qbh_progress_done();
