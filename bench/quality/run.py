@@ -7,7 +7,8 @@ Q4_0 (llama-cpp-python's llama_model_quantize, allow_requantize) are run by
 `quantbridge forward` on the same tokens as the source, and compared with the
 source's logits: KL(source || variant) mean and p99 over positions, top-1
 agreement, perplexity ratio (next-token, same tokens). Time and peak memory of
-each conversion are measured around the `convert` process (wall, max RSS).
+each conversion: wall time around the `convert` process and the peak memory its
+--json summary reports.
 
 The evaluation text is the real tier's tests/real/text.txt (620 tokens of
 Gemma's tokenizer) unless QB_QUALITY_TEXT names another file; the built-in
@@ -20,7 +21,6 @@ Prints a markdown table on stdout; QB_QUALITY_JSON=FILE keeps the rows.
 """
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -44,9 +44,15 @@ VARIANTS = {
     "absmax g32": ("qb", ["--group-size", "32", "--option", "quant_rule=absmax"]),
     "search g32": ("qb", ["--group-size", "32", "--option", "quant_rule=search"]),
     "default (auto)": ("qb", []),
-    "default, --calibration builtin": ("qb", ["--calibration", "builtin"]),
+    "default, --calibration builtin": ("qb", ["--calibration", "builtin", "--save-imatrix",
+                                              "{work}/calib.dat"]),
+    "weighted g128, --calibration builtin": ("qb", ["--group-size", "128", "--calibration",
+                                                    "builtin"]),
     "llama.cpp Q4_0": ("llama", "Q4_0", {}),
     "llama.cpp Q4_0, embeddings f16": ("llama", "Q4_0", {"embed_f16": True}),
+    # the importance our --calibration builtin measured (saved by the variant above, which must
+    # run first), given to llama.cpp's quantizer as its imatrix
+    "llama.cpp Q4_0 + imatrix (builtin calibration)": ("llama", "Q4_0", {"imatrix": True}),
 }
 
 
@@ -57,19 +63,26 @@ def run(args, **kw):
     return r
 
 
-def timed(args):
-    """Runs args; wall seconds and the child's max RSS in MiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.time()
-    run(args)
-    wall = time.time() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: only a rise is this child's
-    return wall, (after / 1024.0 if after > before else float("nan"))
+def parse_dat(path):
+    """llama-imatrix's legacy .dat: {name: mean x^2 per column} (values / ncall)."""
+    import struct
+    b = open(path, "rb").read()
+    off, out = 4, {}
+    for _ in range(struct.unpack_from("<i", b, 0)[0]):
+        n = struct.unpack_from("<i", b, off)[0]
+        name = b[off + 4:off + 4 + n].decode()
+        off += 4 + n
+        ncall, nval = struct.unpack_from("<ii", b, off)
+        off += 8
+        out[name] = np.frombuffer(b, "<f4", nval, off) / max(ncall, 1)
+        off += 4 * nval
+    return out
 
 
-def llama_quantize(src, dst, ftype_name, embed_f16):
+def llama_quantize(src, dst, ftype_name, embed_f16, imatrix=None):
+    import ctypes
     import llama_cpp
+    keep = []
     p = llama_cpp.llama_model_quantize_default_params()
     p.ftype = getattr(llama_cpp, "LLAMA_FTYPE_MOSTLY_" + ftype_name)
     p.allow_requantize = True
@@ -77,7 +90,21 @@ def llama_quantize(src, dst, ftype_name, embed_f16):
     if embed_f16:
         p.token_embedding_type = 1  # GGML_TYPE_F16 (ggml.h enum ggml_type)
         p.output_tensor_type = 1
-    rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), p)
+    if imatrix:
+        ents = parse_dat(imatrix)
+        arr = (llama_cpp.llama_model_imatrix_data * (len(ents) + 1))()
+        for i, (name, vals) in enumerate(ents.items()):
+            v = np.ascontiguousarray(vals, np.float32)
+            cname = name.encode()
+            keep += [v, cname]
+            arr[i].name = cname
+            arr[i].data = v.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            arr[i].size = v.size
+        arr[len(ents)].name = None
+        keep.append(arr)
+        p.imatrix = ctypes.cast(arr, ctypes.POINTER(llama_cpp.llama_model_imatrix_data))
+    rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(p))
+    del keep
     if rc != 0:
         sys.exit("llama_model_quantize(%s) -> %d" % (ftype_name, rc))
 
@@ -136,15 +163,21 @@ def main():
         out = os.path.join(work, "v%d" % len(rows))
         shutil.rmtree(out, ignore_errors=True)
         if kind[0] == "qb":
-            wall, rss = timed([QB, "convert", "--source", SOURCE, "--output", out, "--progress",
-                               "none", "-q"] + kind[1])
+            t0 = time.time()
+            r = run([QB, "convert", "--source", SOURCE, "--output", out, "--progress", "none",
+                     "--json"] + [a.replace("{work}", work) for a in kind[1]])
+            wall = time.time() - t0
+            summ = json.loads(r.stdout)
+            rss = summ.get("peak_rss_bytes", summ.get("peak_rss", float("nan")))
+            rss = rss / 1048576.0 if rss == rss else rss
             with open(os.path.join(out, "manifest.json")) as f:
                 man = json.load(f)
             bits, model = linear_bits(man), out
         else:
             model = out + ".gguf"
             t0 = time.time()
-            llama_quantize(SOURCE, model, kind[1], kind[2].get("embed_f16", False))
+            llama_quantize(SOURCE, model, kind[1], kind[2].get("embed_f16", False),
+                           os.path.join(work, "calib.dat") if kind[2].get("imatrix") else None)
             wall, rss, bits = time.time() - t0, float("nan"), 4.5
         got = forward(model, text_args, os.path.join(work, "logits.safetensors"))
         m = compare(ref, got, ids)

@@ -28,7 +28,7 @@ static const qb_option_decl opt_quant_rule = {
     .help = "requantization rule: absmax/7, a scale search, per group the better of both, or "
             "weighted by activation statistics (--calibration/--imatrix; unset: weighted when "
             "the run has them)",
-    .choices = "auto|absmax|search|weighted",
+    .choices = "auto|absmax|search|keep|weighted",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,

@@ -195,6 +195,29 @@ int w4w_quant_group_impl(w4w_qe_impl impl, const float *w, size_t n, int rule, i
     }
 
     have_a = round_scale(amax / 7.0f, &a_bits, &a_used) == 0;
+    if (rule == W4W_RULE_KEEP) {
+        /* absmax/7 or the extreme on code -8 (scale -+absmax/8): neither
+         * clips the largest weight, which the activations may need most
+         * (docs/fidelity.md, "Requantizing lossy sources") */
+        uint16_t k_bits;
+        float k_used;
+        double k_err;
+        if (!have_a)
+            return W4W_EQUANT_OVERFLOW;
+        a_err = w4w_qe_codes(impl, w, n, a_used, 0.0f, 1, NULL);
+        if (round_scale((extreme > 0.0f ? -amax : amax) / 8.0f, &k_bits, &k_used) == 0 &&
+            k_used != 0.0f) {
+            k_err = w4w_quant_codes(w, n, k_used, q);
+            if (k_err < a_err) {
+                *scale = k_bits;
+                *err = k_err;
+                return 0;
+            }
+        }
+        *scale = a_bits;
+        *err = w4w_qe_codes(impl, w, n, a_used, 0.0f, 1, q);
+        return 0;
+    }
     if (rule == W4W_RULE_ABSMAX) {
         if (!have_a)
             return W4W_EQUANT_OVERFLOW;

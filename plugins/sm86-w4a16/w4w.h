@@ -286,8 +286,10 @@ typedef enum w4w_rule {
     W4W_RULE_AUTO = 0,   /* per group the better of ABSMAX and SEARCH */
     W4W_RULE_ABSMAX = 1, /* scale = absmax / 7 */
     W4W_RULE_SEARCH = 2, /* grid of candidate scales, least squared error */
-    W4W_RULE_WEIGHTED = 3 /* least importance-weighted error (w4w_quant_group_weighted);
+    W4W_RULE_WEIGHTED = 3, /* least importance-weighted error (w4w_quant_group_weighted);
                              needs activation statistics (qb_stats.h) */
+    W4W_RULE_KEEP = 4     /* the better of absmax/7 and +-absmax/8 (the extreme on code
+                             -8): scales that keep the group's largest weight */
 } w4w_rule;
 
 #define W4W_EQUANT_NONFINITE (-1) /* NaN or infinity in the input */

@@ -216,7 +216,7 @@ static int repack_block(w4w_job *j, w4w_slot *s)
 static const char *rule_name(w4w_rule r)
 {
     return r == W4W_RULE_ABSMAX ? "absmax" : r == W4W_RULE_SEARCH ? "search"
-           : r == W4W_RULE_WEIGHTED ? "weighted" : "auto";
+           : r == W4W_RULE_WEIGHTED ? "weighted" : r == W4W_RULE_KEEP ? "keep" : "auto";
 }
 
 /* The rule of linear `it` and why (it->rule, for the manifest): the
@@ -774,9 +774,11 @@ static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_opt
             o->rule = W4W_RULE_SEARCH;
         else if (v && strcmp(v, "weighted") == 0)
             o->rule = W4W_RULE_WEIGHTED;
+        else if (v && strcmp(v, "keep") == 0)
+            o->rule = W4W_RULE_KEEP;
         else
             return h->set_error(h, QB_E_INVALID,
-                                "%s: option quant_rule must be auto|absmax|search|weighted",
+                                "%s: option quant_rule must be auto|absmax|search|keep|weighted",
                                 W4W_PLUGIN_NAME);
         o->rule_explicit = 1;
     }
