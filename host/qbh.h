@@ -567,6 +567,10 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
                           qbh_source *s);
 void qbh_source_close(qbh_source *s);
 
+/* The qbh_source behind a qb_model_src the host made (qbh_source_open),
+ * or NULL for any other (a test's own, a fake). Pure. */
+qbh_source *qbh_source_of(const qb_model_src *src);
+
 /* The tokenizer a source states it does not give (qb_model_info ABI 1.3,
  * validated by qbh_source_open: a known state, no tokenizer_dir with it, a
  * note always set): "skipped" / "refused", or NULL when the state is

@@ -16,7 +16,7 @@ calibration text (--calibration builtin) is a different text.
 
 Environment: QB_BUILD_DIR (the build), QB_QUALITY_SOURCE (the source),
 QB_QUALITY_WORK (scratch directory, default a temporary one),
-QB_QUALITY_VARIANTS (comma-separated names of the VARIANTS below; default all).
+QB_QUALITY_VARIANTS (semicolon-separated names of the VARIANTS below; default all).
 Prints a markdown table on stdout; QB_QUALITY_JSON=FILE keeps the rows.
 """
 import json
@@ -43,6 +43,8 @@ VARIANTS = {
     "search g128": ("qb", ["--group-size", "128", "--option", "quant_rule=search"]),
     "absmax g32": ("qb", ["--group-size", "32", "--option", "quant_rule=absmax"]),
     "search g32": ("qb", ["--group-size", "32", "--option", "quant_rule=search"]),
+    "keep g128": ("qb", ["--group-size", "128", "--option", "quant_rule=keep"]),
+    "keep g32": ("qb", ["--group-size", "32", "--option", "quant_rule=keep"]),
     "default (auto)": ("qb", []),
     "default, --calibration builtin": ("qb", ["--calibration", "builtin", "--save-imatrix",
                                               "{work}/calib.dat"]),
@@ -151,16 +153,19 @@ def main():
     work = os.environ.get("QB_QUALITY_WORK") or tempfile.mkdtemp(prefix="qb-quality-")
     os.makedirs(work, exist_ok=True)
     names = os.environ.get("QB_QUALITY_VARIANTS")
-    names = [n.strip() for n in names.split(",")] if names else list(VARIANTS)
+    names = [n.strip() for n in names.split(";")] if names else list(VARIANTS)
     text = os.environ.get("QB_QUALITY_TEXT", os.path.join(ROOT, "tests", "real", "text.txt"))
     r = run([QB, "forward", "--model", SOURCE, "--text-file", text, "--print-tokens"])
     ids = [int(x) for x in r.stdout.strip().split(",")]
     text_args = ["--tokens", ",".join(str(i) for i in ids)]
-    ref = forward(SOURCE, text_args, os.path.join(work, "source.safetensors"))
+    # the source's logits are kept in the work directory for a later run on the same tokens
+    ref_path = os.path.join(work, "source-%d.safetensors" % (hash(tuple(ids)) & 0xffffffff))
+    ref = load_file(ref_path)["logits"] if os.path.exists(ref_path) else \
+        forward(SOURCE, text_args, ref_path)
     rows = []
     for name in names:
         kind = VARIANTS[name]
-        out = os.path.join(work, "v%d" % len(rows))
+        out = os.path.join(work, "v-" + "".join(ch if ch.isalnum() else "_" for ch in name))
         shutil.rmtree(out, ignore_errors=True)
         if kind[0] == "qb":
             t0 = time.time()

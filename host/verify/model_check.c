@@ -179,10 +179,10 @@ static qb_status run_pass(const qbh_mc_opts *o, qbh_source *s, const int64_t *to
         snprintf(why, sizeof why, "%s", qbh_error_message());
         return qbh_error_set(rc, "forward: %s", why);
     }
+    memset(&m, 0, sizeof m);
     m.host = fh;
     m.src = &s->src;
     m.linears = lb;
-    m.filter = NULL;
     rc = qbh_forward(&m, tokens, n, logits, vocab);
     if (lb)
         lb->close(lb);

@@ -9,7 +9,7 @@ Ground truth:
   - the calibration statistics of layer 0's q/k/v are recomputed here in float64 from the
     model's own F32 weights: their input is RMSNorm(embedding) * attn_norm (no attention before
     layer 0), over the tokens the documented chunking feeds (sequences of 256 led by the text's
-    first id: docs/fidelity.md, "Activation statistics").
+    first id: docs/fidelity.md, "Requantizing lossy sources").
 What quantbridge found is read back through `--save-imatrix` (the legacy layout, parsed here).
 """
 import json

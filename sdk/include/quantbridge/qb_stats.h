@@ -15,8 +15,9 @@
  * Reach it as host->stats after checking QB_HAS_FIELD(host, qb_host, stats)
  * (a 1.0 to 1.2 host has no such field) and that it is not NULL.
  *
- * `src` is the qb_model_src the host passed to the writer's begin/plan;
- * another pointer is QB_E_INVALID. `tensor` is a canonical tensor index of
+ * `src` is the qb_model_src the host passed to the writer's begin/plan; for
+ * a model the host did not open itself (plugin-check's generated one) both
+ * functions answer QB_E_NOT_FOUND: nothing is declared or measured. `tensor` is a canonical tensor index of
  * that source, [0, src->info->n_tensors).
  *
  * THREADING: every function may be called from any thread, concurrently,
@@ -57,8 +58,8 @@ typedef struct qb_stats_api {
      * metadata view), into *cols (>= 1). QB_E_NOT_FOUND (no message) when
      * the reader declares none for it; QB_E_FORMAT naming the reader and
      * the key when its declaration is not a positive integer or names no
-     * tensor of the source; QB_E_INVALID / QB_E_RANGE for a bad src or
-     * index. The host reads the declarations once per source. */
+     * tensor of the source; QB_E_INVALID (cols NULL), QB_E_RANGE (index).
+     * The host reads the declarations once per source. */
     qb_status (*scale_block)(const struct qb_host *h, const struct qb_model_src *src,
                              size_t tensor, int64_t *cols);
 
@@ -70,7 +71,7 @@ typedef struct qb_stats_api {
      * input, so one vector. *info (may be NULL) says where they come from.
      * QB_E_NOT_FOUND (no message) when the run has no statistics for it
      * (no --calibration / --imatrix, or a tensor they do not cover);
-     * QB_E_INVALID / QB_E_RANGE for a bad src, index or out. Memory: none
+     * QB_E_INVALID (out NULL), QB_E_RANGE (index). Memory: none
      * allocated; the host holds one vector per covered linear. */
     qb_status (*importance)(const struct qb_host *h, const struct qb_model_src *src,
                             size_t tensor, float *out, int64_t n, qb_stats_info *info);
