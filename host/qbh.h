@@ -550,12 +550,11 @@ typedef struct qbh_source {
     pthread_mutex_t info_lock;  /* instance-class queries never overlap */
     char *path;
     /* source statistics (stats.c): the reader's scale-block declarations,
-     * read once on first use under info_lock (blocks[n_tensors], 0: none
-     * declared; blocks_rc the reading's status), and the run's activation
+     * read once on first success under info_lock (blocks[n_tensors], 0:
+     * none declared), and the run's activation
      * statistics (not owned; set by the pipeline before the writer's begin) */
     int64_t *blocks;
     int blocks_read;
-    qb_status blocks_rc;
     const struct qbh_actstats *act;
 } qbh_source;
 

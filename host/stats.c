@@ -83,15 +83,20 @@ qb_status qbh_source_scale_block(qbh_source *s, size_t i, int64_t *cols)
 {
     qb_status rc;
     pthread_mutex_lock(&s->info_lock);
+    rc = QB_OK;
     if (!s->blocks_read) {
-        s->blocks_rc = read_blocks(s);
-        s->blocks_read = 1;
+        /* a failure (its message set on this thread) is not kept: the next
+         * call reads again and says why itself */
+        rc = read_blocks(s);
+        s->blocks_read = rc == QB_OK;
+        if (rc != QB_OK) {
+            qbh_free(s->blocks);
+            s->blocks = NULL;
+        }
     }
-    rc = s->blocks_rc;
     pthread_mutex_unlock(&s->info_lock);
     if (rc != QB_OK)
-        return qbh_error_set(rc, "%s: the reader's scale-block declarations could not be read",
-                             s->path);
+        return rc;
     if (i >= s->info.n_tensors)
         return qbh_error_set(QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", s->path, i,
                              s->info.n_tensors);
