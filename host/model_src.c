@@ -326,6 +326,18 @@ out:
     return rc;
 }
 
+qbh_source *qbh_source_of(const qb_model_src *src)
+{
+    qbh_source *s;
+    /* only a view this file made calls back into src_tensor_info: another
+     * qb_model_src (a test's, a plugin-check fake) is not a qbh_source */
+    if (!src || src->struct_size < QB_MODEL_SRC_SIZE_1_0 || src->tensor_info != src_tensor_info ||
+        !src->handle)
+        return NULL;
+    s = src->handle;
+    return &s->src == src ? s : NULL;
+}
+
 void qbh_source_close(qbh_source *s)
 {
     /* reader is set first by qbh_source_open and cleared here, so a zeroed
@@ -339,5 +351,6 @@ void qbh_source_close(qbh_source *s)
     pthread_mutex_destroy(&s->info_lock);
     qbh_free(s->tensors);
     qbh_free(s->path);
+    qbh_free(s->blocks);
     memset(s, 0, sizeof *s);
 }

@@ -555,6 +555,13 @@ typedef struct qbh_source {
     int serialise;
     pthread_mutex_t info_lock;  /* instance-class queries never overlap */
     char *path;
+    /* source statistics (stats.c): the reader's scale-block declarations,
+     * read once on first success under info_lock (blocks[n_tensors], 0:
+     * none declared), and the run's activation
+     * statistics (not owned; set by the pipeline before the writer's begin) */
+    int64_t *blocks;
+    int blocks_read;
+    const struct qbh_actstats *act;
 } qbh_source;
 
 /* Opens `path` with reader `p` and params, reads and validates the model
@@ -564,6 +571,10 @@ typedef struct qbh_source {
 qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *params,
                           qbh_source *s);
 void qbh_source_close(qbh_source *s);
+
+/* The qbh_source behind a qb_model_src the host made (qbh_source_open),
+ * or NULL for any other (a test's own, a fake). Pure. */
+qbh_source *qbh_source_of(const qb_model_src *src);
 
 /* The tokenizer a source states it does not give (qb_model_info ABI 1.3,
  * validated by qbh_source_open: a known state, no tokenizer_dir with it, a
@@ -581,6 +592,32 @@ const char *qbh_source_tokenizer_json_dir(const qbh_source *s);
  * tokenizer files with --tokenizer DIR", and returns QB_E_UNSUPPORTED.
  * Precondition: s states QB_TOKENIZER_REFUSED. */
 qb_status qbh_source_tokenizer_refused(const qbh_source *s);
+
+/* ---- stats.c: the source statistics service (qb_stats.h) ------------------ */
+
+/* Activation statistics of one source: per canonical tensor the mean of
+ * x_j^2 over the tokens its input saw (qb_stats_api.importance). Built by
+ * the calibration pass (host/pipeline) or from an imatrix file. */
+typedef struct qbh_actstats {
+    size_t n_tensors;  /* of the source */
+    float **mean;      /* [n_tensors]: cols floats, or NULL (not covered) */
+    int64_t *cols;     /* [n_tensors] */
+    uint64_t *tokens;  /* [n_tensors] */
+    char *origin;      /* "calibration FILE", "imatrix FILE" */
+} qbh_actstats;
+
+/* A zeroed table for n tensors with origin (copied). NULL on no memory. */
+qbh_actstats *qbh_actstats_new(size_t n_tensors, const char *origin);
+/* Frees it; NULL is a no-op. */
+void qbh_actstats_free(qbh_actstats *a);
+
+/* The service table served to plugins (never NULL). */
+const qb_stats_api *qbh_stats_api(void);
+
+/* The scale block the reader of s declared for tensor i (qb_stats.h):
+ * QB_OK with *cols, QB_E_NOT_FOUND (none), or the declarations' reading
+ * error (message set). Thread-safe. */
+qb_status qbh_source_scale_block(qbh_source *s, size_t i, int64_t *cols);
 
 /* ---- source_views.c ------------------------------------------------------- */
 

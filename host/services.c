@@ -345,6 +345,7 @@ static void fill(qb_host *h, void *priv)
     h->get_proc = svc_get_proc;
     h->json = qbh_json_api();
     qbh_services_13_fill(h);
+    h->stats = qbh_stats_api();
 }
 
 void qbh_services_init(qbh_plugin *p)

@@ -19,7 +19,8 @@
 /* struct_size of the services table a host of minor m hands out: an older
  * host's table ends earlier, and a plugin must check QB_HAS_FIELD before
  * reading past it. Minors beyond this table get the whole table. */
-static const size_t host_size_of_minor[] = {QB_HOST_SIZE_1_0, QB_HOST_SIZE_1_1, QB_HOST_SIZE_1_1};
+static const size_t host_size_of_minor[] = {QB_HOST_SIZE_1_0, QB_HOST_SIZE_1_1,
+                                            QB_HOST_SIZE_1_1 /* 1.2 added no service */};
 
 #define N_HOST_SIZES (sizeof host_size_of_minor / sizeof host_size_of_minor[0])
 

@@ -9,6 +9,7 @@
  * untouched. A signal (SIGINT/SIGTERM) cancels the same way and also exits 1.
  */
 #include "cli.h"
+#include "calibrate.h"
 #include "convert_summary.h"
 #include "pipeline.h"
 #include "verify.h"
@@ -32,6 +33,10 @@ typedef struct convert_args {
     int quiet;   /* -q: errors and warnings only */
     qbh_opt *cli;
     size_t n_cli;
+    const char *calibration; /* --calibration FILE|builtin, or NULL */
+    const char *imatrix;     /* --imatrix FILE, or NULL */
+    const char *save_imatrix; /* --save-imatrix FILE, or NULL */
+    qbh_actstats *act;       /* what either gave, attached to the source */
 } convert_args;
 
 static void usage(FILE *f)
@@ -64,6 +69,15 @@ static void usage(FILE *f)
             "                        them where its reader refused to rebuild them: `inspect`\n"
             "                        shows that); only for a writer that carries side files\n"
             "                        (`plugins`)\n"
+            "  --calibration FILE|builtin  run the source's CPU forward pass over the text\n"
+            "                        of FILE (or the built-in multilingual text) and give\n"
+            "                        the writer each linear's input statistics (mean x^2\n"
+            "                        per input column): sm86-w4a16 weights its scale\n"
+            "                        search by them. Needs the model's tokenizer\n"
+            "  --imatrix FILE        the same statistics from llama.cpp's importance matrix\n"
+            "                        (its GGUF form or the legacy .dat of llama-imatrix)\n"
+            "  --save-imatrix FILE   also write those statistics to FILE as a legacy\n"
+            "                        llama.cpp imatrix (.dat), stored tensor names\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
             "  --verify              afterwards read the output back and compare it with the\n"
             "                        source (as `quantbridge verify`, default rule) and\n"
@@ -130,8 +144,28 @@ static void print_group_size(void *ctx, const qbh_plan *plan)
         fprintf(stderr, "quantbridge: group size %s: %s\n", plan->group_size, plan->group_reason);
 }
 
+/* --calibration / --imatrix: the statistics, attached to the source
+ * before the writer's begin (qb_stats.h). */
+static qb_status prepare_stats(void *ctx, qbh_source *src)
+{
+    convert_args *a = ctx;
+    qb_status rc;
+    if (!a->calibration && !a->imatrix)
+        return QB_OK;
+    rc = a->imatrix ? qbh_imatrix_load(src, a->imatrix, &a->act)
+                    : qbh_calibrate(src, a->tokenizer, a->calibration, &a->act);
+    if (rc)
+        return rc;
+    src->act = a->act;
+    if (a->save_imatrix && (rc = qbh_imatrix_save(src, a->act, a->save_imatrix)))
+        return rc;
+    if (!a->quiet)
+        fprintf(stderr, "quantbridge: activation statistics: %s\n", a->act->origin);
+    return QB_OK;
+}
+
 /* The conversion (host/pipeline) and what convert shows of it. */
-static qb_status run(const convert_args *a, qbh_registry *reg, int *usage_err, int *verify_failed)
+static qb_status run(convert_args *a, qbh_registry *reg, int *usage_err, int *verify_failed)
 {
     qbh_convert_request rq;
     qbh_convert_hooks hooks;
@@ -155,6 +189,7 @@ static qb_status run(const convert_args *a, qbh_registry *reg, int *usage_err, i
     rq.dry_run = a->dry_run;
     hooks.ctx = (void *)a;
     hooks.planned = print_group_size;
+    hooks.prepare = prepare_stats;
     rc = qbh_convert(&rq, &hooks, &o);
     if (rc) {
         *usage_err = o.usage;
@@ -209,6 +244,8 @@ static qb_status run(const convert_args *a, qbh_registry *reg, int *usage_err, i
     }
 out:
     qbh_convert_end(&o);
+    qbh_actstats_free(a->act);
+    a->act = NULL;
     return rc;
 }
 
@@ -233,6 +270,9 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         {"group-size", required_argument, NULL, 'g'},
         {"option", required_argument, NULL, 'o'},
         {"tokenizer", required_argument, NULL, 'k'},
+        {"calibration", required_argument, NULL, 'c'},
+        {"imatrix", required_argument, NULL, 'I'},
+        {"save-imatrix", required_argument, NULL, 'S'},
         {"overwrite", no_argument, NULL, 'W'},
         {"verify", no_argument, NULL, 'y'},
         {"dry-run", no_argument, NULL, 'n'},
@@ -274,6 +314,9 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         case 'f': a.format = optarg; break;
         case 'w': a.writer = optarg; break;
         case 'k': a.tokenizer = optarg; break;
+        case 'c': a.calibration = optarg; break;
+        case 'I': a.imatrix = optarg; break;
+        case 'S': a.save_imatrix = optarg; break;
         case 'W': a.overwrite = 1; break;
         case 'y': a.verify = 1; break;
         case 'n': a.dry_run = 1; break;
@@ -331,6 +374,18 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
             rc = QBH_EXIT_USAGE;
             goto done;
         }
+    }
+    if (a.save_imatrix && !a.calibration && !a.imatrix) {
+        fprintf(stderr, "quantbridge: error: convert: --save-imatrix needs --calibration or "
+                "--imatrix\n");
+        rc = QBH_EXIT_USAGE;
+        goto done;
+    }
+    if (a.calibration && a.imatrix) {
+        fprintf(stderr, "quantbridge: error: convert: --calibration and --imatrix give the same "
+                "statistics: choose one\n");
+        rc = QBH_EXIT_USAGE;
+        goto done;
     }
     if (optind < argc || !a.source || (!a.output && !a.dry_run)) {
         if (optind < argc)

@@ -474,7 +474,7 @@ int qbh_cmd_forward(int argc, char **argv, qbh_common *co)
     if (open_linears(cuda, &src, &lb))
         goto report;
     {
-        qbh_fwd_model m = {qbh_services_named("forward"), &src.src, lb, NULL};
+        qbh_fwd_model m = {qbh_services_named("forward"), &src.src, lb, NULL, NULL, 0};
         rc = qbh_forward(&m, ids, n_ids, &logits, &vocab) ? QBH_EXIT_FAIL : QBH_EXIT_OK;
     }
     if (rc)

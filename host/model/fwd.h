@@ -70,6 +70,7 @@ typedef struct qbh_fwd_weights {
     const qb_model_src *src;      /* not owned */
     const char *path;             /* src->source_path, for messages */
     const qbh_fwd_filter *filter; /* not owned; NULL: the values as read */
+    const qbh_fwd_observer *observe; /* not owned; NULL: none */
     qb_linear_backend *lb;        /* not owned; NULL: every linear from dense rows */
     int tied;                     /* the config ties the head to the embedding */
     double lin_seconds;           /* wall time spent in qbh_fwd_linear */

@@ -176,8 +176,8 @@ qb_status qbh_forward(const qbh_fwd_model *m, const int64_t *tokens, size_t n, f
     have_bufs = 1;
     qbh_fwd_rope_inv_freq(&c, 0, b.inv);
     qbh_fwd_rope_inv_freq(&c, 1, b.inv_local);
-    out = hs->alloc(hs, n * (size_t)c.vocab * sizeof *out);
-    if (!out) {
+    out = m->no_head ? NULL : hs->alloc(hs, n * (size_t)c.vocab * sizeof *out);
+    if (!out && !m->no_head) {
         rc = hs->set_error(hs, QB_E_NOMEM, "forward: out of memory for %zu x %lld logits", n,
                            (long long)c.vocab);
         goto out;
@@ -209,6 +209,10 @@ qb_status qbh_forward(const qbh_fwd_model *m, const int64_t *tokens, size_t n, f
         anon = rss_anon_kb();
         peak_anon = anon > peak_anon ? anon : peak_anon;
         hs->progress(hs, (uint64_t)L + 1, (uint64_t)c.n_layers, "layers");
+    }
+    if (m->no_head) {
+        *vocab = 0;
+        goto out;
     }
     if ((rc = norm(&w, &c, "model.norm.weight", b.x, T, c.hidden, b.wn)) ||
         (rc = qbh_fwd_linear(&w, -1, "lm_head", b.x, T, c.hidden, out, c.vocab)))

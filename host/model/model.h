@@ -165,6 +165,19 @@ typedef struct qbh_fwd_filter {
     void *ctx;
 } qbh_fwd_filter;
 
+/* An observer of every linear's input (convert --calibration): fn is
+ * called once per product computed from dense rows, before it, with the
+ * tensor it multiplies (`t`, its index `index` in the model source; `as`
+ * as qbh_fwd_filter says) and the input x[M][K] (K = the tensor's
+ * columns). Products a linear backend runs are not observed. Returns QB_OK
+ * or an error with the message set, which stops the pass. Called on the
+ * pass's main thread, one call at a time. */
+typedef struct qbh_fwd_observer {
+    qb_status (*fn)(void *ctx, const char *as, const qb_tensor_info *t, size_t index,
+                    const float *x, int64_t M, int64_t K);
+    void *ctx;
+} qbh_fwd_observer;
+
 /* What one pass runs on. */
 typedef struct qbh_fwd_model {
     const qb_host *host;          /* memory, errors, the thread pool, log
@@ -175,10 +188,18 @@ typedef struct qbh_fwd_model {
                                      or NULL: every linear from dense rows */
     const qbh_fwd_filter *filter; /* every weight read through it (then
                                      linears must be NULL), or NULL */
+    const qbh_fwd_observer *observe; /* every dense product's input shown
+                                     to it, or NULL */
+    int no_head;                  /* 1: stop after the last layer (the
+                                     observer has seen every decoder
+                                     linear): no final norm, no head, and
+                                     qbh_forward returns *logits NULL,
+                                     *vocab 0 */
 } qbh_fwd_model;
 
 /* Runs the decoder of m on tokens[0..n) and returns *logits [n][vocab]
- * (m->host->alloc'd, the caller's) and *vocab. Memory: the activations of
+ * (m->host->alloc'd, the caller's) and *vocab (NULL and 0 with
+ * m->no_head). Memory: the activations of
  * n tokens and one row block of one weight per thread, whatever the
  * number of layers. Errors (through m->host): those of qbh_fwd_cfg_parse
  * (the architecture named), a missing/mis-shaped tensor named

@@ -29,6 +29,7 @@ void qbh_fwd_weights_init(qbh_fwd_weights *w, const qbh_fwd_model *m)
     w->src = m->src;
     w->path = m->src->source_path;
     w->filter = m->filter;
+    w->observe = m->observe;
     w->lb = m->linears;
 }
 
@@ -225,6 +226,9 @@ static qb_status linear(qbh_fwd_weights *w, int64_t layer, const char *path, con
     if (ti->n_dims != 2 || ti->dims[0] != N || ti->dims[1] != K)
         return h->set_error(h, QB_E_MISMATCH, "forward: %s: %s is not [%lld, %lld]", w->path, name,
                             (long long)N, (long long)K);
+    if (w->observe && (rc = w->observe->fn(w->observe->ctx, j.as ? j.as : ti->name, ti, idx, x, M,
+                                           K)))
+        return rc;
     /* x widened once for every block (gemm.c) */
     xd = h->alloc(h, (size_t)M * (size_t)qbh_fwd_gemm_kp(K) * sizeof *xd);
     if (!xd)

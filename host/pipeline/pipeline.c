@@ -376,6 +376,10 @@ qb_status qbh_convert(const qbh_convert_request *rq, const qbh_convert_hooks *hk
             goto out;
         if (hk && hk->planned)
             hk->planned(hk->ctx, &out->plan);
+        /* activation statistics for the writer (qb_stats.h): the
+         * caller's, attached to the source before begin */
+        if (hk && hk->prepare && (rc = hk->prepare(hk->ctx, &out->src)))
+            goto out;
     }
     order = qbh_calloc(n ? n : 1, sizeof *order);
     seen = qbh_calloc(n ? n : 1, 1);

@@ -63,6 +63,11 @@ typedef struct qbh_convert_hooks {
     /* The plan is made and the writing is about to start (source mode,
      * not a dry run): `convert` prints the group size. */
     void (*planned)(void *ctx, const qbh_plan *plan);
+    /* After planned (source mode, not a dry run), before the writer's
+     * begin: `convert --calibration / --imatrix` computes the activation
+     * statistics here and attaches them (src->act, qb_stats.h). A failure
+     * (message set) stops the conversion. */
+    qb_status (*prepare)(void *ctx, qbh_source *src);
     /* The sink is open; begin comes next: plugin-check starts counting
      * allocations and arms its failure injection here. */
     void (*before_begin)(void *ctx);

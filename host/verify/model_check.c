@@ -179,10 +179,10 @@ static qb_status run_pass(const qbh_mc_opts *o, qbh_source *s, const int64_t *to
         snprintf(why, sizeof why, "%s", qbh_error_message());
         return qbh_error_set(rc, "forward: %s", why);
     }
+    memset(&m, 0, sizeof m);
     m.host = fh;
     m.src = &s->src;
     m.linears = lb;
-    m.filter = NULL;
     rc = qbh_forward(&m, tokens, n, logits, vocab);
     if (lb)
         lb->close(lb);
@@ -297,7 +297,7 @@ static qb_status baseline(qbh_source *src, qbh_source *conv, const float *la, in
     f.fn = qbh_vb_model_filter;
     f.ctx = m;
     {
-        qbh_fwd_model fm = {qbh_services_named("forward"), &src->src, NULL, &f};
+        qbh_fwd_model fm = {qbh_services_named("forward"), &src->src, NULL, &f, NULL, 0};
         rc = qbh_forward(&fm, mc->tokens, mc->n_tokens, &lc, &vc);
     }
     qbh_progress_done();

@@ -26,6 +26,11 @@ typedef struct gguf_ctensor {
     int minus_one;           /* subtract 1 (Gemma norm) */
     int has_grid;            /* Q4_0 integer grid offered */
     char encoding[32];       /* "gguf Q4_0" */
+    /* "quantbridge.scale_block:NAME" when the reader declares the source's
+     * scale granularity for this tensor (gguf_names_declare), else NULL;
+     * owned */
+    char *block_key;
+    uint32_t block_cols;     /* that granularity: columns per source scale */
     /* deepseek2 kv_b_proj rebuilt from attn_k_b (src, ne {nope, rank, H},
      * each head's [nope, rank] block stored transposed) and attn_v_b (kv_v,
      * ne {rank, v, H}); NULL otherwise (docs/formats/gguf.md "deepseek2"). */

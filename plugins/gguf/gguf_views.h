@@ -21,11 +21,15 @@
 qb_status gguf_view_raw(const gguf_model *m, const gguf_ctensor *t, size_t n, size_t index,
                         qb_raw_tensor_info *out);
 
-/* Metadata key/value `index` of the metadata shard into *out (see
- * qb_meta_entry): GGUF type name ("u32", "string", "array[string]") and
- * the value as text, strings quoted, arrays as "[count] first, ..."
- * cut to out->value_cap. Returns QB_OK or QB_E_RANGE past the last
- * key (no message). */
-qb_status gguf_view_meta(const gguf_model *m, size_t index, qb_meta_entry *out);
+/* Metadata entry `index` into *out (see qb_meta_entry): first the
+ * key/values of the metadata shard, GGUF type name ("u32", "string",
+ * "array[string]") and the value as text, strings quoted, arrays as
+ * "[count] first, ..." cut to out->value_cap; then one
+ * "quantbridge.scale_block:NAME" (type "int", the decimal columns per
+ * source scale) per canonical tensor of t[0..n) with a block_key, in
+ * tensor order. Returns QB_OK or QB_E_RANGE past the last entry (no
+ * message). */
+qb_status gguf_view_meta(const gguf_model *m, const gguf_ctensor *t, size_t n, size_t index,
+                         qb_meta_entry *out);
 
 #endif /* GGUF_VIEWS_H */

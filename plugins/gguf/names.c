@@ -261,8 +261,10 @@ void gguf_names_free(gguf_ctensor *t, size_t n)
     size_t i;
     if (!t)
         return;
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
         qbk_free(t[i].name);
+        qbk_free(t[i].block_key);
+    }
     qbk_free(t);
 }
 
@@ -429,6 +431,34 @@ static qb_status map_oss_experts(builder *b, const gguf_tinfo *t, int layer, con
         c->dims[0] = E;
         c->dims[1] = t->ne[0];
         c->dims[2] = c->cols = up ? 2 * N : N;
+    }
+    return QB_OK;
+}
+
+/* The scale granularity each 2-D canonical tensor keeps from its ggml type
+ * (gguf_ggml_type_info.scale_cols: one scale per that many consecutive
+ * elements of a stored row), declared as "quantbridge.scale_block:NAME"
+ * (docs/plugin-design.md, "Declarations of the source"). Only where the HF
+ * columns are the stored row's elements in order: a row-permuted tensor
+ * keeps its columns; kv_b_proj (transposed blocks) and the gpt-oss experts
+ * (re-fused, transposed) declare nothing. */
+static qb_status declare_blocks(builder *b)
+{
+    static const char pre[] = "quantbridge.scale_block:";
+    size_t i;
+    for (i = 0; i < b->n; i++) {
+        gguf_ctensor *c = &b->t[i];
+        const gguf_ggml_type_info *ty = gguf_ggml_type_get(c->src->type);
+        size_t nl;
+        if (c->n_dims != 2 || c->kv_v || c->oss || !ty || ty->scale_cols == 0 ||
+            c->cols % ty->scale_cols != 0)
+            continue;
+        nl = strlen(c->name);
+        if (!(c->block_key = qbk_malloc(sizeof pre + nl)))
+            return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", c->src->file->path);
+        memcpy(c->block_key, pre, sizeof pre - 1);
+        memcpy(c->block_key + sizeof pre - 1, c->name, nl + 1);
+        c->block_cols = ty->scale_cols;
     }
     return QB_OK;
 }
@@ -751,6 +781,12 @@ qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hpara
         st = h->set_error(h, QB_E_FORMAT, "%s: tensor 'token_embd.weight' is missing", gguf_model_meta(m)->path);
     if (!st)
         st = hp->arch->bit == GGUF_A_DEEPSEEK2 ? check_layers_ds2(&b, m) : check_layers(&b, m);
+    if (st) {
+        gguf_names_free(b.t, b.n);
+        return st;
+    }
+    if (!st)
+        st = declare_blocks(&b);
     if (st) {
         gguf_names_free(b.t, b.n);
         return st;

@@ -695,7 +695,7 @@ static qb_status vt_raw_tensor(qb_reader_handle h, size_t index, qb_raw_tensor_i
 static qb_status vt_metadata(qb_reader_handle h, size_t index, qb_meta_entry *out)
 {
     const gguf_reader *r = h;
-    return gguf_view_meta(r->m, index, out);
+    return gguf_view_meta(r->m, r->t, r->n, index, out);
 }
 
 static const qb_reader_vtable reader_vtable = {

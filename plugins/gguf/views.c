@@ -130,7 +130,8 @@ static uint64_t put_elem(uint32_t t, const uint8_t *p, char *buf, size_t cap, si
     }
 }
 
-qb_status gguf_view_meta(const gguf_model *m, size_t index, qb_meta_entry *out)
+qb_status gguf_view_meta(const gguf_model *m, const gguf_ctensor *t, size_t n, size_t index,
+                         qb_meta_entry *out)
 {
     static const char *const arr_types[GGUF_VT_COUNT] = {
         "array[u8]", "array[i8]", "array[u16]", "array[i16]", "array[u32]", "array[i32]",
@@ -141,8 +142,20 @@ qb_status gguf_view_meta(const gguf_model *m, size_t index, qb_meta_entry *out)
     const gguf_kv *kv;
     size_t len = 0;
 
-    if (index >= f->n_kv)
+    if (index >= f->n_kv) {
+        size_t i, left = index - (size_t)f->n_kv;
+        for (i = 0; i < n; i++) {
+            if (!t[i].block_key)
+                continue;
+            if (left-- == 0) {
+                out->key = t[i].block_key;
+                out->type = "int";
+                put(out->value, out->value_cap, &len, "%u", t[i].block_cols);
+                return QB_OK;
+            }
+        }
         return QB_E_RANGE;
+    }
     kv = &f->kv[index];
     out->key = kv->key;
     out->type = type_name(kv->type);

@@ -116,7 +116,60 @@ typedef struct census {
     int64_t g_perm;     /* gcd of bounds of every grid ok with permute */
     int64_t bound_max;  /* for counting: linears exact at a size */
     char first_why[480]; /* why the first refused grid is refused */
+    /* linears requantized from a source with a finer scale granularity
+     * than a row: the finest, rounded up to W4W_GROUP_MMA (0: none) */
+    size_t n_fine;       /* such linears */
+    int64_t fine;        /* the finest, rounded */
+    int64_t fine_raw;    /* ... as the source has it */
+    char fine_name[200]; /* the first linear with it */
+    int fine_declared;   /* 1: the reader declared it (qb_stats.h), 0: its grid */
 } census;
+
+/* The scale granularity of a linear's source that its codes do not carry
+ * over from: the grid's contiguous group width, else the block the reader
+ * declares (qb_stats_api.scale_block); 0 when none or one per row.
+ * *declared says which. Errors of scale_block other than QB_E_NOT_FOUND
+ * are returned. */
+static qb_status lossy_block(const qb_host *h, const qb_model_src *src, const w4w_item *it,
+                             const qb_grid_info *gi, int64_t *block, int *declared)
+{
+    qb_status rc;
+    *block = 0;
+    *declared = 0;
+    if (gi) {
+        int64_t w = gi->col_group ? trivial_width(gi, it->cols) : gi->group_size;
+        *block = w > 0 && w < it->cols ? w : 0;
+        return QB_OK;
+    }
+    if (it->view || !QB_HAS_FIELD(h, qb_host, stats) || !h->stats)
+        return QB_OK;
+    rc = h->stats->scale_block(h, src, it->src, block);
+    if (rc == QB_E_NOT_FOUND) {
+        *block = 0;
+        return QB_OK;
+    }
+    if (rc != QB_OK)
+        return rc;
+    if (*block >= it->cols)
+        *block = 0;
+    *declared = 1;
+    return QB_OK;
+}
+
+static void note_fine(census *cs, const w4w_item *it, int64_t block, int declared)
+{
+    int64_t r;
+    if (block < 1)
+        return;
+    r = (block + W4W_GROUP_MMA - 1) / W4W_GROUP_MMA * W4W_GROUP_MMA;
+    cs->n_fine++;
+    if (cs->fine == 0 || r < cs->fine) {
+        cs->fine = r;
+        cs->fine_raw = block;
+        cs->fine_declared = declared;
+        snprintf(cs->fine_name, sizeof cs->fine_name, "%s", it->name);
+    }
+}
 
 static qb_status take_census(const qb_host *h, const qb_model_src *src, const w4w_plan *p,
                              int permute, census *cs, int64_t *bounds)
@@ -136,9 +189,14 @@ static qb_status take_census(const qb_host *h, const qb_model_src *src, const w4
         bounds[i] = -1;
         cs->n_lin++;
         if (src->tensor_info(src->handle, it->src, &ti) != QB_OK || !ti->has_grid || it->view) {
+            int64_t blk;
+            int decl;
             if (!cs->first_why[0])
                 snprintf(cs->first_why, sizeof cs->first_why, "%s: dense %s", it->name,
                          it->source_encoding);
+            if ((rc = lossy_block(h, src, it, NULL, &blk, &decl)) != QB_OK)
+                return rc;
+            note_fine(cs, it, blk, decl);
             continue;
         }
         memset(&gi, 0, sizeof gi);
@@ -157,8 +215,13 @@ static qb_status take_census(const qb_host *h, const qb_model_src *src, const w4
             cs->n_ok++;
             cs->g = gcd64(cs->g, b);
             bounds[i] = b;
-        } else if (!cs->first_why[0]) {
-            snprintf(cs->first_why, sizeof cs->first_why, "%s: %s", it->name, why);
+        } else {
+            int64_t blk;
+            int decl;
+            if (!cs->first_why[0])
+                snprintf(cs->first_why, sizeof cs->first_why, "%s: %s", it->name, why);
+            lossy_block(h, src, it, &gi, &blk, &decl);
+            note_fine(cs, it, blk, decl);
         }
         if (okp) {
             cs->g_perm = gcd64(cs->g_perm, bp);
@@ -185,6 +248,7 @@ qb_status w4w_group_choose(const qb_host *h, const qb_model_src *src, const w4w_
     int64_t *bounds, best = W4W_GROUP_DEFAULT;
     char *r = opt->group_reason;
     size_t rn = sizeof opt->group_reason, len, n_best;
+    int fine_wins = 0;
     qb_status rc;
 
     bounds = qbk_calloc(p->n_items ? p->n_items : 1, sizeof *bounds);
@@ -193,13 +257,28 @@ qb_status w4w_group_choose(const qb_host *h, const qb_model_src *src, const w4w_
     rc = take_census(h, src, p, opt->act_order_permute, &cs, bounds);
     if (rc != QB_OK)
         goto out;
-    /* the size auto would take */
+    /* the size auto would take: the exact linears' group size; a
+     * requantized linear's source granularity when finer and it keeps
+     * those exact (docs/w4a16-format.md, "Choosing the group size") */
     if (cs.n_ok && cs.g > 0 && cs.g % W4W_GROUP_MMA == 0)
         best = cs.g;
+    if (cs.fine > 0 && cs.fine < best && (best == W4W_GROUP_DEFAULT || best % cs.fine == 0))
+        fine_wins = 1;
+    if (fine_wins)
+        best = cs.fine;
     n_best = exact_at(p, bounds, best);
     if (opt->group_auto) {
         opt->group_size = best;
-        if (cs.n_ok == 0)
+        if (fine_wins)
+            snprintf(r, rn, "auto: %zu of %zu linears are requantized from a source with one "
+                     "scale per %lld columns or fewer (%s: %lld, %s%s); group size %lld keeps "
+                     "that resolution (%zu of %zu linears exact)", cs.n_fine, cs.n_lin,
+                     (long long)cs.fine, cs.fine_name, (long long)cs.fine_raw,
+                     cs.fine_declared ? "declared by its reader" : "its grid's groups",
+                     cs.fine_raw != cs.fine ? ", rounded up to a multiple of 32, the CUDA mma "
+                                              "kernel's need" : "",
+                     (long long)best, n_best, cs.n_lin);
+        else if (cs.n_ok == 0)
             snprintf(r, rn, "auto: no linear's integer grid carries over into int4 exactly (%s); "
                      "the default %d", cs.first_why[0] ? cs.first_why : "no grid", W4W_GROUP_DEFAULT);
         else if (cs.g == 0)

@@ -169,6 +169,9 @@ qb_status w4w_manifest_write(const qb_host *h, const qb_sink *sink, const qb_mod
         ADD(cJSON_AddStringToObject(o, "source_encoding", it->source_encoding));
         ADD(cJSON_AddBoolToObject(o, "exact", it->exact));
         ADD(cJSON_AddNumberToObject(o, "rel_rmse", it->rel_rmse));
+        /* informational: how a requantized linear's scales were chosen */
+        if (!it->exact && it->rule[0])
+            ADD(cJSON_AddStringToObject(o, "quant_rule", it->rule));
     }
 #undef ADD
     if (!ok || !(text = cJSON_Print(m))) {

@@ -22,9 +22,13 @@ static const qb_option_decl opt_quant_rule = {
     .struct_size = sizeof(qb_option_decl),
     .name = "quant_rule",
     .type = QB_PARAM_STRING,
-    .default_value = "auto",
-    .help = "requantization rule: absmax/7, a scale search, or per group the better of both",
-    .choices = "auto|absmax|search",
+    /* no default value: unset means "weighted when the run has activation
+     * statistics, else the plain default" (writer.c choose_rule) */
+    .default_value = NULL,
+    .help = "requantization rule: absmax/7, a scale search, per group the better of both, or "
+            "weighted by activation statistics (--calibration/--imatrix; unset: weighted when "
+            "the run has them)",
+    .choices = "auto|absmax|search|keep|weighted",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,

@@ -195,6 +195,29 @@ int w4w_quant_group_impl(w4w_qe_impl impl, const float *w, size_t n, int rule, i
     }
 
     have_a = round_scale(amax / 7.0f, &a_bits, &a_used) == 0;
+    if (rule == W4W_RULE_KEEP) {
+        /* absmax/7 or the extreme on code -8 (scale -+absmax/8): neither
+         * clips the largest weight, which the activations may need most
+         * (docs/fidelity.md, "Requantizing lossy sources") */
+        uint16_t k_bits;
+        float k_used;
+        double k_err;
+        if (!have_a)
+            return W4W_EQUANT_OVERFLOW;
+        a_err = w4w_qe_codes(impl, w, n, a_used, 0.0f, 1, NULL);
+        if (round_scale((extreme > 0.0f ? -amax : amax) / 8.0f, &k_bits, &k_used) == 0 &&
+            k_used != 0.0f) {
+            k_err = w4w_quant_codes(w, n, k_used, q);
+            if (k_err < a_err) {
+                *scale = k_bits;
+                *err = k_err;
+                return 0;
+            }
+        }
+        *scale = a_bits;
+        *err = w4w_qe_codes(impl, w, n, a_used, 0.0f, 1, q);
+        return 0;
+    }
     if (rule == W4W_RULE_ABSMAX) {
         if (!have_a)
             return W4W_EQUANT_OVERFLOW;
@@ -232,4 +255,104 @@ int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t
                     double *err)
 {
     return w4w_quant_group_impl(W4W_QE_AUTO, w, n, (int)rule, q, scale, err);
+}
+
+/* ---- importance-weighted search (activation statistics, qb_stats.h) ------ */
+
+/* Weighted error of the codes of w[0..n) against fp16-exact scale s, with
+ * sum(imp q w) and sum(imp q q) for the refit; codes into q when q. */
+static double werr(const float *w, const float *imp, size_t n, float s, int8_t *q, double *qw,
+                   double *qq)
+{
+    double e = 0.0, a = 0.0, b = 0.0;
+    float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float r = rintf(w[i] * inv);
+        int v = r < (float)W4A16_INT4_QMIN ? W4A16_INT4_QMIN
+                : r > (float)W4A16_INT4_QMAX ? W4A16_INT4_QMAX : (int)r;
+        double d = (double)((float)v * s) - (double)w[i];
+        e += (double)imp[i] * d * d;
+        a += (double)imp[i] * (double)v * (double)w[i];
+        b += (double)imp[i] * (double)v * (double)v;
+        if (q)
+            q[i] = (int8_t)v;
+    }
+    *qw = a;
+    *qq = b;
+    return e;
+}
+
+/* Candidate factors of the weighted search: wider than SEARCH's, since with
+ * the importance a smaller scale can pay off where the important columns
+ * are small, and a larger one where they hold the extreme. */
+#define W4W_WGRID_LO 0.70f
+#define W4W_WGRID_STEP 0.025f
+#define W4W_WGRID_N 21 /* 0.70 .. 1.20 */
+
+int w4w_quant_group_weighted(const float *w, const float *imp, size_t n, int8_t *q,
+                             uint16_t *scale, double *err)
+{
+    float amax = 0.0f, extreme = 0.0f, best_s = 0.0f, a_used = 0.0f;
+    uint16_t a_bits = 0;
+    double best_e, qw, qq;
+    int k, i, r;
+    size_t j;
+
+    for (j = 0; j < n; j++) {
+        float a = fabsf(w[j]);
+        if (!isfinite(w[j]))
+            return W4W_EQUANT_NONFINITE;
+        if (a > amax) {
+            amax = a;
+            extreme = w[j];
+        }
+    }
+    if (amax == 0.0f) {
+        for (j = 0; j < n; j++)
+            q[j] = 0;
+        *scale = 0;
+        *err = 0.0;
+        return 0;
+    }
+    if (round_scale(amax / 7.0f, &a_bits, &a_used) != 0)
+        return W4W_EQUANT_OVERFLOW;
+    /* ABSMAX first: kept unless a candidate is strictly better, so the
+     * weighted error is never above ABSMAX's */
+    best_s = a_used;
+    best_e = werr(w, imp, n, a_used, NULL, &qw, &qq);
+    for (k = 0; k < 2; k++) {
+        /* the absmax/7 family, and s*absmax/8 mapping the extreme to -8 */
+        float base = k == 0 ? amax / 7.0f : (extreme > 0.0f ? -1.0f : 1.0f) * amax / 8.0f;
+        for (i = 0; i < W4W_WGRID_N; i++) {
+            float s;
+            double e;
+            if (round_scale_fast(base * (W4W_WGRID_LO + W4W_WGRID_STEP * (float)i), &s) != 0 ||
+                s == 0.0f)
+                continue;
+            e = werr(w, imp, n, s, NULL, &qw, &qq);
+            /* least squares for these codes: sum(imp q w) / sum(imp q q) */
+            for (r = 0; r < W4W_REFITS && qq > 0.0; r++) {
+                float s2;
+                double e2, qw2, qq2;
+                if (fabs(qw / qq) >= 65504.0 || round_scale_fast((float)(qw / qq), &s2) != 0 ||
+                    s2 == 0.0f || s2 == s)
+                    break;
+                e2 = werr(w, imp, n, s2, NULL, &qw2, &qq2);
+                if (!(e2 < e))
+                    break;
+                s = s2;
+                e = e2;
+                qw = qw2;
+                qq = qq2;
+            }
+            if (e < best_e) {
+                best_e = e;
+                best_s = s;
+            }
+        }
+    }
+    *scale = qb_f32_to_f16(best_s);
+    *err = w4w_quant_codes(w, n, best_s, q);
+    return 0;
 }

@@ -312,7 +312,11 @@ int w4w_repack_zero(const qb_grid_info *gi, char *why, size_t why_len);
 typedef enum w4w_rule {
     W4W_RULE_AUTO = 0,   /* per group the better of ABSMAX and SEARCH */
     W4W_RULE_ABSMAX = 1, /* scale = absmax / 7 */
-    W4W_RULE_SEARCH = 2  /* grid of candidate scales, least squared error */
+    W4W_RULE_SEARCH = 2, /* grid of candidate scales, least squared error */
+    W4W_RULE_WEIGHTED = 3, /* least importance-weighted error (w4w_quant_group_weighted);
+                             needs activation statistics (qb_stats.h) */
+    W4W_RULE_KEEP = 4     /* the better of absmax/7 and +-absmax/8 (the extreme on code
+                             -8): scales that keep the group's largest weight */
 } w4w_rule;
 
 #define W4W_EQUANT_NONFINITE (-1) /* NaN or infinity in the input */
@@ -325,6 +329,18 @@ typedef enum w4w_rule {
  * *scale are unspecified). Pure, thread-safe. */
 int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t *scale,
                     double *err);
+
+/* Quantizes one group like w4w_quant_group, choosing the scale by the
+ * error weighted by imp[0..n) (each column's importance, >= 0: the mean
+ * x^2 of its input, qb_stats_api.importance): sum imp_i (w_i - q_i s)^2
+ * over absmax/7 and candidates around absmax/7 and +-absmax/8 (factors
+ * 0.70 .. 1.20), each refitted by weighted least squares; ABSMAX unless a
+ * candidate is strictly better, so the weighted error never exceeds
+ * ABSMAX's. *err is the plain (unweighted) squared error of the codes
+ * written, as w4w_quant_group's. Returns as w4w_quant_group. Pure,
+ * thread-safe. */
+int w4w_quant_group_weighted(const float *w, const float *imp, size_t n, int8_t *q,
+                             uint16_t *scale, double *err);
 
 /* Codes of w[0..n) against the float scale s (q = clamp(round(w/s), -8, 7),
  * all zero when s == 0) and their squared error. Pure, thread-safe. */
@@ -376,6 +392,7 @@ typedef struct w4w_item {
     int written;
     int exact;
     double rel_rmse;
+    char rule[256];   /* LINEAR, requantized: the rule used and why (manifest) */
     /* LINEAR with act_order=permute over an act-order grid: stored column
      * c is source column perm[c] (input_permutation); owned, else NULL */
     int32_t *perm;
@@ -393,6 +410,7 @@ typedef struct w4w_item {
 typedef struct w4w_options {
     int64_t group_size;
     w4w_rule rule;
+    int rule_explicit;      /* quant_rule given: used even with activation statistics */
     int act_order_permute;
     int quantized_head;
     int group_auto;         /* group_size "auto" (the default): chosen by w4w_group_choose */

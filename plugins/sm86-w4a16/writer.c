@@ -83,6 +83,8 @@ typedef struct w4w_job {
     int32_t zero;          /* the grid's zero point (w4w_repack_zero) */
     const w4w_slot *wslots; /* the previous batch, written by item 0, or NULL */
     size_t wn;
+    float *imp;             /* LINEAR: importance of each stored column (qb_stats.h), or NULL */
+    w4w_rule rule;          /* the rule of this linear's requantized groups */
 } w4w_job;
 
 static const char *src_path(const w4w_writer *w)
@@ -209,6 +211,74 @@ static int repack_block(w4w_job *j, w4w_slot *s)
     return 1;
 }
 
+/* ---- the requantization rule ---------------------------------------------- */
+
+static const char *rule_name(w4w_rule r)
+{
+    return r == W4W_RULE_ABSMAX ? "absmax" : r == W4W_RULE_SEARCH ? "search"
+           : r == W4W_RULE_WEIGHTED ? "weighted" : r == W4W_RULE_KEEP ? "keep" : "auto";
+}
+
+/* The rule of linear `it` and why (it->rule, for the manifest): the
+ * importance-weighted search when the run has activation statistics for it
+ * (qb_stats_api.importance) and quant_rule was not given otherwise, else
+ * the plain rule (docs/fidelity.md, "Requantizing lossy sources": the
+ * default chosen at the model's output). Loads j->imp in stored column
+ * order. */
+static qb_status choose_rule(w4w_writer *w, w4w_item *it, w4w_job *j)
+{
+    const qb_host *h = w->h;
+    const w4w_options *o = &w->plan->opt;
+    qb_stats_info info;
+    float *imp = NULL;
+    qb_status rc = QB_E_NOT_FOUND;
+    int64_t c;
+
+    j->rule = o->rule;
+    if ((!o->rule_explicit || o->rule == W4W_RULE_WEIGHTED) && !it->view &&
+        QB_HAS_FIELD(h, qb_host, stats) && h->stats) {
+        imp = qbk_malloc((size_t)it->cols * sizeof *imp);
+        if (!imp)
+            return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        rc = h->stats->importance(h, w->src, it->src, imp, it->cols, &info);
+        if (rc != QB_OK && rc != QB_E_NOT_FOUND) {
+            qbk_free(imp);
+            return rc;
+        }
+    }
+    if (rc == QB_OK) {
+        if (it->perm) {
+            float *pi = qbk_malloc((size_t)it->cols * sizeof *pi);
+            if (!pi) {
+                qbk_free(imp);
+                return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w),
+                                    it->name);
+            }
+            for (c = 0; c < it->cols; c++)
+                pi[c] = imp[it->perm[c]];
+            qbk_free(imp);
+            imp = pi;
+        }
+        j->imp = imp;
+        j->rule = W4W_RULE_WEIGHTED;
+        snprintf(it->rule, sizeof it->rule, "weighted: the least error weighted by each input "
+                 "column's mean x^2 (%s, %llu tokens)", info.origin ? info.origin : "?",
+                 (unsigned long long)info.n_tokens);
+        return QB_OK;
+    }
+    qbk_free(imp);
+    if (o->rule == W4W_RULE_WEIGHTED)
+        return h->set_error(h, QB_E_INVALID, "%s: %s: quant_rule=weighted needs activation "
+                            "statistics for it (convert --calibration or --imatrix)",
+                            src_path(w), it->name);
+    snprintf(it->rule, sizeof it->rule, "%s: %s", rule_name(j->rule),
+             o->rule_explicit ? "quant_rule given"
+                              : "the default without activation statistics (docs/fidelity.md)");
+    return QB_OK;
+}
+
 /* ---- per-block work ------------------------------------------------------ */
 
 static qb_status requant_block(w4w_job *j, w4w_slot *s)
@@ -228,7 +298,9 @@ static qb_status requant_block(w4w_job *j, w4w_slot *s)
         for (g = 0; g < j->ng; g++) {
             int64_t c0 = g * j->gs, n = (c0 + j->gs < cols ? j->gs : cols - c0);
             double e;
-            int qr = w4w_quant_group(row + c0, (size_t)n, w->plan->opt.rule, s->q + c0, &sc[g], &e);
+            int qr = j->imp ? w4w_quant_group_weighted(row + c0, j->imp + c0, (size_t)n, s->q + c0,
+                                                       &sc[g], &e)
+                            : w4w_quant_group(row + c0, (size_t)n, j->rule, s->q + c0, &sc[g], &e);
             if (qr == W4W_EQUANT_NONFINITE)
                 return w->h->set_error(w->h, QB_E_FORMAT, "%s: %s: row %lld: NaN or infinity",
                                        src_path(w), it->name, (long long)(s->row0 + r));
@@ -515,6 +587,8 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
                 h->log(h, QB_LOG_INFO, "%s: requantizing (%s)", it->name, why);
             }
         }
+        if ((rc = choose_rule(w, it, &j)) != QB_OK)
+            goto out;
         j.scales = qbk_malloc((size_t)(rows * j.ng) * sizeof *j.scales);
         if (!j.scales) {
             rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for scales", src_path(w),
@@ -599,6 +673,7 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
 out:
     free_slots(slots, 2 * nslot);
     qbk_free(j.scales);
+    qbk_free(j.imp);
     return rc;
 }
 
@@ -697,9 +772,15 @@ static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_opt
             o->rule = W4W_RULE_ABSMAX;
         else if (v && strcmp(v, "search") == 0)
             o->rule = W4W_RULE_SEARCH;
+        else if (v && strcmp(v, "weighted") == 0)
+            o->rule = W4W_RULE_WEIGHTED;
+        else if (v && strcmp(v, "keep") == 0)
+            o->rule = W4W_RULE_KEEP;
         else
-            return h->set_error(h, QB_E_INVALID, "%s: option quant_rule must be auto|absmax|search",
+            return h->set_error(h, QB_E_INVALID,
+                                "%s: option quant_rule must be auto|absmax|search|keep|weighted",
                                 W4W_PLUGIN_NAME);
+        o->rule_explicit = 1;
     }
     if ((p = qb_param_find(params, "act_order")) && p->is_set) {
         const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;

@@ -38,7 +38,13 @@ def run(args, ok=True):
 
 
 def gen(kind):
-    if kind == "q4_0":
+    if kind in ("q4_k", "q6_k"):
+        # ggml type ids 12 / 14 (ggml.h enum ggml_type), quantized by the
+        # generator from float weights
+        path = os.path.join(TMP, kind + ".gguf")
+        subprocess.run([os.path.join(GEN, "qb-gen-gguf"), "llama", "12" if kind == "q4_k" else "14",
+                        path], check=True)
+    elif kind == "q4_0":
         path = os.path.join(TMP, "q40.gguf")
         subprocess.run([os.path.join(GEN, "qb-gen-gguf"), "llama", "q4_0", path], check=True)
     elif kind == "bf16":
@@ -138,6 +144,35 @@ def case_gguf_q4_0():
     r = run(["convert", "--source", src, "--dry-run"])
     if len(re.findall(r"^exact ", r.stdout, re.M)) != n_lin or "totals:" not in r.stdout:
         fail("text plan: %r" % r.stdout[:600])
+
+
+def case_gguf_kquant(kind, declared):
+    """A K-quant source requantizes every linear; auto keeps its sub-block
+    resolution (ggml-common.h: block_q4_K has 8 scales per 256, one per 32;
+    block_q6_K 16, one per 16, rounded up to the kernels' multiple of 32),
+    as the reader declares it in its metadata view."""
+    src = gen(kind)
+    meta = run(["inspect", "--metadata", src]).stdout
+    key = "quantbridge.scale_block:model.layers.0.self_attn.q_proj.weight"
+    if not re.search(re.escape(key) + r"\s.*\b%d\b" % declared, meta):
+        fail("%s: inspect --metadata lacks %s = %d:\n%s" % (kind, key, declared, meta[-800:]))
+    plan, _ = dry_run(src)
+    why = plan["settings"]["group_size"]["reason"]
+    if "declared by its reader" not in why or (": %d" % declared) not in why:
+        fail("%s: auto's reason does not say why 32: %s" % (kind, why))
+    if declared != 32 and "rounded up" not in why:
+        fail("%s: reason does not say %d was rounded up: %s" % (kind, declared, why))
+    man, _ = convert(src, kind + "-auto")
+    n_exact, n_lin = check_against_manifest(plan, man, 32)
+    if n_exact != 0 or n_lin == 0:
+        fail("%s: %d of %d linears exact, expected none (a K-quant grid is not int4)" %
+             (kind, n_exact, n_lin))
+    if man["group_size_choice"]["reason"] != why:
+        fail("manifest reason %r differs from the plan's %r" % (man["group_size_choice"], why))
+    # an explicit size is kept, the declaration does not override it
+    plan128, _ = dry_run(src, ["--group-size", "128"])
+    if plan128["settings"]["group_size"]["value"] != "128":
+        fail("%s: explicit 128 became %s" % (kind, plan128["settings"]["group_size"]))
 
 
 def case_gptq_g32_actorder():
@@ -279,6 +314,8 @@ def case_progress_tty():
 
 CASES = {
     "gguf_q4_0": case_gguf_q4_0,
+    "gguf_q4_k": lambda: case_gguf_kquant("q4_k", 32),
+    "gguf_q6_k": lambda: case_gguf_kquant("q6_k", 16),
     "gptq_g32_actorder": case_gptq_g32_actorder,
     "gptq_g32": case_gptq_g32,
     "bf16": case_bf16,

@@ -102,7 +102,8 @@ def test_hf_dense_f32_equals_gguf_py(quantized, made):
 def test_w4a16(quantized, made, text_file):
     """Q4_0 at --group-size 32 is a repack: every linear declared exact, and the packed codes and
     fp16 scales of the output are Q4_0's own nibbles and block scales (docs/w4a16-format.md,
-    "Encoding of a packed linear"). The other types are requantized with the default options.
+    "Encoding of a packed linear"). The other types are requantized with the default options,
+    at the source's resolution (group size 32).
     verify passes either way, its model check on text."""
     name, path, r = quantized
     if name == "Q4_0":
@@ -117,7 +118,11 @@ def test_w4a16(quantized, made, text_file):
     else:
         w4 = made.convert(path, f"gemma-{name.lower()}-w4a16")
         man = U.read_json(w4 / "manifest.json")
-        assert man["group_size"] == 128  # no 32- or 256-element ggml grid is int4 symmetric
+        # no ggml grid but Q4_0's is int4 symmetric, so auto keeps the source's resolution: the
+        # scale block the gguf reader declares (32 for Q8_0, IQ4_XS, IQ4_NL; Q6_K's 16 rounded
+        # up to the kernels' 32)
+        assert man["group_size"] == 32, man["group_size_choice"]
+        assert "declared by its reader" in man["group_size_choice"]["reason"]
     js = made.verify(path, w4, f"gemma-{name.lower()}-w4a16", "--text", short_text(text_file))
     assert js["pass"] is True and js["n_failed"] == 0 and js["n_missing"] == 0
     rules = {t["name"]: t["rule"] for t in js["tensors"] if t.get("layer") is not None
@@ -165,8 +170,10 @@ def test_f32_gguf(f32_gguf, made, hf_f32, w4a16_default, text_file):
     """The F32 GGUF is llama.cpp's dequantization of the published file: converted to hf-dense
     f32 it equals gguf-py's reading of it and our f32 output of the published file bit for bit,
     so llama.cpp's and our dequantization of Q4_K/Q5_0/Q6_K/Q8_0 agree. Its W4A16 conversion
-    holds the same values, so every weight file equals the one made from the published file
-    byte for byte (the manifest's sha256); verify passes, its model check on text."""
+    holds the same values, so at the published file's automatic group size (32, its declared
+    scale blocks; an F32 file declares none, so it is given here) every weight file equals the
+    one made from the published file byte for byte (the manifest's sha256); verify passes, its
+    model check on text."""
     r = U.gguf_reader(f32_gguf)
     assert set(U.type_counts(r)) == {"F32"}, U.type_counts(r)
     out = made.convert(f32_gguf, "gemma-f32-hf-f32", "--writer", "hf-dense", "--option", "dtype=f32")
@@ -177,7 +184,8 @@ def test_f32_gguf(f32_gguf, made, hf_f32, w4a16_default, text_file):
         U.assert_bits_equal(n, U.read_tensor(ours[n], n), U.read_tensor(theirs[n], n),
                             "our dequantization of the published file")
     made.drop("gemma-f32-hf-f32")
-    w4 = made.convert(f32_gguf, "gemma-f32-w4a16")
+    w4 = made.convert(f32_gguf, "gemma-f32-w4a16", "--group-size", "32")
+    assert U.read_json(w4a16_default / "manifest.json")["group_size"] == 32
     sha = {f["name"]: f["sha256"] for f in U.read_json(w4 / "manifest.json")["files"]}
     ref = {f["name"]: f["sha256"] for f in U.read_json(w4a16_default / "manifest.json")["files"]}
     weights = [n for n in ref if n.endswith(".safetensors")]

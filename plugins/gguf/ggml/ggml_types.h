@@ -78,6 +78,9 @@ typedef struct gguf_ggml_type_info {
     uint32_t blck;       /* elements per block (1 for plain types) */
     uint32_t bytes;      /* bytes per block */
     int supported;       /* 1: gguf_ggml_dequantize_row decodes it */
+    uint32_t scale_cols; /* consecutive elements of a row that share one
+                            scale (a legacy block, a K-quant sub-block), or
+                            0 where the type is plain or not stated here */
 } gguf_ggml_type_info;
 
 /* The table row for `type`, or NULL when the id is unknown or was removed

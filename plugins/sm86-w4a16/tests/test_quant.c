@@ -164,6 +164,88 @@ START_TEST(test_search_never_worse)
 }
 END_TEST
 
+/* Weighted error sum imp (w - q s)^2 recomputed here from the codes and scale. */
+static double weighted_err(const float *w, const float *imp, size_t n, const int8_t *q,
+                           uint16_t sc)
+{
+    double e = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double d = (double)((float)q[i] * qb_f16_to_f32(sc)) - (double)w[i];
+        e += (double)imp[i] * d * d;
+    }
+    return e;
+}
+
+/* The weighted rule never does worse than absmax in the weighted error, reports the plain
+ * error of the codes it wrote, and with all the importance on one column serves that column
+ * at least as well as absmax does. */
+START_TEST(test_weighted_never_worse)
+{
+    uint64_t seed = 7;
+    int trial;
+    for (trial = 0; trial < 400; trial++) {
+        size_t n = 2 + (size_t)(trial % 127), i, hot = (size_t)trial % n;
+        float w[130], imp[130];
+        int8_t qa[130], qw[130];
+        uint16_t sa, sw;
+        double ea, ew, chk = 0.0, wa, ww;
+        for (i = 0; i < n; i++) {
+            double v = w4t_normal(&seed);
+            w[i] = (float)((trial % 2 ? v * v * v : v) * 0.02);
+            imp[i] = trial % 4 == 3 ? (i == hot ? 1000.0f : 1e-3f)
+                                    : (float)(0.1 + fabs(w4t_normal(&seed)));
+        }
+        ck_assert_int_eq(w4w_quant_group(w, n, W4W_RULE_ABSMAX, qa, &sa, &ea), 0);
+        ck_assert_int_eq(w4w_quant_group_weighted(w, imp, n, qw, &sw, &ew), 0);
+        wa = weighted_err(w, imp, n, qa, sa);
+        ww = weighted_err(w, imp, n, qw, sw);
+        ck_assert_msg(ww <= wa * (1.0 + 1e-12), "trial %d: weighted %g > absmax %g", trial, ww, wa);
+        for (i = 0; i < n; i++) {
+            double d = (double)((float)qw[i] * qb_f16_to_f32(sw)) - (double)w[i];
+            ck_assert(qw[i] >= -8 && qw[i] <= 7);
+            chk += d * d;
+        }
+        ck_assert(fabs(chk - ew) <= 1e-12 * (chk + 1e-30));
+        if (trial % 4 == 3) {
+            double dh = (double)((float)qw[hot] * qb_f16_to_f32(sw)) - (double)w[hot];
+            double da = (double)((float)qa[hot] * qb_f16_to_f32(sa)) - (double)w[hot];
+            ck_assert(fabs(dh) <= fabs(da) + 1e-12);
+        }
+    }
+}
+END_TEST
+
+/* keep: absmax/7 or the extreme on -8, whichever errs less; either way the largest weight is
+ * reproduced to within fp16 rounding of its scale (no clipping). */
+START_TEST(test_keep_keeps_extreme)
+{
+    uint64_t seed = 11;
+    int trial;
+    for (trial = 0; trial < 400; trial++) {
+        size_t n = 1 + (size_t)(trial % 130), i, at = 0;
+        float w[130];
+        int8_t qa[130], qk[130];
+        uint16_t sa, sk;
+        double ea, ek, amax = 0.0, dec;
+        for (i = 0; i < n; i++) {
+            double v = w4t_normal(&seed);
+            w[i] = (float)((trial % 2 ? v * v * v : v) * 0.05);
+            if (fabs(w[i]) > amax) {
+                amax = fabs(w[i]);
+                at = i;
+            }
+        }
+        ck_assert_int_eq(w4w_quant_group(w, n, W4W_RULE_ABSMAX, qa, &sa, &ea), 0);
+        ck_assert_int_eq(w4w_quant_group(w, n, W4W_RULE_KEEP, qk, &sk, &ek), 0);
+        ck_assert(ek <= ea);
+        dec = (double)((float)qk[at] * qb_f16_to_f32(sk));
+        ck_assert_msg(fabs(dec - (double)w[at]) <= 1e-3 * amax, "trial %d: extreme %g -> %g",
+                      trial, (double)w[at], dec);
+    }
+}
+END_TEST
+
 START_TEST(test_zero_group)
 {
     float w[9] = {0};
@@ -275,6 +357,8 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, test_search_uses_minus8);
     tcase_add_test(tc, test_negative_scale);
     tcase_add_test(tc, test_search_never_worse);
+    tcase_add_test(tc, test_weighted_never_worse);
+    tcase_add_test(tc, test_keep_keeps_extreme);
     tcase_add_test(tc, test_zero_group);
     tcase_add_test(tc, test_nonfinite_and_overflow);
     tcase_add_test(tc, test_decode_row_short_group);

@@ -171,6 +171,14 @@ typedef struct qb_host {
                                  const char *config_json, const char *const *set_keys,
                                  const char *const *set_values, char **out, size_t *len);
     /* ---- end of the ABI 1.3 services block ---- */
+
+    /* ABI 1.3: source statistics (issue 27) */
+    /* The scale granularity the source's reader declared and the run's
+     * activation statistics (--calibration, --imatrix) per linear
+     * (qb_stats.h). Never NULL in a 1.3 host; check
+     * QB_HAS_FIELD(h, qb_host, stats) first. */
+    const struct qb_stats_api *stats;
+    /* end of the issue-27 block */
 } qb_host;
 
 /* ABI 1.0 size (qb_abi.h): a 1.0 host table ends at get_proc. */
@@ -179,7 +187,7 @@ QB_ABI_ALIGN_HELPER(qb_host);
 QB_ABI_STATIC_ASSERT(offsetof(qb_host, json) >= QB_HOST_SIZE_1_0, qb_host_size_1_0);
 #define QB_HOST_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_host, json)
 QB_ABI_STATIC_ASSERT(offsetof(qb_host, sha256_new) >= QB_HOST_SIZE_1_1, qb_host_size_1_1);
-#define QB_HOST_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_host, hf_config_clean)
+#define QB_HOST_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_host, stats)
 QB_ABI_STATIC_ASSERT(QB_HOST_SIZE_1_3 == sizeof(qb_host), qb_host_size_1_3);
 
 #ifdef __cplusplus

@@ -23,6 +23,7 @@
 #include "qb_plugin.h"
 #include "qb_reader.h"
 #include "qb_safetensors.h"
+#include "qb_stats.h"
 #include "qb_tensor.h"
 #include "qb_writer.h"
 
