@@ -33,7 +33,6 @@
  *   objects.c     live host-service objects by maker (plugin-check's leaks)
  *   services_13.c the ABI 1.3 services: SHA-256, map_file, hf_config_clean
  *   progress.c    progress display
- *   plan.c        the writer's plan of a conversion (convert --dry-run)
  *   build_info.c  configure-time facts (--version, verify's report)
  *
  * Conventions: functions return qb_status (0 or a negative QB_E_*) and set
@@ -915,53 +914,6 @@ void qbh_human_bytes(uint64_t b, char *out, size_t n);
 /* Peak resident set size of this process in bytes (getrusage), 0 when
  * unknown. */
 uint64_t qbh_peak_rss(void);
-
-/* ---- plan.c --------------------------------------------------------------- */
-
-/* One planned output of a source tensor (qb_plan_entry, copied). */
-typedef struct qbh_plan_item {
-    size_t tensor;
-    uint32_t action;   /* qb_plan_action; 0: unknown */
-    char *target;      /* or NULL */
-    char *reason;
-    int64_t group_size;
-    uint64_t bytes_out;
-} qbh_plan_item;
-
-/* What the writer says it will do, with totals. */
-typedef struct qbh_plan {
-    const char *writer;  /* the writer plugin's name (not owned) */
-    int has_actions;     /* the writer has the ABI 1.2 plan entry */
-    size_t n_tensors;    /* source tensors */
-    qbh_plan_item *items;
-    size_t n, cap;
-    char *group_size, *group_reason; /* the writer's group_size setting, or NULL */
-    size_t count[6];     /* items per action (index: qb_plan_action, 0 unknown) */
-    uint64_t weights;        /* elements of every source tensor */
-    uint64_t quant_weights;  /* elements of exact + requant tensors */
-    uint64_t exact_weights;  /* elements of exact tensors */
-    uint64_t bytes_in;       /* the source's bytes on disk (file, or a directory's files) */
-    uint64_t bytes_out;      /* planned tensor bytes of the output */
-} qbh_plan;
-
-/* Asks `writer` for its plan of the open source `src` with its options
- * `params` (writer role): the writer's plan entry when it has one (ABI
- * 1.2), else every tensor with action unknown. Reads no tensor data and
- * writes nothing. Errors: what the writer's plan returns (its message, or
- * one naming the writer), QB_E_INVALID for a malformed entry, QB_E_NOMEM.
- * On failure *out is empty. Free with qbh_plan_free. Main thread. */
-qb_status qbh_plan_make(const qbh_plugin *writer, const qbh_source *src, const qb_param *params,
-                        qbh_plan *out);
-void qbh_plan_free(qbh_plan *p);
-/* "exact", "requant", "convert", "copy", "omit", or "unknown". Pure. */
-const char *qbh_plan_action_name(uint32_t action);
-/* exact_weights / quant_weights, 0 when nothing is quantized. Pure. */
-double qbh_plan_exact_share(const qbh_plan *p);
-/* The plan as text (one line per tensor, then totals) on f. */
-void qbh_plan_print(const qbh_plan *p, const qbh_source *src, FILE *f);
-/* The plan as a JSON document {"tensors": [...], "totals": {...}, ...};
- * malloc'd text (free), NULL with QB_E_NOMEM set. */
-char *qbh_plan_json(const qbh_plan *p, const qbh_source *src);
 
 /* ---- build_info.c --------------------------------------------------------- */
 

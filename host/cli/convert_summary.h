@@ -4,7 +4,7 @@
 #ifndef QBH_CONVERT_SUMMARY_H
 #define QBH_CONVERT_SUMMARY_H
 
-#include "qbh.h"
+#include "pipeline.h"
 
 /* What a finished conversion reports. Pointers are borrowed. */
 typedef struct qbh_convert_result {

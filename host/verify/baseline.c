@@ -12,7 +12,8 @@
  *   grid    symmetric b-bit codes with the converted tensor's own grouping:
  *           per group s = absmax / (2^(b-1) - 1) rounded to the scale dtype,
  *           q = clamp(rint(w / s), -2^(b-1), 2^(b-1) - 1), decoded q * s
- *           in fp32 (for b = 4 the absmax/7 rule of docs/w4a16-format.md;
+ *           in fp32, or q chosen with the unrounded scale as llama.cpp
+ *           does (the larger error of the two) (for b = 4 the absmax/7 rule of docs/w4a16-format.md;
  *           the sm86-w4a16 writer keeps it whenever its search does no
  *           better, so a group worse than it is a bug, not noise)
  *           (a fused expert tensor [E, in, out] served whole: groups run
@@ -56,9 +57,9 @@ float qbh_vb_round(qb_dtype dt, float v)
 static double group_quant(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,
                           int64_t n, int64_t stride, float *out)
 {
-    float amax = 0.0f, s;
+    float amax = 0.0f, s, raw, inv;
     int qmax = (1 << (rl->bits - 1)) - 1, qmin = -(1 << (rl->bits - 1));
-    double e = 0.0;
+    double e = 0.0, e2 = 0.0;
     int64_t i;
     for (i = 0; i < n; i++) {
         float w = fabsf(a[(cols ? cols[i] : c0 + i) * stride]);
@@ -71,19 +72,29 @@ static double group_quant(const qbh_vb_rule *rl, const float *a, const int64_t *
                 out[(cols ? cols[i] : c0 + i) * stride] = 0.0f;
         return 0.0;
     }
-    s = qbh_vb_round(rl->scale_dtype, amax / (float)qmax);
+    raw = amax / (float)qmax;
+    s = qbh_vb_round(rl->scale_dtype, raw);
     if (!isfinite(s))
         return INFINITY; /* the plain rule cannot store this group at all */
+    inv = raw != 0.0f ? 1.0f / raw : 0.0f;
     for (i = 0; i < n; i++) {
         int64_t x = (cols ? cols[i] : c0 + i) * stride;
-        float w = a[x], q = s != 0.0f ? rintf(w / s) : 0.0f, d;
+        float w = a[x], q = s != 0.0f ? rintf(w / s) : 0.0f, q2 = rintf(w * inv), d, d2;
         q = q > (float)qmax ? (float)qmax : q < (float)qmin ? (float)qmin : q;
+        q2 = q2 > (float)qmax ? (float)qmax : q2 < (float)qmin ? (float)qmin : q2;
         d = q * s; /* decoded in fp32, as every reader of the format does */
+        d2 = q2 * s;
         e += ((double)d - (double)w) * ((double)d - (double)w);
+        e2 += ((double)d2 - (double)w) * ((double)d2 - (double)w);
         if (out)
             out[x] = d;
     }
-    return e;
+    /* The same rule as llama.cpp writes it (quantize_row_q8_0_ref,
+     * quantize_row_q4_0_ref): codes chosen with the unrounded scale, then
+     * the scale stored rounded. Either way is the plain rule; a group may
+     * differ by a code where w / s sits near a half, so the baseline is the
+     * larger of the two errors. */
+    return e2 > e ? e2 : e;
 }
 
 static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,

@@ -29,7 +29,7 @@
 #ifndef QBH_VERIFY_ENGINE_H
 #define QBH_VERIFY_ENGINE_H
 
-#include "qbh.h"
+#include "pipeline.h" /* qbh_plan: convert --verify falls back on the writer's plan */
 
 #include <glib.h>
 

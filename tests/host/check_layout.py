@@ -27,7 +27,7 @@ TREE = {
     "tokenizer": ("tokenizer.h", []),
     "model": ("model.h", []),
     "pipeline": ("pipeline.h", [""]),
-    "verify": ("verify.h", ["", "model", "tokenizer"]),
+    "verify": ("verify.h", ["", "pipeline", "model", "tokenizer"]),
     "check": ("plugin_check.h", ["", "pipeline", "verify"]),
     "cli": ("cli.h", ["", "pipeline", "tokenizer", "model", "verify", "check"]),
 }

@@ -8,7 +8,7 @@
  * Shown by `convert --dry-run` (text or --json) and used by `convert` for
  * the planned totals and the progress denominator.
  */
-#include "qbh.h"
+#include "pipeline.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
