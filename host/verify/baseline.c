@@ -55,7 +55,7 @@ float qbh_vb_round(qb_dtype dt, float v)
  * same indexes), unless the rule cannot store the group (INFINITY: its
  * scale overflows the scale dtype; out untouched). */
 static double group_quant(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,
-                          int64_t n, int64_t stride, float *out)
+                          int64_t n, int64_t stride, float *out, double *alt)
 {
     float amax = 0.0f, s, raw, inv;
     int qmax = (1 << (rl->bits - 1)) - 1, qmin = -(1 << (rl->bits - 1));
@@ -66,6 +66,8 @@ static double group_quant(const qbh_vb_rule *rl, const float *a, const int64_t *
         if (w > amax)
             amax = w;
     }
+    if (alt)
+        *alt = 0.0;
     if (amax == 0.0f) {
         if (out) /* all zeros (or -0): stored as 0 * s */
             for (i = 0; i < n; i++)
@@ -74,8 +76,11 @@ static double group_quant(const qbh_vb_rule *rl, const float *a, const int64_t *
     }
     raw = amax / (float)qmax;
     s = qbh_vb_round(rl->scale_dtype, raw);
-    if (!isfinite(s))
+    if (!isfinite(s)) {
+        if (alt)
+            *alt = INFINITY;
         return INFINITY; /* the plain rule cannot store this group at all */
+    }
     inv = raw != 0.0f ? 1.0f / raw : 0.0f;
     for (i = 0; i < n; i++) {
         int64_t x = (cols ? cols[i] : c0 + i) * stride;
@@ -93,26 +98,30 @@ static double group_quant(const qbh_vb_rule *rl, const float *a, const int64_t *
      * quantize_row_q4_0_ref): codes chosen with the unrounded scale, then
      * the scale stored rounded. Either way is the plain rule; a group may
      * differ by a code where w / s sits near a half, so the baseline is the
-     * larger of the two errors. */
-    return e2 > e ? e2 : e;
+     * larger of the two errors (*alt, for judging; the reported baseline
+     * stays the first). */
+    if (alt)
+        *alt = e2 > e ? e2 : e;
+    return e;
 }
 
 static double group_err(const qbh_vb_rule *rl, const float *a, const int64_t *cols, int64_t c0,
-                        int64_t n, int64_t stride)
+                        int64_t n, int64_t stride, double *alt)
 {
-    return group_quant(rl, a, cols, c0, n, stride, NULL);
+    return group_quant(rl, a, cols, c0, n, stride, NULL, alt);
 }
 
-/* Adds one group's outcome: baseline eb, converted error ec. */
-static void judge_group(qbh_vb_stats *st, double eb, double ec, double lim)
+/* Adds one group's outcome: baseline eb (reported), the error either
+ * way of the plain rule allows ej (judged), converted error ec. */
+static void judge_group(qbh_vb_stats *st, double eb, double ej, double ec, double lim)
 {
     if (!isfinite(ec))
         return; /* non-finite values: the element metrics fail them */
     st->n_units++;
     if (isfinite(eb))
         st->ss_base += eb;
-    if (isfinite(eb) && ec > eb * lim) {
-        double ratio = eb > 0.0 ? sqrt(ec / eb) : INFINITY;
+    if (isfinite(ej) && ec > ej * lim) {
+        double ratio = ej > 0.0 ? sqrt(ec / ej) : INFINITY;
         st->n_worse++;
         if (ratio > st->worst)
             st->worst = ratio;
@@ -133,12 +142,12 @@ static void fused_rows(const qbh_vb_rule *rl, const float *a, const float *b, in
         for (c = 0; c < cols; c++) {
             const float *ca = a + (size_t)r0 * (size_t)cols + (size_t)c;
             const float *cb = b + (size_t)r0 * (size_t)cols + (size_t)c;
-            double eb = group_err(rl, ca, NULL, 0, n, cols), ec = 0.0;
+            double ej, eb = group_err(rl, ca, NULL, 0, n, cols, &ej), ec = 0.0;
             for (k = 0; k < n; k++) {
                 double d = (double)cb[k * cols] - (double)ca[k * cols];
                 ec += d * d;
             }
-            judge_group(st, eb, ec, lim);
+            judge_group(st, eb, ej, ec, lim);
         }
     }
 }
@@ -173,11 +182,11 @@ void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t 
         if (rl->kind != QBH_VB_GRID)
             continue;
         for (g = 0; g < rl->n_groups; g++) {
-            double eb, ec = 0.0;
+            double eb, ej, ec = 0.0;
             int64_t n;
             if (rl->col_group) {
                 n = rl->group_len[g];
-                eb = group_err(rl, ra, rl->group_cols + rl->group_start[g], 0, n, 1);
+                eb = group_err(rl, ra, rl->group_cols + rl->group_start[g], 0, n, 1, &ej);
                 for (c = 0; c < n; c++) {
                     int64_t k = rl->group_cols[rl->group_start[g] + c];
                     double d = (double)rb[k] - (double)ra[k];
@@ -186,13 +195,13 @@ void qbh_vb_rows(const qbh_vb_rule *rl, const float *a, const float *b, int64_t 
             } else {
                 int64_t c0 = g * rl->group_size;
                 n = cols - c0 < rl->group_size ? cols - c0 : rl->group_size;
-                eb = group_err(rl, ra, NULL, c0, n, 1);
+                eb = group_err(rl, ra, NULL, c0, n, 1, &ej);
                 for (c = c0; c < c0 + n; c++) {
                     double d = (double)rb[c] - (double)ra[c];
                     ec += d * d;
                 }
             }
-            judge_group(st, eb, ec, lim);
+            judge_group(st, eb, ej, ec, lim);
         }
     }
 }
@@ -216,11 +225,11 @@ int64_t qbh_vb_apply_rows(const qbh_vb_rule *rl, float *rows, int64_t n_rows, in
                 /* the group's columns read and written in place: each
                  * element is read for the maximum before any is written */
                 e = group_quant(rl, ra, rl->group_cols + rl->group_start[g], 0, rl->group_len[g],
-                                1, ra);
+                                1, ra, NULL);
             } else {
                 int64_t c0 = g * rl->group_size;
                 int64_t n = cols - c0 < rl->group_size ? cols - c0 : rl->group_size;
-                e = n > 0 ? group_quant(rl, ra, NULL, c0, n, 1, ra) : 0.0;
+                e = n > 0 ? group_quant(rl, ra, NULL, c0, n, 1, ra, NULL) : 0.0;
             }
             bad += !isfinite(e);
         }
