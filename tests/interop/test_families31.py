@@ -200,7 +200,7 @@ def _index_margins(model, topk):
         score = torch.einsum("th,ths->ts", w, sc)
         for t in range(topk, n):
             v = torch.sort(score[t, : t + 1], descending=True).values
-            gaps.append(float(v[topk - 1] - v[topk]))
+            gaps.append(float((v[topk - 1] - v[topk]).detach()))
     return min(gaps)
 
 
