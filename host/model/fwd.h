@@ -136,7 +136,8 @@ static inline void *qbh_fwd_calloc(const qb_host *h, size_t n, size_t size)
 /* ---- ops.c ------------------------------------------------------------------ */
 
 /* x[M][n] = RMSNorm(x) * (offset + w), in place: sums in double; offset
- * 1 for the gemma family's (1 + w), else 0. */
+ * 1 for the gemma family's (1 + w), else 0; w NULL: a norm without a
+ * weight (scale 1: llama4's L2 q/k norm, gemma4's v norm). */
 void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps, double offset);
 /* Rotates q/k heads in place: x[T][n_heads * head_dim], position t = row:
  * the first rot_dim dimensions of each head, their halves paired (the

@@ -26,28 +26,13 @@
 #include <math.h>
 #include <string.h>
 
-/* x[M][n] = x / rms(x) * w (w NULL: no weight), sums in double. */
-static void g4_norm(float *x, int64_t M, int64_t n, const float *w, double eps)
-{
-    int64_t m, i;
-    for (m = 0; m < M; m++) {
-        float *r = x + m * n;
-        double ss = 0.0, inv;
-        for (i = 0; i < n; i++)
-            ss += (double)r[i] * (double)r[i];
-        inv = 1.0 / sqrt(ss / (double)n + eps);
-        for (i = 0; i < n; i++)
-            r[i] = (float)((double)r[i] * inv * (w ? (double)w[i] : 1.0));
-    }
-}
-
 /* Norm of x[M][n] with the 1-D tensor `name` (n floats) as weight. */
 static qb_status g4_wnorm(qbh_fwd_weights *w, const qbh_fwd_cfg *c, const char *name, float *x,
                           int64_t M, int64_t n, float *wbuf)
 {
     qb_status rc = qbh_fwd_vector(w, name, wbuf, n);
     if (rc == QB_OK)
-        g4_norm(x, M, n, wbuf, c->rms_eps);
+        qbh_fwd_rmsnorm(x, M, n, wbuf, c->rms_eps, 0.0);
     return rc;
 }
 
@@ -92,7 +77,7 @@ static qb_status g4_attention(qbh_fwd_weights *w, const qbh_fwd_cfg *c, g4_bufs 
         (rc = g4_lnorm(w, c, L, "self_attn.q_norm", b->q, T * nh, hd, b->wn)) ||
         (rc = g4_lnorm(w, c, L, "self_attn.k_norm", b->k, T * nkv, hd, b->wn)))
         return rc;
-    g4_norm(b->v, T * nkv, hd, NULL, c->rms_eps); /* v_norm: with_scale False */
+    qbh_fwd_rmsnorm(b->v, T * nkv, hd, NULL, c->rms_eps, 0.0); /* v_norm: with_scale False */
     g4_inv_freq(c, full, hd, b->inv);
     qbh_fwd_rope_ex(b->q, T, nh, hd, 0, hd, b->inv, 0, 1.0);
     qbh_fwd_rope_ex(b->k, T, nkv, hd, 0, hd, b->inv, 0, 1.0);

@@ -27,21 +27,6 @@
 #include <math.h>
 #include <string.h>
 
-/* x[M][n] /= sqrt(mean(x^2) + eps) per row (sums in double). */
-static void l2_norm(float *x, int64_t M, int64_t n, double eps)
-{
-    int64_t m, i;
-    for (m = 0; m < M; m++) {
-        float *r = x + m * n;
-        double ss = 0.0, inv;
-        for (i = 0; i < n; i++)
-            ss += (double)r[i] * (double)r[i];
-        inv = 1.0 / sqrt(ss / (double)n + eps);
-        for (i = 0; i < n; i++)
-            r[i] = (float)((double)r[i] * inv);
-    }
-}
-
 qb_status qbh_fwd_llama4_attention(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh_fwd_bufs *b,
                                    int64_t L, int64_t T)
 {
@@ -58,8 +43,8 @@ qb_status qbh_fwd_llama4_attention(qbh_fwd_weights *w, const qbh_fwd_cfg *c, qbh
         qbh_fwd_rope_ex(b->q, T, nh, hd, 0, c->rot_dim, b->inv, 1, c->rope_attn_factor);
         qbh_fwd_rope_ex(b->k, T, nkv, hd, 0, c->rot_dim, b->inv, 1, c->rope_attn_factor);
         if (c->l2_qk_norm) {
-            l2_norm(b->q, T * nh, hd, c->rms_eps);
-            l2_norm(b->k, T * nkv, hd, c->rms_eps);
+            qbh_fwd_rmsnorm(b->q, T * nh, hd, NULL, c->rms_eps, 0.0);
+            qbh_fwd_rmsnorm(b->k, T * nkv, hd, NULL, c->rms_eps, 0.0);
         }
     } else if (c->temp_scale > 0) {
         for (t = 0; t < T; t++) {

@@ -20,7 +20,7 @@ void qbh_fwd_rmsnorm(float *x, int64_t M, int64_t n, const float *w, double eps,
             ss += (double)r[i] * (double)r[i];
         inv = 1.0 / sqrt(ss / (double)n + eps);
         for (i = 0; i < n; i++)
-            r[i] = (float)((double)r[i] * inv * (offset + (double)w[i]));
+            r[i] = (float)((double)r[i] * inv * (w ? offset + (double)w[i] : 1.0));
     }
 }
 
