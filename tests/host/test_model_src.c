@@ -76,7 +76,7 @@ static qb_status t_rows(qb_reader_handle h, size_t i, int64_t r0, int64_t n, flo
     return fail_silently ? QB_E_IO : QB_OK;
 }
 static const qb_reader_vtable vt = {sizeof vt, t_probe, t_open, t_close, t_info, t_tinfo, t_rows,
-                                    NULL, NULL, NULL, NULL};
+                                    NULL, NULL, NULL, NULL, NULL, NULL};
 static qb_plugin desc;
 static qbh_plugin plug;
 
