@@ -70,7 +70,8 @@ const qb_option_decl gguf_writer_opt_type = {
     .name = "type",
     .type = QB_PARAM_STRING,
     .default_value = "auto",
-    .help = "gguf writer: ggml type of the weight matrices (auto: exact Q4_0/Q8_0 from symmetric grids, else Q8_0)",
+    .help = "gguf writer: ggml type of the weight matrices (auto: the source's ggml/MXFP4 blocks copied, exact "
+            "Q4_0/Q8_0 from symmetric grids, else Q8_0)",
     .choices = "auto|F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M",
     .min_int = 1,
     .max_int = 0,
