@@ -776,7 +776,8 @@ static qb_plugin plugin = {
     .name = "gguf",
     .version = "0.1.0",
     .description = "GGUF (llama.cpp): read (every ggml type, split files, llama.cpp names to Hugging Face) and "
-                   "written (GGUF v3, exact Q4_0/Q8_0 from symmetric grids, legacy quantizers)",
+                   "written (GGUF v3: the source's ggml and MXFP4 blocks copied, exact Q4_0/Q8_0 from "
+                   "symmetric grids, legacy and K quantizers)",
     .vendor = "quantbridge",
     .license = "MIT",
     .flags = QB_PLUGIN_CONCURRENT_READS,
