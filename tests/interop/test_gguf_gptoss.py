@@ -10,8 +10,8 @@ test_gguf_deepseek_oss.py (GptOssModel's non-MXFP4 layout, written by gguf-py). 
    llama.cpp's converter documents (conversion/gpt_oss.py repack_mxfp4: gate = rows 0::2, up =
    rows 1::2); gguf-py's own MXFP4 decoder on our bytes equals transformers'
    convert_moe_packed_tensors on the source (value equality: ggml decodes the code of -0 as +0).
-2. llama.cpp runs that GGUF (non-expert linears kept F32 by tensor_type) and its logits match
-   `quantbridge forward` on the MXFP4 source within test_gguf_writer.py's Q8_0 bound (5e-2 of the
+2. llama.cpp runs that GGUF (non-expert linears kept F32 by tensor_type; `convert --verify` passes) and
+   its logits match `quantbridge forward` on the MXFP4 source within test_gguf_writer.py's Q8_0 bound (5e-2 of the
    logit scale, top-1 >= 0.9): ggml multiplies MXFP4 against Q8_0-quantized activations.
 3. Round trips: the float gpt-oss GGUF -> hf-dense -> GGUF (type=F32) holds every tensor of the
    source bit for bit; our MXFP4 GGUF rewritten with type=auto keeps every block.
@@ -114,8 +114,9 @@ def test_gpt_oss_mxfp4_codes_carried_over(mxfp4_ckpt, tmp_path, run_qb):
 
 def test_gpt_oss_llama_cpp_runs_mxfp4_gguf(mxfp4_ckpt, tokdir, tmp_path, run_qb):
     ours = tmp_path / "gguf"
+    # --verify: the experts declared exact must read back equal to the source (zeros of either sign)
     run_qb("convert", "--source", mxfp4_ckpt, "--output", ours, "--writer", "gguf", "--tokenizer", tokdir,
-           "--option", "type=auto", "--option", "tensor_type=(attn|token_embd|output)=F32")
+           "--option", "type=auto", "--option", "tensor_type=(attn|token_embd|output)=F32", "--verify")
     f = ours / "model.gguf"
     kinds = {Q(t).name for t, _, _ in tensors(f).values()}
     assert kinds == {"F32", "MXFP4"}, kinds
