@@ -32,6 +32,8 @@
 
 #include "w4a16_names.h"
 
+#include <quantbridge/base/qb_archs.h>
+
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,9 +409,13 @@ static qb_status plan_begin(plan_state *s, const qb_host *h, const qb_model_src 
         s->gslot[i] = NONE;
     s->a = w4w_arch_find(mi->architecture);
     if (!s->a)
-        return h->set_error(h, QB_E_UNSUPPORTED, "%s: architecture '%s' is not supported by %s",
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: architecture '%s' is not supported by %s%s",
                             s->b.sp, mi->architecture ? mi->architecture : "(none)",
-                            W4W_PLUGIN_NAME);
+                            W4W_PLUGIN_NAME,
+                            /* the one architecture table (qb_archs.h) */
+                            qb_arch_find(mi->architecture)
+                                ? " (a family quantbridge knows; the format has no layout for it)"
+                                : " (not a family quantbridge knows)");
     if ((rc = qbk_json_parse_config(h, s->b.sp, mi->config_json, &s->cfg)) != QB_OK)
         return rc;
     L = s->L = cfg_int(s->cfg, "num_hidden_layers", -1);
