@@ -120,3 +120,128 @@ def test_deepseek_v3_hf_to_gguf_runs(qname, rel, top1, tmp_path, build_dir, run_
     d, agree = forward_vs_llama_cpp(run_qb, src, g, tmp_path, f"deepseek_v3 {qname}")
     assert d <= rel, f"deepseek_v3 {qname}: {d:.3g} of the logit scale > {rel}"
     assert agree >= top1
+
+
+# 2. Rope factor tensors. llama3: the tiny llama fixture's Hugging Face form with Llama 3.1's
+# rope_scaling (theta 500000 so most frequencies are scaled or smoothed); rope_freqs.weight must
+# equal what llama.cpp's converter computes (LlamaModel.generate_extra_tensors, re-run here with
+# torch), llama.cpp's logits must match `quantbridge forward` (which applies llama3 scaling
+# itself), and our reader must give the same rope_scaling back. longrope: the phi3 fixture with
+# long/short factors; the factor tensors and keys must be Phi3MiniModel's, llama.cpp must run it
+# and agree with transformers' Phi3 (short factors on both sides: 16 tokens, n_ctx 64, original
+# context 4096).
+
+def _hf_fixture(run_qb, tmp_path, arch, cfg_update):
+    g = tmp_path / f"src-{arch}.gguf"
+    H.write_gguf(g, arch, gguf.GGMLQuantizationType.F32, seed=3)
+    hf = tmp_path / f"hf-{arch}"
+    run_qb("convert", "--source", g, "--output", hf, "--writer", "hf-dense", "--option", "dtype=f32")
+    cfg = json.loads((hf / "config.json").read_text())
+    cfg.update(cfg_update)
+    (hf / "config.json").write_text(json.dumps(cfg, indent=2))
+    return hf, cfg
+
+
+def _converter_llama3_factors(cfg):
+    """LlamaModel.generate_extra_tensors, as llama.cpp's converter runs it (torch float32)."""
+    import math
+    import torch
+    rp = cfg["rope_scaling"]
+    base = cfg["rope_theta"]
+    dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, lo, hi, old = rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"], \
+        rp["original_max_position_embeddings"]
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / hi:
+            out.append(1)
+        elif wavelen > old / lo:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(out, dtype=torch.float32).numpy()
+
+
+LLAMA31 = {"rope_theta": 500000.0,
+           "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
+
+
+def test_llama3_rope_freqs(tmp_path, run_qb):
+    hf, cfg = _hf_fixture(run_qb, tmp_path, "llama", LLAMA31)
+    g = convert_gguf(run_qb, hf, tmp_path / "gguf", "type=F32")
+    r = gguf.GGUFReader(str(g))
+    assert r.tensors[0].name == "rope_freqs.weight"  # generate_extra_tensors come first
+    got = np.asarray(r.tensors[0].data, dtype=np.float32)
+    want = _converter_llama3_factors(cfg)
+    assert 1.0 < want.max() and (want != 1.0).sum() >= 4, "the test's factors scale too little"
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=0)
+    print(f"\nrope_freqs: {int((got == want).sum())} of {got.size} factors bit-identical with the "
+          f"converter's torch arithmetic")
+    f = fields(g)
+    assert "llama.rope.scaling.type" not in f  # llama3 is carried by the tensor alone
+    d, agree = forward_vs_llama_cpp(run_qb, hf, g, tmp_path, "llama3 rope F32")
+    assert d <= 2e-4 and agree == 1.0
+    # the same model without the scaling differs far more: the factors are really applied
+    (tmp_path / "plain").mkdir()
+    plain, _ = _hf_fixture(run_qb, tmp_path / "plain", "llama", {"rope_theta": 500000.0})
+    d0, _ = forward_vs_llama_cpp(run_qb, plain, g, tmp_path, "llama3 GGUF vs unscaled forward")
+    assert d0 > 20 * d, (d0, d)
+    # our reader turns rope_freqs back into the same rope_scaling
+    back = tmp_path / "back"
+    run_qb("convert", "--source", g, "--output", back, "--writer", "hf-dense", "--option", "dtype=f32")
+    rs = json.loads((back / "config.json").read_text())["rope_scaling"]
+    assert rs["rope_type"] == "llama3"
+    for k, v in LLAMA31["rope_scaling"].items():
+        if k != "rope_type":
+            assert rs[k] == v, (k, rs[k], v)
+
+
+def test_phi3_longrope_factors(tmp_path, run_qb):
+    import torch
+    from transformers import AutoModelForCausalLM
+    rng = np.random.default_rng(5)
+    half = H.HIDDEN // H.N_HEAD // 2
+    longf = [float(x) for x in np.float32(1.0 + 15.0 * rng.random(half))]
+    shortf = [float(x) for x in np.float32(1.0 + 2.0 * rng.random(half))]
+    # _name_or_path names the GGUF (general.name): a name holding "phi3" makes llama.cpp's vocab
+    # loader look up <|endoftext|>, which the tiny vocabulary has not
+    hf, cfg = _hf_fixture(run_qb, tmp_path, "phi3", {
+        "_name_or_path": "tiny-longrope", "max_position_embeddings": 16384, "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "longrope", "long_factor": longf, "short_factor": shortf}})
+    g = convert_gguf(run_qb, hf, tmp_path / "gguf", "type=F32")
+    r = gguf.GGUFReader(str(g))
+    names = [t.name for t in r.tensors]
+    assert names[:2] == ["rope_factors_long.weight", "rope_factors_short.weight"]
+    assert np.array_equal(np.asarray(r.tensors[0].data), np.float32(longf))
+    assert np.array_equal(np.asarray(r.tensors[1].data), np.float32(shortf))
+    f = fields(g)
+    assert f["phi3.rope.scaling.original_context_length"] == 4096
+    want_af = np.float32(np.sqrt(1 + np.log(16384 / 4096) / np.log(4096)))
+    assert np.float32(f["phi3.rope.scaling.attn_factor"]) == want_af
+    got = qbllama.llama_logits(g, TOKENS)
+    model = AutoModelForCausalLM.from_pretrained(str(hf), local_files_only=True, dtype=torch.float32)
+    with torch.no_grad():
+        ref = model(torch.tensor([TOKENS])).logits[0].numpy()
+    scale = float(np.abs(ref).max())
+    d = float(np.abs(got.astype(np.float64) - ref).max()) / scale
+    print(f"\nphi3 longrope: llama.cpp on our GGUF vs transformers: max|diff|/scale {d:.3g}")
+    assert d <= 2e-4
+    # the factors are really applied: the same weights without them run differently
+    plain = tmp_path / "plain"
+    shutil.copytree(hf, plain)
+    pc = dict(cfg)
+    del pc["rope_scaling"]
+    (plain / "config.json").write_text(json.dumps(pc))
+    g0 = convert_gguf(run_qb, plain, tmp_path / "gguf-plain", "type=F32")
+    d0 = float(np.abs(qbllama.llama_logits(g0, TOKENS).astype(np.float64) - ref).max()) / scale
+    assert d0 > 20 * d, (d0, d)
+    # our reader gives the factors back
+    back = tmp_path / "back"
+    run_qb("convert", "--source", g, "--output", back, "--writer", "hf-dense", "--option", "dtype=f32")
+    rs = json.loads((back / "config.json").read_text())["rope_scaling"]
+    assert np.array_equal(np.float32(rs["long_factor"]), np.float32(longf))
+    assert np.array_equal(np.float32(rs["short_factor"]), np.float32(shortf))
