@@ -245,3 +245,53 @@ def test_phi3_longrope_factors(tmp_path, run_qb):
     rs = json.loads((back / "config.json").read_text())["rope_scaling"]
     assert np.array_equal(np.float32(rs["long_factor"]), np.float32(longf))
     assert np.array_equal(np.float32(rs["short_factor"]), np.float32(shortf))
+
+
+# 3. Split output in gguf-split's layout. The tiny llama fixture written whole and split (by size:
+# 400 kB of tensor data a file, three files; by count: five tensors a file): the split files carry split.no / split.count /
+# split.tensors.count as gguf-split writes them (all other keys in the first file only), the files
+# are cut where gguf-split's rule cuts them, every tensor is the unsplit file's, llama.cpp loads
+# the split model from its first file with the unsplit model's logits exactly, and our reader
+# reads the split model back to the same Hugging Face tensors.
+
+@pytest.mark.parametrize("opt", ["split_max_size=400K", "split_max_tensors=5"])
+def test_split_output(opt, tmp_path, run_qb):
+    g = tmp_path / "src.gguf"
+    H.write_gguf(g, "llama", gguf.GGMLQuantizationType.F32, seed=3)
+    whole = convert_gguf(run_qb, g, tmp_path / "whole", "type=Q8_0")
+    out = tmp_path / "split"
+    run_qb("convert", "--source", g, "--output", out, "--writer", "gguf", "--option", "type=Q8_0",
+           "--option", opt)
+    files = sorted(out.glob("*.gguf"))
+    n = len(files)
+    assert n >= 3, [f.name for f in files]
+    assert [f.name for f in files] == [f"model-{i:05d}-of-{n:05d}.gguf" for i in range(1, n + 1)]
+    want = tensors(whole)
+    got, order = {}, []
+    limit = 400_000 if "size" in opt else None
+    for i, f in enumerate(files):
+        fl = fields(f)
+        assert (fl["split.no"], fl["split.count"], fl["split.tensors.count"]) == (i, n, len(want))
+        r = gguf.GGUFReader(str(f))
+        assert r.fields["split.no"].types[0] == gguf.GGUFValueType.UINT16
+        assert r.fields["split.tensors.count"].types[0] == gguf.GGUFValueType.INT32
+        assert ("general.architecture" in fl) == (i == 0)
+        sizes = [(int(t.n_bytes) + 31) // 32 * 32 for t in r.tensors]
+        order.append(sizes)
+        if limit:
+            assert sum(sizes) <= limit or len(sizes) == 1
+        else:
+            assert len(sizes) == 5 or i == n - 1
+        got.update(tensors(f))
+    if limit:  # gguf-split's rule: a file ends only when the next tensor would overflow it
+        for a, b in zip(order, order[1:]):
+            assert sum(a) + b[0] > limit
+    assert_same_tensors(got, want, f"{opt}: split files vs one file")
+    assert np.array_equal(qbllama.llama_logits(files[0], TOKENS), qbllama.llama_logits(whole, TOKENS))
+    h1, h2 = tmp_path / "hf-whole", tmp_path / "hf-split"
+    run_qb("convert", "--source", whole, "--output", h1, "--writer", "hf-dense", "--option", "dtype=f32")
+    run_qb("convert", "--source", files[0], "--output", h2, "--writer", "hf-dense", "--option", "dtype=f32")
+    a, b = load_file(str(h1 / "model.safetensors")), load_file(str(h2 / "model.safetensors"))
+    assert sorted(a) == sorted(b)
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
