@@ -22,6 +22,7 @@ import pytest  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
 
 import _hf_util as H  # noqa: E402
+import _llamacpp_util as L  # noqa: E402
 import qbllama  # noqa: E402
 from test_gguf_deepseek_oss import write_deepseek2  # noqa: E402
 from test_gguf_writer import assert_same_tensors, convert_gguf, tensors  # noqa: E402
@@ -295,3 +296,95 @@ def test_split_output(opt, tmp_path, run_qb):
     assert sorted(a) == sorted(b)
     for k in a:
         assert np.array_equal(a[k], b[k]), k
+
+
+# 4. GPTQ -> GGUF Q4_0 exactly, run by llama.cpp. A GPTQ v1 checkpoint (4-bit, symmetric, group 128,
+# no act-order; AutoGPTQ's packing, written here with numpy: qweight int32 [in/8, out] with input
+# row i in bits 4*(i%8), qzeros int32 [groups, out/8] holding zero - 1 = 7, fp16 scales
+# [groups, out], g_idx) is made from the tiny llama fixture's weights. type=auto must write every
+# linear as Q4_0 carried over block for block ("exact" in the manifest, every block), each Q4_0
+# value equal to (code - 8) * scale as decoded here (gguf-py's dequantizer; attn_q/attn_k rows in
+# llama.cpp's rope order); llama.cpp runs the GGUF and its logits match `quantbridge forward` on
+# the GPTQ checkpoint within the Q8_0 bound of test_gguf_writer.py (llama.cpp's Q4_0 products
+# quantize the activations to Q8_0; the weights are the same values on both sides).
+
+GPTQ_GS = 128
+LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+           "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+
+
+def _pack_rows(q):
+    """[n, m] 4-bit codes packed 8 per int32 along n (bits 4*(i%8) of word i//8)."""
+    n, m = q.shape
+    q = q.astype(np.uint32).reshape(n // 8, 8, m)
+    word = np.zeros((n // 8, m), np.uint32)
+    for k in range(8):
+        word |= q[:, k, :] << np.uint32(4 * k)
+    return word.view(np.int32)
+
+
+def write_gptq(hf_f32, dst):
+    """GPTQ v1 checkpoint at dst from the f32 Hugging Face model hf_f32; returns
+    {linear name: (codes [out, in] uint8, scales [out, groups] float32)}."""
+    from safetensors.numpy import save_file
+    w = load_file(str(hf_f32 / "model.safetensors"))
+    out, grid = {}, {}
+    for name, a in w.items():
+        base = name[:-len(".weight")]
+        if not any(base.endswith(p) for p in LINEARS):
+            out[name] = a.astype(np.float16)
+            continue
+        n_out, n_in = a.shape
+        g = a.reshape(n_out, n_in // GPTQ_GS, GPTQ_GS)
+        s = (np.abs(g).max(-1) / 7.0).astype(np.float16).astype(np.float32)
+        s[s == 0] = 1.0
+        q = np.clip(np.rint(g / s[..., None]) + 8, 0, 15).astype(np.uint8).reshape(n_out, n_in)
+        grid[name] = (q, s)
+        out[base + ".qweight"] = _pack_rows(q.T)                                 # [in/8, out]
+        z = np.full((n_in // GPTQ_GS, n_out), 7, np.uint8)                       # v1: zero - 1
+        out[base + ".qzeros"] = _pack_rows(z.T).T.copy()                         # [groups, out/8]
+        out[base + ".scales"] = np.ascontiguousarray(s.T.astype(np.float16))    # [groups, out]
+        out[base + ".g_idx"] = (np.arange(n_in) // GPTQ_GS).astype(np.int32)
+    dst.mkdir()
+    save_file(out, str(dst / "model.safetensors"))
+    cfg = json.loads((hf_f32 / "config.json").read_text())
+    cfg["torch_dtype"] = "float16"
+    cfg["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": GPTQ_GS,
+                                  "desc_act": False, "sym": True, "checkpoint_format": "gptq"}
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2))
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(hf_f32 / f, dst / f)
+    return grid
+
+
+def test_gptq_to_q4_0_exact_and_run(tmp_path, run_qb):
+    hf, cfg = _hf_fixture(run_qb, tmp_path, "llama", {})
+    src = tmp_path / "gptq"
+    grid = write_gptq(hf, src)
+    out = tmp_path / "gguf"
+    # the f16 embedding and head kept F16 so only the GPTQ linears differ from the source in type
+    g = convert_gguf(run_qb, src, out, "type=auto", "tensor_type=token_embd|^output\\.=F16")
+    man = {t["name"]: t for t in json.loads((out / "gguf-manifest.json").read_text())["tensors"]}
+    r = gguf.GGUFReader(str(g))
+    by_name = {t.name: t for t in r.tensors}
+    n_head, n_kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    checked = 0
+    for name, (q, s) in grid.items():
+        layer = name.split(".")[2]
+        gname = "blk.%s.%s.weight" % (layer, {
+            "q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
+            "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down"}[name.split(".")[-2]])
+        t = by_name[gname]
+        assert t.tensor_type == gguf.GGMLQuantizationType.Q4_0, gname
+        m = man[gname]
+        assert m["action"] == "exact" and m["exact_blocks"] == m["blocks"] > 0, m
+        got = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), np.float32)
+        got = got.reshape(q.shape)
+        if gname.endswith("attn_q.weight") or gname.endswith("attn_k.weight"):
+            got = L.undo_llama_qk_permute(got, n_head if "attn_q" in gname else n_kv)
+        want = (q.astype(np.float32) - 8.0) * np.repeat(s, GPTQ_GS, axis=1)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), gname
+        checked += 1
+    assert checked == 7 * cfg["num_hidden_layers"]
+    d, agree = forward_vs_llama_cpp(run_qb, src, g, tmp_path, "GPTQ g128 -> Q4_0")
+    assert d <= 5e-2 and agree >= 0.9
