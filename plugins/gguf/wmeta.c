@@ -843,6 +843,7 @@ qb_status ggw_meta_build(const qb_host *h, const qb_model_src *src, const cJSON 
     qb_status st;
 
     ggw_kv_str(kv, "general.architecture", p->arch->gguf_name);
+    ggw_kv_str(kv, "general.type", "model"); /* gguf-py Metadata.set_gguf_meta_model: GGUFType.MODEL */
     ggw_kv_str(kv, "general.name", slash && slash[1] ? slash + 1 : name);
     if ((st = arch_keys(&m)))
         return st;

@@ -388,3 +388,74 @@ def test_gptq_to_q4_0_exact_and_run(tmp_path, run_qb):
     assert checked == 7 * cfg["num_hidden_layers"]
     d, agree = forward_vs_llama_cpp(run_qb, src, g, tmp_path, "GPTQ g128 -> Q4_0")
     assert d <= 5e-2 and agree >= 0.9
+
+
+# 5. Our metadata key by key against llama.cpp's own converter (convert_hf_to_gguf.py of the
+# llama-cpp-python 0.3.36 source package) on the same Hugging Face model, both F32: every tensor
+# must be the converter's (name, type, shape, bytes) and the keys must differ exactly where the
+# list below says, for the reason given. A new difference, or a listed one that went away, fails.
+KEY_DIFFERENCES = {
+    # the converter's Metadata heuristics title-case the directory name ("Hf Llama"); we write
+    # config.json's _name_or_path (its last part) or the source directory's name as it is
+    "general.name": "naming heuristics",
+    # a cosmetic label the converter derives from its parameter count ("1.3M", "8x1.3M"); llama.cpp
+    # only prints it
+    "general.size_label": "not written",
+    # SpecialVocab reads add_sep_token from the tokenizer.json post-processor; absent is false in
+    # llama.cpp, the value it writes here
+    "tokenizer.ggml.add_sep_token": "absent means false",
+    # LlamaHfVocab writes -1000 for every piece (a placeholder); we write scores made from the merge
+    # order so llama.cpp's SentencePiece tokenizer applies tokenizer.json's merges (docs/formats/gguf.md
+    # "Writing GGUF"); the tokenization is the same
+    "tokenizer.ggml.scores": "scores from the merge order",
+    # LlamaHfVocab types every added token CONTROL, the unknown token too; we keep <unk> UNKNOWN, as
+    # the model's unk_token and the original GGUF have it
+    "tokenizer.ggml.token_type": "<unk> stays UNKNOWN",
+}
+
+
+def _gguf_all(path):
+    r = gguf.GGUFReader(str(path))
+    kv = {k: f.contents() for k, f in r.fields.items() if not k.startswith("GGUF.")}
+    return kv, tensors(path)
+
+
+@pytest.mark.parametrize("arch", ["llama", "deepseek_v3"])
+def test_keys_match_llama_cpp_converter(arch, tmp_path, build_dir, run_qb):
+    import _family_oracle as F
+    if arch == "llama":
+        hf, _ = _hf_fixture(run_qb, tmp_path, "llama", {})
+        spm, skip_tok = None, False
+    else:
+        hf = tmp_path / "dsv3"
+        subprocess.run([str(build_dir / "tests" / "bin" / "qb-gen-hf-dense"), "--arch", "deepseek_v3",
+                        "--dtype", "f32", "--layers", "3", "--hidden", "256", "--intermediate", "512",
+                        "--vocab", str(H.VOCAB), "--heads", "4", "--experts", "8", "--experts-per-tok", "2",
+                        "--n-group", "4", "--topk-group", "2", "--first-k-dense", "1", "--q-lora-rank",
+                        "96", "--kv-lora-rank", "64", "--qk-nope-head-dim", "32", "--qk-rope-head-dim",
+                        "16", "--v-head-dim", "32", "--moe-intermediate", "128", "--shared-experts", "1",
+                        "--seed", "21", "--out", str(hf)], check=True)
+        _tokenizer_into(run_qb, tmp_path, hf)
+        # DeepseekV2Model.set_vocab wants a BPE tokenizer whose pre-tokenizer hash llama.cpp
+        # knows; the converter gets a SentencePiece tokenizer.model instead, so the tokenizer
+        # keys differ by construction here and are compared in the llama case only
+        F.write_tokenizer(hf)
+        spm, skip_tok = "deepseek:DeepseekV2Model", True
+    conv = tmp_path / "converter.gguf"
+    p = F.convert_to_gguf(build_dir, hf, conv, spm_vocab_for=spm)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ours = convert_gguf(run_qb, hf, tmp_path / "ours", "type=F32")
+    ka, ta = _gguf_all(conv)
+    kb, tb = _gguf_all(ours)
+    assert_same_tensors(tb, ta, f"{arch}: ours vs llama.cpp's converter")
+    diff = {k for k in set(ka) | set(kb) if ka.get(k, "<absent>") != kb.get(k, "<absent>")}
+    if skip_tok:
+        diff = {k for k in diff if not k.startswith("tokenizer.")}
+    want = {k for k in KEY_DIFFERENCES if not (skip_tok and k.startswith("tokenizer."))}
+    if arch != "llama":
+        want -= {"tokenizer.ggml.add_sep_token", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}
+    for k in sorted(diff):
+        print(f"\n{arch}: {k}: converter {repr(ka.get(k, '<absent>'))[:60]}, ours {repr(kb.get(k, '<absent>'))[:60]}")
+    assert diff == want, f"{arch}: unexpected {sorted(diff - want)}, gone {sorted(want - diff)}"
+    print(f"\n{arch}: {len(set(ka) & set(kb)) - len(diff & set(ka) & set(kb))} keys equal, "
+          f"{len(ta)} tensors identical")
