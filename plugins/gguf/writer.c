@@ -1,8 +1,10 @@
 /*
  * GGUF writer: any model the host reads, for the architectures the gguf
- * reader maps, written as one GGUF v3 file (model.gguf) that llama.cpp
- * loads, plus gguf-manifest.json (per tensor: type, exact or quantized,
- * error). Facts: docs/formats/gguf.md "Container layout", "Writing GGUF".
+ * reader maps, written as one GGUF v3 file (model.gguf), or split files
+ * in gguf-split's layout (split_max_size / split_max_tensors), that
+ * llama.cpp loads, plus gguf-manifest.json (per tensor: type, exact or
+ * quantized, error). Facts: docs/formats/gguf.md "Container layout",
+ * "Split files", "Writing GGUF".
  *
  * The plan (wplan.c) fixes every tensor's name, type and offset before
  * any data, so the header and metadata (wmeta.c) are written in begin and
