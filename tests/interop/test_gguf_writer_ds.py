@@ -4,10 +4,11 @@
    transforms llama.cpp's DeepseekV2Model applies: kv_b_proj split into attn_k_b / attn_v_b with
    k_b transposed, experts stacked, e_score_correction_bias as exp_probs_b.bias) goes
    GGUF (F32) -> hf-dense (f32) -> GGUF (type=F32) and every tensor comes back bit for bit under
-   the same name, shape and type; the MLA and routing keys equal the fixture's. A DeepSeek-V3
-   shaped Hugging Face checkpoint (qb-gen-hf-dense --arch deepseek_v3: q LoRA, a dense first
-   layer, shared experts, sigmoid routing with groups, yarn rope) becomes a GGUF that llama.cpp
-   runs, and its logits match `quantbridge forward` on the checkpoint.
+   the same name, shape and type; the MLA and routing keys equal the fixture's. DeepSeek-V3
+   and V2 shaped Hugging Face checkpoints (qb-gen-hf-dense: q LoRA or none, a dense first layer,
+   shared experts, sigmoid routing with groups or softmax without, yarn rope) become GGUFs that
+   llama.cpp runs, and their logits match `quantbridge forward` on the checkpoint.
+2-5: rope factors, split files, GPTQ -> Q4_0, keys against llama.cpp's converter (below).
 """
 import json
 import os
@@ -95,16 +96,35 @@ def _tokenizer_into(run_qb, tmp_path, dst):
         shutil.copy(d / f, dst / f)
 
 
-@pytest.mark.parametrize("qname,rel,top1", [("F32", 2e-4, 1.0), ("Q8_0", 5e-2, 0.9)])
-def test_deepseek_v3_hf_to_gguf_runs(qname, rel, top1, tmp_path, build_dir, run_qb):
+# deepseek_v2: softmax routing without groups, two shared experts, no router bias. deepseek_v2-lite:
+# no q LoRA (attn_q), which llama.cpp's deepseek2 loader recognises only by the layer count of
+# DeepSeek-V2-Lite (26 or 27 blocks; it then reads no attention.q_lora_rank), so 26 layers here
+DS_VARIANTS = {
+    "deepseek_v3": ["--layers", "3", "--n-group", "4", "--topk-group", "2", "--q-lora-rank", "96",
+                    "--shared-experts", "1"],
+    "deepseek_v2": ["--layers", "3", "--n-group", "1", "--topk-group", "1", "--q-lora-rank", "96",
+                    "--shared-experts", "2"],
+    "deepseek_v2-lite": ["--layers", "26", "--n-group", "1", "--topk-group", "1", "--q-lora-rank",
+                         "none", "--shared-experts", "2"],
+}
+
+
+# Q8_0 for V3 only: with random routers, Q8_0's error moves the V2 variants' softmax top-2 expert
+# choices at a few positions (measured 5.9e-2 of the scale, top-1 0.81, where F32 agrees to 4e-7 and
+# 9e-7), which says nothing about the layout the F32 runs check.
+DS_CASES = [(v, "F32", 2e-4, 1.0) for v in sorted(DS_VARIANTS)] + [("deepseek_v3", "Q8_0", 5e-2, 0.9)]
+
+
+@pytest.mark.parametrize("variant,qname,rel,top1", DS_CASES)
+def test_deepseek_hf_to_gguf_runs(variant, qname, rel, top1, tmp_path, build_dir, run_qb):
     src = tmp_path / "dsv3"
-    subprocess.run([str(build_dir / "tests" / "bin" / "qb-gen-hf-dense"), "--arch", "deepseek_v3",
-                    "--dtype", "f32", "--layers", "3", "--hidden", "256", "--intermediate", "512",
+    arch = variant.split("-")[0]
+    subprocess.run([str(build_dir / "tests" / "bin" / "qb-gen-hf-dense"), "--arch", arch,
+                    "--dtype", "f32", "--hidden", "256", "--intermediate", "512",
                     "--vocab", str(H.VOCAB), "--heads", "4", "--experts", "8", "--experts-per-tok", "2",
-                    "--n-group", "4", "--topk-group", "2", "--first-k-dense", "1", "--q-lora-rank", "96",
-                    "--kv-lora-rank", "64", "--qk-nope-head-dim", "32", "--qk-rope-head-dim", "16",
-                    "--v-head-dim", "32", "--moe-intermediate", "128", "--shared-experts", "1",
-                    "--seed", "21", "--out", str(src)], check=True)
+                    "--first-k-dense", "1", "--kv-lora-rank", "64", "--qk-nope-head-dim", "32",
+                    "--qk-rope-head-dim", "16", "--v-head-dim", "32", "--moe-intermediate", "128",
+                    "--seed", "21", "--out", str(src)] + DS_VARIANTS[variant], check=True)
     _tokenizer_into(run_qb, tmp_path, src)
     out = tmp_path / "gguf"
     g = convert_gguf(run_qb, src, out, f"type={qname}")
@@ -114,12 +134,17 @@ def test_deepseek_v3_hf_to_gguf_runs(qname, rel, top1, tmp_path, build_dir, run_
     assert t["blk.0.attn_v_b.weight"][1] == (64, 32, 4)
     assert "blk.0.attn_kv_b.weight" not in t
     assert t["blk.1.ffn_gate_exps.weight"][1] == (256, 128, 8)
-    assert "blk.1.exp_probs_b.bias" in t and "blk.0.ffn_gate.weight" in t
+    assert ("blk.1.exp_probs_b.bias" in t) == (arch == "deepseek_v3") and "blk.0.ffn_gate.weight" in t
     f = fields(g)
     assert f["deepseek2.attention.head_count_kv"] == 1
-    assert f["deepseek2.expert_gating_func"] == 2 and f["deepseek2.expert_group_count"] == 4
-    d, agree = forward_vs_llama_cpp(run_qb, src, g, tmp_path, f"deepseek_v3 {qname}")
-    assert d <= rel, f"deepseek_v3 {qname}: {d:.3g} of the logit scale > {rel}"
+    if arch == "deepseek_v3":
+        assert f["deepseek2.expert_gating_func"] == 2 and f["deepseek2.expert_group_count"] == 4
+    else:
+        assert f["deepseek2.expert_gating_func"] == 1
+        assert ("deepseek2.attention.q_lora_rank" in f) == (variant == "deepseek_v2")
+        assert ("blk.0.attn_q.weight" in t) == (variant != "deepseek_v2")
+    d, agree = forward_vs_llama_cpp(run_qb, src, g, tmp_path, f"{variant} {qname}")
+    assert d <= rel, f"{variant} {qname}: {d:.3g} of the logit scale > {rel}"
     assert agree >= top1
 
 
