@@ -121,8 +121,27 @@ void ggw_plan_free(ggw_plan *p);
 
 
 /* config.json's rope scaling object: "rope_scaling", or transformers 5's
- * "rope_parameters" when it names a type; NULL when neither. */
+ * "rope_parameters" when it names a type; NULL when neither (wrope.c). */
 const cJSON *ggw_rope_dict(const cJSON *cfg);
+
+/* Rope factor tensors made from config.json (wrope.c): none, llama3's
+ * rope_freqs.weight, or phi3 longrope's long and short factors. */
+typedef struct ggw_rope_factors {
+    size_t n;            /* tensors: 0, 1 or 2 */
+    const char *name[2]; /* GGUF names (static) */
+    float *v[2];         /* len values each, owned */
+    int64_t len;
+    const char *why;     /* for the manifest (static) */
+} ggw_rope_factors;
+
+/* Fills *f from cfg for architecture arch. QB_E_UNSUPPORTED naming the
+ * type when llama3 / longrope scaling is on an architecture llama.cpp's
+ * converter makes no factor tensor for, QB_E_FORMAT for factors of the
+ * wrong length or a bad head dimension; *f is empty then. Free with
+ * ggw_rope_factors_free. */
+qb_status ggw_rope_factors_make(const qb_host *h, const char *source, const cJSON *cfg, const gguf_arch *arch,
+                                ggw_rope_factors *f);
+void ggw_rope_factors_free(ggw_rope_factors *f);
 
 /* Appends general.*, {arch}.* and tokenizer.ggml.* to kv. cfg is the
  * source's config.json. QB_E_UNSUPPORTED / QB_E_FORMAT naming the file and

@@ -19,7 +19,6 @@
 #include "ggml_types.h"
 #include "qbk_alloc.h"
 
-#include <math.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,24 +401,6 @@ static ggw_tensor *new_out(build *b, const char *name)
     return t;
 }
 
-const cJSON *ggw_rope_dict(const cJSON *cfg)
-{
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
-    if (cJSON_IsObject(rs))
-        return rs;
-    rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
-    if (cJSON_IsObject(rs) && (cJSON_GetObjectItemCaseSensitive(rs, "rope_type") ||
-                               cJSON_GetObjectItemCaseSensitive(rs, "type")))
-        return rs;
-    return NULL;
-}
-
-static double num_or(const cJSON *o, const char *key, double dflt)
-{
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
 /* An F32 vector made from config.json (rope factors), placed before the
  * weights as llama.cpp's converter yields generate_extra_tensors first. */
 static qb_status add_gen(build *b, const char *name, const float *v, int64_t n, const char *why)
@@ -438,105 +419,16 @@ static qb_status add_gen(build *b, const char *name, const float *v, int64_t n, 
     return QB_OK;
 }
 
-/* Rope factor tensors (docs/formats/gguf.md "Writing GGUF", rope factors):
- * llama3 scaling becomes rope_freqs.weight as LlamaModel.generate_extra_tensors
- * computes it (float32 arithmetic, as its torch code); phi3 longrope
- * becomes rope_factors_long/short.weight (Phi3MiniModel). Other types
- * need no tensor; llama3 or longrope on another architecture is refused. */
+/* The rope factor tensors config.json asks for (wrope.c). */
 static qb_status plan_rope_factors(build *b, const cJSON *cfg)
 {
-    const qb_host *h = b->h;
-    const cJSON *rs = ggw_rope_dict(cfg), *ty;
-    const char *type, *arch = b->p->arch->gguf_name;
-    const int64_t hidden = cfg_int(cfg, "hidden_size"), heads = cfg_int(cfg, "num_attention_heads");
-    float *v;
-    int64_t i, n;
-    qb_status st;
-    if (!rs)
-        return QB_OK;
-    ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
-    if (!cJSON_IsString(ty))
-        ty = cJSON_GetObjectItemCaseSensitive(rs, "type");
-    type = cJSON_IsString(ty) ? ty->valuestring : "";
-    if (strcmp(type, "llama3") == 0) {
-        const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
-        int64_t dim = cfg_int(cfg, "head_dim");
-        const double base = num_or(cfg, "rope_theta", num_or(rs, "rope_theta", num_or(rp, "rope_theta", 10000.0)));
-        const float factor = (float)num_or(rs, "factor", 8.0), lo = (float)num_or(rs, "low_freq_factor", 1.0),
-                    hi = (float)num_or(rs, "high_freq_factor", 4.0),
-                    old = (float)num_or(rs, "original_max_position_embeddings", 8192.0);
-        if (b->p->arch->bit != GGUF_A_LLAMA)
-            return h->set_error(h, QB_E_UNSUPPORTED,
-                                "%s: config.json rope_scaling llama3 on architecture '%s': the gguf writer writes "
-                                "its rope_freqs tensor for llama only",
-                                b->src->source_path, arch);
-        if (dim <= 0)
-            dim = heads > 0 ? hidden / heads : 0;
-        if (dim < 2 || dim % 2 || !(hi > lo))
-            return h->set_error(h, QB_E_FORMAT,
-                                "%s: config.json rope_scaling llama3: head dimension %lld / frequency factors "
-                                "(high_freq_factor must exceed low_freq_factor)",
-                                b->src->source_path, (long long)dim);
-        n = dim / 2;
-        if (!(v = qbk_malloc((size_t)n * sizeof(float))))
-            return h->set_error(h, QB_E_NOMEM, "out of memory");
-        for (i = 0; i < n; i++) {
-            /* freqs = 1 / base ** (arange(0, dim, 2, float32) / dim); the
-             * rest elementwise on float32 tensors */
-            float freq = 1.0f / powf((float)base, (float)(2 * i) / (float)dim);
-            float wavelen = (float)(2.0 * M_PI) / freq;
-            if (wavelen < old / hi) {
-                v[i] = 1.0f;
-            } else if (wavelen > old / lo) {
-                v[i] = factor;
-            } else {
-                float smooth = (old / wavelen - lo) / (hi - lo);
-                v[i] = 1.0f / ((1.0f - smooth) / factor + smooth);
-            }
-        }
-        st = add_gen(b, "rope_freqs.weight", v, n,
-                     "llama3 rope scaling: factors computed from config.json rope_scaling "
-                     "(LlamaModel.generate_extra_tensors)");
-        qbk_free(v);
-        return st;
-    }
-    if (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) {
-        const cJSON *lf = cJSON_GetObjectItemCaseSensitive(rs, "long_factor");
-        const cJSON *sf = cJSON_GetObjectItemCaseSensitive(rs, "short_factor");
-        const double prf = num_or(rs, "partial_rotary_factor", num_or(cfg, "partial_rotary_factor", 1.0));
-        int64_t rope_dims = heads > 0 ? (int64_t)(prf * (double)hidden) / heads : 0;
-        int k;
-        if (b->p->arch->bit != GGUF_A_PHI3)
-            return h->set_error(h, QB_E_UNSUPPORTED,
-                                "%s: config.json rope_scaling %s on architecture '%s': the gguf writer writes rope "
-                                "factor tensors for phi3 only",
-                                b->src->source_path, type, arch);
-        n = rope_dims / 2;
-        if (!cJSON_IsArray(lf) || !cJSON_IsArray(sf) || cJSON_GetArraySize(lf) != n || cJSON_GetArraySize(sf) != n ||
-            n < 1)
-            return h->set_error(h, QB_E_FORMAT,
-                                "%s: config.json rope_scaling %s: long_factor and short_factor must each hold %lld "
-                                "numbers (rope dimensions / 2)",
-                                b->src->source_path, type, (long long)n);
-        if (!(v = qbk_malloc((size_t)n * sizeof(float))))
-            return h->set_error(h, QB_E_NOMEM, "out of memory");
-        st = QB_OK;
-        for (k = 0; k < 2 && !st; k++) {
-            const cJSON *arr = k ? sf : lf, *it;
-            i = 0;
-            cJSON_ArrayForEach(it, arr) v[i++] = cJSON_IsNumber(it) ? (float)it->valuedouble : NAN;
-            for (i = 0; i < n; i++)
-                if (!isfinite(v[i]))
-                    st = h->set_error(h, QB_E_FORMAT, "%s: config.json rope_scaling %s: element %lld is not a number",
-                                      b->src->source_path, k ? "short_factor" : "long_factor", (long long)i);
-            if (!st)
-                st = add_gen(b, k ? "rope_factors_short.weight" : "rope_factors_long.weight", v, n,
-                             "longrope factors from config.json rope_scaling (Phi3MiniModel)");
-        }
-        qbk_free(v);
-        return st;
-    }
-    return QB_OK;
+    ggw_rope_factors f;
+    size_t i;
+    qb_status st = ggw_rope_factors_make(b->h, b->src->source_path, cfg, b->p->arch, &f);
+    for (i = 0; i < f.n && !st; i++)
+        st = add_gen(b, f.name[i], f.v[i], f.len, f.why);
+    ggw_rope_factors_free(&f);
+    return st;
 }
 
 /* deepseek2 kv_b_proj [H * (nope + v), R] (docs/formats/gguf.md
