@@ -1,9 +1,10 @@
 /*
  * GGUF writer — internals shared by writer.c (the vtable and the streaming
  * of tensor data), wplan.c (which GGUF tensor each canonical tensor goes
- * to, in which ggml type, exact or quantized and why) and wmeta.c (the
+ * to, in which ggml type, exact or quantized and why), wmeta.c (the
  * metadata: general.*, {arch}.* from config.json, tokenizer.ggml.* from
- * tokenizer.json). Layout facts: docs/formats/gguf.md "Container layout",
+ * tokenizer.json) and wrope.c (rope factor tensors from config.json).
+ * Layout facts: docs/formats/gguf.md "Container layout",
  * "Tensor names", "Writing GGUF". Internal to the gguf plugin.
  */
 #ifndef GGUF_WRITER_H
