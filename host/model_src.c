@@ -128,6 +128,102 @@ static qb_status src_read_grid(void *h, size_t index, int64_t row0, int64_t n_ro
     return context(s, index, "read_grid", rc);
 }
 
+/* ABI 1.4 stored rows: present only in a reader vtable that has them. */
+static int has_stored(const qbh_source *s)
+{
+    const qb_reader_vtable *r = s->reader->desc->reader;
+    return QB_HAS_FIELD(r, qb_reader_vtable, read_stored_rows) && r->get_stored_rows &&
+           r->read_stored_rows;
+}
+
+/* The view's shape as its layout defines it from the tensor's dims
+ * (qb_reader.h qb_stored_layout); 0 for an unknown layout. */
+static int stored_shape(const qb_tensor_info *t, uint32_t layout, int64_t *rows, int64_t *cols)
+{
+    int64_t lead = 1;
+    uint32_t d;
+    if (layout == QB_STORED_ROWS) {
+        *rows = qb_tensor_rows(t);
+        *cols = qb_tensor_cols(t);
+        return 1;
+    }
+    if (layout != QB_STORED_TRANSPOSED || t->n_dims < 2)
+        return 0;
+    for (d = 0; d + 2 < t->n_dims; d++)
+        lead *= t->dims[d];
+    *rows = lead * t->dims[t->n_dims - 1];
+    *cols = t->dims[t->n_dims - 2];
+    return 1;
+}
+
+static qb_status src_stored_info(void *h, size_t index, qb_stored_rows_info *out)
+{
+    qbh_source *s = S(h);
+    const qb_reader_vtable *r = s->reader->desc->reader;
+    const qb_tensor_info *t;
+    int64_t rows, cols;
+    uint32_t size = out->struct_size;
+    qb_status rc;
+    if (index >= s->info.n_tensors)
+        return qbh_error_set(QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", s->path, index,
+                             s->info.n_tensors);
+    t = &s->tensors[index];
+    if (!has_stored(s))
+        return qbh_error_set(QB_E_UNSUPPORTED, "%s: %s: reader %s offers no stored rows", s->path,
+                             t->name, s->reader->name);
+    if (size < QB_STORED_ROWS_INFO_SIZE_1_4)
+        return qbh_error_set(QB_E_INVALID, "%s: %s: stored rows info of %u bytes (< %u)", s->path,
+                             t->name, size, (unsigned)QB_STORED_ROWS_INFO_SIZE_1_4);
+    memset(out, 0, sizeof *out);
+    out->struct_size = size;
+    qbh_error_clear();
+    pthread_mutex_lock(&s->info_lock);
+    QBH_CALL(s->reader, "get_stored_rows", t->name, rc = r->get_stored_rows(s->handle, index, out));
+    pthread_mutex_unlock(&s->info_lock);
+    if (rc == QB_E_UNSUPPORTED) {
+        if (!qbh_error_message()[0])
+            qbh_error_set(rc, "%s: %s: no stored rows", s->path, t->name);
+        return rc;
+    }
+    if (rc)
+        return context(s, index, "get_stored_rows", rc);
+    /* a writer copies bytes on the strength of this: hold it to its contract */
+    if (!out->encoding || !*out->encoding || !stored_shape(t, out->layout, &rows, &cols) ||
+        out->rows != rows || out->cols != cols || out->row_bytes == 0)
+        return qbh_error_set(QB_E_INTERNAL, "%s: %s: reader %s: stored rows %s layout %u [%lld x %lld, "
+                             "%llu bytes a row] do not fit the tensor (out of contract)", s->path,
+                             t->name, s->reader->name, out->encoding ? out->encoding : "(null)",
+                             out->layout, (long long)out->rows, (long long)out->cols,
+                             (unsigned long long)out->row_bytes);
+    return QB_OK;
+}
+
+static qb_status src_read_stored(void *h, size_t index, int64_t row0, int64_t n_rows, void *dst)
+{
+    qbh_source *s = S(h);
+    const qb_reader_vtable *r = s->reader->desc->reader;
+    qb_stored_rows_info si;
+    qb_status rc;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    if ((rc = src_stored_info(h, index, &si)))
+        return rc;
+    if (row0 < 0 || n_rows < 0 || row0 > si.rows || n_rows > si.rows - row0)
+        return qbh_error_set(QB_E_RANGE, "%s: %s: stored rows [%lld, +%lld) outside [0, %lld)",
+                             s->path, s->tensors[index].name, (long long)row0, (long long)n_rows,
+                             (long long)si.rows);
+    if (qbh_cancel_requested())
+        return qbh_error_set(QB_E_CANCELLED, "cancelled");
+    qbh_error_clear();
+    if (s->serialise)
+        pthread_mutex_lock(&s->reader->read_lock);
+    QBH_CALL(s->reader, "read_stored_rows", s->tensors[index].name,
+             rc = r->read_stored_rows(s->handle, index, row0, n_rows, dst));
+    if (s->serialise)
+        pthread_mutex_unlock(&s->reader->read_lock);
+    return context(s, index, "read_stored_rows", rc);
+}
+
 static qb_status validate_tensor(qbh_source *s, size_t i)
 {
     const qb_tensor_info *t = &s->tensors[i];
@@ -320,6 +416,8 @@ qb_status qbh_source_open(qbh_plugin *p, const char *path, const qb_param *param
     s->src.read_rows = src_read_rows;
     s->src.get_grid_info = src_get_grid_info;
     s->src.read_grid = src_read_grid;
+    s->src.stored_rows_info = src_stored_info;
+    s->src.read_stored_rows = src_read_stored;
 out:
     if (rc)
         qbh_source_close(s);

@@ -53,7 +53,7 @@
  * qbh_vm_acc_init; one accumulator per thread (no locking inside). */
 typedef struct qbh_vm_acc {
     uint64_t n;          /* elements seen */
-    uint64_t n_diff;     /* elements whose float32 bits differ */
+    uint64_t n_diff;     /* elements whose float32 bits differ (zeros of either sign equal) */
     uint64_t n_bad_nonfinite; /* a NaN/Inf on one side not matched bit for bit */
     double max_abs;
     double ss_err, ss_a, ss_b, dot;

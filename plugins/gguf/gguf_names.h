@@ -86,8 +86,14 @@ enum {
     GGUF_W_EXPERT = 1, /* expert `index` of a stacked 3-D tensor (ne {K, N, E}) */
     GGUF_W_FUSED = 2,  /* part `index` of a tensor fused by rows (phi3 attn_qkv: q, k, v;
                           ffn_up: gate, up) */
-    GGUF_W_KV_B = 3    /* deepseek2 kv_b_proj: `name` is attn_k_b, attn_v_b the other half
+    GGUF_W_KV_B = 3,   /* deepseek2 kv_b_proj: `name` is attn_k_b, attn_v_b the other half
                           (docs/formats/gguf.md "deepseek2", kv_b split) */
+    /* gpt-oss (issue 28): HF experts [E, in, out] stored per expert as [out, in]
+     * (ne {in, out, E}); index 2: gate_up_proj, whose even outputs go to `name`
+     * (ffn_gate_exps) and odd ones to `name2` (ffn_up_exps); index 1: one tensor */
+    GGUF_W_OSS_EXPS = 4,
+    /* gpt-oss gate_up_proj_bias [E, 2N]: even columns to `name`, odd to `name2` */
+    GGUF_W_OSS_BIAS = 5
 };
 typedef struct gguf_wname {
     char name[GGUF_MAX_NAME]; /* GGUF tensor name, "blk.3.attn_q.weight" */
@@ -97,12 +103,13 @@ typedef struct gguf_wname {
                                  head_count, 2: with head_count_kv */
     int plus_one;             /* stored as w + 1 (Gemma norms) */
     int layer;                /* block index, -1 outside blocks */
+    char name2[GGUF_MAX_NAME]; /* GGUF_W_OSS_*: the second tensor, or "" */
 } gguf_wname;
 
 /* Fills *out for HF tensor `hf` of architecture `arch`. Returns QB_OK,
  * QB_E_NOT_FOUND when the table has no entry for it (the caller names the
  * tensor), QB_E_UNSUPPORTED when the entry's layout is one the writer does
- * not build (gpt-oss experts). Pure; sets no message. */
+ * not build (llama4 fused experts). Pure; sets no message. */
 qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *out);
 
 #endif /* GGUF_NAMES_H */

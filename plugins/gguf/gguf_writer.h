@@ -13,6 +13,7 @@
 #include "gguf_names.h"
 
 #include <cjson/cJSON.h>
+#include <quantbridge/qb_reader.h>
 #include <quantbridge/qb_writer.h>
 
 /* Alignment of tensor data (GGUF_DEFAULT_ALIGNMENT; general.alignment is not written). */
@@ -48,13 +49,21 @@ enum {
     GGW_FLOAT = 0, /* from the reader's float32 rows, by gguf_ggml_quantize_row */
     GGW_GRID_Q4_0, /* from a symmetric 4-bit grid: codes and fp16 scales carried over */
     GGW_GRID_Q8_0, /* from a symmetric 8-bit grid */
-    GGW_GEN        /* no source tensor: values made from config.json (ggw_tensor.gen) */
+    GGW_GEN,       /* no source tensor: values made from config.json (ggw_tensor.gen) */
+    GGW_COPY       /* the source's stored rows (ABI 1.4), already in the output's ggml type:
+                      copied unchanged, each row checked to decode to the reader's floats */
 };
 
 /* deepseek2's kv_b_proj, written as llama.cpp's converter splits it
  * (ggw_tensor.kv): the attn_k_b tensor streams both halves, the attn_v_b
  * one has no parts of its own. */
 enum { GGW_KV_NONE = 0, GGW_KV_K = 1, GGW_KV_V = 2 };
+
+/* gpt-oss experts (docs/formats/gguf.md "gpt-oss"): the HF tensor [E, K, M]
+ * is written per expert transposed (row j of expert e = HF column j), all
+ * columns (T) or the even / odd ones (gate_up_proj's gate / up); the bias
+ * [E, 2N] as its even / odd columns. */
+enum { GGW_OSS_NONE = 0, GGW_OSS_T, GGW_OSS_T_EVEN, GGW_OSS_T_ODD, GGW_OSS_B_EVEN, GGW_OSS_B_ODD };
 
 /* One GGUF tensor: the concatenation by rows of n_parts source tensors. */
 typedef struct ggw_tensor {
@@ -68,6 +77,9 @@ typedef struct ggw_tensor {
     uint32_t perm_heads; /* rows permuted (LlamaModel.permute) with this many heads, or 0 */
     int plus_one;        /* Gemma norm: w + 1 */
     int how;             /* GGW_* */
+    int oss;             /* GGW_OSS_*: a gpt-oss expert tensor (n_parts 1) */
+    int second;          /* the second GGUF tensor of its source tensor (gpt-oss up) */
+    int repack;          /* GGW_COPY from "ocp:mxfp4" rows: nibbles reordered into ggml MXFP4 */
     int action;          /* qb_plan_action */
     char why[400];
     /* issue 28 (deepseek2, rope factors, split files) */

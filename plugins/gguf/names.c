@@ -172,6 +172,34 @@ static int match_expert(const char *pat, const char *s, int *e)
     return 1;
 }
 
+/* gpt-oss names with no ".weight" suffix in transformers (GptOssModel.
+ * filter_tensors / modify_tensors): sinks get one, the fused experts and
+ * their biases split into gate and up (map_oss_experts reads them back). */
+static int oss_to_gguf(const char *rest, int layer, gguf_wname *out)
+{
+    static const struct {
+        const char *hf, *gguf, *gguf2;
+        int kind, index;
+    } m[] = {
+        {"self_attn.sinks", "attn_sinks.weight", NULL, GGUF_W_PLAIN, 0},
+        {"mlp.experts.gate_up_proj", "ffn_gate_exps.weight", "ffn_up_exps.weight", GGUF_W_OSS_EXPS, 2},
+        {"mlp.experts.down_proj", "ffn_down_exps.weight", NULL, GGUF_W_OSS_EXPS, 1},
+        {"mlp.experts.gate_up_proj_bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", GGUF_W_OSS_BIAS, 2},
+        {"mlp.experts.down_proj_bias", "ffn_down_exps.bias", NULL, GGUF_W_PLAIN, 0},
+    };
+    size_t i;
+    for (i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+        if (strcmp(rest, m[i].hf) == 0) {
+            snprintf(out->name, sizeof(out->name), "blk.%d.%s", layer, m[i].gguf);
+            if (m[i].gguf2)
+                snprintf(out->name2, sizeof(out->name2), "blk.%d.%s", layer, m[i].gguf2);
+            out->kind = m[i].kind;
+            out->index = m[i].index;
+            return 1;
+        }
+    return 0;
+}
+
 qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *out)
 {
     size_t i, nl = strlen(hf);
@@ -191,6 +219,8 @@ qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *
         return QB_E_NOT_FOUND;
     out->layer = layer;
     rest = hf + used;
+    if ((arch->bit & GGUF_A_GPTOSS) && oss_to_gguf(rest, layer, out))
+        return QB_OK;
     dot = strrchr(rest, '.');
     for (i = 0; i < sizeof(blk_maps) / sizeof(blk_maps[0]); i++) {
         const struct blk_map *mp = &blk_maps[i];

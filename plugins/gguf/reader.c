@@ -12,6 +12,7 @@
 #include "gguf_tokenizer.h"
 #include "gguf_views.h"
 #include "gguf_split.h"
+#include "gguf_stored.h"
 
 #include "ggml_types.h"
 #include "qbk_alloc.h"
@@ -698,6 +699,31 @@ static qb_status vt_metadata(qb_reader_handle h, size_t index, qb_meta_entry *ou
     return gguf_view_meta(r->m, r->t, r->n, index, out);
 }
 
+static qb_status vt_stored_info(qb_reader_handle h, size_t index, qb_stored_rows_info *out)
+{
+    const gguf_reader *r = h;
+    if (index >= r->n)
+        return r->h->set_error(r->h, QB_E_RANGE, "tensor index %zu out of range (%zu tensors)", index, r->n);
+    return gguf_stored_info(&r->t[index], out);
+}
+
+static qb_status vt_read_stored(qb_reader_handle h, size_t index, int64_t row0, int64_t n_rows, void *dst)
+{
+    const gguf_reader *r = h;
+    qb_stored_rows_info si;
+    int64_t i;
+    memset(&si, 0, sizeof(si));
+    si.struct_size = sizeof(si);
+    if (index >= r->n || gguf_stored_info(&r->t[index], &si) != QB_OK)
+        return r->h->set_error(r->h, QB_E_UNSUPPORTED, "tensor %zu has no stored rows", index);
+    if (row0 < 0 || n_rows < 0 || row0 > si.rows || n_rows > si.rows - row0)
+        return r->h->set_error(r->h, QB_E_RANGE, "%s: stored rows [%lld, +%lld) outside the %lld rows",
+                               r->t[index].name, (long long)row0, (long long)n_rows, (long long)si.rows);
+    for (i = 0; i < n_rows; i++)
+        memcpy((uint8_t *)dst + (size_t)i * si.row_bytes, gguf_stored_row(&r->t[index], row0 + i), si.row_bytes);
+    return QB_OK;
+}
+
 static const qb_reader_vtable reader_vtable = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = reader_probe,
@@ -710,6 +736,8 @@ static const qb_reader_vtable reader_vtable = {
     .read_grid = vt_read_grid,
     .get_raw_tensor_info = vt_raw_tensor,
     .get_metadata = vt_metadata,
+    .get_stored_rows = vt_stored_info,
+    .read_stored_rows = vt_read_stored,
 };
 
 static const qb_option_decl opt_tokenizer = {
@@ -750,7 +778,8 @@ static qb_plugin plugin = {
     .name = "gguf",
     .version = "0.1.0",
     .description = "GGUF (llama.cpp): read (every ggml type, split files, llama.cpp names to Hugging Face) and "
-                   "written (GGUF v3, exact Q4_0/Q8_0 from symmetric grids, legacy quantizers)",
+                   "written (GGUF v3: the source's ggml and MXFP4 blocks copied, exact Q4_0/Q8_0 from "
+                   "symmetric grids, legacy and K quantizers)",
     .vendor = "quantbridge",
     .license = "MIT",
     .flags = QB_PLUGIN_CONCURRENT_READS,

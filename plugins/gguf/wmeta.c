@@ -366,6 +366,11 @@ static qb_status arch_keys(meta *m)
         (bit & (GGUF_A_GEMMA2 | GGUF_A_GEMMA3)))
         if ((st = put_int(m, "sliding_window", "attention.sliding_window", 0)))
             return st;
+    if (bit & GGUF_A_GPTOSS)
+        /* GptOssModel.set_gguf_parameters: the expert width is intermediate_size */
+        if ((st = put_int(m, "intermediate_size", "expert_feed_forward_length", 1)) ||
+            (st = put_int(m, "sliding_window", "attention.sliding_window", 1)))
+            return st;
     if (bit & GGUF_A_GEMMA2)
         if ((st = put_float(m, "attn_logit_softcapping", "attn_logit_softcapping")) ||
             (st = put_float(m, "final_logit_softcapping", "final_logit_softcapping")))

@@ -255,6 +255,45 @@ static int grid_fits(const qb_model_src *src, size_t i, const qb_tensor_info *ti
            gi->group_size % 32 == 0 && qb_tensor_cols(ti) % 32 == 0;
 }
 
+/* The ggml type id whose rows part i stores (ABI 1.4 stored rows in
+ * `layout`: encoding "ggml:<TYPE>", or "ocp:mxfp4", which holds the values
+ * of ggml's MXFP4 with the nibbles in another order, *repack then 1;
+ * docs/plugin-design.md "Stored encodings"), or -1. */
+static int64_t stored_ggml(const qb_model_src *src, size_t i, uint32_t layout, int *repack)
+{
+    qb_stored_rows_info si;
+    const char *tn;
+    uint32_t ty;
+    *repack = 0;
+    if (!QB_HAS_FIELD(src, qb_model_src, read_stored_rows) || !src->stored_rows_info || !src->read_stored_rows)
+        return -1;
+    memset(&si, 0, sizeof(si));
+    si.struct_size = sizeof(si);
+    if (src->stored_rows_info(src->handle, i, &si) != QB_OK || si.layout != layout)
+        return -1;
+    if (strcmp(si.encoding, "ocp:mxfp4") == 0) {
+        tn = "MXFP4";
+        *repack = 1;
+    } else if (strncmp(si.encoding, "ggml:", 5) == 0) {
+        tn = si.encoding + 5;
+    } else {
+        return -1;
+    }
+    for (ty = 0; ty < 64; ty++) {
+        const char *n = gguf_ggml_type_name(ty);
+        if (n && strcmp(n, tn) == 0) {
+            uint64_t rb = 0;
+            /* the bytes must be what ggml's own row size says, and fit the
+             * writer's block buffers (4 bytes an element: not F64/I64) */
+            if (gguf_ggml_row_bytes(ty, si.cols, &rb) != 0 || rb != si.row_bytes || rb > (uint64_t)si.cols * 4 ||
+                !gguf_ggml_type_supported(ty))
+                return -1;
+            return ty;
+        }
+    }
+    return -1;
+}
+
 static int64_t cfg_int(const cJSON *cfg, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
@@ -268,9 +307,42 @@ static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, co
     const gguf_ggml_type_info *qi = gguf_ggml_type_get(q);
     qb_grid_info gi;
     int one_d = t->n_dims == 1 || (t->n_dims == 2 && t->ne[1] == 1);
+    /* convert_hf_to_gguf.py prepare_tensors: a name not ending in ".weight" stays F32 */
+    size_t nl = strlen(t->name);
+    int is_bias = nl < 7 || strcmp(t->name + nl - 7, ".weight") != 0;
 
     t->how = GGW_FLOAT;
-    if (o->auto_type && !one_d) {
+    {
+        /* A source storing every part in one ggml type keeps its rows:
+         * under auto (no override named a type), or when that type is the
+         * one asked for. Copying beats requantizing decoded K/IQ blocks. */
+        int64_t ty = -1;
+        size_t k;
+        int rp = 0;
+        const int bias = t->oss == GGW_OSS_B_EVEN || t->oss == GGW_OSS_B_ODD;
+        for (k = 0; k < t->n_parts && !bias; k++) {
+            int64_t pk = stored_ggml(src, t->part[k], t->oss ? QB_STORED_TRANSPOSED : QB_STORED_ROWS, &rp);
+            if (pk < 0 || (k && pk != ty)) {
+                ty = -1;
+                break;
+            }
+            ty = pk;
+        }
+        if (ty >= 0 && ((o->auto_type && !rule) || (uint32_t)ty == q)) {
+            t->type = (uint32_t)ty;
+            t->how = GGW_COPY;
+            t->repack = rp;
+            t->action = QB_PLAN_EXACT;
+            snprintf(t->why, sizeof(t->why),
+                     "the source stores it as %s %s rows: copied %s (each row checked to decode to the "
+                     "source's values)%s",
+                     rp ? "OCP" : "ggml", gguf_ggml_type_name((uint32_t)ty),
+                     rp ? "into ggml MXFP4 blocks (the same scale byte and codes, ggml's nibble order)" : "unchanged",
+                     t->perm_heads ? ", rows in llama.cpp's rope order" : t->oss ? ", per expert as [out, in]" : "");
+            return;
+        }
+    }
+    if (o->auto_type && !one_d && !t->oss) {
         size_t k;
         int ok4 = 1, ok8 = 1;
         for (k = 0; k < t->n_parts; k++) {
@@ -293,12 +365,12 @@ static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, co
             return;
         }
     }
-    if (one_d || strstr(t->name, "ffn_gate_inp")) {
+    if (one_d || strstr(t->name, "ffn_gate_inp") || is_bias) {
         t->type = GGUF_GGML_TYPE_F32;
         /* a wider type changes no value, but only F32 keeps the stored type */
         t->action = ti->source_dtype == QB_DT_F32 && !t->plus_one ? QB_PLAN_COPY : QB_PLAN_CONVERT;
-        snprintf(t->why, sizeof(t->why), "%s kept in F32 (llama.cpp keeps vectors and routers in F32)%s",
-                 one_d ? "vector" : "router", t->plus_one ? ", stored as w + 1 (Gemma norm)" : "");
+        snprintf(t->why, sizeof(t->why), "%s kept in F32 (llama.cpp keeps vectors, biases and routers in F32)%s",
+                 one_d ? "vector" : is_bias ? "bias" : "router", t->plus_one ? ", stored as w + 1 (Gemma norm)" : "");
         return;
     }
     if (t->ne[0] % (int64_t)qi->blck != 0) {
@@ -471,6 +543,49 @@ static qb_status plan_kv_b(build *b, const cJSON *cfg, const ggw_opts *o, preset
     return QB_OK;
 }
 
+/* The GGUF tensor(s) of a gpt-oss expert tensor (GptOssModel.modify_tensors
+ * and repack_mxfp4, llama.cpp conversion/gpt_oss.py): gate_up_proj [E, H,
+ * 2I] gives ffn_gate_exps and ffn_up_exps (ne {H, I, E}, the even and odd
+ * outputs), down_proj [E, I, H] gives ffn_down_exps (ne {I, H, E}); the
+ * fused bias [E, 2I] gives ffn_gate_exps.bias and ffn_up_exps.bias
+ * (ne {I, E}). Consecutive in the file, both from source tensor i. */
+static qb_status add_oss(build *b, size_t i, const qb_tensor_info *ti, const gguf_wname *w)
+{
+    const qb_host *h = b->h;
+    const int bias = w->kind == GGUF_W_OSS_BIAS, two = w->name2[0] != '\0';
+    int k;
+    if (bias ? ti->n_dims != 2 || ti->dims[1] % 2 : ti->n_dims != 3 || (two && ti->dims[2] % 2))
+        return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': expected %s", b->src->source_path, ti->name,
+                            bias ? "[E, 2N] (gate and up biases interleaved)" : "[E, in, out] fused experts");
+    for (k = 0; k < (two ? 2 : 1); k++) {
+        ggw_tensor *t = new_out(b, k ? w->name2 : w->name);
+        size_t *part = qbk_malloc(sizeof(*part));
+        if (!t || !part) {
+            qbk_free(part);
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", b->src->source_path);
+        }
+        t->part = part;
+        t->part[0] = i;
+        t->n_parts = 1;
+        t->second = k;
+        if (bias) {
+            t->oss = k ? GGW_OSS_B_ODD : GGW_OSS_B_EVEN;
+            t->n_dims = 2;
+            t->ne[0] = ti->dims[1] / 2;
+            t->ne[1] = ti->dims[0];
+        } else {
+            t->oss = !two ? GGW_OSS_T : k ? GGW_OSS_T_ODD : GGW_OSS_T_EVEN;
+            t->n_dims = 3;
+            t->ne[0] = ti->dims[1];
+            t->ne[1] = two ? ti->dims[2] / 2 : ti->dims[2];
+            t->ne[2] = ti->dims[0];
+        }
+        if (!k)
+            b->p->out_of[i] = (size_t)(t - b->p->t);
+    }
+    return QB_OK;
+}
+
 qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON *cfg, const ggw_opts *o,
                          size_t *order, ggw_plan *p)
 {
@@ -486,10 +601,6 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
     if (!p->arch)
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: model_type '%s' has no GGUF architecture in the gguf writer",
                             src->source_path, mi->architecture ? mi->architecture : "(none)");
-    if (p->arch->bit & GGUF_A_GPTOSS)
-        return h->set_error(h, QB_E_UNSUPPORTED,
-                            "%s: the gguf writer does not write architecture '%s' yet (gpt-oss experts)",
-                            src->source_path, p->arch->gguf_name);
     p->n_head = cfg_int(cfg, "num_attention_heads");
     p->n_head_kv = cfg_int(cfg, "num_key_value_heads");
     if (p->n_head_kv < 0)
@@ -520,6 +631,11 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
             st = h->set_error(h, QB_E_UNSUPPORTED, "%s: tensor '%s': its GGUF layout is not written by the gguf writer yet",
                               src->source_path, ti->name);
             break;
+        }
+        if (w->kind == GGUF_W_OSS_EXPS || w->kind == GGUF_W_OSS_BIAS) {
+            if ((st = add_oss(&b, i, ti, w)))
+                break;
+            continue;
         }
         if (ti->n_dims > 2) {
             st = h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': %u dimensions, expected 1 or 2", src->source_path,
@@ -570,6 +686,8 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
     for (i = 0; i < n && !st; i++) {
         ggw_tensor *t = &p->t[p->out_of[i]];
         size_t want = (size_t)b.wn[i].index + 1;
+        if (t->oss)
+            continue; /* add_oss placed its one part */
         if (want > t->n_parts) {
             size_t *np = qbk_realloc(t->part, want * sizeof(*np));
             if (!np) {
@@ -608,6 +726,23 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
         if (t->kv == GGW_KV_K) {
             if ((st = plan_kv_b(&b, cfg, o, &ps, k)))
                 break;
+            continue;
+        }
+        if (t->oss) {
+            const qb_tensor_info *t0;
+            uint64_t rb = 0;
+            if ((st = src->tensor_info(src->handle, t->part[0], &t0)) != QB_OK)
+                break;
+            /* a bias is F32 whatever was asked (choose); only weights count in a preset */
+            if (t->oss == GGW_OSS_B_EVEN || t->oss == GGW_OSS_B_ODD)
+                choose(src, o, t, t0, o->type, NULL);
+            else
+                pick_type(src, o, &ps, t, t0);
+            if (gguf_ggml_row_bytes(t->type, t->ne[0], &rb) != 0) {
+                st = h->set_error(h, QB_E_INTERNAL, "gguf writer: no row size for %s", t->name);
+                break;
+            }
+            t->nbytes = rb * (uint64_t)t->ne[1] * (uint64_t)(t->n_dims == 3 ? t->ne[2] : 1);
             continue;
         }
         for (j = 0; j < t->n_parts; j++)
@@ -684,7 +819,7 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
             p->t[k].shard = (uint32_t)shard;
             p->t[k].offset = off;
             off += padded;
-            for (i = 0; i < p->t[k].n_parts; i++)
+            for (i = 0; i < p->t[k].n_parts && !p->t[k].second; i++)
                 order[pos++] = p->t[k].part[i];
         }
         /* llama_ftype 15 Q4_K_M, 17 Q5_K_M */

@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define IS_GRID(how) ((how) == GGW_GRID_Q4_0 || (how) == GGW_GRID_Q8_0)
+
 /* Row block in float32 elements (4 MiB). */
 #define GGW_BLOCK_ELEMS ((int64_t)1 << 20)
 #define GGW_MAX_PIECES 64
@@ -58,6 +60,7 @@ typedef struct ggw_writer {
     size_t block;          /* floats per block buffer */
     float *fbuf;
     uint8_t *bbuf;  /* converted bytes of one block */
+    uint8_t *sbuf;  /* stored rows of one block (GGW_COPY), canonical order */
     uint8_t *codes; /* grid codes of one block */
     float *scales;
     int32_t *zeros;
@@ -70,7 +73,8 @@ const qb_option_decl gguf_writer_opt_type = {
     .name = "type",
     .type = QB_PARAM_STRING,
     .default_value = "auto",
-    .help = "gguf writer: ggml type of the weight matrices (auto: exact Q4_0/Q8_0 from symmetric grids, else Q8_0)",
+    .help = "gguf writer: ggml type of the weight matrices (auto: the source's ggml/MXFP4 blocks copied, exact "
+            "Q4_0/Q8_0 from symmetric grids, else Q8_0)",
     .choices = "auto|F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M",
     .min_int = 1,
     .max_int = 0,
@@ -119,10 +123,10 @@ static int ggw_supports(void *ctx, const qb_model_info *mi)
     const gguf_arch *a;
     (void)ctx;
     a = mi ? gguf_arch_for_model_type(mi->architecture) : NULL;
-    if (!a || (a->bit & GGUF_A_GPTOSS)) {
+    if (!a) {
         h->set_error(h, QB_E_UNSUPPORTED, "the gguf writer writes llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, "
-                                          "qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2 and deepseek_v3; "
-                                          "not '%s'",
+                                          "qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3 "
+                                          "and gpt_oss; not '%s'",
                      mi && mi->architecture ? mi->architecture : "(none)");
         return 0;
     }
@@ -140,6 +144,7 @@ static void ggw_free(ggw_writer *w)
     qbk_free(w->order);
     qbk_free(w->fbuf);
     qbk_free(w->bbuf);
+    qbk_free(w->sbuf);
     qbk_free(w->codes);
     qbk_free(w->scales);
     qbk_free(w->zeros);
@@ -316,9 +321,11 @@ static qb_status ggw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
             rows = qb_tensor_rows(ti);
             cols = qb_tensor_cols(ti);
             br = block_rows(t, rows, cols);
+            if (t->oss == GGW_OSS_T || t->oss == GGW_OSS_T_EVEN || t->oss == GGW_OSS_T_ODD)
+                br = ti->dims[1]; /* one expert: [K, M] floats (stream_oss) */
             if ((size_t)(br * cols) > w->block)
                 w->block = (size_t)(br * cols);
-            if (t->how != GGW_FLOAT && (size_t)(br * (cols / 32 + 1)) > w->grid_cap)
+            if (IS_GRID(t->how) && (size_t)(br * (cols / 32 + 1)) > w->grid_cap)
                 w->grid_cap = (size_t)(br * (cols / 32 + 1));
             if (t->kv == GGW_KV_K) {
                 /* one head of k_b or v_b, and its transpose */
@@ -330,11 +337,12 @@ static qb_status ggw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
     }
     w->fbuf = qbk_malloc(w->block * sizeof(float));
     w->bbuf = qbk_malloc(w->block * 4);
+    w->sbuf = qbk_malloc(w->block * 4); /* a copied row is at most 4 bytes an element (wplan.c) */
     w->codes = qbk_malloc(w->block * sizeof(float)); /* also a vector's permutation scratch */
     w->scales = qbk_malloc(w->grid_cap * sizeof(float));
     w->zeros = qbk_malloc(w->grid_cap * sizeof(int32_t));
     w->stats = qbk_calloc(w->plan.n ? w->plan.n : 1, sizeof(*w->stats));
-    if (!w->fbuf || !w->bbuf || !w->codes || !w->scales || !w->zeros || !w->stats) {
+    if (!w->fbuf || !w->bbuf || !w->sbuf || !w->codes || !w->scales || !w->zeros || !w->stats) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
     }
@@ -415,6 +423,26 @@ static void grid_row(const ggw_job *j, ggw_stats *s, const uint8_t *codes, const
     }
 }
 
+/* First column of a copied row whose decoded value differs from x in
+ * its bits, or -1 when the row is exact. A zero of either sign matches a
+ * zero: ggml decodes the E2M1 code of -0 as +0 (kvalues_mxfp4 is an int8
+ * table), where the OCP element and transformers' table keep the sign --
+ * the same code, the same real value (docs/formats/gguf.md, "MXFP4"). */
+static int64_t copy_mismatch(uint32_t type, const uint8_t *row, const float *x, int64_t n, float *tmp)
+{
+    int64_t e, k;
+    for (e = 0; e < n; e += 256) {
+        int64_t m = n - e < 256 ? n - e : 256;
+        uint64_t bo = 0;
+        gguf_ggml_row_bytes(type, e, &bo);
+        gguf_ggml_dequantize_row(type, row + bo, tmp, m);
+        for (k = 0; k < m; k++)
+            if (qb_f32_bits(tmp[k]) != qb_f32_bits(x[e + k]) && !(tmp[k] == 0.0f && x[e + k] == 0.0f))
+                return e + k;
+    }
+    return -1;
+}
+
 static qb_status job_run(void *arg, size_t i)
 {
     ggw_job *j = arg;
@@ -449,7 +477,10 @@ static qb_status job_run(void *arg, size_t i)
             y[e] = x[gguf_permute_row(e, j->cols, t->perm_heads)];
         memcpy(x, y, (size_t)j->cols * sizeof(float));
     }
-    if (t->how != GGW_FLOAT) {
+    if (t->how == GGW_COPY &&
+        (st = src->read_stored_rows(src->handle, j->index, j->row0 + r, n, w->sbuf + (size_t)r * j->row_bytes)))
+        return st;
+    if (IS_GRID(t->how)) {
         qb_grid_rows gr;
         gr.struct_size = sizeof(gr);
         gr.codes = w->codes + off;
@@ -467,7 +498,16 @@ static qb_status job_run(void *arg, size_t i)
         if (t->perm_heads && !one_d)
             sr = gguf_permute_row(j->row0 + g, j->rows, t->perm_heads) - j->row0;
         x = w->fbuf + (size_t)sr * (size_t)j->cols;
-        if (t->how != GGW_FLOAT) {
+        if (t->how == GGW_COPY) {
+            int64_t bad;
+            memcpy(dst, w->sbuf + (size_t)sr * j->row_bytes, j->row_bytes);
+            if ((bad = copy_mismatch(t->type, dst, x, j->cols, tmp)) >= 0)
+                return w->h->set_error(w->h, QB_E_FORMAT,
+                                       "%s: %s: stored %s row %lld does not decode to the reader's value at column "
+                                       "%lld (reader %s breaks the stored-rows promise): not copied",
+                                       src->source_path, j->name, gguf_ggml_type_name(t->type),
+                                       (long long)(j->row0 + sr), (long long)bad, src->reader_name);
+        } else if (IS_GRID(t->how)) {
             grid_row(j, s, w->codes + (size_t)sr * (size_t)j->cols, w->scales + (size_t)sr * (size_t)j->ng,
                      w->zeros + (size_t)sr * (size_t)j->ng, x, dst);
         } else {
@@ -507,7 +547,7 @@ static qb_status stream(ggw_writer *w, size_t index, const ggw_tensor *t, ggw_st
         st = w->h->set_error(w->h, QB_E_INTERNAL, "gguf writer: row size of %s", t->name);
         goto out;
     }
-    if (t->how != GGW_FLOAT) {
+    if (IS_GRID(t->how)) {
         qb_grid_info gi;
         memset(&gi, 0, sizeof(gi));
         gi.struct_size = sizeof(gi);
@@ -548,6 +588,178 @@ static qb_status stream(ggw_writer *w, size_t index, const ggw_tensor *t, ggw_st
         stats->ref2 += j->piece[k].ref2;
     }
 out:
+    qbk_free(j);
+    return st;
+}
+
+/* ggml MXFP4 block from an "ocp:mxfp4" one (docs/plugin-design.md "Stored
+ * encodings", docs/formats/gguf.md "MXFP4"): the same E8M0 byte and E2M1
+ * codes; OCP byte 1 + i holds elements 2i (low) and 2i + 1 (high), ggml's
+ * qs[j] holds elements j (low) and j + 16 (high) (ggml-common.h
+ * block_mxfp4, dequantize_row_mxfp4). */
+static void ocp_to_ggml_mxfp4(const uint8_t *in, uint8_t *out, int64_t n_blocks)
+{
+    int64_t b;
+    int j;
+    for (b = 0; b < n_blocks; b++, in += 17, out += 17) {
+        uint8_t c[32];
+        for (j = 0; j < 16; j++) {
+            c[2 * j] = in[1 + j] & 0x0F;
+            c[2 * j + 1] = in[1 + j] >> 4;
+        }
+        out[0] = in[0];
+        for (j = 0; j < 16; j++)
+            out[1 + j] = (uint8_t)(c[j] | c[j + 16] << 4);
+    }
+}
+
+/* One expert of a gpt-oss weight, its output rows split among workers. */
+typedef struct ggw_ojob {
+    ggw_writer *w;
+    const ggw_tensor *t;
+    const char *name;
+    int64_t e, K, M, nout, per, step, off;
+    uint64_t row_bytes, srb;
+    float *gbuf; /* [pieces][K] gathered columns */
+    ggw_stats piece[GGW_MAX_PIECES];
+} ggw_ojob;
+
+static qb_status ojob_run(void *arg, size_t i)
+{
+    ggw_ojob *j = arg;
+    ggw_writer *w = j->w;
+    const ggw_tensor *t = j->t;
+    float *x = j->gbuf + (size_t)i * (size_t)j->K, tmp[256];
+    int64_t r, k, e;
+    for (r = (int64_t)i * j->per; r < j->nout && r < ((int64_t)i + 1) * j->per; r++) {
+        const int64_t col = r * j->step + j->off;
+        uint8_t *dst = w->bbuf + (size_t)r * j->row_bytes;
+        for (k = 0; k < j->K; k++)
+            x[k] = w->fbuf[(size_t)k * (size_t)j->M + (size_t)col];
+        if (t->how == GGW_COPY) {
+            const uint8_t *sr = w->sbuf + (size_t)col * j->srb;
+            int64_t bad;
+            if (t->repack)
+                ocp_to_ggml_mxfp4(sr, dst, j->K / 32);
+            else
+                memcpy(dst, sr, j->row_bytes);
+            if ((bad = copy_mismatch(t->type, dst, x, j->K, tmp)) >= 0)
+                return w->h->set_error(w->h, QB_E_FORMAT,
+                                       "%s: %s: expert %lld output %lld: stored row does not decode to the reader's "
+                                       "value at input %lld (reader %s breaks the stored-rows promise): not copied",
+                                       w->src->source_path, j->name, (long long)j->e, (long long)col, (long long)bad,
+                                       w->src->reader_name);
+        } else {
+            gguf_ggml_quantize_row(t->type, x, dst, j->K);
+        }
+        for (e = 0; e < j->K; e += 256) {
+            int64_t m = j->K - e < 256 ? j->K - e : 256;
+            uint64_t bo = 0;
+            gguf_ggml_row_bytes(t->type, e, &bo);
+            account(&j->piece[i], t->type, dst + bo, x + e, m, tmp);
+        }
+    }
+    return QB_OK;
+}
+
+/* A gpt-oss expert tensor (GGW_OSS_*): per expert, the HF rows [K, M] read
+ * whole (and the stored rows, for a copy), then each GGUF row is one HF
+ * column. A bias: per expert row, its even or odd columns. */
+static qb_status stream_oss(ggw_writer *w, size_t index, const ggw_tensor *t, ggw_stats *stats)
+{
+    const qb_model_src *src = w->src;
+    const qb_tensor_info *ti;
+    ggw_ojob *j = NULL;
+    qb_status st;
+    int64_t e, k;
+    size_t pieces, q;
+
+    if ((st = src->tensor_info(src->handle, index, &ti)))
+        return st;
+    if (t->oss == GGW_OSS_B_EVEN || t->oss == GGW_OSS_B_ODD) {
+        const int64_t E = ti->dims[0], N = ti->dims[1] / 2, odd = t->oss == GGW_OSS_B_ODD;
+        float tmp[256];
+        uint64_t rb = 0;
+        gguf_ggml_row_bytes(t->type, N, &rb);
+        for (e = 0; e < E; e++) {
+            if ((st = src->read_rows(src->handle, index, e, 1, w->fbuf)))
+                return st;
+            float *x = (float *)(void *)w->codes; /* block floats, >= 2N */
+            for (k = 0; k < N; k++) {
+                x[k] = w->fbuf[(size_t)(2 * k + odd)];
+                if (!isfinite(x[k]))
+                    return w->h->set_error(w->h, QB_E_FORMAT, "%s: %s: element [%lld, %lld] is not finite",
+                                           src->source_path, ti->name, (long long)e, (long long)(2 * k + odd));
+            }
+            gguf_ggml_quantize_row(t->type, x, w->bbuf, N);
+            account(stats, t->type, w->bbuf, x, N, tmp);
+            if ((st = w->sink->write(w->f, w->bbuf, rb)))
+                return st;
+            w->data_written += rb;
+        }
+        return QB_OK;
+    }
+    if (!(j = qbk_calloc(1, sizeof(*j))))
+        return w->h->set_error(w->h, QB_E_NOMEM, "out of memory");
+    j->w = w;
+    j->t = t;
+    j->name = ti->name;
+    j->K = ti->dims[1];
+    j->M = ti->dims[2];
+    j->nout = t->ne[1];
+    j->step = t->oss == GGW_OSS_T ? 1 : 2;
+    j->off = t->oss == GGW_OSS_T_ODD;
+    gguf_ggml_row_bytes(t->type, j->K, &j->row_bytes);
+    if (t->how == GGW_COPY) {
+        qb_stored_rows_info si;
+        memset(&si, 0, sizeof(si));
+        si.struct_size = sizeof(si);
+        if ((st = src->stored_rows_info(src->handle, index, &si)))
+            goto out;
+        j->srb = si.row_bytes;
+    }
+    pieces = w->h->thread_count(w->h);
+    if (pieces < 1)
+        pieces = 1;
+    if (pieces > GGW_MAX_PIECES)
+        pieces = GGW_MAX_PIECES;
+    j->per = (j->nout + (int64_t)pieces - 1) / (int64_t)pieces;
+    if (!(j->gbuf = qbk_malloc(pieces * (size_t)j->K * sizeof(float)))) {
+        st = w->h->set_error(w->h, QB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (e = 0; e < ti->dims[0]; e++) {
+        if (w->h->cancelled(w->h)) {
+            st = w->h->set_error(w->h, QB_E_CANCELLED, "%s: cancelled", ti->name);
+            goto out;
+        }
+        j->e = e;
+        if ((st = src->read_rows(src->handle, index, e * j->K, j->K, w->fbuf)))
+            goto out;
+        for (k = 0; k < j->K * j->M; k++)
+            if (!isfinite(w->fbuf[k])) {
+                st = w->h->set_error(w->h, QB_E_FORMAT, "%s: %s: element [%lld, %lld, %lld] is %g in the source",
+                                     src->source_path, ti->name, (long long)e, (long long)(k / j->M),
+                                     (long long)(k % j->M), (double)w->fbuf[k]);
+                goto out;
+            }
+        if (t->how == GGW_COPY && (st = src->read_stored_rows(src->handle, index, e * j->M, j->M, w->sbuf)))
+            goto out;
+        if ((st = w->h->parallel_for(w->h, pieces, ojob_run, j)))
+            goto out;
+        if ((st = w->sink->write(w->f, w->bbuf, (size_t)j->nout * j->row_bytes)))
+            goto out;
+        w->data_written += (uint64_t)j->nout * j->row_bytes;
+    }
+    for (q = 0; q < GGW_MAX_PIECES; q++) {
+        stats->blocks += j->piece[q].blocks;
+        stats->exact_blocks += j->piece[q].exact_blocks;
+        stats->err2 += j->piece[q].err2;
+        stats->ref2 += j->piece[q].ref2;
+    }
+out:
+    if (j)
+        qbk_free(j->gbuf);
     qbk_free(j);
     return st;
 }
@@ -636,6 +848,14 @@ static qb_status ggw_write_tensor(qb_writer_handle handle, size_t index)
     t = &p->t[o];
     if (t->kv == GGW_KV_K)
         return stream_kv_b(w, index, o);
+    if (t->oss) {
+        /* a gpt-oss fused tensor gives two GGUF tensors, consecutive in the file */
+        for (; o < p->n && (o == p->out_of[index] || p->t[o].second); o++)
+            if ((st = enter_tensor(w, o)) || (st = stream_oss(w, index, &p->t[o], &w->stats[o])) ||
+                (st = pad_tensor(w)))
+                return st;
+        return QB_OK;
+    }
     if (index == t->part[0] && (st = enter_tensor(w, o)))
         return st;
     if ((st = stream(w, index, t, &w->stats[o])))
@@ -691,7 +911,7 @@ static qb_status write_manifest(ggw_writer *w)
         cJSON_AddItemToObject(o, "why", cJSON_CreateString(t->why));
         if (w->plan.split)
             cJSON_AddItemToObject(o, "file", cJSON_CreateNumber((double)t->shard + 1));
-        if (t->how != GGW_FLOAT) {
+        if (IS_GRID(t->how)) {
             cJSON_AddItemToObject(o, "blocks", cJSON_CreateNumber((double)s->blocks));
             cJSON_AddItemToObject(o, "exact_blocks", cJSON_CreateNumber((double)s->exact_blocks));
         }
@@ -770,7 +990,9 @@ static qb_status ggw_plan_cb(void *ctx, const qb_model_src *src, const qb_param 
                                       : "llama_ftype of the type asked for");
     }
     for (i = 0; i < n && !st; i++) {
-        const ggw_tensor *t = &p.t[p.out_of[order[i]]];
+        size_t oi;
+        for (oi = p.out_of[order[i]]; !st && oi < p.n && (oi == p.out_of[order[i]] || p.t[oi].second); oi++) {
+        const ggw_tensor *t = &p.t[oi];
         qb_plan_entry e;
         char target[2 * GGUF_MAX_NAME + 48];
         const qb_tensor_info *ti;
@@ -787,7 +1009,9 @@ static qb_status ggw_plan_cb(void *ctx, const qb_model_src *src, const qb_param 
                                t->type == GGUF_GGML_TYPE_BF16
                            ? 0
                            : 32;
-        e.bytes_out = t->nbytes * (uint64_t)qb_tensor_rows(ti) / (uint64_t)(t->n_dims == 1 ? 1 : t->ne[1] * (t->n_dims == 3 ? t->ne[2] : 1));
+        e.bytes_out = t->oss ? t->nbytes
+                             : t->nbytes * (uint64_t)qb_tensor_rows(ti) /
+                                   (uint64_t)(t->n_dims == 1 ? 1 : t->ne[1] * (t->n_dims == 3 ? t->ne[2] : 1));
         if (t->kv == GGW_KV_K) {
             /* kv_b_proj: both halves */
             const ggw_tensor *tv = &p.t[t->kv_other];
@@ -796,6 +1020,7 @@ static qb_status ggw_plan_cb(void *ctx, const qb_model_src *src, const qb_param 
                      gguf_ggml_type_name(tv->type));
         }
         st = out->tensor(out->handle, &e);
+        }
     }
     ggw_plan_free(&p);
 out:

@@ -58,6 +58,14 @@ typedef struct mx_model {
  * immutable after open). */
 extern const qb_streader_class mx_class;
 
+/* The stored-rows view (ABI 1.4, qb_reader.h; mxfp4_stored.c) of an expert
+ * tensor: encoding "ocp:mxfp4", QB_STORED_TRANSPOSED (stored row (e, j) =
+ * output row j of expert e); QB_E_UNSUPPORTED for a dense tensor. The
+ * handle is the reader base's (qb_streader). read_stored refuses an E8M0
+ * scale of 255 as read_rows does. Thread-safe. */
+qb_status mx_vt_stored_info(qb_reader_handle h, size_t i, qb_stored_rows_info *out);
+qb_status mx_vt_read_stored(qb_reader_handle h, size_t i, int64_t row0, int64_t n_rows, void *dst);
+
 /* Confidence that a config.json text describes an MXFP4 checkpoint
  * (quantization_config.quant_method == "mxfp4"). Pure; never crashes. */
 int mx_config_probe(const char *config_json);

@@ -36,6 +36,8 @@ static const qb_reader_vtable mx_reader = {
     .probe = mx_probe,
     .open = mx_open,
     QB_STREADER_VT_ENTRIES,
+    .get_stored_rows = mx_vt_stored_info,
+    .read_stored_rows = mx_vt_read_stored,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */

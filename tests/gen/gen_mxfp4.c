@@ -235,7 +235,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof(s));
     if (argc < 2) {
         fprintf(stderr, "usage: qb-gen-mxfp4 OUTDIR [--layers N] [--hidden N] [--intermediate N] "
-                "[--experts N] [--seed N] [--bad scales-shape|e8m0-255|block-bytes|no-bias]\n");
+                "[--experts N] [--vocab N] [--seed N] [--bad scales-shape|e8m0-255|block-bytes|no-bias]\n");
         return 2;
     }
     for (i = 2; i + 1 < argc; i += 2) {
@@ -243,6 +243,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--hidden")) s.hidden = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--intermediate")) s.inter = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--experts")) s.experts = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--vocab")) s.vocab = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed")) s.seed = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--bad"))
             s.bad = !strcmp(argv[i + 1], "scales-shape") ? QBT_MX_BAD_SCALES_SHAPE

@@ -95,7 +95,7 @@ static qb_status t_meta(qb_reader_handle h, size_t i, qb_meta_entry *e)
 }
 
 static qb_reader_vtable vt = {sizeof vt, t_probe, t_open, t_close, t_info, t_tinfo, t_rows,
-                              NULL, NULL, t_raw, t_meta};
+                              NULL, NULL, t_raw, t_meta, NULL, NULL};
 static qb_plugin desc;
 static qbh_plugin plug;
 

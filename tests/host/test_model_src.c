@@ -76,7 +76,37 @@ static qb_status t_rows(qb_reader_handle h, size_t i, int64_t r0, int64_t n, flo
     return fail_silently ? QB_E_IO : QB_OK;
 }
 static const qb_reader_vtable vt = {sizeof vt, t_probe, t_open, t_close, t_info, t_tinfo, t_rows,
-                                    NULL, NULL, NULL, NULL};
+                                    NULL, NULL, NULL, NULL, NULL, NULL};
+/* ABI 1.4 stored rows: tensor 0 as 4 rows of 6 bytes (byte k of row r is
+ * 10 r + k), tensor 1 out of contract (a transposed [4, 3] has 3 stored
+ * rows of 4, not 4 of 3), tensor 2 none. */
+static atomic_int stored_calls;
+static qb_status t_stored_info(qb_reader_handle h, size_t i, qb_stored_rows_info *out)
+{
+    (void)h;
+    atomic_fetch_add(&stored_calls, 1);
+    if (i == 2)
+        return QB_E_UNSUPPORTED;
+    out->encoding = "test:x";
+    out->layout = i == 0 ? QB_STORED_ROWS : QB_STORED_TRANSPOSED;
+    out->rows = 4;
+    out->cols = 3;
+    out->row_bytes = 6;
+    return QB_OK;
+}
+static qb_status t_stored_read(qb_reader_handle h, size_t i, int64_t r0, int64_t n, void *dst)
+{
+    int64_t r, k;
+    (void)h;
+    (void)i;
+    atomic_fetch_add(&stored_calls, 1);
+    for (r = 0; r < n; r++)
+        for (k = 0; k < 6; k++)
+            ((uint8_t *)dst)[r * 6 + k] = (uint8_t)(10 * (r0 + r) + k);
+    return QB_OK;
+}
+static qb_reader_vtable vt_stored = {sizeof vt_stored, t_probe, t_open, t_close, t_info, t_tinfo, t_rows,
+                                     NULL, NULL, NULL, NULL, t_stored_info, t_stored_read};
 static qb_plugin desc;
 static qbh_plugin plug;
 
@@ -220,6 +250,52 @@ START_TEST(serialised_without_flag)
 }
 END_TEST
 
+/* The host forwards a 1.4 reader's stored rows checked against the
+ * tensor's shape and the view's rows, and never calls them in a 1.2 table. */
+START_TEST(stored_rows)
+{
+    qbh_source s;
+    qb_stored_rows_info si;
+    uint8_t buf[24];
+    setup(0);
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    ck_assert_int_eq(s.src.stored_rows_info(s.src.handle, 0, &si), QB_E_UNSUPPORTED);
+    qbh_source_close(&s);
+
+    setup(0);
+    desc.reader = &vt_stored;
+    atomic_store(&stored_calls, 0);
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    ck_assert_int_eq(s.src.stored_rows_info(s.src.handle, 0, &si), QB_OK);
+    ck_assert_str_eq(si.encoding, "test:x");
+    ck_assert_int_eq(si.rows, 4);
+    ck_assert_int_eq(si.cols, 3);
+    ck_assert_int_eq(s.src.read_stored_rows(s.src.handle, 0, 1, 2, buf), QB_OK);
+    ck_assert_int_eq(buf[0], 10);
+    ck_assert_int_eq(buf[11], 25);
+    atomic_store(&stored_calls, 0);
+    ck_assert_int_eq(s.src.read_stored_rows(s.src.handle, 0, 3, 2, buf), QB_E_RANGE);
+    ck_assert_str_eq(qbh_error_message(), "/m: a: stored rows [3, +2) outside [0, 4)");
+    ck_assert_int_eq(atomic_load(&stored_calls), 1); /* the info, never the read */
+    ck_assert_int_eq(s.src.stored_rows_info(s.src.handle, 1, &si), QB_E_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(qbh_error_message(), "out of contract"));
+    ck_assert_int_eq(s.src.read_stored_rows(s.src.handle, 1, 0, 1, buf), QB_E_INTERNAL);
+    ck_assert_int_eq(s.src.stored_rows_info(s.src.handle, 2, &si), QB_E_UNSUPPORTED);
+    ck_assert_int_eq(s.src.stored_rows_info(s.src.handle, 9, &si), QB_E_RANGE);
+    qbh_source_close(&s);
+
+    vt_stored.struct_size = QB_READER_VTABLE_SIZE_1_2; /* a 1.2 reader: the fields are not there */
+    atomic_store(&stored_calls, 0);
+    ck_assert_int_eq(qbh_source_open(&plug, "/m", NULL, &s), QB_OK);
+    ck_assert_int_eq(s.src.stored_rows_info(s.src.handle, 0, &si), QB_E_UNSUPPORTED);
+    ck_assert_int_eq(atomic_load(&stored_calls), 0);
+    qbh_source_close(&s);
+    vt_stored.struct_size = sizeof vt_stored;
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("model_src");
@@ -230,6 +306,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, serialised_without_flag);
     tcase_add_test(tc, host_fills_facts);
     tcase_add_test(tc, bad_config_warns_and_opens);
+    tcase_add_test(tc, stored_rows);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -81,7 +81,7 @@ static void stub_abort(qb_writer_handle w)
 }
 
 static const qb_reader_vtable rvt = {sizeof(qb_reader_vtable), stub_probe, stub_open, stub_close,
-                                     stub_info, stub_tinfo, stub_rows, NULL, NULL, NULL, NULL};
+                                     stub_info, stub_tinfo, stub_rows, NULL, NULL, NULL, NULL, NULL, NULL};
 static const qb_writer_vtable wvt = {sizeof(qb_writer_vtable), stub_supports, stub_begin,
                                      stub_write, stub_finish, stub_abort, NULL};
 

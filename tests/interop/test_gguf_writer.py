@@ -8,8 +8,10 @@
    reader's un-permutation and the writer's permutation, so a wrong permutation would show.
 2. Round trips for every architecture of the interop fixtures: GGUF (F32) -> hf-dense (f32) ->
    GGUF (type F32) holds every tensor of the source bit for bit under the same name, shape and
-   type; a Q4_0 source rewritten with type=auto keeps its blocks byte for byte (the Q4_0 grid
-   carried over, "exact" in the manifest); a Q8_0 source rewritten with type=Q8_0 too.
+   type; a Q4_0 source rewritten with type=auto keeps its blocks byte for byte (its stored rows
+   copied, "exact" in the manifest); a Q8_0 source rewritten with type=Q8_0 too; llama.cpp's own
+   K- and IQ-quantized files rewritten with type=auto keep every block and give llama.cpp the
+   same logits (ABI 1.4 stored rows).
 3. llama.cpp loads what we write and its logits match `quantbridge forward` on the source
    (hf-dense directory) within test_logits.py's bounds: F32 2e-4 of the logit scale; Q8_0 5e-2
    with top-1 >= 0.9 (llama.cpp quantizes activations to Q8_0 in its matmul, quantbridge forward
@@ -128,8 +130,10 @@ def test_rewrite_keeps_blocks(arch, qname, opt, tmp_path, run_qb):
     quant = [t for t in man["tensors"] if t["type"] == qname]
     assert quant, "no quantized tensor in the manifest"
     if opt == "type=auto":
+        # since ABI 1.4 the GGUF source's stored rows are copied (checked row by row against the
+        # reader's values), before the Q4_0 grid would be carried over: exact either way
         for t in quant:
-            assert t["action"] == "exact" and t["exact_blocks"] == t["blocks"] > 0, t
+            assert t["action"] == "exact" and t["rel_rmse"] == 0.0, t
 
 
 LOGIT_ARCHS = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe"]
@@ -292,3 +296,35 @@ def test_tokenizer_llama_cpp_matches_hf(name, model, pre, repo_root, build_dir, 
     unexplained = [b for b in bad if not any(t in b[0] for t in retyped)]
     assert not unexplained, \
         f"{name}: {len(unexplained)} of {len(lines)} lines cut differently by llama.cpp, first: {unexplained[0]}"
+
+
+# Block copy (ABI 1.4 stored rows, issue 28): a GGUF source in any ggml type is rewritten with
+# type=auto keeping every tensor's blocks -- the K and IQ types too, which the writer has no
+# quantizer for (IQ) or whose requantization would not give the same bytes (K). The sources are
+# llama.cpp's own quantizer's output (`pure`, every 2-D weight in the type), IQ2_XXS with the
+# test importance matrix, as llama.cpp requires one for it. (llama ftype, the main ggml type)
+BLOCK_COPIES = [(14, "Q4_K", False), (18, "Q6_K", False), (10, "Q2_K", False), (11, "Q3_K", False),
+                (16, "Q5_K", False), (25, "IQ4_NL", False), (30, "IQ4_XS", False),
+                (19, "IQ2_XXS", True), (26, "IQ3_S", True)]
+
+
+@pytest.mark.parametrize("ftype,qname,imx", BLOCK_COPIES)
+def test_rewrite_copies_k_and_iq_blocks(ftype, qname, imx, f32_src, tmp_path, run_qb):
+    src, _ = f32_src
+    g = tmp_path / f"llamacpp-{qname}.gguf"
+    L.quantize(src, g, ftype, imx)
+    want = tensors(g)
+    n_main = sum(1 for t, _, _ in want.values() if t == int(Q[qname]))
+    assert n_main >= 7, f"llama.cpp wrote only {n_main} {qname} tensors"
+    out = tmp_path / "out"
+    back = convert_gguf(run_qb, g, out, "type=auto")
+    assert_same_tensors(tensors(back), want, f"{qname} source rewritten with type=auto")
+    man = json.loads((out / "gguf-manifest.json").read_text())
+    for t in man["tensors"]:
+        if t["type"] == qname:
+            assert t["action"] == "exact" and t["rel_rmse"] == 0.0, t
+    # the same tensors under the same metadata: llama.cpp computes the same logits from both
+    tokens = [1, 45, 200, 3, 120, 87, 77, 9]
+    a, b = qbllama.llama_logits(g, tokens), qbllama.llama_logits(back, tokens)
+    assert np.array_equal(a, b), f"{qname}: llama.cpp's logits differ between source and rewrite " \
+                                 f"(max |diff| {float(np.abs(a - b).max()):.3g})"

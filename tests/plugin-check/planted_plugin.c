@@ -399,7 +399,7 @@ static qb_status pb_metadata(qb_reader_handle h, size_t i, qb_meta_entry *out)
 
 static const qb_reader_vtable pb_reader_vt = {
     sizeof(qb_reader_vtable), pb_probe,    pb_open,      pb_close,    pb_model_info, pb_tensor_info,
-    pb_read_rows,             pb_grid_info, pb_read_grid, pb_raw_info, pb_metadata,
+    pb_read_rows,             pb_grid_info, pb_read_grid, pb_raw_info, pb_metadata, NULL, NULL,
 };
 
 /* ---- the writer ----------------------------------------------------------- */

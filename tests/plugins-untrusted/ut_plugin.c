@@ -90,7 +90,7 @@ static qb_status ut_read_rows(qb_reader_handle h, size_t i, int64_t row0, int64_
 
 static const qb_reader_vtable ut_reader_vt = {
     sizeof(qb_reader_vtable), ut_probe, ut_open, ut_close, ut_model_info, ut_tensor_info,
-    ut_read_rows, NULL, NULL, NULL, NULL,
+    ut_read_rows, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 static qb_plugin ut_desc = {

@@ -202,7 +202,7 @@ static const qb_reader_vtable fake_reader_vt = {
     sizeof(qb_reader_vtable),
 #endif
     fake_probe, fake_open, fake_close, fake_model_info, fake_tensor_info, fake_read_rows,
-    NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 /* ---- the writer ---------------------------------------------------------- */

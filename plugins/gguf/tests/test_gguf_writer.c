@@ -12,8 +12,10 @@
 #include <check.h>
 
 #include "qbt_check_main.h"
+#include "gen_gguf.h"
 #include "gen_gptq.h"
 #include "gguf_reader.h"
+#include "gguf_split.h"
 #include "qbt_fs.h"
 #include "qbt_host.h"
 #include "qbt_run.h"
@@ -248,6 +250,80 @@ START_TEST(gptq_asym_is_quantized)
 }
 END_TEST
 
+/* ABI 1.4 block copy: a GGUF in any type the fixture library quantizes to
+ * (legacy, K, IQ), rewritten with type=auto, holds every tensor with the
+ * same type, shape and bytes -- permuted q/k (llama) and stacked experts
+ * (qwen3moe) included, whose stored rows the reader hands out in Hugging
+ * Face order and the writer puts back. */
+START_TEST(gguf_blocks_copied)
+{
+    static const char *const archs[] = {"llama", "qwen3moe"};
+    const qb_host *h = qbt_host();
+    uint32_t type;
+    int tested = 0;
+    size_t a;
+    for (type = 2; type < 64; type++) {
+        if (type == 8 || type == 30 || !qbt_gguf_can_quantize(type))
+            continue;
+        for (a = 0; a < 2; a++) {
+            qbt_gguf_spec sp;
+            qbt_gguf *g = NULL;
+            qbt_hf_model ref;
+            gguf_model *src = NULL, *dst = NULL;
+            char tag[48], *dir, *in, *out, *text = NULL;
+            size_t i;
+            memset(&sp, 0, sizeof(sp));
+            sp.arch = archs[a];
+            sp.n_layer = 1;
+            sp.n_embd = 256;
+            sp.n_ff = 256;
+            sp.n_head = 4;
+            sp.n_head_kv = 2;
+            sp.n_vocab = 80;
+            sp.wtype = type;
+            sp.seed = 11;
+            if (a) {
+                sp.n_expert = 4;
+                sp.n_expert_used = 2;
+                sp.n_ff_exp = 256;
+            }
+            snprintf(tag, sizeof(tag), "copy-%s-%u", archs[a], type);
+            dir = qbt_mkdtemp(tag);
+            in = qbt_path(dir, "src.gguf");
+            out = qbt_path(dir, "out");
+            ck_assert_int_eq(qbt_gguf_build_model(&sp, &g, &ref), 0);
+            ck_assert_int_eq(qbt_gguf_save(g, NULL, in), 0);
+            ck_assert_msg(run_line("convert --source '%s' --output '%s' --writer gguf", in, out, &text) == 0, "%s",
+                          text);
+            free(text);
+            free(out);
+            out = qbt_path(dir, "out/model.gguf");
+            ck_assert_int_eq(gguf_model_open(h, in, &src), QB_OK);
+            ck_assert_int_eq(gguf_model_open(h, out, &dst), QB_OK);
+            ck_assert_uint_eq(dst->n_tensors, src->n_tensors);
+            for (i = 0; i < src->n_tensors; i++) {
+                const gguf_tinfo *t = src->by_name[i], *u = gguf_model_find(dst, t->name);
+                ck_assert_msg(u != NULL, "%s: %s missing", tag, t->name);
+                ck_assert_msg(u->type == t->type && u->ne[0] == t->ne[0] && u->ne[1] == t->ne[1] &&
+                                  u->ne[2] == t->ne[2] && u->nbytes == t->nbytes,
+                              "%s: %s: type or shape differs", tag, t->name);
+                ck_assert_msg(memcmp(u->data, t->data, t->nbytes) == 0, "%s: %s: bytes differ", tag, t->name);
+            }
+            gguf_model_close(src);
+            gguf_model_close(dst);
+            qbt_gguf_free(g);
+            qbt_hf_model_free(&ref);
+            qbt_rmtree(dir);
+            free(in);
+            free(out);
+            free(dir);
+            tested++;
+        }
+    }
+    ck_assert_int_ge(tested, 2 * 10);
+}
+END_TEST
+
 /* Sets config.json field `key` of dir to the JSON value `json`. */
 static void set_config(const char *dir, const char *key, const char *json)
 {
@@ -340,6 +416,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, w4a16_is_q4_0_code_for_code);
     tcase_add_test(tc, compressed_tensors_sym_are_exact);
     tcase_add_test(tc, gptq_asym_is_quantized);
+    tcase_add_test(tc, gguf_blocks_copied);
     tcase_add_test(tc, refusals_and_split_names);
     suite_add_tcase(s, tc);
     return s;

@@ -40,9 +40,13 @@ extern "C" {
  *        qb_raw_tensor_info, qb_meta_entry).
  *   1.3  the tokenizer a reader does not give, stated instead of failing
  *        open (qb_model_info.tokenizer_state, tokenizer_note,
- *        qb_tokenizer_state). */
+ *        qb_tokenizer_state).
+ *   1.4  stored rows: a canonical tensor's bytes in a named encoding,
+ *        so a writer can copy them (qb_reader_vtable get_stored_rows,
+ *        read_stored_rows; qb_stored_rows_info, qb_stored_layout;
+ *        qb_model_src stored_rows_info, read_stored_rows). */
 #define QB_ABI_MAJOR 1
-#define QB_ABI_MINOR 3
+#define QB_ABI_MINOR 4
 #define QB_MAKE_ABI(maj, min) ((((uint32_t)(maj)) << 16) | (uint32_t)(min))
 #define QB_ABI_GET_MAJOR(v) (((uint32_t)(v)) >> 16)
 #define QB_ABI_GET_MINOR(v) (((uint32_t)(v)) & 0xffffu)
@@ -134,6 +138,7 @@ struct qb_plan_sink;
 struct qb_plan_entry;
 struct qb_raw_tensor_info;
 struct qb_meta_entry;
+struct qb_stored_rows_info;
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,8 @@
  *   instance:  open, close, get_model_info, get_tensor_info, get_grid_info,
  *              get_raw_tensor_info, get_metadata (ABI 1.2)
  *                                 — never concurrent on the same handle
- *   data:      read_rows, read_grid
+ *   instance (ABI 1.4): get_stored_rows
+ *   data:      read_rows, read_grid, read_stored_rows (ABI 1.4)
  *                                 — concurrent on ONE handle (from parallel_for
  *                                   workers) only when the plugin sets
  *                                   QB_PLUGIN_CONCURRENT_READS; the host
@@ -108,6 +109,43 @@ QB_ABI_ALIGN_HELPER(qb_meta_entry);
 #define QB_META_ENTRY_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_meta_entry, value_cap)
 QB_ABI_STATIC_ASSERT(QB_META_ENTRY_SIZE_1_2 == sizeof(qb_meta_entry), qb_meta_entry_size_1_2);
 
+/* ABI 1.4. How a stored-rows view (get_stored_rows) lays a canonical
+ * tensor's values out in rows. Values are never reused. */
+typedef enum qb_stored_layout {
+    /* stored row r holds row r of the canonical matrix view (qb_tensor.h):
+     * rows = qb_tensor_rows, cols = qb_tensor_cols */
+    QB_STORED_ROWS = 1,
+    /* the canonical tensor [..., a, b] (n_dims >= 2) with its last two
+     * dimensions swapped: stored row (l, j), j < b, l over the leading
+     * dimensions in order, holds elements [l, 0 .. a-1, j];
+     * rows = (product of the leading dimensions) * b, cols = a */
+    QB_STORED_TRANSPOSED = 2,
+    QB_STORED_LAYOUT_MAX_ENUM = QB_ABI_ENUM_MAX /* pins the size; not a layout */
+} qb_stored_layout;
+QB_ABI_STATIC_ASSERT(sizeof(qb_stored_layout) == 4, qb_stored_layout_is_32_bits);
+
+/* ABI 1.4. One canonical tensor as the source stores it, in rows of a
+ * named encoding, so a writer whose target holds that encoding can copy
+ * the bytes instead of requantizing the floats. Filled by the reader
+ * (caller set struct_size); pointers owned by the reader, valid until
+ * close(). THE PROMISE: decoding each stored row as `encoding` defines
+ * gives, bit for bit in float32, the values read_rows gives for the same
+ * elements (a writer still checks it before calling a copy exact). */
+typedef struct qb_stored_rows_info {
+    uint32_t struct_size;
+    const char *encoding; /* stable name from the registry in docs/plugin-design.md,
+                             "Stored encodings" ("<family>:<type>"); never NULL */
+    uint32_t layout;      /* qb_stored_layout */
+    int64_t rows;         /* rows of the stored view, as the layout says */
+    int64_t cols;         /* elements per stored row, as the layout says */
+    uint64_t row_bytes;   /* bytes of one encoded row, > 0 */
+} qb_stored_rows_info;
+
+QB_ABI_ALIGN_HELPER(qb_stored_rows_info);
+#define QB_STORED_ROWS_INFO_SIZE_1_4 QB_ABI_SIZE_THROUGH(qb_stored_rows_info, row_bytes)
+QB_ABI_STATIC_ASSERT(QB_STORED_ROWS_INFO_SIZE_1_4 == sizeof(qb_stored_rows_info),
+                     qb_stored_rows_info_size_1_4);
+
 typedef struct qb_reader_vtable {
     uint32_t struct_size;
 
@@ -158,6 +196,23 @@ typedef struct qb_reader_vtable {
     /* Fills *out (see qb_meta_entry) for metadata entry `index` in the
      * source's order; QB_E_RANGE (no message needed) past the last. */
     qb_status (*get_metadata)(qb_reader_handle r, size_t index, qb_meta_entry *out);
+
+    /* ABI 1.4. Both optional (NULL: the reader never offers stored rows);
+     * the host checks QB_HAS_FIELD first. */
+
+    /* Fills *out (caller set struct_size) for canonical tensor `index` when
+     * the reader can give that tensor's values as encoded stored rows;
+     * QB_E_UNSUPPORTED (no message needed) when it cannot for this tensor
+     * (values computed from the stored ones, an encoding with no registered
+     * name). Instance class. */
+    qb_status (*get_stored_rows)(qb_reader_handle r, size_t index, qb_stored_rows_info *out);
+
+    /* Stored rows [row0, row0 + n_rows) of tensor `index` (in the view
+     * get_stored_rows describes) into dst: n_rows * row_bytes bytes,
+     * caller-owned. QB_E_RANGE outside the view, QB_E_UNSUPPORTED when the
+     * tensor has no stored-rows view. Data class. */
+    qb_status (*read_stored_rows)(qb_reader_handle r, size_t index, int64_t row0, int64_t n_rows,
+                                  void *dst);
 } qb_reader_vtable;
 
 /* ABI 1.0 size (qb_abi.h): a 1.0 table ends at read_grid. */
@@ -166,7 +221,10 @@ QB_ABI_ALIGN_HELPER(qb_reader_vtable);
 QB_ABI_STATIC_ASSERT(offsetof(qb_reader_vtable, get_raw_tensor_info) >= QB_READER_VTABLE_SIZE_1_0,
                      qb_reader_vtable_size_1_0);
 #define QB_READER_VTABLE_SIZE_1_2 QB_ABI_SIZE_THROUGH(qb_reader_vtable, get_metadata)
-QB_ABI_STATIC_ASSERT(QB_READER_VTABLE_SIZE_1_2 == sizeof(qb_reader_vtable), qb_reader_vtable_size_1_2);
+QB_ABI_STATIC_ASSERT(offsetof(qb_reader_vtable, get_stored_rows) >= QB_READER_VTABLE_SIZE_1_2,
+                     qb_reader_vtable_size_1_2);
+#define QB_READER_VTABLE_SIZE_1_4 QB_ABI_SIZE_THROUGH(qb_reader_vtable, read_stored_rows)
+QB_ABI_STATIC_ASSERT(QB_READER_VTABLE_SIZE_1_4 == sizeof(qb_reader_vtable), qb_reader_vtable_size_1_4);
 
 #ifdef __cplusplus
 }

@@ -96,13 +96,27 @@ typedef struct qb_model_src {
     qb_status (*get_grid_info)(void *handle, size_t index, qb_grid_info *out);
     qb_status (*read_grid)(void *handle, size_t index, int64_t row0, int64_t n_rows,
                            qb_grid_rows *out);
+
+    /* ABI 1.4 (check QB_HAS_FIELD(src, qb_model_src, read_stored_rows) and
+     * that the pointer is not NULL: a host that opened no reader, such as
+     * plugin-check's generated model, leaves both NULL). The reader's
+     * stored-rows view (qb_reader.h qb_stored_rows_info: encoding, layout,
+     * the promise) of tensor `index`, checked by the host against the
+     * tensor's shape. QB_E_UNSUPPORTED when the reader offers none for it. */
+    qb_status (*stored_rows_info)(void *handle, size_t index, struct qb_stored_rows_info *out);
+    /* Stored rows [row0, row0 + n_rows) into dst (n_rows * row_bytes). */
+    qb_status (*read_stored_rows)(void *handle, size_t index, int64_t row0, int64_t n_rows,
+                                  void *dst);
 } qb_model_src;
 
 /* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
  * offsetof(qb_model_src, <first new field>) >= QB_MODEL_SRC_SIZE_1_0. */
 QB_ABI_ALIGN_HELPER(qb_model_src);
 #define QB_MODEL_SRC_SIZE_1_0 QB_ABI_SIZE_1_0(qb_model_src, read_grid)
-QB_ABI_STATIC_ASSERT(QB_MODEL_SRC_SIZE_1_0 == sizeof(qb_model_src), qb_model_src_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_model_src, stored_rows_info) >= QB_MODEL_SRC_SIZE_1_0,
+                     qb_model_src_size_1_0);
+#define QB_MODEL_SRC_SIZE_1_4 QB_ABI_SIZE_THROUGH(qb_model_src, read_stored_rows)
+QB_ABI_STATIC_ASSERT(QB_MODEL_SRC_SIZE_1_4 == sizeof(qb_model_src), qb_model_src_size_1_4);
 
 /* ---- the plan (ABI 1.2) --------------------------------------------------- */
 
