@@ -398,6 +398,16 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
         if (hp->n_expert < 1 || hp->n_ff_exp < 1)
             return h->set_error(h, QB_E_FORMAT,
                                 "%s: minimax-m2 without expert_count and expert_feed_forward_length", f->path);
+        {
+            /* MiniMaxM2TopKRouter is sigmoid; the converter writes no gating key */
+            int64_t g;
+            if ((st = get(h, f, hp, "expert_gating_func", 0, &g)))
+                return st;
+            if (g >= 0 && g != 2)
+                return h->set_error(h, QB_E_UNSUPPORTED,
+                                    "%s: minimax-m2.expert_gating_func %lld: transformers' MiniMax-M2 routes by sigmoid (2) only",
+                                    f->path, (long long)g);
+        }
         hp->model_type = "minimax_m2";
         hp->hf_class = "MiniMaxM2ForCausalLM";
         break;

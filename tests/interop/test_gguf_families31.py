@@ -50,6 +50,13 @@ FWD_REL = 1e-4
 # glm4moe file measured 7e-7 of the logit scale; a wrong tensor or layout moves logits by O(1).
 LLAMA_REL = 1e-4
 
+# Qwen3.5's MRoPE sections, in rotated pairs: without them the converter writes the published
+# models' [11, 11, 10] (32 pairs), more than the tiny head's 2 rotated pairs, and llama.cpp aborts
+# (GGML_ASSERT(sect_dims <= ne0)). On text every section sees the same position, so any sections
+# covering the pairs give the plain rotation.
+MROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+         "mrope_section": [1, 1, 0], "mrope_interleaved": True}
+
 QWEN = {
     # (model_type, config extra, converter class)
     "qwen3_next": ("qwen3_next", dict(
@@ -60,14 +67,14 @@ QWEN = {
     "qwen3_5": ("qwen3_5_text", dict(
         num_hidden_layers=4, intermediate_size=96, linear_conv_kernel_dim=4,
         linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
-        linear_num_value_heads=4), "qwen:Qwen3_5TextModel"),
+        linear_num_value_heads=4, rope_parameters=MROPE), "qwen:Qwen3_5TextModel"),
     "qwen3_5_moe": ("qwen3_5_moe_text", dict(
         num_hidden_layers=4, layer_types=["linear_attention", "full_attention",
                                           "linear_attention", "full_attention"],
         linear_conv_kernel_dim=4, linear_key_head_dim=8, linear_value_head_dim=8,
         linear_num_key_heads=2, linear_num_value_heads=6, moe_intermediate_size=32,
-        shared_expert_intermediate_size=48, num_experts=6, num_experts_per_tok=2),
-        "qwen:Qwen3_5MoeTextModel"),
+        shared_expert_intermediate_size=48, num_experts=6, num_experts_per_tok=2,
+        rope_parameters=MROPE), "qwen:Qwen3_5MoeTextModel"),
 }
 
 
