@@ -262,3 +262,51 @@ def test_gguf_llama_cpp_vs_transformers(name, tmp_path_factory, build_dir):
     _, ref, g = build(name, tmp_path_factory, build_dir)
     got = qbllama.llama_logits(pathlib.Path(g), list(F.TOKENS))
     F.compare(f"{name} GGUF llama.cpp vs transformers", got, ref, LLAMA_REL)
+
+
+def test_gguf_mtp_block_left_out(tmp_path_factory, tmp_path, run_qb, build_dir):
+    """Published Qwen3-Next checkpoints carry an MTP block (`mtp.*`), which the converter appends
+    as block num_hidden_layers with `nextn_predict_layers` 1 (without --no-mtp). The reader
+    leaves that block out, as transformers does on load: the same tensors and logits as the
+    checkpoint without it. The block here is layer 3's tensors again plus the MTP head's own
+    fc and norms (random), enough for the converter's mapping."""
+    import shutil
+    from safetensors.torch import load_file, save_file
+    src0, ref, _ = build("qwen3_next", tmp_path_factory, build_dir)
+    src = tmp_path / "src-mtp"
+    shutil.copytree(src0, src)
+    f = src / "model.safetensors"
+    t = load_file(str(f))
+    E = U.config(src)["hidden_size"]
+    torch.manual_seed(5)
+    mtp = {k.replace("model.layers.3.", "mtp.layers.0."): v.clone()
+           for k, v in t.items() if k.startswith("model.layers.3.")}
+    mtp.update({"mtp.fc.weight": torch.randn(E, 2 * E) * 0.1,
+                "mtp.pre_fc_norm_embedding.weight": torch.randn(E) * 0.1,
+                "mtp.pre_fc_norm_hidden.weight": torch.randn(E) * 0.1,
+                "mtp.norm.weight": torch.randn(E) * 0.1})
+    save_file({**t, **mtp}, str(f), metadata={"format": "pt"})
+    g = tmp_path / "qwen3_next-mtp.gguf"
+    proc = F.convert_to_gguf(build_dir, src, g, spm_vocab_for=QWEN["qwen3_next"][2])
+    assert proc.returncode == 0, f"convert_hf_to_gguf.py with MTP:\n{proc.stderr[-3000:]}"
+    import gguf
+    r = gguf.GGUFReader(str(g))
+    nextn = r.fields["qwen3next.nextn_predict_layers"].contents()
+    blk4 = {x.name for x in r.tensors if x.name.startswith("blk.4.")}
+    assert nextn == 1 and {"blk.4.nextn.eh_proj.weight", "blk.4.attn_q.weight",
+                           "blk.4.ffn_gate_exps.weight"} <= blk4, (nextn, sorted(blk4))
+    out = tmp_path / "hf32"
+    run_qb("convert", "--source", g, "--output", out, "--writer", "hf-dense",
+           "--option", "dtype=f32")
+    want = _expected("qwen3_next", src0, g)
+    got = U.read_safetensors_dir(out)
+    assert set(got) == set(want), \
+        f"MTP: missing {sorted(set(want) - set(got))}, extra {sorted(set(got) - set(want))}"
+    for k, v in want.items():
+        U.assert_same_tensor(k, got[k], v, "qwen3_next GGUF with its MTP block read back")
+    assert U.config(out)["num_hidden_layers"] == U.config(src0)["num_hidden_layers"]
+    fwd = tmp_path / "fwd.safetensors"
+    run_qb("forward", "--model", g, "--tokens", ",".join(map(str, F.TOKENS)), "--output", fwd,
+           "--threads", "2")
+    F.compare("qwen3_next GGUF with MTP block quantbridge forward vs transformers",
+              F.logits_of(fwd), ref, FWD_REL)
