@@ -264,6 +264,35 @@ def test_gguf_llama_cpp_vs_transformers(name, tmp_path_factory, build_dir):
     F.compare(f"{name} GGUF llama.cpp vs transformers", got, ref, LLAMA_REL)
 
 
+# W4A16 of the GGUF form against transformers running the W4A16 weights decoded: only the W4A16
+# CPU backend's fp16 activations differ (test_families31's W4_REL and its reasons)
+W4_REL = 2e-2
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_gguf_w4a16(name, tmp_path_factory, tmp_path, run_qb, build_dir):
+    """The W4A16 writer from the GGUF form: convert, `verify` against the GGUF (tensors and the
+    model check) passes, and `quantbridge forward` on the output agrees with transformers loading
+    the output decoded by hf-dense (our config.json from the GGUF's keys, so transformers must
+    take it) within W4_REL of the logit scale, top-1 on at least 90% of the positions."""
+    src, _, g = build(name, tmp_path_factory, build_dir)
+    w4, dec = tmp_path / "w4", tmp_path / "w4-hf32"
+    run_qb("convert", "--source", g, "--output", w4, "--writer", "sm86-w4a16")
+    v = run_qb("verify", "--source", g, "--converted", w4, "--tokens",
+               ",".join(map(str, F.TOKENS)), ok=False)
+    assert v.returncode == 0 and "verify: PASS" in v.stdout + v.stderr, v.stdout + v.stderr
+    run_qb("convert", "--source", w4, "--output", dec, "--writer", "hf-dense",
+           "--option", "dtype=f32")
+    assert U.config(dec)["model_type"] == U.config(src)["model_type"]
+    ref = F.transformers_logits_of(dec)
+    fwd = tmp_path / "fwd.safetensors"
+    run_qb("forward", "--model", w4, "--tokens", ",".join(map(str, F.TOKENS)), "--output", fwd,
+           "--threads", "2")
+    got = F.logits_of(fwd)
+    F.compare(f"{name} GGUF -> W4A16 quantbridge forward vs transformers on its weights", got,
+              ref, W4_REL, min_top1=0.9)
+
+
 def test_gguf_mtp_block_left_out(tmp_path_factory, tmp_path, run_qb, build_dir):
     """Published Qwen3-Next checkpoints carry an MTP block (`mtp.*`), which the converter appends
     as block num_hidden_layers with `nextn_predict_layers` 1 (without --no-mtp). The reader
