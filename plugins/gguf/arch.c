@@ -267,6 +267,14 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     if (st)
         return st;
     hp->arch = gguf_arch_find(name);
+    if (!hp->arch && strcmp(name, "gemma4") == 0) { /* issue 31: in the converter, not mapped here */
+        qbk_free(name);
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: GGUF architecture 'gemma4' (llama.cpp's Gemma4Model) is not read yet: its "
+                            "per-layer inputs and per-layer-type head sizes have no mapping here; convert the "
+                            "Hugging Face checkpoint instead",
+                            f->path);
+    }
     if (!hp->arch) {
         st = h->set_error(h, QB_E_UNSUPPORTED, "%s: unknown GGUF architecture '%s'", f->path, name);
         qbk_free(name);

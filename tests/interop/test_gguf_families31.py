@@ -339,3 +339,20 @@ def test_gguf_mtp_block_left_out(tmp_path_factory, tmp_path, run_qb, build_dir):
            "--threads", "2")
     F.compare("qwen3_next GGUF with MTP block quantbridge forward vs transformers",
               F.logits_of(fwd), ref, FWD_REL)
+
+
+def test_gguf_gemma4_refused_by_name(tmp_path, run_qb, build_dir):
+    """llama.cpp's converter writes Gemma 4 (Gemma4Model, arch "gemma4": per-layer token
+    embeddings, per-layer input gates and projections, layer output scales); the reader does not
+    map it yet and says so by name, never a partial read."""
+    import test_gemma4 as G4
+    src, _ = G4._model(tmp_path)
+    F.write_tokenizer(src)
+    g = tmp_path / "gemma4.gguf"
+    proc = F.convert_to_gguf(build_dir, src, g, spm_vocab_for="gemma:Gemma4Model")
+    assert proc.returncode == 0, f"convert_hf_to_gguf.py gemma4:\n{proc.stderr[-3000:]}"
+    out = tmp_path / "hf32"
+    conv = run_qb("convert", "--source", g, "--output", out, "--writer", "hf-dense", ok=False)
+    assert conv.returncode == 1 and "'gemma4'" in conv.stderr and "not read" in conv.stderr, \
+        conv.stderr
+    assert not out.exists()
