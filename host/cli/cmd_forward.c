@@ -25,6 +25,31 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <quantbridge/base/qb_archs.h>
+
+/* The architectures: the forward rows of the one table (qb_archs.h),
+ * wrapped at 80 columns. */
+static void usage_archs(FILE *f)
+{
+    char list[1024], *w, *save = NULL;
+    size_t col = 0;
+    qb_arch_list(QB_ARCH_FORWARD, list, sizeof list);
+    fputs("Architectures:", f);
+    col = strlen("Architectures:");
+    for (w = strtok_r(list, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        if (col + 1 + strlen(w) > 79) {
+            fputc('\n', f);
+            col = 0;
+        } else {
+            fputc(' ', f);
+            col++;
+        }
+        fputs(w, f);
+        col += strlen(w);
+    }
+    fputs(" (rope scaling: default, linear,\nllama3; yarn for deepseek and gpt_oss).\n", f);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -40,11 +65,9 @@ static void usage(FILE *f)
             "Any readable model: weights come through its reader's dense rows, streamed\n"
             "layer by layer (memory does not grow with the number of layers); a W4A16\n"
             "directory runs its linears through libquantbridge-w4a16 (qb_w4a16_gemm_cpu)\n"
-            "on the packed weights. Architectures: llama, mistral, qwen2, qwen3, gemma,\n"
-            "gemma2, gemma3_text, phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2,\n"
-            "deepseek_v3, gpt_oss, glm4_moe, minimax_m2, deepseek_v32, smollm3,\n"
-            "llama4_text, gemma4_text (rope scaling: default, linear, llama3; yarn for\n"
-            "deepseek and gpt_oss).\n"
+            "on the packed weights.\n");
+    usage_archs(f);
+    fprintf(f,
             "See docs/forward.md.\n"
             "\n"
             "  --model PATH           the model (file or directory)\n"

@@ -3,7 +3,9 @@
  * configured plugin with kind, version, ABI, library, options (with their
  * roles), what each writer declares (architectures, required facts, who
  * writes side files, the reader of its output) and load status (a plugin
- * that failed to load is listed with its category and reason). --check
+ * that failed to load is listed with its category and reason), then the
+ * model families of the one architecture table (qb_archs.h) with the
+ * components that take each and the writers that declare it. --check
  * makes a failed load the exit status.
  */
 #include "cli.h"
@@ -13,6 +15,8 @@
 
 #include <cjson/cJSON.h>
 #include <glib.h>
+
+#include <quantbridge/base/qb_archs.h>
 
 static const char *kind_of(const qbh_plugin *p)
 {
@@ -84,6 +88,41 @@ static void print_origin(const qbh_plugin *p)
                p->conf->seen_in ? p->conf->seen_in : "the config");
 }
 
+/* 1 when loaded writer p declares model_type among its architectures. */
+static int declares(const qbh_plugin *p, const char *model_type)
+{
+    const qb_writer_caps *c;
+    size_t i;
+    if (p->state != QBH_LOAD_OK || !p->desc->writer || !(c = qbh_writer_caps(p->desc)) ||
+        !c->architectures)
+        return 0;
+    for (i = 0; c->architectures[i]; i++)
+        if (strcmp(c->architectures[i], model_type) == 0)
+            return 1;
+    return 0;
+}
+
+/* The families (qb_archs.h) and the loaded writers declaring each; writers
+ * whose supports() decides (no list) take any of them. */
+static void print_families(const qbh_registry *reg)
+{
+    size_t n, i, k;
+    const qb_arch_entry *t = qb_arch_table(&n);
+    printf("model families (%zu):\n", n);
+    printf("  %-18s  %-24s  %-7s  %-5s  %s\n", "MODEL_TYPE", "CLASS", "FORWARD", "W4A16",
+           "WRITERS DECLARING IT");
+    for (i = 0; i < n; i++) {
+        GString *w = g_string_new(NULL);
+        for (k = 0; k < reg->n_plugins; k++)
+            if (declares(reg->plugins[k], t[i].model_type))
+                g_string_append_printf(w, "%s%s", w->len ? ", " : "", reg->plugins[k]->name);
+        printf("  %-18s  %-24s  %-7s  %-5s  %s\n", t[i].model_type, t[i].hf_class,
+               t[i].flags & QB_ARCH_FORWARD ? "yes" : "no",
+               t[i].flags & QB_ARCH_W4A16 ? "yes" : "no", w->len ? w->str : "-");
+        g_string_free(w, TRUE);
+    }
+}
+
 static void print_text(const qbh_registry *reg)
 {
     size_t i, k;
@@ -131,6 +170,7 @@ static void print_text(const qbh_registry *reg)
             printf("    %s: %s\n", qbh_load_state_name(p->state), p->error ? p->error : "");
         }
     }
+    print_families(reg);
 }
 
 /* "a|b|c" as ["a", "b", "c"]. */
@@ -253,6 +293,24 @@ static int print_json(const qbh_registry *reg)
                 cJSON_AddItemToObject(j, "writer_caps", caps_json(p->desc));
         }
         cJSON_AddItemToArray(arr, j);
+    }
+    {
+        /* the one architecture table (qb_archs.h) */
+        size_t n;
+        const qb_arch_entry *t = qb_arch_table(&n);
+        arr = cJSON_AddArrayToObject(root, "families");
+        for (i = 0; i < n; i++) {
+            cJSON *j = cJSON_CreateObject(), *wr;
+            cJSON_AddStringToObject(j, "model_type", t[i].model_type);
+            cJSON_AddStringToObject(j, "class", t[i].hf_class);
+            cJSON_AddBoolToObject(j, "forward", (t[i].flags & QB_ARCH_FORWARD) != 0);
+            cJSON_AddBoolToObject(j, "w4a16", (t[i].flags & QB_ARCH_W4A16) != 0);
+            wr = cJSON_AddArrayToObject(j, "writers");
+            for (k = 0; k < reg->n_plugins; k++)
+                if (declares(reg->plugins[k], t[i].model_type))
+                    cJSON_AddItemToArray(wr, cJSON_CreateString(reg->plugins[k]->name));
+            cJSON_AddItemToArray(arr, j);
+        }
     }
     text = cJSON_Print(root);
     cJSON_Delete(root);

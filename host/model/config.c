@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <quantbridge/base/qb_archs.h>
+
 /* One parse: the services, their JSON reader and the model named in
  * messages. */
 typedef struct cfgp {
@@ -49,29 +51,12 @@ static int num(const cfgp *p, const qb_json *v, double *out)
     return p->J->get_number(v, out);
 }
 
-static const char *const SUPPORTED = "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
-                                     "phi3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
-                                     "deepseek_v3, gpt_oss, glm4_moe, minimax_m2, deepseek_v32"
-                                     /* issue 31: smollm3, llama4, gemma4 */
-                                     ", smollm3, llama4_text, gemma4_text, "
-                                     "qwen3_next, qwen3_5_text, qwen3_5_moe_text";
-
+/* The families the pass runs: the QB_ARCH_FORWARD rows of the one
+ * architecture table (base library, qb_archs.h). */
 static int is_supported(const char *t)
 {
-    static const char *const names[] = {"llama",       "mistral", "qwen2",   "qwen3",
-                                        "gemma",       "gemma2",  "gemma3_text", "phi3",
-                                        "mixtral",     "qwen2_moe", "qwen3_moe",
-                                        "deepseek_v2", "deepseek_v3", "gpt_oss",
-                                        /* issue 31 */
-                                        "glm4_moe", "minimax_m2", "deepseek_v32",
-                                        /* issue 31: smollm3, llama4, gemma4 */
-                                        "smollm3", "llama4_text", "gemma4_text",
-                                        "qwen3_next",  "qwen3_5_text", "qwen3_5_moe_text"};
-    size_t i;
-    for (i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(t, names[i]) == 0)
-            return 1;
-    return 0;
+    const qb_arch_entry *a = qb_arch_find(t);
+    return a && (a->flags & QB_ARCH_FORWARD);
 }
 
 /* rope_theta when the config has none: each configuration class's
@@ -1176,10 +1161,12 @@ qb_status qbh_fwd_cfg_parse(const qb_host *h, const char *what, const char *conf
         goto out;
     }
     if (!is_supported(mt)) {
+        char list[1024];
+        qb_arch_list(QB_ARCH_FORWARD, list, sizeof list);
         rc = h->set_error(h, QB_E_UNSUPPORTED,
                           "forward: %s: architecture '%s' is not supported by the CPU forward "
                           "pass (supported: %s)",
-                          what, mt, SUPPORTED);
+                          what, mt, list);
         goto out;
     }
     snprintf(c->arch, sizeof c->arch, "%s", mt);

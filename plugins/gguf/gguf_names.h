@@ -106,8 +106,10 @@ int64_t gguf_permute_row(int64_t g, int64_t rows, uint32_t heads);
 enum {
     GGUF_W_PLAIN = 0,  /* the whole GGUF tensor */
     GGUF_W_EXPERT = 1, /* expert `index` of a stacked 3-D tensor (ne {K, N, E}) */
-    GGUF_W_FUSED = 2   /* part `index` of a tensor fused by rows (phi3 attn_qkv: q, k, v;
+    GGUF_W_FUSED = 2,  /* part `index` of a tensor fused by rows (phi3 attn_qkv: q, k, v;
                           ffn_up: gate, up) */
+    GGUF_W_KV_B = 3    /* deepseek2 kv_b_proj: `name` is attn_k_b, attn_v_b the other half
+                          (docs/formats/gguf.md "deepseek2", kv_b split) */
 };
 typedef struct gguf_wname {
     char name[GGUF_MAX_NAME]; /* GGUF tensor name, "blk.3.attn_q.weight" */
@@ -122,7 +124,7 @@ typedef struct gguf_wname {
 /* Fills *out for HF tensor `hf` of architecture `arch`. Returns QB_OK,
  * QB_E_NOT_FOUND when the table has no entry for it (the caller names the
  * tensor), QB_E_UNSUPPORTED when the entry's layout is one the writer does
- * not build (deepseek2 MLA, gpt-oss experts). Pure; sets no message. */
+ * not build (gpt-oss experts). Pure; sets no message. */
 qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *out);
 
 #endif /* GGUF_NAMES_H */

@@ -1,9 +1,10 @@
 /*
  * GGUF writer — internals shared by writer.c (the vtable and the streaming
  * of tensor data), wplan.c (which GGUF tensor each canonical tensor goes
- * to, in which ggml type, exact or quantized and why) and wmeta.c (the
+ * to, in which ggml type, exact or quantized and why), wmeta.c (the
  * metadata: general.*, {arch}.* from config.json, tokenizer.ggml.* from
- * tokenizer.json). Layout facts: docs/formats/gguf.md "Container layout",
+ * tokenizer.json) and wrope.c (rope factor tensors from config.json).
+ * Layout facts: docs/formats/gguf.md "Container layout",
  * "Tensor names", "Writing GGUF". Internal to the gguf plugin.
  */
 #ifndef GGUF_WRITER_H
@@ -36,6 +37,7 @@ typedef struct ggw_kv {
     uint64_t n;
 } ggw_kv;
 void ggw_kv_u32(ggw_kv *kv, const char *key, uint32_t v);
+void ggw_kv_u16(ggw_kv *kv, const char *key, uint16_t v);
 void ggw_kv_i32(ggw_kv *kv, const char *key, int32_t v);
 void ggw_kv_f32(ggw_kv *kv, const char *key, float v);
 void ggw_kv_bool(ggw_kv *kv, const char *key, int v);
@@ -45,8 +47,14 @@ void ggw_kv_str(ggw_kv *kv, const char *key, const char *v);
 enum {
     GGW_FLOAT = 0, /* from the reader's float32 rows, by gguf_ggml_quantize_row */
     GGW_GRID_Q4_0, /* from a symmetric 4-bit grid: codes and fp16 scales carried over */
-    GGW_GRID_Q8_0  /* from a symmetric 8-bit grid */
+    GGW_GRID_Q8_0, /* from a symmetric 8-bit grid */
+    GGW_GEN        /* no source tensor: values made from config.json (ggw_tensor.gen) */
 };
+
+/* deepseek2's kv_b_proj, written as llama.cpp's converter splits it
+ * (ggw_tensor.kv): the attn_k_b tensor streams both halves, the attn_v_b
+ * one has no parts of its own. */
+enum { GGW_KV_NONE = 0, GGW_KV_K = 1, GGW_KV_V = 2 };
 
 /* One GGUF tensor: the concatenation by rows of n_parts source tensors. */
 typedef struct ggw_tensor {
@@ -62,6 +70,12 @@ typedef struct ggw_tensor {
     int how;             /* GGW_* */
     int action;          /* qb_plan_action */
     char why[400];
+    /* issue 28 (deepseek2, rope factors, split files) */
+    int kv;              /* GGW_KV_* */
+    size_t kv_other;     /* GGW_KV_K: index of its attn_v_b tensor */
+    int64_t kv_heads, kv_nope, kv_vdim; /* kv_b_proj [heads * (nope + vdim), rank] */
+    float *gen;          /* GGW_GEN: ne[0] float32 values, owned */
+    uint32_t shard;      /* split file (0-based) */
 } ggw_tensor;
 
 typedef struct ggw_plan {
@@ -72,6 +86,8 @@ typedef struct ggw_plan {
     const gguf_arch *arch;
     int64_t n_head, n_head_kv;
     uint32_t ftype;  /* general.file_type (llama_ftype) */
+    uint32_t n_shards; /* files (ggw_tensor.shard < n_shards) */
+    int split;         /* gguf-split's layout (model-0000i-of-0000n.gguf), else model.gguf */
 } ggw_plan;
 
 /* Writer options as parsed from the params. */
@@ -87,6 +103,8 @@ typedef struct ggw_opts {
     size_t n_over;       /* tensor_type overrides, applied in order, the first match wins */
     void *over_re[GGW_MAX_OVERRIDES]; /* regex_t, owned */
     uint32_t over_type[GGW_MAX_OVERRIDES];
+    uint64_t split_max_size;    /* split_max_size: bytes of tensor data per file, 0 = no split */
+    uint64_t split_max_tensors; /* split_max_tensors: tensors per file, 0 = no split */
 } ggw_opts;
 
 /* Parses the writer's params (type, tensor_type). QB_E_INVALID with a
@@ -102,6 +120,29 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
                          size_t *order, ggw_plan *p);
 void ggw_plan_free(ggw_plan *p);
 
+
+/* config.json's rope scaling object: "rope_scaling", or transformers 5's
+ * "rope_parameters" when it names a type; NULL when neither (wrope.c). */
+const cJSON *ggw_rope_dict(const cJSON *cfg);
+
+/* Rope factor tensors made from config.json (wrope.c): none, llama3's
+ * rope_freqs.weight, or phi3 longrope's long and short factors. */
+typedef struct ggw_rope_factors {
+    size_t n;            /* tensors: 0, 1 or 2 */
+    const char *name[2]; /* GGUF names (static) */
+    float *v[2];         /* len values each, owned */
+    int64_t len;
+    const char *why;     /* for the manifest (static) */
+} ggw_rope_factors;
+
+/* Fills *f from cfg for architecture arch. QB_E_UNSUPPORTED naming the
+ * type when llama3 / longrope scaling is on an architecture llama.cpp's
+ * converter makes no factor tensor for, QB_E_FORMAT for factors of the
+ * wrong length or a bad head dimension; *f is empty then. Free with
+ * ggw_rope_factors_free. */
+qb_status ggw_rope_factors_make(const qb_host *h, const char *source, const cJSON *cfg, const gguf_arch *arch,
+                                ggw_rope_factors *f);
+void ggw_rope_factors_free(ggw_rope_factors *f);
 
 /* Appends general.*, {arch}.* and tokenizer.ggml.* to kv. cfg is the
  * source's config.json. QB_E_UNSUPPORTED / QB_E_FORMAT naming the file and

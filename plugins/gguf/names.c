@@ -289,10 +289,14 @@ qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *
         if (!(mp->archs & arch->bit))
             continue;
         if (mp->op == OP_LEAF) {
-            /* deepseek2 and gpt-oss leaves: not written yet */
             if (strcmp(rest, mp->hf) != 0)
                 continue;
-            return QB_E_UNSUPPORTED;
+            if (!(arch->bit & DS2))
+                return QB_E_UNSUPPORTED; /* gpt-oss leaves: not written yet */
+            /* DeepseekV2Model renames e_score_correction_bias to
+             * e_score_correction.bias: GGUF blk.N.exp_probs_b.bias */
+            snprintf(out->name, sizeof(out->name), "blk.%d.%s.bias", layer, mp->gguf);
+            return QB_OK;
         }
         if (!dot || (strcmp(dot, ".weight") != 0 && strcmp(dot, ".bias") != 0) ||
             (size_t)(dot - rest) >= sizeof(base))
@@ -307,6 +311,8 @@ qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *
         case OP_ROW:
             if (strcmp(base, mp->hf) != 0)
                 continue;
+            if (strcmp(mp->gguf, "attn_kv_b") == 0)
+                continue; /* read from older files; written split (OP_K_B) as llama.cpp now does */
             out->perm = !arch->permute_qk ? 0 : mp->op == OP_Q ? 1 : mp->op == OP_K ? 2 : 0;
             break;
         case OP_EXPERTS:
@@ -335,7 +341,15 @@ qb_status gguf_names_to_gguf(const gguf_arch *arch, const char *hf, gguf_wname *
             /* the reader accepts --fuse-gate-up-exps files; the writer stores
              * gate and up apart, through their OP_EXPERTS entries */
             continue;
-        default: /* OP_K_B, OP_V_B, OP_OSS_EXPS */
+        case OP_K_B:
+            /* kv_b_proj -> attn_k_b + attn_v_b (DeepseekV2Model.modify_tensors) */
+            if (strcmp(base, mp->hf) != 0)
+                continue;
+            if (strcmp(suffix, "weight") != 0)
+                return QB_E_UNSUPPORTED;
+            out->kind = GGUF_W_KV_B;
+            break;
+        default: /* OP_V_B, OP_OSS_EXPS */
             if (strcmp(base, mp->hf) != 0 && strcmp(rest, mp->hf) != 0)
                 continue;
             return QB_E_UNSUPPORTED;

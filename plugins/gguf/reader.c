@@ -766,11 +766,13 @@ static const qb_option_decl opt_tokenizer = {
     .roles = QB_OPTION_ROLE_READER,
 };
 extern const qb_option_decl gguf_writer_opt_type, gguf_writer_opt_tensor_type;
+extern const qb_option_decl gguf_writer_opt_split_max_size, gguf_writer_opt_split_max_tensors; /* issue 28 */
 extern const qb_writer_vtable gguf_writer_vtable;
 const qb_host *gguf_writer_host;
 
 static const qb_option_decl *const option_decls[] = {&opt_tokenizer, &gguf_writer_opt_type, &gguf_writer_opt_tensor_type,
-                                                      NULL};
+                                                      &gguf_writer_opt_split_max_size,
+                                                      &gguf_writer_opt_split_max_tensors, NULL};
 
 /* The writer puts the tokenizer into the GGUF itself (tokenizer.ggml.*),
  * from the source's tokenizer files; its output is read back by this

@@ -15,6 +15,7 @@
 
 #include <quantbridge/qb_half.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,13 @@ void ggw_kv_u32(ggw_kv *kv, const char *key, uint32_t v)
 {
     kv_head(kv, key, GGUF_VT_UINT32);
     ggw_u32(&kv->b, v);
+}
+
+void ggw_kv_u16(ggw_kv *kv, const char *key, uint16_t v)
+{
+    uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    kv_head(kv, key, GGUF_VT_UINT16);
+    ggw_put(&kv->b, x, 2);
 }
 
 void ggw_kv_i32(ggw_kv *kv, const char *key, int32_t v)
@@ -167,38 +175,160 @@ static qb_status put_float(meta *m, const char *field, const char *suffix)
     return QB_OK;
 }
 
+/* A number of object o (NULL when absent or not a number). */
+static const cJSON *num_of(const cJSON *o, const char *key)
+{
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    return cJSON_IsNumber(v) ? v : NULL;
+}
+
 static qb_status put_rope_scaling(meta *m)
 {
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m->cfg, "rope_scaling");
-    const cJSON *ty, *f, *orig;
+    const cJSON *rs = ggw_rope_dict(m->cfg);
+    const cJSON *ty, *f, *orig, *v;
     const char *t;
-    if (!rs || cJSON_IsNull(rs))
+    const int phi3 = m->p->arch->bit == GGUF_A_PHI3;
+    if (!rs)
         return QB_OK;
     ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
     if (!cJSON_IsString(ty))
         ty = cJSON_GetObjectItemCaseSensitive(rs, "type");
     t = cJSON_IsString(ty) ? ty->valuestring : "";
-    f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
-    orig = cJSON_GetObjectItemCaseSensitive(rs, "original_max_position_embeddings");
-    if (strcmp(t, "default") == 0)
-        return QB_OK;
-    if ((strcmp(t, "linear") == 0 || strcmp(t, "yarn") == 0) && cJSON_IsNumber(f)) {
-        /* TextModel.set_gguf_parameters: rope.scaling.type, factor, original context (yarn) */
+    f = num_of(rs, "factor");
+    orig = num_of(rs, "original_max_position_embeddings");
+    if (!orig)
+        orig = num_of(m->cfg, "original_max_position_embeddings");
+    if (strcmp(t, "default") == 0 || strcmp(t, "llama3") == 0)
+        return QB_OK; /* llama3: the rope_freqs tensor (wplan.c) carries it, no key */
+    if ((strcmp(t, "linear") == 0 || strcmp(t, "yarn") == 0) && f && !phi3) {
+        /* TextModel.set_gguf_parameters: rope.scaling.type, factor; yarn:
+         * original context and the yarn parameters the config states */
         ggw_kv_str(m->kv, akey(m, "rope.scaling.type"), t);
         ggw_kv_f32(m->kv, akey(m, "rope.scaling.factor"), (float)f->valuedouble);
-        if (cJSON_IsNumber(orig))
-            ggw_kv_u32(m->kv, akey(m, "rope.scaling.original_context_length"), (uint32_t)orig->valuedouble);
+        if (strcmp(t, "linear") == 0)
+            return QB_OK;
+        if (!orig)
+            return m->h->set_error(m->h, QB_E_FORMAT,
+                                   "%s: config.json rope_scaling yarn has no original_max_position_embeddings",
+                                   m->src->source_path);
+        ggw_kv_u32(m->kv, akey(m, "rope.scaling.original_context_length"), (uint32_t)orig->valuedouble);
+        if ((v = num_of(rs, "extrapolation_factor")))
+            ggw_kv_f32(m->kv, akey(m, "rope.scaling.yarn_ext_factor"), (float)v->valuedouble);
+        if ((v = num_of(rs, "attention_factor")) || (v = num_of(rs, "attn_factor")))
+            ggw_kv_f32(m->kv, akey(m, "rope.scaling.yarn_attn_factor"), (float)v->valuedouble);
+        if ((v = num_of(rs, "beta_fast")))
+            ggw_kv_f32(m->kv, akey(m, "rope.scaling.yarn_beta_fast"), (float)v->valuedouble);
+        if ((v = num_of(rs, "beta_slow")))
+            ggw_kv_f32(m->kv, akey(m, "rope.scaling.yarn_beta_slow"), (float)v->valuedouble);
+        return QB_OK;
+    }
+    if ((strcmp(t, "longrope") == 0 || strcmp(t, "su") == 0) && phi3) {
+        /* Phi3MiniModel: the original context and the attention factor
+         * sqrt(1 + ln(s) / ln(orig)), s = max_position_embeddings / orig
+         * (1 when s <= 1); the factors are tensors (wplan.c) */
+        const cJSON *mx = num_of(m->cfg, "max_position_embeddings");
+        double scale;
+        if (!orig || !mx || orig->valuedouble <= 1)
+            return m->h->set_error(m->h, QB_E_FORMAT,
+                                   "%s: config.json longrope needs max_position_embeddings and "
+                                   "original_max_position_embeddings",
+                                   m->src->source_path);
+        scale = mx->valuedouble / orig->valuedouble;
+        ggw_kv_u32(m->kv, akey(m, "rope.scaling.original_context_length"), (uint32_t)orig->valuedouble);
+        ggw_kv_f32(m->kv, akey(m, "rope.scaling.attn_factor"),
+                   (float)(scale > 1.0 ? sqrt(1.0 + log(scale) / log(orig->valuedouble)) : 1.0));
         return QB_OK;
     }
     return m->h->set_error(m->h, QB_E_UNSUPPORTED,
-                           "%s: config.json rope_scaling type '%s' is not written by the gguf writer yet "
-                           "(llama3 and longrope need rope factor tensors)",
-                           m->src->source_path, t);
+                           "%s: config.json rope_scaling type '%s' is not written by the gguf writer for "
+                           "architecture '%s' (it writes linear and yarn, llama3 for llama, longrope for phi3)",
+                           m->src->source_path, t, m->p->arch->gguf_name);
+}
+
+/* deepseek2 (DeepseekV2Model.set_gguf_parameters; docs/formats/gguf.md
+ * "deepseek2"): MLA stored as MQA over the latent (head_count_kv 1,
+ * key_length kv_lora + rope, value_length kv_lora), the HF widths in the
+ * _mla keys, routing and the yarn log multiplier 0.1 * mscale_all_dim. */
+static qb_status ds2_keys(meta *m)
+{
+    int64_t kv_lora, rope, nope, vd, v;
+    const cJSON *rs = ggw_rope_dict(m->cfg), *x;
+    qb_status st;
+    if ((st = cfg_int(m, "kv_lora_rank", &kv_lora)) || (st = cfg_int(m, "qk_rope_head_dim", &rope)) ||
+        (st = cfg_int(m, "qk_nope_head_dim", &nope)) || (st = cfg_int(m, "v_head_dim", &vd)))
+        return st;
+    if (kv_lora < 1 || rope < 1 || nope < 1 || vd < 1)
+        return m->h->set_error(m->h, QB_E_FORMAT,
+                               "%s: config.json needs kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and "
+                               "v_head_dim for deepseek2",
+                               m->src->source_path);
+    ggw_kv_u32(m->kv, akey(m, "attention.head_count_kv"), 1);
+    if ((st = cfg_int(m, "first_k_dense_replace", &v)))
+        return st;
+    ggw_kv_u32(m->kv, akey(m, "leading_dense_block_count"), (uint32_t)(v < 0 ? 0 : v));
+    if ((st = put_int(m, "q_lora_rank", "attention.q_lora_rank", 0)))
+        return st;
+    ggw_kv_u32(m->kv, akey(m, "attention.kv_lora_rank"), (uint32_t)kv_lora);
+    ggw_kv_u32(m->kv, akey(m, "attention.key_length"), (uint32_t)(kv_lora + rope));
+    ggw_kv_u32(m->kv, akey(m, "attention.value_length"), (uint32_t)kv_lora);
+    ggw_kv_u32(m->kv, akey(m, "attention.key_length_mla"), (uint32_t)(nope + rope));
+    ggw_kv_u32(m->kv, akey(m, "attention.value_length_mla"), (uint32_t)vd);
+    if ((st = cfg_int(m, "n_shared_experts", &v)))
+        return st;
+    ggw_kv_u32(m->kv, akey(m, "expert_shared_count"), (uint32_t)(v < 0 ? 0 : v));
+    if ((st = put_float(m, "routed_scaling_factor", "expert_weights_scale")))
+        return st;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m->cfg, "norm_topk_prob")))
+        ggw_kv_bool(m->kv, akey(m, "expert_weights_norm"), 1);
+    ggw_kv_u32(m->kv, akey(m, "rope.dimension_count"), (uint32_t)rope);
+    if ((x = num_of(rs, "mscale_all_dim")))
+        /* [TAG_DEEPSEEK2_YARN_LOG_MUL_FIX] in llama.cpp's converter */
+        ggw_kv_f32(m->kv, akey(m, "rope.scaling.yarn_log_multiplier"), (float)(0.1 * x->valuedouble));
+    return QB_OK;
+}
+
+/* Expert routing keys any MoE config may state (TextModel.set_gguf_parameters). */
+static qb_status routing_keys(meta *m)
+{
+    const cJSON *sf = cJSON_GetObjectItemCaseSensitive(m->cfg, "scoring_func");
+    qb_status st;
+    if ((st = put_int(m, "n_routed_experts", "expert_count", 0)) ||
+        (st = put_int(m, "n_group", "expert_group_count", 0)) ||
+        (st = put_int(m, "topk_group", "expert_group_used_count", 0)))
+        return st;
+    if (cJSON_IsString(sf)) {
+        /* gguf-py ExpertGatingFuncType: SOFTMAX 1, SIGMOID 2 */
+        if (strcmp(sf->valuestring, "softmax") != 0 && strcmp(sf->valuestring, "sigmoid") != 0)
+            return m->h->set_error(m->h, QB_E_UNSUPPORTED, "%s: config.json scoring_func '%s': the gguf writer "
+                                                           "writes softmax and sigmoid",
+                                   m->src->source_path, sf->valuestring);
+        ggw_kv_u32(m->kv, akey(m, "expert_gating_func"), strcmp(sf->valuestring, "sigmoid") == 0 ? 2 : 1);
+    } else if (m->p->arch->bit & GGUF_A_DEEPSEEK2) {
+        /* transformers' configs have no scoring_func: DeepseekV3 routes by
+         * sigmoid, DeepseekV2 by softmax. llama.cpp's converter writes no
+         * key then, and llama.cpp reads a missing key as softmax, which
+         * would be wrong for V3. */
+        const char *mt = m->src->info->architecture;
+        ggw_kv_u32(m->kv, akey(m, "expert_gating_func"), mt && strcmp(mt, "deepseek_v3") == 0 ? 2 : 1);
+    }
+    return QB_OK;
+}
+
+/* rope.freq_base: rope_theta, or inside transformers 5's rope_parameters. */
+static qb_status put_rope_theta(meta *m)
+{
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(m->cfg, "rope_parameters");
+    const cJSON *v = num_of(rp, "rope_theta");
+    if (cJSON_GetObjectItemCaseSensitive(m->cfg, "rope_theta") || !v)
+        return put_float(m, "rope_theta", "rope.freq_base");
+    ggw_kv_f32(m->kv, akey(m, "rope.freq_base"), (float)v->valuedouble);
+    return QB_OK;
 }
 
 static qb_status arch_keys(meta *m)
 {
     const unsigned bit = m->p->arch->bit;
+    const int ds2 = (bit & GGUF_A_DEEPSEEK2) != 0;
     const qb_model_info *mi = m->src->info;
     int64_t heads, hidden, head_dim;
     qb_status st;
@@ -208,20 +338,23 @@ static qb_status arch_keys(meta *m)
         (st = put_int(m, "num_hidden_layers", "block_count", 1)) ||
         (st = put_int(m, "intermediate_size", "feed_forward_length", 0)) ||
         (st = put_int(m, "num_attention_heads", "attention.head_count", 1)) ||
-        (st = put_int(m, "num_key_value_heads", "attention.head_count_kv", 0)) ||
-        (st = put_float(m, "rope_theta", "rope.freq_base")) ||
+        (st = ds2 ? QB_OK : put_int(m, "num_key_value_heads", "attention.head_count_kv", 0)) ||
+        (st = put_rope_theta(m)) ||
         (st = put_float(m, "rms_norm_eps", "attention.layer_norm_rms_epsilon")) ||
         (st = put_int(m, "num_experts_per_tok", "expert_used_count", 0)) ||
         (st = put_int(m, "moe_intermediate_size", "expert_feed_forward_length", 0)) ||
         (st = put_int(m, "shared_expert_intermediate_size", "expert_shared_feed_forward_length", 0)) ||
         (st = put_int(m, "vocab_size", "vocab_size", 0)))
         return st;
-    if ((st = put_int(m, "num_local_experts", "expert_count", 0)) || (st = put_int(m, "num_experts", "expert_count", 0)))
+    if ((st = put_int(m, "num_local_experts", "expert_count", 0)) || (st = put_int(m, "num_experts", "expert_count", 0)) ||
+        (st = routing_keys(m)))
         return st;
     if ((st = cfg_int(m, "num_attention_heads", &heads)) || (st = cfg_int(m, "hidden_size", &hidden)) ||
         (st = cfg_int(m, "head_dim", &head_dim)))
         return st;
-    if (head_dim > 0) {
+    if (ds2 && (st = ds2_keys(m)))
+        return st;
+    if (head_dim > 0 && !ds2) {
         ggw_kv_u32(m->kv, akey(m, "attention.key_length"), (uint32_t)head_dim);
         ggw_kv_u32(m->kv, akey(m, "attention.value_length"), (uint32_t)head_dim);
     }
@@ -710,6 +843,7 @@ qb_status ggw_meta_build(const qb_host *h, const qb_model_src *src, const cJSON 
     qb_status st;
 
     ggw_kv_str(kv, "general.architecture", p->arch->gguf_name);
+    ggw_kv_str(kv, "general.type", "model"); /* gguf-py Metadata.set_gguf_meta_model: GGUFType.MODEL */
     ggw_kv_str(kv, "general.name", slash && slash[1] ? slash + 1 : name);
     if ((st = arch_keys(&m)))
         return st;

@@ -93,17 +93,53 @@ static qb_status parse_overrides(const qb_host *h, const char *spec, ggw_opts *o
     return QB_OK;
 }
 
+/* split_max_size=N[K|M|G] (gguf-split --split-max-size: M and G are 10^6
+ * and 10^9 bytes; K 10^3 here too) and split_max_tensors=N. */
+static qb_status parse_split(const qb_host *h, const qb_param *params, ggw_opts *o)
+{
+    const qb_param *ps = qb_param_find(params, "split_max_size");
+    const qb_param *pn = qb_param_find(params, "split_max_tensors");
+    if (ps && ps->is_set && ps->v.s) {
+        char *end = NULL;
+        unsigned long long v = strtoull(ps->v.s, &end, 10);
+        uint64_t mul = 1;
+        if (end && (*end == 'K' || *end == 'k'))
+            mul = 1000, end++;
+        else if (end && (*end == 'M' || *end == 'm'))
+            mul = 1000 * 1000, end++;
+        else if (end && (*end == 'G' || *end == 'g'))
+            mul = 1000 * 1000 * 1000, end++;
+        if (end == ps->v.s || !end || *end || v == 0 || v > UINT64_MAX / mul || ps->v.s[0] == '-')
+            return h->set_error(h, QB_E_INVALID, "split_max_size '%s': expected a positive byte count, "
+                                                 "optionally with K, M or G (10^3, 10^6, 10^9 bytes)",
+                                ps->v.s);
+        o->split_max_size = (uint64_t)v * mul;
+    }
+    if (pn && pn->is_set && pn->v.s) {
+        char *end = NULL;
+        unsigned long long v = strtoull(pn->v.s, &end, 10);
+        if (end == pn->v.s || !end || *end || v == 0 || pn->v.s[0] == '-')
+            return h->set_error(h, QB_E_INVALID, "split_max_tensors '%s': expected a positive tensor count",
+                                pn->v.s);
+        o->split_max_tensors = (uint64_t)v;
+    }
+    if (o->split_max_size && o->split_max_tensors)
+        return h->set_error(h, QB_E_INVALID, "split_max_size and split_max_tensors exclude each other (as in "
+                                             "gguf-split, one split mode at a time)");
+    return QB_OK;
+}
+
 qb_status ggw_opts_parse(const qb_host *h, const qb_param *params, ggw_opts *o)
 {
     const qb_param *pt = qb_param_find(params, "type");
     const qb_param *po = qb_param_find(params, "tensor_type");
     const char *t = pt && pt->is_set && pt->v.s ? pt->v.s : "auto";
+    qb_status st;
     memset(o, 0, sizeof(*o));
-    if (po && po->is_set && po->v.s) {
-        qb_status st = parse_overrides(h, po->v.s, o);
-        if (st)
-            return st;
-    }
+    if (po && po->is_set && po->v.s && (st = parse_overrides(h, po->v.s, o)))
+        return st;
+    if ((st = parse_split(h, params, o)))
+        return st;
     if (strcmp(t, "auto") == 0) {
         o->auto_type = 1;
         o->type = GGUF_GGML_TYPE_Q8_0;
@@ -197,8 +233,10 @@ void ggw_plan_free(ggw_plan *p)
     size_t i;
     if (!p)
         return;
-    for (i = 0; i < p->n; i++)
+    for (i = 0; i < p->n; i++) {
         qbk_free(p->t[i].part);
+        qbk_free(p->t[i].gen);
+    }
     qbk_free(p->t);
     qbk_free(p->out_of);
     memset(p, 0, sizeof(*p));
@@ -298,6 +336,34 @@ static void choose(const qb_model_src *src, const ggw_opts *o, ggw_tensor *t, co
             *c = (char)(*c - 'A' + 'a');
 }
 
+/* The type of output tensor t (shape set) from the preset, the overrides
+ * and choose(). */
+static void pick_type(const qb_model_src *src, const ggw_opts *o, preset_state *ps, ggw_tensor *t,
+                      const qb_tensor_info *t0)
+{
+    uint32_t want = o->type;
+    const char *rule = NULL;
+    char rbuf[160];
+    size_t r;
+    int one = t->n_dims == 1 || (t->n_dims == 2 && t->ne[1] == 1);
+    if (o->preset && !one && !strstr(t->name, "ffn_gate_inp")) {
+        want = preset_type(o, ps, t, &rule);
+        if (rule) {
+            snprintf(rbuf, sizeof(rbuf), "; %s rule: %s", o->preset == GGW_PRESET_Q4_K_M ? "Q4_K_M" : "Q5_K_M",
+                     rule);
+            rule = rbuf;
+        }
+    }
+    for (r = 0; r < o->n_over && !one; r++)
+        if (regexec(o->over_re[r], t->name, 0, NULL, 0) == 0) {
+            want = o->over_type[r];
+            snprintf(rbuf, sizeof(rbuf), "; tensor_type override %zu", r + 1);
+            rule = rbuf;
+            break;
+        }
+    choose(src, o, t, t0, want, rule);
+}
+
 typedef struct build {
     const qb_host *h;
     const qb_model_src *src;
@@ -315,6 +381,96 @@ static ggw_tensor *find_out(ggw_plan *p, const char *name)
     return NULL;
 }
 
+/* Appends a zeroed output tensor named `name` (pointers into p->t are
+ * invalidated); NULL when out of memory. */
+static ggw_tensor *new_out(build *b, const char *name)
+{
+    ggw_plan *p = b->p;
+    ggw_tensor *t;
+    if (p->n == b->cap) {
+        size_t nc = b->cap ? 2 * b->cap : 64;
+        ggw_tensor *nt = qbk_realloc(p->t, nc * sizeof(*nt));
+        if (!nt)
+            return NULL;
+        p->t = nt;
+        b->cap = nc;
+    }
+    t = &p->t[p->n++];
+    memset(t, 0, sizeof(*t));
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    return t;
+}
+
+/* An F32 vector made from config.json (rope factors), placed before the
+ * weights as llama.cpp's converter yields generate_extra_tensors first. */
+static qb_status add_gen(build *b, const char *name, const float *v, int64_t n, const char *why)
+{
+    ggw_tensor *t = new_out(b, name);
+    if (!t || !(t->gen = qbk_malloc((size_t)n * sizeof(float))))
+        return b->h->set_error(b->h, QB_E_NOMEM, "%s: out of memory", b->src->source_path);
+    memcpy(t->gen, v, (size_t)n * sizeof(float));
+    t->n_dims = 1;
+    t->ne[0] = n;
+    t->type = GGUF_GGML_TYPE_F32;
+    t->how = GGW_GEN;
+    t->action = QB_PLAN_CONVERT;
+    t->nbytes = (uint64_t)n * 4;
+    snprintf(t->why, sizeof(t->why), "%s", why);
+    return QB_OK;
+}
+
+/* The rope factor tensors config.json asks for (wrope.c). */
+static qb_status plan_rope_factors(build *b, const cJSON *cfg)
+{
+    ggw_rope_factors f;
+    size_t i;
+    qb_status st = ggw_rope_factors_make(b->h, b->src->source_path, cfg, b->p->arch, &f);
+    for (i = 0; i < f.n && !st; i++)
+        st = add_gen(b, f.name[i], f.v[i], f.len, f.why);
+    ggw_rope_factors_free(&f);
+    return st;
+}
+
+/* deepseek2 kv_b_proj [H * (nope + v), R] (docs/formats/gguf.md
+ * "deepseek2"): attn_k_b ne {nope, R, H} (each head's first nope rows,
+ * transposed) and attn_v_b ne {R, v, H} (its last v rows). Neither keeps a
+ * grid: k_b is transposed, and both are quantized from the float values. */
+static qb_status plan_kv_b(build *b, const cJSON *cfg, const ggw_opts *o, preset_state *ps, size_t k)
+{
+    ggw_plan *p = b->p;
+    ggw_tensor *tk = &p->t[k], *tv = &p->t[tk->kv_other];
+    const int64_t H = cfg_int(cfg, "num_attention_heads"), nope = cfg_int(cfg, "qk_nope_head_dim"),
+                  vd = cfg_int(cfg, "v_head_dim");
+    const qb_tensor_info *ti;
+    ggw_opts flt = *o;
+    uint64_t rk = 0, rv = 0;
+    int64_t R;
+    qb_status st;
+    if ((st = b->src->tensor_info(b->src->handle, tk->part[0], &ti)))
+        return st;
+    R = qb_tensor_cols(ti);
+    if (H < 1 || nope < 1 || vd < 1 || ti->n_dims != 2 || qb_tensor_rows(ti) != H * (nope + vd))
+        return b->h->set_error(b->h, QB_E_FORMAT,
+                               "%s: tensor '%s': %lld rows, config.json implies num_attention_heads %lld x "
+                               "(qk_nope_head_dim %lld + v_head_dim %lld): cannot split kv_b as llama.cpp does",
+                               b->src->source_path, ti->name, (long long)qb_tensor_rows(ti), (long long)H,
+                               (long long)nope, (long long)vd);
+    tk->kv_heads = tv->kv_heads = H;
+    tk->kv_nope = tv->kv_nope = nope;
+    tk->kv_vdim = tv->kv_vdim = vd;
+    tk->n_dims = tv->n_dims = 3;
+    tk->ne[0] = nope, tk->ne[1] = R, tk->ne[2] = H;
+    tv->ne[0] = R, tv->ne[1] = vd, tv->ne[2] = H;
+    flt.auto_type = 0;
+    pick_type(b->src, &flt, ps, tk, ti);
+    pick_type(b->src, &flt, ps, tv, ti);
+    if (gguf_ggml_row_bytes(tk->type, nope, &rk) || gguf_ggml_row_bytes(tv->type, R, &rv))
+        return b->h->set_error(b->h, QB_E_INTERNAL, "gguf writer: no row size for %s", tk->name);
+    tk->nbytes = rk * (uint64_t)(R * H);
+    tv->nbytes = rv * (uint64_t)(vd * H);
+    return QB_OK;
+}
+
 qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON *cfg, const ggw_opts *o,
                          size_t *order, ggw_plan *p)
 {
@@ -330,10 +486,9 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
     if (!p->arch)
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: model_type '%s' has no GGUF architecture in the gguf writer",
                             src->source_path, mi->architecture ? mi->architecture : "(none)");
-    if (p->arch->bit & (GGUF_A_DEEPSEEK2 | GGUF_A_GPTOSS))
+    if (p->arch->bit & GGUF_A_GPTOSS)
         return h->set_error(h, QB_E_UNSUPPORTED,
-                            "%s: the gguf writer does not write architecture '%s' yet (MLA kv_b split, gpt-oss "
-                            "experts)",
+                            "%s: the gguf writer does not write architecture '%s' yet (gpt-oss experts)",
                             src->source_path, p->arch->gguf_name);
     p->n_head = cfg_int(cfg, "num_attention_heads");
     p->n_head_kv = cfg_int(cfg, "num_key_value_heads");
@@ -346,6 +501,8 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
     }
+    if ((st = plan_rope_factors(&b, cfg)))
+        goto out;
     /* Pass 1: names, output tensors in the order of their first part. */
     for (i = 0; i < n && !st; i++) {
         const qb_tensor_info *ti;
@@ -370,20 +527,28 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
             break;
         }
         t = find_out(p, w->name);
-        if (!t) {
-            if (p->n == b.cap) {
-                size_t nc = b.cap ? 2 * b.cap : 64;
-                ggw_tensor *nt = qbk_realloc(p->t, nc * sizeof(*nt));
-                if (!nt) {
-                    st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
-                    break;
-                }
-                p->t = nt;
-                b.cap = nc;
+        if (!t && w->kind == GGUF_W_KV_B) {
+            /* attn_k_b, then its attn_v_b right after (DeepseekV2Model yields k_b then v_b) */
+            char vname[GGUF_MAX_NAME];
+            const char *kb = strstr(w->name, "attn_k_b");
+            size_t ik;
+            snprintf(vname, sizeof(vname), "%.*sattn_v_b%s", (int)(kb - w->name), w->name, kb + 8);
+            if (!new_out(&b, w->name) || !new_out(&b, vname)) {
+                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+                break;
             }
-            t = &p->t[p->n++];
-            memset(t, 0, sizeof(*t));
-            snprintf(t->name, sizeof(t->name), "%s", w->name);
+            ik = p->n - 2;
+            p->t[ik].kv = GGW_KV_K;
+            p->t[ik].kv_other = ik + 1;
+            p->t[ik + 1].kv = GGW_KV_V;
+            p->out_of[i] = ik;
+            continue;
+        }
+        if (!t) {
+            if (!(t = new_out(&b, w->name))) {
+                st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+                break;
+            }
             t->plus_one = w->plus_one;
             if (w->perm) {
                 int64_t heads = w->perm == 1 ? p->n_head : p->n_head_kv;
@@ -416,6 +581,10 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
             t->part = np;
             t->n_parts = want;
         }
+        if (t->kv == GGW_KV_K && want != 1) {
+            st = h->set_error(h, QB_E_FORMAT, "%s: two tensors give GGUF tensor '%s'", src->source_path, t->name);
+            break;
+        }
         if (t->part[want - 1] != (size_t)-1) {
             st = h->set_error(h, QB_E_FORMAT, "%s: two tensors give part %d of GGUF tensor '%s'", src->source_path,
                               b.wn[i].index, t->name);
@@ -434,6 +603,13 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
         int64_t rows = 0, cols = -1;
         int one_d = 0;
         size_t j;
+        if (t->how == GGW_GEN || t->kv == GGW_KV_V)
+            continue; /* made above / planned with its attn_k_b */
+        if (t->kv == GGW_KV_K) {
+            if ((st = plan_kv_b(&b, cfg, o, &ps, k)))
+                break;
+            continue;
+        }
         for (j = 0; j < t->n_parts; j++)
             if (t->part[j] == (size_t)-1) {
                 st = h->set_error(h, QB_E_FORMAT, "%s: GGUF tensor '%s' misses part/expert %zu of %zu",
@@ -476,29 +652,7 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
                 t->ne[0] = cols;
                 t->ne[1] = rows;
             }
-            {
-                uint32_t want = o->type;
-                const char *rule = NULL;
-                char rbuf[160];
-                size_t r;
-                int one = t->n_dims == 1 || (t->n_dims == 2 && t->ne[1] == 1);
-                if (o->preset && !one && !strstr(t->name, "ffn_gate_inp")) {
-                    want = preset_type(o, &ps, t, &rule);
-                    if (rule) {
-                        snprintf(rbuf, sizeof(rbuf), "; %s rule: %s", o->preset == GGW_PRESET_Q4_K_M ? "Q4_K_M" : "Q5_K_M",
-                                 rule);
-                        rule = rbuf;
-                    }
-                }
-                for (r = 0; r < o->n_over && !one; r++)
-                    if (regexec(o->over_re[r], t->name, 0, NULL, 0) == 0) {
-                        want = o->over_type[r];
-                        snprintf(rbuf, sizeof(rbuf), "; tensor_type override %zu", r + 1);
-                        rule = rbuf;
-                        break;
-                    }
-                choose(src, o, t, t0, want, rule);
-            }
+            pick_type(src, o, &ps, t, t0);
             if (gguf_ggml_row_bytes(t->type, t->ne[0], &rb) != 0) {
                 st = h->set_error(h, QB_E_INTERNAL, "gguf writer: no row size for %s", t->name);
                 break;
@@ -512,15 +666,35 @@ qb_status ggw_plan_build(const qb_host *h, const qb_model_src *src, const cJSON 
         }
     }
     if (!st) {
-        uint64_t off = 0;
+        /* Shards as gguf-split makes them (split_strategy): by size, a new
+         * file when this tensor's padded bytes would take the file's tensor
+         * data past the limit (a tensor larger than the limit gets a file of
+         * its own rather than gguf-split's error); by count, every
+         * split_max_tensors tensors. Offsets are per file. */
+        uint64_t off = 0, shard = 0, in_shard = 0;
         for (k = 0; k < p->n; k++) {
+            uint64_t padded = (p->t[k].nbytes + GGW_ALIGN - 1) / GGW_ALIGN * GGW_ALIGN;
+            if (in_shard > 0 && ((o->split_max_size && off + padded > o->split_max_size) ||
+                                 (o->split_max_tensors && in_shard == o->split_max_tensors))) {
+                shard++;
+                off = 0;
+                in_shard = 0;
+            }
+            in_shard++;
+            p->t[k].shard = (uint32_t)shard;
             p->t[k].offset = off;
-            off += (p->t[k].nbytes + GGW_ALIGN - 1) / GGW_ALIGN * GGW_ALIGN;
+            off += padded;
             for (i = 0; i < p->t[k].n_parts; i++)
                 order[pos++] = p->t[k].part[i];
         }
         /* llama_ftype 15 Q4_K_M, 17 Q5_K_M */
         p->ftype = o->preset == GGW_PRESET_Q4_K_M ? 15 : o->preset == GGW_PRESET_Q5_K_M ? 17 : ftype_of(o->type);
+        p->n_shards = (uint32_t)shard + 1;
+        p->split = o->split_max_size || o->split_max_tensors;
+        if (shard + 1 > 65535) /* split.count is a UINT16 */
+            st = h->set_error(h, QB_E_INVALID, "%s: the split limit gives %llu files, more than split.count holds "
+                                               "(65535)",
+                              src->source_path, (unsigned long long)(shard + 1));
     }
 out:
     qbk_free(b.wn);

@@ -1,8 +1,10 @@
 /*
  * GGUF writer: any model the host reads, for the architectures the gguf
- * reader maps, written as one GGUF v3 file (model.gguf) that llama.cpp
- * loads, plus gguf-manifest.json (per tensor: type, exact or quantized,
- * error). Facts: docs/formats/gguf.md "Container layout", "Writing GGUF".
+ * reader maps, written as one GGUF v3 file (model.gguf), or split files
+ * in gguf-split's layout (split_max_size / split_max_tensors), that
+ * llama.cpp loads, plus gguf-manifest.json (per tensor: type, exact or
+ * quantized, error). Facts: docs/formats/gguf.md "Container layout",
+ * "Split files", "Writing GGUF".
  *
  * The plan (wplan.c) fixes every tensor's name, type and offset before
  * any data, so the header and metadata (wmeta.c) are written in begin and
@@ -51,7 +53,8 @@ typedef struct ggw_writer {
     size_t *order;
     size_t next;
     qb_sink_file *f;
-    uint64_t data_written; /* bytes of the data section so far */
+    uint64_t data_written; /* bytes of the current file's data section so far */
+    uint32_t cur_shard;    /* file being written */
     size_t block;          /* floats per block buffer */
     float *fbuf;
     uint8_t *bbuf;  /* converted bytes of one block */
@@ -86,15 +89,40 @@ const qb_option_decl gguf_writer_opt_tensor_type = {
     .roles = QB_OPTION_ROLE_WRITER,
 };
 
+const qb_option_decl gguf_writer_opt_split_max_size = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "split_max_size",
+    .type = QB_PARAM_STRING,
+    .default_value = NULL,
+    .help = "gguf writer: split the output as gguf-split --split-max-size does: at most N bytes of tensor data "
+            "per file (N[K|M|G], 10^3/10^6/10^9), files model-0000i-of-0000n.gguf",
+    .choices = NULL,
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+const qb_option_decl gguf_writer_opt_split_max_tensors = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "split_max_tensors",
+    .type = QB_PARAM_STRING,
+    .default_value = NULL,
+    .help = "gguf writer: split the output as gguf-split --split-max-tensors does: at most N tensors per file",
+    .choices = NULL,
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+
 static int ggw_supports(void *ctx, const qb_model_info *mi)
 {
     const qb_host *h = gguf_writer_host;
     const gguf_arch *a;
     (void)ctx;
     a = mi ? gguf_arch_for_model_type(mi->architecture) : NULL;
-    if (!a || (a->bit & (GGUF_A_DEEPSEEK2 | GGUF_A_GPTOSS))) {
+    if (!a || (a->bit & GGUF_A_GPTOSS)) {
         h->set_error(h, QB_E_UNSUPPORTED, "the gguf writer writes llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, "
-                                          "qwen3_moe, gemma, gemma2, gemma3_text and phi3; not '%s'",
+                                          "qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2 and deepseek_v3; "
+                                          "not '%s'",
                      mi && mi->architecture ? mi->architecture : "(none)");
         return 0;
     }
@@ -131,27 +159,42 @@ static int64_t block_rows(const ggw_tensor *t, int64_t rows, int64_t cols)
     return br < rows ? br : rows;
 }
 
-static qb_status write_header(ggw_writer *w, const cJSON *cfg)
+/* Opens file `shard` and writes its header: every key in the first file
+ * (cfg non-NULL), gguf-split's split.* keys in each file of a split model,
+ * then the infos of the file's own tensors (docs/formats/gguf.md "Split
+ * files"). */
+static qb_status write_header(ggw_writer *w, const cJSON *cfg, uint32_t shard)
 {
     const ggw_plan *p = &w->plan;
     ggw_kv kv;
     ggw_buf hb;
-    size_t i;
+    size_t i, n_here = 0;
     uint32_t d;
-    qb_status st;
+    qb_status st = QB_OK;
+    char fname[64];
     static const uint8_t zero[GGW_ALIGN] = {0};
 
     memset(&kv, 0, sizeof(kv));
     memset(&hb, 0, sizeof(hb));
-    if ((st = ggw_meta_build(w->h, w->src, cfg, p, &kv)))
+    if (cfg && (st = ggw_meta_build(w->h, w->src, cfg, p, &kv)))
         goto out;
+    if (p->split) {
+        /* gguf-split sets these after copying the other keys: u16, u16, i32 */
+        ggw_kv_u16(&kv, "split.no", (uint16_t)shard);
+        ggw_kv_u16(&kv, "split.count", (uint16_t)p->n_shards);
+        ggw_kv_i32(&kv, "split.tensors.count", (int32_t)p->n);
+    }
+    for (i = 0; i < p->n; i++)
+        n_here += p->t[i].shard == shard;
     ggw_put(&hb, "GGUF", 4);
     ggw_u32(&hb, 3);
-    ggw_u64(&hb, (uint64_t)p->n);
+    ggw_u64(&hb, (uint64_t)n_here);
     ggw_u64(&hb, kv.n);
     ggw_put(&hb, kv.b.p, kv.b.n);
     for (i = 0; i < p->n; i++) {
         const ggw_tensor *t = &p->t[i];
+        if (t->shard != shard)
+            continue;
         ggw_str(&hb, t->name);
         ggw_u32(&hb, t->n_dims);
         for (d = 0; d < t->n_dims; d++)
@@ -165,13 +208,71 @@ static qb_status write_header(ggw_writer *w, const cJSON *cfg)
         st = w->h->set_error(w->h, QB_E_NOMEM, "%s: out of memory building the GGUF header", w->src->source_path);
         goto out;
     }
-    if ((st = w->sink->create(w->sink->handle, "model.gguf", &w->f)))
+    /* llama_split_path: PREFIX-%05d-of-%05d.gguf, 1-based */
+    if (p->split)
+        snprintf(fname, sizeof(fname), "model-%05u-of-%05u.gguf", shard + 1, p->n_shards);
+    else
+        snprintf(fname, sizeof(fname), "model.gguf");
+    if ((st = w->sink->create(w->sink->handle, fname, &w->f)))
         goto out;
+    w->cur_shard = shard;
+    w->data_written = 0;
     st = w->sink->write(w->f, hb.p, hb.n);
 out:
     ggw_buf_free(&kv.b);
     ggw_buf_free(&hb);
     return st;
+}
+
+/* Before output tensor o's data: the next file when o starts one, and
+ * the planned offset checked. */
+static qb_status enter_tensor(ggw_writer *w, size_t o)
+{
+    const ggw_tensor *t = &w->plan.t[o];
+    qb_status st;
+    if (t->shard != w->cur_shard) {
+        st = w->sink->close(w->f, NULL, NULL);
+        w->f = NULL;
+        if (st || (st = write_header(w, NULL, t->shard)))
+            return st;
+    }
+    if (w->data_written != t->offset)
+        return w->h->set_error(w->h, QB_E_INTERNAL, "gguf writer: %s at data offset %llu, planned %llu", t->name,
+                               (unsigned long long)w->data_written, (unsigned long long)t->offset);
+    return QB_OK;
+}
+
+/* Zero padding after a tensor up to the alignment. */
+static qb_status pad_tensor(ggw_writer *w)
+{
+    static const uint8_t zero[GGW_ALIGN] = {0};
+    qb_status st;
+    size_t padn;
+    if (w->data_written % GGW_ALIGN == 0)
+        return QB_OK;
+    padn = GGW_ALIGN - (size_t)(w->data_written % GGW_ALIGN);
+    if ((st = w->sink->write(w->f, zero, padn)))
+        return st;
+    w->data_written += padn;
+    return QB_OK;
+}
+
+/* The tensors made from config.json (rope factors), first in the file. */
+static qb_status write_generated(ggw_writer *w)
+{
+    size_t i;
+    qb_status st;
+    for (i = 0; i < w->plan.n; i++) {
+        const ggw_tensor *t = &w->plan.t[i];
+        if (t->how != GGW_GEN)
+            continue;
+        if ((st = enter_tensor(w, i)) || (st = w->sink->write(w->f, t->gen, (size_t)t->nbytes)))
+            return st;
+        w->data_written += t->nbytes;
+        if ((st = pad_tensor(w)))
+            return st;
+    }
+    return QB_OK;
 }
 
 static qb_status ggw_begin(void *ctx, const qb_sink *sink, const qb_model_src *src, const qb_param *params,
@@ -219,6 +320,12 @@ static qb_status ggw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
                 w->block = (size_t)(br * cols);
             if (t->how != GGW_FLOAT && (size_t)(br * (cols / 32 + 1)) > w->grid_cap)
                 w->grid_cap = (size_t)(br * (cols / 32 + 1));
+            if (t->kv == GGW_KV_K) {
+                /* one head of k_b or v_b, and its transpose */
+                int64_t m = (t->kv_nope > t->kv_vdim ? t->kv_nope : t->kv_vdim) * cols;
+                if ((size_t)m > w->block)
+                    w->block = (size_t)m;
+            }
         }
     }
     w->fbuf = qbk_malloc(w->block * sizeof(float));
@@ -231,7 +338,7 @@ static qb_status ggw_begin(void *ctx, const qb_sink *sink, const qb_model_src *s
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
     }
-    if ((st = write_header(w, cfg)))
+    if ((st = write_header(w, cfg, 0)) || (st = write_generated(w)))
         goto out;
     memcpy(order, w->order, n * sizeof(*order));
 out:
@@ -445,6 +552,75 @@ out:
     return st;
 }
 
+/* Rows of n floats at x, converted to type and appended, with the error
+ * statistics. */
+static qb_status emit_rows(ggw_writer *w, const ggw_tensor *t, const float *x, int64_t rows, int64_t n,
+                           ggw_stats *s)
+{
+    uint64_t rb = 0;
+    int64_t r, e;
+    float tmp[256];
+    gguf_ggml_row_bytes(t->type, n, &rb);
+    for (r = 0; r < rows; r++) {
+        uint8_t *dst = w->bbuf + (size_t)r * rb;
+        const float *xr = x + (size_t)r * (size_t)n;
+        gguf_ggml_quantize_row(t->type, xr, dst, n);
+        for (e = 0; e < n; e += 256) {
+            int64_t m = n - e < 256 ? n - e : 256;
+            uint64_t bo = 0;
+            gguf_ggml_row_bytes(t->type, e, &bo);
+            account(s, t->type, dst + bo, xr + e, m, tmp);
+        }
+    }
+    w->data_written += (uint64_t)rows * rb;
+    return w->sink->write(w->f, w->bbuf, (size_t)((uint64_t)rows * rb));
+}
+
+/* deepseek2 kv_b_proj (source `index`) as attn_k_b then attn_v_b (output
+ * tensors ok and its kv_other), head by head: k_b's head h is rows
+ * [h*(nope+v), h*(nope+v)+nope) transposed, v_b's the next v rows as they
+ * are (DeepseekV2Model.modify_tensors; docs/formats/gguf.md "deepseek2"). */
+static qb_status stream_kv_b(ggw_writer *w, size_t index, size_t ok)
+{
+    const ggw_tensor *tk = &w->plan.t[ok], *tv = &w->plan.t[tk->kv_other];
+    const qb_model_src *src = w->src;
+    const int64_t H = tk->kv_heads, nope = tk->kv_nope, vd = tk->kv_vdim, R = tk->ne[1];
+    float *y = (float *)w->codes;
+    int64_t h, j, c;
+    int half;
+    qb_status st;
+    for (half = 0; half < 2; half++) {
+        const ggw_tensor *t = half ? tv : tk;
+        const int64_t nr = half ? vd : nope;
+        if ((st = enter_tensor(w, half ? tk->kv_other : ok)))
+            return st;
+        for (h = 0; h < H; h++) {
+            if (w->h->cancelled(w->h))
+                return w->h->set_error(w->h, QB_E_CANCELLED, "%s: cancelled", t->name);
+            if ((st = src->read_rows(src->handle, index, h * (nope + vd) + (half ? nope : 0), nr, w->fbuf)))
+                return st;
+            for (j = 0; j < nr * R; j++)
+                if (!isfinite(w->fbuf[j]))
+                    return w->h->set_error(w->h, QB_E_FORMAT, "%s: kv_b_proj row %lld holds %g", src->source_path,
+                                           (long long)(h * (nope + vd) + (half ? nope : 0) + j / R),
+                                           (double)w->fbuf[j]);
+            if (half) {
+                st = emit_rows(w, t, w->fbuf, vd, R, &w->stats[tk->kv_other]);
+            } else {
+                for (j = 0; j < nope; j++)
+                    for (c = 0; c < R; c++)
+                        y[c * nope + j] = w->fbuf[j * R + c];
+                st = emit_rows(w, t, y, R, nope, &w->stats[ok]);
+            }
+            if (st)
+                return st;
+        }
+        if ((st = pad_tensor(w)))
+            return st;
+    }
+    return QB_OK;
+}
+
 static qb_status ggw_write_tensor(qb_writer_handle handle, size_t index)
 {
     ggw_writer *w = handle;
@@ -452,24 +628,20 @@ static qb_status ggw_write_tensor(qb_writer_handle handle, size_t index)
     const ggw_tensor *t;
     size_t o;
     qb_status st;
-    static const uint8_t zero[GGW_ALIGN] = {0};
 
     if (w->next >= p->n_src || w->order[w->next] != index)
         return w->h->set_error(w->h, QB_E_INTERNAL, "gguf writer: tensor %zu written out of the planned order", index);
     w->next++;
     o = p->out_of[index];
     t = &p->t[o];
-    if (index == t->part[0] && w->data_written != t->offset)
-        return w->h->set_error(w->h, QB_E_INTERNAL, "gguf writer: %s at data offset %llu, planned %llu", t->name,
-                               (unsigned long long)w->data_written, (unsigned long long)t->offset);
+    if (t->kv == GGW_KV_K)
+        return stream_kv_b(w, index, o);
+    if (index == t->part[0] && (st = enter_tensor(w, o)))
+        return st;
     if ((st = stream(w, index, t, &w->stats[o])))
         return st;
-    if (index == t->part[t->n_parts - 1] && w->data_written % GGW_ALIGN) {
-        size_t padn = GGW_ALIGN - (size_t)(w->data_written % GGW_ALIGN);
-        if ((st = w->sink->write(w->f, zero, padn)))
-            return st;
-        w->data_written += padn;
-    }
+    if (index == t->part[t->n_parts - 1])
+        return pad_tensor(w);
     return QB_OK;
 }
 
@@ -517,6 +689,8 @@ static qb_status write_manifest(ggw_writer *w)
         cJSON_AddItemToObject(o, "type", cJSON_CreateString(gguf_ggml_type_name(t->type)));
         cJSON_AddItemToObject(o, "action", cJSON_CreateString(action_name(t->action)));
         cJSON_AddItemToObject(o, "why", cJSON_CreateString(t->why));
+        if (w->plan.split)
+            cJSON_AddItemToObject(o, "file", cJSON_CreateNumber((double)t->shard + 1));
         if (t->how != GGW_FLOAT) {
             cJSON_AddItemToObject(o, "blocks", cJSON_CreateNumber((double)s->blocks));
             cJSON_AddItemToObject(o, "exact_blocks", cJSON_CreateNumber((double)s->exact_blocks));
@@ -548,6 +722,11 @@ static qb_status ggw_finish(qb_writer_handle handle)
     if (w->next != w->plan.n_src) {
         st = w->h->set_error(w->h, QB_E_INTERNAL, "gguf writer: finish after %zu of %zu tensors", w->next,
                              w->plan.n_src);
+        goto out;
+    }
+    if (w->plan.n && w->cur_shard + 1 != w->plan.n_shards) {
+        st = w->h->set_error(w->h, QB_E_INTERNAL, "gguf writer: finish in file %u of %u", w->cur_shard + 1,
+                             w->plan.n_shards);
         goto out;
     }
     st = w->sink->close(w->f, NULL, NULL);
@@ -593,7 +772,7 @@ static qb_status ggw_plan_cb(void *ctx, const qb_model_src *src, const qb_param 
     for (i = 0; i < n && !st; i++) {
         const ggw_tensor *t = &p.t[p.out_of[order[i]]];
         qb_plan_entry e;
-        char target[96];
+        char target[2 * GGUF_MAX_NAME + 48];
         const qb_tensor_info *ti;
         if ((st = src->tensor_info(src->handle, order[i], &ti)))
             break;
@@ -609,6 +788,13 @@ static qb_status ggw_plan_cb(void *ctx, const qb_model_src *src, const qb_param 
                            ? 0
                            : 32;
         e.bytes_out = t->nbytes * (uint64_t)qb_tensor_rows(ti) / (uint64_t)(t->n_dims == 1 ? 1 : t->ne[1] * (t->n_dims == 3 ? t->ne[2] : 1));
+        if (t->kv == GGW_KV_K) {
+            /* kv_b_proj: both halves */
+            const ggw_tensor *tv = &p.t[t->kv_other];
+            e.bytes_out = t->nbytes + tv->nbytes;
+            snprintf(target, sizeof(target), "%s %s + %s %s", t->name, gguf_ggml_type_name(t->type), tv->name,
+                     gguf_ggml_type_name(tv->type));
+        }
         st = out->tensor(out->handle, &e);
     }
     ggw_plan_free(&p);

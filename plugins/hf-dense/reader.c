@@ -5,6 +5,11 @@
  * MTP layers (DeepSeek's, the Qwen3-Next hybrids' mtp.*) are left out unless
  * the option mtp=keep says otherwise (kit qbk_mtp.h; docs/formats/fp8.md,
  * "DeepSeek-V3 MTP layers"; docs/w4a16-format.md, "Qwen3-Next layers").
+ * A multimodal wrapper (config.json with text_config: Llama 4, Gemma 4,
+ * Qwen3.5 as published) is served as its text model: text_config as the
+ * config, the language model's tensors under the text model's names; its
+ * towers are refused by name unless towers=drop (kit qbk_mm.h;
+ * docs/formats/hf-dense.md, "Multimodal wrappers").
  *
  * Memory: the files stay mapped by the host's safetensors service; a
  * read_rows call touches only the bytes of its rows.
@@ -22,6 +27,7 @@
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
 #include "qbk_mtp.h"
+#include "qbk_mm.h"
 
 /* The model the reader base holds (qb_streader.h): the stored tensors
  * served, in file order, each under its own name. */
@@ -29,6 +35,13 @@ typedef struct hfd_model {
     const qb_st_tensor **t;
     size_t n;
     size_t n_mtp_dropped; /* DeepSeek MTP tensors not presented (mtp=drop) */
+    /* a multimodal wrapper: names[i] the text model's name of t[i] (owned),
+     * text_config the text model's config.json, its model_type; towers
+     * dropped (towers=drop) */
+    char **names;
+    char *text_config;
+    char *text_type;
+    size_t n_towers_dropped;
 } hfd_model;
 
 static int hfd_has_suffix(const char *s, const char *suf)
@@ -126,21 +139,41 @@ static int hfd_file_exists(const char *dir, const char *name)
  * element (the parser checked the byte count against the shape). Tensors
  * of layers at or past mtp_first (DeepSeek MTP, qbk_mtp.h; -1: none) are
  * not presented. */
-static qb_status hfd_describe_all(const qb_streader *r, hfd_model *m, int64_t mtp_first)
+static qb_status hfd_describe_all(const qb_streader *r, hfd_model *m, int64_t mtp_first,
+                                  int towers_drop)
 {
     const qb_host *h = r->host;
     const qb_st_api *api = h->safetensors;
     size_t i, n = api->count(r->dir->st);
     uint32_t d;
+    char name[512];
 
     if (n == 0)
         return h->set_error(h, QB_E_FORMAT, "%s: the checkpoint has no tensors", r->dir->dir);
     m->t = qbk_calloc(n, sizeof(*m->t));
-    if (!m->t)
+    if (!m->t || (m->text_type && !(m->names = qbk_calloc(n, sizeof(*m->names)))))
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir->dir);
     for (i = 0; i < n; i++) {
         const qb_st_tensor *st = api->tensor(r->dir->st, i);
-        if (qbk_mtp_is_mtp(st->name, mtp_first)) {
+        const char *tn = st->name;
+        if (m->text_type) {
+            int k = qbk_mm_text_name(st->name, name, sizeof name);
+            if (k < 0)
+                return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': name too long", st->file,
+                                    st->name);
+            if (k == 0 && !towers_drop)
+                return h->set_error(h, QB_E_UNSUPPORTED,
+                                    "%s: tensor '%s': a tower of the multimodal wrapper %s, which "
+                                    "the text model %s does not hold; read the source with "
+                                    "--option towers=drop to convert the text model alone",
+                                    st->file, st->name, r->dir->model_type, m->text_type);
+            if (k == 0) {
+                m->n_towers_dropped++;
+                continue;
+            }
+            tn = name;
+        }
+        if (qbk_mtp_is_mtp(tn, mtp_first)) {
             m->n_mtp_dropped++;
             continue;
         }
@@ -153,6 +186,8 @@ static qb_status hfd_describe_all(const qb_streader *r, hfd_model *m, int64_t mt
             if (st->dims[d] < 1)
                 return h->set_error(h, QB_E_FORMAT, "%s: tensor '%s': dimension %u is 0 (empty tensor)",
                                     st->file, st->name, d);
+        if (m->names && !(m->names[m->n] = qbk_strdup(tn)))
+            return h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir->dir);
         m->t[m->n++] = st;
     }
     if (m->n == 0)
@@ -170,7 +205,7 @@ static qb_status hfd_open_model(qb_streader *r, const qb_param *params)
     const cJSON *qcfg;
     qb_status st;
     size_t i;
-    int mtp_drop;
+    int mtp_drop, towers_drop = 0;
     int64_t mtp_first = -1;
 
     if (qbk_mtp_mode(h, params, &mtp_drop) != QB_OK)
@@ -187,10 +222,28 @@ static qb_status hfd_open_model(qb_streader *r, const qb_param *params)
     if ((st = qbk_reader_config(r->dir, &cfg, &qcfg)) != QB_OK ||
         (st = hfd_config_check(h, r->dir->config_path, cfg)) != QB_OK)
         goto out;
-    if (mtp_drop)
+    if (qbk_mm_is_wrapper(cfg)) {
+        /* the text model: its config and model_type (qbk_mm.h) */
+        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+        if ((st = qbk_towers_mode(h, params, &towers_drop)) != QB_OK ||
+            (st = qbk_mm_text_config(h, r->dir->config_path, r->dir->config_text, cfg,
+                                     &m->text_config)) != QB_OK)
+            goto out;
+        if (!(m->text_type = qbk_strdup(
+                  cJSON_GetObjectItemCaseSensitive(tc, "model_type")->valuestring))) {
+            st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+            goto out;
+        }
+        if (mtp_drop)
+            mtp_first = qbk_mtp_first_layer(tc);
+    } else if (mtp_drop) {
         mtp_first = qbk_mtp_first_layer(cfg);
-    if ((st = hfd_describe_all(r, m, mtp_first)) != QB_OK ||
-        (st = hfd_config_check_tensors(h, r->dir->config_path, cfg, r->dir->st)) != QB_OK)
+    }
+    if ((st = hfd_describe_all(r, m, mtp_first, towers_drop)) != QB_OK ||
+        /* the stored names of a wrapper are not the text model's: its
+         * layers are checked by the consumers, as an incomplete layer is */
+        (!m->text_type &&
+         (st = hfd_config_check_tensors(h, r->dir->config_path, cfg, r->dir->st)) != QB_OK))
         goto out;
     r->n_tensors = m->n;
     if (m->n_mtp_dropped)
@@ -200,6 +253,16 @@ static qb_status hfd_open_model(qb_streader *r, const qb_param *params)
     else
         st = qb_streader_set_summary(r, "Hugging Face dense safetensors, %zu tensors (%s first)",
                                      m->n, qb_rows_dense_encoding(m->t[0]->dtype));
+    if (st == QB_OK && m->text_type)
+        st = qb_streader_set_summary(r, "Hugging Face dense safetensors, %zu tensors (%s first): "
+                                     "the text model %s of the multimodal wrapper %s%s",
+                                     m->n, qb_rows_dense_encoding(m->t[0]->dtype), m->text_type,
+                                     r->dir->model_type,
+                                     m->n_towers_dropped ? ", towers dropped (towers=drop)" : "");
+    if (st == QB_OK && m->n_towers_dropped)
+        h->log(h, QB_LOG_WARN, "%s: towers=drop: %zu tensors of the %s wrapper's towers not read; "
+               "the output is the text model %s alone", dir, m->n_towers_dropped,
+               r->dir->model_type, m->text_type);
     if (st == QB_OK && m->n_mtp_dropped)
         h->log(h, QB_LOG_INFO, "%s: mtp=drop: %zu tensors of the MTP layers (model.layers.%lld+) "
                "not read", dir, m->n_mtp_dropped, (long long)mtp_first);
@@ -211,8 +274,15 @@ out:
 static void hfd_close_model(qb_streader *r)
 {
     hfd_model *m = r->model;
+    size_t i;
     if (!m)
         return;
+    if (m->names)
+        for (i = 0; i < m->n; i++)
+            qbk_free(m->names[i]);
+    qbk_free(m->names);
+    qbk_free(m->text_config);
+    qbk_free(m->text_type);
     qbk_free(m->t);
     qbk_free(m);
     r->model = NULL;
@@ -221,7 +291,23 @@ static void hfd_close_model(qb_streader *r)
 /* Stored tensors are the canonical ones, one to one. */
 static void hfd_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
 {
-    qb_streader_describe_dense(((const hfd_model *)r->model)->t[i], out);
+    const hfd_model *m = r->model;
+    qb_streader_describe_dense(m->t[i], out);
+    if (m->names) /* a wrapper's tensor under the text model's name */
+        out->name = m->names[i];
+}
+
+/* The base's model info; a wrapper's is its text model's config. */
+static qb_status hfd_model_info(qb_reader_handle handle, qb_model_info *out)
+{
+    const qb_streader *r = handle;
+    const hfd_model *m = r->model;
+    qb_status st = qb_streader_vt_model_info(handle, out);
+    if (st == QB_OK && m && m->text_type) {
+        out->architecture = m->text_type;
+        out->config_json = m->text_config;
+    }
+    return st;
 }
 
 /* A directory, or one .safetensors file (the whole checkpoint when an
@@ -247,6 +333,11 @@ const qb_reader_vtable hfd_reader_vtable = {
     .struct_size = sizeof(qb_reader_vtable),
     .probe = hfd_probe,
     .open = hfd_open,
-    /* no get_grid_info/read_grid: dense tensors never have an integer grid */
-    QB_STREADER_VT_ENTRIES,
+    /* no get_grid_info/read_grid: dense tensors never have an integer grid;
+     * QB_STREADER_VT_ENTRIES but for get_model_info (a wrapper's text model) */
+    .close = qb_streader_vt_close,
+    .get_model_info = hfd_model_info,
+    .get_tensor_info = qb_streader_vt_tensor_info,
+    .read_rows = qb_streader_vt_read_rows,
+    .get_raw_tensor_info = qb_streader_vt_raw_tensor,
 };

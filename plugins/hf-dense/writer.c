@@ -27,6 +27,7 @@
 
 #include "hfw.h"
 #include "qbk_mtp.h"
+#include "qbk_mm.h"
 #include "qbk_alloc.h"
 #include "qbk_encode_check.h"
 #include "qbk_hf_sidefiles.h"
@@ -73,10 +74,11 @@ static const qb_option_decl hfw_opt_allow_nonfinite = {
     .roles = QB_OPTION_ROLE_WRITER,
 };
 
-/* The plugin's options: the writer's, and the reader's mtp (kit qbk_mtp.h). */
+/* The plugin's options: the writer's, and the reader's mtp (kit qbk_mtp.h)
+ * and towers (multimodal wrappers, kit qbk_mm.h). */
 const qb_option_decl *const hfd_option_decls[] = {&hfw_opt_dtype, &hfw_opt_max_shard,
                                                   &hfw_opt_allow_nonfinite, &qbk_mtp_option,
-                                                  NULL};
+                                                  &qbk_towers_option, NULL};
 
 typedef struct hfw_writer {
     const qb_host *h;

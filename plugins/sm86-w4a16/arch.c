@@ -494,6 +494,64 @@ static const w4w_role deepseek_v32_roles[] = {
     DS_EXPERTS,
 };
 
+/* Gemma4TextDecoderLayer (transformers 5.24 modeling_gemma4.py; the
+ * configurations the plan takes: no KV sharing, no k_eq_v attention, no
+ * MoE block, layout.c): Gemma4TextAttention's q/k/v/o (`attention_bias`;
+ * o_proj's input is num_attention_heads times the layer's own head_dim,
+ * per_layer_config, w4w_layout_width), q_norm/k_norm over that head_dim
+ * (v_norm has no weight); Gemma4TextMLP; the four Gemma 2 norms; with
+ * per-layer inputs (hidden_size_per_layer_input > 0) per_layer_input_gate
+ * [P, H] and per_layer_projection [H, P] (linears) and
+ * post_per_layer_input_norm [H]; `layer_scalar` [1], a buffer that
+ * multiplies the layer's whole output, kept F32 (its checkpoint value,
+ * not a rounding of it). */
+static const w4w_role gemma4_text_roles[] = {
+    LIN("self_attn.q_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.k_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.v_proj", W4W_BIAS_OPTIONAL, W4W_IN_HIDDEN),
+    LIN("self_attn.o_proj", W4W_BIAS_OPTIONAL, W4W_IN_HEADS),
+    NORM("self_attn.q_norm", 0),
+    NORM("self_attn.k_norm", 0),
+    LIN("mlp.gate_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.up_proj", W4W_BIAS_NONE, W4W_IN_HIDDEN),
+    LIN("mlp.down_proj", W4W_BIAS_NONE, W4W_IN_INTER),
+    NORM("input_layernorm", 1),
+    NORM("post_attention_layernorm", 1),
+    NORM("pre_feedforward_layernorm", 1),
+    NORM("post_feedforward_layernorm", 1),
+    {"per_layer_input_gate", W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, W4W_IN_HIDDEN, W4W_IN_G4_PLE,
+     W4W_LAYERS_ALL, W4W_IN_G4_PLE},
+    {"per_layer_projection", W4W_ROLE_LINEAR, W4W_BIAS_NONE, 0, W4W_IN_G4_PLE, W4W_IN_HIDDEN,
+     W4W_LAYERS_ALL, W4W_IN_G4_PLE},
+    {"post_per_layer_input_norm", W4W_ROLE_NORM, W4W_BIAS_NONE, 1, W4W_IN_NONE, W4W_IN_NONE,
+     W4W_LAYERS_ALL, W4W_IN_G4_PLE},
+    {"layer_scalar", W4W_ROLE_F32, W4W_BIAS_NONE, 0, W4W_IN_NONE, W4W_IN_ONE, W4W_LAYERS_ALL, 0},
+};
+
+/* Gemma4TextModel's per-layer inputs: embed_tokens_per_layer
+ * [vocab_size_per_layer_input, L * P] is an embedding table (rows looked
+ * up by token, as embed_tokens); per_layer_model_projection [L * P, H] a
+ * model-level linear the format's layer files and head cannot hold;
+ * per_layer_projection_norm [P]. All three F16 in embed.safetensors. */
+static const w4w_global gemma4_text_globals[] = {
+    {"model.embed_tokens_per_layer.weight", "embed_tokens_per_layer.weight", 2, W4W_IN_G4_VOCAB,
+     W4W_IN_G4_LP, W4W_IN_G4_PLE},
+    {"model.per_layer_model_projection.weight", "per_layer_model_projection.weight", 2,
+     W4W_IN_G4_LP, W4W_IN_HIDDEN, W4W_IN_G4_PLE},
+    {"model.per_layer_projection_norm.weight", "per_layer_projection_norm.weight", 1,
+     W4W_IN_G4_PLE, W4W_IN_NONE, W4W_IN_G4_PLE},
+};
+
+const w4w_global *w4w_arch_globals(const w4w_arch *a, size_t *n)
+{
+    *n = 0;
+    if (a && strcmp(a->model_type, "gemma4_text") == 0) {
+        *n = N_OF(gemma4_text_globals);
+        return gemma4_text_globals;
+    }
+    return NULL;
+}
+
 static const w4w_xfused llama4_xfused[] = {
     {"feed_forward.experts.gate_up_proj",
      {"feed_forward.experts.%d.gate_proj", "feed_forward.experts.%d.up_proj"},
@@ -554,6 +612,8 @@ static const w4w_arch archs[] = {
      NULL, NULL, 0},
     {"qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", 0, qwen3_5_moe_roles, N_OF(qwen3_5_moe_roles),
      W4W_MOE_EVERY, "num_experts", NULL, 0},
+    {"gemma4_text", "Gemma4ForCausalLM", 1, gemma4_text_roles, N_OF(gemma4_text_roles),
+     W4W_MOE_NONE, NULL, NULL, 0},
 };
 
 /* Kept equal to the table above (tests/test_writer.c checks it). */
@@ -564,7 +624,7 @@ const char *const w4w_arch_names[] = {
     "glm4_moe", "minimax_m2", "deepseek_v32",
     /* issue 31: smollm3, llama4, gemma4 */
     "smollm3", "llama4_text",
-    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", NULL,
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma4_text", NULL,
 };
 
 size_t w4w_arch_count(void)

@@ -17,6 +17,7 @@
 #include "w4w.h"
 
 #include <cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "qbk_alloc.h"
@@ -53,7 +54,17 @@ static const char *const width_keys[W4W_N_WIDTHS] = {
     "2 * linear_num_key_heads * linear_key_head_dim + linear_num_value_heads * "
     "linear_value_head_dim",
     "linear_conv_kernel_dim",
+    "hidden_size_per_layer_input",
+    "num_hidden_layers * hidden_size_per_layer_input",
+    "vocab_size_per_layer_input",
 };
+
+int64_t w4w_layout_width(const w4w_layout *lo, int64_t l, w4w_in_dim d)
+{
+    if (d == W4W_IN_HEADS && lo->heads_l && l >= 0 && l < lo->n_layers)
+        return lo->heads_l[l];
+    return (unsigned)d < W4W_N_WIDTHS ? lo->width[d] : -1;
+}
 
 const char *w4w_width_key(w4w_in_dim d)
 {
@@ -159,6 +170,103 @@ static qb_status layout_hybrid(const qb_host *h, const char *where, const cJSON 
     return QB_OK;
 }
 
+/* Gemma 4's text model (Gemma4TextConfig, transformers 5.24): the
+ * per-layer input widths, and each layer's head_dim: full_attention
+ * layers (layer_types; without it every sixth, and the last layer always,
+ * Gemma4TextConfig.__post_init__) take per_layer_config's "head_dim" for
+ * that layer, else global_head_dim (default 512); sliding layers
+ * head_dim. What the layout does not place is refused by name: KV-shared
+ * layers (no k/v projections of their own), k_eq_v full layers (no
+ * v_proj), the MoE block, the double-wide MLP. */
+static qb_status layout_gemma4(const qb_host *h, const char *where, const cJSON *cfg,
+                               int64_t heads, int64_t head_dim, w4w_layout *out)
+{
+    static const char *const off[] = {"attention_k_eq_v", "enable_moe_block",
+                                      "use_double_wide_mlp"};
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    const cJSON *plc = cJSON_GetObjectItemCaseSensitive(cfg, "per_layer_config");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "num_kv_shared_layers");
+    int64_t P = 256, vpl = 262144, ghd = pos_int(cfg, "global_head_dim"), l, n = out->n_layers;
+    size_t i;
+
+    for (i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, off[i])))
+            return h->set_error(h, QB_E_UNSUPPORTED,
+                                "%s: config.json: gemma4_text with %s true is not laid out by "
+                                "%s (nor run by the CPU forward pass)",
+                                where, off[i], W4W_PLUGIN_NAME);
+    if (v && !cJSON_IsNull(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: config.json: gemma4_text with num_kv_shared_layers other than 0 "
+                            "is not laid out by %s (its shared layers hold no k/v projections; "
+                            "the CPU forward pass does not run them either)",
+                            where, W4W_PLUGIN_NAME);
+    /* Gemma4TextConfig's defaults: 256 and 262144; 0 turns the per-layer
+     * inputs off (Gemma4TextModel builds none of their tensors) */
+    v = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_size_per_layer_input");
+    if (v && !cJSON_IsNull(v))
+        P = cJSON_IsNumber(v) && v->valuedouble == 0 ? 0 : pos_int(cfg, "hidden_size_per_layer_input");
+    v = cJSON_GetObjectItemCaseSensitive(cfg, "vocab_size_per_layer_input");
+    if (v && !cJSON_IsNull(v))
+        vpl = pos_int(cfg, "vocab_size_per_layer_input");
+    if (P < 0 || vpl < 1 || ghd == -2)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: hidden_size_per_layer_input, "
+                            "vocab_size_per_layer_input or global_head_dim is not a positive "
+                            "integer",
+                            where);
+    out->width[W4W_IN_G4_PLE] = P > 0 ? P : -1;
+    out->width[W4W_IN_G4_LP] = P > 0 ? P * n : -1;
+    out->width[W4W_IN_G4_VOCAB] = P > 0 ? vpl : -1;
+    if (ghd < 0)
+        ghd = 512;
+    if (heads < 1 || head_dim < 1)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: num_attention_heads/head_dim missing", where);
+    if (lt && !cJSON_IsNull(lt) && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != n))
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: config.json: layer_types is not a list of num_hidden_layers "
+                            "(%lld) names",
+                            where, (long long)n);
+    if (plc && !cJSON_IsNull(plc) && !cJSON_IsObject(plc))
+        return h->set_error(h, QB_E_FORMAT, "%s: config.json: per_layer_config is not an object",
+                            where);
+    if (!(out->heads_l = qbk_calloc((size_t)n, sizeof *out->heads_l)))
+        return h->set_error(h, QB_E_NOMEM, "%s: out of memory", where);
+    for (l = 0; l < n; l++) {
+        const cJSON *e = lt && cJSON_IsArray(lt) ? cJSON_GetArrayItem(lt, (int)l) : NULL;
+        int full = e ? cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0
+                     : (l + 1) % 6 == 0;
+        int64_t hd = head_dim;
+        char key[24];
+        if (e && !(cJSON_IsString(e) && (full || strcmp(e->valuestring, "sliding_attention") == 0)))
+            return h->set_error(h, QB_E_UNSUPPORTED,
+                                "%s: config.json: layer_types[%lld] is not sliding_attention or "
+                                "full_attention",
+                                where, (long long)l);
+        full = full || l == n - 1;
+        snprintf(key, sizeof key, "%lld", (long long)l);
+        e = plc && cJSON_IsObject(plc) ? cJSON_GetObjectItemCaseSensitive(plc, key) : NULL;
+        if (e) {
+            /* per_layer_config[l]: its own head_dim / num_key_value_heads */
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "head_dim");
+            if (!cJSON_IsObject(e) || (d && (!cJSON_IsNumber(d) || d->valuedouble < 1 ||
+                                             d->valuedouble > 1e9 ||
+                                             d->valuedouble != (double)(int64_t)d->valuedouble)))
+                return h->set_error(h, QB_E_FORMAT,
+                                    "%s: config.json: per_layer_config[\"%s\"] is not an object "
+                                    "with a positive integer head_dim",
+                                    where, key);
+            if (d)
+                hd = (int64_t)d->valuedouble;
+        } else if (full && !(plc && !cJSON_IsNull(plc))) {
+            hd = ghd;
+        }
+        out->heads_l[l] = heads * hd;
+    }
+    return QB_OK;
+}
+
 qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a,
                           const cJSON *cfg, int64_t n_layers, w4w_layout *out)
 {
@@ -247,6 +355,11 @@ qb_status w4w_layout_init(const qb_host *h, const char *where, const w4w_arch *a
         goto out;
     }
     if (arch_hybrid(a) && (rc = layout_hybrid(h, where, cfg, out)) != QB_OK)
+        goto out;
+    for (i = W4W_IN_G4_PLE; i <= W4W_IN_G4_VOCAB; i++)
+        out->width[i] = -1;
+    if (strcmp(a->model_type, "gemma4_text") == 0 && /* issue 31 */
+        (rc = layout_gemma4(h, where, cfg, heads, head_dim, out)) != QB_OK)
         goto out;
     for (r = 0; r < a->n_roles; r++) {
         out->role_off[r] = out->per_layer;
@@ -374,6 +487,8 @@ void w4w_layout_free(w4w_layout *lo)
     qbk_free(lo->sparse);
     qbk_free(lo->linear);
     qbk_free(lo->role_off);
+    qbk_free(lo->heads_l);
+    lo->heads_l = NULL;
     lo->sparse = NULL;
     lo->linear = NULL;
     lo->role_off = NULL;

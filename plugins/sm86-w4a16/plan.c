@@ -32,6 +32,8 @@
 
 #include "w4a16_names.h"
 
+#include <quantbridge/base/qb_archs.h>
+
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,6 +367,9 @@ typedef struct plan_state {
     size_t *xslot;                /* [layer * nx + f]: <path>, then <path>_bias */
     int8_t *vq;                   /* [layer * K + slot]: part of a w4w_xfused, -1 */
     size_t embed, fnorm, head;    /* source tensors, NONE */
+    const w4w_global *gl;         /* model-level extras (w4w_arch_globals) */
+    size_t ngl;
+    size_t gslot[4];              /* their source tensors, NONE */
 } plan_state;
 
 static void plan_state_free(plan_state *s)
@@ -400,11 +405,17 @@ static qb_status plan_begin(plan_state *s, const qb_host *h, const qb_model_src 
     s->opt = opt;
     s->nt = mi->n_tensors;
     s->embed = s->fnorm = s->head = NONE;
+    for (i = 0; i < sizeof s->gslot / sizeof s->gslot[0]; i++)
+        s->gslot[i] = NONE;
     s->a = w4w_arch_find(mi->architecture);
     if (!s->a)
-        return h->set_error(h, QB_E_UNSUPPORTED, "%s: architecture '%s' is not supported by %s",
+        return h->set_error(h, QB_E_UNSUPPORTED, "%s: architecture '%s' is not supported by %s%s",
                             s->b.sp, mi->architecture ? mi->architecture : "(none)",
-                            W4W_PLUGIN_NAME);
+                            W4W_PLUGIN_NAME,
+                            /* the one architecture table (qb_archs.h) */
+                            qb_arch_find(mi->architecture)
+                                ? " (a family quantbridge knows; the format has no layout for it)"
+                                : " (not a family quantbridge knows)");
     if ((rc = qbk_json_parse_config(h, s->b.sp, mi->config_json, &s->cfg)) != QB_OK)
         return rc;
     L = s->L = cfg_int(s->cfg, "num_hidden_layers", -1);
@@ -425,6 +436,9 @@ static qb_status plan_begin(plan_state *s, const qb_host *h, const qb_model_src 
         return rc;
     s->K = s->lo.per_layer;
     s->xf = w4w_arch_xfused(s->a, &s->nx);
+    s->gl = w4w_arch_globals(s->a, &s->ngl);
+    if (s->ngl > sizeof s->gslot / sizeof s->gslot[0])
+        return h->set_error(h, QB_E_INTERNAL, "%s: too many model-level tensors", s->b.sp);
     p = s->b.p = qbk_calloc(1, sizeof *p);
     if (p)
         p->items = qbk_calloc(s->nt + (size_t)L * 2 * s->a->n_fused + 1 +
@@ -459,6 +473,16 @@ static qb_status plan_begin(plan_state *s, const qb_host *h, const qb_model_src 
     for (i = 0; i < s->nt; i++)
         p->item_of_src[i] = NONE;
     return QB_OK;
+}
+
+/* Index of the model-level extra named `name`, or -1. */
+static int global_of(const plan_state *s, const char *name)
+{
+    size_t g;
+    for (g = 0; g < s->ngl; g++)
+        if (strcmp(s->gl[g].name, name) == 0)
+            return (int)g;
+    return -1;
 }
 
 /* 1. Classifies every source tensor by its name into the slot of its role
@@ -499,6 +523,13 @@ static qb_status plan_classify(plan_state *s)
             slot = &s->fnorm;
         } else if (strcmp(ti->name, "lm_head.weight") == 0) {
             slot = &s->head;
+        } else if (global_of(s, ti->name) >= 0) {
+            size_t g = (size_t)global_of(s, ti->name);
+            if (lo->width[s->gl[g].when] < 1)
+                return h->set_error(h, QB_E_FORMAT,
+                                    "%s: %s: unexpected: config.json does not set %s", b->sp,
+                                    ti->name, w4w_width_key(s->gl[g].when));
+            slot = &s->gslot[g];
         } else if (parse_layer_name(ti->name, &l, &rest) && l >= L &&
                    cfg_int(cfg, "num_nextn_predict_layers", 0) > 0) {
             /* DeepSeek's MTP module (w4a16-format.md, "DeepSeek-V2 / V3 layers") */
@@ -681,6 +712,36 @@ static qb_status plan_fused_experts(plan_state *s)
     return QB_OK;
 }
 
+/* 2. The model-level extras (gemma4's per-layer inputs): present exactly
+ * when their config width is set, of the config's widths. */
+static qb_status plan_check_globals(plan_state *s)
+{
+    builder *b = &s->b;
+    const qb_host *h = b->h;
+    size_t g;
+    for (g = 0; g < s->ngl; g++) {
+        const w4w_global *gl = &s->gl[g];
+        int64_t d0 = gl->d0 == W4W_IN_HIDDEN ? s->hidden : s->lo.width[gl->d0];
+        int64_t d1 = gl->d1 == W4W_IN_HIDDEN ? s->hidden : s->lo.width[gl->d1];
+        const qb_tensor_info *t;
+        if (s->lo.width[gl->when] < 1)
+            continue;
+        if (s->gslot[g] == NONE)
+            return h->set_error(h, QB_E_NOT_FOUND,
+                                "%s: %s: required tensor missing (config.json sets %s)", b->sp,
+                                gl->name, w4w_width_key(gl->when));
+        t = tinfo(b, s->gslot[g]);
+        if (gl->n_dims == 2 && (t->n_dims != 2 || t->dims[0] != d0 || t->dims[1] != d1))
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%s, %s] = [%lld, %lld]",
+                                b->sp, t->name, w4w_width_key(gl->d0), w4w_width_key(gl->d1),
+                                (long long)d0, (long long)d1);
+        if (gl->n_dims == 1 && (t->n_dims != 1 || t->dims[0] != d0))
+            return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%s] = [%lld]", b->sp,
+                                t->name, w4w_width_key(gl->d0), (long long)d0);
+    }
+    return QB_OK;
+}
+
 /* 2. Presence and shapes of the model's ends: embeddings and final norm
  * (their shapes fix hidden and vocab), the head unless tied. */
 static qb_status plan_check_ends(plan_state *s)
@@ -730,7 +791,7 @@ static qb_status plan_check_ends(plan_state *s)
             return h->set_error(h, QB_E_MISMATCH, "%s: %s: shape is not [%lld] (hidden)", b->sp,
                                 t->name, (long long)s->hidden);
     }
-    return QB_OK;
+    return plan_check_globals(s);
 }
 
 /* 2. Presence and shapes of role instance `in` of layer l: its weight (and
@@ -805,6 +866,14 @@ static qb_status plan_check_role(plan_state *s, int64_t l, const w4w_inst *in)
         if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1)
             return h->set_error(h, QB_E_FORMAT, "%s: %s: a %s weight must be 2-D", b->sp,
                                 t->name, role->kind == W4W_ROLE_ROUTER ? "router" : "linear");
+        if (lo->heads_l && role->in == W4W_IN_HEADS &&
+            t->dims[1] != w4w_layout_width(lo, l, W4W_IN_HEADS))
+            /* gemma4: the layer's own head_dim (per_layer_config) */
+            return h->set_error(h, QB_E_MISMATCH,
+                                "%s: %s: %lld input columns, but config.json gives layer %lld "
+                                "num_attention_heads * head_dim = %lld (per_layer_config)",
+                                b->sp, t->name, (long long)t->dims[1], (long long)l,
+                                (long long)w4w_layout_width(lo, l, W4W_IN_HEADS));
         if (role->out != W4W_IN_NONE) {
             /* MoE tensors: every expert of the config's width */
             int64_t want_r = lo->width[role->out], want_c = lo->width[role->in];
@@ -968,6 +1037,9 @@ static qb_status plan_outputs(plan_state *s)
     if ((rc = add_file(b, "embed.safetensors")) != QB_OK ||
         (rc = plan_f16(b, s->embed, "embed_tokens.weight")) != QB_OK)
         return rc;
+    for (i = 0; i < s->ngl; i++)
+        if (s->gslot[i] != NONE && (rc = plan_f16(b, s->gslot[i], s->gl[i].out)) != QB_OK)
+            return rc;
     for (l = 0; l < L; l++)
         if ((rc = plan_layer_outputs(s, l)) != QB_OK)
             return rc;

@@ -152,7 +152,10 @@ qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_pla
             e.target = target;
             e.bytes_out = p->outs[it->out].n_bytes;
             e.action = ti->source_dtype == QB_DT_F32 ? QB_PLAN_COPY : QB_PLAN_CONVERT;
-            snprintf(why, sizeof why, "%s kept dense F32 (router bias)", it->source_encoding);
+            /* gemma4's layer_scalar scales a whole layer's output; the
+             * others are routing biases (docs/w4a16-format.md) */
+            snprintf(why, sizeof why, "%s kept dense F32 (%s)", it->source_encoding,
+                     strstr(it->name, "layer_scalar") ? "layer scalar" : "router bias");
             break;
         case W4W_ITEM_TIED:
             e.action = QB_PLAN_OMIT;

@@ -347,7 +347,7 @@ static qb_status map_layer(w4r_reader *r, int64_t l, const char *file, const w4w
             return h->set_error(h, QB_E_INTERNAL, "%s/%s: role path too long", r->dir, file);
         snprintf(canon, sizeof canon, "model.layers.%lld.%s.weight", (long long)l, path);
         if (role->kind == W4W_ROLE_LINEAR) {
-            int64_t cols = lo->width[role->in];
+            int64_t cols = w4w_layout_width(lo, l, role->in);
             int64_t rows_want = role->out != W4W_IN_NONE ? lo->width[role->out] : 0;
             const qb_st_tensor *b;
             int64_t rows;
@@ -478,6 +478,44 @@ static qb_status map_single(w4r_reader *r, const char *file, const char *tname, 
     return add_f16(r, file, st, canon, nd, d0, d1);
 }
 
+/* embed.safetensors: embed_tokens.weight, and the architecture's
+ * model-level extras its config sets (w4w_arch_globals: gemma4's
+ * per-layer inputs), nothing else. */
+static qb_status map_embed(w4r_reader *r, const w4w_layout *lo, int64_t vocab)
+{
+    static const char file[] = "embed.safetensors";
+    const qb_st_api *api = r->h->safetensors;
+    size_t ng, g, want = 1;
+    const w4w_global *gl = w4w_arch_globals(r->man.arch, &ng);
+    const qb_st_tensor *st;
+    qb_st_set *set;
+    qb_status rc = open_set(r, file, &set);
+    if (rc != QB_OK)
+        return rc;
+    if (!(st = api->find(set, "embed_tokens.weight")))
+        return r->h->set_error(r->h, QB_E_FORMAT, "%s/%s: embed_tokens.weight missing", r->dir,
+                               file);
+    if ((rc = add_f16(r, file, st, "model.embed_tokens.weight", 2, vocab,
+                      lo->width[W4W_IN_HIDDEN])) != QB_OK)
+        return rc;
+    for (g = 0; g < ng; g++) {
+        int64_t d0 = lo->width[gl[g].d0], d1 = gl[g].n_dims == 2 ? lo->width[gl[g].d1] : 0;
+        if (lo->width[gl[g].when] < 1)
+            continue;
+        if (!(st = api->find(set, gl[g].out)))
+            return r->h->set_error(r->h, QB_E_FORMAT, "%s/%s: %s missing (config.json sets %s)",
+                                   r->dir, file, gl[g].out, w4w_width_key(gl[g].when));
+        if ((rc = add_f16(r, file, st, gl[g].name, gl[g].n_dims, d0, d1)) != QB_OK)
+            return rc;
+        want++;
+    }
+    if (api->count(set) != want)
+        return r->h->set_error(r->h, QB_E_FORMAT,
+                               "%s/%s: holds %zu tensors, architecture %s has %zu there", r->dir,
+                               file, api->count(set), r->man.arch->model_type, want);
+    return QB_OK;
+}
+
 static void reader_free(w4r_reader *r)
 {
     size_t i;
@@ -594,8 +632,7 @@ static qb_status w4r_open(void *ctx, const char *path, const qb_param *params,
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", r->dir);
         goto out;
     }
-    if ((rc = map_single(r, "embed.safetensors", "embed_tokens.weight", "model.embed_tokens.weight",
-                         2, vocab, lo.width[W4W_IN_HIDDEN])) != QB_OK)
+    if ((rc = map_embed(r, &lo, vocab)) != QB_OK)
         goto out;
     digits = 2;
     for (m = 100; r->man.n_layers - 1 >= m; m *= 10)

@@ -95,10 +95,15 @@ typedef enum w4w_in_dim {
     W4W_IN_LIN_V = 23,       /* nv dv (out_proj input) */
     W4W_IN_LIN_NV = 24,      /* nv (A_log, dt_bias) */
     W4W_IN_LIN_CONV = 25,    /* 2 nk dk + nv dv (conv1d channels) */
-    W4W_IN_LIN_KERNEL = 26   /* linear_conv_kernel_dim */
+    W4W_IN_LIN_KERNEL = 26,  /* linear_conv_kernel_dim */
+    /* issue 31: gemma4's per-layer inputs (Gemma4TextModel), unset (a
+     * `when` gate) when hidden_size_per_layer_input is 0 */
+    W4W_IN_G4_PLE = 27,      /* hidden_size_per_layer_input */
+    W4W_IN_G4_LP = 28,       /* num_hidden_layers * hidden_size_per_layer_input */
+    W4W_IN_G4_VOCAB = 29     /* vocab_size_per_layer_input */
 } w4w_in_dim;
 
-#define W4W_N_WIDTHS 27
+#define W4W_N_WIDTHS 30
 
 /* Which decoder layers hold a role. */
 typedef enum w4w_layers {
@@ -181,6 +186,22 @@ const w4w_arch *w4w_arch_find(const char *model_type);
 /* The fused expert tensors of architecture a (*n of them; NULL, 0 when it
  * has none). Pure. */
 const w4w_xfused *w4w_arch_xfused(const w4w_arch *a, size_t *n);
+/* A model-level tensor other than the embeddings, final norm and head
+ * (issue 31: gemma4's per-layer input embeddings, their projection and
+ * norm), kept F16 in embed.safetensors under `out`: 2-D [d0, d1] or 1-D
+ * [d0]; present exactly when config width `when` is set. */
+typedef struct w4w_global {
+    const char *name; /* canonical source name */
+    const char *out;  /* tensor name in embed.safetensors */
+    uint32_t n_dims;
+    w4w_in_dim d0, d1;
+    w4w_in_dim when;
+} w4w_global;
+
+/* The model-level tensors of architecture a beyond the embeddings, final
+ * norm and head (*n of them; NULL, 0 when none). Pure. */
+const w4w_global *w4w_arch_globals(const w4w_arch *a, size_t *n);
+
 /* NULL-terminated model_type of every architecture w4w_arch_find knows,
  * in table order: the writer's declared architectures (qb_writer_caps). */
 extern const char *const w4w_arch_names[];
@@ -224,6 +245,10 @@ typedef struct w4w_layout {
     uint8_t *linear;   /* [n_layers]: 1 = linear-attention layer (hybrids); owned */
     size_t *role_off;  /* [n_roles]: first slot of each role in a layer; owned */
     size_t per_layer;  /* slots per layer: every role, every expert */
+    /* issue 31 (gemma4): [n_layers] num_attention_heads * that layer's
+     * head_dim (per_layer_config / global_head_dim on full-attention
+     * layers); NULL when every layer has width[W4W_IN_HEADS]; owned */
+    int64_t *heads_l;
 } w4w_layout;
 
 /* Reads the layout of `n_layers` layers of architecture `a` from `cfg`
@@ -247,6 +272,10 @@ int w4w_layout_active(const w4w_layout *lo, int64_t l, size_t r);
  * order; a run of consecutive expert roles expert by expert). out must
  * hold lo->per_layer entries. Pure. */
 void w4w_layout_order(const w4w_layout *lo, int64_t l, w4w_inst *out, size_t *n);
+
+/* Width d of layer l: lo->width[d], except W4W_IN_HEADS where the
+ * architecture gives layers their own head size (lo->heads_l). Pure. */
+int64_t w4w_layout_width(const w4w_layout *lo, int64_t l, w4w_in_dim d);
 
 /* The config key behind a width, for messages. Pure. */
 const char *w4w_width_key(w4w_in_dim d);

@@ -2,8 +2,8 @@
 
 Llama4ForCausalLM (model_type llama4_text) is the text decoder; published Llama 4 checkpoints are
 the multimodal wrapper (Llama4ForConditionalGeneration, model_type llama4, `language_model.*` and
-`vision_model.*` tensors), which this slice does not read (refused by name: docs/forward.md,
-"Llama 4"). Variants:
+`vision_model.*` tensors), read as its text model with --option towers=drop (test_multimodal.py;
+docs/formats/hf-dense.md, "Multimodal wrappers"). Variants:
   - defaults_like: NoPE layer 3 (no_rope_layer_interval 4) with temperature tuning (floor_scale 4
     so that it changes q within 16 tokens), chunked attention on the rope layers (chunk 5), L2 q/k
     norm, MoE on every second layer (interleave_moe_layer_step 2), 4 experts top-2 plus the shared

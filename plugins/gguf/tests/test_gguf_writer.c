@@ -248,6 +248,88 @@ START_TEST(gptq_asym_is_quantized)
 }
 END_TEST
 
+/* Sets config.json field `key` of dir to the JSON value `json`. */
+static void set_config(const char *dir, const char *key, const char *json)
+{
+    char *p = qbt_path(dir, "config.json"), *text = qbt_read_file(p, NULL), *outp;
+    cJSON *c = cJSON_Parse(text), *v = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_nonnull(v);
+    cJSON_DeleteItemFromObject(c, key);
+    cJSON_AddItemToObject(c, key, v);
+    outp = cJSON_Print(c);
+    qbt_write_file(p, outp);
+    cJSON_free(outp);
+    cJSON_Delete(c);
+    free(text);
+    free(p);
+}
+
+/* Issue 28: what the writer cannot write as llama.cpp expects is refused
+ * by name (exit 1, nothing at the destination): bad split options, rope
+ * scaling with factor tensors on an architecture whose converter class
+ * makes none, longrope factors of the wrong length. A split request
+ * gives gguf-split's file names. */
+START_TEST(refusals_and_split_names)
+{
+    static const struct {
+        const char *opts, *config_key, *config_value, *needle;
+    } cases[] = {
+        {"--option split_max_size=12Q", NULL, NULL, "split_max_size"},
+        {"--option split_max_size=1M --option split_max_tensors=3", NULL, NULL, "exclude each other"},
+        {"", "rope_scaling", "{\"rope_type\": \"longrope\", \"long_factor\": [1], \"short_factor\": [1]}",
+         "longrope"},
+        {"", "rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2.0}", "dynamic"},
+    };
+    qbt_gptq_spec sp = {4, 128, 1, 0, 0, 1, 0, 1, 0, 0, 0, 33, 0, 0};
+    qbt_qmodel *truth = NULL;
+    char *src = qbt_mkdtemp("ggw-refuse"), *out = qbt_path(qbt_scratch("ggw-refuse"), "out"), *text = NULL;
+    char line[4096];
+    size_t i;
+    ck_assert_int_eq(qbt_gptq_write(src, &sp, &truth), 0);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc;
+        qbt_rmtree(out);
+        if (cases[i].config_key)
+            set_config(src, cases[i].config_key, cases[i].config_value);
+        snprintf(line, sizeof(line), "convert --source '%s' --output '%s' --writer gguf %s", src, out, cases[i].opts);
+        rc = qbt_run_line(line, &text);
+        ck_assert_msg(rc == 1 && strstr(text, cases[i].needle), "case %zu: exit %d:\n%s", i, rc, text);
+        ck_assert_msg(!qbt_exists(out), "case %zu: a refused conversion left %s", i, out);
+        free(text);
+        text = NULL;
+    }
+    set_config(src, "rope_scaling", "null");
+    qbt_rmtree(out);
+    snprintf(line, sizeof(line), "convert --source '%s' --output '%s' --writer gguf --option split_max_tensors=7", src,
+             out);
+    ck_assert_msg(qbt_run_line(line, &text) == 0, "%s", text);
+    free(text);
+    {
+        /* ceil(tensors / 7) files named as llama_split_path names them */
+        cJSON *m = manifest(out);
+        int n = cJSON_GetArraySize(cJSON_GetObjectItem(m, "tensors")), files = (n + 6) / 7, k;
+        char *one = qbt_path(out, "model.gguf"), name[64];
+        ck_assert_int_gt(files, 1);
+        snprintf(name, sizeof(name), "-of-%05d.gguf", files);
+        ck_assert_int_eq(qbt_count_entries(out, name), files);
+        for (k = 1; k <= files; k++) {
+            char *f;
+            snprintf(name, sizeof(name), "model-%05d-of-%05d.gguf", k, files);
+            f = qbt_path(out, name);
+            ck_assert_msg(qbt_exists(f), "%s missing", name);
+            free(f);
+        }
+        ck_assert(!qbt_exists(one));
+        free(one);
+        cJSON_Delete(m);
+    }
+    qbt_qmodel_free(truth);
+    free(src);
+    free(out);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("gguf_writer");
@@ -258,6 +340,7 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, w4a16_is_q4_0_code_for_code);
     tcase_add_test(tc, compressed_tensors_sym_are_exact);
     tcase_add_test(tc, gptq_asym_is_quantized);
+    tcase_add_test(tc, refusals_and_split_names);
     suite_add_tcase(s, tc);
     return s;
 }

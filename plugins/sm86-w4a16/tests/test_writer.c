@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "w4t_fake.h"
+#include <quantbridge/base/qb_archs.h>
 #include "w4w.h"
 
 /* Relative error bound for random normal weights at 4 bits, group <= 128:
@@ -851,6 +852,21 @@ START_TEST(test_declared_architectures)
         ck_assert_str_eq(a->model_type, w4w_arch_names[n]);
     }
     ck_assert_uint_eq(n, w4w_arch_count());
+    {
+        /* the one architecture table (qb_archs.h): its QB_ARCH_W4A16 rows
+         * are exactly this writer's layouts, with the same class names */
+        size_t k, nt, rows = 0;
+        const qb_arch_entry *t = qb_arch_table(&nt);
+        for (k = 0; k < nt; k++) {
+            const w4w_arch *a = w4w_arch_find(t[k].model_type);
+            ck_assert_msg(!a == !(t[k].flags & QB_ARCH_W4A16), "%s: qb_archs.h says %s",
+                          t[k].model_type, a ? "no W4A16 layout" : "W4A16");
+            if (a)
+                ck_assert_str_eq(a->hf_class, t[k].hf_class);
+            rows += a != NULL;
+        }
+        ck_assert_uint_eq(rows, w4w_arch_count());
+    }
 }
 END_TEST
 

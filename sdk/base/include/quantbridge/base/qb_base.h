@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define QB_BASE_VERSION_MAJOR 1
-#define QB_BASE_VERSION_MINOR 0
+#define QB_BASE_VERSION_MINOR 1
 /* The version these headers describe, packed as QB_MAKE_ABI packs. */
 #define QB_BASE_VERSION QB_MAKE_ABI(QB_BASE_VERSION_MAJOR, QB_BASE_VERSION_MINOR)
 
