@@ -40,6 +40,18 @@ static const gguf_arch arch_table[] = {
     /* llama4: Llama4Model sets undo_permute = False; llama.cpp ropes it NORM
      * (neighbour pairs), as transformers' apply_rotary_emb does. */
     {"llama4", GGUF_A_LLAMA4, 0, 0, NULL},
+    /* issue 31, read only: qwen3next, qwen35, qwen35moe, glm4moe,
+     * minimax-m2, deepseek32 (docs/formats/gguf.md, "Qwen3-Next, Qwen3.5,
+     * GLM-4.5, MiniMax-M2, DeepSeek-V3.2 (issue 31)"). None is permuted
+     * (NEOX rope, or DeepSeek's as stored). Qwen3NextModel.modify_tensors
+     * adds 1 to every "norm.weight" except linear_attn.norm.weight (names.c
+     * takes that one out). */
+    {"qwen3next", GGUF_A_QWEN3NEXT, 0, 1, NULL},
+    {"qwen35", GGUF_A_QWEN3NEXT, 0, 1, NULL},
+    {"qwen35moe", GGUF_A_QWEN3NEXT, 0, 1, NULL},
+    {"glm4moe", GGUF_A_GLM4MOE, 0, 0, NULL},
+    {"minimax-m2", GGUF_A_MINIMAXM2, 0, 0, NULL},
+    {"deepseek32", GGUF_A_DEEPSEEK2, 0, 0, NULL},
 };
 
 const gguf_arch *gguf_arch_find(const char *name)
@@ -65,6 +77,13 @@ const gguf_arch *gguf_arch_for_model_type(const char *model_type)
         }
     }
     return NULL;
+}
+
+int gguf_arch_layer_linear(const gguf_hparams *hp, int64_t l)
+{
+    if (hp->lin_flags)
+        return hp->lin_flags[l] != 0;
+    return (l + 1) % hp->lin_interval != 0;
 }
 
 void gguf_arch_key(const gguf_hparams *hp, const char *suffix, char *buf, size_t n)
@@ -144,7 +163,7 @@ static qb_status deepseek2_hparams(const qb_host *h, const gguf_file *f, gguf_hp
      * expert_gating_func are DeepSeek-V2/V2.5 conversions and route by
      * softmax. */
     if (a->gating < 0)
-        a->gating = 1;
+        a->gating = strcmp(hp->arch->gguf_name, "deepseek32") == 0 ? 2 : 1;
     if (hp->n_expert < 1 || hp->n_expert_used < 1 || hp->n_ff_exp < 1)
         return h->set_error(h, QB_E_UNSUPPORTED,
                             "%s: deepseek2 without expert_count, expert_used_count and expert_feed_forward_length (dense-only deepseek2 files are not supported)",
@@ -157,7 +176,10 @@ static qb_status deepseek2_hparams(const qb_host *h, const gguf_file *f, gguf_hp
     /* transformers: DeepseekV3 routes by sigmoid with
      * e_score_correction_bias, DeepseekV2 by softmax; q_lora_rank is
      * optional in both. Nothing else maps. */
-    if (a->gating == 2) {
+    if (a->gating == 2 && strcmp(hp->arch->gguf_name, "deepseek32") == 0) {
+        hp->model_type = "deepseek_v32"; /* issue 31 */
+        hp->hf_class = "DeepseekV32ForCausalLM";
+    } else if (a->gating == 2) {
         hp->model_type = "deepseek_v3";
         hp->hf_class = "DeepseekV3ForCausalLM";
     } else if (a->gating == 1) {
@@ -176,6 +198,61 @@ static qb_status deepseek2_hparams(const qb_host *h, const gguf_file *f, gguf_hp
     return QB_OK;
 }
 
+/* issue 31: qwen3next / qwen35 / qwen35moe. The gated delta net's sizes
+ * (Qwen3NextModel.set_gguf_parameters: ssm.conv_kernel =
+ * linear_conv_kernel_dim, state_size = linear_key_head_dim, group_count =
+ * linear_num_key_heads, time_step_rank = linear_num_value_heads,
+ * inner_size = linear_value_head_dim x linear_num_value_heads). */
+static qb_status qwen3next_hparams(const qb_host *h, const gguf_file *f, gguf_hparams *hp)
+{
+    const char *n = hp->arch->gguf_name;
+    int64_t inner;
+    qb_status st;
+    if ((st = get(h, f, hp, "ssm.conv_kernel", 1, &hp->lin_conv)) ||
+        (st = get(h, f, hp, "ssm.state_size", 1, &hp->lin_dk)) ||
+        (st = get(h, f, hp, "ssm.group_count", 1, &hp->lin_nk)) ||
+        (st = get(h, f, hp, "ssm.time_step_rank", 1, &hp->lin_nv)) ||
+        (st = get(h, f, hp, "ssm.inner_size", 1, &inner)))
+        return st;
+    if (hp->lin_conv < 1 || hp->lin_dk < 1 || hp->lin_nk < 1 || hp->lin_nv < 1 || hp->lin_nv % hp->lin_nk != 0 ||
+        inner < 1 || inner % hp->lin_nv != 0)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: %s.ssm.* do not fit: group_count %lld, time_step_rank %lld, inner_size %lld",
+                            f->path, n, (long long)hp->lin_nk, (long long)hp->lin_nv, (long long)inner);
+    hp->lin_dv = inner / hp->lin_nv;
+    if ((st = get(h, f, hp, "full_attention_interval", 0, &hp->lin_interval)))
+        return st;
+    if (hp->lin_interval < 1)
+        hp->lin_interval = 4;
+    {
+        char key[128];
+        const gguf_kv *kv;
+        gguf_arch_key(hp, "attention.recurrent_layers", key, sizeof(key));
+        kv = gguf_kv_find(f, key);
+        if (kv && (kv->type != GGUF_VT_ARRAY || kv->arr_type != GGUF_VT_BOOL ||
+                   kv->arr_n != (uint64_t)(hp->n_layer + hp->n_nextn)))
+            return h->set_error(h, QB_E_FORMAT, "%s: metadata '%s' is not one BOOL per block", f->path, key);
+        hp->lin_flags = kv ? kv->val : NULL;
+    }
+    if (strcmp(n, "qwen35") == 0) {
+        hp->model_type = "qwen3_5_text";
+        hp->hf_class = "Qwen3_5ForCausalLM";
+        if (hp->n_expert > 0)
+            return h->set_error(h, QB_E_FORMAT, "%s: qwen35 with expert_count (the MoE model is qwen35moe)", f->path);
+        return QB_OK;
+    }
+    if (hp->n_expert < 1 || hp->n_ff_exp < 1)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s without expert_count and expert_feed_forward_length", f->path, n);
+    if (strcmp(n, "qwen35moe") == 0) {
+        hp->model_type = "qwen3_5_moe_text";
+        hp->hf_class = "Qwen3_5MoeForCausalLM";
+    } else {
+        hp->model_type = "qwen3_next";
+        hp->hf_class = "Qwen3NextForCausalLM";
+    }
+    return QB_OK;
+}
+
 qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams *hp)
 {
     const gguf_file *f = gguf_model_meta(m);
@@ -190,6 +267,14 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     if (st)
         return st;
     hp->arch = gguf_arch_find(name);
+    if (!hp->arch && strcmp(name, "gemma4") == 0) { /* issue 31: in the converter, not mapped here */
+        qbk_free(name);
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: GGUF architecture 'gemma4' (llama.cpp's Gemma4Model) is not read yet: its "
+                            "per-layer inputs and per-layer-type head sizes have no mapping here; convert the "
+                            "Hugging Face checkpoint instead",
+                            f->path);
+    }
     if (!hp->arch) {
         st = h->set_error(h, QB_E_UNSUPPORTED, "%s: unknown GGUF architecture '%s'", f->path, name);
         qbk_free(name);
@@ -200,7 +285,8 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     if ((st = get(h, f, hp, "block_count", 1, &hp->n_layer)) ||
         (st = get(h, f, hp, "embedding_length", 1, &hp->n_embd)) ||
         (st = get(h, f, hp, "feed_forward_length",
-                   !(b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | GGUF_A_DEEPSEEK2 | GGUF_A_GPTOSS)), &hp->n_ff)) ||
+                   !(b & (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | GGUF_A_DEEPSEEK2 | GGUF_A_GPTOSS |
+                         GGUF_A_QWEN3NEXT)), &hp->n_ff)) ||
         (st = get(h, f, hp, "interleave_moe_layer_step", 0, &hp->moe_step)) ||
         (st = get(h, f, hp, "attention.head_count", 1, &hp->n_head)) ||
         (st = get(h, f, hp, "attention.head_count_kv", 0, &hp->n_head_kv)) ||
@@ -212,8 +298,17 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
         (st = get(h, f, hp, "expert_shared_feed_forward_length", 0, &hp->n_ff_shexp)) ||
         (st = get(h, f, hp, "context_length", 0, &hp->n_ctx)) ||
         (st = get(h, f, hp, "attention.sliding_window", 0, &hp->sliding_window)) ||
-        (st = get(h, f, hp, "rope.dimension_count", 0, &hp->rope_dim)))
+        (st = get(h, f, hp, "rope.dimension_count", 0, &hp->rope_dim)) ||
+        (st = get(h, f, hp, "nextn_predict_layers", 0, &hp->n_nextn)))
         return st;
+    /* issue 31: the MTP blocks follow the decoder's (block_count counts
+     * both; llama.cpp's n_layer_dense_lead / nextn_predict_layers). */
+    if (hp->n_nextn < 0)
+        hp->n_nextn = 0;
+    if (hp->n_nextn >= hp->n_layer)
+        return h->set_error(h, QB_E_FORMAT, "%s: %s.nextn_predict_layers %lld leaves no decoder block of %lld",
+                            f->path, hp->arch->gguf_name, (long long)hp->n_nextn, (long long)hp->n_layer);
+    hp->n_layer -= hp->n_nextn;
     if (hp->n_layer < 1 || hp->n_embd < 1 || hp->n_head < 1)
         return h->set_error(h, QB_E_FORMAT, "%s: block_count, embedding_length and head_count must be positive", f->path);
     if (b == GGUF_A_DEEPSEEK2)
@@ -295,6 +390,34 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
                                 f->path);
         hp->model_type = "llama4_text";
         hp->hf_class = "Llama4ForCausalLM";
+        break;
+    case GGUF_A_QWEN3NEXT: /* issue 31 */
+        if ((st = qwen3next_hparams(h, f, hp)))
+            return st;
+        break;
+    case GGUF_A_GLM4MOE: /* issue 31 */
+        if (hp->n_expert < 1 || hp->n_ff_exp < 1)
+            return h->set_error(h, QB_E_FORMAT, "%s: glm4moe without expert_count and expert_feed_forward_length",
+                                f->path);
+        hp->model_type = "glm4_moe";
+        hp->hf_class = "Glm4MoeForCausalLM";
+        break;
+    case GGUF_A_MINIMAXM2: /* issue 31 */
+        if (hp->n_expert < 1 || hp->n_ff_exp < 1)
+            return h->set_error(h, QB_E_FORMAT,
+                                "%s: minimax-m2 without expert_count and expert_feed_forward_length", f->path);
+        {
+            /* MiniMaxM2TopKRouter is sigmoid; the converter writes no gating key */
+            int64_t g;
+            if ((st = get(h, f, hp, "expert_gating_func", 0, &g)))
+                return st;
+            if (g >= 0 && g != 2)
+                return h->set_error(h, QB_E_UNSUPPORTED,
+                                    "%s: minimax-m2.expert_gating_func %lld: transformers' MiniMax-M2 routes by sigmoid (2) only",
+                                    f->path, (long long)g);
+        }
+        hp->model_type = "minimax_m2";
+        hp->hf_class = "MiniMaxM2ForCausalLM";
         break;
     default:
         hp->model_type = "phi3";

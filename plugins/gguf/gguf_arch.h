@@ -27,7 +27,11 @@ enum {
     GGUF_A_DEEPSEEK2 = 1u << 9,
     GGUF_A_GPTOSS = 1u << 10,
     /* issue 31: smollm3, llama4, gemma4 */
-    GGUF_A_LLAMA4 = 1u << 11
+    GGUF_A_LLAMA4 = 1u << 11,
+    /* issue 31 (read only): qwen3next, qwen35, qwen35moe; glm4moe; minimax-m2 */
+    GGUF_A_QWEN3NEXT = 1u << 12,
+    GGUF_A_GLM4MOE = 1u << 13,
+    GGUF_A_MINIMAXM2 = 1u << 14
 };
 
 typedef struct gguf_arch {
@@ -61,6 +65,16 @@ typedef struct gguf_hparams {
     int64_t n_ctx, sliding_window, rope_dim;
     gguf_mla mla;              /* deepseek2 only */
     int64_t moe_step;          /* llama4: interleave_moe_layer_step (-1 absent) */
+    /* issue 31 (read only). n_layer excludes the nextn_predict_layers
+     * blocks appended after the decoder (MTP: glm4moe, deepseek32,
+     * qwen3next/qwen35*), which the reader leaves out as transformers
+     * does; n_nextn counts them (0 when absent). */
+    int64_t n_nextn;
+    /* qwen3next/qwen35/qwen35moe gated delta net (ssm.* keys): conv
+     * kernel, key head width, key heads, value heads, value head width. */
+    int64_t lin_conv, lin_dk, lin_nk, lin_nv, lin_dv;
+    const uint8_t *lin_flags;  /* attention.recurrent_layers (a BOOL per block), or NULL */
+    int64_t lin_interval;      /* full_attention_interval (4 when absent) */
 } gguf_hparams;
 
 /* The rules for a general.architecture value, or NULL when unknown. */
@@ -80,6 +94,12 @@ const gguf_arch *gguf_arch_for_model_type(const char *model_type);
  * unknown architecture (named), QB_E_FORMAT for missing/invalid keys; the
  * message names the file and key. Pure; no allocation kept. */
 qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams *hp);
+
+/* issue 31: whether decoder layer l of a qwen3next/qwen35/qwen35moe file
+ * is a linear-attention (gated delta net) layer: attention.recurrent_layers
+ * when present, else every full_attention_interval-th layer is full
+ * attention (llama.cpp's loader; Qwen3NextConfig's default). Pure. */
+int gguf_arch_layer_linear(const gguf_hparams *hp, int64_t l);
 
 /* Writes "{arch}.<suffix>" into buf (size n). */
 void gguf_arch_key(const gguf_hparams *hp, const char *suffix, char *buf, size_t n);

@@ -46,6 +46,18 @@ typedef struct gguf_ctensor {
     int64_t oss_n;
     int oss_concat; /* llama4: gate then up along the output (gate_up.chunk(2)),
                        not interleaved */
+    /* issue 31: Qwen3-Next / Qwen3.5 linear attention (docs/formats/gguf.md,
+     * "Qwen3-Next and Qwen3.5"). vt_nk > 0: the converter moved value heads
+     * from grouped order (vt_r per key head, vt_nk key heads) to tiled order;
+     * HF rows from vt_row0 on in heads of vt_rhd rows (0: rows as stored),
+     * HF columns (or a vector's elements) in heads of vt_chd (0: as stored). */
+    int64_t vt_nk, vt_r, vt_row0, vt_rhd, vt_chd;
+    int neg_log;              /* HF value = log(-stored): A_log stored as -exp(A_log) */
+    /* Qwen3-Next in_proj_qkvz, per key head [q, k, v, z] rows: q/k/v from
+     * src (attn_qkv, all q then all k then all v), z from qkvz_z
+     * (attn_gate); NULL otherwise. */
+    const gguf_tinfo *qkvz_z;
+    int64_t qkvz_dk, qkvz_vg;  /* key head width, value rows per key head */
 } gguf_ctensor;
 
 enum { GGUF_OSS_COLUMNS = 1, GGUF_OSS_ROWS = 2 };
@@ -67,6 +79,16 @@ qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hpara
                          size_t *n_out, gguf_special *sp);
 
 void gguf_names_free(gguf_ctensor *t, size_t n);
+
+/* The stored tensor (*t) and its row that hold HF row r of c (2-D, or 0
+ * for a vector): the Q/K permutation, the Qwen3.5 value-head tiling and
+ * the Qwen3-Next q/k/v/z regrouping undone. Pure. */
+int64_t gguf_names_stored_row(const gguf_ctensor *c, int64_t r, const gguf_tinfo **t);
+
+/* Position in stored order of element i of a run of nk x r heads of hd
+ * elements given in grouped order (head k*r + j), the converter having
+ * moved head (k, j) to j*nk + k (_LinearAttentionVReorderBase). Pure. */
+int64_t gguf_names_vtile(int64_t i, int64_t nk, int64_t r, int64_t hd);
 
 /* GGUF row index of HF row r (0 <= r < rows) under LlamaModel.permute
  * with `heads` heads: the inverse of

@@ -509,6 +509,139 @@ static qb_status llama4_config(cfg *c)
     return QB_OK;
 }
 
+/* issue 31 (read only): qwen3next/qwen35/qwen35moe, glm4moe, minimax-m2,
+ * deepseek32 (docs/formats/gguf.md, "Qwen3-Next, Qwen3.5, GLM-4.5,
+ * MiniMax-M2, DeepSeek-V3.2 (issue 31)"). */
+
+/* An {arch}.<suffix> integer into field, when present. */
+static qb_status copy_int(cfg *c, const char *suffix, const char *field)
+{
+    char key[128];
+    int64_t v;
+    qb_status st;
+    gguf_arch_key(c->hp, suffix, key, sizeof(key));
+    st = gguf_kv_int(c->h, c->f, key, &v);
+    if (st == QB_E_NOT_FOUND)
+        return QB_OK;
+    if (!st)
+        put_num(c, c->root, field, (double)v);
+    return st;
+}
+
+/* The rotated fraction of each head: rope.dimension_count / key_length,
+ * always written (Qwen3-Next's default is 0.25, GLM's 0.5). */
+static void rotary_fraction(cfg *c)
+{
+    const gguf_hparams *p = c->hp;
+    put_float(c, c->root, "partial_rotary_factor",
+              p->rope_dim > 0 ? (double)p->rope_dim / (double)p->head_dim : 1.0);
+}
+
+/* Qwen3NextConfig / Qwen3_5TextConfig / Qwen3_5MoeTextConfig: the gated
+ * delta net's sizes from ssm.*, layer_types from recurrent_layers (or the
+ * interval), the MoE block on every layer (the converter maps no dense MLP
+ * in a qwen3next file), renormalised top-k (llama.cpp's qwen3next and
+ * qwen35moe graphs pass norm_w true). */
+static void qwen3next_config(cfg *c)
+{
+    const gguf_hparams *p = c->hp;
+    cJSON *arr;
+    int64_t l;
+    put_num(c, c->root, "linear_conv_kernel_dim", (double)p->lin_conv);
+    put_num(c, c->root, "linear_key_head_dim", (double)p->lin_dk);
+    put_num(c, c->root, "linear_value_head_dim", (double)p->lin_dv);
+    put_num(c, c->root, "linear_num_key_heads", (double)p->lin_nk);
+    put_num(c, c->root, "linear_num_value_heads", (double)p->lin_nv);
+    put_num(c, c->root, "full_attention_interval", (double)p->lin_interval);
+    arr = cJSON_AddArrayToObject(c->root, "layer_types");
+    for (l = 0; arr && l < p->n_layer; l++)
+        if (!cJSON_AddItemToArray(arr, cJSON_CreateString(gguf_arch_layer_linear(p, l) ? "linear_attention"
+                                                                                         : "full_attention")))
+            c->oom = 1;
+    if (!arr)
+        c->oom = 1;
+    rotary_fraction(c);
+    if (p->n_expert < 1)
+        return;
+    put_num(c, c->root, "num_experts", (double)p->n_expert);
+    if (p->n_expert_used > 0)
+        put_num(c, c->root, "num_experts_per_tok", (double)p->n_expert_used);
+    put_num(c, c->root, "moe_intermediate_size", (double)p->n_ff_exp);
+    if (p->n_ff_shexp > 0)
+        put_num(c, c->root, "shared_expert_intermediate_size", (double)p->n_ff_shexp);
+    if (strcmp(p->model_type, "qwen3_next") == 0) {
+        cJSON *mo = cJSON_AddArrayToObject(c->root, "mlp_only_layers");
+        put_num(c, c->root, "decoder_sparse_step", 1);
+        if (!mo || !cJSON_AddBoolToObject(c->root, "norm_topk_prob", 1))
+            c->oom = 1;
+    }
+}
+
+/* Glm4MoeConfig: DeepSeek-V3's router (sigmoid, the only gating
+ * Glm4MoeTopkRouter has), routed and shared experts, dense layers below
+ * leading_dense_block_count; attention_bias and use_qk_norm from the
+ * tensors present. */
+static qb_status glm4moe_config(cfg *c, const gguf_model *m)
+{
+    const gguf_hparams *p = c->hp;
+    char key[128];
+    int64_t gating = -1, groups = -1, used = -1;
+    int norm = 1;
+    double scale = 1.0;
+    qb_status st;
+    gguf_arch_key(p, "expert_gating_func", key, sizeof(key));
+    st = gguf_kv_int(c->h, c->f, key, &gating);
+    if (st && st != QB_E_NOT_FOUND)
+        return st;
+    if (gating >= 0 && gating != 2)
+        return c->h->set_error(c->h, QB_E_UNSUPPORTED,
+                               "%s: %s %lld: transformers' Glm4Moe routes by sigmoid (2) only", c->f->path, key,
+                               (long long)gating);
+    put_num(c, c->root, "n_routed_experts", (double)p->n_expert);
+    if (p->n_expert_used > 0)
+        put_num(c, c->root, "num_experts_per_tok", (double)p->n_expert_used);
+    put_num(c, c->root, "moe_intermediate_size", (double)p->n_ff_exp);
+    if ((st = copy_int(c, "expert_shared_count", "n_shared_experts")) ||
+        (st = copy_int(c, "leading_dense_block_count", "first_k_dense_replace")) ||
+        (st = copy_float(c, NULL, "expert_weights_scale", NULL, &scale)))
+        return st;
+    put_f32(c, c->root, "routed_scaling_factor", (float)scale);
+    gguf_arch_key(p, "expert_weights_norm", key, sizeof(key));
+    st = gguf_kv_bool(c->h, c->f, key, &norm);
+    if (st && st != QB_E_NOT_FOUND)
+        return st;
+    gguf_arch_key(p, "expert_group_count", key, sizeof(key));
+    if ((st = gguf_kv_int(c->h, c->f, key, &groups)) && st != QB_E_NOT_FOUND)
+        return st;
+    gguf_arch_key(p, "expert_group_used_count", key, sizeof(key));
+    if ((st = gguf_kv_int(c->h, c->f, key, &used)) && st != QB_E_NOT_FOUND)
+        return st;
+    put_num(c, c->root, "n_group", groups > 1 ? (double)groups : 1);
+    put_num(c, c->root, "topk_group", groups > 1 && used > 0 ? (double)used : 1);
+    put_num(c, c->root, "num_nextn_predict_layers", 0); /* the MTP blocks are left out */
+    if (!cJSON_AddBoolToObject(c->root, "norm_topk_prob", norm) ||
+        !cJSON_AddBoolToObject(c->root, "use_qk_norm", gguf_model_find(m, "blk.0.attn_q_norm.weight") != NULL) ||
+        !cJSON_AddBoolToObject(c->root, "attention_bias", gguf_model_find(m, "blk.0.attn_q.bias") != NULL))
+        c->oom = 1;
+    rotary_fraction(c);
+    return QB_OK;
+}
+
+/* MiniMaxM2Config: every layer's experts (expert_feed_forward_length is
+ * its intermediate_size), rotary_dim, q/k norms over all heads; the
+ * router (sigmoid plus e_score_correction_bias) has no key. */
+static void minimax_m2_config(cfg *c)
+{
+    const gguf_hparams *p = c->hp;
+    put_num(c, c->root, "num_local_experts", (double)p->n_expert);
+    if (p->n_expert_used > 0)
+        put_num(c, c->root, "num_experts_per_tok", (double)p->n_expert_used);
+    cJSON_DeleteItemFromObject(c->root, "intermediate_size");
+    put_num(c, c->root, "intermediate_size", (double)p->n_ff_exp);
+    put_num(c, c->root, "rotary_dim", (double)(p->rope_dim > 0 ? p->rope_dim : p->head_dim));
+    rotary_fraction(c);
+}
+
 /* gpt-oss → transformers GptOssConfig fields (docs/formats/gguf.md
  * "gpt-oss"). */
 static void gpt_oss_config(cfg *c)
@@ -579,7 +712,8 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
         goto out;
     if (!cJSON_GetObjectItem(c.root, "rope_theta"))
         put_float(&c, c.root, "rope_theta", theta);
-    if (p->rope_dim > 0 && p->rope_dim != p->head_dim)
+    if (p->rope_dim > 0 && p->rope_dim != p->head_dim &&
+        !(b & (GGUF_A_QWEN3NEXT | GGUF_A_GLM4MOE | GGUF_A_MINIMAXM2))) /* issue 31: rotary_fraction */
         put_float(&c, c.root, "partial_rotary_factor", (double)p->rope_dim / (double)p->head_dim);
     if (!cJSON_AddBoolToObject(c.root, "tie_word_embeddings", sp->tied))
         c.oom = 1;
@@ -608,6 +742,18 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
     if (b == GGUF_A_DEEPSEEK2) {
         if ((st = deepseek2_config(&c)))
             goto out;
+        if (strcmp(p->model_type, "deepseek_v32") == 0 && /* issue 31: DeepseekV32Model's indexer keys */
+            ((st = copy_int(&c, "attention.indexer.head_count", "index_n_heads")) ||
+             (st = copy_int(&c, "attention.indexer.key_length", "index_head_dim")) ||
+             (st = copy_int(&c, "attention.indexer.top_k", "index_topk"))))
+            goto out;
+    } else if (b == GGUF_A_QWEN3NEXT) { /* issue 31 */
+        qwen3next_config(&c);
+    } else if (b == GGUF_A_GLM4MOE) {
+        if ((st = glm4moe_config(&c, m)))
+            goto out;
+    } else if (b == GGUF_A_MINIMAXM2) {
+        minimax_m2_config(&c);
     } else if (b == GGUF_A_GPTOSS) {
         gpt_oss_config(&c);
     } else if (b == GGUF_A_LLAMA4) { /* issue 31 */

@@ -22,7 +22,8 @@ enum {
     OP_LEAF,    /* hf is the whole leaf name (suffix not appended) */
     OP_K_B,     /* deepseek2 attn_k_b: with attn_v_b, one kv_b_proj */
     OP_V_B,     /* deepseek2 attn_v_b: read through its attn_k_b's tensor */
-    OP_OSS_EXPS /* gpt-oss ffn_{gate,up,down}_exps weight/bias: fused HF experts */
+    OP_OSS_EXPS, /* gpt-oss ffn_{gate,up,down}_exps weight/bias: fused HF experts */
+    OP_LIN      /* issue 31: Qwen3-Next / Qwen3.5 linear attention (map_linear) */
 };
 
 #define ALL 0x1ffu
@@ -31,6 +32,9 @@ enum {
 #define MOE (GGUF_A_QWEN2MOE | GGUF_A_QWEN3MOE | DS2)
 #define GEMMA23 (GGUF_A_GEMMA2 | GGUF_A_GEMMA3)
 #define L4 GGUF_A_LLAMA4 /* issue 31 */
+#define QN GGUF_A_QWEN3NEXT /* issue 31, read only */
+#define GLM GGUF_A_GLM4MOE
+#define MM2 GGUF_A_MINIMAXM2
 
 /* Per-block names: gguf-py constants.py MODEL_TENSOR names → HF names from
  * tensor_mapping.py block_mappings_cfg for each architecture. An entry
@@ -125,6 +129,62 @@ static const struct blk_map {
     {"ffn_gate_shexp", "feed_forward.shared_expert.gate_proj", OP_PLAIN, L4, NULL},
     {"ffn_up_shexp", "feed_forward.shared_expert.up_proj", OP_PLAIN, L4, NULL},
     {"ffn_down_shexp", "feed_forward.shared_expert.down_proj", OP_PLAIN, L4, NULL},
+    /* issue 31, read only: qwen3next / qwen35 / qwen35moe, glm4moe,
+     * minimax-m2, deepseek32 (tensor_mapping.py; the converter classes
+     * Qwen3NextModel, Qwen3_5TextModel, Qwen3_5MoeTextModel, Glm4MoeModel,
+     * MiniMaxM2Model, DeepseekV32Model). Shared by several: */
+    {"attn_norm", "input_layernorm", OP_PLAIN, QN | GLM | MM2, NULL},
+    {"attn_q", "self_attn.q_proj", OP_PLAIN, QN | GLM | MM2, NULL},
+    {"attn_k", "self_attn.k_proj", OP_PLAIN, QN | GLM | MM2, NULL},
+    {"attn_v", "self_attn.v_proj", OP_PLAIN, QN | GLM | MM2, NULL},
+    {"attn_output", "self_attn.o_proj", OP_PLAIN, QN | GLM | MM2, NULL},
+    {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, QN | GLM | MM2, NULL},
+    {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, QN | GLM | MM2, NULL},
+    {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, QN | GLM, NULL},
+    {"ffn_norm", "post_attention_layernorm", OP_PLAIN, MM2, NULL},
+    {"ffn_gate", "mlp.gate_proj", OP_PLAIN, QN | GLM, NULL},
+    {"ffn_up", "mlp.up_proj", OP_PLAIN, QN | GLM, NULL},
+    {"ffn_down", "mlp.down_proj", OP_PLAIN, QN | GLM, NULL},
+    {"ffn_gate_inp", "mlp.gate", OP_PLAIN, QN | GLM, NULL},
+    {"ffn_gate_exps", "mlp.experts.%d.gate_proj", OP_EXPERTS, QN | GLM, NULL},
+    {"ffn_up_exps", "mlp.experts.%d.up_proj", OP_EXPERTS, QN | GLM, NULL},
+    {"ffn_down_exps", "mlp.experts.%d.down_proj", OP_EXPERTS, QN | GLM, NULL},
+    {"ffn_gate_up_exps", "mlp.experts.%d.gate_proj", OP_EXPERTS_GATE_UP, QN | GLM, "mlp.experts.%d.up_proj"},
+    /* Qwen3-Next / Qwen3.5 MoE: qwen2moe's shared expert and its gate. */
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate", OP_ROW, QN, NULL},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj", OP_PLAIN, QN, NULL},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj", OP_PLAIN, QN, NULL},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj", OP_PLAIN, QN, NULL},
+    /* Qwen3-Next / Qwen3.5 gated delta net (map_linear). */
+    {"attn_qkv", "linear_attn.in_proj_qkv", OP_LIN, QN, NULL},
+    {"attn_gate", "linear_attn.in_proj_z", OP_LIN, QN, NULL},
+    {"ssm_ba", "linear_attn.in_proj_ba", OP_LIN, QN, NULL},
+    {"ssm_beta", "linear_attn.in_proj_b", OP_LIN, QN, NULL},
+    {"ssm_alpha", "linear_attn.in_proj_a", OP_LIN, QN, NULL},
+    {"ssm_a", "linear_attn.A_log", OP_LIN, QN, NULL},
+    {"ssm_dt", "linear_attn.dt_bias", OP_LIN, QN, NULL},
+    {"ssm_conv1d", "linear_attn.conv1d", OP_LIN, QN, NULL},
+    {"ssm_norm", "linear_attn.norm", OP_LIN, QN, NULL},
+    {"ssm_out", "linear_attn.out_proj", OP_LIN, QN, NULL},
+    /* GLM-4.5 (DeepSeek-V3's router and shared experts under mlp.). */
+    {"exp_probs_b", "mlp.gate.e_score_correction_bias", OP_LEAF, GLM, NULL},
+    {"ffn_gate_shexp", "mlp.shared_experts.gate_proj", OP_PLAIN, GLM, NULL},
+    {"ffn_up_shexp", "mlp.shared_experts.up_proj", OP_PLAIN, GLM, NULL},
+    {"ffn_down_shexp", "mlp.shared_experts.down_proj", OP_PLAIN, GLM, NULL},
+    /* MiniMax-M2 (Mixtral's block_sparse_moe names, a router bias). */
+    {"ffn_gate_inp", "block_sparse_moe.gate", OP_PLAIN, MM2, NULL},
+    {"exp_probs_b", "block_sparse_moe.e_score_correction_bias", OP_LEAF, MM2, NULL},
+    {"ffn_gate_exps", "block_sparse_moe.experts.%d.w1", OP_EXPERTS, MM2, NULL},
+    {"ffn_down_exps", "block_sparse_moe.experts.%d.w2", OP_EXPERTS, MM2, NULL},
+    {"ffn_up_exps", "block_sparse_moe.experts.%d.w3", OP_EXPERTS, MM2, NULL},
+    {"ffn_gate_up_exps", "block_sparse_moe.experts.%d.w1", OP_EXPERTS_GATE_UP, MM2,
+     "block_sparse_moe.experts.%d.w3"},
+    /* DeepSeek-V3.2's indexer (deepseek32 reads as deepseek2 plus these;
+     * no deepseek2 file has them). */
+    {"indexer.attn_q_b", "self_attn.indexer.wq_b", OP_PLAIN, DS2, NULL},
+    {"indexer.attn_k", "self_attn.indexer.wk", OP_PLAIN, DS2, NULL},
+    {"indexer.k_norm", "self_attn.indexer.k_norm", OP_PLAIN, DS2, NULL},
+    {"indexer.proj", "self_attn.indexer.weights_proj", OP_PLAIN, DS2, NULL},
 };
 
 static const struct {
@@ -150,6 +210,36 @@ int64_t gguf_permute_row(int64_t g, int64_t rows, uint32_t heads)
     int64_t d = rows / heads, half = d / 2;
     int64_t hh = g / d, rem = g % d;
     return hh * d + (rem % 2) * half + rem / 2;
+}
+
+int64_t gguf_names_vtile(int64_t i, int64_t nk, int64_t r, int64_t hd)
+{
+    /* _reorder_v_heads: view [nk, r, hd], swap the first two, flatten. */
+    int64_t d = i % hd, h = i / hd, k = h / r, j = h % r;
+    return (j * nk + k) * hd + d;
+}
+
+int64_t gguf_names_stored_row(const gguf_ctensor *c, int64_t r, const gguf_tinfo **t)
+{
+    *t = c->src;
+    if (c->qkvz_z) {
+        /* Qwen3NextModel.modify_tensors: in_proj_qkvz rows per key head h
+         * [q (dk), k (dk), v (vg), z (vg)] went to attn_qkv as all q, all k,
+         * all v, and z to attn_gate. */
+        const int64_t dk = c->qkvz_dk, vg = c->qkvz_vg, nk = c->n_rows / (2 * dk + 2 * vg);
+        const int64_t h = r / (2 * dk + 2 * vg), o = r % (2 * dk + 2 * vg);
+        if (o < dk)
+            return c->row0 + h * dk + o;
+        if (o < 2 * dk)
+            return c->row0 + nk * dk + h * dk + o - dk;
+        if (o < 2 * dk + vg)
+            return c->row0 + 2 * nk * dk + h * vg + o - 2 * dk;
+        *t = c->qkvz_z;
+        return h * vg + o - 2 * dk - vg;
+    }
+    if (c->vt_rhd && r >= c->vt_row0)
+        return c->row0 + c->vt_row0 + gguf_names_vtile(r - c->vt_row0, c->vt_nk, c->vt_r, c->vt_rhd);
+    return c->row0 + (c->perm_heads ? gguf_unpermute_row(r, c->n_rows, c->perm_heads) : r);
 }
 
 /* "%d" patterns of OP_EXPERTS entries: *e the expert when `s` is `pat`
@@ -356,6 +446,10 @@ static qb_status add(builder *b, const gguf_tinfo *src, const char *name, int64_
     /* GemmaModel / Gemma2Model modify_tensors, Gemma3Model.norm_shift: every
      * HF tensor whose name ends in "norm.weight" was stored as w + 1. */
     c->minus_one = b->hp->arch->norm_plus_one && nl >= 11 && strcmp(name + nl - 11, "norm.weight") == 0;
+    /* Qwen3NextModel.modify_tensors leaves linear_attn.norm.weight alone
+     * (Qwen3NextRMSNormGated multiplies by the weight itself). */
+    if (b->hp->arch->bit == GGUF_A_QWEN3NEXT && nl >= 23 && strcmp(name + nl - 23, "linear_attn.norm.weight") == 0)
+        c->minus_one = 0;
     snprintf(c->encoding, sizeof(c->encoding), "gguf %s", gguf_ggml_type_name(src->type));
     c->has_grid = (src->type == GGUF_GGML_TYPE_Q4_0 || src->type == GGUF_GGML_TYPE_Q8_0) &&
                   !c->minus_one && !(one_d && perm_heads);
@@ -494,7 +588,8 @@ static qb_status declare_blocks(builder *b)
         gguf_ctensor *c = &b->t[i];
         const gguf_ggml_type_info *ty = gguf_ggml_type_get(c->src->type);
         size_t nl;
-        if (c->n_dims != 2 || c->kv_v || c->oss || !ty || ty->scale_cols == 0 ||
+        if (c->n_dims != 2 || c->kv_v || c->oss || c->vt_chd || (c->qkvz_z && c->qkvz_z->type != c->src->type) ||
+            !ty || ty->scale_cols == 0 ||
             c->cols % ty->scale_cols != 0)
             continue;
         nl = strlen(c->name);
@@ -505,6 +600,131 @@ static qb_status declare_blocks(builder *b)
         c->block_cols = ty->scale_cols;
     }
     return QB_OK;
+}
+
+/* issue 31: the gated delta net of Qwen3-Next (Qwen3NextModel) and Qwen3.5
+ * (Qwen3_5TextModel / Qwen3_5MoeTextModel, which first move value heads to
+ * tiled order: _LinearAttentionVReorderBase.modify_tensors, whenever
+ * linear_num_key_heads != linear_num_value_heads). What the converter did,
+ * undone per tensor (docs/formats/gguf.md, "Qwen3-Next and Qwen3.5"):
+ * A_log stored as -exp(A_log) (ssm_a, no suffix), dt_bias as ssm_dt.bias,
+ * conv1d [C, 1, K] squeezed to ne {K, C}; Qwen3-Next's in_proj_qkvz split
+ * into attn_qkv + attn_gate. */
+static qb_status map_linear(builder *b, const gguf_tinfo *t, int layer, const char *base, const char *hf,
+                            const char *suffix)
+{
+    const gguf_hparams *hp = b->hp;
+    const int next = strcmp(hp->model_type, "qwen3_next") == 0;
+    const int64_t nk = hp->lin_nk, r = hp->lin_nv / hp->lin_nk, dk = hp->lin_dk, dv = hp->lin_dv;
+    const int64_t E = hp->n_embd, qk = 2 * nk * dk, vdim = hp->lin_nv * dv;
+    const int one_d = t->n_dims == 1;
+    gguf_ctensor *c;
+    char name[256];
+    qb_status st;
+
+    if (strcmp(base, "ssm_a") == 0 || (strcmp(base, "ssm_dt") == 0 && strcmp(suffix, "bias") == 0)) {
+        if (!one_d || t->ne[0] != hp->lin_nv)
+            return bad_shape(b, t, "expected a vector of ssm.time_step_rank elements");
+        snprintf(name, sizeof(name), "model.layers.%d.%s", layer, hf);
+        if ((st = add(b, t, name, 0, 1, 1, 0)))
+            return st;
+        c = &b->t[b->n - 1];
+        c->neg_log = base[4] == 'a';
+        if (!next) {
+            c->vt_nk = nk;
+            c->vt_r = r;
+            c->vt_chd = 1;
+        }
+        c->has_grid = 0;
+        return QB_OK;
+    }
+    if (strcmp(suffix, "weight") != 0)
+        return b->h->set_error(b->h, QB_E_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face mapping for architecture '%s'",
+                               t->file->path, t->name, hp->arch->gguf_name);
+    if (strcmp(base, "ssm_norm") == 0) {
+        if (!one_d || t->ne[0] != dv)
+            return bad_shape(b, t, "expected a vector of the value head width");
+        snprintf(name, sizeof(name), "model.layers.%d.%s.weight", layer, hf);
+        return add(b, t, name, 0, 1, 1, 0);
+    }
+    if (one_d)
+        return bad_shape(b, t, "expected a matrix");
+    if (strcmp(base, "ssm_conv1d") == 0) {
+        if (t->ne[1] != qk + vdim || t->ne[0] != hp->lin_conv)
+            return bad_shape(b, t, "expected ne {ssm.conv_kernel, 2 x key dims + value dims}");
+        snprintf(name, sizeof(name), "model.layers.%d.%s.weight", layer, hf);
+        if ((st = add(b, t, name, 0, t->ne[1], 0, 0)))
+            return st;
+        c = &b->t[b->n - 1];
+        c->n_dims = 3; /* HF Conv1d weight [C, 1, K] */
+        c->dims[0] = t->ne[1];
+        c->dims[1] = 1;
+        c->dims[2] = t->ne[0];
+        if (!next) {
+            c->vt_nk = nk, c->vt_r = r, c->vt_row0 = qk, c->vt_rhd = dv;
+        }
+        return QB_OK;
+    }
+    if (strcmp(base, "attn_gate") == 0 && next) {
+        /* read through attn_qkv's in_proj_qkvz; only the partner is checked */
+        snprintf(name, sizeof(name), "blk.%d.attn_qkv.weight", layer);
+        if (!gguf_model_find(b->m, name))
+            return b->h->set_error(b->h, QB_E_FORMAT, "%s: tensor '%s' without its partner '%s' (in_proj_qkvz needs both)",
+                                   t->file->path, t->name, name);
+        return QB_OK;
+    }
+    if (strcmp(base, "attn_qkv") == 0 && next) {
+        const gguf_tinfo *z;
+        snprintf(name, sizeof(name), "blk.%d.attn_gate.weight", layer);
+        if (!(z = gguf_model_find(b->m, name)))
+            return b->h->set_error(b->h, QB_E_FORMAT, "%s: tensor '%s' without its partner '%s' (in_proj_qkvz needs both)",
+                                   t->file->path, t->name, name);
+        if (t->ne[1] != qk + vdim || t->ne[0] != E)
+            return bad_shape(b, t, "expected ne {embedding_length, 2 x key dims + value dims}");
+        if (z->n_dims != 2 || z->ne[1] != vdim || z->ne[0] != E)
+            return bad_shape(b, z, "expected ne {embedding_length, ssm.inner_size}");
+        snprintf(name, sizeof(name), "model.layers.%d.linear_attn.in_proj_qkvz.weight", layer);
+        if ((st = add(b, t, name, 0, qk + 2 * vdim, 0, 0)))
+            return st;
+        c = &b->t[b->n - 1];
+        c->qkvz_z = z;
+        c->qkvz_dk = dk;
+        c->qkvz_vg = r * dv;
+        c->has_grid = c->has_grid && z->type == t->type;
+        snprintf(c->encoding, sizeof(c->encoding), "gguf %s+%s", gguf_ggml_type_name(t->type),
+                 gguf_ggml_type_name(z->type));
+        return QB_OK;
+    }
+    if (strcmp(base, "ssm_ba") == 0 && !next)
+        return bad_shape(b, t, "ssm_ba is Qwen3-Next's; a qwen35 file has ssm_beta and ssm_alpha");
+    if ((strcmp(base, "ssm_beta") == 0 || strcmp(base, "ssm_alpha") == 0) && next)
+        return bad_shape(b, t, "ssm_beta/ssm_alpha are Qwen3.5's; a qwen3next file has ssm_ba");
+    {
+        /* rows and width of each stored matrix, and the tiling undone */
+        int64_t rows = 0, cols = E, row0 = 0, rhd = 0, chd = 0;
+        if (strcmp(base, "attn_qkv") == 0)
+            rows = qk + vdim, row0 = qk, rhd = dv;
+        else if (strcmp(base, "attn_gate") == 0)
+            rows = vdim, rhd = dv;
+        else if (strcmp(base, "ssm_ba") == 0)
+            rows = 2 * hp->lin_nv;
+        else if (strcmp(base, "ssm_beta") == 0 || strcmp(base, "ssm_alpha") == 0)
+            rows = hp->lin_nv, rhd = 1;
+        else /* ssm_out */
+            rows = E, cols = vdim, chd = next ? 0 : dv;
+        if (t->ne[1] != rows || t->ne[0] != cols)
+            return bad_shape(b, t, "shape does not fit the ssm.* sizes");
+        snprintf(name, sizeof(name), "model.layers.%d.%s.weight", layer, hf);
+        if ((st = add(b, t, name, 0, rows, 0, 0)))
+            return st;
+        c = &b->t[b->n - 1];
+        if (!next && (rhd || chd)) {
+            c->vt_nk = nk, c->vt_r = r, c->vt_row0 = row0, c->vt_rhd = rhd, c->vt_chd = chd;
+            if (chd)
+                c->has_grid = 0;
+        }
+        return QB_OK;
+    }
 }
 
 static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const char *base, const char *suffix)
@@ -554,6 +774,8 @@ static qb_status map_block(builder *b, const gguf_tinfo *t, int layer, const cha
         return map_kv_b(b, t, layer, mp->op == OP_K_B, is_bias);
     case OP_OSS_EXPS:
         return map_oss_experts(b, t, layer, base, is_bias);
+    case OP_LIN: /* issue 31 */
+        return map_linear(b, t, layer, base, mp->hf, suffix);
     case OP_PLAIN:
     case OP_Q:
     case OP_K: {
@@ -662,6 +884,16 @@ static qb_status map_one(builder *b, const gguf_tinfo *t, gguf_special *sp)
         return QB_OK;
     }
     dot = strrchr(t->name, '.');
+    /* issue 31: the nextn_predict_layers (MTP) blocks after the decoder are
+     * left out, as transformers leaves them out on load (docs/formats/gguf.md,
+     * "Qwen3-Next and Qwen3.5"). */
+    if (hp->n_nextn > 0 && sscanf(t->name, "blk.%d.%n", &layer, &used) == 1 && used > 0 &&
+        layer >= hp->n_layer && layer < hp->n_layer + hp->n_nextn)
+        return QB_OK;
+    /* ssm_a has no .weight (gguf-py MODEL_TENSOR.SSM_A "blk.{bid}.ssm_a") */
+    if (hp->arch->bit == GGUF_A_QWEN3NEXT && sscanf(t->name, "blk.%d.%n", &layer, &used) == 1 && used > 0 &&
+        layer >= 0 && layer < hp->n_layer && strcmp(t->name + used, "ssm_a") == 0)
+        return map_block(b, t, layer, "ssm_a", "");
     if (sscanf(t->name, "blk.%d.%n", &layer, &used) == 1 && used > 0 && dot && dot > t->name + used &&
         layer >= 0 && layer < hp->n_layer && (strcmp(dot, ".weight") == 0 || strcmp(dot, ".bias") == 0)) {
         size_t bl = (size_t)(dot - (t->name + used));
@@ -806,6 +1038,53 @@ static qb_status check_layers(builder *b, const gguf_model *m)
     return QB_OK;
 }
 
+/* issue 31: qwen3next/qwen35/qwen35moe, glm4moe, minimax-m2. Every layer
+ * has its norm, its attention (Qwen: the gated delta net where
+ * gguf_arch_layer_linear says so, else attention whose q_proj carries the
+ * output gate, 2 x heads x head_dim rows) and its MLP or router, with the
+ * shapes the metadata gives. */
+static qb_status check_layers_31(builder *b, const gguf_model *m)
+{
+    const gguf_hparams *hp = b->hp;
+    const int64_t E = hp->n_embd, q = hp->n_head * hp->head_dim, kv = hp->n_head_kv * hp->head_dim;
+    const unsigned bit = hp->arch->bit;
+    int64_t l;
+    char n[256];
+    qb_status st = QB_OK;
+#define NEED(fmt, rows, cols) (snprintf(n, sizeof(n), "model.layers.%d." fmt, (int)l), need(b, m, n, rows, cols))
+#define HAS(fmt) (snprintf(n, sizeof(n), "model.layers.%d." fmt, (int)l), find_mapped(b, n) != NULL)
+    for (l = 0; l < hp->n_layer && !st; l++) {
+        if ((st = NEED("input_layernorm.weight", E, -1)) || (st = NEED("post_attention_layernorm.weight", E, -1)))
+            break;
+        if (bit == GGUF_A_QWEN3NEXT && gguf_arch_layer_linear(hp, l)) {
+            if ((st = NEED("linear_attn.out_proj.weight", E, hp->lin_nv * hp->lin_dv)))
+                break;
+            if (!HAS("linear_attn.in_proj_qkvz.weight") && !HAS("linear_attn.in_proj_qkv.weight")) {
+                st = b->h->set_error(b->h, QB_E_FORMAT, "%s: layer %d is a linear-attention layer without attn_qkv",
+                                     gguf_model_meta(m)->path, (int)l);
+                break;
+            }
+        } else if ((st = NEED("self_attn.q_proj.weight", bit == GGUF_A_QWEN3NEXT ? 2 * q : q, E)) ||
+                   (st = NEED("self_attn.k_proj.weight", kv, E)) || (st = NEED("self_attn.v_proj.weight", kv, E)) ||
+                   (st = NEED("self_attn.o_proj.weight", E, q))) {
+            break;
+        } else if (bit == GGUF_A_QWEN3NEXT && HAS("linear_attn.out_proj.weight")) {
+            st = b->h->set_error(b->h, QB_E_FORMAT, "%s: layer %d has both attention and a gated delta net",
+                                 gguf_model_meta(m)->path, (int)l);
+            break;
+        }
+        if (bit == GGUF_A_MINIMAXM2)
+            st = NEED("block_sparse_moe.gate.weight", hp->n_expert, E);
+        else if (hp->n_expert > 0 && (bit != GGUF_A_GLM4MOE || !HAS("mlp.down_proj.weight")))
+            st = NEED("mlp.gate.weight", hp->n_expert, E);
+        else
+            st = NEED("mlp.down_proj.weight", E, hp->n_ff);
+    }
+#undef HAS
+#undef NEED
+    return st;
+}
+
 qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, gguf_ctensor **out,
                          size_t *n_out, gguf_special *sp)
 {
@@ -824,7 +1103,9 @@ qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hpara
     if (!st && !gguf_model_find(m, "token_embd.weight"))
         st = h->set_error(h, QB_E_FORMAT, "%s: tensor 'token_embd.weight' is missing", gguf_model_meta(m)->path);
     if (!st)
-        st = hp->arch->bit == GGUF_A_DEEPSEEK2 ? check_layers_ds2(&b, m) : check_layers(&b, m);
+        st = hp->arch->bit == GGUF_A_DEEPSEEK2 ? check_layers_ds2(&b, m)
+             : hp->arch->bit & (GGUF_A_QWEN3NEXT | GGUF_A_GLM4MOE | GGUF_A_MINIMAXM2) ? check_layers_31(&b, m)
+                                                                                   : check_layers(&b, m);
     if (st) {
         gguf_names_free(b.t, b.n);
         return st;

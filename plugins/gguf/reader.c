@@ -19,6 +19,7 @@
 #include "qbk_plugin_entry.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 
 #include <quantbridge/qb_half.h>
 #include <quantbridge/qb_plugin.h>
@@ -310,11 +311,20 @@ static qb_status check_range(const gguf_reader *r, size_t index, int64_t row0, i
     return QB_OK;
 }
 
-/* GGUF row of HF row r of canonical tensor c (2-D). */
+/* GGUF row of HF row r of canonical tensor c (2-D), and its tensor's
+ * ggml type in *type when type is not NULL. */
+static const uint8_t *src_row_t(const gguf_ctensor *c, int64_t r, uint32_t *type)
+{
+    const gguf_tinfo *t;
+    int64_t g = gguf_names_stored_row(c, r, &t);
+    if (type)
+        *type = t->type;
+    return t->data + (uint64_t)g * t->row_bytes;
+}
+
 static const uint8_t *src_row(const gguf_ctensor *c, int64_t r)
 {
-    int64_t g = c->perm_heads ? gguf_unpermute_row(r, c->n_rows, c->perm_heads) : r;
-    return c->src->data + (uint64_t)(c->row0 + g) * c->src->row_bytes;
+    return src_row_t(c, r, NULL);
 }
 
 /* Drops canonical tensor c's rows from this process when its file is
@@ -331,7 +341,7 @@ static void drop_pages(const gguf_ctensor *c)
     const uintptr_t big = (uintptr_t)2 << 20;
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, lo, hi, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->kv_v || c->oss)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->kv_v || c->oss || c->qkvz_z)
         return;
     lo = (uintptr_t)c->src->file->map;
     hi = (lo + (uintptr_t)c->src->file->size + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -353,7 +363,8 @@ static void drop_rows(const gguf_ctensor *c, int64_t row0, int64_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t a, e, p;
-    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || c->kv_v || c->oss || n <= 0)
+    if (!c->src || !c->src->file || !c->src->file->mapped || pg <= 0 || c->perm_heads || c->kv_v || c->oss ||
+        c->qkvz_z || c->vt_rhd || n <= 0)
         return;
     p = (uintptr_t)(c->src->data + (uint64_t)(c->row0 + row0) * c->src->row_bytes);
     a = (p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -479,6 +490,33 @@ static qb_status read_oss(const gguf_reader *r, const gguf_ctensor *c, int64_t r
     return QB_OK;
 }
 
+/* issue 31: Qwen3.5's columns (out_proj) or vector elements (A_log,
+ * dt_bias) in tiled value-head order (gguf_ctensor.vt_chd), and A_log
+ * stored as -exp(A_log) (neg_log): HF element c is log(-stored[vtile(c)]).
+ * log in double, rounded once to float: the f32 nearest the exact
+ * logarithm of the stored value (docs/formats/gguf.md, "Qwen3-Next and
+ * Qwen3.5", says how close that is to the checkpoint's A_log). */
+static qb_status read_linear(const gguf_reader *r, const gguf_ctensor *c, int64_t row0, int64_t n_rows, float *dst)
+{
+    float *tmp = qbk_malloc((size_t)c->cols * sizeof(float));
+    int64_t i, j;
+    if (!tmp)
+        return r->h->set_error(r->h, QB_E_NOMEM, "%s: %s: out of memory", c->src->file->path, c->name);
+    for (i = 0; i < n_rows; i++) {
+        float *d = dst + i * c->cols;
+        uint32_t type;
+        const uint8_t *p = src_row_t(c, row0 + i, &type);
+        gguf_ggml_dequantize_row(type, p, tmp, c->cols);
+        for (j = 0; j < c->cols; j++)
+            d[j] = tmp[c->vt_chd ? gguf_names_vtile(j, c->vt_nk, c->vt_r, c->vt_chd) : j];
+        if (c->neg_log)
+            for (j = 0; j < c->cols; j++)
+                d[j] = (float)log(-(double)d[j]);
+    }
+    qbk_free(tmp);
+    return QB_OK;
+}
+
 qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0, int64_t n_rows, float *dst)
 {
     const gguf_ctensor *c;
@@ -503,9 +541,13 @@ qb_status gguf_reader_read_rows(const gguf_reader *r, size_t index, int64_t row0
         qbk_free(tmp);
         return QB_OK;
     }
+    if (c->vt_chd || c->neg_log)
+        return read_linear(r, c, row0, n_rows, dst);
     for (i = 0; i < n_rows; i++) {
         float *d = dst + i * c->cols;
-        gguf_ggml_dequantize_row(c->src->type, src_row(c, row0 + i), d, c->cols);
+        uint32_t type;
+        const uint8_t *p = src_row_t(c, row0 + i, &type);
+        gguf_ggml_dequantize_row(type, p, d, c->cols);
         if (c->minus_one)
             for (j = 0; j < c->cols; j++)
                 d[j] -= 1.0f;

@@ -43,7 +43,7 @@ qb_status gguf_view_raw(const gguf_model *m, const gguf_ctensor *t, size_t n, si
     out->file = ti->file->path;
     out->canonical = -1;
     for (i = 0; i < n; i++) {
-        if (t[i].src != ti && t[i].kv_v != ti && t[i].oss_up != ti)
+        if (t[i].src != ti && t[i].kv_v != ti && t[i].oss_up != ti && t[i].qkvz_z != ti)
             continue;
         /* A fused stored tensor split into several canonical ones belongs
          * to none of them alone. */

@@ -171,20 +171,21 @@ runpy.run_path(conv, run_name="__main__")
 """
 
 
-def convert_to_gguf(build_dir, src, out, spm_vocab_for=None):
+def convert_to_gguf(build_dir, src, out, spm_vocab_for=None, extra=()):
     """llama.cpp's converter on the HF directory src, F32 output; returns the process (the
     caller asserts on it: a family the converter refuses is said so by the test).
     spm_vocab_for ("llama:Llama4Model") names a converter class whose set_vocab wants a real model's
     BPE tokenizer (its pre-tokenizer hash must be one llama.cpp knows): there the tiny model's
     SentencePiece vocabulary is written instead; tensors and hyper-parameters stay the
-    converter's own."""
+    converter's own. extra: further converter arguments ("--no-mtp": a checkpoint without the
+    MTP block its class otherwise requires)."""
     conv = llama_cpp_converter(build_dir)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(conv.parent), str(conv.parent / "gguf-py"),
                                          env.get("PYTHONPATH", "")])
     env["NO_LOCAL_GGUF"] = ""
     return subprocess.run([sys.executable, "-c", _DRIVER, str(conv), spm_vocab_for or "-",
-                           str(src), "--outfile", str(out), "--outtype", "f32"],
+                           str(src), "--outfile", str(out), "--outtype", "f32", *extra],
                           capture_output=True, text=True, env=env)
 
 
