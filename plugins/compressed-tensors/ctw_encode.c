@@ -11,6 +11,7 @@
 #include <quantbridge/qb_half.h>
 
 #include "ctw.h"
+#include "qbk_fp8_decode.h"
 
 size_t ctw_dt_size(qb_dtype dt)
 {
@@ -131,5 +132,59 @@ void ctw_pack_row(int bits, const uint8_t *u, int64_t cols, uint8_t *dst)
         dst[4 * w + 1] = (uint8_t)(v >> 8);
         dst[4 * w + 2] = (uint8_t)(v >> 16);
         dst[4 * w + 3] = (uint8_t)(v >> 24);
+    }
+}
+
+uint8_t ctw_f32_to_e4m3(float v)
+{
+    uint8_t sign = signbit(v) ? 0x80 : 0;
+    float a = fabsf(v), q;
+    int e;
+
+    if (a == 0.0f)
+        return sign;
+    if (a < 0x1p-6f) {
+        /* subnormals step 2^-9; q = 8 is the smallest normal, code 0x08 */
+        return (uint8_t)(sign | (uint8_t)rintf(a * 0x1p9f));
+    }
+    frexpf(a, &e); /* a in [2^(e-1), 2^e) */
+    e -= 1;
+    q = rintf(ldexpf(a, 3 - e)); /* 8 .. 16: 1.mmm in eighths, ties to even */
+    if (q >= 16.0f) {
+        q = 8.0f;
+        e++;
+    }
+    if (e > 8 || (e == 8 && q > 14.0f))
+        return (uint8_t)(sign | 0x7e); /* 448: callers clamp, this only guards */
+    return (uint8_t)(sign | (uint8_t)((e + 7) << 3) | (uint8_t)((int)q - 8));
+}
+
+void ctw_fp8_row(qb_dtype dt, const float *x, int64_t cols, uint8_t *q, float *s, double *err2,
+                 double *ref2, double *err_max)
+{
+    float mn = 0.0f, mx = 0.0f, amax, sc;
+    int64_t k;
+
+    for (k = 0; k < cols; k++) {
+        mn = x[k] < mn ? x[k] : mn;
+        mx = x[k] > mx ? x[k] : mx;
+    }
+    amax = -mn > mx ? -mn : mx;
+    /* calculate_qparams: max_val_pos / (bit_range / 2), bit_range 896 for
+     * float8_e4m3fn's -448 .. 448 */
+    sc = ctw_round_dt(dt, amax / 448.0f);
+    if (sc == 0.0f)
+        sc = ctw_eps(dt);
+    *s = sc;
+    for (k = 0; k < cols; k++) {
+        float v = ctw_round_dt(dt, x[k] / sc), d, e;
+        v = v < -448.0f ? -448.0f : v > 448.0f ? 448.0f : v;
+        q[k] = ctw_f32_to_e4m3(v);
+        d = qbk_fp8_e4m3fn_to_f32(q[k]) * sc;
+        e = fabsf(d - x[k]);
+        *err2 += (double)e * e;
+        *ref2 += (double)x[k] * x[k];
+        if (e > *err_max)
+            *err_max = e;
     }
 }
