@@ -24,6 +24,7 @@
 
 #include <quantbridge/quantbridge.h>
 
+#include "qbk_out_dtype.h"
 #include "qbk_st_writer.h"
 
 extern const qb_writer_vtable ct_writer_vtable;
@@ -106,16 +107,6 @@ void ctw_plan_free(ctw_plan *p);
 /* Output file of shard i into buf ("model.safetensors" when one). */
 void ctw_shard_name(const ctw_plan *p, uint32_t i, char *buf, size_t len);
 
-/* Bytes of one element of D. */
-size_t ctw_dt_size(qb_dtype dt);
-const char *ctw_dt_st_name(qb_dtype dt);
-const char *ctw_dt_torch_name(qb_dtype dt);
-
-/* The float32 value v rounded to D (ties to even), as float32. */
-float ctw_round_dt(qb_dtype dt, float v);
-/* Encodes n floats (already representable in D) as D little-endian. */
-void ctw_encode_dt(qb_dtype dt, const float *src, size_t n, uint8_t *dst);
-
 /* Round-to-nearest quantization of one row x[cols] (values in D) into
  * signed codes q[cols] in [-2^(b-1), 2^(b-1)-1], scales s[n_groups] (in D)
  * and zero points z[n_groups] (signed, 0 when symmetric), following
@@ -141,11 +132,6 @@ uint8_t ctw_f32_to_e4m3(float v);
  * *err2 / *ref2 and raises *err_max. Pure. */
 void ctw_fp8_row(qb_dtype dt, const float *x, int64_t cols, uint8_t *q, float *s, double *err2,
                  double *ref2, double *err_max);
-
-/* Packs unsigned codes u[cols] (each < 2^bits) into ceil(cols/pf) words,
- * value k at bits [b*(k%pf), ...) of word k/pf, as little-endian bytes
- * (compressed-tensors pack_to_int32). */
-void ctw_pack_row(int bits, const uint8_t *u, int64_t cols, uint8_t *dst);
 
 /* quantization_config as JSON text (compact, the member order
  * compressed-tensors 0.20 writes) into *out (qbk_malloc'd). */

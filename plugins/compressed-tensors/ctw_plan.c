@@ -40,11 +40,6 @@ static int is_linear(const qb_tensor_info *ti)
            strcmp(ti->name, "lm_head.weight") != 0;
 }
 
-static int dt_holds(qb_dtype d, qb_dtype s)
-{
-    return d == s || (d == QB_DT_F32 && (s == QB_DT_F16 || s == QB_DT_BF16));
-}
-
 /* Width of a contiguous map c / w, or 0. */
 static int64_t trivial_width(const int32_t *cg, int64_t cols)
 {
@@ -71,10 +66,10 @@ static int grid_fits(const qb_grid_info *gi, qb_dtype dt, int act_gidx, ctw_item
                  gi->bits);
         return 0;
     }
-    if (!dt_holds(dt, gi->scale_dtype)) {
+    if (!qbk_out_dt_holds(dt, gi->scale_dtype)) {
         snprintf(it->reason, sizeof it->reason, "grid scales are %s, the model dtype %s would "
-                 "round them (--option dtype)", ctw_dt_torch_name(gi->scale_dtype),
-                 ctw_dt_torch_name(dt));
+                 "round them (--option dtype)", qbk_out_dt_torch_name(gi->scale_dtype),
+                 qbk_out_dt_torch_name(dt));
         return 0;
     }
     B = gi->bits <= 4 ? 4 : 8;
@@ -158,10 +153,10 @@ static int fp8_fits(const qb_grid_info *gi, qb_dtype dt, ctw_item *it)
         snprintf(it->reason, sizeof it->reason, "e4m3 grid without its scale layout");
         return 0;
     }
-    if (!dt_holds(dt, gi->scale_dtype)) {
+    if (!qbk_out_dt_holds(dt, gi->scale_dtype)) {
         snprintf(it->reason, sizeof it->reason, "e4m3 scales are %s, the model dtype %s would "
-                 "round them (--option dtype)", ctw_dt_torch_name(gi->scale_dtype),
-                 ctw_dt_torch_name(dt));
+                 "round them (--option dtype)", qbk_out_dt_torch_name(gi->scale_dtype),
+                 qbk_out_dt_torch_name(dt));
         return 0;
     }
     if (gi->col_group || gi->group_size < 1 ||
@@ -185,26 +180,6 @@ static int fp8_fits(const qb_grid_info *gi, qb_dtype dt, ctw_item *it)
     }
     it->n_groups = gi->n_groups;
     return 1;
-}
-
-static qb_dtype dt_of_config(const qb_host *h, const qb_model_src *src)
-{
-    cJSON *root = NULL;
-    const cJSON *v;
-    qb_dtype d = QB_DT_F16;
-    if (qbk_json_parse_config(h, src->source_path, src->info->config_json, &root) != QB_OK)
-        return d;
-    v = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
-    if (!cJSON_IsString(v))
-        v = cJSON_GetObjectItemCaseSensitive(root, "dtype");
-    if (cJSON_IsString(v)) {
-        if (strcmp(v->valuestring, "bfloat16") == 0)
-            d = QB_DT_BF16;
-        else if (strcmp(v->valuestring, "float32") == 0)
-            d = QB_DT_F32;
-    }
-    cJSON_Delete(root);
-    return d;
 }
 
 /* dtype=auto: the scale dtype of the grids when they agree, else the
@@ -237,9 +212,9 @@ static qb_status choose_dtype(const qb_host *h, const qb_model_src *src, const c
         n32 += gi.scale_dtype == QB_DT_F32;
     }
     if (n16 + nb16 + n32 == 0) {
-        p->dt = dt_of_config(h, src);
+        p->dt = qbk_out_dt_of_config(h, src->source_path, src->info->config_json);
         snprintf(p->dt_reason, sizeof p->dt_reason, "auto: no integer grid; the source config's "
-                 "dtype %s", ctw_dt_torch_name(p->dt));
+                 "dtype %s", qbk_out_dt_torch_name(p->dt));
     } else if (n32 || (n16 && nb16)) {
         p->dt = QB_DT_F32;
         snprintf(p->dt_reason, sizeof p->dt_reason,
@@ -248,7 +223,7 @@ static qb_status choose_dtype(const qb_host *h, const qb_model_src *src, const c
     } else {
         p->dt = n16 ? QB_DT_F16 : QB_DT_BF16;
         snprintf(p->dt_reason, sizeof p->dt_reason,
-                 "auto: the grids' scale dtype %s keeps every scale", ctw_dt_torch_name(p->dt));
+                 "auto: the grids' scale dtype %s keeps every scale", qbk_out_dt_torch_name(p->dt));
     }
     return QB_OK;
 }
@@ -262,7 +237,7 @@ static qb_status decide(const qb_host *h, const qb_model_src *src, const ctw_opt
     it->kind = CTW_DENSE;
     if (!is_linear(ti)) {
         snprintf(it->reason, sizeof it->reason, "%s: kept dense in %s", ti->source_encoding,
-                 ctw_dt_torch_name(p->dt));
+                 qbk_out_dt_torch_name(p->dt));
         return QB_OK;
     }
     if (offers_grid(ti)) {
@@ -362,13 +337,13 @@ static qb_status add_outputs(const qb_host *h, const qb_model_src *src, ctw_plan
         if (!p->out_names[p->n_out])
             return h->set_error(h, QB_E_NOMEM, "compressed-tensors writer: out of memory");
         t->name = p->out_names[p->n_out];
-        t->dtype = ctw_dt_st_name(p->dt);
+        t->dtype = qbk_out_dt_st_name(p->dt);
         t->n_dims = ti->n_dims;
         for (d = 0; d < ti->n_dims; d++) {
             t->dims[d] = ti->dims[d];
             e *= (uint64_t)ti->dims[d];
         }
-        t->n_bytes = e * ctw_dt_size(p->dt);
+        t->n_bytes = e * qbk_out_dt_size(p->dt);
         p->n_out++;
         it->n_out = 1;
         return QB_OK;
@@ -385,10 +360,10 @@ static qb_status add_outputs(const qb_host *h, const qb_model_src *src, ctw_plan
         if ((st = add_out(h, p, module, ".weight", "F8_E4M3", 2, it->rows, it->cols, 1)) != QB_OK)
             return st;
         st = it->sc.per_tensor
-                 ? add_out(h, p, module, ".weight_scale", ctw_dt_st_name(p->dt), 1, 1, 0,
-                           ctw_dt_size(p->dt))
-                 : add_out(h, p, module, ".weight_scale", ctw_dt_st_name(p->dt), 2, sr,
-                           it->n_groups, ctw_dt_size(p->dt));
+                 ? add_out(h, p, module, ".weight_scale", qbk_out_dt_st_name(p->dt), 1, 1, 0,
+                           qbk_out_dt_size(p->dt))
+                 : add_out(h, p, module, ".weight_scale", qbk_out_dt_st_name(p->dt), 2, sr,
+                           it->n_groups, qbk_out_dt_size(p->dt));
         if (st != QB_OK)
             return st;
         it->n_out = p->n_out - it->out0;
@@ -397,8 +372,8 @@ static qb_status add_outputs(const qb_host *h, const qb_model_src *src, ctw_plan
     pf = 32 / it->sc.bits;
     if ((st = add_out(h, p, module, ".weight_packed", "I32", 2, it->rows,
                       (it->cols + pf - 1) / pf, 4)) != QB_OK ||
-        (st = add_out(h, p, module, ".weight_scale", ctw_dt_st_name(p->dt), 2, it->rows,
-                      it->n_groups, ctw_dt_size(p->dt))) != QB_OK)
+        (st = add_out(h, p, module, ".weight_scale", qbk_out_dt_st_name(p->dt), 2, it->rows,
+                      it->n_groups, qbk_out_dt_size(p->dt))) != QB_OK)
         return st;
     if (!it->sc.symmetric &&
         (st = add_out(h, p, module, ".weight_zero_point", "I32", 2, (it->rows + pf - 1) / pf,

@@ -27,6 +27,8 @@
 #include "qbk_fp8_decode.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_json_edit.h"
+#include "qbk_pack32.h"
+#include "qbk_sink_text.h"
 #include "qbk_text.h"
 
 #define CTW_BLOCK_ELEMS ((int64_t)1 << 20)
@@ -52,7 +54,8 @@ static const qb_option_decl opt_scheme = {
     .default_value = "w4a16",
     .help = "compressed-tensors writer: scheme for linears quantized anew from dense rows "
             "(w4a16: int4 symmetric; w4a16_asym: int4 with zero points; w8a16: int8 symmetric; "
-            "fp8: float8 e4m3 with a scale per row, FP8_DYNAMIC's weights, written weight-only: naive-quantized)",
+            "fp8: float8 e4m3 with a scale per row, FP8_DYNAMIC's weights, written weight-only: "
+            "naive-quantized)",
     .choices = "w4a16|w4a16_asym|w8a16|fp8",
     .min_int = 1,
     .max_int = 0,
@@ -268,7 +271,7 @@ static qb_status ctw_plan_vt(void *ctx, const qb_model_src *src, const qb_param 
         return st;
     if ((st = ctw_plan_build(h, src, &o, &p)) != QB_OK)
         return st;
-    st = out->setting(out->handle, "dtype", ctw_dt_torch_name(p.dt), p.dt_reason);
+    st = out->setting(out->handle, "dtype", qbk_out_dt_torch_name(p.dt), p.dt_reason);
     for (i = 0; st == QB_OK && i < p.n; i++) {
         const ctw_item *it = &p.it[i];
         const qb_tensor_info *ti;
@@ -309,7 +312,7 @@ static qb_status write_dense(ctw_writer *w, const ctw_item *it)
 {
     const qb_host *h = w->h;
     int64_t br = block_rows(it->rows, it->cols), r0;
-    size_t es = ctw_dt_size(w->plan.dt);
+    size_t es = qbk_out_dt_size(w->plan.dt);
     qb_status st;
 
     for (r0 = 0; r0 < it->rows; r0 += br) {
@@ -325,8 +328,8 @@ static qb_status write_dense(ctw_writer *w, const ctw_item *it)
                                 w->src->source_path, it->name, bad, (long long)r0,
                                 (double)w->fbuf[bad],
                                 why == QBK_ENCODE_NONFINITE ? "is not finite in" : "overflows",
-                                ctw_dt_torch_name(w->plan.dt));
-        ctw_encode_dt(w->plan.dt, w->fbuf, cnt, w->bbuf);
+                                qbk_out_dt_torch_name(w->plan.dt));
+        qbk_out_dt_encode(w->plan.dt, w->fbuf, cnt, w->bbuf);
         if ((st = qbk_st_writer_write(w->cur, w->bbuf, cnt * es)) != QB_OK)
             return st;
     }
@@ -360,11 +363,11 @@ static qb_status exact_block(ctw_writer *w, const ctw_item *it, int64_t r0, int6
         const float *ref = w->fref + r * it->cols;
         int64_t g;
         for (g = 0; g < G; g++) {
-            if (ctw_round_dt(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
+            if (qbk_out_dt_round(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
                 return h->set_error(h, QB_E_INTERNAL, "%s: %s: row %lld group %lld: scale %.9g "
                                     "is not a %s value", w->src->source_path, it->name,
                                     (long long)(r0 + r), (long long)g, (double)s[g],
-                                    ctw_dt_torch_name(w->plan.dt));
+                                    qbk_out_dt_torch_name(w->plan.dt));
             z[g] += it->shift;
             if (z[g] < 0 || z[g] > maxc || (it->sc.symmetric && z[g] != half))
                 return h->set_error(h, QB_E_UNSUPPORTED,
@@ -414,7 +417,7 @@ static qb_status rtn_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
         return h->set_error(h, why == QBK_ENCODE_NONFINITE ? QB_E_FORMAT : QB_E_RANGE,
                             "%s: %s: element %zu of rows from %lld is %g, which cannot be "
                             "quantized in %s", w->src->source_path, it->name, bad,
-                            (long long)r0, (double)w->fbuf[bad], ctw_dt_torch_name(w->plan.dt));
+                            (long long)r0, (double)w->fbuf[bad], qbk_out_dt_torch_name(w->plan.dt));
     q = qbk_malloc((size_t)it->cols);
     zq = qbk_malloc((size_t)G);
     if (!q || !zq) {
@@ -425,9 +428,9 @@ static qb_status rtn_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
         float *x = w->fbuf + r * it->cols;
         int64_t g;
         for (k = 0; k < it->cols; k++)
-            x[k] = ctw_round_dt(w->plan.dt, x[k]);
-        ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q, scales + (r0 + r) * G, zq, &it->err2,
-                    &it->ref2, &it->err_max);
+            x[k] = qbk_out_dt_round(w->plan.dt, x[k]);
+        ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q, scales + (r0 + r) * G,
+                    zq, &it->err2, &it->ref2, &it->err_max);
         for (k = 0; k < it->cols; k++)
             w->codes[r * it->cols + k] = (uint8_t)(q[k] + half);
         for (g = 0; g < G; g++)
@@ -460,11 +463,11 @@ static qb_status fp8_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
                                 "%s: %s: element %zu of rows from %lld is %g, which cannot be "
                                 "quantized in %s", w->src->source_path, it->name, bad,
                                 (long long)r0, (double)w->fbuf[bad],
-                                ctw_dt_torch_name(w->plan.dt));
+                                qbk_out_dt_torch_name(w->plan.dt));
         for (r = 0; r < nr; r++) {
             float *x = w->fbuf + r * it->cols;
             for (k = 0; k < it->cols; k++)
-                x[k] = ctw_round_dt(w->plan.dt, x[k]);
+                x[k] = qbk_out_dt_round(w->plan.dt, x[k]);
             ctw_fp8_row(w->plan.dt, x, it->cols, w->codes + r * it->cols, scales + r0 + r,
                         &it->err2, &it->ref2, &it->err_max);
         }
@@ -498,11 +501,11 @@ static qb_status fp8_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
                                     "shared", w->src->source_path, it->name,
                                     (long long)(r0 + r), (long long)g, (double)s[g],
                                     (double)ks[g], (long long)kr);
-            if (ctw_round_dt(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
+            if (qbk_out_dt_round(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
                 return h->set_error(h, QB_E_INTERNAL, "%s: %s: row %lld group %lld: scale %.9g "
                                     "is not a %s value", w->src->source_path, it->name,
                                     (long long)(r0 + r), (long long)g, (double)s[g],
-                                    ctw_dt_torch_name(w->plan.dt));
+                                    qbk_out_dt_torch_name(w->plan.dt));
         }
         for (k = 0; k < it->cols; k++) {
             int64_t gs = it->sc.group_size > 0 ? it->sc.group_size : it->cols;
@@ -523,7 +526,7 @@ static qb_status write_fp8(ctw_writer *w, ctw_item *it)
 {
     const qb_host *h = w->h;
     int64_t br = block_rows(it->rows, it->cols), r0, G = it->n_groups, r, n_keep;
-    size_t es = ctw_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
+    size_t es = qbk_out_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
     float *scales = qbk_malloc(sz * sizeof(float)), *keep = NULL;
     uint8_t *sb = NULL;
     qb_status st = QB_OK;
@@ -556,7 +559,7 @@ static qb_status write_fp8(ctw_writer *w, ctw_item *it)
     for (r = 0; r < n_keep; r++)
         memcpy(keep + r * G, scales + (it->sc.block_rows ? r * it->sc.block_rows : r) * G,
                (size_t)G * sizeof(float));
-    ctw_encode_dt(w->plan.dt, keep, (size_t)(n_keep * G), sb);
+    qbk_out_dt_encode(w->plan.dt, keep, (size_t)(n_keep * G), sb);
     st = qbk_st_writer_write(w->cur, sb, (size_t)(n_keep * G) * es);
     if (st == QB_OK && it->kind == CTW_RTN)
         h->log(h, QB_LOG_INFO, "%s: fp8 RTN: relative RMS error %.3g, max abs error %.3g",
@@ -573,7 +576,7 @@ static qb_status write_quant(ctw_writer *w, ctw_item *it)
     const qb_host *h = w->h;
     int64_t br = block_rows(it->rows, it->cols), r0, r, G = it->n_groups;
     int64_t pf = 32 / it->sc.bits, wpr = (it->cols + pf - 1) / pf;
-    size_t es = ctw_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
+    size_t es = qbk_out_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
     float *scales = qbk_malloc(sz * sizeof(float));
     int32_t *zeros = qbk_malloc(sz * sizeof(int32_t));
     uint8_t *sb = NULL;
@@ -594,7 +597,7 @@ static qb_status write_quant(ctw_writer *w, ctw_item *it)
         if (st != QB_OK)
             goto out;
         for (r = 0; r < nr; r++)
-            ctw_pack_row(it->sc.bits, w->codes + r * it->cols, it->cols,
+            qbk_pack32_row(it->sc.bits, w->codes + r * it->cols, it->cols,
                          w->bbuf + (size_t)(r * wpr) * 4);
         if ((st = qbk_st_writer_write(w->cur, w->bbuf, (size_t)(nr * wpr) * 4)) != QB_OK)
             goto out;
@@ -605,7 +608,7 @@ static qb_status write_quant(ctw_writer *w, ctw_item *it)
         st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
         goto out;
     }
-    ctw_encode_dt(w->plan.dt, scales, sz, sb);
+    qbk_out_dt_encode(w->plan.dt, scales, sz, sb);
     if ((st = qbk_st_writer_write(w->cur, sb, sz * es)) != QB_OK)
         goto out;
     if (!it->sc.symmetric) {
@@ -692,22 +695,6 @@ static qb_status ctw_write_tensor(qb_writer_handle handle, size_t index)
     return st;
 }
 
-static qb_status write_text(const qb_sink *sink, const char *name, const char *text)
-{
-    qb_sink_file *f = NULL;
-    qb_status st = sink->create(sink->handle, name, &f);
-    if (st != QB_OK)
-        return st;
-    st = sink->write(f, text, strlen(text));
-    if (st == QB_OK)
-        st = sink->write(f, "\n", 1);
-    if (st == QB_OK)
-        st = sink->close(f, NULL, NULL);
-    else
-        sink->close(f, NULL, NULL);
-    return st;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -754,7 +741,7 @@ static qb_status write_index(ctw_writer *w)
         qbk_text_str(&b, "\n  }\n}");
         st = b.oom ? w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of "
                                      "memory")
-                   : write_text(w->sink, "model.safetensors.index.json", b.p);
+                   : qbk_sink_write_text(w->sink, "model.safetensors.index.json", b.p);
     }
     for (i = 0; i < p->n_out; i++)
         qbk_free(names[i]);
@@ -778,7 +765,7 @@ static qb_status ctw_finish(qb_writer_handle handle)
                           "tensors", w->next, w->plan.n);
         goto out;
     }
-    snprintf(dtype, sizeof dtype, "\"%s\"", ctw_dt_torch_name(w->plan.dt));
+    snprintf(dtype, sizeof dtype, "\"%s\"", qbk_out_dt_torch_name(w->plan.dt));
     keys[0] = "torch_dtype";
     values[0] = dtype;
     /* transformers >= 4.56 reads `dtype`, older ones torch_dtype */
@@ -796,7 +783,7 @@ static qb_status ctw_finish(qb_writer_handle handle)
     if ((st = qbk_json_edit(h, w->src->source_path, w->src->info->config_json, drop, keys,
                             values, &cfg)) != QB_OK)
         goto out;
-    if ((st = write_text(w->sink, "config.json", cfg)) != QB_OK)
+    if ((st = qbk_sink_write_text(w->sink, "config.json", cfg)) != QB_OK)
         goto out;
     if ((st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info)) != QB_OK)
         goto out;
