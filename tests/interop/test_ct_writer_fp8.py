@@ -7,7 +7,8 @@ anew with `--option scheme=fp8`. Each output is checked as test_ct_writer.py che
 pack-quantized ones:
 
   1. exact where declared: the e4m3 bytes and scales in our files are the source's, byte for
-     byte (the writer declares them exact, and `convert --verify` holds them to bit equality);
+     byte (the writer declares them exact, and `convert --verify` holds them to bit equality),
+     and converting our output again (compressed-tensors reader to writer) changes no tensor;
   2. the library's own model-free decompression (CompressedTensorsDequantizer) of our output
      equals our reader's decode (`--writer hf-dense --option dtype=f32`) bit for bit;
   3. transformers loads the output and its float32 logits agree with `quantbridge forward` on
@@ -129,6 +130,17 @@ def test_ct_writer_fp8_exact(case, tmp_path, run_qb, build_dir):
         assert torch.equal(got.flatten(), want.flatten()), f"{case}: {m} scales differ"
         n += 1
     assert n > 0, f"{case}: no FP8 weight in the source"
+    # ... and our output read back by the compressed-tensors reader (its FP8 weights offer the
+    # same e4m3 grid) is written again tensor for tensor
+    ct2 = tmp_path / "ct2"
+    run_qb("convert", "--source", ct, "--output", ct2, "--writer", "compressed-tensors",
+           "--option", "dtype=f32")
+    again = U.read_safetensors_dir(ct2)
+    assert set(again) == set(ourt), sorted(set(again) ^ set(ourt))
+    for k, t in ourt.items():
+        same = (torch.equal(fp8_bytes(again[k]), fp8_bytes(t)) if t.dtype == torch.float8_e4m3fn
+                else again[k].dtype == t.dtype and torch.equal(again[k], t))
+        assert same, f"{case}: {k} differs after compressed-tensors -> compressed-tensors"
 
     # 4. the config names the scheme llm-compressor's preset writes
     qc = QuantizationConfig.model_validate(U.config(ct)["quantization_config"])
