@@ -84,6 +84,14 @@ static qb_status src_read_rows(void *h, size_t index, int64_t row0, int64_t n_ro
     return context(s, index, "read_rows", rc);
 }
 
+/* The tensor offers a grid: an integer one, or a float-coded one
+ * (qb_tensor_info.grid_codes, ABI 1.3) that the reader itself refuses to a
+ * caller who does not accept its kind. */
+static int offers_grid(const qb_tensor_info *t)
+{
+    return t->has_grid || (QB_HAS_FIELD(t, qb_tensor_info, grid_codes) && t->grid_codes);
+}
+
 static qb_status src_get_grid_info(void *h, size_t index, qb_grid_info *out)
 {
     qbh_source *s = S(h);
@@ -92,7 +100,7 @@ static qb_status src_get_grid_info(void *h, size_t index, qb_grid_info *out)
     if (index >= s->info.n_tensors)
         return qbh_error_set(QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", s->path, index,
                              s->info.n_tensors);
-    if (!r->get_grid_info || !s->tensors[index].has_grid)
+    if (!r->get_grid_info || !offers_grid(&s->tensors[index]))
         return qbh_error_set(QB_E_UNSUPPORTED, "%s: %s: no integer grid", s->path,
                              s->tensors[index].name);
     qbh_error_clear();
@@ -113,7 +121,7 @@ static qb_status src_read_grid(void *h, size_t index, int64_t row0, int64_t n_ro
     qb_status rc = check_rows(s, index, row0, n_rows);
     if (rc)
         return rc;
-    if (!r->read_grid || !s->tensors[index].has_grid)
+    if (!r->read_grid || !offers_grid(&s->tensors[index]))
         return qbh_error_set(QB_E_UNSUPPORTED, "%s: %s: no integer grid", s->path,
                              s->tensors[index].name);
     if (qbh_cancel_requested())

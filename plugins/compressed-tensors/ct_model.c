@@ -716,6 +716,10 @@ static void ct_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
     out->source_dtype = t->kind == CT_K_FLOAT ? QB_DT_F8_E4M3 : QB_DT_QUANTIZED;
     out->encoding = t->encoding;
     out->has_grid = t->has_grid;
+    /* FP8 weights: their e4m3 bytes and scales as a float-coded grid (ABI
+     * 1.3); ct_read.c's value is that code times its scale, one product */
+    if (t->kind == CT_K_FLOAT && !t->zp && t->w->dtype == QB_DT_F8_E4M3)
+        out->grid_codes = QB_CODES_BIT(QB_CODE_F8_E4M3);
     /* weight_g_idx, weight_shape and other "<module>.*" parts reach the
      * tensor through its name (qb_streader.h) */
     out->stored[1] = t->scale;
@@ -731,6 +735,23 @@ static qb_status ct_read_rows_cb(const qb_streader *r, size_t i, int64_t row0, i
 static qb_status ct_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
 {
     const ct_tensor *t = &((const ct_model *)r->model)->t[i];
+    if (t->kind == CT_K_FLOAT) {
+        if (t->zp || t->w->dtype != QB_DT_F8_E4M3 || !QB_HAS_FIELD(out, qb_grid_info, scale_rows) ||
+            !(out->accept_codes & QB_CODES_BIT(QB_CODE_F8_E4M3)))
+            return r->host->set_error(r->host, QB_E_UNSUPPORTED, "%s: %s: no integer grid (its "
+                                      "e4m3 grid goes to callers that accept float codes)",
+                                      t->w->file, t->name);
+        out->bits = 8;
+        out->n_groups = (uint32_t)t->n_groups;
+        out->group_size = t->strategy == CT_S_BLOCK ? t->bw : t->gs;
+        out->col_group = NULL;
+        out->symmetric = 1;
+        out->scale_dtype = t->scale->dtype;
+        out->code_kind = QB_CODE_F8_E4M3;
+        out->scale_rows = t->strategy == CT_S_TENSOR ? t->rows
+                          : t->strategy == CT_S_BLOCK ? t->bh : 1;
+        return QB_OK;
+    }
     out->bits = (uint32_t)t->bits;
     out->n_groups = (uint32_t)t->n_groups;
     out->group_size = t->g_idx ? 0 : t->gs;

@@ -182,7 +182,9 @@ qb_status ct_tensor_read_grid(const qb_host *h, const ct_tensor *t, int64_t row0
 {
     int64_t r;
 
-    if (!t->has_grid)
+    int fp8 = t->kind == CT_K_FLOAT && !t->zp && t->w->dtype == QB_DT_F8_E4M3;
+
+    if (!t->has_grid && !fp8)
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: no integer grid", t->w->file, t->name);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)",
@@ -191,6 +193,13 @@ qb_status ct_tensor_read_grid(const qb_host *h, const ct_tensor *t, int64_t row0
     for (r = row0; r < row0 + n_rows; r++) {
         size_t i = (size_t)(r - row0);
         ct_scale_row(t, r, scales + i * (size_t)t->n_groups);
+        if (fp8) {
+            /* e4m3 bytes as stored; zeros unused (qb_tensor.h QB_CODE_F8_E4M3) */
+            memcpy(codes + i * (size_t)t->cols, t->w->data + (size_t)(r * t->cols),
+                   (size_t)t->cols);
+            memset(zeros + i * (size_t)t->n_groups, 0, (size_t)t->n_groups * sizeof(int32_t));
+            continue;
+        }
         ct_zero_row(t, r, zeros + i * (size_t)t->n_groups);
         if (ct_code_row(t, r, codes + i * (size_t)t->cols) != 0)
             return h->set_error(h, QB_E_FORMAT, "%s: %s: row %lld holds a code outside the %d-bit "

@@ -12,6 +12,9 @@
  *   <m>.weight_zero_point I32 [ceil(N / pf), G]   asymmetric only
  *   <m>.weight_g_idx      I32 [K]                 act-order (actorder "group")
  *   <m>.weight_shape      I64 [2] = [N, K]
+ * or one FP8 module (e4m3 weights; weight-only, so naive-quantized):
+ *   <m>.weight            F8_E4M3 [N, K]
+ *   <m>.weight_scale      D   tensor [1], channel [N, 1], block [ceil(N/bn), G]
  * every other tensor dense in the model dtype D (f16, bf16 or f32).
  */
 #ifndef CTW_H
@@ -21,6 +24,7 @@
 
 #include <quantbridge/quantbridge.h>
 
+#include "qbk_out_dtype.h"
 #include "qbk_st_writer.h"
 
 extern const qb_writer_vtable ct_writer_vtable;
@@ -40,6 +44,9 @@ typedef struct ctw_scheme {
     int symmetric;
     int64_t group_size;/* columns per scale; 0: channel (one group per row) */
     int act_group;     /* weight_g_idx written (actorder "group") */
+    int fp8;           /* type "float": e4m3 codes, unpacked (bits 8, symmetric) */
+    int per_tensor;    /* fp8: strategy "tensor" (one scale) */
+    int64_t block_rows;/* fp8: strategy "block", block_structure [block_rows, group_size] */
 } ctw_scheme;
 
 #define CTW_MAX_OUT 5
@@ -100,16 +107,6 @@ void ctw_plan_free(ctw_plan *p);
 /* Output file of shard i into buf ("model.safetensors" when one). */
 void ctw_shard_name(const ctw_plan *p, uint32_t i, char *buf, size_t len);
 
-/* Bytes of one element of D. */
-size_t ctw_dt_size(qb_dtype dt);
-const char *ctw_dt_st_name(qb_dtype dt);
-const char *ctw_dt_torch_name(qb_dtype dt);
-
-/* The float32 value v rounded to D (ties to even), as float32. */
-float ctw_round_dt(qb_dtype dt, float v);
-/* Encodes n floats (already representable in D) as D little-endian. */
-void ctw_encode_dt(qb_dtype dt, const float *src, size_t n, uint8_t *dst);
-
 /* Round-to-nearest quantization of one row x[cols] (values in D) into
  * signed codes q[cols] in [-2^(b-1), 2^(b-1)-1], scales s[n_groups] (in D)
  * and zero points z[n_groups] (signed, 0 when symmetric), following
@@ -123,10 +120,18 @@ void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, 
                  int8_t *q,
                  float *s, int8_t *z, double *err2, double *ref2, double *err_max);
 
-/* Packs unsigned codes u[cols] (each < 2^bits) into ceil(cols/pf) words,
- * value k at bits [b*(k%pf), ...) of word k/pf, as little-endian bytes
- * (compressed-tensors pack_to_int32). */
-void ctw_pack_row(int bits, const uint8_t *u, int64_t cols, uint8_t *dst);
+/* float8 e4m3fn byte nearest to v (ties to even, as torch's cast to
+ * float8_e4m3fn); |v| must be at most 448 (callers clamp first). Pure. */
+uint8_t ctw_f32_to_e4m3(float v);
+
+/* FP8 round to nearest of one row x[cols] (values in D) into e4m3 bytes
+ * q[cols] with the channel scale *s = amax / 448 in D (a zero scale
+ * becomes finfo(D).eps), as compressed-tensors' calculate_qparams and
+ * _quantize compute it for type "float" (docs/formats/compressed-tensors.md,
+ * "Round to nearest"). Adds the row's squared error and squared values to
+ * *err2 / *ref2 and raises *err_max. Pure. */
+void ctw_fp8_row(qb_dtype dt, const float *x, int64_t cols, uint8_t *q, float *s, double *err2,
+                 double *ref2, double *err_max);
 
 /* quantization_config as JSON text (compact, the member order
  * compressed-tensors 0.20 writes) into *out (qbk_malloc'd). */

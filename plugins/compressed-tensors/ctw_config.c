@@ -3,8 +3,9 @@
  * as compressed-tensors 0.20 writes it (ModelCompressor.update_config;
  * docs/formats/compressed-tensors.md, "Writing"): one config_groups entry
  * per scheme, "Linear" as the target when every quantized linear shares
- * one scheme, else the exact module names of each; `ignore` lists lm_head
- * and every linear kept dense.
+ * one scheme, else the exact module names of each; `format` the groups'
+ * one format (pack-quantized, naive-quantized) or mixed-precision; `ignore`
+ * lists lm_head, every linear kept dense and the embeddings.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +17,8 @@
 static int same_scheme(const ctw_scheme *a, const ctw_scheme *b)
 {
     return a->bits == b->bits && a->symmetric == b->symmetric &&
-           a->group_size == b->group_size && a->act_group == b->act_group;
+           a->group_size == b->group_size && a->act_group == b->act_group &&
+           a->fp8 == b->fp8 && a->per_tensor == b->per_tensor && a->block_rows == b->block_rows;
 }
 
 /* Module name of a linear's weight (without ".weight") as a JSON string. */
@@ -32,9 +34,39 @@ static void module_str(qbk_text *b, const char *name)
     qbk_text_json_str(b, buf);
 }
 
+/* The compression format of a scheme's modules, as the library infers it
+ * (infer_module_format): weight-only FP8 is naive-quantized (its
+ * float-quantized needs input_activations; both store the same tensors). */
+static const char *scheme_format(const ctw_scheme *s)
+{
+    return s->fp8 ? "naive-quantized" : "pack-quantized";
+}
+
+/* FP8 weights as QuantizationArgs serialises FP8_DYNAMIC's (channel),
+ * FP8's (tensor) and FP8_BLOCK's (block, with block_structure). */
+static void fp8_weights_obj(qbk_text *b, const ctw_scheme *s)
+{
+    char num[96];
+    qbk_text_str(b, "{");
+    if (s->block_rows > 0) {
+        snprintf(num, sizeof num, "\"block_structure\": [%lld, %lld], ", (long long)s->block_rows,
+                 (long long)s->group_size);
+        qbk_text_str(b, num);
+    }
+    qbk_text_str(b, "\"dynamic\": false, \"num_bits\": 8, ");
+    qbk_text_str(b, s->per_tensor ? "\"strategy\": \"tensor\", "
+                    : s->block_rows > 0 ? "\"strategy\": \"block\", "
+                                        : "\"strategy\": \"channel\", ");
+    qbk_text_str(b, "\"symmetric\": true, \"type\": \"float\"}");
+}
+
 static void weights_obj(qbk_text *b, const ctw_scheme *s)
 {
     char num[64];
+    if (s->fp8) {
+        fp8_weights_obj(b, s);
+        return;
+    }
     qbk_text_str(b, "{");
     if (s->act_group)
         qbk_text_str(b, "\"actorder\": \"group\", ");
@@ -80,8 +112,10 @@ qb_status ctw_quant_config(const qb_host *h, const qb_model_src *src, const ctw_
         snprintf(key, sizeof key, "group_%zu", k);
         qbk_text_str(&b, k ? ", " : "");
         qbk_text_json_str(&b, key);
-        qbk_text_str(&b, ": {\"format\": \"pack-quantized\", \"input_activations\": null, "
-                         "\"output_activations\": null, \"targets\": [");
+        qbk_text_str(&b, ": {\"format\": ");
+        qbk_text_json_str(&b, scheme_format(&sch[k]));
+        qbk_text_str(&b, ", \"input_activations\": null, \"output_activations\": null, "
+                         "\"targets\": [");
         if (n_sch == 1) {
             qbk_text_str(&b, "\"Linear\"");
         } else {
@@ -97,15 +131,22 @@ qb_status ctw_quant_config(const qb_host *h, const qb_model_src *src, const ctw_
         weights_obj(&b, &sch[k]);
         qbk_text_str(&b, "}");
     }
-    qbk_text_str(&b, "}, \"format\": \"pack-quantized\", \"global_compression_ratio\": null, "
-                     "\"ignore\": [\"lm_head\"");
+    /* one format for the model, mixed-precision when the groups differ
+     * (ModelCompressor's infer_model_format) */
+    qbk_text_str(&b, "}, \"format\": ");
+    for (k = 1; k < n_sch && strcmp(scheme_format(&sch[k]), scheme_format(&sch[0])) == 0; k++)
+        ;
+    qbk_text_json_str(&b, k < n_sch ? "mixed-precision" : scheme_format(&sch[0]));
+    qbk_text_str(&b, ", \"global_compression_ratio\": null, \"ignore\": [\"lm_head\"");
     for (i = 0; i < p->n; i++) {
         const ctw_item *it = &p->it[i];
         size_t nl = strlen(it->name);
-        /* a dense linear: 2-D <m>.weight that the plan left dense although
-         * a "Linear" target would match it */
-        if (it->kind != CTW_DENSE || strstr(it->name, "embed") ||
-            strcmp(it->name, "lm_head.weight") == 0 || nl < 7 ||
+        /* a dense 2-D <m>.weight: a linear the plan left dense although a
+         * "Linear" target would match it, or an embedding, which the
+         * library's model-free tools (they match names, not module classes:
+         * match_quantizable_tensors) would take for a target otherwise, as
+         * llm-compressor's model-free examples list model.embed_tokens */
+        if (it->kind != CTW_DENSE || strcmp(it->name, "lm_head.weight") == 0 || nl < 7 ||
             strcmp(it->name + nl - 7, ".weight") != 0 || p->out[it->out0].n_dims != 2)
             continue;
         qbk_text_str(&b, ", ");

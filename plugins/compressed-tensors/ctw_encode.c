@@ -11,53 +11,7 @@
 #include <quantbridge/qb_half.h>
 
 #include "ctw.h"
-
-size_t ctw_dt_size(qb_dtype dt)
-{
-    return dt == QB_DT_F32 ? 4 : 2;
-}
-
-const char *ctw_dt_st_name(qb_dtype dt)
-{
-    return dt == QB_DT_F32 ? "F32" : dt == QB_DT_F16 ? "F16" : "BF16";
-}
-
-const char *ctw_dt_torch_name(qb_dtype dt)
-{
-    return dt == QB_DT_F32 ? "float32" : dt == QB_DT_F16 ? "float16" : "bfloat16";
-}
-
-float ctw_round_dt(qb_dtype dt, float v)
-{
-    switch (dt) {
-    case QB_DT_F16:
-        return qb_f16_to_f32(qb_f32_to_f16(v));
-    case QB_DT_BF16:
-        return qb_bf16_to_f32(qb_f32_to_bf16(v));
-    default:
-        return v;
-    }
-}
-
-void ctw_encode_dt(qb_dtype dt, const float *src, size_t n, uint8_t *dst)
-{
-    size_t i;
-    if (dt == QB_DT_F32) {
-        for (i = 0; i < n; i++) {
-            uint32_t u = qb_f32_bits(src[i]);
-            dst[4 * i] = (uint8_t)u;
-            dst[4 * i + 1] = (uint8_t)(u >> 8);
-            dst[4 * i + 2] = (uint8_t)(u >> 16);
-            dst[4 * i + 3] = (uint8_t)(u >> 24);
-        }
-        return;
-    }
-    for (i = 0; i < n; i++) {
-        uint16_t u = dt == QB_DT_F16 ? qb_f32_to_f16(src[i]) : qb_f32_to_bf16(src[i]);
-        dst[2 * i] = (uint8_t)u;
-        dst[2 * i + 1] = (uint8_t)(u >> 8);
-    }
-}
+#include "qbk_fp8_decode.h"
 
 /* torch.finfo(D).eps: the scale calculate_qparams puts in place of 0. */
 static float ctw_eps(qb_dtype dt)
@@ -92,22 +46,23 @@ void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, 
         if (sc->symmetric) {
             float amax = -mn > mx ? -mn : mx;
             /* minmax: max_val_pos / (bit_range / 2), one division in D */
-            sc_v = ctw_round_dt(dt, amax / ctw_round_dt(dt, minmax ? range / 2.0f : qmax));
+            sc_v = qbk_out_dt_round(dt, amax / qbk_out_dt_round(dt, minmax ? range / 2.0f : qmax));
         } else {
-            sc_v = ctw_round_dt(dt, ctw_round_dt(dt, mx - mn) / range);
+            sc_v = qbk_out_dt_round(dt, qbk_out_dt_round(dt, mx - mn) / range);
         }
         if (sc_v == 0.0f)
             sc_v = ctw_eps(dt);
         if (!sc->symmetric)
             /* bit_min - min / scale, clamped, then an integer */
-            zf = ctw_clamp_round(ctw_round_dt(dt, qmin - ctw_round_dt(dt, mn / sc_v)), qmin, qmax);
+            zf = ctw_clamp_round(qbk_out_dt_round(dt, qmin - qbk_out_dt_round(dt, mn / sc_v)),
+                                 qmin, qmax);
         s[g] = sc_v;
         z[g] = (int8_t)zf;
         for (k = g0; k < end; k++) {
-            float v = ctw_round_dt(dt, x[k] / sc_v);
+            float v = qbk_out_dt_round(dt, x[k] / sc_v);
             float d, e;
             if (!sc->symmetric)
-                v = ctw_round_dt(dt, v + zf);
+                v = qbk_out_dt_round(dt, v + zf);
             v = ctw_clamp_round(v, qmin, qmax);
             q[k] = (int8_t)v;
             d = (v - zf) * sc_v;
@@ -120,16 +75,56 @@ void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, 
     }
 }
 
-void ctw_pack_row(int bits, const uint8_t *u, int64_t cols, uint8_t *dst)
+uint8_t ctw_f32_to_e4m3(float v)
 {
-    int64_t pf = 32 / bits, words = (cols + pf - 1) / pf, w, k;
-    for (w = 0; w < words; w++) {
-        uint32_t v = 0;
-        for (k = 0; k < pf && w * pf + k < cols; k++)
-            v |= (uint32_t)u[w * pf + k] << (bits * k);
-        dst[4 * w] = (uint8_t)v;
-        dst[4 * w + 1] = (uint8_t)(v >> 8);
-        dst[4 * w + 2] = (uint8_t)(v >> 16);
-        dst[4 * w + 3] = (uint8_t)(v >> 24);
+    uint8_t sign = signbit(v) ? 0x80 : 0;
+    float a = fabsf(v), q;
+    int e;
+
+    if (a == 0.0f)
+        return sign;
+    if (a < 0x1p-6f) {
+        /* subnormals step 2^-9; q = 8 is the smallest normal, code 0x08 */
+        return (uint8_t)(sign | (uint8_t)rintf(a * 0x1p9f));
+    }
+    frexpf(a, &e); /* a in [2^(e-1), 2^e) */
+    e -= 1;
+    q = rintf(ldexpf(a, 3 - e)); /* 8 .. 16: 1.mmm in eighths, ties to even */
+    if (q >= 16.0f) {
+        q = 8.0f;
+        e++;
+    }
+    if (e > 8 || (e == 8 && q > 14.0f))
+        return (uint8_t)(sign | 0x7e); /* 448: callers clamp, this only guards */
+    return (uint8_t)(sign | (uint8_t)((e + 7) << 3) | (uint8_t)((int)q - 8));
+}
+
+void ctw_fp8_row(qb_dtype dt, const float *x, int64_t cols, uint8_t *q, float *s, double *err2,
+                 double *ref2, double *err_max)
+{
+    float mn = 0.0f, mx = 0.0f, amax, sc;
+    int64_t k;
+
+    for (k = 0; k < cols; k++) {
+        mn = x[k] < mn ? x[k] : mn;
+        mx = x[k] > mx ? x[k] : mx;
+    }
+    amax = -mn > mx ? -mn : mx;
+    /* calculate_qparams: max_val_pos / (bit_range / 2), bit_range 896 for
+     * float8_e4m3fn's -448 .. 448 */
+    sc = qbk_out_dt_round(dt, amax / 448.0f);
+    if (sc == 0.0f)
+        sc = ctw_eps(dt);
+    *s = sc;
+    for (k = 0; k < cols; k++) {
+        float v = qbk_out_dt_round(dt, x[k] / sc), d, e;
+        v = v < -448.0f ? -448.0f : v > 448.0f ? 448.0f : v;
+        q[k] = ctw_f32_to_e4m3(v);
+        d = qbk_fp8_e4m3fn_to_f32(q[k]) * sc;
+        e = fabsf(d - x[k]);
+        *err2 += (double)e * e;
+        *ref2 += (double)x[k] * x[k];
+        if (e > *err_max)
+            *err_max = e;
     }
 }

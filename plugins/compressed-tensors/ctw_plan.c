@@ -40,11 +40,6 @@ static int is_linear(const qb_tensor_info *ti)
            strcmp(ti->name, "lm_head.weight") != 0;
 }
 
-static int dt_holds(qb_dtype d, qb_dtype s)
-{
-    return d == s || (d == QB_DT_F32 && (s == QB_DT_F16 || s == QB_DT_BF16));
-}
-
 /* Width of a contiguous map c / w, or 0. */
 static int64_t trivial_width(const int32_t *cg, int64_t cols)
 {
@@ -71,10 +66,10 @@ static int grid_fits(const qb_grid_info *gi, qb_dtype dt, int act_gidx, ctw_item
                  gi->bits);
         return 0;
     }
-    if (!dt_holds(dt, gi->scale_dtype)) {
+    if (!qbk_out_dt_holds(dt, gi->scale_dtype)) {
         snprintf(it->reason, sizeof it->reason, "grid scales are %s, the model dtype %s would "
-                 "round them (--option dtype)", ctw_dt_torch_name(gi->scale_dtype),
-                 ctw_dt_torch_name(dt));
+                 "round them (--option dtype)", qbk_out_dt_torch_name(gi->scale_dtype),
+                 qbk_out_dt_torch_name(dt));
         return 0;
     }
     B = gi->bits <= 4 ? 4 : 8;
@@ -132,24 +127,59 @@ static int grid_fits(const qb_grid_info *gi, qb_dtype dt, int act_gidx, ctw_item
     return 1;
 }
 
-static qb_dtype dt_of_config(const qb_host *h, const qb_model_src *src)
+/* The tensor offers a grid: integer, or float-coded (ABI 1.3). */
+static int offers_grid(const qb_tensor_info *ti)
 {
-    cJSON *root = NULL;
-    const cJSON *v;
-    qb_dtype d = QB_DT_F16;
-    if (qbk_json_parse_config(h, src->source_path, src->info->config_json, &root) != QB_OK)
-        return d;
-    v = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
-    if (!cJSON_IsString(v))
-        v = cJSON_GetObjectItemCaseSensitive(root, "dtype");
-    if (cJSON_IsString(v)) {
-        if (strcmp(v->valuestring, "bfloat16") == 0)
-            d = QB_DT_BF16;
-        else if (strcmp(v->valuestring, "float32") == 0)
-            d = QB_DT_F32;
+    return ti->has_grid || (QB_HAS_FIELD(ti, qb_tensor_info, grid_codes) &&
+                            (ti->grid_codes & QB_CODES_BIT(QB_CODE_F8_E4M3)));
+}
+
+/* get_grid_info accepting e4m3 codes besides integers. */
+static qb_status grid_of(const qb_model_src *src, size_t i, qb_grid_info *gi)
+{
+    memset(gi, 0, sizeof *gi);
+    gi->struct_size = sizeof *gi;
+    gi->accept_codes = QB_CODES_BIT(QB_CODE_F8_E4M3);
+    return src->get_grid_info(src->handle, i, gi);
+}
+
+/* An e4m3 grid carries over as FP8 weights (naive-quantized): its bytes and its scales
+ * (tensor, channel or [bn, bk] blocks, read from gi->scale_rows) when the
+ * model dtype holds the scales. */
+static int fp8_fits(const qb_grid_info *gi, qb_dtype dt, ctw_item *it)
+{
+    int64_t cols = it->cols;
+    if (!QB_HAS_FIELD(gi, qb_grid_info, scale_rows) || gi->scale_rows < 1) {
+        snprintf(it->reason, sizeof it->reason, "e4m3 grid without its scale layout");
+        return 0;
     }
-    cJSON_Delete(root);
-    return d;
+    if (!qbk_out_dt_holds(dt, gi->scale_dtype)) {
+        snprintf(it->reason, sizeof it->reason, "e4m3 scales are %s, the model dtype %s would "
+                 "round them (--option dtype)", qbk_out_dt_torch_name(gi->scale_dtype),
+                 qbk_out_dt_torch_name(dt));
+        return 0;
+    }
+    if (gi->col_group || gi->group_size < 1 ||
+        (cols + gi->group_size - 1) / gi->group_size != (int64_t)gi->n_groups) {
+        snprintf(it->reason, sizeof it->reason, "e4m3 grid of %u groups of %lld over %lld "
+                 "columns", gi->n_groups, (long long)gi->group_size, (long long)cols);
+        return 0;
+    }
+    memset(&it->sc, 0, sizeof it->sc);
+    it->sc.bits = 8;
+    it->sc.symmetric = 1;
+    it->sc.fp8 = 1;
+    /* tensor: one group of the whole row shared by every row; channel: one
+     * group a row; anything else [scale_rows, group_size] blocks, also a
+     * block larger than the tensor (its scale keeps the block shape) */
+    if (gi->n_groups == 1 && gi->group_size == cols && gi->scale_rows == it->rows)
+        it->sc.per_tensor = 1;
+    else if (gi->n_groups > 1 || gi->scale_rows > 1 || gi->group_size != cols) {
+        it->sc.group_size = gi->group_size;
+        it->sc.block_rows = gi->scale_rows;
+    }
+    it->n_groups = gi->n_groups;
+    return 1;
 }
 
 /* dtype=auto: the scale dtype of the grids when they agree, else the
@@ -170,11 +200,9 @@ static qb_status choose_dtype(const qb_host *h, const qb_model_src *src, const c
         qb_status st;
         if ((st = src->tensor_info(src->handle, i, &ti)) != QB_OK)
             return st;
-        if (!ti->has_grid || !is_linear(ti))
+        if (!offers_grid(ti) || !is_linear(ti))
             continue;
-        memset(&gi, 0, sizeof gi);
-        gi.struct_size = sizeof gi;
-        st = src->get_grid_info(src->handle, i, &gi);
+        st = grid_of(src, i, &gi);
         if (st == QB_E_UNSUPPORTED)
             continue;
         if (st != QB_OK)
@@ -184,9 +212,9 @@ static qb_status choose_dtype(const qb_host *h, const qb_model_src *src, const c
         n32 += gi.scale_dtype == QB_DT_F32;
     }
     if (n16 + nb16 + n32 == 0) {
-        p->dt = dt_of_config(h, src);
+        p->dt = qbk_out_dt_of_config(h, src->source_path, src->info->config_json);
         snprintf(p->dt_reason, sizeof p->dt_reason, "auto: no integer grid; the source config's "
-                 "dtype %s", ctw_dt_torch_name(p->dt));
+                 "dtype %s", qbk_out_dt_torch_name(p->dt));
     } else if (n32 || (n16 && nb16)) {
         p->dt = QB_DT_F32;
         snprintf(p->dt_reason, sizeof p->dt_reason,
@@ -195,7 +223,7 @@ static qb_status choose_dtype(const qb_host *h, const qb_model_src *src, const c
     } else {
         p->dt = n16 ? QB_DT_F16 : QB_DT_BF16;
         snprintf(p->dt_reason, sizeof p->dt_reason,
-                 "auto: the grids' scale dtype %s keeps every scale", ctw_dt_torch_name(p->dt));
+                 "auto: the grids' scale dtype %s keeps every scale", qbk_out_dt_torch_name(p->dt));
     }
     return QB_OK;
 }
@@ -209,19 +237,25 @@ static qb_status decide(const qb_host *h, const qb_model_src *src, const ctw_opt
     it->kind = CTW_DENSE;
     if (!is_linear(ti)) {
         snprintf(it->reason, sizeof it->reason, "%s: kept dense in %s", ti->source_encoding,
-                 ctw_dt_torch_name(p->dt));
+                 qbk_out_dt_torch_name(p->dt));
         return QB_OK;
     }
-    if (ti->has_grid) {
+    if (offers_grid(ti)) {
         qb_grid_info gi;
         qb_status st;
         int r;
-        memset(&gi, 0, sizeof gi);
-        gi.struct_size = sizeof gi;
-        st = src->get_grid_info(src->handle, it->src, &gi);
+        st = grid_of(src, it->src, &gi);
         if (st != QB_OK && st != QB_E_UNSUPPORTED)
             return st;
-        if (st == QB_OK) {
+        if (st == QB_OK && gi.code_kind == QB_CODE_F8_E4M3) {
+            if (fp8_fits(&gi, p->dt, it)) {
+                it->kind = CTW_EXACT;
+                snprintf(it->reason, sizeof it->reason, "%s: e4m3 bytes and %s scales carried "
+                         "over (FP8 naive-quantized)", ti->source_encoding,
+                         it->sc.per_tensor ? "tensor" : it->sc.block_rows ? "block" : "channel");
+                return QB_OK;
+            }
+        } else if (st == QB_OK) {
             r = grid_fits(&gi, p->dt, o->act_gidx, it);
             if (r < 0)
                 return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src->source_path,
@@ -252,7 +286,11 @@ static qb_status decide(const qb_host *h, const qb_model_src *src, const ctw_opt
         it->kind = CTW_RTN;
         it->sc = o->rtn;
         it->n_groups = gs > 0 ? it->cols / gs : 1;
-        snprintf(it->reason, sizeof it->reason, "%.150s: quantized to int%d %s, %s (round to "
+        if (it->sc.fp8)
+            snprintf(it->reason, sizeof it->reason, "%.150s: quantized to fp8 e4m3, channel "
+                     "(round to nearest, amax / 448 scale)", why);
+        else
+            snprintf(it->reason, sizeof it->reason, "%.150s: quantized to int%d %s, %s (round to "
                  "nearest, %s scale)", why, it->sc.bits,
                  it->sc.symmetric ? "symmetric" : "asymmetric", gs > 0 ? "group" : "channel",
                  !it->sc.symmetric ? "min-max" : o->minmax ? "minmax" : "absmax");
@@ -299,13 +337,13 @@ static qb_status add_outputs(const qb_host *h, const qb_model_src *src, ctw_plan
         if (!p->out_names[p->n_out])
             return h->set_error(h, QB_E_NOMEM, "compressed-tensors writer: out of memory");
         t->name = p->out_names[p->n_out];
-        t->dtype = ctw_dt_st_name(p->dt);
+        t->dtype = qbk_out_dt_st_name(p->dt);
         t->n_dims = ti->n_dims;
         for (d = 0; d < ti->n_dims; d++) {
             t->dims[d] = ti->dims[d];
             e *= (uint64_t)ti->dims[d];
         }
-        t->n_bytes = e * ctw_dt_size(p->dt);
+        t->n_bytes = e * qbk_out_dt_size(p->dt);
         p->n_out++;
         it->n_out = 1;
         return QB_OK;
@@ -315,11 +353,27 @@ static qb_status add_outputs(const qb_host *h, const qb_model_src *src, ctw_plan
                             ti->name);
     memcpy(module, ti->name, nl - 7); /* without ".weight" */
     module[nl - 7] = 0;
+    if (it->sc.fp8) {
+        int64_t sr = it->sc.per_tensor ? 1
+                     : it->sc.block_rows ? (it->rows + it->sc.block_rows - 1) / it->sc.block_rows
+                                         : it->rows;
+        if ((st = add_out(h, p, module, ".weight", "F8_E4M3", 2, it->rows, it->cols, 1)) != QB_OK)
+            return st;
+        st = it->sc.per_tensor
+                 ? add_out(h, p, module, ".weight_scale", qbk_out_dt_st_name(p->dt), 1, 1, 0,
+                           qbk_out_dt_size(p->dt))
+                 : add_out(h, p, module, ".weight_scale", qbk_out_dt_st_name(p->dt), 2, sr,
+                           it->n_groups, qbk_out_dt_size(p->dt));
+        if (st != QB_OK)
+            return st;
+        it->n_out = p->n_out - it->out0;
+        return QB_OK;
+    }
     pf = 32 / it->sc.bits;
     if ((st = add_out(h, p, module, ".weight_packed", "I32", 2, it->rows,
                       (it->cols + pf - 1) / pf, 4)) != QB_OK ||
-        (st = add_out(h, p, module, ".weight_scale", ctw_dt_st_name(p->dt), 2, it->rows,
-                      it->n_groups, ctw_dt_size(p->dt))) != QB_OK)
+        (st = add_out(h, p, module, ".weight_scale", qbk_out_dt_st_name(p->dt), 2, it->rows,
+                      it->n_groups, qbk_out_dt_size(p->dt))) != QB_OK)
         return st;
     if (!it->sc.symmetric &&
         (st = add_out(h, p, module, ".weight_zero_point", "I32", 2, (it->rows + pf - 1) / pf,

@@ -24,8 +24,11 @@
 #include "ctw.h"
 #include "qbk_alloc.h"
 #include "qbk_encode_check.h"
+#include "qbk_fp8_decode.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_json_edit.h"
+#include "qbk_pack32.h"
+#include "qbk_sink_text.h"
 #include "qbk_text.h"
 
 #define CTW_BLOCK_ELEMS ((int64_t)1 << 20)
@@ -50,8 +53,10 @@ static const qb_option_decl opt_scheme = {
     .type = QB_PARAM_STRING,
     .default_value = "w4a16",
     .help = "compressed-tensors writer: scheme for linears quantized anew from dense rows "
-            "(w4a16: int4 symmetric; w4a16_asym: int4 with zero points; w8a16: int8 symmetric)",
-    .choices = "w4a16|w4a16_asym|w8a16",
+            "(w4a16: int4 symmetric; w4a16_asym: int4 with zero points; w8a16: int8 symmetric; "
+            "fp8: float8 e4m3 with a scale per row, FP8_DYNAMIC's weights, written weight-only: "
+            "naive-quantized)",
+    .choices = "w4a16|w4a16_asym|w8a16|fp8",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
@@ -62,7 +67,8 @@ static const qb_option_decl opt_group = {
     .type = QB_PARAM_INT,
     .default_value = "128",
     .help = "compressed-tensors writer: columns per scale of linears quantized anew; -1: one "
-            "scale per row (channel strategy). Exact linears keep the source's grouping",
+            "scale per row (channel strategy). Exact linears keep the source's grouping; "
+            "scheme fp8 is always per row",
     .choices = NULL,
     .min_int = -1,
     .max_int = 1 << 20,
@@ -124,9 +130,17 @@ qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options
 
     memset(o, 0, sizeof *o);
     o->dtype = pd && pd->is_set ? pd->v.s : "auto";
-    o->rtn.bits = strcmp(scheme, "w8a16") == 0 ? 8 : 4;
+    o->rtn.fp8 = strcmp(scheme, "fp8") == 0;
+    o->rtn.bits = strcmp(scheme, "w8a16") == 0 || o->rtn.fp8 ? 8 : 4;
     o->rtn.symmetric = strcmp(scheme, "w4a16_asym") != 0;
     o->rtn.group_size = pg && pg->is_set ? pg->v.i : 128;
+    /* the host hands the default as set, so 128 cannot be told from it */
+    if (o->rtn.fp8 && pg && pg->is_set && pg->v.i != -1 && pg->v.i != 128)
+        return h->set_error(h, QB_E_INVALID, "scheme fp8 writes one scale per row (strategy "
+                            "channel): group_size %lld does not apply (-1 or leave it out)",
+                            (long long)pg->v.i);
+    if (o->rtn.fp8)
+        o->rtn.group_size = -1;
     o->act_gidx = pa && pa->is_set && strcmp(pa->v.s, "g_idx") == 0;
     o->minmax = pr && pr->is_set && strcmp(pr->v.s, "minmax") == 0;
     o->max_shard = pm && pm->is_set ? (uint64_t)pm->v.i : 5000000000u;
@@ -257,7 +271,7 @@ static qb_status ctw_plan_vt(void *ctx, const qb_model_src *src, const qb_param 
         return st;
     if ((st = ctw_plan_build(h, src, &o, &p)) != QB_OK)
         return st;
-    st = out->setting(out->handle, "dtype", ctw_dt_torch_name(p.dt), p.dt_reason);
+    st = out->setting(out->handle, "dtype", qbk_out_dt_torch_name(p.dt), p.dt_reason);
     for (i = 0; st == QB_OK && i < p.n; i++) {
         const ctw_item *it = &p.it[i];
         const qb_tensor_info *ti;
@@ -277,8 +291,11 @@ static qb_status ctw_plan_vt(void *ctx, const qb_model_src *src, const qb_param 
             e.target = ti->name;
         } else {
             size_t nl = strlen(ti->name);
-            snprintf(target, sizeof target, "%.*s (int%d %s)", (int)(nl - 7), ti->name,
-                     it->sc.bits, it->sc.symmetric ? "sym" : "asym");
+            if (it->sc.fp8)
+                snprintf(target, sizeof target, "%.*s (fp8 e4m3)", (int)(nl - 7), ti->name);
+            else
+                snprintf(target, sizeof target, "%.*s (int%d %s)", (int)(nl - 7), ti->name,
+                         it->sc.bits, it->sc.symmetric ? "sym" : "asym");
             e.target = target;
             e.action = it->kind == CTW_EXACT ? QB_PLAN_EXACT : QB_PLAN_REQUANT;
             e.group_size = it->sc.group_size > 0 ? it->sc.group_size : it->cols;
@@ -295,7 +312,7 @@ static qb_status write_dense(ctw_writer *w, const ctw_item *it)
 {
     const qb_host *h = w->h;
     int64_t br = block_rows(it->rows, it->cols), r0;
-    size_t es = ctw_dt_size(w->plan.dt);
+    size_t es = qbk_out_dt_size(w->plan.dt);
     qb_status st;
 
     for (r0 = 0; r0 < it->rows; r0 += br) {
@@ -311,8 +328,8 @@ static qb_status write_dense(ctw_writer *w, const ctw_item *it)
                                 w->src->source_path, it->name, bad, (long long)r0,
                                 (double)w->fbuf[bad],
                                 why == QBK_ENCODE_NONFINITE ? "is not finite in" : "overflows",
-                                ctw_dt_torch_name(w->plan.dt));
-        ctw_encode_dt(w->plan.dt, w->fbuf, cnt, w->bbuf);
+                                qbk_out_dt_torch_name(w->plan.dt));
+        qbk_out_dt_encode(w->plan.dt, w->fbuf, cnt, w->bbuf);
         if ((st = qbk_st_writer_write(w->cur, w->bbuf, cnt * es)) != QB_OK)
             return st;
     }
@@ -346,11 +363,11 @@ static qb_status exact_block(ctw_writer *w, const ctw_item *it, int64_t r0, int6
         const float *ref = w->fref + r * it->cols;
         int64_t g;
         for (g = 0; g < G; g++) {
-            if (ctw_round_dt(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
+            if (qbk_out_dt_round(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
                 return h->set_error(h, QB_E_INTERNAL, "%s: %s: row %lld group %lld: scale %.9g "
                                     "is not a %s value", w->src->source_path, it->name,
                                     (long long)(r0 + r), (long long)g, (double)s[g],
-                                    ctw_dt_torch_name(w->plan.dt));
+                                    qbk_out_dt_torch_name(w->plan.dt));
             z[g] += it->shift;
             if (z[g] < 0 || z[g] > maxc || (it->sc.symmetric && z[g] != half))
                 return h->set_error(h, QB_E_UNSUPPORTED,
@@ -400,7 +417,7 @@ static qb_status rtn_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
         return h->set_error(h, why == QBK_ENCODE_NONFINITE ? QB_E_FORMAT : QB_E_RANGE,
                             "%s: %s: element %zu of rows from %lld is %g, which cannot be "
                             "quantized in %s", w->src->source_path, it->name, bad,
-                            (long long)r0, (double)w->fbuf[bad], ctw_dt_torch_name(w->plan.dt));
+                            (long long)r0, (double)w->fbuf[bad], qbk_out_dt_torch_name(w->plan.dt));
     q = qbk_malloc((size_t)it->cols);
     zq = qbk_malloc((size_t)G);
     if (!q || !zq) {
@@ -411,9 +428,9 @@ static qb_status rtn_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
         float *x = w->fbuf + r * it->cols;
         int64_t g;
         for (k = 0; k < it->cols; k++)
-            x[k] = ctw_round_dt(w->plan.dt, x[k]);
-        ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q, scales + (r0 + r) * G, zq, &it->err2,
-                    &it->ref2, &it->err_max);
+            x[k] = qbk_out_dt_round(w->plan.dt, x[k]);
+        ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q, scales + (r0 + r) * G,
+                    zq, &it->err2, &it->ref2, &it->err_max);
         for (k = 0; k < it->cols; k++)
             w->codes[r * it->cols + k] = (uint8_t)(q[k] + half);
         for (g = 0; g < G; g++)
@@ -425,12 +442,141 @@ out:
     return st;
 }
 
+/* FP8 rows [r0, r0+nr): the source's e4m3 bytes (exact, checked against
+ * its dense rows and, for tensor and block scales, against the scale row
+ * the file keeps) or round to nearest, into w->codes; scales per row into
+ * the tensor-wide array. */
+static qb_status fp8_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, float *scales)
+{
+    const qb_host *h = w->h;
+    int64_t G = it->n_groups, r, k;
+    qb_status st;
+
+    if (it->kind == CTW_RTN) {
+        size_t cnt = (size_t)(nr * it->cols), bad;
+        qbk_encode_bad why;
+        if ((st = w->src->read_rows(w->src->handle, it->src, r0, nr, w->fbuf)) != QB_OK)
+            return st;
+        bad = qbk_encode_check(w->plan.dt, w->fbuf, cnt, 0, &why);
+        if (bad < cnt)
+            return h->set_error(h, why == QBK_ENCODE_NONFINITE ? QB_E_FORMAT : QB_E_RANGE,
+                                "%s: %s: element %zu of rows from %lld is %g, which cannot be "
+                                "quantized in %s", w->src->source_path, it->name, bad,
+                                (long long)r0, (double)w->fbuf[bad],
+                                qbk_out_dt_torch_name(w->plan.dt));
+        for (r = 0; r < nr; r++) {
+            float *x = w->fbuf + r * it->cols;
+            for (k = 0; k < it->cols; k++)
+                x[k] = qbk_out_dt_round(w->plan.dt, x[k]);
+            ctw_fp8_row(w->plan.dt, x, it->cols, w->codes + r * it->cols, scales + r0 + r,
+                        &it->err2, &it->ref2, &it->err_max);
+        }
+        return QB_OK;
+    }
+    {
+        qb_grid_rows gr;
+        memset(&gr, 0, sizeof gr);
+        gr.struct_size = sizeof gr;
+        gr.codes = w->codes;
+        gr.scales = scales + r0 * G;
+        /* e4m3 zeros are 0; bbuf (4 bytes an element) has room for them */
+        gr.zeros = (int32_t *)(void *)w->bbuf;
+        if ((st = w->src->read_grid(w->src->handle, it->src, r0, nr, &gr)) != QB_OK ||
+            (st = w->src->read_rows(w->src->handle, it->src, r0, nr, w->fref)) != QB_OK)
+            return st;
+    }
+    for (r = 0; r < nr; r++) {
+        const float *s = scales + (r0 + r) * G;
+        /* the row of scales the file keeps for this row */
+        int64_t kr = it->sc.per_tensor ? 0
+                     : it->sc.block_rows ? (r0 + r) - (r0 + r) % it->sc.block_rows : r0 + r;
+        const float *ks = scales + kr * G;
+        const uint8_t *c = w->codes + r * it->cols;
+        const float *ref = w->fref + r * it->cols;
+        int64_t g;
+        for (g = 0; g < G; g++) {
+            if (qb_f32_bits(ks[g]) != qb_f32_bits(s[g]))
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: row %lld group %lld: scale %.9g "
+                                    "differs from %.9g of row %lld, which the source declared "
+                                    "shared", w->src->source_path, it->name,
+                                    (long long)(r0 + r), (long long)g, (double)s[g],
+                                    (double)ks[g], (long long)kr);
+            if (qbk_out_dt_round(w->plan.dt, s[g]) != s[g] && !(s[g] != s[g]))
+                return h->set_error(h, QB_E_INTERNAL, "%s: %s: row %lld group %lld: scale %.9g "
+                                    "is not a %s value", w->src->source_path, it->name,
+                                    (long long)(r0 + r), (long long)g, (double)s[g],
+                                    qbk_out_dt_torch_name(w->plan.dt));
+        }
+        for (k = 0; k < it->cols; k++) {
+            int64_t gs = it->sc.group_size > 0 ? it->sc.group_size : it->cols;
+            /* the compressed-tensors reader's decode (ct_read.c) */
+            float v = qbk_fp8_e4m3fn_to_f32(c[k]) * s[k / gs];
+            if (qb_f32_bits(v) != qb_f32_bits(ref[k]))
+                return h->set_error(h, QB_E_MISMATCH,
+                                    "%s: %s: element [%lld, %lld]: the carried-over e4m3 code "
+                                    "gives %.9g, the source's dense value is %.9g",
+                                    w->src->source_path, it->name, (long long)(r0 + r),
+                                    (long long)k, (double)v, (double)ref[k]);
+        }
+    }
+    return QB_OK;
+}
+
+static qb_status write_fp8(ctw_writer *w, ctw_item *it)
+{
+    const qb_host *h = w->h;
+    int64_t br = block_rows(it->rows, it->cols), r0, G = it->n_groups, r, n_keep;
+    size_t es = qbk_out_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
+    float *scales = qbk_malloc(sz * sizeof(float)), *keep = NULL;
+    uint8_t *sb = NULL;
+    qb_status st = QB_OK;
+
+    if (!scales) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
+        goto out;
+    }
+    for (r0 = 0; r0 < it->rows; r0 += br) {
+        int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
+        if (h->cancelled(h)) {
+            st = h->set_error(h, QB_E_CANCELLED, "%s: cancelled", it->name);
+            goto out;
+        }
+        if ((st = fp8_block(w, it, r0, nr, scales)) != QB_OK ||
+            (st = qbk_st_writer_write(w->cur, w->codes, (size_t)(nr * it->cols))) != QB_OK)
+            goto out;
+    }
+    /* weight_scale as the source kept it: one value, a row each, or the
+     * first row of each block of rows */
+    n_keep = it->sc.per_tensor ? 1
+             : it->sc.block_rows ? (it->rows + it->sc.block_rows - 1) / it->sc.block_rows
+                                 : it->rows;
+    keep = qbk_malloc((size_t)(n_keep * G) * sizeof(float));
+    sb = qbk_malloc((size_t)(n_keep * G) * es);
+    if (!keep || !sb) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
+        goto out;
+    }
+    for (r = 0; r < n_keep; r++)
+        memcpy(keep + r * G, scales + (it->sc.block_rows ? r * it->sc.block_rows : r) * G,
+               (size_t)G * sizeof(float));
+    qbk_out_dt_encode(w->plan.dt, keep, (size_t)(n_keep * G), sb);
+    st = qbk_st_writer_write(w->cur, sb, (size_t)(n_keep * G) * es);
+    if (st == QB_OK && it->kind == CTW_RTN)
+        h->log(h, QB_LOG_INFO, "%s: fp8 RTN: relative RMS error %.3g, max abs error %.3g",
+               it->name, it->ref2 > 0 ? sqrt(it->err2 / it->ref2) : 0.0, it->err_max);
+out:
+    qbk_free(scales);
+    qbk_free(keep);
+    qbk_free(sb);
+    return st;
+}
+
 static qb_status write_quant(ctw_writer *w, ctw_item *it)
 {
     const qb_host *h = w->h;
     int64_t br = block_rows(it->rows, it->cols), r0, r, G = it->n_groups;
     int64_t pf = 32 / it->sc.bits, wpr = (it->cols + pf - 1) / pf;
-    size_t es = ctw_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
+    size_t es = qbk_out_dt_size(w->plan.dt), sz = (size_t)(it->rows * G);
     float *scales = qbk_malloc(sz * sizeof(float));
     int32_t *zeros = qbk_malloc(sz * sizeof(int32_t));
     uint8_t *sb = NULL;
@@ -451,7 +597,7 @@ static qb_status write_quant(ctw_writer *w, ctw_item *it)
         if (st != QB_OK)
             goto out;
         for (r = 0; r < nr; r++)
-            ctw_pack_row(it->sc.bits, w->codes + r * it->cols, it->cols,
+            qbk_pack32_row(it->sc.bits, w->codes + r * it->cols, it->cols,
                          w->bbuf + (size_t)(r * wpr) * 4);
         if ((st = qbk_st_writer_write(w->cur, w->bbuf, (size_t)(nr * wpr) * 4)) != QB_OK)
             goto out;
@@ -462,7 +608,7 @@ static qb_status write_quant(ctw_writer *w, ctw_item *it)
         st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
         goto out;
     }
-    ctw_encode_dt(w->plan.dt, scales, sz, sb);
+    qbk_out_dt_encode(w->plan.dt, scales, sz, sb);
     if ((st = qbk_st_writer_write(w->cur, sb, sz * es)) != QB_OK)
         goto out;
     if (!it->sc.symmetric) {
@@ -537,29 +683,15 @@ static qb_status ctw_write_tensor(qb_writer_handle handle, size_t index)
             return st;
         w->next_shard++;
     }
-    st = it->kind == CTW_DENSE ? write_dense(w, it) : write_quant(w, it);
+    st = it->kind == CTW_DENSE ? write_dense(w, it)
+         : it->sc.fp8          ? write_fp8(w, it)
+                               : write_quant(w, it);
     if (st != QB_OK)
         return st;
     if (w->next == p->shard_first[it->shard + 1]) {
         st = qbk_st_writer_close(w->cur, NULL, NULL);
         w->cur = NULL;
     }
-    return st;
-}
-
-static qb_status write_text(const qb_sink *sink, const char *name, const char *text)
-{
-    qb_sink_file *f = NULL;
-    qb_status st = sink->create(sink->handle, name, &f);
-    if (st != QB_OK)
-        return st;
-    st = sink->write(f, text, strlen(text));
-    if (st == QB_OK)
-        st = sink->write(f, "\n", 1);
-    if (st == QB_OK)
-        st = sink->close(f, NULL, NULL);
-    else
-        sink->close(f, NULL, NULL);
     return st;
 }
 
@@ -609,7 +741,7 @@ static qb_status write_index(ctw_writer *w)
         qbk_text_str(&b, "\n  }\n}");
         st = b.oom ? w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of "
                                      "memory")
-                   : write_text(w->sink, "model.safetensors.index.json", b.p);
+                   : qbk_sink_write_text(w->sink, "model.safetensors.index.json", b.p);
     }
     for (i = 0; i < p->n_out; i++)
         qbk_free(names[i]);
@@ -633,7 +765,7 @@ static qb_status ctw_finish(qb_writer_handle handle)
                           "tensors", w->next, w->plan.n);
         goto out;
     }
-    snprintf(dtype, sizeof dtype, "\"%s\"", ctw_dt_torch_name(w->plan.dt));
+    snprintf(dtype, sizeof dtype, "\"%s\"", qbk_out_dt_torch_name(w->plan.dt));
     keys[0] = "torch_dtype";
     values[0] = dtype;
     /* transformers >= 4.56 reads `dtype`, older ones torch_dtype */
@@ -651,7 +783,7 @@ static qb_status ctw_finish(qb_writer_handle handle)
     if ((st = qbk_json_edit(h, w->src->source_path, w->src->info->config_json, drop, keys,
                             values, &cfg)) != QB_OK)
         goto out;
-    if ((st = write_text(w->sink, "config.json", cfg)) != QB_OK)
+    if ((st = qbk_sink_write_text(w->sink, "config.json", cfg)) != QB_OK)
         goto out;
     if ((st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info)) != QB_OK)
         goto out;

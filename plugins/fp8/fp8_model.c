@@ -384,7 +384,64 @@ static void fp8_describe(const qb_streader *r, size_t i, qb_streader_tensor *out
     if (t->kind != FP8_K_DENSE) {
         out->encoding = ((const fp8_model *)r->model)->enc[t->kind];
         out->stored[1] = t->scale;
+        /* the e4m3 bytes and their scales as a float-coded grid (ABI 1.3):
+         * read_rows' value is that code times its scale, one product */
+        if (t->w->dtype == QB_DT_F8_E4M3)
+            out->grid_codes = QB_CODES_BIT(QB_CODE_F8_E4M3);
     }
+}
+
+static qb_status fp8_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
+{
+    const fp8_tensor *t = &((const fp8_model *)r->model)->t[i];
+    if (t->kind == FP8_K_DENSE || t->w->dtype != QB_DT_F8_E4M3 ||
+        !QB_HAS_FIELD(out, qb_grid_info, scale_rows) ||
+        !(out->accept_codes & QB_CODES_BIT(QB_CODE_F8_E4M3)))
+        return r->host->set_error(r->host, QB_E_UNSUPPORTED, "%s: %s: no integer grid (its "
+                                  "e4m3 grid goes to callers that accept float codes)",
+                                  t->w->file, t->name);
+    out->bits = 8;
+    out->col_group = NULL;
+    out->symmetric = 1;
+    out->scale_dtype = t->scale->dtype;
+    out->code_kind = QB_CODE_F8_E4M3;
+    if (t->kind == FP8_K_BLOCK) {
+        out->n_groups = (uint32_t)t->sc_cols;
+        out->group_size = t->bk;
+        out->scale_rows = t->bn;
+    } else {
+        out->n_groups = 1;
+        out->group_size = t->cols;
+        out->scale_rows = t->kind == FP8_K_TENSOR ? t->rows : 1;
+    }
+    return QB_OK;
+}
+
+static qb_status fp8_read_grid(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
+                               qb_grid_rows *out)
+{
+    const fp8_tensor *t = &((const fp8_model *)rd->model)->t[i];
+    const qb_st_tensor *w = t->w, *s = t->scale;
+    int64_t G = t->kind == FP8_K_BLOCK ? t->sc_cols : 1, r;
+    size_t ss;
+
+    if (t->kind == FP8_K_DENSE || w->dtype != QB_DT_F8_E4M3)
+        return rd->host->set_error(rd->host, QB_E_UNSUPPORTED, "%s: %s: no e4m3 grid", w->file,
+                                   t->name);
+    if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
+        return rd->host->set_error(rd->host, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside "
+                                   "[0, %lld)", w->file, t->name, (long long)row0,
+                                   (long long)n_rows, (long long)t->rows);
+    ss = qbk_float_store_size(s->dtype);
+    memcpy(out->codes, w->data + (size_t)(row0 * t->cols), (size_t)(n_rows * t->cols));
+    for (r = 0; r < n_rows; r++) {
+        size_t at = t->kind == FP8_K_TENSOR    ? 0
+                    : t->kind == FP8_K_CHANNEL ? (size_t)(row0 + r)
+                                               : (size_t)(((row0 + r) / t->bn) * t->sc_cols);
+        qbk_float_store_to_f32(s->dtype, s->data + at * ss, (size_t)G, out->scales + r * G);
+        memset(out->zeros + r * G, 0, (size_t)G * sizeof(int32_t));
+    }
+    return QB_OK;
 }
 
 /* Per-read drops round inward to whole pages, so the pages shared by two
@@ -460,5 +517,8 @@ const qb_streader_class fp8_class = {
     .close = fp8_model_close,
     .describe = fp8_describe,
     .read_rows = fp8_read_rows,
-    /* no grid: FP8 values are not a uniform integer grid */
+    /* no integer grid (FP8 values are not uniform); e4m3 weights offer the
+     * float-coded grid to a caller that accepts it */
+    .grid_info = fp8_grid_info,
+    .read_grid = fp8_read_grid,
 };

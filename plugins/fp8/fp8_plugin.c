@@ -4,8 +4,10 @@
  * Reads `quant_method: fp8` checkpoints (DeepSeek-V3 / HF fine-grained FP8
  * block scales, per-tensor and per-channel scales) from a Hugging Face
  * directory and presents every FP8 linear as a dense float32 `<m>.weight`
- * [out, in]. FP8 has no uniform integer grid, so no grid view is offered:
- * a W4A16 writer requantizes from the dense values. The reader vtable is
+ * [out, in]. FP8 has no uniform integer grid: a W4A16 writer requantizes
+ * from the dense values; e4m3 weights offer their bytes and scales as a
+ * float-coded grid (qb_tensor.h, ABI 1.3) to a writer that accepts it, so
+ * the compressed-tensors writer keeps them. The reader vtable is
  * the reader base library's (qb_streader.h) around fp8_class.
  */
 #include <quantbridge/quantbridge.h>
@@ -36,6 +38,7 @@ static const qb_reader_vtable fp8_reader = {
     .probe = fp8_probe,
     .open = fp8_open,
     QB_STREADER_VT_ENTRIES,
+    QB_STREADER_VT_GRID_ENTRIES,
 };
 
 /* mtp=drop|keep: DeepSeek-V3 checkpoints carry an MTP layer (qbk_mtp.h) */

@@ -17,6 +17,7 @@
 #include "qbk_path.h"
 #include "qbk_alloc.h"
 #include "qbk_json.h"
+#include "qbk_sink_text.h"
 
 size_t hfw_dtype_size(hfw_dtype dt)
 {
@@ -35,19 +36,8 @@ const char *hfw_dtype_torch_name(hfw_dtype dt)
 
 qb_status hfw_write_text(const qb_host *h, const qb_sink *sink, const char *name, const char *text)
 {
-    qb_sink_file *f = NULL;
-    qb_status st = sink->create(sink->handle, name, &f);
     (void)h;
-    if (st != QB_OK)
-        return st;
-    st = sink->write(f, text, strlen(text));
-    if (st == QB_OK)
-        st = sink->write(f, "\n", 1);
-    if (st == QB_OK)
-        st = sink->close(f, NULL, NULL);
-    else
-        sink->close(f, NULL, NULL);
-    return st;
+    return qbk_sink_write_text(sink, name, text);
 }
 
 int hfw_config_bool(const qb_host *h, const char *source, const char *config_json,

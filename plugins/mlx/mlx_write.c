@@ -31,6 +31,9 @@
 #include "qbk_hf_sidefiles.h"
 #include "qbk_json.h"
 #include "qbk_json_edit.h"
+#include "qbk_out_dtype.h"
+#include "qbk_pack32.h"
+#include "qbk_sink_text.h"
 #include "qbk_st_writer.h"
 #include "qbk_text.h"
 
@@ -103,67 +106,11 @@ typedef struct mw_writer {
     uint8_t *bbuf, *codes;
 } mw_writer;
 
-static size_t dt_size(qb_dtype d)
-{
-    return d == QB_DT_F32 ? 4 : 2;
-}
-
-static const char *dt_st(qb_dtype d)
-{
-    return d == QB_DT_F32 ? "F32" : d == QB_DT_F16 ? "F16" : "BF16";
-}
-
-static const char *dt_torch(qb_dtype d)
-{
-    return d == QB_DT_F32 ? "float32" : d == QB_DT_F16 ? "float16" : "bfloat16";
-}
-
-static float round_dt(qb_dtype d, float v)
-{
-    return d == QB_DT_F16 ? qb_f16_to_f32(qb_f32_to_f16(v))
-           : d == QB_DT_BF16 ? qb_bf16_to_f32(qb_f32_to_bf16(v)) : v;
-}
-
-static void encode_dt(qb_dtype d, const float *s, size_t n, uint8_t *o)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        uint32_t u = d == QB_DT_F32 ? qb_f32_bits(s[i])
-                     : d == QB_DT_F16 ? qb_f32_to_f16(s[i]) : qb_f32_to_bf16(s[i]);
-        size_t k, es = dt_size(d);
-        for (k = 0; k < es; k++)
-            o[i * es + k] = (uint8_t)(u >> (8 * k));
-    }
-}
-
 static int is_linear(const qb_tensor_info *ti)
 {
     size_t n = strlen(ti->name);
     return ti->n_dims == 2 && n > 7 && strcmp(ti->name + n - 7, ".weight") == 0 &&
            !strstr(ti->name, "embed") && strcmp(ti->name, "lm_head.weight") != 0;
-}
-
-static int holds(qb_dtype d, qb_dtype s)
-{
-    return d == s || (d == QB_DT_F32 && (s == QB_DT_F16 || s == QB_DT_BF16));
-}
-
-static qb_dtype config_dtype(const qb_host *h, const qb_model_src *src)
-{
-    cJSON *root = NULL;
-    const cJSON *v;
-    qb_dtype d = QB_DT_F16;
-    if (qbk_json_parse_config(h, src->source_path, src->info->config_json, &root) != QB_OK)
-        return d;
-    v = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
-    if (!cJSON_IsString(v))
-        v = cJSON_GetObjectItemCaseSensitive(root, "dtype");
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "bfloat16") == 0)
-        d = QB_DT_BF16;
-    else if (cJSON_IsString(v) && strcmp(v->valuestring, "float32") == 0)
-        d = QB_DT_F32;
-    cJSON_Delete(root);
-    return d;
 }
 
 static void mw_plan_free(mw_plan *p)
@@ -230,9 +177,9 @@ static int grid_fits(const qb_grid_info *gi, const mw_plan *p, mw_item *it)
                  "groups of 32, 64 or 128)", gi->n_groups, (long long)gs);
         return 0;
     }
-    if (!holds(p->sdt, gi->scale_dtype)) {
+    if (!qbk_out_dt_holds(p->sdt, gi->scale_dtype)) {
         snprintf(it->reason, sizeof it->reason, "grid scales in %s would round in %s",
-                 dt_torch(gi->scale_dtype), dt_torch(p->sdt));
+                 qbk_out_dt_torch_name(gi->scale_dtype), qbk_out_dt_torch_name(p->sdt));
         return 0;
     }
     B = gi->bits <= 2 ? 2 : gi->bits <= 4 ? 4 : 8;
@@ -244,11 +191,12 @@ static int grid_fits(const qb_grid_info *gi, const mw_plan *p, mw_item *it)
         it->kind = MW_EXACT;
         snprintf(it->reason, sizeof it->reason, "codes carried over (%u-bit %s grid as %d-bit "
                  "g%lld, bias = -zero * scale exact in %s)", gi->bits,
-                 gi->symmetric ? "symmetric" : "asymmetric", B, (long long)gs, dt_torch(p->sdt));
+                 gi->symmetric ? "symmetric" : "asymmetric", B, (long long)gs,
+                 qbk_out_dt_torch_name(p->sdt));
     } else {
         it->kind = MW_BIAS_ROUND;
         snprintf(it->reason, sizeof it->reason, "codes carried over, bias -zero * scale rounded "
-                 "to %s (--option scale_dtype=f32 keeps it exact)", dt_torch(p->sdt));
+                 "to %s (--option scale_dtype=f32 keeps it exact)", qbk_out_dt_torch_name(p->sdt));
     }
     return 1;
 }
@@ -300,13 +248,13 @@ static qb_status mw_plan_build(const qb_host *h, const qb_model_src *src, const 
         p->dt = !strcmp(dts, "f32") ? QB_DT_F32 : !strcmp(dts, "bf16") ? QB_DT_BF16 : QB_DT_F16;
         snprintf(p->dt_reason, sizeof p->dt_reason, "explicit: dtype=%s", dts);
     } else if (n16 + nb16 + n32 == 0) {
-        p->dt = config_dtype(h, src);
+        p->dt = qbk_out_dt_of_config(h, src->source_path, src->info->config_json);
         snprintf(p->dt_reason, sizeof p->dt_reason, "auto: no grid; the source config's %s",
-                 dt_torch(p->dt));
+                 qbk_out_dt_torch_name(p->dt));
     } else {
         p->dt = (n32 || (n16 && nb16)) ? QB_DT_F32 : n16 ? QB_DT_F16 : QB_DT_BF16;
         snprintf(p->dt_reason, sizeof p->dt_reason, "auto: the grids' scale dtype %s",
-                 dt_torch(p->dt));
+                 qbk_out_dt_torch_name(p->dt));
     }
     if (ps && ps->is_set && !strcmp(ps->v.s, "f32"))
         p->sdt = QB_DT_F32;
@@ -329,7 +277,7 @@ static qb_status mw_plan_build(const qb_host *h, const qb_model_src *src, const 
         it->out0 = p->n_out;
         nl = strlen(ti->name);
         snprintf(it->reason, sizeof it->reason, "%s: kept dense in %s", ti->source_encoding,
-                 dt_torch(p->dt));
+                 qbk_out_dt_torch_name(p->dt));
         if (is_linear(ti)) {
             int fit = 0;
             if (ti->has_grid) {
@@ -354,17 +302,19 @@ static qb_status mw_plan_build(const qb_host *h, const qb_model_src *src, const 
             }
         }
         if (it->kind == MW_DENSE) {
-            if ((st = add_out(h, p, ti->name, "", dt_st(p->dt), ti->n_dims, ti->dims,
-                              dt_size(p->dt))) != QB_OK)
+            if ((st = add_out(h, p, ti->name, "", qbk_out_dt_st_name(p->dt), ti->n_dims, ti->dims,
+                              qbk_out_dt_size(p->dt))) != QB_OK)
                 goto out;
         } else {
             int64_t wd[2] = {it->rows, it->cols * it->bits / 32};
             int64_t sd[2] = {it->rows, it->G};
             snprintf(base, sizeof base, "%.*s", (int)(nl - 7), ti->name);
             if ((st = add_out(h, p, base, ".weight", "U32", 2, wd, 4)) != QB_OK ||
-                (st = add_out(h, p, base, ".scales", dt_st(p->sdt), 2, sd, dt_size(p->sdt))) !=
+                (st = add_out(h, p, base, ".scales", qbk_out_dt_st_name(p->sdt), 2, sd,
+                              qbk_out_dt_size(p->sdt))) !=
                     QB_OK ||
-                (st = add_out(h, p, base, ".biases", dt_st(p->sdt), 2, sd, dt_size(p->sdt))) !=
+                (st = add_out(h, p, base, ".biases", qbk_out_dt_st_name(p->sdt), 2, sd,
+                              qbk_out_dt_size(p->sdt))) !=
                     QB_OK)
                 goto out;
         }
@@ -506,7 +456,7 @@ static qb_status mw_plan_vt(void *ctx, const qb_model_src *src, const qb_param *
     (void)ctx;
     if ((st = mw_plan_build(mlx_host, src, params, &p)) != QB_OK)
         return st;
-    st = out->setting(out->handle, "dtype", dt_torch(p.dt), p.dt_reason);
+    st = out->setting(out->handle, "dtype", qbk_out_dt_torch_name(p.dt), p.dt_reason);
     for (i = 0; st == QB_OK && i < p.n; i++) {
         const mw_item *it = &p.it[i];
         const qb_tensor_info *ti;
@@ -531,20 +481,6 @@ static qb_status mw_plan_vt(void *ctx, const qb_model_src *src, const qb_param *
     return st;
 }
 
-static void pack_row(int bits, const uint8_t *u, int64_t cols, uint8_t *dst)
-{
-    int64_t pf = 32 / bits, words = cols / pf, wi, k;
-    for (wi = 0; wi < words; wi++) {
-        uint32_t v = 0;
-        for (k = 0; k < pf; k++)
-            v |= (uint32_t)u[wi * pf + k] << (bits * k);
-        dst[4 * wi] = (uint8_t)v;
-        dst[4 * wi + 1] = (uint8_t)(v >> 8);
-        dst[4 * wi + 2] = (uint8_t)(v >> 16);
-        dst[4 * wi + 3] = (uint8_t)(v >> 24);
-    }
-}
-
 static qb_status write_dense(mw_writer *w, const mw_item *it)
 {
     int64_t br = block_rows(it->cols), r0;
@@ -559,9 +495,10 @@ static qb_status write_dense(mw_writer *w, const mw_item *it)
         if (bad < cnt)
             return w->h->set_error(w->h, QB_E_RANGE, "%s: %s: value %g at flat %zu of rows from "
                                    "%lld is not finite in %s", w->src->source_path, it->name,
-                                   (double)w->fbuf[bad], bad, (long long)r0, dt_torch(w->p.dt));
-        encode_dt(w->p.dt, w->fbuf, cnt, w->bbuf);
-        if ((st = qbk_st_writer_write(w->cur, w->bbuf, cnt * dt_size(w->p.dt))) != QB_OK)
+                                   (double)w->fbuf[bad], bad, (long long)r0,
+                                   qbk_out_dt_torch_name(w->p.dt));
+        qbk_out_dt_encode(w->p.dt, w->fbuf, cnt, w->bbuf);
+        if ((st = qbk_st_writer_write(w->cur, w->bbuf, cnt * qbk_out_dt_size(w->p.dt))) != QB_OK)
             return st;
     }
     return QB_OK;
@@ -589,7 +526,7 @@ static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_
                     return h->set_error(h, QB_E_FORMAT, "%s: %s: row %lld holds a value that is "
                                         "not finite", w->src->source_path, it->name,
                                         (long long)(r0 + r));
-                s = round_dt(w->p.sdt, amax / (float)(half - 1));
+                s = qbk_out_dt_round(w->p.sdt, amax / (float)(half - 1));
                 if (w->p.sdt == QB_DT_F32) {
                     /* 16 significant bits: scale * q (q < 2^8) stays exact in
                      * float32, so MLX's scale * q + bias is (q - z) * scale
@@ -601,7 +538,7 @@ static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_
                 if (s == 0.0f)
                     s = 1.0f;
                 sc[(r0 + r) * G + g] = s;
-                bi[(r0 + r) * G + g] = round_dt(w->p.sdt, -(float)half * s);
+                bi[(r0 + r) * G + g] = qbk_out_dt_round(w->p.sdt, -(float)half * s);
                 for (k = 0; k < it->gs; k++) {
                     float q = rintf(x[k] / s);
                     q = q < (float)-half ? (float)-half : q > (float)(half - 1) ? (float)(half - 1)
@@ -626,11 +563,11 @@ static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_
         for (g = 0; g < G; g++) {
             float s = sc[(r0 + r) * G + g];
             int32_t z = zb[r * G + g] + it->shift;
-            float b = round_dt(w->p.sdt, -(float)z * s);
-            if (round_dt(w->p.sdt, s) != s)
+            float b = qbk_out_dt_round(w->p.sdt, -(float)z * s);
+            if (qbk_out_dt_round(w->p.sdt, s) != s)
                 return h->set_error(h, QB_E_INTERNAL, "%s: %s: scale %.9g is not a %s value",
                                     w->src->source_path, it->name, (double)s,
-                                    dt_torch(w->p.sdt));
+                                    qbk_out_dt_torch_name(w->p.sdt));
             bi[(r0 + r) * G + g] = b;
         }
         for (k = 0; k < it->cols; k++) {
@@ -654,7 +591,7 @@ static qb_status write_quant(mw_writer *w, const mw_item *it)
 {
     const qb_host *h = w->h;
     int64_t br = block_rows(it->cols), r0, r, wpr = it->cols * it->bits / 32;
-    size_t sz = (size_t)(it->rows * it->G), es = dt_size(w->p.sdt);
+    size_t sz = (size_t)(it->rows * it->G), es = qbk_out_dt_size(w->p.sdt);
     float *sc = qbk_malloc(sz * sizeof(float)), *bi = qbk_malloc(sz * sizeof(float));
     int32_t *zb = qbk_malloc((size_t)(br * it->G) * sizeof(int32_t));
     uint8_t *ob = qbk_malloc(sz * es + 8);
@@ -669,14 +606,15 @@ static qb_status write_quant(mw_writer *w, const mw_item *it)
         if ((st = quant_block(w, it, r0, nr, sc, bi, zb)) != QB_OK)
             goto out;
         for (r = 0; r < nr; r++)
-            pack_row(it->bits, w->codes + r * it->cols, it->cols, w->bbuf + (size_t)(r * wpr) * 4);
+            qbk_pack32_row(it->bits, w->codes + r * it->cols, it->cols,
+                           w->bbuf + (size_t)(r * wpr) * 4);
         if ((st = qbk_st_writer_write(w->cur, w->bbuf, (size_t)(nr * wpr) * 4)) != QB_OK)
             goto out;
     }
-    encode_dt(w->p.sdt, sc, sz, ob);
+    qbk_out_dt_encode(w->p.sdt, sc, sz, ob);
     if ((st = qbk_st_writer_write(w->cur, ob, sz * es)) != QB_OK)
         goto out;
-    encode_dt(w->p.sdt, bi, sz, ob);
+    qbk_out_dt_encode(w->p.sdt, bi, sz, ob);
     st = qbk_st_writer_write(w->cur, ob, sz * es);
 out:
     qbk_free(sc);
@@ -696,22 +634,6 @@ static qb_status mw_write_tensor(qb_writer_handle handle, size_t index)
     return it->kind == MW_DENSE ? write_dense(w, it) : write_quant(w, it);
 }
 
-static qb_status write_text(const qb_sink *sink, const char *name, const char *text)
-{
-    qb_sink_file *f = NULL;
-    qb_status st = sink->create(sink->handle, name, &f);
-    if (st != QB_OK)
-        return st;
-    st = sink->write(f, text, strlen(text));
-    if (st == QB_OK)
-        st = sink->write(f, "\n", 1);
-    if (st == QB_OK)
-        st = sink->close(f, NULL, NULL);
-    else
-        sink->close(f, NULL, NULL);
-    return st;
-}
-
 static qb_status mw_finish(qb_writer_handle handle)
 {
     mw_writer *w = handle;
@@ -729,7 +651,7 @@ static qb_status mw_finish(qb_writer_handle handle)
     w->cur = NULL;
     if (st != QB_OK || (st = quant_json(h, &w->p, &qz)) != QB_OK)
         goto out;
-    snprintf(dtype, sizeof dtype, "\"%s\"", dt_torch(w->p.dt));
+    snprintf(dtype, sizeof dtype, "\"%s\"", qbk_out_dt_torch_name(w->p.dt));
     keys[0] = "torch_dtype";
     values[0] = dtype;
     keys[1] = "quantization";
@@ -741,7 +663,7 @@ static qb_status mw_finish(qb_writer_handle handle)
     if ((st = qbk_json_edit(h, w->src->source_path, w->src->info->config_json,
                             (const char *const[]){"compression_config", NULL}, keys, values,
                             &cfg)) != QB_OK ||
-        (st = write_text(w->sink, "config.json", cfg)) != QB_OK)
+        (st = qbk_sink_write_text(w->sink, "config.json", cfg)) != QB_OK)
         goto out;
     st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info);
 out:

@@ -289,6 +289,10 @@ qb_status qb_streader_vt_tensor_info(qb_reader_handle handle, size_t i, qb_tenso
     out->source_dtype = t.source_dtype;
     out->source_encoding = t.encoding;
     out->has_grid = t.has_grid;
+    if (QB_HAS_FIELD(out, qb_tensor_info, grid_codes)) {
+        out->pad_1_3 = 0;
+        out->grid_codes = t.grid_codes;
+    }
     return QB_OK;
 }
 
@@ -307,7 +311,9 @@ qb_status qb_streader_vt_read_rows(qb_reader_handle handle, size_t i, int64_t ro
     return qb_streader_dense_rows(r->host, t.stored[0], row0, n_rows, dst);
 }
 
-/* The grid call's checks: index, a format with a grid, a tensor with one. */
+/* The grid call's checks: index, a format with a grid, a tensor with one
+ * (integer or float-coded: the format refuses a kind the caller does not
+ * accept). */
 static qb_status grid_check(const qb_streader *r, size_t i)
 {
     qb_streader_tensor t;
@@ -315,7 +321,7 @@ static qb_status grid_check(const qb_streader *r, size_t i)
     if (st != QB_OK)
         return st;
     describe(r, i, &t);
-    if (!r->klass->grid_info || !t.has_grid)
+    if (!r->klass->grid_info || (!t.has_grid && !t.grid_codes))
         return r->host->set_error(r->host, QB_E_UNSUPPORTED, "%s: %s: %s has no integer grid",
                                   r->dir->dir, t.name, t.encoding ? t.encoding : "the tensor");
     return QB_OK;

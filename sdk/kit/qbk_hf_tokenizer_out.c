@@ -14,27 +14,12 @@
 #include "qbk_json.h"
 #include "qbk_json_edit.h"
 #include "qbk_path.h"
+#include "qbk_sink_text.h"
 #include "qbk_text.h"
 
 #define QBK_SIDE_COPY_BLOCK ((size_t)1 << 20)
 /* Largest tokenizer_config.json edited in memory. */
 #define QBK_SIDE_MAX_TOKCFG ((size_t)64 << 20)
-
-/* text and a closing newline, as save_pretrained ends its JSON files. */
-static qb_status side_write_text(const qb_sink *sink, const char *name, const char *text)
-{
-    qb_sink_file *f = NULL;
-    qb_status st = sink->create(sink->handle, name, &f);
-    if (st != QB_OK)
-        return st;
-    st = sink->write(f, text, strlen(text));
-    if (st == QB_OK)
-        st = sink->write(f, "\n", 1);
-    if (st == QB_OK)
-        return sink->close(f, NULL, NULL);
-    sink->close(f, NULL, NULL);
-    return st;
-}
 
 static qb_status side_write_json(const qb_host *h, const qb_sink *sink, const char *name,
                                  const cJSON *obj)
@@ -43,7 +28,7 @@ static qb_status side_write_json(const qb_host *h, const qb_sink *sink, const ch
     qb_status st;
     if (!text)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", name);
-    st = side_write_text(sink, name, text);
+    st = qbk_sink_write_text(sink, name, text);
     cJSON_free(text);
     return st;
 }
@@ -129,7 +114,7 @@ static qb_status side_tok_config(const qb_host *h, const qb_sink *sink, const ch
     st = qbk_json_edit(h, path ? path : "tokenizer_config.json", src ? src : "{}", NULL, keys,
                        values, &text);
     if (st == QB_OK)
-        st = side_write_text(sink, "tokenizer_config.json", text);
+        st = qbk_sink_write_text(sink, "tokenizer_config.json", text);
 out:
     qbk_free(text);
     qbk_text_free(&lit);
@@ -152,7 +137,7 @@ static qb_status side_generation(const qb_host *h, const qb_sink *sink, const qb
                                    mi->generation_config_json, strlen(mi->generation_config_json),
                                    &gen);
         if (st == QB_OK)
-            st = side_write_text(sink, "generation_config.json", mi->generation_config_json);
+            st = qbk_sink_write_text(sink, "generation_config.json", mi->generation_config_json);
         goto out;
     }
     if (!mi->config_json)

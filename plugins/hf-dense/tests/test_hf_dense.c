@@ -279,7 +279,7 @@ START_TEST(row_ranges)
     ck_assert_int_eq(rd->read_rows(r, i, INT64_MAX, INT64_MAX, got), QB_E_RANGE);
     ck_assert_int_eq(rd->read_rows(r, n, 0, 1, got), QB_E_RANGE);
     {
-        qb_tensor_info ti = {sizeof(ti), 0, 0, {0}, 0, 0, 0};
+        qb_tensor_info ti = {.struct_size = sizeof(ti)};
         ck_assert_int_eq(rd->get_tensor_info(r, n, &ti), QB_E_RANGE);
     }
     /* a 1-D tensor is one row */
@@ -407,7 +407,7 @@ START_TEST(scalar_is_one_element)
     qbt_st_writer *w = qbt_st_writer_new();
     float v = -2.5f, got = 0;
     qb_reader_handle r = NULL;
-    qb_tensor_info ti = {sizeof(ti), 0, 0, {0}, 0, 0, 0};
+    qb_tensor_info ti = {.struct_size = sizeof(ti)};
     ck_assert_int_eq(qbt_write_text(path_in("config.json"), "{\"model_type\": \"llama\"}"), 0);
     ck_assert_int_eq(qbt_st_writer_add(w, "s", "F32", 0, NULL, &v, 4), 0);
     ck_assert_int_eq(qbt_st_writer_save(w, path_in("model.safetensors")), 0);

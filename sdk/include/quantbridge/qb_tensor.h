@@ -23,7 +23,10 @@
  *     the column-to-group map, so a writer can repack without loss.
  * A reader that offers a grid for a tensor PROMISES that its dense rows are,
  * bit for bit, (float)((int32_t)code - zero) * scale computed in float32 for
- * every element — so "exact" can be checked by any writer.
+ * every element — so "exact" can be checked by any writer. A float-coded
+ * grid (ABI 1.3, QB_CODE_*: FP8 weights) makes the same promise with the
+ * code's float value in place of code - zero; it is offered only to a
+ * caller that says it decodes that kind (qb_grid_info.accept_codes).
  */
 #ifndef QUANTBRIDGE_QB_TENSOR_H
 #define QUANTBRIDGE_QB_TENSOR_H
@@ -73,13 +76,30 @@ typedef struct qb_tensor_info {
     const char *source_encoding; /* human text, e.g. "bf16", "gptq int4 g128 sym v1",
                                     "gguf Q4_K"; never NULL */
     int32_t has_grid;            /* 1: get_grid_info/read_grid work for it */
+    /* ABI 1.3 (float-coded grids); check QB_HAS_FIELD. */
+    uint32_t pad_1_3;            /* keeps grid_codes out of 1.0's tail padding; 0 */
+    uint32_t grid_codes;         /* QB_CODES_* bits: the float-coded grids get_grid_info
+                                    offers a caller that accepts them (has_grid stays 0
+                                    when the tensor has no integer grid); 0: none */
 } qb_tensor_info;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_tensor_info, <first new field>) >= QB_TENSOR_INFO_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h). */
 QB_ABI_ALIGN_HELPER(qb_tensor_info);
 #define QB_TENSOR_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_tensor_info, has_grid)
-QB_ABI_STATIC_ASSERT(QB_TENSOR_INFO_SIZE_1_0 == sizeof(qb_tensor_info), qb_tensor_info_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_tensor_info, grid_codes) >= QB_TENSOR_INFO_SIZE_1_0,
+                     qb_tensor_info_size_1_0);
+
+/* Code kinds of a grid (qb_grid_info.code_kind), ABI 1.3. Values are never
+ * reused. The value of code c, v(c), is:
+ *   QB_CODE_INT      (int32_t)c - zero                     (the 1.0 grid)
+ *   QB_CODE_F8_E4M3  c as float8 e4m3fn (1 sign, 4 exponent bits with bias 7,
+ *                    3 mantissa bits; 0x7f and 0xff are NaN, no infinities),
+ *                    exactly in float32; zeros are 0 and not used
+ * and the grid's promise is dense = v(c) * scale, one float32 product. */
+#define QB_CODE_INT 0u
+#define QB_CODE_F8_E4M3 1u
+/* Bit of a code kind in accept_codes / grid_codes. */
+#define QB_CODES_BIT(kind) (1u << (kind))
 
 /* Integer-grid description of one tensor (see the file comment for the
  * promise it carries). Filled by the reader; pointers owned by the reader,
@@ -95,13 +115,24 @@ typedef struct qb_grid_info {
                                 g_idx), or NULL for contiguous groups */
     int32_t symmetric;       /* 1: every zero point equals 2^(bits-1) */
     qb_dtype scale_dtype;    /* precision the source stored scales in */
+    /* ABI 1.3 (float-coded grids); check QB_HAS_FIELD. */
+    uint32_t accept_codes;   /* IN, set by the caller: QB_CODES_BIT of each float code
+                                kind it decodes; 0 (or a shorter struct): integer
+                                grids only, and a tensor with only a float-coded
+                                grid answers QB_E_UNSUPPORTED */
+    uint32_t code_kind;      /* OUT: QB_CODE_INT, or a kind the caller accepted */
+    int64_t scale_rows;      /* OUT, float codes: rows that share one row of scales
+                                in the source (1: per row; rows of the tensor: one
+                                per tensor; bn: [bn, group_size] blocks), so a
+                                writer can store the source's scale tensor as it
+                                was; 0: not stated */
 } qb_grid_info;
 
-/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
- * offsetof(qb_grid_info, <first new field>) >= QB_GRID_INFO_SIZE_1_0. */
+/* ABI 1.0 size (qb_abi.h). */
 QB_ABI_ALIGN_HELPER(qb_grid_info);
 #define QB_GRID_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_grid_info, scale_dtype)
-QB_ABI_STATIC_ASSERT(QB_GRID_INFO_SIZE_1_0 == sizeof(qb_grid_info), qb_grid_info_size_1_0);
+QB_ABI_STATIC_ASSERT(offsetof(qb_grid_info, accept_codes) >= QB_GRID_INFO_SIZE_1_0,
+                     qb_grid_info_size_1_0);
 
 /* Caller-provided buffers for a grid row range [row0, row0 + n_rows).
  * The caller sets struct_size and the three pointers; the reader fills:

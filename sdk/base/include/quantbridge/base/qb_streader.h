@@ -71,6 +71,9 @@ typedef struct qb_streader_tensor {
      * named "<module>.weight" when there is one (scales, group maps, shapes
      * of a quantized linear), else to none. */
     const qb_st_tensor *stored[QB_STREADER_MAX_STORED];
+    uint32_t grid_codes;        /* QB_CODES_* bits of the float-coded grids it offers
+                                   (qb_tensor_info.grid_codes); the format's grid_info
+                                   refuses a caller that accepts none of them */
 } qb_streader_tensor;
 
 /* A format. Fields appended in later minor versions follow the last one
