@@ -27,8 +27,9 @@ static const qb_option_decl opt_quant_rule = {
     .default_value = NULL,
     .help = "requantization rule: absmax/7, a scale search, per group the better of both, or "
             "weighted by activation statistics (--calibration/--imatrix; unset: weighted when "
-            "the run has them)",
-    .choices = "auto|absmax|search|keep|weighted",
+            "the run has them), or gptq: GPTQ error compensation through each linear's Hessian "
+            "(--calibration; weighted where there is none)",
+    .choices = "auto|absmax|search|keep|weighted|gptq",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
