@@ -16,6 +16,7 @@ import json
 
 import numpy as np
 import pytest
+from safetensors.numpy import load_file
 
 import _llamacpp_util as U
 
@@ -45,7 +46,9 @@ def convert(run_qb, src, out, *extra):
     run_qb("convert", "--source", src, "--output", out, "--progress", "none", "-q",
            "--group-size", str(GS), *extra)
     man = json.loads((out / "manifest.json").read_text())
-    return man, U.read_safetensors_dir(out)
+    # one file per layer, the same tensor names in each: {"layer_00.safetensors/NAME": array}
+    return man, {f.name + "/" + k: v for f in sorted(out.glob("*.safetensors"))
+                 for k, v in load_file(str(f)).items()}
 
 
 def decode(t, path):
@@ -106,11 +109,11 @@ def test_gptq_matches_reference_and_lowers_output_error(setup, tmp_path, run_qb)
     # v_proj: the GGUF's rows are HF's (only q/k are permuted by llama.cpp's converter)
     W = values["blk.0.attn_v.weight"]
     q_ref, w_ref = gptq_reference(W, H)
-    q_got, w_got = decode(t, "self_attn.v_proj")
+    q_got, w_got = decode(t, "layer_00.safetensors/self_attn.v_proj")
     same = (q_ref == q_got).mean()
     assert same >= 0.99, same
     e_got, e_ref = out_err(W, w_got, x), out_err(W, w_ref, x)
-    e_abs = out_err(W, decode(ta, "self_attn.v_proj")[1], x)
+    e_abs = out_err(W, decode(ta, "layer_00.safetensors/self_attn.v_proj")[1], x)
     print("v_proj ||(W-Q)X||^2: gptq %.6g, reference %.6g, absmax %.6g; codes equal %.4f"
           % (e_got, e_ref, e_abs, same))
     assert abs(e_got - e_ref) <= 0.02 * e_ref
@@ -118,7 +121,7 @@ def test_gptq_matches_reference_and_lowers_output_error(setup, tmp_path, run_qb)
     # q_proj multiplies the same input (one Hessian for q/k/v): rows in HF order here
     Wq = U.oracle_in_hf_order("blk.0.attn_q.weight", values["blk.0.attn_q.weight"])
     q_ref, _ = gptq_reference(Wq, H)
-    assert (decode(t, "self_attn.q_proj")[0] == q_ref).mean() >= 0.99
+    assert (decode(t, "layer_00.safetensors/self_attn.q_proj")[0] == q_ref).mean() >= 0.99
 
 
 def test_gptq_budget_passes_give_the_same_output(setup, tmp_path, run_qb):
