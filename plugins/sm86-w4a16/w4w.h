@@ -428,6 +428,10 @@ typedef struct w4w_item {
     /* LINEAR with act_order=permute over an act-order grid: stored column
      * c is source column perm[c] (input_permutation); owned, else NULL */
     int32_t *perm;
+    /* perm is GPTQ's act order (act_order=permute with quant_rule=gptq on a
+     * linear requantized anyway): columns by descending importance, the
+     * Hessian's diagonal; no grid is repacked through it */
+    int perm_gptq;
     /* first source row: a part of a fused source tensor (w4w_fused) starts
      * past the earlier parts; the parts of one source are consecutive
      * items */
@@ -545,5 +549,11 @@ qb_status w4w_group_choose(const qb_host *h, const qb_model_src *src, const w4w_
  * Returns what out's functions return, or a get_grid_info error. */
 qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_plan *p,
                         const qb_plan_sink *out);
+
+/* The action (QB_PLAN_EXACT / QB_PLAN_REQUANT) of linear item `it` under
+ * plan p and why (plan_emit.c). Returns QB_OK or a get_grid_info /
+ * tensor_info error. Single thread. */
+qb_status w4w_linear_action(const w4w_plan *p, const qb_model_src *src, const w4w_item *it,
+                            uint32_t *action, char *why, size_t wn);
 
 #endif /* W4W_H */

@@ -299,9 +299,10 @@ static qb_status gptq_setup(w4w_writer *w, w4w_item *it, w4w_job *j, char *why, 
     dead = NULL;
     j->rule = W4W_RULE_GPTQ;
     snprintf(it->rule, sizeof it->rule, "gptq: columns in %s order, each one's error "
-             "compensated through the inverse Hessian (%.80s, %llu tokens; damp %.2g of mean "
+             "compensated through the inverse Hessian (%.48s, %llu tokens; damp %.2g of mean "
              "diag, batches of %lld, %lld dead column(s))",
-             it->perm ? "stored (permuted)" : "source", info.origin ? info.origin : "?",
+             it->perm_gptq ? "descending-importance (act)"
+             : it->perm ? "stored (permuted)" : "source", info.origin ? info.origin : "?",
              (unsigned long long)info.n_tokens, W4W_GPTQ_PERCDAMP,
              (long long)w4w_gptq_block(j->gs), (long long)nd);
 out:
@@ -705,7 +706,9 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
         rc = w->src->tensor_info(w->src->handle, it->src, &ti);
         if (rc != QB_OK)
             goto out;
-        if (ti->has_grid && !it->view) {
+        if (it->perm_gptq) {
+            j.perm = it->perm; /* GPTQ's act order: requantized in stored order */
+        } else if (ti->has_grid && !it->view) {
             char why[200];
             memset(&gi, 0, sizeof gi);
             gi.struct_size = sizeof gi;

@@ -124,6 +124,38 @@ def test_gptq_matches_reference_and_lowers_output_error(setup, tmp_path, run_qb)
     assert (decode(t, "layer_00.safetensors/self_attn.q_proj")[0] == q_ref).mean() >= 0.99
 
 
+def test_gptq_act_order(setup, tmp_path, run_qb):
+    """act_order=permute: the columns stored by descending diag(H) (the reference code's
+    act_order) with <path>.perm, and GPTQ run in that order."""
+    src, values, text, x = setup
+    man, t = convert(run_qb, src, tmp_path / "ao", "--calibration", text,
+                     "--option", "quant_rule=gptq", "--option", "act_order=permute")
+    _, ta = convert(run_qb, src, tmp_path / "absmax", "--option", "quant_rule=absmax")
+    assert "input_permutation" in man["features"]
+    key = "layer_00.safetensors:self_attn.v_proj"
+    assert man["tensors"][key]["quant_rule"].startswith("gptq: columns in descending-importance")
+    H = x.T @ x / x.shape[0]
+    perm = t["layer_00.safetensors/self_attn.v_proj.perm"].astype(np.int64)
+    want = np.argsort(-np.diag(H), kind="stable")
+    # float32 (ours) against float64 (here) may swap columns of nearly equal importance
+    assert sorted(perm) == list(range(H.shape[0])) and (perm == want).mean() >= 0.95
+    d = np.diag(H)[perm]
+    assert np.all(d[:-1] >= d[1:] * (1 - 1e-5))
+    W = values["blk.0.attn_v.weight"][:, perm]
+    q_ref, w_ref = gptq_reference(W, H[np.ix_(perm, perm)])
+    q_got, w_got = decode(t, "layer_00.safetensors/self_attn.v_proj")
+    same = (q_ref == q_got).mean()
+    xp = x[:, perm]
+    e_got, e_ref = out_err(W, w_got, xp), out_err(W, w_ref, xp)
+    e_abs = out_err(values["blk.0.attn_v.weight"],
+                    decode(ta, "layer_00.safetensors/self_attn.v_proj")[1], x)
+    print("v_proj act order ||(W-Q)X||^2: gptq %.6g, reference %.6g, absmax %.6g; codes equal %.4f"
+          % (e_got, e_ref, e_abs, same))
+    assert same >= 0.99
+    assert abs(e_got - e_ref) <= 0.02 * e_ref
+    assert e_got < 0.9 * e_abs
+
+
 def test_gptq_budget_passes_give_the_same_output(setup, tmp_path, run_qb):
     """--hessian-budget 1 (MiB): ffn_down's 512 x 512 floats fill a pass alone, so the Hessians
     come from several calibration passes; the result must not change."""
