@@ -54,6 +54,12 @@ VARIANTS = {
     # group size auto chooses (32 for this source)
     "gptq, --calibration builtin": ("qb", ["--calibration", "builtin", "--option",
                                            "quant_rule=gptq"]),
+    "gptq, weighted scales, --calibration builtin": ("qb", ["--calibration", "builtin", "--option",
+                                                            "quant_rule=gptq", "--option",
+                                                            "gptq_scale=weighted"]),
+    "gptq, act order, --calibration builtin": ("qb", ["--calibration", "builtin", "--option",
+                                                      "quant_rule=gptq", "--option",
+                                                      "act_order=permute"]),
     "llama.cpp Q4_0": ("llama", "Q4_0", {}),
     "llama.cpp Q4_0, embeddings f16": ("llama", "Q4_0", {"embed_f16": True}),
     # the importance our --calibration builtin measured (saved by the variant above, which must

@@ -136,7 +136,7 @@ static int group_scale(const float *w, int64_t n, uint16_t *bits, float *s)
 }
 
 int w4w_gptq_rows(float *W, int64_t rows, int64_t cols, const float *U, const uint8_t *dead,
-                  int64_t gs, int8_t *q, uint16_t *scales, float *err)
+                  int64_t gs, const float *imp, int8_t *q, uint16_t *scales, float *err)
 {
     const int64_t B = w4w_gptq_block(gs), ng = (cols + gs - 1) / gs;
     int64_t r, c, i, i1, k;
@@ -156,9 +156,15 @@ int w4w_gptq_rows(float *W, int64_t rows, int64_t cols, const float *U, const ui
                 int v = 0;
                 if (i % gs == 0) {
                     int64_t n = i + gs < cols ? gs : cols - i;
-                    int grc = group_scale(w + i, n, &scales[r * ng + i / gs], &s);
+                    double ge;
+                    /* the weighted search writes codes for the group into
+                     * qr, overwritten column by column below */
+                    int grc = imp ? w4w_quant_group_weighted(w + i, imp + i, (size_t)n, qr + i,
+                                                             &scales[r * ng + i / gs], &ge)
+                                  : group_scale(w + i, n, &scales[r * ng + i / gs], &s);
                     if (grc)
                         return grc;
+                    s = qb_f16_to_f32(scales[r * ng + i / gs]);
                 } else if (i == i1) {
                     s = qb_f16_to_f32(scales[r * ng + i / gs]);
                 }

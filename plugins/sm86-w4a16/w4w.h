@@ -372,11 +372,12 @@ int w4w_gptq_prepare(float *H, int64_t n, double percdamp, float *U, uint8_t *de
 /* GPTQ of rows W[rows][cols] (changed: the updated weights) with U from
  * w4w_gptq_prepare over the same column order, groups of gs contiguous
  * columns: codes q[rows][cols] in [-8, 7], fp16 scales[rows][ceil(cols /
- * gs)] (absmax / 7 of the group's updated weights), err[rows *
+ * gs)] (absmax / 7 of the group's updated weights, or with imp[cols] (the
+ * Hessian's diagonal) w4w_quant_group_weighted's scale for them), err[rows *
  * w4w_gptq_block(gs)] scratch. Returns 0, W4W_EQUANT_NONFINITE or
  * W4W_EQUANT_OVERFLOW. Pure, thread-safe. */
 int w4w_gptq_rows(float *W, int64_t rows, int64_t cols, const float *U, const uint8_t *dead,
-                  int64_t gs, int8_t *q, uint16_t *scales, float *err);
+                  int64_t gs, const float *imp, int8_t *q, uint16_t *scales, float *err);
 
 /* ---- packing ----------------------------------------------------------- */
 
@@ -448,6 +449,7 @@ typedef struct w4w_options {
     w4w_rule rule;
     int rule_explicit;      /* quant_rule given: used even with activation statistics */
     int act_order_permute;
+    int gptq_weighted;      /* gptq_scale=weighted */
     int quantized_head;
     int group_auto;         /* group_size "auto" (the default): chosen by w4w_group_choose */
     char group_reason[1024];/* why group_size (plan setting, manifest); "" before the choice */

@@ -90,6 +90,7 @@ typedef struct w4w_job {
     w4w_rule rule;          /* the rule of this linear's requantized groups */
     float *U;               /* GPTQ: [cols * cols] upper Cholesky factor of H^-1 (gptq.c) */
     uint8_t *dead;          /* GPTQ: [cols] columns no input used */
+    float *gimp;            /* GPTQ with gptq_scale=weighted: diag H in stored order */
 } w4w_job;
 
 static const char *src_path(const w4w_writer *w)
@@ -281,6 +282,15 @@ static qb_status gptq_setup(w4w_writer *w, w4w_item *it, w4w_job *j, char *why, 
         U = H;
         H = P;
     }
+    if (w->plan->opt.gptq_weighted) {
+        j->gimp = qbk_malloc((size_t)n * sizeof *j->gimp);
+        if (!j->gimp) {
+            rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+            goto out;
+        }
+        for (a = 0; a < n; a++)
+            j->gimp[a] = H[a * n + a];
+    }
     g = w4w_gptq_prepare(H, n, W4W_GPTQ_PERCDAMP, U, dead, &nd);
     if (g == W4W_GPTQ_NOMEM) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for GPTQ (%lld columns)",
@@ -300,11 +310,12 @@ static qb_status gptq_setup(w4w_writer *w, w4w_item *it, w4w_job *j, char *why, 
     j->rule = W4W_RULE_GPTQ;
     snprintf(it->rule, sizeof it->rule, "gptq: columns in %s order, each one's error "
              "compensated through the inverse Hessian (%.48s, %llu tokens; damp %.2g of mean "
-             "diag, batches of %lld, %lld dead column(s))",
+             "diag, batches of %lld, %lld dead column(s)%s)",
              it->perm_gptq ? "descending-importance (act)"
              : it->perm ? "stored (permuted)" : "source", info.origin ? info.origin : "?",
              (unsigned long long)info.n_tokens, W4W_GPTQ_PERCDAMP,
-             (long long)w4w_gptq_block(j->gs), (long long)nd);
+             (long long)w4w_gptq_block(j->gs), (long long)nd,
+             j->gimp ? "; weighted scales" : "");
 out:
     qbk_free(H);
     qbk_free(U);
@@ -446,8 +457,8 @@ static qb_status gptq_block(w4w_job *j, w4w_slot *s)
     for (r = 0; r < s->n; r++)
         for (c = 0; c < cols; c++)
             s->gw[r * cols + c] = s->w[r * cols + (j->perm ? j->perm[c] : c)];
-    g = w4w_gptq_rows(s->gw, s->n, cols, j->U, j->dead, j->gs, s->gq, j->scales + s->row0 * j->ng,
-                      s->gerr);
+    g = w4w_gptq_rows(s->gw, s->n, cols, j->U, j->dead, j->gs, j->gimp, s->gq,
+                      j->scales + s->row0 * j->ng, s->gerr);
     if (g == W4W_EQUANT_NONFINITE)
         return w->h->set_error(w->h, QB_E_FORMAT, "%s: %s: rows %lld..%lld: NaN or infinity "
                                "(in the weights or after GPTQ's updates)", src_path(w), it->name,
@@ -830,6 +841,7 @@ out:
     qbk_free(j.imp);
     qbk_free(j.U);
     qbk_free(j.dead);
+    qbk_free(j.gimp);
     return rc;
 }
 
@@ -939,6 +951,14 @@ static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_opt
                                 "%s: option quant_rule must be auto|absmax|search|keep|weighted|gptq",
                                 W4W_PLUGIN_NAME);
         o->rule_explicit = 1;
+    }
+    if ((p = qb_param_find(params, "gptq_scale")) && p->is_set) {
+        const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;
+        if (v && strcmp(v, "weighted") == 0)
+            o->gptq_weighted = 1;
+        else if (!v || strcmp(v, "absmax") != 0)
+            return h->set_error(h, QB_E_INVALID, "%s: option gptq_scale must be absmax|weighted",
+                                W4W_PLUGIN_NAME);
     }
     if ((p = qb_param_find(params, "act_order")) && p->is_set) {
         const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;

@@ -192,7 +192,7 @@ START_TEST(test_gptq_matches_plain_and_beats_absmax)
     memcpy(Wg, W, sizeof W);
     ck_assert_int_eq(w4w_gptq_block(GS), 128);
     ck_assert_int_eq(w4w_gptq_prepare(Hf, N, 0.01, U, dead, &nd), 0);
-    ck_assert_int_eq(w4w_gptq_rows(Wg, ROWS, N, U, dead, GS, q, sc, err), 0);
+    ck_assert_int_eq(w4w_gptq_rows(Wg, ROWS, N, U, dead, GS, NULL, q, sc, err), 0);
     ref_factor(Hd, N, R);
     for (r = 0; r < ROWS; r++) {
         for (a = 0; a < N; a++)
@@ -218,6 +218,19 @@ START_TEST(test_gptq_matches_plain_and_beats_absmax)
     fprintf(stderr, "output error: gptq %.6g, plain reference %.6g, absmax %.6g\n", eg, er, ea);
     ck_assert_msg(fabs(eg - er) <= 0.02 * er, "gptq %g vs plain %g", eg, er);
     ck_assert_msg(eg < 0.8 * ea, "gptq %g not below absmax %g", eg, ea);
+    {
+        /* gptq_scale=weighted: the scales from the weighted search over the
+         * updated weights, the Hessian's diagonal as importance */
+        static float imp[N];
+        double ew;
+        for (a = 0; a < N; a++)
+            imp[a] = (float)Hd[a * N + a];
+        memcpy(Wg, W, sizeof W);
+        ck_assert_int_eq(w4w_gptq_rows(Wg, ROWS, N, U, dead, GS, imp, q, sc, err), 0);
+        ew = out_err(W, q, sc, ROWS, N, GS, Hd);
+        fprintf(stderr, "output error, weighted scales: %.6g\n", ew);
+        ck_assert_msg(ew < 0.8 * ea, "gptq weighted %g not below absmax %g", ew, ea);
+    }
 }
 END_TEST
 
@@ -242,7 +255,7 @@ START_TEST(test_gptq_dead_column)
     ck_assert_int_eq(w4w_gptq_prepare(Hf, N, 0.01, U, dead, &nd), 0);
     ck_assert_int_eq(nd, 1);
     ck_assert_int_eq(dead[5], 1);
-    ck_assert_int_eq(w4w_gptq_rows(W, 1, N, U, dead, GS, q, sc, err), 0);
+    ck_assert_int_eq(w4w_gptq_rows(W, 1, N, U, dead, GS, NULL, q, sc, err), 0);
     ck_assert_int_eq(q[5], 0);
     ck_assert(qb_f16_to_f32(sc[0]) < 10.0f / 7.0f);
 }
