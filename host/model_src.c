@@ -85,7 +85,7 @@ static qb_status src_read_rows(void *h, size_t index, int64_t row0, int64_t n_ro
 }
 
 /* The tensor offers a grid: an integer one, or a float-coded one
- * (qb_tensor_info.grid_codes, ABI 1.3) that the reader itself refuses to a
+ * (qb_tensor_info.grid_codes, ABI 1.4) that the reader itself refuses to a
  * caller who does not accept its kind. */
 static int offers_grid(const qb_tensor_info *t)
 {

@@ -603,7 +603,41 @@ typedef struct qbh_actstats {
     int64_t *cols;     /* [n_tensors] */
     uint64_t *tokens;  /* [n_tensors] */
     char *origin;      /* "calibration FILE", "imatrix FILE" */
+    /* The Hessian (qb_stats_api.hessian), collected on the first request
+     * by hess_pass from the calibration tokens; NULL (imatrix): none. */
+    struct qbh_hess *hess;
 } qbh_actstats;
+
+/* Per-run state of the Hessian service (stats.c serves it, the calibration
+ * code fills it: host/cli/hessian.c). */
+typedef struct qbh_hess {
+    pthread_mutex_t lock;
+    int64_t *ids;       /* the calibration tokens (owned) */
+    size_t n_ids;
+    uint64_t budget;    /* bytes of matrices held at once during a pass */
+    char *spill_dir;    /* directory of the temporary file (owned), or NULL: $TMPDIR */
+    /* Fills fd, off and tokens for every covered tensor of s; called once,
+     * under lock, on the first request. QB_OK or an error (message set). */
+    qb_status (*pass)(struct qbh_source *s, struct qbh_hess *hs);
+    int done;           /* pass ran */
+    qb_status rc;       /* its result */
+    char *msg;          /* its message when rc != QB_OK (owned) */
+    int fd;             /* the spill file (unlinked), -1 none */
+    int64_t *off;       /* [n_tensors]: byte offset in fd, -1 none */
+    int64_t *cols;      /* [n_tensors]: n of the matrix */
+    uint64_t *tokens;   /* [n_tensors] */
+    uint8_t *refused;   /* [n_tensors]: 1 when n * n floats exceed budget */
+    uint64_t bytes;     /* spill file size */
+    unsigned passes;    /* forward passes run */
+} qbh_hess;
+
+/* A Hessian state for n tensors over ids[0..n_ids) (copied), budget in
+ * bytes, spill_dir (copied, may be NULL), pass as above. NULL on no memory. */
+qbh_hess *qbh_hess_new(size_t n_tensors, const int64_t *ids, size_t n_ids, uint64_t budget,
+                       const char *spill_dir,
+                       qb_status (*pass)(struct qbh_source *s, struct qbh_hess *hs));
+/* Frees it (closing the spill file); NULL is a no-op. */
+void qbh_hess_free(qbh_hess *hs);
 
 /* A zeroed table for n tensors with origin (copied). NULL on no memory. */
 qbh_actstats *qbh_actstats_new(size_t n_tensors, const char *origin);

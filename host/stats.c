@@ -7,9 +7,11 @@
  */
 #include "qbh.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <glib.h>
 
@@ -32,11 +34,60 @@ qbh_actstats *qbh_actstats_new(size_t n_tensors, const char *origin)
     return a;
 }
 
+qbh_hess *qbh_hess_new(size_t n_tensors, const int64_t *ids, size_t n_ids, uint64_t budget,
+                       const char *spill_dir,
+                       qb_status (*pass)(struct qbh_source *s, struct qbh_hess *hs))
+{
+    size_t n = n_tensors ? n_tensors : 1, i;
+    qbh_hess *hs = qbh_calloc(1, sizeof *hs);
+    if (!hs)
+        return NULL;
+    pthread_mutex_init(&hs->lock, NULL);
+    hs->fd = -1;
+    hs->budget = budget;
+    hs->pass = pass;
+    hs->n_ids = n_ids;
+    hs->ids = qbh_calloc(n_ids ? n_ids : 1, sizeof *hs->ids);
+    hs->off = qbh_calloc(n, sizeof *hs->off);
+    hs->cols = qbh_calloc(n, sizeof *hs->cols);
+    hs->tokens = qbh_calloc(n, sizeof *hs->tokens);
+    hs->refused = qbh_calloc(n, sizeof *hs->refused);
+    hs->spill_dir = spill_dir ? qbh_strdup(spill_dir) : NULL;
+    if (!hs->ids || !hs->off || !hs->cols || !hs->tokens || !hs->refused ||
+        (spill_dir && !hs->spill_dir)) {
+        qbh_hess_free(hs);
+        return NULL;
+    }
+    if (n_ids)
+        memcpy(hs->ids, ids, n_ids * sizeof *ids);
+    for (i = 0; i < n; i++)
+        hs->off[i] = -1;
+    return hs;
+}
+
+void qbh_hess_free(qbh_hess *hs)
+{
+    if (!hs)
+        return;
+    if (hs->fd >= 0)
+        close(hs->fd);
+    pthread_mutex_destroy(&hs->lock);
+    qbh_free(hs->ids);
+    qbh_free(hs->off);
+    qbh_free(hs->cols);
+    qbh_free(hs->tokens);
+    qbh_free(hs->refused);
+    qbh_free(hs->spill_dir);
+    qbh_free(hs->msg);
+    qbh_free(hs);
+}
+
 void qbh_actstats_free(qbh_actstats *a)
 {
     size_t i;
     if (!a)
         return;
+    qbh_hess_free(a->hess);
     for (i = 0; a->mean && i < a->n_tensors; i++)
         qbh_free(a->mean[i]);
     qbh_free(a->mean);
@@ -151,12 +202,79 @@ static qb_status svc_importance(const qb_host *h, const qb_model_src *src, size_
     return QB_OK;
 }
 
+static qb_status svc_hessian(const qb_host *h, const qb_model_src *src, size_t tensor,
+                             float *out, int64_t n, qb_stats_info *info)
+{
+    qbh_source *s = source_of(src);
+    const qbh_actstats *a;
+    qbh_hess *hs;
+    size_t want, got = 0;
+    qb_status rc;
+    (void)h;
+    if (!out)
+        return qbh_error_set(QB_E_INVALID, "stats.hessian: out NULL");
+    if (!s)
+        return QB_E_NOT_FOUND;
+    if (tensor >= s->info.n_tensors)
+        return qbh_error_set(QB_E_RANGE, "%s: tensor index %zu outside [0, %zu)", s->path,
+                             tensor, s->info.n_tensors);
+    a = s->act;
+    /* an imatrix file has only the diagonal: no Hessian */
+    if (!a || !a->hess || tensor >= a->n_tensors || !a->mean[tensor])
+        return QB_E_NOT_FOUND;
+    if (n != a->cols[tensor])
+        return qbh_error_set(QB_E_MISMATCH, "%s: %s: Hessian of %lld columns asked, the "
+                             "statistics have %lld", s->path, s->tensors[tensor].name,
+                             (long long)n, (long long)a->cols[tensor]);
+    hs = a->hess;
+    pthread_mutex_lock(&hs->lock);
+    if (!hs->done) {
+        hs->rc = hs->pass(s, hs);
+        hs->done = 1;
+        if (hs->rc != QB_OK)
+            hs->msg = qbh_strdup(qbh_error_message());
+    }
+    pthread_mutex_unlock(&hs->lock);
+    if (hs->rc != QB_OK)
+        return qbh_error_set(hs->rc, "%s", hs->msg ? hs->msg : "Hessian pass failed");
+    if (hs->refused[tensor])
+        return qbh_error_set(QB_E_UNSUPPORTED, "%s: %s: its Hessian (%lld x %lld floats, %.1f "
+                             "MiB) exceeds the Hessian budget of %.1f MiB (convert "
+                             "--hessian-budget)", s->path, s->tensors[tensor].name,
+                             (long long)n, (long long)n,
+                             (double)n * (double)n * 4.0 / 1048576.0,
+                             (double)hs->budget / 1048576.0);
+    if (hs->off[tensor] < 0)
+        return QB_E_NOT_FOUND;
+    if (hs->cols[tensor] != n)
+        return qbh_error_set(QB_E_INTERNAL, "%s: %s: Hessian collected with %lld columns",
+                             s->path, s->tensors[tensor].name, (long long)hs->cols[tensor]);
+    want = (size_t)n * (size_t)n * sizeof *out;
+    while (got < want) {
+        ssize_t r = pread(hs->fd, (char *)out + got, want - got, (off_t)hs->off[tensor] + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return qbh_error_set(QB_E_IO, "%s: %s: reading its Hessian from the temporary "
+                                 "file: %s", s->path, s->tensors[tensor].name,
+                                 r < 0 ? strerror(errno) : "short read");
+        got += (size_t)r;
+    }
+    if (info && info->struct_size >= QB_STATS_INFO_SIZE_1_3) {
+        info->n_tokens = hs->tokens[tensor];
+        info->origin = a->origin;
+    }
+    rc = QB_OK;
+    return rc;
+}
+
 const qb_stats_api *qbh_stats_api(void)
 {
     static const qb_stats_api api = {
         .struct_size = sizeof(qb_stats_api),
         .scale_block = svc_scale_block,
         .importance = svc_importance,
+        .hessian = svc_hessian,
     };
     return &api;
 }

@@ -50,6 +50,16 @@ VARIANTS = {
                                               "{work}/calib.dat"]),
     "weighted g128, --calibration builtin": ("qb", ["--group-size", "128", "--calibration",
                                                     "builtin"]),
+    # GPTQ (quant_rule=gptq, plugins/sm86-w4a16/gptq.c) on the Hessians of the same text; the
+    # group size auto chooses (32 for this source)
+    "gptq, --calibration builtin": ("qb", ["--calibration", "builtin", "--option",
+                                           "quant_rule=gptq"]),
+    "gptq, weighted scales, --calibration builtin": ("qb", ["--calibration", "builtin", "--option",
+                                                            "quant_rule=gptq", "--option",
+                                                            "gptq_scale=weighted"]),
+    "gptq, act order, --calibration builtin": ("qb", ["--calibration", "builtin", "--option",
+                                                      "quant_rule=gptq", "--option",
+                                                      "act_order=permute"]),
     "llama.cpp Q4_0": ("llama", "Q4_0", {}),
     "llama.cpp Q4_0, embeddings f16": ("llama", "Q4_0", {"embed_f16": True}),
     # the importance our --calibration builtin measured (saved by the variant above, which must

@@ -24,9 +24,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Tokens per calibration sequence: attention costs grow with its square,
- * and llama.cpp's imatrix tool defaults to chunks of 512. */
-#define QBH_CALIB_SEQ 256
 
 typedef struct calib {
     const qbh_source *s;
@@ -73,41 +70,21 @@ static void calib_free(calib *c, size_t n)
     qbh_free(c->count);
 }
 
-qb_status qbh_calibrate_ids(qbh_source *s, const int64_t *ids, size_t n_ids, const char *origin,
-                            qbh_actstats **out)
+qb_status qbh_calibrate_run(qbh_source *s, const int64_t *ids, size_t n_ids,
+                            const qbh_fwd_observer *ob)
 {
-    const size_t n = s->info.n_tensors;
     const qb_host *h = qbh_services_named("calibration");
-    qbh_fwd_observer ob;
     qbh_fwd_model fm;
-    qbh_actstats *a = NULL;
-    calib c;
-    int64_t *seq = NULL;
-    size_t pos, i;
+    int64_t *seq = qbh_calloc(QBH_CALIB_SEQ, sizeof *seq);
+    size_t pos;
     qb_status rc = QB_OK;
 
-    *out = NULL;
-    memset(&c, 0, sizeof c);
-    c.s = s;
-    c.sum = qbh_calloc(n ? n : 1, sizeof *c.sum);
-    c.cols = qbh_calloc(n ? n : 1, sizeof *c.cols);
-    c.count = qbh_calloc(n ? n : 1, sizeof *c.count);
-    seq = qbh_calloc(QBH_CALIB_SEQ, sizeof *seq);
-    if (!c.sum || !c.cols || !c.count || !seq) {
-        rc = qbh_error_set(QB_E_NOMEM, "calibration: out of memory");
-        goto done;
-    }
-    if (n_ids < 2) {
-        rc = qbh_error_set(QB_E_INVALID, "%s: the calibration text gives %zu token(s)", origin,
-                           n_ids);
-        goto done;
-    }
-    ob.fn = observe;
-    ob.ctx = &c;
+    if (!seq)
+        return qbh_error_set(QB_E_NOMEM, "calibration: out of memory");
     memset(&fm, 0, sizeof fm);
     fm.host = h;
     fm.src = &s->src;
-    fm.observe = &ob;
+    fm.observe = ob;
     fm.no_head = 1;
     /* ids[0] (the template's BOS) starts every sequence */
     for (pos = 1; pos < n_ids && rc == QB_OK;) {
@@ -120,10 +97,43 @@ qb_status qbh_calibrate_ids(qbh_source *s, const int64_t *ids, size_t n_ids, con
         rc = qbh_forward(&fm, seq, k, &logits, &vocab);
         h->free(h, logits);
     }
-    if (rc)
+    qbh_free(seq);
+    return rc;
+}
+
+qb_status qbh_calibrate_ids(qbh_source *s, const int64_t *ids, size_t n_ids, const char *origin,
+                            qbh_actstats **out)
+{
+    const size_t n = s->info.n_tensors;
+    qbh_fwd_observer ob;
+    qbh_actstats *a = NULL;
+    calib c;
+    size_t i;
+    qb_status rc = QB_OK;
+
+    *out = NULL;
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.sum = qbh_calloc(n ? n : 1, sizeof *c.sum);
+    c.cols = qbh_calloc(n ? n : 1, sizeof *c.cols);
+    c.count = qbh_calloc(n ? n : 1, sizeof *c.count);
+    if (!c.sum || !c.cols || !c.count) {
+        rc = qbh_error_set(QB_E_NOMEM, "calibration: out of memory");
+        goto done;
+    }
+    if (n_ids < 2) {
+        rc = qbh_error_set(QB_E_INVALID, "%s: the calibration text gives %zu token(s)", origin,
+                           n_ids);
+        goto done;
+    }
+    ob.fn = observe;
+    ob.ctx = &c;
+    if ((rc = qbh_calibrate_run(s, ids, n_ids, &ob)))
         goto done;
     a = qbh_actstats_new(n, origin);
-    if (!a) {
+    if (a)
+        a->hess = qbh_hess_new(n, ids, n_ids, QBH_HESS_BUDGET_DEFAULT, NULL, qbh_hessian_pass);
+    if (!a || !a->hess) {
         rc = qbh_error_set(QB_E_NOMEM, "calibration: out of memory");
         goto done;
     }
@@ -146,7 +156,6 @@ qb_status qbh_calibrate_ids(qbh_source *s, const int64_t *ids, size_t n_ids, con
 done:
     qbh_actstats_free(a);
     calib_free(&c, n);
-    qbh_free(seq);
     return rc;
 }
 

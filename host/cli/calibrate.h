@@ -8,6 +8,7 @@
 #define QBH_CALIBRATE_H
 
 #include "qbh.h"
+#include "model.h"
 
 /* Statistics of source s over the token ids[0..n_ids) (calibrate.c):
  * sequences of 256 tokens, each led by ids[0], through the CPU forward
@@ -17,6 +18,26 @@
  * QB_E_NOMEM; *out NULL then. Main thread; uses the pool. */
 qb_status qbh_calibrate_ids(qbh_source *s, const int64_t *ids, size_t n_ids, const char *origin,
                             qbh_actstats **out);
+
+/* Tokens per calibration sequence: attention costs grow with its square,
+ * and llama.cpp's imatrix tool defaults to chunks of 512. */
+#define QBH_CALIB_SEQ 256
+
+/* The Hessian budget without `convert --hessian-budget`: 1 GiB of float32
+ * matrices at once (Gemma 3 270M needs 0.5 GiB in one pass). */
+#define QBH_HESS_BUDGET_DEFAULT ((uint64_t)1 << 30)
+
+/* One calibration pass: ids[0..n_ids) cut into sequences of QBH_CALIB_SEQ
+ * tokens, each led by ids[0], through the CPU forward pass without the head,
+ * every linear's input shown to ob. Errors: the forward pass's, QB_E_NOMEM.
+ * Main thread; uses the pool. */
+qb_status qbh_calibrate_run(qbh_source *s, const int64_t *ids, size_t n_ids,
+                            const qbh_fwd_observer *ob);
+
+/* qbh_hess.pass (hessian.c): the Hessian of every linear covered by s's
+ * statistics, by as many calibration passes as the budget needs, spilled
+ * to a temporary file. docs/fidelity.md, "GPTQ". */
+qb_status qbh_hessian_pass(qbh_source *s, qbh_hess *hs);
 
 /* `--calibration what`: "builtin" (qbh_calib_builtin_text) or a UTF-8
  * text file (at most 64 MiB), encoded with tokenizer_dir's tokenizer.json

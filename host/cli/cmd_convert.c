@@ -17,6 +17,8 @@
 #include <quantbridge/qb_w4a16.h>
 
 #include <getopt.h>
+
+#include <glib.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,6 +38,7 @@ typedef struct convert_args {
     const char *calibration; /* --calibration FILE|builtin, or NULL */
     const char *imatrix;     /* --imatrix FILE, or NULL */
     const char *save_imatrix; /* --save-imatrix FILE, or NULL */
+    uint64_t hess_budget;    /* --hessian-budget MIB in bytes, 0: the default */
     qbh_actstats *act;       /* what either gave, attached to the source */
 } convert_args;
 
@@ -78,6 +81,12 @@ static void usage(FILE *f)
             "                        (its GGUF form or the legacy .dat of llama-imatrix)\n"
             "  --save-imatrix FILE   also write those statistics to FILE as a legacy\n"
             "                        llama.cpp imatrix (.dat), stored tensor names\n"
+            "  --hessian-budget MIB  with --calibration, when the writer asks for each\n"
+            "                        linear's Hessian (sm86-w4a16 quant_rule=gptq): at most\n"
+            "                        MIB MiB of float32 matrices held at once (default 1024;\n"
+            "                        more calibration passes when they do not fit; a linear\n"
+            "                        whose own matrix exceeds it gets none). The matrices\n"
+            "                        wait in a temporary file beside --output\n"
             "  --overwrite           replace an existing non-empty output at the end\n"
             "  --verify              afterwards read the output back and compare it with the\n"
             "                        source (as `quantbridge verify`, default rule) and\n"
@@ -157,6 +166,15 @@ static qb_status prepare_stats(void *ctx, qbh_source *src)
     if (rc)
         return rc;
     src->act = a->act;
+    if (a->act->hess) {
+        gchar *dir = a->output ? g_path_get_dirname(a->output) : NULL;
+        if (a->hess_budget)
+            a->act->hess->budget = a->hess_budget;
+        a->act->hess->spill_dir = dir ? qbh_strdup(dir) : NULL;
+        g_free(dir);
+        if (dir && !a->act->hess->spill_dir)
+            return qbh_error_set(QB_E_NOMEM, "out of memory");
+    }
     if (a->save_imatrix && (rc = qbh_imatrix_save(src, a->act, a->save_imatrix)))
         return rc;
     if (!a->quiet)
@@ -273,6 +291,7 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         {"calibration", required_argument, NULL, 'c'},
         {"imatrix", required_argument, NULL, 'I'},
         {"save-imatrix", required_argument, NULL, 'S'},
+        {"hessian-budget", required_argument, NULL, 'H'},
         {"overwrite", no_argument, NULL, 'W'},
         {"verify", no_argument, NULL, 'y'},
         {"dry-run", no_argument, NULL, 'n'},
@@ -317,6 +336,18 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
         case 'c': a.calibration = optarg; break;
         case 'I': a.imatrix = optarg; break;
         case 'S': a.save_imatrix = optarg; break;
+        case 'H': {
+            char *end = NULL;
+            long long mib = strtoll(optarg, &end, 10);
+            if (end == optarg || *end || mib < 1 || mib > (1LL << 30)) {
+                fprintf(stderr, "quantbridge: error: --hessian-budget %s: expected a number of "
+                        "MiB, 1 or more\n", optarg);
+                rc = QBH_EXIT_USAGE;
+                goto done;
+            }
+            a.hess_budget = (uint64_t)mib << 20;
+            break;
+        }
         case 'W': a.overwrite = 1; break;
         case 'y': a.verify = 1; break;
         case 'n': a.dry_run = 1; break;
@@ -378,6 +409,12 @@ int qbh_cmd_convert(int argc, char **argv, qbh_common *co)
     if (a.save_imatrix && !a.calibration && !a.imatrix) {
         fprintf(stderr, "quantbridge: error: convert: --save-imatrix needs --calibration or "
                 "--imatrix\n");
+        rc = QBH_EXIT_USAGE;
+        goto done;
+    }
+    if (a.hess_budget && !a.calibration) {
+        fprintf(stderr, "quantbridge: error: convert: --hessian-budget needs --calibration (an "
+                "imatrix holds no Hessian)\n");
         rc = QBH_EXIT_USAGE;
         goto done;
     }

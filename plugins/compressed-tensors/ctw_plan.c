@@ -127,7 +127,7 @@ static int grid_fits(const qb_grid_info *gi, qb_dtype dt, int act_gidx, ctw_item
     return 1;
 }
 
-/* The tensor offers a grid: integer, or float-coded (ABI 1.3). */
+/* The tensor offers a grid: integer, or float-coded (ABI 1.4). */
 static int offers_grid(const qb_tensor_info *ti)
 {
     return ti->has_grid || (QB_HAS_FIELD(ti, qb_tensor_info, grid_codes) &&

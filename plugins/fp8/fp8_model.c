@@ -384,7 +384,7 @@ static void fp8_describe(const qb_streader *r, size_t i, qb_streader_tensor *out
     if (t->kind != FP8_K_DENSE) {
         out->encoding = ((const fp8_model *)r->model)->enc[t->kind];
         out->stored[1] = t->scale;
-        /* the e4m3 bytes and their scales as a float-coded grid (ABI 1.3):
+        /* the e4m3 bytes and their scales as a float-coded grid (ABI 1.4):
          * read_rows' value is that code times its scale, one product */
         if (t->w->dtype == QB_DT_F8_E4M3)
             out->grid_codes = QB_CODES_BIT(QB_CODE_F8_E4M3);

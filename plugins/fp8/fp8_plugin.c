@@ -6,7 +6,7 @@
  * directory and presents every FP8 linear as a dense float32 `<m>.weight`
  * [out, in]. FP8 has no uniform integer grid: a W4A16 writer requantizes
  * from the dense values; e4m3 weights offer their bytes and scales as a
- * float-coded grid (qb_tensor.h, ABI 1.3) to a writer that accepts it, so
+ * float-coded grid (qb_tensor.h, ABI 1.4) to a writer that accepts it, so
  * the compressed-tensors writer keeps them. The reader vtable is
  * the reader base library's (qb_streader.h) around fp8_class.
  */

@@ -231,6 +231,75 @@ out:
     return rc;
 }
 
+typedef struct imp_col {
+    float v;
+    int32_t c;
+} imp_col;
+
+/* Descending importance, ties in column order: a stable, total order. */
+static int imp_desc(const void *x, const void *y)
+{
+    const imp_col *a = x, *b = y;
+    if (a->v != b->v)
+        return a->v > b->v ? -1 : 1;
+    return a->c < b->c ? -1 : a->c > b->c;
+}
+
+/* act_order=permute with quant_rule=gptq: GPTQ's act order (its reference
+ * code's act_order / desc_act) for a linear the plan requantizes anyway (an
+ * exact one keeps its codes): columns by descending diag(H), which is the
+ * importance (mean x^2, qb_stats_api.importance), stored in that order
+ * with <base>.perm, so groups gather columns of like importance and the
+ * most important are quantized first, while the most columns remain to
+ * take their error. Sets it->perm or leaves it NULL (no statistics). */
+static qb_status plan_gptq_perm(builder *b, w4w_item *it)
+{
+    const qb_host *h = b->h;
+    uint32_t action = 0;
+    char why[512];
+    float *imp = NULL;
+    imp_col *ic = NULL;
+    int32_t *perm = NULL;
+    int64_t c;
+    qb_status rc;
+
+    if (it->view || !QB_HAS_FIELD(h, qb_host, stats) || !h->stats)
+        return QB_OK;
+    rc = w4w_linear_action(b->p, b->src, it, &action, why, sizeof why);
+    if (rc != QB_OK || action == QB_PLAN_EXACT)
+        return rc;
+    imp = qbk_malloc((size_t)it->cols * sizeof *imp);
+    ic = qbk_malloc((size_t)it->cols * sizeof *ic);
+    perm = qbk_malloc((size_t)it->cols * sizeof *perm);
+    if (!imp || !ic || !perm) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", b->sp, it->name);
+        goto out;
+    }
+    rc = h->stats->importance(h, b->src, it->src, imp, it->cols, NULL);
+    if (rc == QB_E_NOT_FOUND) {
+        rc = QB_OK;
+        goto out;
+    }
+    if (rc != QB_OK)
+        goto out;
+    for (c = 0; c < it->cols; c++) {
+        ic[c].v = imp[c];
+        ic[c].c = (int32_t)c;
+    }
+    qsort(ic, (size_t)it->cols, sizeof *ic, imp_desc);
+    for (c = 0; c < it->cols; c++)
+        perm[c] = ic[c].c;
+    it->perm = perm;
+    it->perm_gptq = 1;
+    perm = NULL;
+    b->p->has_perm = 1;
+out:
+    qbk_free(imp);
+    qbk_free(ic);
+    qbk_free(perm);
+    return rc;
+}
+
 /* A linear: <base>.packed U8 [rows, ceil(cols/2)], <base>.scales F16
  * [rows, ceil(cols/group_size)], with act_order=permute possibly
  * <base>.perm I32 [cols]; manifest key "<file>:<base>". With rows >= 0 the
@@ -265,6 +334,8 @@ static qb_status plan_linear(builder *b, size_t src, const char *base, int64_t r
     if (rc != QB_OK || !p->opt.act_order_permute)
         return rc;
     rc = plan_perm(b, it);
+    if (rc == QB_OK && !it->perm && p->opt.rule == W4W_RULE_GPTQ)
+        rc = plan_gptq_perm(b, it);
     if (rc != QB_OK || !it->perm)
         return rc;
     snprintf(name, sizeof name, "%s.perm", base);

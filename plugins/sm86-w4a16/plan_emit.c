@@ -24,8 +24,8 @@ static const char *dtype_text(qb_dtype d)
 }
 
 /* Action and reason of a linear item. */
-static qb_status linear_action(const w4w_plan *p, const qb_model_src *src, const w4w_item *it,
-                               uint32_t *action, char *why, size_t wn)
+qb_status w4w_linear_action(const w4w_plan *p, const qb_model_src *src, const w4w_item *it,
+                            uint32_t *action, char *why, size_t wn)
 {
     const qb_tensor_info *ti = NULL;
     qb_grid_info gi;
@@ -37,6 +37,11 @@ static qb_status linear_action(const w4w_plan *p, const qb_model_src *src, const
     if (rc != QB_OK)
         return rc;
     *action = QB_PLAN_REQUANT;
+    if (it->perm_gptq) {
+        snprintf(why, wn, "%s: requantized by GPTQ in descending-importance column order "
+                 "(input_permutation), group size %lld", it->source_encoding, (long long)gs);
+        return QB_OK;
+    }
     if (!ti->has_grid || it->view) { /* a fused expert part: no grid view (w4w_item) */
         snprintf(why, wn, "dense %s: quantized to int4, group size %lld", it->source_encoding,
                  (long long)gs);
@@ -122,7 +127,7 @@ qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_pla
             return rc;
         switch (it->kind) {
         case W4W_ITEM_LINEAR:
-            rc = linear_action(p, src, it, &e.action, why, sizeof why);
+            rc = w4w_linear_action(p, src, it, &e.action, why, sizeof why);
             if (rc == QB_E_NOMEM)
                 return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", W4W_PLUGIN_NAME,
                                     it->name);

@@ -27,8 +27,9 @@ static const qb_option_decl opt_quant_rule = {
     .default_value = NULL,
     .help = "requantization rule: absmax/7, a scale search, per group the better of both, or "
             "weighted by activation statistics (--calibration/--imatrix; unset: weighted when "
-            "the run has them)",
-    .choices = "auto|absmax|search|keep|weighted",
+            "the run has them), or gptq: GPTQ error compensation through each linear's Hessian "
+            "(--calibration; weighted where there is none)",
+    .choices = "auto|absmax|search|keep|weighted|gptq",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
@@ -39,8 +40,21 @@ static const qb_option_decl opt_act_order = {
     .type = QB_PARAM_STRING,
     .default_value = "requant",
     .help = "act-order grids: requantize in source column order, or permute columns into "
-            "contiguous groups (feature input_permutation, codes kept)",
+            "contiguous groups (feature input_permutation, codes kept); with quant_rule=gptq "
+            "also GPTQ's act order for requantized linears (columns by descending importance)",
     .choices = "requant|permute",
+    .min_int = 1,
+    .max_int = 0,
+    .roles = QB_OPTION_ROLE_WRITER,
+};
+static const qb_option_decl opt_gptq_scale = {
+    .struct_size = sizeof(qb_option_decl),
+    .name = "gptq_scale",
+    .type = QB_PARAM_STRING,
+    .default_value = "absmax",
+    .help = "quant_rule=gptq: each group's scale from its updated weights by absmax/7 (as "
+            "published) or by the importance-weighted search (the weighted rule's)",
+    .choices = "absmax|weighted",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
@@ -58,7 +72,7 @@ static const qb_option_decl opt_lm_head = {
 };
 
 const qb_option_decl *const w4w_option_decls[] = {
-    &opt_group_size, &opt_quant_rule, &opt_act_order, &opt_lm_head, NULL,
+    &opt_group_size, &opt_quant_rule, &opt_act_order, &opt_lm_head, &opt_gptq_scale, NULL,
 };
 
 /* The writer copies the side files itself (config_out.c) and its output

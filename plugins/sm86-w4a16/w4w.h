@@ -344,8 +344,10 @@ typedef enum w4w_rule {
     W4W_RULE_SEARCH = 2, /* grid of candidate scales, least squared error */
     W4W_RULE_WEIGHTED = 3, /* least importance-weighted error (w4w_quant_group_weighted);
                              needs activation statistics (qb_stats.h) */
-    W4W_RULE_KEEP = 4     /* the better of absmax/7 and +-absmax/8 (the extreme on code
+    W4W_RULE_KEEP = 4,    /* the better of absmax/7 and +-absmax/8 (the extreme on code
                              -8): scales that keep the group's largest weight */
+    W4W_RULE_GPTQ = 5     /* GPTQ error compensation (gptq.c); needs the Hessian
+                             (qb_stats_api.hessian, --calibration) */
 } w4w_rule;
 
 #define W4W_EQUANT_NONFINITE (-1) /* NaN or infinity in the input */
@@ -374,6 +376,37 @@ int w4w_quant_group_weighted(const float *w, const float *imp, size_t n, int8_t 
 /* Codes of w[0..n) against the float scale s (q = clamp(round(w/s), -8, 7),
  * all zero when s == 0) and their squared error. Pure, thread-safe. */
 double w4w_quant_codes(const float *w, size_t n, float s, int8_t *q);
+
+/* ---- GPTQ (gptq.c) ------------------------------------------------------- */
+
+#define W4W_GPTQ_BLOCK 128     /* lazy-batch columns (the paper's B) */
+#define W4W_GPTQ_PERCDAMP 0.01 /* dampening: this fraction of mean(diag H) */
+#define W4W_GPTQ_NOT_PD (-3)   /* H + damp is not positive definite */
+#define W4W_GPTQ_NOMEM (-4)
+
+/* Columns per lazy batch for group size gs: W4W_GPTQ_BLOCK rounded down to
+ * a multiple of gs (gs itself when larger), so no group straddles a
+ * batch. Pure. */
+int64_t w4w_gptq_block(int64_t gs);
+
+/* From the Hessian H[n*n] (row-major, symmetric; changed: a dead column's
+ * diagonal 0 becomes 1) computes U[n*n], the upper Cholesky factor of
+ * (H + percdamp * mean(diag H) * I)^-1, and dead[n] (1: H_jj was 0),
+ * *n_dead their count. Returns 0, W4W_EQUANT_NONFINITE (a diagonal NaN or
+ * infinity), W4W_GPTQ_NOT_PD, W4W_GPTQ_NOMEM. Memory: 2 n^2 doubles.
+ * Pure, thread-safe. */
+int w4w_gptq_prepare(float *H, int64_t n, double percdamp, float *U, uint8_t *dead,
+                     int64_t *n_dead);
+
+/* GPTQ of rows W[rows][cols] (changed: the updated weights) with U from
+ * w4w_gptq_prepare over the same column order, groups of gs contiguous
+ * columns: codes q[rows][cols] in [-8, 7], fp16 scales[rows][ceil(cols /
+ * gs)] (absmax / 7 of the group's updated weights, or with imp[cols] (the
+ * Hessian's diagonal) w4w_quant_group_weighted's scale for them), err[rows *
+ * w4w_gptq_block(gs)] scratch. Returns 0, W4W_EQUANT_NONFINITE or
+ * W4W_EQUANT_OVERFLOW. Pure, thread-safe. */
+int w4w_gptq_rows(float *W, int64_t rows, int64_t cols, const float *U, const uint8_t *dead,
+                  int64_t gs, const float *imp, int8_t *q, uint16_t *scales, float *err);
 
 /* ---- packing ----------------------------------------------------------- */
 
@@ -425,6 +458,10 @@ typedef struct w4w_item {
     /* LINEAR with act_order=permute over an act-order grid: stored column
      * c is source column perm[c] (input_permutation); owned, else NULL */
     int32_t *perm;
+    /* perm is GPTQ's act order (act_order=permute with quant_rule=gptq on a
+     * linear requantized anyway): columns by descending importance, the
+     * Hessian's diagonal; no grid is repacked through it */
+    int perm_gptq;
     /* first source row: a part of a fused source tensor (w4w_fused) starts
      * past the earlier parts; the parts of one source are consecutive
      * items */
@@ -441,6 +478,7 @@ typedef struct w4w_options {
     w4w_rule rule;
     int rule_explicit;      /* quant_rule given: used even with activation statistics */
     int act_order_permute;
+    int gptq_weighted;      /* gptq_scale=weighted */
     int quantized_head;
     int group_auto;         /* group_size "auto" (the default): chosen by w4w_group_choose */
     char group_reason[1024];/* why group_size (plan setting, manifest); "" before the choice */
@@ -542,5 +580,11 @@ qb_status w4w_group_choose(const qb_host *h, const qb_model_src *src, const w4w_
  * Returns what out's functions return, or a get_grid_info error. */
 qb_status w4w_plan_emit(const qb_host *h, const qb_model_src *src, const w4w_plan *p,
                         const qb_plan_sink *out);
+
+/* The action (QB_PLAN_EXACT / QB_PLAN_REQUANT) of linear item `it` under
+ * plan p and why (plan_emit.c). Returns QB_OK or a get_grid_info /
+ * tensor_info error. Single thread. */
+qb_status w4w_linear_action(const w4w_plan *p, const qb_model_src *src, const w4w_item *it,
+                            uint32_t *action, char *why, size_t wn);
 
 #endif /* W4W_H */

@@ -64,6 +64,9 @@ typedef struct w4w_slot {
     float *gscales;
     int32_t *gzeros;
     float *row; /* [cols] a row in stored (permuted) column order */
+    float *gw;     /* GPTQ: [n * cols] rows in stored order, updated in place */
+    int8_t *gq;    /* GPTQ: [n * cols] codes */
+    float *gerr;   /* GPTQ: [n * block] the batch's errors */
     double err2, ref2;
     int exact;
     char why[200]; /* why an exact repack was refused */
@@ -85,6 +88,9 @@ typedef struct w4w_job {
     size_t wn;
     float *imp;             /* LINEAR: importance of each stored column (qb_stats.h), or NULL */
     w4w_rule rule;          /* the rule of this linear's requantized groups */
+    float *U;               /* GPTQ: [cols * cols] upper Cholesky factor of H^-1 (gptq.c) */
+    uint8_t *dead;          /* GPTQ: [cols] columns no input used */
+    float *gimp;            /* GPTQ with gptq_scale=weighted: diag H in stored order */
 } w4w_job;
 
 static const char *src_path(const w4w_writer *w)
@@ -216,7 +222,105 @@ static int repack_block(w4w_job *j, w4w_slot *s)
 static const char *rule_name(w4w_rule r)
 {
     return r == W4W_RULE_ABSMAX ? "absmax" : r == W4W_RULE_SEARCH ? "search"
-           : r == W4W_RULE_WEIGHTED ? "weighted" : r == W4W_RULE_KEEP ? "keep" : "auto";
+           : r == W4W_RULE_WEIGHTED ? "weighted" : r == W4W_RULE_KEEP ? "keep"
+           : r == W4W_RULE_GPTQ ? "gptq" : "auto";
+}
+
+/* quant_rule=gptq: the Hessian of linear `it` from the host (qb_stats.h),
+ * in stored column order, and its factor j->U (gptq.c). QB_OK with j->U
+ * set and it->rule written; QB_OK with j->U NULL and `why` saying why GPTQ
+ * cannot run for it (the caller falls back); or a hard error. Memory: the
+ * Hessian (cols^2 floats) while U (the same) is made, 2 cols^2 doubles
+ * inside w4w_gptq_prepare. */
+static qb_status gptq_setup(w4w_writer *w, w4w_item *it, w4w_job *j, char *why, size_t wn)
+{
+    const qb_host *h = w->h;
+    const int64_t n = it->cols;
+    qb_stats_info info;
+    float *H = NULL, *U = NULL;
+    uint8_t *dead = NULL;
+    int64_t nd = 0, a, b;
+    qb_status rc;
+    int g;
+
+    if (it->view) {
+        snprintf(why, wn, "an expert slice has no activation statistics");
+        return QB_OK;
+    }
+    if (!QB_HAS_FIELD(h, qb_host, stats) || !h->stats ||
+        !QB_HAS_FIELD(h->stats, qb_stats_api, hessian) || !h->stats->hessian) {
+        snprintf(why, wn, "the host serves no Hessian");
+        return QB_OK;
+    }
+    H = qbk_malloc((size_t)(n * n) * sizeof *H);
+    U = qbk_malloc((size_t)(n * n) * sizeof *U);
+    dead = qbk_malloc((size_t)n);
+    if (!H || !U || !dead) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for its Hessian (%lld x %lld)",
+                          src_path(w), it->name, (long long)n, (long long)n);
+        goto out;
+    }
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    rc = h->stats->hessian(h, w->src, it->src, H, n, &info);
+    if (rc == QB_E_NOT_FOUND || rc == QB_E_UNSUPPORTED) {
+        snprintf(why, wn, "%s", rc == QB_E_NOT_FOUND
+                 ? "no Hessian for it (--calibration gives one; an --imatrix holds none)"
+                 : "its Hessian is over the host's budget (--hessian-budget)");
+        h->log(h, QB_LOG_WARN, "%s: quant_rule=gptq: %s; weighted instead", it->name, why);
+        rc = QB_OK;
+        goto out;
+    }
+    if (rc != QB_OK)
+        goto out;
+    if (it->perm) {
+        /* stored column c is source column perm[c] */
+        float *P = U;
+        for (a = 0; a < n; a++)
+            for (b = 0; b < n; b++)
+                P[a * n + b] = H[(int64_t)it->perm[a] * n + it->perm[b]];
+        U = H;
+        H = P;
+    }
+    if (w->plan->opt.gptq_weighted) {
+        j->gimp = qbk_malloc((size_t)n * sizeof *j->gimp);
+        if (!j->gimp) {
+            rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+            goto out;
+        }
+        for (a = 0; a < n; a++)
+            j->gimp[a] = H[a * n + a];
+    }
+    g = w4w_gptq_prepare(H, n, W4W_GPTQ_PERCDAMP, U, dead, &nd);
+    if (g == W4W_GPTQ_NOMEM) {
+        rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory for GPTQ (%lld columns)",
+                          src_path(w), it->name, (long long)n);
+        goto out;
+    }
+    if (g != 0) {
+        snprintf(why, wn, "%s", g == W4W_GPTQ_NOT_PD ? "its dampened Hessian is not positive "
+                 "definite" : "its Hessian is not finite");
+        h->log(h, QB_LOG_WARN, "%s: quant_rule=gptq: %s; weighted instead", it->name, why);
+        goto out;
+    }
+    j->U = U;
+    j->dead = dead;
+    U = NULL;
+    dead = NULL;
+    j->rule = W4W_RULE_GPTQ;
+    snprintf(it->rule, sizeof it->rule, "gptq: columns in %s order, each one's error "
+             "compensated through the inverse Hessian (%.48s, %llu tokens; damp %.2g of mean "
+             "diag, batches of %lld, %lld dead column(s)%s)",
+             it->perm_gptq ? "descending-importance (act)"
+             : it->perm ? "stored (permuted)" : "source", info.origin ? info.origin : "?",
+             (unsigned long long)info.n_tokens, W4W_GPTQ_PERCDAMP,
+             (long long)w4w_gptq_block(j->gs), (long long)nd,
+             j->gimp ? "; weighted scales" : "");
+out:
+    qbk_free(H);
+    qbk_free(U);
+    qbk_free(dead);
+    return rc;
 }
 
 /* The rule of linear `it` and why (it->rule, for the manifest): the
@@ -233,9 +337,16 @@ static qb_status choose_rule(w4w_writer *w, w4w_item *it, w4w_job *j)
     float *imp = NULL;
     qb_status rc = QB_E_NOT_FOUND;
     int64_t c;
+    char fallback[120] = "";
 
     j->rule = o->rule;
-    if ((!o->rule_explicit || o->rule == W4W_RULE_WEIGHTED) && !it->view &&
+    if (o->rule == W4W_RULE_GPTQ) {
+        if ((rc = gptq_setup(w, it, j, fallback, sizeof fallback)) != QB_OK || j->U)
+            return rc;
+        rc = QB_E_NOT_FOUND;
+    }
+    if ((!o->rule_explicit || o->rule == W4W_RULE_WEIGHTED || o->rule == W4W_RULE_GPTQ) &&
+        !it->view &&
         QB_HAS_FIELD(h, qb_host, stats) && h->stats) {
         imp = qbk_malloc((size_t)it->cols * sizeof *imp);
         if (!imp)
@@ -263,16 +374,18 @@ static qb_status choose_rule(w4w_writer *w, w4w_item *it, w4w_job *j)
         }
         j->imp = imp;
         j->rule = W4W_RULE_WEIGHTED;
-        snprintf(it->rule, sizeof it->rule, "weighted: the least error weighted by each input "
-                 "column's mean x^2 (%s, %llu tokens)", info.origin ? info.origin : "?",
-                 (unsigned long long)info.n_tokens);
+        snprintf(it->rule, sizeof it->rule, "weighted%s%s%s: the least error weighted by each "
+                 "input column's mean x^2 (%.80s, %llu tokens)",
+                 fallback[0] ? " (gptq not used: " : "", fallback, fallback[0] ? ")" : "",
+                 info.origin ? info.origin : "?", (unsigned long long)info.n_tokens);
         return QB_OK;
     }
     qbk_free(imp);
-    if (o->rule == W4W_RULE_WEIGHTED)
-        return h->set_error(h, QB_E_INVALID, "%s: %s: quant_rule=weighted needs activation "
-                            "statistics for it (convert --calibration or --imatrix)",
-                            src_path(w), it->name);
+    if (o->rule == W4W_RULE_WEIGHTED || o->rule == W4W_RULE_GPTQ)
+        return h->set_error(h, QB_E_INVALID, "%s: %s: quant_rule=%s needs activation "
+                            "statistics for it (convert --calibration%s)",
+                            src_path(w), it->name, rule_name(o->rule),
+                            o->rule == W4W_RULE_GPTQ ? "; " : " or --imatrix");
     snprintf(it->rule, sizeof it->rule, "%s: %s", rule_name(j->rule),
              o->rule_explicit ? "quant_rule given"
                               : "the default without activation statistics (docs/fidelity.md)");
@@ -327,6 +440,44 @@ static qb_status requant_block(w4w_job *j, w4w_slot *s)
             s->ref2 += (a[0] + a[1]) + (a[2] + a[3]);
         }
         w4a16_int4_pack_row(s->q, cols, (uint8_t *)s->out + r * j->pcols);
+    }
+    return QB_OK;
+}
+
+/* GPTQ of the slot's rows in stored order (gptq.c); the error measured
+ * against the source's weights as for the other rules. */
+static qb_status gptq_block(w4w_job *j, w4w_slot *s)
+{
+    w4w_writer *w = j->w;
+    const w4w_item *it = j->it;
+    int64_t r, c, cols = it->cols;
+    const uint16_t *sc0 = j->scales + s->row0 * j->ng;
+    int g;
+    s->err2 = s->ref2 = 0.0;
+    for (r = 0; r < s->n; r++)
+        for (c = 0; c < cols; c++)
+            s->gw[r * cols + c] = s->w[r * cols + (j->perm ? j->perm[c] : c)];
+    g = w4w_gptq_rows(s->gw, s->n, cols, j->U, j->dead, j->gs, j->gimp, s->gq,
+                      j->scales + s->row0 * j->ng, s->gerr);
+    if (g == W4W_EQUANT_NONFINITE)
+        return w->h->set_error(w->h, QB_E_FORMAT, "%s: %s: rows %lld..%lld: NaN or infinity "
+                               "(in the weights or after GPTQ's updates)", src_path(w), it->name,
+                               (long long)s->row0, (long long)(s->row0 + s->n - 1));
+    if (g != 0)
+        return w->h->set_error(w->h, QB_E_RANGE, "%s: %s: rows %lld..%lld: magnitude too large "
+                               "for an fp16 scale", src_path(w), it->name, (long long)s->row0,
+                               (long long)(s->row0 + s->n - 1));
+    for (r = 0; r < s->n; r++) {
+        const float *row = s->w + r * cols;
+        const int8_t *q = s->gq + r * cols;
+        const uint16_t *sc = sc0 + r * j->ng;
+        for (c = 0; c < cols; c++) {
+            double ref = (double)row[j->perm ? j->perm[c] : c];
+            double d = (double)((float)q[c] * qb_f16_to_f32(sc[c / j->gs])) - ref;
+            s->err2 += d * d;
+            s->ref2 += ref * ref;
+        }
+        w4a16_int4_pack_row(q, cols, (uint8_t *)s->out + r * j->pcols);
     }
     return QB_OK;
 }
@@ -474,7 +625,7 @@ static qb_status block_worker(void *arg, size_t i)
         }
         s->ref2 = 0.0;
     }
-    return requant_block(j, s);
+    return j->U ? gptq_block(j, s) : requant_block(j, s);
 }
 
 /* Bytes of slot s's output. */
@@ -521,6 +672,9 @@ static void free_slots(w4w_slot *slots, size_t n)
         qbk_free(slots[i].gscales);
         qbk_free(slots[i].gzeros);
         qbk_free(slots[i].row);
+        qbk_free(slots[i].gw);
+        qbk_free(slots[i].gq);
+        qbk_free(slots[i].gerr);
     }
     qbk_free(slots);
 }
@@ -563,7 +717,9 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
         rc = w->src->tensor_info(w->src->handle, it->src, &ti);
         if (rc != QB_OK)
             goto out;
-        if (ti->has_grid && !it->view) {
+        if (it->perm_gptq) {
+            j.perm = it->perm; /* GPTQ's act order: requantized in stored order */
+        } else if (ti->has_grid && !it->view) {
             char why[200];
             memset(&gi, 0, sizeof gi);
             gi.struct_size = sizeof gi;
@@ -611,6 +767,15 @@ static qb_status write_dense_item(w4w_writer *w, w4w_item *it)
         if (!s->w || !s->out || !s->q || !s->row) {
             rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
             goto out;
+        }
+        if (j.U) {
+            s->gw = qbk_malloc((size_t)(br * cols) * sizeof *s->gw);
+            s->gq = qbk_malloc((size_t)(br * cols));
+            s->gerr = qbk_malloc((size_t)(br * w4w_gptq_block(j.gs)) * sizeof *s->gerr);
+            if (!s->gw || !s->gq || !s->gerr) {
+                rc = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", src_path(w), it->name);
+                goto out;
+            }
         }
         if (j.grid) {
             s->codes = qbk_malloc((size_t)(br * cols));
@@ -674,6 +839,9 @@ out:
     free_slots(slots, 2 * nslot);
     qbk_free(j.scales);
     qbk_free(j.imp);
+    qbk_free(j.U);
+    qbk_free(j.dead);
+    qbk_free(j.gimp);
     return rc;
 }
 
@@ -776,11 +944,21 @@ static qb_status parse_options(const qb_host *h, const qb_param *params, w4w_opt
             o->rule = W4W_RULE_WEIGHTED;
         else if (v && strcmp(v, "keep") == 0)
             o->rule = W4W_RULE_KEEP;
+        else if (v && strcmp(v, "gptq") == 0)
+            o->rule = W4W_RULE_GPTQ;
         else
             return h->set_error(h, QB_E_INVALID,
-                                "%s: option quant_rule must be auto|absmax|search|keep|weighted",
+                                "%s: option quant_rule must be auto|absmax|search|keep|weighted|gptq",
                                 W4W_PLUGIN_NAME);
         o->rule_explicit = 1;
+    }
+    if ((p = qb_param_find(params, "gptq_scale")) && p->is_set) {
+        const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;
+        if (v && strcmp(v, "weighted") == 0)
+            o->gptq_weighted = 1;
+        else if (!v || strcmp(v, "absmax") != 0)
+            return h->set_error(h, QB_E_INVALID, "%s: option gptq_scale must be absmax|weighted",
+                                W4W_PLUGIN_NAME);
     }
     if ((p = qb_param_find(params, "act_order")) && p->is_set) {
         const char *v = p->type == QB_PARAM_STRING ? p->v.s : NULL;

@@ -44,7 +44,10 @@ extern "C" {
  *   1.4  stored rows: a canonical tensor's bytes in a named encoding,
  *        so a writer can copy them (qb_reader_vtable get_stored_rows,
  *        read_stored_rows; qb_stored_rows_info, qb_stored_layout;
- *        qb_model_src stored_rows_info, read_stored_rows). */
+ *        qb_model_src stored_rows_info, read_stored_rows); float-coded
+ *        grids (qb_grid_info accept_codes, code_kind, scale_rows;
+ *        qb_tensor_info grid_codes; QB_CODE_*); the Hessian of a
+ *        linear's input (qb_stats_api.hessian). */
 #define QB_ABI_MAJOR 1
 #define QB_ABI_MINOR 4
 #define QB_MAKE_ABI(maj, min) ((((uint32_t)(maj)) << 16) | (uint32_t)(min))

@@ -75,11 +75,43 @@ typedef struct qb_stats_api {
      * allocated; the host holds one vector per covered linear. */
     qb_status (*importance)(const struct qb_host *h, const struct qb_model_src *src,
                             size_t tensor, float *out, int64_t n, qb_stats_info *info);
+
+    /* ---- ABI 1.4 (QB_STATS_API_SIZE_1_4) ----
+     * Reach it after checking QB_HAS_FIELD(h->stats, qb_stats_api, hessian).
+     *
+     * The input covariance of linear `tensor` (a 2-D weight [out, in]):
+     * out[a * n + b] = the mean over the calibration tokens of x_a x_b, x
+     * the input row the linear multiplies (H = X^T X / tokens, symmetric,
+     * row-major, n * n floats; GPTQ's Hessian up to its factor 2), n the
+     * tensor's column count (QB_E_MISMATCH naming it otherwise). Linears
+     * that multiply one input (q/k/v, gate/up; a fused tensor) get the
+     * same matrix; its diagonal is importance's vector. *info (may be
+     * NULL) as importance's.
+     * Returns QB_OK; QB_E_NOT_FOUND (no message) when the run has no
+     * token-level statistics for it: no --calibration (an --imatrix file
+     * holds only the diagonal), or a tensor the pass does not cover;
+     * QB_E_UNSUPPORTED (message naming the tensor, its n and the budget)
+     * when n * n floats exceed the host's Hessian memory budget (`convert
+     * --hessian-budget`); the pass's own errors (QB_E_NOMEM, QB_E_IO of
+     * the spill file, the forward pass's), then every later call returns
+     * the same failure; QB_E_INVALID (out NULL), QB_E_RANGE (index).
+     * Cost: the first call runs the calibration forward pass again,
+     * collecting every covered linear's matrix within the budget (more
+     * passes when they do not fit at once), and keeps them in a temporary
+     * file; each call then reads one matrix (n * n * 4 bytes) into out.
+     * Memory: out is the caller's; the host holds at most the budget
+     * during the pass, nothing of the matrices after it.
+     * THREADING: may be called from any thread, but not from inside a
+     * host->parallel_for work item (the first call's pass uses the pool);
+     * concurrent first calls wait for one pass. */
+    qb_status (*hessian)(const struct qb_host *h, const struct qb_model_src *src,
+                         size_t tensor, float *out, int64_t n, qb_stats_info *info);
 } qb_stats_api;
 /* Introduced in ABI 1.3; its first size is QB_STATS_API_SIZE_1_3. */
 QB_ABI_ALIGN_HELPER(qb_stats_api);
 #define QB_STATS_API_SIZE_1_3 QB_ABI_SIZE_THROUGH(qb_stats_api, importance)
-QB_ABI_STATIC_ASSERT(QB_STATS_API_SIZE_1_3 == sizeof(qb_stats_api), qb_stats_api_size_1_3);
+#define QB_STATS_API_SIZE_1_4 QB_ABI_SIZE_THROUGH(qb_stats_api, hessian)
+QB_ABI_STATIC_ASSERT(QB_STATS_API_SIZE_1_4 == sizeof(qb_stats_api), qb_stats_api_size_1_4);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@
  * A reader that offers a grid for a tensor PROMISES that its dense rows are,
  * bit for bit, (float)((int32_t)code - zero) * scale computed in float32 for
  * every element — so "exact" can be checked by any writer. A float-coded
- * grid (ABI 1.3, QB_CODE_*: FP8 weights) makes the same promise with the
+ * grid (ABI 1.4, QB_CODE_*: FP8 weights) makes the same promise with the
  * code's float value in place of code - zero; it is offered only to a
  * caller that says it decodes that kind (qb_grid_info.accept_codes).
  */
@@ -76,7 +76,7 @@ typedef struct qb_tensor_info {
     const char *source_encoding; /* human text, e.g. "bf16", "gptq int4 g128 sym v1",
                                     "gguf Q4_K"; never NULL */
     int32_t has_grid;            /* 1: get_grid_info/read_grid work for it */
-    /* ABI 1.3 (float-coded grids); check QB_HAS_FIELD. */
+    /* ABI 1.4 (float-coded grids); check QB_HAS_FIELD. */
     uint32_t pad_1_3;            /* keeps grid_codes out of 1.0's tail padding; 0 */
     uint32_t grid_codes;         /* QB_CODES_* bits: the float-coded grids get_grid_info
                                     offers a caller that accepts them (has_grid stays 0
@@ -89,7 +89,7 @@ QB_ABI_ALIGN_HELPER(qb_tensor_info);
 QB_ABI_STATIC_ASSERT(offsetof(qb_tensor_info, grid_codes) >= QB_TENSOR_INFO_SIZE_1_0,
                      qb_tensor_info_size_1_0);
 
-/* Code kinds of a grid (qb_grid_info.code_kind), ABI 1.3. Values are never
+/* Code kinds of a grid (qb_grid_info.code_kind), ABI 1.4. Values are never
  * reused. The value of code c, v(c), is:
  *   QB_CODE_INT      (int32_t)c - zero                     (the 1.0 grid)
  *   QB_CODE_F8_E4M3  c as float8 e4m3fn (1 sign, 4 exponent bits with bias 7,
@@ -115,7 +115,7 @@ typedef struct qb_grid_info {
                                 g_idx), or NULL for contiguous groups */
     int32_t symmetric;       /* 1: every zero point equals 2^(bits-1) */
     qb_dtype scale_dtype;    /* precision the source stored scales in */
-    /* ABI 1.3 (float-coded grids); check QB_HAS_FIELD. */
+    /* ABI 1.4 (float-coded grids); check QB_HAS_FIELD. */
     uint32_t accept_codes;   /* IN, set by the caller: QB_CODES_BIT of each float code
                                 kind it decodes; 0 (or a shorter struct): integer
                                 grids only, and a tensor with only a float-coded
