@@ -9,6 +9,10 @@
  * cleanup on whatever thread faulted. So the process ends here, the way
  * a failed conversion does: one error line, the temporary output removed,
  * the final path untouched (it is only ever reached by rename), exit 1.
+ * A fault after the rename (the source's close, which convert calls last,
+ * or a --verify read of the output) finds the output complete: every
+ * writer call returned, the files were synced and renamed. It stays, and
+ * the line says so (docs/plugin-design.md, "A fault in any plugin call").
  *
  * A plugin that faults (SIGSEGV, SIGFPE, SIGILL, abort) inside one of its
  * calls ends the run the same way, the one line naming the plugin, its
@@ -33,6 +37,11 @@
 
 static char tmp_dir[PATH_MAX];
 static volatile sig_atomic_t armed;
+/* The final output of this run once it is complete (renamed into place):
+ * a later fault (the source's close, a --verify read) keeps it and says
+ * so, instead of leaving the user to guess from an error line. */
+static char done_dir[PATH_MAX];
+static volatile sig_atomic_t done;
 static int installed;
 
 /* getdents64 record (linux_dirent64, getdents(2)). */
@@ -168,6 +177,11 @@ static void end_run(void)
     if (armed) {
         remove_flat_dir(tmp_dir);
         put("; temporary output removed");
+    } else if (done) {
+        put("; the output ");
+        put(done_dir);
+        put(" was complete before the fault (written, synced and renamed into place) and is "
+            "kept");
     }
     put("\n");
     _exit(QBH_EXIT_FAIL);
@@ -232,10 +246,23 @@ void qbh_fatal_install(void)
 void qbh_fatal_arm(const char *tmp_path)
 {
     armed = 0;
+    if (tmp_path)
+        done = 0; /* a new output: none of this run is complete yet */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (!tmp_path || strlen(tmp_path) >= sizeof tmp_dir)
         return;
     memcpy(tmp_dir, tmp_path, strlen(tmp_path) + 1);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     armed = 1;
+}
+
+void qbh_fatal_output_complete(const char *final_path)
+{
+    done = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!final_path || strlen(final_path) >= sizeof done_dir)
+        return;
+    memcpy(done_dir, final_path, strlen(final_path) + 1);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    done = 1;
 }

@@ -821,6 +821,11 @@ void qbh_call_leave(qbh_call_mark *m);
  * is ignored) or disarms (NULL) the directory the handler removes. Main
  * thread only. */
 void qbh_fatal_arm(const char *tmp_path);
+/* Tells the handler that the run's output is complete at final_path (after
+ * the rename): a later fault in a plugin call keeps it and the line ends
+ * "; the output PATH was complete before the fault ... and is kept".
+ * Cleared by the next qbh_fatal_arm(non-NULL). Main thread only. */
+void qbh_fatal_output_complete(const char *final_path);
 
 /* ---- services_13.c --------------------------------------------------------- */
 

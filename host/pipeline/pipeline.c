@@ -336,6 +336,9 @@ static qb_status complete(const qbh_convert_request *rq, qbh_convert_outcome *ou
     qbh_fatal_arm(NULL);
     if ((rc = qbh_outdir_commit(od)))
         return rc;
+    /* complete: a fault from here on (the source's close comes last)
+     * keeps it, saying so */
+    qbh_fatal_output_complete(od->final_path);
     qbh_progress_done();
     return QB_OK;
 }

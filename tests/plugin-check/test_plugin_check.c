@@ -189,6 +189,42 @@ START_TEST(frozen_abi_1_0_plugin_passes)
 }
 END_TEST
 
+/* The frozen ABI 1.1 and 1.2 plugins (tests/sdk-contract/abi-1.1, abi-1.2):
+ * each passes every check under the current host, refuses the hosts older
+ * than what it needs (saying so), speaks its own minor to newer ones; the
+ * 1.2 writer's plan is held against what it wrote. */
+START_TEST(frozen_abi_1_1_and_1_2_plugins_pass)
+{
+    static const struct {
+        const char *lib;
+        unsigned minor;
+    } frozen[] = {{"pc_abi11", 1}, {"pc_abi12", 2}};
+    size_t k;
+    for (k = 0; k < 2; k++) {
+        char *lib = test_lib(frozen[k].lib), *sample = fake_sample(), neg[64], abi[32], speaks[32];
+        unsigned m;
+        qbt_result r;
+        plugin_check(&r, (const char *const[]){lib, "--sample", sample, NULL});
+        assert_all_pass(&r);
+        snprintf(abi, sizeof abi, "ABI 1.%u", frozen[k].minor);
+        snprintf(speaks, sizeof speaks, "speaks 1.%u", frozen[k].minor);
+        assert_line(&r, "PASS", "descriptor", abi);
+        for (m = 0; m <= QB_ABI_MINOR; m++) {
+            snprintf(neg, sizeof neg, "negotiation %d.%u", QB_ABI_MAJOR, m);
+            assert_line(&r, "PASS", neg, m < frozen[k].minor ? "refuses" : speaks);
+        }
+        assert_line(&r, "PASS", "reader-rows", "3 tensors");
+        if (frozen[k].minor >= 2)
+            assert_line(&r, "PASS", "writer-plan", "12 entries for the 12 tensors");
+        else
+            assert_line(&r, "SKIP", "writer-plan", "no plan entry");
+        qbt_result_free(&r);
+        free(sample);
+        free(lib);
+    }
+}
+END_TEST
+
 START_TEST(crashing_probe_fails)
 {
     char *lib = test_lib("pc_probe_segv");
@@ -533,10 +569,26 @@ START_TEST(plugin_fault_ends_the_run_with_one_line)
                   c->sig, r.err);
     /* nothing left behind: no temporary directory; no output, unless the
      * conversion was complete before the fault (the source's close comes
-     * after the output's rename) */
+     * after the output's rename): then it stays whole, and the line says
+     * so (host/fatal.c) */
     ck_assert_int_eq(qbt_count_entries(work, ".qbtmp-"), 0);
-    if (c->cmd == CC_CONVERT && strcmp(c->call, "close") != 0)
+    /* by the command's name: each CC_CONVERT is a compound literal of its
+     * own, so comparing the pointers never matched */
+    if (strcmp(c->cmd[0], "convert") == 0 && strcmp(c->call, "close") != 0)
         ck_assert_msg(!qbt_exists(out), "%s/%s: %s exists", c->call, c->sig, out);
+    if (strcmp(c->cmd[0], "convert") == 0 && strcmp(c->call, "close") == 0) {
+        char *mpb = qbt_path(out, "model.pb"), *man = qbt_path(out, "manifest.json");
+        ck_assert_msg(strstr(r.err, "; the output out was complete before the fault") &&
+                      strstr(r.err, "and is kept\n"), "%s", r.err);
+        ck_assert_msg(!strstr(r.err, "temporary output removed"), "%s", r.err);
+        ck_assert_msg(qbt_exists(mpb) && qbt_exists(man), "%s: the complete output is gone",
+                      out);
+        free(man);
+        free(mpb);
+    } else {
+        ck_assert_msg(!strstr(r.err, "was complete before the fault"), "%s/%s:\n%s", c->call,
+                      c->sig, r.err);
+    }
     qbt_result_free(&r);
     free(env_in);
     free(env_sig);
@@ -678,6 +730,7 @@ Suite *qbt_suite(void)
     tcase_set_timeout(shipped, 600);
     tcase_add_test(own, good_plugin_passes_every_check);
     tcase_add_test(own, frozen_abi_1_0_plugin_passes);
+    tcase_add_test(own, frozen_abi_1_1_and_1_2_plugins_pass);
     tcase_add_test(own, crashing_probe_fails);
     tcase_add_test(own, hanging_probe_fails);
     tcase_add_test(own, abi2_only_entry_fails_to_load);

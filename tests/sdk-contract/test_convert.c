@@ -85,9 +85,10 @@ static void assert_no_leftovers(fixture *fx)
 }
 
 /* Checks one output tensor file against the closed form the fake reader
- * uses: (t+1)/2 + r/4 - c/8 + bias. */
-static void check_tensor(const char *out, const char *name, size_t t, int64_t rows, int64_t cols,
-                         float bias)
+ * uses, (t+1)/2 + r/4 - c/8 + bias, times the writer's scale (the frozen
+ * 1.1/1.2 writers' option; every product is exact in float32). */
+static void check_tensor_scaled(const char *out, const char *name, size_t t, int64_t rows,
+                                int64_t cols, float bias, float scale)
 {
     char fname[256];
     char *path, *data;
@@ -100,13 +101,20 @@ static void check_tensor(const char *out, const char *name, size_t t, int64_t ro
     ck_assert_uint_eq(len, (size_t)(rows * cols) * sizeof(float));
     for (r = 0; r < rows; r++)
         for (c = 0; c < cols; c++) {
-            float v, want = (float)(t + 1) * 0.5f + (float)r * 0.25f - (float)c * 0.125f + bias;
+            float v, want = ((float)(t + 1) * 0.5f + (float)r * 0.25f - (float)c * 0.125f + bias) *
+                            scale;
             memcpy(&v, data + (size_t)(r * cols + c) * sizeof(float), sizeof v);
             ck_assert_msg(v == want, "%s[%lld,%lld] = %g, want %g", name, (long long)r,
                           (long long)c, (double)v, (double)want);
         }
     free(data);
     free(path);
+}
+
+static void check_tensor(const char *out, const char *name, size_t t, int64_t rows, int64_t cols,
+                         float bias)
+{
+    check_tensor_scaled(out, name, t, rows, cols, bias, 1.0f);
 }
 
 START_TEST(convert_exact_values_and_manifest)
@@ -954,6 +962,233 @@ START_TEST(verify_failure_exits_3_and_keeps_output)
 }
 END_TEST
 
+/* ---- the frozen ABI 1.1 and 1.2 plugins (abi-1.1/, abi-1.2/ READMEs) ---- */
+
+/* The facts the host computes for the fake model (writer_sees_model_facts). */
+static const char fake_facts[] = "known 0x1ff\nn_layers 1\nhidden_size 8\nvocab_size 6\n"
+                                 "n_heads 2\nn_kv_heads 1\nhead_dim 4\nintermediate_size 16\n"
+                                 "n_experts 0\nn_experts_used 0\ntied_embeddings 1\n";
+
+static void check_fake_values(const char *out, float bias, float scale)
+{
+    check_tensor_scaled(out, "model.embed_tokens.weight", 0, 6, 8, bias, scale);
+    check_tensor_scaled(out, "model.layers.0.self_attn.q_proj.weight", 1, 8, 8, bias, scale);
+    check_tensor_scaled(out, "model.norm.weight", 2, 1, 8, bias, scale);
+}
+
+static void check_facts_file(const char *out)
+{
+    char *path = qbt_path(out, "facts.txt"), *facts = qbt_read_file(path, NULL);
+    ck_assert_msg(facts != NULL, "%s missing", path);
+    ck_assert_str_eq(facts, fake_facts);
+    free(facts);
+    free(path);
+}
+
+/* config.json as the frozen writers build it through the 1.1 JSON service:
+ * the source's config with the writer's name added. */
+static void check_config_file(const char *out, const char *writer)
+{
+    char *path = qbt_path(out, "config.json"), *text = qbt_read_file(path, NULL);
+    cJSON *j;
+    ck_assert_msg(text != NULL, "%s missing", path);
+    j = cJSON_Parse(text);
+    ck_assert_msg(j != NULL, "%s: %s", path, text);
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "model_type")->valuestring, "llama");
+    ck_assert_int_eq(cJSON_GetObjectItem(j, "num_attention_heads")->valueint, 2);
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "quantbridge_writer")->valuestring, writer);
+    cJSON_Delete(j);
+    free(text);
+    free(path);
+}
+
+/* Each frozen build as reader and writer: the reader-role option reaches
+ * the reader only, the writer-role one the writer only (1.1 roles), the
+ * writer sees the host's facts (1.1), every value arrives exactly. */
+START_TEST(frozen_abi11_abi12_plugins_convert)
+{
+    static const char *const names[] = {"fake-abi11", "fake-abi12"};
+    size_t k;
+    for (k = 0; k < 2; k++) {
+        const char *sections[] = {names[k], NULL};
+        const char *extra[] = {"--writer", names[k], "--option", "bias=0.5", "--option",
+                               "scale=2", "--threads", "2", NULL};
+        fixture fx;
+        qbt_result r;
+        setup_fx(&fx, sections);
+        convert(&r, &fx, extra);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", names[k], r.status, r.err);
+        ck_assert_msg(strstr(r.out, "3 tensors, 5 files") != NULL, "%s: %s", names[k], r.out);
+        check_fake_values(fx.out, 0.5f, 2.0f);
+        check_facts_file(fx.out);
+        check_config_file(fx.out, names[k]);
+        assert_no_leftovers(&fx);
+        qbt_result_free(&r);
+        free_fx(&fx);
+    }
+}
+END_TEST
+
+/* Frozen readers feeding the current writer, and the current reader
+ * feeding each frozen writer. */
+START_TEST(frozen_abi11_abi12_mix_with_current)
+{
+    static const char *const names[] = {"fake-abi11", "fake-abi12"};
+    size_t k;
+    for (k = 0; k < 2; k++) {
+        char frozen_first[32], frozen_last[32];
+        const char *reader_frozen[] = {frozen_first, "fake:10", NULL};
+        const char *writer_frozen[] = {"fake:90", frozen_last, NULL};
+        const char *to_fake[] = {"--writer", "fake", NULL};
+        const char *to_frozen[] = {"--writer", names[k], "--option", "scale=0.5", NULL};
+        fixture fx;
+        qbt_result r;
+        snprintf(frozen_first, sizeof frozen_first, "%s:90", names[k]);
+        snprintf(frozen_last, sizeof frozen_last, "%s:10", names[k]);
+        setup_fx(&fx, reader_frozen);
+        convert(&r, &fx, to_fake);
+        ck_assert_msg(r.status == 0, "%s reader: exit %d: %s", names[k], r.status, r.err);
+        ck_assert_msg(strstr(r.out, names[k]) != NULL, "%s", r.out);
+        check_fake_values(fx.out, 0.0f, 1.0f);
+        check_facts_file(fx.out); /* written by the current fake writer */
+        qbt_result_free(&r);
+        free_fx(&fx);
+
+        setup_fx(&fx, writer_frozen);
+        convert(&r, &fx, to_frozen);
+        ck_assert_msg(r.status == 0, "%s writer: exit %d: %s", names[k], r.status, r.err);
+        check_fake_values(fx.out, 0.0f, 0.5f);
+        check_facts_file(fx.out); /* written by the frozen writer */
+        check_config_file(fx.out, names[k]);
+        assert_no_leftovers(&fx);
+        qbt_result_free(&r);
+        free_fx(&fx);
+    }
+}
+END_TEST
+
+/* The 1.2 plan through convert --dry-run --json: every tensor "copy" with
+ * its target and the bytes of its float32 file (rows * cols * 4), the
+ * group_size setting, and nothing written. */
+START_TEST(frozen_abi12_plan_in_dry_run)
+{
+    static const char *only[] = {"fake-abi12", NULL};
+    static const struct {
+        const char *name;
+        double bytes;
+    } want[] = {{"model.embed_tokens.weight", 6 * 8 * 4},
+                {"model.layers.0.self_attn.q_proj.weight", 8 * 8 * 4},
+                {"model.norm.weight", 1 * 8 * 4}};
+    const char *extra[] = {"--writer", "fake-abi12", "--dry-run", "--json", NULL};
+    fixture fx;
+    qbt_result r;
+    cJSON *j, *t, *g;
+    size_t n = 0;
+    char target[128];
+    setup_fx(&fx, only);
+    convert(&r, &fx, extra);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    j = cJSON_Parse(r.out);
+    ck_assert_msg(j != NULL, "stdout is not JSON: %s", r.out);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "writer_states_actions")));
+    g = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "group_size");
+    ck_assert_msg(g != NULL, "%s", r.out);
+    ck_assert_str_eq(cJSON_GetObjectItem(g, "value")->valuestring, "0");
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(j, "tensors"))
+    {
+        ck_assert_uint_lt(n, 3);
+        ck_assert_str_eq(cJSON_GetObjectItem(t, "name")->valuestring, want[n].name);
+        ck_assert_str_eq(cJSON_GetObjectItem(t, "action")->valuestring, "copy");
+        snprintf(target, sizeof target, "%s.f32", want[n].name);
+        ck_assert_str_eq(cJSON_GetObjectItem(t, "target")->valuestring, target);
+        ck_assert(cJSON_GetObjectItem(t, "bytes_out")->valuedouble == want[n].bytes);
+        n++;
+    }
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "totals"), "copy")->valueint, 3);
+    ck_assert(!qbt_exists(fx.out));
+    assert_no_leftovers(&fx);
+    cJSON_Delete(j);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
+/* The 1.2 reader views through inspect --raw / --metadata: the stored
+ * names, type names, shapes in the format's (reversed) order, bytes, the
+ * canonical tensor each feeds (none for the checksum), and the metadata
+ * values written into the host's buffer, the reader option among them. */
+START_TEST(frozen_abi12_reader_views_in_inspect)
+{
+    static const char *only[] = {"fake-abi12", NULL};
+    static const struct {
+        const char *name, *type, *canonical;
+        int d0, d1;
+        double bytes;
+    } raw[] = {{"fake.0", "F32", "model.embed_tokens.weight", 8, 6, 192},
+               {"fake.1", "F32", "model.layers.0.self_attn.q_proj.weight", 8, 8, 256},
+               {"fake.2", "F32", "model.norm.weight", 8, -1, 32},
+               {"fake.checksum", "U32", NULL, 1, -1, 4}};
+    static const char *const meta[][3] = {{"general.architecture", "string", "llama"},
+                                          {"fake.tensor_count", "u32", "3"},
+                                          {"fake.bias", "f64", "0.25"}};
+    fixture fx;
+    qbt_result r;
+    cJSON *j, *e, *sh;
+    size_t n = 0;
+    setup_fx(&fx, only);
+    {
+        const char *argv[] = {"inspect", "--raw", "--json", fx.src, "--config", fx.cfg, NULL};
+        qbt_run(&r, argv);
+    }
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    j = cJSON_Parse(r.out);
+    ck_assert_msg(j != NULL, "%s", r.out);
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "raw_tensors"))
+    {
+        cJSON *c = cJSON_GetObjectItem(e, "canonical");
+        ck_assert_uint_lt(n, 4);
+        ck_assert_str_eq(cJSON_GetObjectItem(e, "name")->valuestring, raw[n].name);
+        ck_assert_str_eq(cJSON_GetObjectItem(e, "type")->valuestring, raw[n].type);
+        sh = cJSON_GetObjectItem(e, "shape");
+        ck_assert_int_eq(cJSON_GetArraySize(sh), raw[n].d1 < 0 ? 1 : 2);
+        ck_assert_int_eq(cJSON_GetArrayItem(sh, 0)->valueint, raw[n].d0);
+        if (raw[n].d1 >= 0)
+            ck_assert_int_eq(cJSON_GetArrayItem(sh, 1)->valueint, raw[n].d1);
+        ck_assert(cJSON_GetObjectItem(e, "bytes")->valuedouble == raw[n].bytes);
+        if (raw[n].canonical)
+            ck_assert_str_eq(c->valuestring, raw[n].canonical);
+        else
+            ck_assert(cJSON_IsNull(c));
+        n++;
+    }
+    ck_assert_uint_eq(n, 4);
+    cJSON_Delete(j);
+    qbt_result_free(&r);
+    {
+        const char *argv[] = {"inspect", "--metadata", "--json", "--option", "bias=0.25",
+                              fx.src, "--config", fx.cfg, NULL};
+        qbt_run(&r, argv);
+    }
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    j = cJSON_Parse(r.out);
+    ck_assert_msg(j != NULL, "%s", r.out);
+    n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "metadata"))
+    {
+        ck_assert_uint_lt(n, 3);
+        ck_assert_str_eq(cJSON_GetObjectItem(e, "key")->valuestring, meta[n][0]);
+        ck_assert_str_eq(cJSON_GetObjectItem(e, "type")->valuestring, meta[n][1]);
+        ck_assert_str_eq(cJSON_GetObjectItem(e, "value")->valuestring, meta[n][2]);
+        n++;
+    }
+    ck_assert_uint_eq(n, 3);
+    cJSON_Delete(j);
+    qbt_result_free(&r);
+    free_fx(&fx);
+}
+END_TEST
+
 Suite *qbt_suite(void)
 {
     Suite *s = suite_create("sdk-contract-convert");
@@ -987,6 +1222,10 @@ Suite *qbt_suite(void)
     tcase_add_test(tc, declared_architectures_and_facts);
     tcase_add_test(tc, verify_uses_the_declared_reader);
     tcase_add_test(tc, verify_failure_exits_3_and_keeps_output);
+    tcase_add_test(tc, frozen_abi11_abi12_plugins_convert);
+    tcase_add_test(tc, frozen_abi11_abi12_mix_with_current);
+    tcase_add_test(tc, frozen_abi12_plan_in_dry_run);
+    tcase_add_test(tc, frozen_abi12_reader_views_in_inspect);
     suite_add_tcase(s, tc);
     return s;
 }

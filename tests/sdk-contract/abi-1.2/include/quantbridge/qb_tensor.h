@@ -1,0 +1,232 @@
+/*
+ * quantbridge SDK — the canonical tensor interchange between readers and
+ * writers.
+ *
+ * STABILITY: stable (see qb_abi.h for the growth rules).
+ *
+ * Data flow: source -> reader -> canonical tensors -> writer -> output.
+ * A reader describes a model as a list of tensors under their canonical
+ * Hugging Face names ("model.layers.3.self_attn.q_proj.weight") with the
+ * Hugging Face shapes and values: every format quirk (packing, zero-point
+ * conventions, permuted rows, fused tensors, norm offsets) is undone inside
+ * the reader. Writers see only this view.
+ *
+ * Matrix view. Every tensor is read as a row-major matrix:
+ *   n_dims == 1:  rows = 1,                      cols = dims[0]
+ *   n_dims >= 2:  rows = dims[0]*...*dims[n-2],  cols = dims[n-1]
+ * (dims in Hugging Face / PyTorch order: last dimension is contiguous;
+ * for a linear weight rows = out_features, cols = in_features).
+ *
+ * Two ways to read values:
+ *   - dense rows as float32: every reader, every tensor;
+ *   - the integer grid (optional): codes, per-group scales and zero points,
+ *     the column-to-group map, so a writer can repack without loss.
+ * A reader that offers a grid for a tensor PROMISES that its dense rows are,
+ * bit for bit, (float)((int32_t)code - zero) * scale computed in float32 for
+ * every element — so "exact" can be checked by any writer.
+ */
+#ifndef QUANTBRIDGE_QB_TENSOR_H
+#define QUANTBRIDGE_QB_TENSOR_H
+
+#include "qb_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QB_MAX_DIMS 8
+
+/* Storage element types. Values are never reused. Used for a tensor's
+ * source storage (informational) and by the safetensors service. */
+typedef enum qb_dtype {
+    QB_DT_UNKNOWN = 0,
+    QB_DT_F32 = 1,
+    QB_DT_F16 = 2,
+    QB_DT_BF16 = 3,
+    QB_DT_F64 = 4,
+    QB_DT_F8_E4M3 = 5,
+    QB_DT_F8_E5M2 = 6,
+    QB_DT_I8 = 16,
+    QB_DT_U8 = 17,
+    QB_DT_I16 = 18,
+    QB_DT_U16 = 19,
+    QB_DT_I32 = 20,
+    QB_DT_U32 = 21,
+    QB_DT_I64 = 22,
+    QB_DT_U64 = 23,
+    QB_DT_BOOL = 24,
+    QB_DT_F8_E8M0 = 25,
+    QB_DT_QUANTIZED = 64, /* a format-specific quantized encoding */
+    QB_DTYPE_MAX_ENUM = QB_ABI_ENUM_MAX /* pins the size; not a dtype */
+} qb_dtype;
+QB_ABI_STATIC_ASSERT(sizeof(qb_dtype) == 4, qb_dtype_is_32_bits);
+
+
+/* Description of one canonical tensor. Filled by the reader; all pointers
+ * are owned by the reader and stay valid until its close(). */
+typedef struct qb_tensor_info {
+    uint32_t struct_size;
+    const char *name;            /* canonical Hugging Face name, unique */
+    uint32_t n_dims;             /* 1..QB_MAX_DIMS */
+    int64_t dims[QB_MAX_DIMS];   /* Hugging Face order, each >= 1 */
+    qb_dtype source_dtype;       /* storage type in the source */
+    const char *source_encoding; /* human text, e.g. "bf16", "gptq int4 g128 sym v1",
+                                    "gguf Q4_K"; never NULL */
+    int32_t has_grid;            /* 1: get_grid_info/read_grid work for it */
+} qb_tensor_info;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_tensor_info, <first new field>) >= QB_TENSOR_INFO_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_tensor_info);
+#define QB_TENSOR_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_tensor_info, has_grid)
+QB_ABI_STATIC_ASSERT(QB_TENSOR_INFO_SIZE_1_0 == sizeof(qb_tensor_info), qb_tensor_info_size_1_0);
+
+/* Integer-grid description of one tensor (see the file comment for the
+ * promise it carries). Filled by the reader; pointers owned by the reader,
+ * valid until close(). */
+typedef struct qb_grid_info {
+    uint32_t struct_size;
+    uint32_t bits;           /* code width, 1..8; codes are 0 .. 2^bits-1 */
+    uint32_t n_groups;       /* groups per row (scales/zeros per row) */
+    int64_t group_size;      /* columns per group when col_group == NULL:
+                                groups are contiguous runs, the last may be
+                                shorter; 0 when col_group != NULL */
+    const int32_t *col_group;/* [cols] group index of each column (act-order
+                                g_idx), or NULL for contiguous groups */
+    int32_t symmetric;       /* 1: every zero point equals 2^(bits-1) */
+    qb_dtype scale_dtype;    /* precision the source stored scales in */
+} qb_grid_info;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_grid_info, <first new field>) >= QB_GRID_INFO_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_grid_info);
+#define QB_GRID_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_grid_info, scale_dtype)
+QB_ABI_STATIC_ASSERT(QB_GRID_INFO_SIZE_1_0 == sizeof(qb_grid_info), qb_grid_info_size_1_0);
+
+/* Caller-provided buffers for a grid row range [row0, row0 + n_rows).
+ * The caller sets struct_size and the three pointers; the reader fills:
+ *   codes  [n_rows * cols]      one code per element, row-major
+ *   scales [n_rows * n_groups]  float32
+ *   zeros  [n_rows * n_groups]  integer zero points */
+typedef struct qb_grid_rows {
+    uint32_t struct_size;
+    uint8_t *codes;
+    float *scales;
+    int32_t *zeros;
+} qb_grid_rows;
+
+/* ABI 1.0 size (qb_abi.h). 1.0-only check: when appending, replace it by
+ * offsetof(qb_grid_rows, <first new field>) >= QB_GRID_ROWS_SIZE_1_0. */
+QB_ABI_ALIGN_HELPER(qb_grid_rows);
+#define QB_GRID_ROWS_SIZE_1_0 QB_ABI_SIZE_1_0(qb_grid_rows, zeros)
+QB_ABI_STATIC_ASSERT(QB_GRID_ROWS_SIZE_1_0 == sizeof(qb_grid_rows), qb_grid_rows_size_1_0);
+
+/* Model facts (ABI 1.1): the numbers a writer usually needs, so it need
+ * not parse config.json. Bits of qb_model_facts.known and of
+ * qb_writer_caps.required_facts. */
+#define QB_FACT_LAYERS (1u << 0)          /* n_layers: decoder layers */
+#define QB_FACT_HIDDEN (1u << 1)          /* hidden_size */
+#define QB_FACT_VOCAB (1u << 2)           /* vocab_size: rows of the embedding */
+#define QB_FACT_HEADS (1u << 3)           /* n_heads: attention heads */
+#define QB_FACT_KV_HEADS (1u << 4)        /* n_kv_heads */
+#define QB_FACT_HEAD_DIM (1u << 5)        /* head_dim */
+#define QB_FACT_INTERMEDIATE (1u << 6)    /* intermediate_size (dense MLP) */
+#define QB_FACT_TIED_EMBEDDINGS (1u << 7) /* tied_embeddings */
+#define QB_FACT_EXPERTS (1u << 8)         /* n_experts, n_experts_used (0, 0: dense) */
+#define QB_FACT_ALL ((1u << 9) - 1u)      /* the bits these headers define */
+
+/* Structured model facts. Filled by the HOST (never the reader) before a
+ * writer sees the model, each fact from one stated source:
+ *   vocab_size, hidden_size  rows and columns of model.embed_tokens.weight
+ *   tied_embeddings          1 when the model has model.embed_tokens.weight
+ *                            and no lm_head.weight, 0 when it has both
+ *   n_layers                 config.json num_hidden_layers, else one more
+ *                            than the largest N of model.layers.N.*
+ *   n_heads, n_kv_heads, head_dim, intermediate_size
+ *                            config.json num_attention_heads,
+ *                            num_key_value_heads, head_dim, intermediate_size
+ *   n_experts, n_experts_used config.json num_local_experts, num_experts or
+ *                            n_routed_experts, and num_experts_per_tok; both
+ *                            0 (known) when the config names none of them
+ *                            and no tensor name holds ".experts."; count
+ *                            keys that disagree state nothing
+ * (the keys are transformers' PretrainedConfig attribute names, read from
+ * the top-level object; a key whose value is null is not stated; from a
+ * config that is absent or not strict JSON (qb_json.h) nothing is read,
+ * nor concluded from its silence). A fact is
+ * never guessed or derived from a default: its bit is clear when its source
+ * does not state it (or states a non-integer or a value < 0), and the field
+ * then holds 0. Owned by the host; valid as long as the qb_model_info that
+ * points to it. */
+typedef struct qb_model_facts {
+    uint32_t struct_size;
+    uint32_t known;             /* QB_FACT_* bits whose fields hold a value */
+    int64_t n_layers;
+    int64_t hidden_size;
+    int64_t vocab_size;
+    int64_t n_heads;
+    int64_t n_kv_heads;
+    int64_t head_dim;
+    int64_t intermediate_size;
+    int64_t n_experts;          /* routed experts per MoE layer; 0: dense */
+    int64_t n_experts_used;     /* experts per token; 0: dense */
+    int32_t tied_embeddings;    /* 1: lm_head shares model.embed_tokens.weight */
+} qb_model_facts;
+
+/* Introduced in ABI 1.1; its first size is QB_MODEL_FACTS_SIZE_1_1. */
+QB_ABI_ALIGN_HELPER(qb_model_facts);
+#define QB_MODEL_FACTS_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_model_facts, tied_embeddings)
+QB_ABI_STATIC_ASSERT(QB_MODEL_FACTS_SIZE_1_1 == sizeof(qb_model_facts), qb_model_facts_size_1_1);
+
+/* Description of a whole model. Filled by the reader; pointers owned by the
+ * reader, valid until close(). */
+typedef struct qb_model_info {
+    uint32_t struct_size;
+    const char *architecture;      /* Hugging Face model_type: "llama", "qwen2", ... */
+    const char *config_json;       /* Hugging Face config.json text for the model,
+                                      UTF-8; may keep the source's
+                                      quantization_config (writers drop it) */
+    const char *generation_config_json; /* or NULL */
+    size_t n_tensors;
+    const char *source_format;     /* reader's format name, e.g. "gptq" */
+    const char *source_summary;    /* one line, e.g. "GPTQ 4-bit g128 sym v1 act-order" */
+    const char *tokenizer_dir;     /* directory holding Hugging Face tokenizer files
+                                      to copy, or NULL */
+    const char *chat_template;     /* chat template text the source carries
+                                      outside tokenizer files (GGUF), or NULL */
+    /* ABI 1.1 */
+    const qb_model_facts *facts;   /* set by the HOST in the info a writer sees
+                                      (qb_model_src.info); a reader leaves it
+                                      NULL and the host ignores what a reader
+                                      puts there. Check QB_HAS_FIELD first:
+                                      a 1.0 host does not have it. */
+} qb_model_info;
+
+/* ABI 1.0 size (qb_abi.h): a 1.0 info ends at chat_template. */
+QB_ABI_ALIGN_HELPER(qb_model_info);
+#define QB_MODEL_INFO_SIZE_1_0 QB_ABI_SIZE_1_0(qb_model_info, chat_template)
+QB_ABI_STATIC_ASSERT(offsetof(qb_model_info, facts) >= QB_MODEL_INFO_SIZE_1_0,
+                     qb_model_info_size_1_0);
+#define QB_MODEL_INFO_SIZE_1_1 QB_ABI_SIZE_THROUGH(qb_model_info, facts)
+QB_ABI_STATIC_ASSERT(QB_MODEL_INFO_SIZE_1_1 == sizeof(qb_model_info), qb_model_info_size_1_1);
+
+/* Number of rows/cols of the matrix view (see file comment). */
+static inline int64_t qb_tensor_rows(const qb_tensor_info *ti)
+{
+    int64_t r = 1;
+    uint32_t i;
+    if (ti->n_dims < 2)
+        return 1;
+    for (i = 0; i + 1 < ti->n_dims; i++)
+        r *= ti->dims[i];
+    return r;
+}
+static inline int64_t qb_tensor_cols(const qb_tensor_info *ti)
+{
+    return ti->n_dims == 0 ? 1 : ti->dims[ti->n_dims - 1];
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QUANTBRIDGE_QB_TENSOR_H */
