@@ -29,6 +29,7 @@
 #include "qbk_json_edit.h"
 #include "qbk_pack32.h"
 #include "qbk_sink_text.h"
+#include "qbk_tensor_report.h"
 #include "qbk_text.h"
 
 #define CTW_BLOCK_ELEMS ((int64_t)1 << 20)
@@ -751,6 +752,26 @@ static qb_status write_index(ctw_writer *w)
     return st;
 }
 
+/* quantbridge-report.json: per source tensor what it became and the error
+ * measured while writing (requantized tensors; dense ones are not measured:
+ * null), since compressed-tensors has no place for it. */
+static qb_status write_report(ctw_writer *w)
+{
+    qbk_tensor_report r;
+    size_t i;
+    qbk_report_begin(&r, "compressed-tensors", w->src->source_path);
+    for (i = 0; i < w->plan.n; i++) {
+        const ctw_item *it = &w->plan.it[i];
+        if (it->kind == CTW_EXACT)
+            qbk_report_add(&r, it->name, "exact", it->reason, 0.0, 0.0, 0.0);
+        else if (it->kind == CTW_RTN)
+            qbk_report_add(&r, it->name, "quantized", it->reason, it->err2, it->ref2, it->err_max);
+        else
+            qbk_report_add(&r, it->name, "dense", it->reason, NAN, 1.0, NAN);
+    }
+    return qbk_report_write(&r, w->h, w->sink, "quantbridge-report.json");
+}
+
 static qb_status ctw_finish(qb_writer_handle handle)
 {
     ctw_writer *w = handle;
@@ -787,8 +808,9 @@ static qb_status ctw_finish(qb_writer_handle handle)
         goto out;
     if ((st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info)) != QB_OK)
         goto out;
-    if (w->plan.n_shards > 1)
-        st = write_index(w);
+    if (w->plan.n_shards > 1 && (st = write_index(w)) != QB_OK)
+        goto out;
+    st = write_report(w);
 out:
     qbk_free(cfg);
     ctw_free(w);

@@ -34,6 +34,7 @@
 #include "qbk_out_dtype.h"
 #include "qbk_pack32.h"
 #include "qbk_sink_text.h"
+#include "qbk_tensor_report.h"
 #include "qbk_st_writer.h"
 #include "qbk_text.h"
 
@@ -81,6 +82,10 @@ typedef struct mw_item {
     int64_t rows, cols, gs, G;
     size_t out0, n_out;
     char reason[240];
+    /* filled while writing (RTN, BIAS_ROUND): squared errors of MLX's
+     * decode against the reader's floats, squared source values, largest
+     * absolute error */
+    double err2, ref2, err_max;
 } mw_item;
 
 typedef struct mw_plan {
@@ -506,7 +511,16 @@ static qb_status write_dense(mw_writer *w, const mw_item *it)
 
 /* Rows [r0, r0+nr) of a quantized item: unsigned codes into w->codes,
  * scales and biases (already in S) into the tensor-wide arrays. */
-static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_t nr, float *sc,
+static void account(mw_item *it, float decoded, float source)
+{
+    double e = (double)decoded - (double)source;
+    it->err2 += e * e;
+    it->ref2 += (double)source * source;
+    if (fabs(e) > it->err_max)
+        it->err_max = fabs(e);
+}
+
+static qb_status quant_block(mw_writer *w, mw_item *it, int64_t r0, int64_t nr, float *sc,
                              float *bi, int32_t *zb)
 {
     const qb_host *h = w->h;
@@ -544,6 +558,8 @@ static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_
                     q = q < (float)-half ? (float)-half : q > (float)(half - 1) ? (float)(half - 1)
                                                                                  : q;
                     w->codes[r * it->cols + g * it->gs + k] = (uint8_t)((int)q + half);
+                    /* what mlx.core.dequantize gives: scale * code + bias */
+                    account(it, s * (float)((int)q + half) + bi[(r0 + r) * G + g], x[k]);
                 }
             }
         return QB_OK;
@@ -577,6 +593,8 @@ static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_
             w->codes[r * it->cols + k] = c;
             /* an exact item decodes (mlx dequantize, float32) to the source's
              * value; MLX's x + -x is +0 where the source may hold -0 */
+            if (it->kind == MW_BIAS_ROUND)
+                account(it, d, w->fref[r * it->cols + k]);
             if (it->kind == MW_EXACT && !(d == w->fref[r * it->cols + k]))
                 return h->set_error(h, QB_E_MISMATCH, "%s: %s: element [%lld, %lld]: the "
                                     "carried-over code decodes to %.9g, the source's value is "
@@ -587,7 +605,7 @@ static qb_status quant_block(mw_writer *w, const mw_item *it, int64_t r0, int64_
     return QB_OK;
 }
 
-static qb_status write_quant(mw_writer *w, const mw_item *it)
+static qb_status write_quant(mw_writer *w, mw_item *it)
 {
     const qb_host *h = w->h;
     int64_t br = block_rows(it->cols), r0, r, wpr = it->cols * it->bits / 32;
@@ -627,11 +645,31 @@ out:
 static qb_status mw_write_tensor(qb_writer_handle handle, size_t index)
 {
     mw_writer *w = handle;
-    const mw_item *it;
+    mw_item *it;
     if (w->next >= w->p.n || w->p.it[w->next].src != index)
         return w->h->set_error(w->h, QB_E_INTERNAL, "mlx writer: tensor %zu out of order", index);
     it = &w->p.it[w->next++];
     return it->kind == MW_DENSE ? write_dense(w, it) : write_quant(w, it);
+}
+
+/* quantbridge-report.json: per source tensor what it became and the error
+ * of MLX's decode measured while writing (dense tensors: not measured,
+ * null), since MLX's config has no place for it. */
+static qb_status write_report(mw_writer *w)
+{
+    qbk_tensor_report r;
+    size_t i;
+    qbk_report_begin(&r, "mlx", w->src->source_path);
+    for (i = 0; i < w->p.n; i++) {
+        const mw_item *it = &w->p.it[i];
+        if (it->kind == MW_EXACT)
+            qbk_report_add(&r, it->name, "exact", it->reason, 0.0, 0.0, 0.0);
+        else if (it->kind == MW_DENSE)
+            qbk_report_add(&r, it->name, "dense", it->reason, NAN, 1.0, NAN);
+        else
+            qbk_report_add(&r, it->name, "quantized", it->reason, it->err2, it->ref2, it->err_max);
+    }
+    return qbk_report_write(&r, w->h, w->sink, "quantbridge-report.json");
 }
 
 static qb_status mw_finish(qb_writer_handle handle)
@@ -665,7 +703,9 @@ static qb_status mw_finish(qb_writer_handle handle)
                             &cfg)) != QB_OK ||
         (st = qbk_sink_write_text(w->sink, "config.json", cfg)) != QB_OK)
         goto out;
-    st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info);
+    if ((st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info)) != QB_OK)
+        goto out;
+    st = write_report(w);
 out:
     qbk_free(qz);
     qbk_free(cfg);

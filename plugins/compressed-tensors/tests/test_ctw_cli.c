@@ -20,6 +20,7 @@
 
 #include "gen_gptq.h"
 #include "qbt_fs.h"
+#include "qbt_report.h"
 #include "qbt_run.h"
 
 static char *tmp;
@@ -154,6 +155,7 @@ START_TEST(act_order_requantized_or_kept_with_g_idx)
     out = convert(sub("src"), sub("ct"), "", 0);
     ck_assert_msg(strstr(out, "verify: PASS") && !strstr(out, "100.0 % of quantized"), "%s", out);
     free(out);
+    ck_assert_int_ge(qbt_report_matches_verify(sub("src"), sub("ct"), "compressed-tensors"), 1);
     out = convert(sub("src"), sub("ct2"), "--option act_order=g_idx", 0);
     ck_assert_msg(strstr(out, "verify: PASS") && strstr(out, "100.0 % of quantized weights exact"),
                   "%s", out);
@@ -165,6 +167,7 @@ START_TEST(act_order_requantized_or_kept_with_g_idx)
         seen += cJSON_IsString(ao) && strcmp(ao->valuestring, "group") == 0;
     }
     ck_assert_int_ge(seen, 1);
+    ck_assert_int_eq(qbt_report_matches_verify(sub("src"), sub("ct2"), "compressed-tensors"), 0);
     cJSON_Delete(cfg);
 }
 END_TEST

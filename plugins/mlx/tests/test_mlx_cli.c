@@ -20,6 +20,7 @@
 
 #include "gen_gptq.h"
 #include "qbt_fs.h"
+#include "qbt_report.h"
 #include "qbt_run.h"
 
 static char *tmp;
@@ -120,6 +121,7 @@ START_TEST(awq_exact_with_f32_biases_rounded_without)
                   "%s", out);
     free(out);
     quantization_is(sub("m/config.json"), 4, 128);
+    ck_assert_int_eq(qbt_report_matches_verify(sub("awq"), sub("m"), "mlx"), 0);
     snprintf(args, sizeof args, "convert --source '%s' --output '%s' --writer mlx --dry-run "
              "--option scale_dtype=model", sub("awq"), sub("m2"));
     ck_assert_int_eq(qbt_run_line(args, &out), 0);
@@ -135,6 +137,7 @@ START_TEST(act_order_quantized_anew)
     out = convert(sub("src"), sub("m"), "--option group_size=32", 0);
     ck_assert_msg(strstr(out, "verify: PASS") && !strstr(out, "100.0 % of quantized"), "%s", out);
     free(out);
+    ck_assert_int_ge(qbt_report_matches_verify(sub("src"), sub("m"), "mlx"), 1);
 }
 END_TEST
 
