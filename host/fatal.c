@@ -12,7 +12,7 @@
  * A fault after the rename (the source's close, which convert calls last,
  * or a --verify read of the output) finds the output complete: every
  * writer call returned, the files were synced and renamed. It stays, and
- * the line says so (docs/plugin-design.md, "A fault in any plugin call").
+ * the line says so (docs/plugin-design.md, "Trust": a fault in any plugin call).
  *
  * A plugin that faults (SIGSEGV, SIGFPE, SIGILL, abort) inside one of its
  * calls ends the run the same way, the one line naming the plugin, its
