@@ -6,7 +6,8 @@
    for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16 and BF16; the same bytes again as gguf-py's numpy
    quantizer (`gguf.quants.quantize`) for the types it implements. Q/K rows go through the
    reader's un-permutation and the writer's permutation, so a wrong permutation would show.
-2. Round trips for every architecture of the interop fixtures: GGUF (F32) -> hf-dense (f32) ->
+2. Round trips for every architecture the writer writes (the interop fixtures' plus gemma v1,
+   mixtral and qwen2moe): GGUF (F32) -> hf-dense (f32) ->
    GGUF (type F32) holds every tensor of the source bit for bit under the same name, shape and
    type; a Q4_0 source rewritten with type=auto keeps its blocks byte for byte (its stored rows
    copied, "exact" in the manifest); a Q8_0 source rewritten with type=Q8_0 too; llama.cpp's own
@@ -102,13 +103,16 @@ def _hf_source(tmp_path, run_qb, arch, seed=3):
     return g, hf
 
 
-@pytest.mark.parametrize("arch", list(H.ARCHS))
+# Every architecture the writer writes: the interop fixtures' ARCHS plus gemma (v1), mixtral and
+# qwen2moe (ROUND_TRIP_ARCHS); deepseek2 and gpt-oss round-trip in test_gguf_writer_ds.py and
+# test_gguf_gptoss.py.
+@pytest.mark.parametrize("arch", list(H.ALL_ARCHS))
 def test_round_trip_gguf_hf_gguf(arch, tmp_path, run_qb):
     g, hf = _hf_source(tmp_path, run_qb, arch)
     back = convert_gguf(run_qb, hf, tmp_path / "back", "type=F32")
     assert_same_tensors(tensors(back), tensors(g), f"{arch}: GGUF -> hf-dense -> GGUF")
     r = gguf.GGUFReader(str(back))
-    assert r.fields["general.architecture"].contents() == H.ARCHS[arch][0]
+    assert r.fields["general.architecture"].contents() == H.ALL_ARCHS[arch][0]
     src_tokens = gguf.GGUFReader(str(g)).fields["tokenizer.ggml.tokens"].contents()
     assert r.fields["tokenizer.ggml.tokens"].contents() == src_tokens
 
