@@ -113,8 +113,19 @@ def test_round_trip_gguf_hf_gguf(arch, tmp_path, run_qb):
     assert_same_tensors(tensors(back), tensors(g), f"{arch}: GGUF -> hf-dense -> GGUF")
     r = gguf.GGUFReader(str(back))
     assert r.fields["general.architecture"].contents() == H.ALL_ARCHS[arch][0]
-    src_tokens = gguf.GGUFReader(str(g)).fields["tokenizer.ggml.tokens"].contents()
-    assert r.fields["tokenizer.ggml.tokens"].contents() == src_tokens
+    src = gguf.GGUFReader(str(g))
+    assert r.fields["tokenizer.ggml.tokens"].contents() == src.fields["tokenizer.ggml.tokens"].contents()
+    # the hyper-parameters come back too (expert counts and widths, shared expert width, sliding
+    # window, softcaps); rope.dimension_count may be left out where it equals key_length, the value
+    # llama.cpp's load_hparams takes when the key is absent (only LlamaModel writes it)
+    garch = H.ALL_ARCHS[arch][0] + "."
+    want = {k: f.contents() for k, f in src.fields.items() if k.startswith(garch)}
+    got = {k: f.contents() for k, f in r.fields.items() if k.startswith(garch)}
+    if garch + "rope.dimension_count" not in got and \
+            want.get(garch + "rope.dimension_count") == want.get(garch + "attention.key_length"):
+        del want[garch + "rope.dimension_count"]
+    for k, v in want.items():
+        assert got.get(k) == v, f"{arch}: {k} = {got.get(k)!r} after the round trip, source {v!r}"
 
 
 # A named type puts routers (ffn_gate_inp) in F32 as llama.cpp's converter does, so the MoE
