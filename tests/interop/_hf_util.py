@@ -62,12 +62,30 @@ ARCHS = {
     "qwen3moe": ("qwen3moe", "tiny-qwen3moe", 128, True),
 }
 
+# Architectures only the gguf writer's round trip (test_gguf_writer.py) uses;
+# the transformers and llama.cpp tiers keep their own lists of ARCHS above.
+# Gemma v1 ties the embedding like gemma2/3 but has neither their post norms
+# nor q/k norms. Mixtral is written by llama.cpp as arch "llama" with
+# expert_count (LlamaModel: stacked w1/w3/w2 as ffn_{gate,up,down}_exps and
+# feed_forward_length = the expert width). Qwen2-MoE adds a shared expert
+# (ffn_{gate,up,down}_shexp) and its sigmoid gate ffn_gate_inp_shexp, stored
+# as HF's [1, n_embd] (ne {n_embd, 1}).
+ROUND_TRIP_ARCHS = {
+    "gemma": ("gemma", "tiny-gemma", HIDDEN // N_HEAD, False),
+    "mixtral": ("llama", "tiny-mixtral", HIDDEN // N_HEAD, True),
+    "qwen2moe": ("qwen2moe", "tiny-qwen2moe", HIDDEN // N_HEAD, True),
+}
+ALL_ARCHS = {**ARCHS, **ROUND_TRIP_ARCHS}
+
 # Mixture of experts (qwen3moe). transformers' GGUF mapping does not read
 # expert_feed_forward_length, so the expert width must be Qwen3MoeConfig's
 # default moe_intermediate_size (768, a multiple of 256).
 N_EXPERT = 4
 N_EXPERT_USED = 2
 FF_EXP = 768
+# qwen2moe's shared expert width (Qwen2-MoE's shared_expert_intermediate_size
+# is 4 x the routed width; here a multiple of 256 like every other row).
+FF_SHEXP = 1024
 
 
 def _norm(rng, n, gemma):
@@ -79,7 +97,7 @@ def make_weights(arch, seed=0):
     """Random weights of a tiny `arch` model, keyed by GGUF tensor name, in
     numpy (row-major, [out, in]) order as gguf-py takes them."""
     rng = np.random.default_rng(seed)
-    _, _, hd, has_out = ARCHS[arch]
+    _, _, hd, has_out = ALL_ARCHS[arch]
     gemma = arch.startswith("gemma")
     q_out, kv_out = N_HEAD * hd, N_HEAD_KV * hd
 
@@ -101,7 +119,7 @@ def make_weights(arch, seed=0):
             w[b + "attn_q.weight"] = mat(q_out, HIDDEN)
             w[b + "attn_k.weight"] = mat(kv_out, HIDDEN)
             w[b + "attn_v.weight"] = mat(kv_out, HIDDEN)
-        if arch == "qwen2":
+        if arch in ("qwen2", "qwen2moe"):
             w[b + "attn_q.bias"] = (0.1 * rng.standard_normal(q_out)).astype(np.float32)
             w[b + "attn_k.bias"] = (0.1 * rng.standard_normal(kv_out)).astype(np.float32)
             w[b + "attn_v.bias"] = (0.1 * rng.standard_normal(kv_out)).astype(np.float32)
@@ -110,17 +128,23 @@ def make_weights(arch, seed=0):
             w[b + "attn_k_norm.weight"] = _norm(rng, hd, gemma)
         w[b + "attn_output.weight"] = mat(HIDDEN, q_out)
         w[b + "ffn_norm.weight"] = _norm(rng, HIDDEN, gemma)
-        if gemma:
+        if gemma and arch != "gemma":
             w[b + "post_attention_norm.weight"] = _norm(rng, HIDDEN, gemma)
             w[b + "post_ffw_norm.weight"] = _norm(rng, HIDDEN, gemma)
         if arch == "phi3":
             w[b + "ffn_up.weight"] = mat(2 * INTER, HIDDEN)  # gate and up, fused
             w[b + "ffn_down.weight"] = mat(HIDDEN, INTER)
-        elif arch == "qwen3moe":
+        elif arch in ("qwen3moe", "qwen2moe", "mixtral"):
+            ff = INTER if arch == "mixtral" else FF_EXP
             w[b + "ffn_gate_inp.weight"] = mat(N_EXPERT, HIDDEN)
-            w[b + "ffn_gate_exps.weight"] = np.stack([mat(FF_EXP, HIDDEN) for _ in range(N_EXPERT)])
-            w[b + "ffn_up_exps.weight"] = np.stack([mat(FF_EXP, HIDDEN) for _ in range(N_EXPERT)])
-            w[b + "ffn_down_exps.weight"] = np.stack([mat(HIDDEN, FF_EXP) for _ in range(N_EXPERT)])
+            w[b + "ffn_gate_exps.weight"] = np.stack([mat(ff, HIDDEN) for _ in range(N_EXPERT)])
+            w[b + "ffn_up_exps.weight"] = np.stack([mat(ff, HIDDEN) for _ in range(N_EXPERT)])
+            w[b + "ffn_down_exps.weight"] = np.stack([mat(HIDDEN, ff) for _ in range(N_EXPERT)])
+            if arch == "qwen2moe":
+                w[b + "ffn_gate_inp_shexp.weight"] = mat(1, HIDDEN)
+                w[b + "ffn_gate_shexp.weight"] = mat(FF_SHEXP, HIDDEN)
+                w[b + "ffn_up_shexp.weight"] = mat(FF_SHEXP, HIDDEN)
+                w[b + "ffn_down_shexp.weight"] = mat(HIDDEN, FF_SHEXP)
         else:
             w[b + "ffn_gate.weight"] = mat(INTER, HIDDEN)
             w[b + "ffn_up.weight"] = mat(INTER, HIDDEN)
@@ -158,7 +182,7 @@ def write_gguf(path, arch, qtype=gguf.GGMLQuantizationType.F32, seed=0):
         llama_cpp_quantize(f32, path, LLAMA_FTYPE[qtype])
         f32.unlink()
         return w
-    garch, name, hd, _ = ARCHS[arch]
+    garch, name, hd, _ = ALL_ARCHS[arch]
     w = make_weights(arch, seed)
     wr = gguf.GGUFWriter(str(path), garch)
     wr.add_name(name)
@@ -176,10 +200,13 @@ def write_gguf(path, arch, qtype=gguf.GGMLQuantizationType.F32, seed=0):
     wr.add_float32(p + "attention.layer_norm_rms_epsilon", RMS_EPS)
     if arch in ("mistral", "gemma2", "gemma3"):
         wr.add_uint32(p + "attention.sliding_window", 32)
-    if arch == "qwen3moe":
+    if arch in ("qwen3moe", "qwen2moe", "mixtral"):
         wr.add_uint32(p + "expert_count", N_EXPERT)
         wr.add_uint32(p + "expert_used_count", N_EXPERT_USED)
+    if arch in ("qwen3moe", "qwen2moe"):
         wr.add_uint32(p + "expert_feed_forward_length", FF_EXP)
+    if arch == "qwen2moe":
+        wr.add_uint32(p + "expert_shared_feed_forward_length", FF_SHEXP)
     if arch == "gemma2":
         wr.add_float32(p + "attn_logit_softcapping", 50.0)
         wr.add_float32(p + "final_logit_softcapping", 30.0)

@@ -6,7 +6,8 @@
    for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16 and BF16; the same bytes again as gguf-py's numpy
    quantizer (`gguf.quants.quantize`) for the types it implements. Q/K rows go through the
    reader's un-permutation and the writer's permutation, so a wrong permutation would show.
-2. Round trips for every architecture of the interop fixtures: GGUF (F32) -> hf-dense (f32) ->
+2. Round trips for every architecture the writer writes (the interop fixtures' plus gemma v1,
+   mixtral and qwen2moe): GGUF (F32) -> hf-dense (f32) ->
    GGUF (type F32) holds every tensor of the source bit for bit under the same name, shape and
    type; a Q4_0 source rewritten with type=auto keeps its blocks byte for byte (its stored rows
    copied, "exact" in the manifest); a Q8_0 source rewritten with type=Q8_0 too; llama.cpp's own
@@ -102,15 +103,29 @@ def _hf_source(tmp_path, run_qb, arch, seed=3):
     return g, hf
 
 
-@pytest.mark.parametrize("arch", list(H.ARCHS))
+# Every architecture the writer writes: the interop fixtures' ARCHS plus gemma (v1), mixtral and
+# qwen2moe (ROUND_TRIP_ARCHS); deepseek2 and gpt-oss round-trip in test_gguf_writer_ds.py and
+# test_gguf_gptoss.py.
+@pytest.mark.parametrize("arch", list(H.ALL_ARCHS))
 def test_round_trip_gguf_hf_gguf(arch, tmp_path, run_qb):
     g, hf = _hf_source(tmp_path, run_qb, arch)
     back = convert_gguf(run_qb, hf, tmp_path / "back", "type=F32")
     assert_same_tensors(tensors(back), tensors(g), f"{arch}: GGUF -> hf-dense -> GGUF")
     r = gguf.GGUFReader(str(back))
-    assert r.fields["general.architecture"].contents() == H.ARCHS[arch][0]
-    src_tokens = gguf.GGUFReader(str(g)).fields["tokenizer.ggml.tokens"].contents()
-    assert r.fields["tokenizer.ggml.tokens"].contents() == src_tokens
+    assert r.fields["general.architecture"].contents() == H.ALL_ARCHS[arch][0]
+    src = gguf.GGUFReader(str(g))
+    assert r.fields["tokenizer.ggml.tokens"].contents() == src.fields["tokenizer.ggml.tokens"].contents()
+    # the hyper-parameters come back too (expert counts and widths, shared expert width, sliding
+    # window, softcaps); rope.dimension_count may be left out where it equals key_length, the value
+    # llama.cpp's load_hparams takes when the key is absent (only LlamaModel writes it)
+    garch = H.ALL_ARCHS[arch][0] + "."
+    want = {k: f.contents() for k, f in src.fields.items() if k.startswith(garch)}
+    got = {k: f.contents() for k, f in r.fields.items() if k.startswith(garch)}
+    if garch + "rope.dimension_count" not in got and \
+            want.get(garch + "rope.dimension_count") == want.get(garch + "attention.key_length"):
+        del want[garch + "rope.dimension_count"]
+    for k, v in want.items():
+        assert got.get(k) == v, f"{arch}: {k} = {got.get(k)!r} after the round trip, source {v!r}"
 
 
 # A named type puts routers (ffn_gate_inp) in F32 as llama.cpp's converter does, so the MoE
