@@ -374,10 +374,14 @@ static qb_status choose_rule(w4w_writer *w, w4w_item *it, w4w_job *j)
         }
         j->imp = imp;
         j->rule = W4W_RULE_WEIGHTED;
-        snprintf(it->rule, sizeof it->rule, "weighted%s%s%s: the least error weighted by each "
-                 "input column's mean x^2 (%.80s, %llu tokens)",
-                 fallback[0] ? " (gptq not used: " : "", fallback, fallback[0] ? ")" : "",
-                 info.origin ? info.origin : "?", (unsigned long long)info.n_tokens);
+        /* the manifest's rule text is informative: a long fallback reason
+         * and statistics file name are cut to fit */
+        if (snprintf(it->rule, sizeof it->rule, "weighted%s%s%s: the least error weighted by "
+                     "each input column's mean x^2 (%.80s, %llu tokens)",
+                     fallback[0] ? " (gptq not used: " : "", fallback, fallback[0] ? ")" : "",
+                     info.origin ? info.origin : "?",
+                     (unsigned long long)info.n_tokens) >= (int)sizeof it->rule)
+            it->rule[sizeof it->rule - 2] = '.';
         return QB_OK;
     }
     qbk_free(imp);
