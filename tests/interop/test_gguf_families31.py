@@ -122,6 +122,12 @@ CASES = list(QWEN) + list(OTHERS) + GEMMA4
 #    function (GGML_ABORT in llama-graph.cpp), so it is not run here;
 #  - deepseek32: likewise no expert_gating_func, a key llama.cpp's deepseek32 loader requires
 #    ("key not found in model: deepseek32.expert_gating_func").
+#  - gemma4: loads and runs it, but its logits differ from transformers' by 3.4e-3 of the logit
+#    scale on the per-layer-input model (1.1e-3 without per-layer inputs), from the first
+#    position on (so neither the sliding window nor rope), while quantbridge's forward on the
+#    same file is within FWD_REL of transformers. The cause is not established (ggml's CPU gelu
+#    and geglu look up an fp16 table under GGML_GELU_FP16, a candidate not verified), so it is
+#    not run here rather than run under a loosened bound.
 LLAMA_CPP_RUNS = ["qwen3_next", "qwen3_5", "qwen3_5_moe", "glm4_moe_bias_qknorm",
                   "glm4_moe_groups_noqknorm"]
 
