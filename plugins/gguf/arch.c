@@ -52,6 +52,10 @@ static const gguf_arch arch_table[] = {
     {"glm4moe", GGUF_A_GLM4MOE, 0, 0, NULL},
     {"minimax-m2", GGUF_A_MINIMAXM2, 0, 0, NULL},
     {"deepseek32", GGUF_A_DEEPSEEK2, 0, 0, NULL},
+    /* issue 31, read only: gemma4. Gemma4Model.norm_shift is 0 (Gemma 4's
+     * RMSNorm multiplies by the weight itself): nothing to undo; NEOX rope,
+     * not permuted. */
+    {"gemma4", GGUF_A_GEMMA4, 0, 0, NULL},
 };
 
 const gguf_arch *gguf_arch_find(const char *name)
@@ -198,6 +202,55 @@ static qb_status deepseek2_hparams(const qb_host *h, const gguf_file *f, gguf_hp
     return QB_OK;
 }
 
+/* issue 31: gemma4 (Gemma4Model.set_gguf_parameters; docs/formats/gguf.md,
+ * "Gemma 4 (issue 31)"). key_length is the full layers' head width,
+ * key_length_swa the sliding layers'; sliding_window_pattern says which
+ * layer slides. What the CPU forward pass and this mapping do not take is
+ * refused by name: KV sharing, experts, a partial rotation on sliding layers. */
+static qb_status gemma4_hparams(const qb_host *h, const gguf_file *f, gguf_hparams *hp)
+{
+    int64_t shared, vlen_swa, rot_swa;
+    char key[128];
+    const gguf_kv *kv;
+    qb_status st;
+    if ((st = get(h, f, hp, "attention.key_length_swa", 1, &hp->g4_hd_swa)) ||
+        (st = get(h, f, hp, "attention.value_length_swa", 0, &vlen_swa)) ||
+        (st = get(h, f, hp, "rope.dimension_count_swa", 0, &rot_swa)) ||
+        (st = get(h, f, hp, "embedding_length_per_layer_input", 0, &hp->g4_ple)) ||
+        (st = get(h, f, hp, "attention.shared_kv_layers", 0, &shared)))
+        return st;
+    if (hp->g4_ple < 0)
+        hp->g4_ple = 0;
+    if (shared > 0 || hp->n_expert > 0)
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: gemma4 with attention.shared_kv_layers %lld or expert_count %lld: KV sharing and "
+                            "the MoE block are not read (the CPU forward pass has neither)",
+                            f->path, (long long)shared, (long long)hp->n_expert);
+    if (hp->g4_hd_swa < 2 || hp->g4_hd_swa % 2 || (vlen_swa >= 0 && vlen_swa != hp->g4_hd_swa) ||
+        hp->head_dim % 2)
+        return h->set_error(h, QB_E_FORMAT, "%s: gemma4 head widths do not fit: key_length %lld, key_length_swa %lld, "
+                            "value_length_swa %lld", f->path, (long long)hp->head_dim, (long long)hp->g4_hd_swa,
+                            (long long)vlen_swa);
+    if (rot_swa >= 0 && rot_swa != hp->g4_hd_swa)
+        return h->set_error(h, QB_E_UNSUPPORTED,
+                            "%s: gemma4.rope.dimension_count_swa %lld differs from key_length_swa %lld: a partial "
+                            "rotation on sliding layers is not read",
+                            f->path, (long long)rot_swa, (long long)hp->g4_hd_swa);
+    if (hp->rope_dim >= 0 && hp->rope_dim != hp->head_dim)
+        return h->set_error(h, QB_E_FORMAT,
+                            "%s: gemma4.rope.dimension_count %lld differs from key_length %lld (the converter "
+                            "writes the full width and marks unrotated pairs in rope_freqs)",
+                            f->path, (long long)hp->rope_dim, (long long)hp->head_dim);
+    gguf_arch_key(hp, "attention.sliding_window_pattern", key, sizeof(key));
+    kv = gguf_kv_find(f, key);
+    if (!kv || kv->type != GGUF_VT_ARRAY || kv->arr_type != GGUF_VT_BOOL || kv->arr_n != (uint64_t)hp->n_layer)
+        return h->set_error(h, QB_E_FORMAT, "%s: metadata '%s' is missing or not one BOOL per block", f->path, key);
+    hp->g4_swa = kv->val;
+    hp->model_type = "gemma4_text";
+    hp->hf_class = "Gemma4ForCausalLM";
+    return QB_OK;
+}
+
 /* issue 31: qwen3next / qwen35 / qwen35moe. The gated delta net's sizes
  * (Qwen3NextModel.set_gguf_parameters: ssm.conv_kernel =
  * linear_conv_kernel_dim, state_size = linear_key_head_dim, group_count =
@@ -267,14 +320,6 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
     if (st)
         return st;
     hp->arch = gguf_arch_find(name);
-    if (!hp->arch && strcmp(name, "gemma4") == 0) { /* issue 31: in the converter, not mapped here */
-        qbk_free(name);
-        return h->set_error(h, QB_E_UNSUPPORTED,
-                            "%s: GGUF architecture 'gemma4' (llama.cpp's Gemma4Model) is not read yet: its "
-                            "per-layer inputs and per-layer-type head sizes have no mapping here; convert the "
-                            "Hugging Face checkpoint instead",
-                            f->path);
-    }
     if (!hp->arch) {
         st = h->set_error(h, QB_E_UNSUPPORTED, "%s: unknown GGUF architecture '%s'", f->path, name);
         qbk_free(name);
@@ -401,6 +446,10 @@ qb_status gguf_arch_hparams(const qb_host *h, const gguf_model *m, gguf_hparams 
                                 f->path);
         hp->model_type = "glm4_moe";
         hp->hf_class = "Glm4MoeForCausalLM";
+        break;
+    case GGUF_A_GEMMA4: /* issue 31 */
+        if ((st = gemma4_hparams(h, f, hp)))
+            return st;
         break;
     case GGUF_A_MINIMAXM2: /* issue 31 */
         if (hp->n_expert < 1 || hp->n_ff_exp < 1)

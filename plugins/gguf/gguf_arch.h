@@ -31,7 +31,9 @@ enum {
     /* issue 31 (read only): qwen3next, qwen35, qwen35moe; glm4moe; minimax-m2 */
     GGUF_A_QWEN3NEXT = 1u << 12,
     GGUF_A_GLM4MOE = 1u << 13,
-    GGUF_A_MINIMAXM2 = 1u << 14
+    GGUF_A_MINIMAXM2 = 1u << 14,
+    /* issue 31 (read only): gemma4 */
+    GGUF_A_GEMMA4 = 1u << 15
 };
 
 typedef struct gguf_arch {
@@ -75,6 +77,13 @@ typedef struct gguf_hparams {
     int64_t lin_conv, lin_dk, lin_nk, lin_nv, lin_dv;
     const uint8_t *lin_flags;  /* attention.recurrent_layers (a BOOL per block), or NULL */
     int64_t lin_interval;      /* full_attention_interval (4 when absent) */
+    /* issue 31 (read only): gemma4. head_dim is the full layers' width
+     * (attention.key_length); the sliding layers' is hd_swa
+     * (key_length_swa); ple is embedding_length_per_layer_input (0: no
+     * per-layer inputs); swa is attention.sliding_window_pattern, one BOOL
+     * per block (true: sliding). */
+    int64_t g4_hd_swa, g4_ple;
+    const uint8_t *g4_swa;
 } gguf_hparams;
 
 /* The rules for a general.architecture value, or NULL when unknown. */

@@ -67,6 +67,7 @@ typedef struct gguf_special {
     const gguf_tinfo *rope_freqs;        /* llama3 rope factors */
     const gguf_tinfo *rope_long, *rope_short; /* phi3 longrope factors */
     int tied;                            /* no output.weight */
+    const gguf_tinfo *g4_rope_freqs;     /* issue 31: gemma4 full layers' rope factors */
 } gguf_special;
 
 /* Maps every tensor of the model to canonical HF tensors (array *out of

@@ -443,7 +443,7 @@ static qb_status deepseek2_config(cfg *c)
 }
 
 /* issue 31: smollm3, llama4, gemma4 */
-/* llama4 → Llama4TextConfig (docs/formats/gguf.md, "smollm3, llama4, gemma4
+/* llama4 → Llama4TextConfig (docs/formats/gguf.md, "smollm3, llama4
  * (issue 31)"): feed_forward_length is intermediate_size_mlp, the expert
  * width intermediate_size (Llama4Model.__init__ swaps them); what
  * llama_model_llama4::load_arch_hparams fixes without a key is written out:
@@ -506,6 +506,90 @@ static qb_status llama4_config(cfg *c)
             c->oom = 1;
     if (!arr)
         c->oom = 1;
+    return QB_OK;
+}
+
+/* issue 31 (read only): gemma4 → Gemma4TextConfig (docs/formats/gguf.md,
+ * "Gemma 4 (issue 31)"). head_dim is the sliding layers' width
+ * (key_length_swa), global_head_dim the full layers' (key_length);
+ * layer_types from sliding_window_pattern; rope_parameters per layer type:
+ * sliding ones default rope with rope.freq_base_swa, full ones proportional
+ * rope with rope.freq_base and partial_rotary_factor 2 n / key_length, n
+ * being the leading rope_freqs factors equal to 1 (Gemma4Model writes
+ * int(key_length x factor / 2) ones, then 1e30 for the unrotated pairs,
+ * the count transformers' proportional rope rotates too). */
+static qb_status gemma4_config(cfg *c, const gguf_model *m, const gguf_special *sp, double theta)
+{
+    const gguf_hparams *p = c->hp;
+    const gguf_tinfo *t = sp->g4_rope_freqs, *pe = gguf_model_find(m, "per_layer_token_embd.weight");
+    cJSON *rp, *e, *arr = NULL;
+    float *v = NULL;
+    double theta_swa = 10000.0;
+    int64_t i, n = 0, half = p->head_dim / 2;
+    qb_status st;
+
+    if (!t || t->n_dims != 1 || t->ne[0] != half)
+        return c->h->set_error(c->h, QB_E_FORMAT,
+                               "%s: gemma4 without rope_freqs.weight of key_length / 2 = %lld factors (the full "
+                               "layers' proportional rope)",
+                               c->f->path, (long long)half);
+    if ((st = vector_json(c, t, &arr, &v)))
+        return st;
+    cJSON_Delete(arr);
+    while (n < half && v[n] == 1.0f)
+        n++;
+    for (i = n; i < half; i++)
+        if (v[i] != 1e30f)
+            break;
+    qbk_free(v);
+    if (i < half || n == 0)
+        return c->h->set_error(c->h, QB_E_UNSUPPORTED,
+                               "%s: gemma4 rope_freqs.weight is not ones then 1e30 (factor %lld of %lld): not the "
+                               "proportional rope Gemma4Model writes",
+                               c->f->path, (long long)i, (long long)half);
+    {
+        char key[128];
+        gguf_arch_key(p, "rope.scaling.type", key, sizeof(key));
+        if (gguf_kv_find(c->f, key))
+            return c->h->set_error(c->h, QB_E_UNSUPPORTED, "%s: %s: gemma4 rope scaling is not read", c->f->path,
+                                   key);
+    }
+    if ((st = copy_float(c, NULL, "rope.freq_base_swa", NULL, &theta_swa)))
+        return st;
+    put_num(c, c->root, "global_head_dim", (double)p->head_dim);
+    put_num(c, c->root, "hidden_size_per_layer_input", (double)p->g4_ple);
+    put_num(c, c->root, "vocab_size_per_layer_input",
+            pe && pe->n_dims == 2 ? (double)pe->ne[1] : (double)cJSON_GetObjectItem(c->root, "vocab_size")->valuedouble);
+    put_num(c, c->root, "num_kv_shared_layers", 0);
+    if (!cJSON_AddBoolToObject(c->root, "attention_k_eq_v", 0) ||
+        !cJSON_AddBoolToObject(c->root, "enable_moe_block", 0) ||
+        !cJSON_AddBoolToObject(c->root, "use_double_wide_mlp", 0))
+        c->oom = 1;
+    if ((st = copy_float(c, c->root, "final_logit_softcapping", "final_logit_softcapping", NULL)))
+        return st;
+    arr = cJSON_AddArrayToObject(c->root, "layer_types");
+    for (i = 0; arr && i < p->n_layer; i++)
+        if (!cJSON_AddItemToArray(arr, cJSON_CreateString(p->g4_swa[i] ? "sliding_attention" : "full_attention")))
+            c->oom = 1;
+    /* Gemma4TextConfig keeps rope settings per layer type only */
+    cJSON_DeleteItemFromObject(c->root, "rope_theta");
+    rp = cJSON_AddObjectToObject(c->root, "rope_parameters");
+    if (!arr || !rp) {
+        c->oom = 1;
+        return QB_OK;
+    }
+    e = cJSON_AddObjectToObject(rp, "sliding_attention");
+    if (!e || !cJSON_AddStringToObject(e, "rope_type", "default"))
+        c->oom = 1;
+    else
+        put_float(c, e, "rope_theta", theta_swa);
+    e = cJSON_AddObjectToObject(rp, "full_attention");
+    if (!e || !cJSON_AddStringToObject(e, "rope_type", "proportional")) {
+        c->oom = 1;
+    } else {
+        put_float(c, e, "partial_rotary_factor", 2.0 * (double)n / (double)p->head_dim);
+        put_float(c, e, "rope_theta", theta);
+    }
     return QB_OK;
 }
 
@@ -704,7 +788,7 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
         put_num(&c, c.root, "intermediate_size", (double)p->n_ff);
     put_num(&c, c.root, "num_attention_heads", (double)p->n_head);
     put_num(&c, c.root, "num_key_value_heads", (double)p->n_head_kv);
-    put_num(&c, c.root, "head_dim", (double)p->head_dim);
+    put_num(&c, c.root, "head_dim", (double)(b == GGUF_A_GEMMA4 ? p->g4_hd_swa : p->head_dim));
     if (p->n_ctx > 0)
         put_num(&c, c.root, "max_position_embeddings", (double)p->n_ctx);
     if ((st = copy_float(&c, c.root, "attention.layer_norm_rms_epsilon", "rms_norm_eps", NULL)) ||
@@ -713,11 +797,11 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
     if (!cJSON_GetObjectItem(c.root, "rope_theta"))
         put_float(&c, c.root, "rope_theta", theta);
     if (p->rope_dim > 0 && p->rope_dim != p->head_dim &&
-        !(b & (GGUF_A_QWEN3NEXT | GGUF_A_GLM4MOE | GGUF_A_MINIMAXM2))) /* issue 31: rotary_fraction */
+        !(b & (GGUF_A_GEMMA4 | GGUF_A_QWEN3NEXT | GGUF_A_GLM4MOE | GGUF_A_MINIMAXM2))) /* issue 31: rotary_fraction */
         put_float(&c, c.root, "partial_rotary_factor", (double)p->rope_dim / (double)p->head_dim);
     if (!cJSON_AddBoolToObject(c.root, "tie_word_embeddings", sp->tied))
         c.oom = 1;
-    if (b & (GGUF_A_GEMMA | GGUF_A_GEMMA2 | GGUF_A_GEMMA3)) {
+    if (b & (GGUF_A_GEMMA | GGUF_A_GEMMA2 | GGUF_A_GEMMA3 | GGUF_A_GEMMA4)) {
         /* HF Gemma configs: hidden_activation gelu_pytorch_tanh. */
         if (!cJSON_AddStringToObject(c.root, "hidden_activation", "gelu_pytorch_tanh"))
             c.oom = 1;
@@ -754,6 +838,9 @@ qb_status gguf_hfconfig_build(const qb_host *h, const gguf_model *m, const gguf_
             goto out;
     } else if (b == GGUF_A_MINIMAXM2) {
         minimax_m2_config(&c);
+    } else if (b == GGUF_A_GEMMA4) { /* issue 31 */
+        if ((st = gemma4_config(&c, m, sp, theta)))
+            goto out;
     } else if (b == GGUF_A_GPTOSS) {
         gpt_oss_config(&c);
     } else if (b == GGUF_A_LLAMA4) { /* issue 31 */

@@ -35,6 +35,7 @@ enum {
 #define QN GGUF_A_QWEN3NEXT /* issue 31, read only */
 #define GLM GGUF_A_GLM4MOE
 #define MM2 GGUF_A_MINIMAXM2
+#define G4 GGUF_A_GEMMA4 /* issue 31, read only */
 
 /* Per-block names: gguf-py constants.py MODEL_TENSOR names → HF names from
  * tensor_mapping.py block_mappings_cfg for each architecture. An entry
@@ -185,6 +186,37 @@ static const struct blk_map {
     {"indexer.attn_k", "self_attn.indexer.wk", OP_PLAIN, DS2, NULL},
     {"indexer.k_norm", "self_attn.indexer.k_norm", OP_PLAIN, DS2, NULL},
     {"indexer.proj", "self_attn.indexer.weights_proj", OP_PLAIN, DS2, NULL},
+    /* issue 31, read only: gemma4 (Gemma4Model, tensor_mapping.py: Gemma 3's
+     * four norms, Gemma 3n's per-layer input gate, projection and norm,
+     * layer_scalar as layer_output_scale.weight of one element). */
+    {"attn_norm", "input_layernorm", OP_PLAIN, G4, NULL},
+    {"attn_q", "self_attn.q_proj", OP_PLAIN, G4, NULL},
+    {"attn_k", "self_attn.k_proj", OP_PLAIN, G4, NULL},
+    {"attn_v", "self_attn.v_proj", OP_PLAIN, G4, NULL},
+    {"attn_output", "self_attn.o_proj", OP_PLAIN, G4, NULL},
+    {"attn_q_norm", "self_attn.q_norm", OP_PLAIN, G4, NULL},
+    {"attn_k_norm", "self_attn.k_norm", OP_PLAIN, G4, NULL},
+    {"ffn_norm", "pre_feedforward_layernorm", OP_PLAIN, G4, NULL},
+    {"post_attention_norm", "post_attention_layernorm", OP_PLAIN, G4, NULL},
+    {"post_ffw_norm", "post_feedforward_layernorm", OP_PLAIN, G4, NULL},
+    {"ffn_gate", "mlp.gate_proj", OP_PLAIN, G4, NULL},
+    {"ffn_up", "mlp.up_proj", OP_PLAIN, G4, NULL},
+    {"ffn_down", "mlp.down_proj", OP_PLAIN, G4, NULL},
+    {"inp_gate", "per_layer_input_gate", OP_PLAIN, G4, NULL},
+    {"proj", "per_layer_projection", OP_PLAIN, G4, NULL},
+    {"post_norm", "post_per_layer_input_norm", OP_PLAIN, G4, NULL},
+    {"layer_output_scale", "layer_scalar", OP_LEAF, G4, NULL},
+};
+
+/* issue 31: gemma4's model-level per-layer input tensors (Gemma 3n's
+ * names in tensor_mapping.py); one_d marks the norm. */
+static const struct {
+    const char *gguf, *hf;
+    int one_d;
+} g4_top_maps[] = {
+    {"per_layer_token_embd.weight", "model.embed_tokens_per_layer.weight", 0},
+    {"per_layer_model_proj.weight", "model.per_layer_model_projection.weight", 0},
+    {"per_layer_proj_norm.weight", "model.per_layer_projection_norm.weight", 1},
 };
 
 static const struct {
@@ -870,6 +902,18 @@ static qb_status map_one(builder *b, const gguf_tinfo *t, gguf_special *sp)
                 return bad_shape(b, t, "unexpected number of dimensions");
             return add(b, t, top_maps[i].hf, 0, i == 1 ? 1 : t->ne[1], i == 1, 0);
         }
+    for (i = 0; hp->arch->bit == GGUF_A_GEMMA4 && i < sizeof(g4_top_maps) / sizeof(g4_top_maps[0]); i++)
+        if (strcmp(t->name, g4_top_maps[i].gguf) == 0) {
+            if (t->n_dims != (g4_top_maps[i].one_d ? 1u : 2u))
+                return bad_shape(b, t, "unexpected number of dimensions");
+            return add(b, t, g4_top_maps[i].hf, 0, g4_top_maps[i].one_d ? 1 : t->ne[1], g4_top_maps[i].one_d, 0);
+        }
+    /* gemma4: the full layers' rope frequency factors (1 on rotated pairs,
+     * 1e30 on the others) are config (hfconfig.c), not a weight. */
+    if (hp->arch->bit == GGUF_A_GEMMA4 && strcmp(t->name, "rope_freqs.weight") == 0) {
+        sp->g4_rope_freqs = t;
+        return QB_OK;
+    }
     /* Rope factor tensors are config, not weights (docs/formats/gguf.md, "Metadata to config.json"). */
     if ((hp->arch->bit & GGUF_A_LLAMA) && strcmp(t->name, "rope_freqs.weight") == 0) {
         sp->rope_freqs = t;
@@ -1085,6 +1129,53 @@ static qb_status check_layers_31(builder *b, const gguf_model *m)
     return st;
 }
 
+/* issue 31: gemma4. Every layer has its norms, its attention with the
+ * sliding or full head width of its type, its MLP, its layer_scalar and,
+ * with per-layer inputs, their gate and projection; the model-level
+ * per-layer tensors too. A full layer without v_proj (attention_k_eq_v)
+ * is refused by name. */
+static qb_status check_layers_g4(builder *b, const gguf_model *m)
+{
+    const gguf_hparams *hp = b->hp;
+    const int64_t E = hp->n_embd, P = hp->g4_ple;
+    int64_t l;
+    char n[256];
+    qb_status st = QB_OK;
+#define NEED(fmt, rows, cols) (snprintf(n, sizeof(n), "model.layers.%d." fmt, (int)l), need(b, m, n, rows, cols))
+    for (l = 0; l < hp->n_layer && !st; l++) {
+        const int64_t hd = hp->g4_swa[l] ? hp->g4_hd_swa : hp->head_dim;
+        const int64_t q = hp->n_head * hd, kv = hp->n_head_kv * hd;
+        snprintf(n, sizeof(n), "model.layers.%d.self_attn.v_proj.weight", (int)l);
+        if (!find_mapped(b, n))
+            return b->h->set_error(b->h, QB_E_UNSUPPORTED,
+                                   "%s: gemma4 layer %d has no attn_v (attention_k_eq_v): not read",
+                                   gguf_model_meta(m)->path, (int)l);
+        if ((st = NEED("input_layernorm.weight", E, -1)) || (st = NEED("post_attention_layernorm.weight", E, -1)) ||
+            (st = NEED("pre_feedforward_layernorm.weight", E, -1)) ||
+            (st = NEED("post_feedforward_layernorm.weight", E, -1)) ||
+            (st = NEED("self_attn.q_proj.weight", q, E)) || (st = NEED("self_attn.k_proj.weight", kv, E)) ||
+            (st = NEED("self_attn.v_proj.weight", kv, E)) || (st = NEED("self_attn.o_proj.weight", E, q)) ||
+            (st = NEED("self_attn.q_norm.weight", hd, -1)) || (st = NEED("self_attn.k_norm.weight", hd, -1)) ||
+            (st = NEED("mlp.down_proj.weight", E, hp->n_ff)) || (st = NEED("layer_scalar", 1, -1)))
+            break;
+        if (P > 0 && ((st = NEED("per_layer_input_gate.weight", P, E)) || (st = NEED("per_layer_projection.weight", E, P)) ||
+                      (st = NEED("post_per_layer_input_norm.weight", E, -1))))
+            break;
+    }
+#undef NEED
+    if (!st && P > 0) {
+        const gguf_ctensor *c = find_mapped(b, "model.embed_tokens_per_layer.weight");
+        if (!c || c->dims[1] != hp->n_layer * P)
+            return b->h->set_error(b->h, QB_E_FORMAT,
+                                   "%s: gemma4 per_layer_token_embd missing or not block_count x %lld wide",
+                                   gguf_model_meta(m)->path, (long long)P);
+        if ((st = need(b, m, "model.per_layer_model_projection.weight", hp->n_layer * P, E)) ||
+            (st = need(b, m, "model.per_layer_projection_norm.weight", P, -1)))
+            return st;
+    }
+    return st;
+}
+
 qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hparams *hp, gguf_ctensor **out,
                          size_t *n_out, gguf_special *sp)
 {
@@ -1104,6 +1195,7 @@ qb_status gguf_names_map(const qb_host *h, const gguf_model *m, const gguf_hpara
         st = h->set_error(h, QB_E_FORMAT, "%s: tensor 'token_embd.weight' is missing", gguf_model_meta(m)->path);
     if (!st)
         st = hp->arch->bit == GGUF_A_DEEPSEEK2 ? check_layers_ds2(&b, m)
+             : hp->arch->bit == GGUF_A_GEMMA4  ? check_layers_g4(&b, m)
              : hp->arch->bit & (GGUF_A_QWEN3NEXT | GGUF_A_GLM4MOE | GGUF_A_MINIMAXM2) ? check_layers_31(&b, m)
                                                                                    : check_layers(&b, m);
     if (st) {

@@ -1,5 +1,6 @@
 """Interop (issue 31): the GGUF forms llama.cpp's own converter makes of Qwen3-Next, Qwen3.5 (dense
-and MoE), GLM-4.5 (glm4_moe), MiniMax-M2 and DeepSeek-V3.2, read back by quantbridge's GGUF reader.
+and MoE), GLM-4.5 (glm4_moe), MiniMax-M2, DeepSeek-V3.2 and Gemma 4 (gemma4_text), read back by
+quantbridge's GGUF reader.
 
 Each tiny model is built by transformers 5.24's own classes (fixed seed, float32, eager attention,
 weights spread so the logits are O(1)), saved with save_pretrained, and converted to an F32 GGUF by
@@ -18,6 +19,9 @@ converter's own. Then, per family:
        this file computes from the stored vector (gguf-py), its value heads put back in grouped
        order by a numpy reshape; and it must lie within 2^-23 + 1e-6 |A_log| of the source's
        A_log (float32's rounding of -exp(A_log), relative 2^-24, is absolute after the log).
+   Gemma 4 is stored unchanged (Gemma4Model shifts no norm): every tensor bit for bit, the layer
+   scalars included, and transformers' Gemma4TextConfig of our config.json equals the source's
+   (layer types, per-type rope, head widths, per-layer input sizes).
    config.json names the source's model_type.
 2  forward: `quantbridge forward` on the GGUF against transformers' eager fp32 logits on the
    source, max |diff| at most FWD_REL of the largest logit.
@@ -103,7 +107,13 @@ OTHERS = {
     "deepseek_v32_dense": (_families31, "deepseek:DeepseekV32Model"),
     "deepseek_v32_sparse_yarn": (lambda _: _dsv32_sparse_yarn(), "deepseek:DeepseekV32Model"),
 }
-CASES = list(QWEN) + list(OTHERS)
+# Gemma 4's text model (test_gemma4's per-layer-input variant: sliding layers of head width 16,
+# a full layer of 32 with proportional rope, layer scalars other than 1), converted by
+# Gemma4Model. Its other test_gemma4 variants have no GGUF form: the converter asserts
+# proportional rope on full layers (no_ple_softcap has default rope there), and kv_shared is
+# refused by the reader by name (test_gguf_gemma4_kv_shared_refused).
+GEMMA4 = ["gemma4"]
+CASES = list(QWEN) + list(OTHERS) + GEMMA4
 
 # What llama.cpp 0.3.36 does with each converted file:
 #  - glm4moe, qwen3next, qwen35, qwen35moe: loads and runs it;
@@ -112,6 +122,13 @@ CASES = list(QWEN) + list(OTHERS)
 #    function (GGML_ABORT in llama-graph.cpp), so it is not run here;
 #  - deepseek32: likewise no expert_gating_func, a key llama.cpp's deepseek32 loader requires
 #    ("key not found in model: deepseek32.expert_gating_func").
+#  - gemma4: loads and runs it, but its logits differ from transformers' by 3.4e-3 of the logit
+#    scale on the per-layer-input model (1.1e-3 without per-layer inputs), from the first
+#    position on (so neither the sliding window nor rope), while quantbridge's forward on the
+#    same file is within FWD_REL of transformers. The cause is not established: ggml's CPU gelu
+#    and geglu look up an fp16 table (GGML_GELU_FP16), but transformers with that table's gelu
+#    is still 3.3e-3 away, so it is not that. Not run here rather than run under a loosened
+#    bound.
 LLAMA_CPP_RUNS = ["qwen3_next", "qwen3_5", "qwen3_5_moe", "glm4_moe_bias_qknorm",
                   "glm4_moe_groups_noqknorm"]
 
@@ -148,6 +165,10 @@ def build(name, tmp_path_factory, build_dir):
     if name in QWEN:
         src, ref = _qwen(name, root)
         conv_cls, extra = QWEN[name][2], ("--no-mtp",)  # the Qwen classes want an MTP block
+    elif name in GEMMA4:
+        import test_gemma4 as G4
+        src, ref = G4._model(root)
+        conv_cls, extra = "gemma:Gemma4Model", ()
     else:  # test_families31.build's recipe
         import test_families31 as T
         factory, conv_cls = OTHERS[name]
@@ -242,6 +263,19 @@ def test_gguf_read_back(name, tmp_path_factory, tmp_path, run_qb, build_dir):
                 "index_head_dim", "use_qk_norm", "attention_bias"):
         if key in scfg and key in cfg:
             assert cfg[key] == scfg[key], f"{name}: config {key} {cfg[key]} != {scfg[key]}"
+    if name in GEMMA4:  # what transformers makes of our config.json: the source's
+        from transformers import Gemma4TextConfig
+        ours, theirs = Gemma4TextConfig.from_pretrained(str(out)), Gemma4TextConfig.from_pretrained(str(src))
+        d_ours, d_theirs = ours.to_dict(), theirs.to_dict()
+        for key in ("layer_types", "rope_parameters", "per_layer_config", "head_dim",
+                    "hidden_size_per_layer_input", "vocab_size_per_layer_input", "sliding_window",
+                    "num_kv_shared_layers", "final_logit_softcapping",
+                    "hidden_activation", "tie_word_embeddings", "num_key_value_heads",
+                    "intermediate_size", "max_position_embeddings"):
+            assert d_ours[key] == d_theirs[key], \
+                f"gemma4: Gemma4TextConfig.{key} {d_ours[key]} != {d_theirs[key]}"
+        # the GGUF key is a float32: the source's epsilon rounded once
+        assert np.float32(ours.rms_norm_eps) == np.float32(theirs.rms_norm_eps)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -341,18 +375,18 @@ def test_gguf_mtp_block_left_out(tmp_path_factory, tmp_path, run_qb, build_dir):
               F.logits_of(fwd), ref, FWD_REL)
 
 
-def test_gguf_gemma4_refused_by_name(tmp_path, run_qb, build_dir):
-    """llama.cpp's converter writes Gemma 4 (Gemma4Model, arch "gemma4": per-layer token
-    embeddings, per-layer input gates and projections, layer output scales); the reader does not
-    map it yet and says so by name, never a partial read."""
+def test_gguf_gemma4_kv_shared_refused(tmp_path, run_qb, build_dir):
+    """Gemma 4 with KV sharing (num_kv_shared_layers 2, written as attention.shared_kv_layers):
+    the reader refuses it by name, never a partial read (the CPU forward pass has no KV
+    sharing; test_gemma4 asserts its own refusal)."""
     import test_gemma4 as G4
-    src, _ = G4._model(tmp_path)
+    src, _ = G4._model(tmp_path, "kv_shared")
     F.write_tokenizer(src)
-    g = tmp_path / "gemma4.gguf"
+    g = tmp_path / "gemma4-kv-shared.gguf"
     proc = F.convert_to_gguf(build_dir, src, g, spm_vocab_for="gemma:Gemma4Model")
-    assert proc.returncode == 0, f"convert_hf_to_gguf.py gemma4:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"convert_hf_to_gguf.py gemma4 kv_shared:\n{proc.stderr[-3000:]}"
     out = tmp_path / "hf32"
     conv = run_qb("convert", "--source", g, "--output", out, "--writer", "hf-dense", ok=False)
-    assert conv.returncode == 1 and "'gemma4'" in conv.stderr and "not read" in conv.stderr, \
+    assert conv.returncode == 1 and "shared_kv_layers" in conv.stderr and "not read" in conv.stderr, \
         conv.stderr
     assert not out.exists()
