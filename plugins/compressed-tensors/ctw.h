@@ -150,7 +150,8 @@ uint8_t ctw_f32_to_e2m1(float v);
 void ctw_pack_e2m1_row(const uint8_t *codes, int64_t cols, uint8_t *out);
 
 /* NVFP4 global scale of a tensor whose largest magnitude (in D) is amax:
- * 448 * 6 / amax in D as generate_gparam computes it, then float32; 1 when
+ * fl_D(fl_D(1 / amax) * 2688) as generate_gparam's 448 * 6 / amax computes it
+ * (torch's Python-number-over-tensor is a reciprocal and a product), then float32; 1 when
  * that is not finite. Pure. */
 float ctw_nvfp4_global(qb_dtype dt, float amax);
 

@@ -153,8 +153,9 @@ float ctw_nvfp4_global(qb_dtype dt, float amax)
     float tiny = dt == QB_DT_F16 ? 0x1p-14f : FLT_MIN, g;
     amax = amax < tiny ? tiny : amax;
     /* scale_data.max * quant_data.max / max_val_pos: a Python number over a
-     * tensor in D, so one division in D */
-    g = qbk_out_dt_round(dt, 2688.0f / amax);
+     * tensor in D, which torch's Tensor.__rtruediv__ computes as
+     * reciprocal() * 2688, two roundings in D */
+    g = qbk_out_dt_round(dt, qbk_out_dt_round(dt, 1.0f / amax) * 2688.0f);
     return isfinite(g) ? g : 1.0f;
 }
 
