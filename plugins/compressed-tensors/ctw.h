@@ -15,6 +15,10 @@
  * or one FP8 module (e4m3 weights; weight-only, so naive-quantized):
  *   <m>.weight            F8_E4M3 [N, K]
  *   <m>.weight_scale      D   tensor [1], channel [N, 1], block [ceil(N/bn), G]
+ * or one NVFP4 module (scheme nvfp4, NVFP4A16's weights: nvfp4-pack-quantized):
+ *   <m>.weight_packed       U8      [N, K/2]   e2m1 codes, column 2i in the low nibble
+ *   <m>.weight_scale        F8_E4M3 [N, K/16]
+ *   <m>.weight_global_scale F32     [1]        divides weight_scale
  * every other tensor dense in the model dtype D (f16, bf16 or f32).
  */
 #ifndef CTW_H
@@ -47,6 +51,7 @@ typedef struct ctw_scheme {
     int fp8;           /* type "float": e4m3 codes, unpacked (bits 8, symmetric) */
     int per_tensor;    /* fp8: strategy "tensor" (one scale) */
     int64_t block_rows;/* fp8: strategy "block", block_structure [block_rows, group_size] */
+    int nvfp4;         /* type "float" 4 bits, strategy "tensor_group", group_size 16 */
 } ctw_scheme;
 
 #define CTW_MAX_OUT 5
@@ -132,6 +137,33 @@ uint8_t ctw_f32_to_e4m3(float v);
  * *err2 / *ref2 and raises *err_max. Pure. */
 void ctw_fp8_row(qb_dtype dt, const float *x, int64_t cols, uint8_t *q, float *s, double *err2,
                  double *ref2, double *err_max);
+
+/* E2M1 code (sign in bit 3, magnitude index 0..7 of 0, 0.5, 1, 1.5, 2, 3,
+ * 4, 6) of v clamped to [-6, 6] and rounded as compressed-tensors'
+ * cast_to_fp4 does (nearest, ties to the even code); a negative value that
+ * rounds to 0 keeps its sign bit, as pack_fp4_to_uint8 reads torch.signbit.
+ * Pure. */
+uint8_t ctw_f32_to_e2m1(float v);
+
+/* Packs cols (even) E2M1 codes into cols / 2 bytes, column 2i in the low
+ * nibble (pack_fp4_to_uint8). Pure. */
+void ctw_pack_e2m1_row(const uint8_t *codes, int64_t cols, uint8_t *out);
+
+/* NVFP4 global scale of a tensor whose largest magnitude (in D) is amax:
+ * fl_D(fl_D(1 / amax) * 2688) as generate_gparam's 448 * 6 / amax computes it
+ * (torch's Python-number-over-tensor is a reciprocal and a product), then float32; 1 when
+ * that is not finite. Pure. */
+float ctw_nvfp4_global(qb_dtype dt, float amax);
+
+/* NVFP4 round to nearest of one row x[cols] (values in D, cols a multiple
+ * of 16) under global scale gs: e4m3 group scale bytes s[cols / 16] =
+ * e4m3(fl32(gs * fl_D(amax_g / 6))) (0 becomes 0.125) and E2M1 codes
+ * q[cols] of fl32(x / fl32(e4m3 / gs)), as calculate_qparams and _quantize
+ * compute them (docs/formats/compressed-tensors.md, "Round to nearest").
+ * Adds the row's squared error and squared values to *err2 / *ref2 and
+ * raises *err_max. Pure. */
+void ctw_nvfp4_row(qb_dtype dt, float gs, const float *x, int64_t cols, uint8_t *q, uint8_t *s,
+                   double *err2, double *ref2, double *err_max);
 
 /* quantization_config as JSON text (compact, the member order
  * compressed-tensors 0.20 writes) into *out (qbk_malloc'd). */

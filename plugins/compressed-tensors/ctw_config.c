@@ -18,7 +18,7 @@ static int same_scheme(const ctw_scheme *a, const ctw_scheme *b)
 {
     return a->bits == b->bits && a->symmetric == b->symmetric &&
            a->group_size == b->group_size && a->act_group == b->act_group &&
-           a->fp8 == b->fp8 && a->per_tensor == b->per_tensor && a->block_rows == b->block_rows;
+           a->fp8 == b->fp8 && a->nvfp4 == b->nvfp4 && a->per_tensor == b->per_tensor && a->block_rows == b->block_rows;
 }
 
 /* Module name of a linear's weight (without ".weight") as a JSON string. */
@@ -39,7 +39,7 @@ static void module_str(qbk_text *b, const char *name)
  * float-quantized needs input_activations; both store the same tensors). */
 static const char *scheme_format(const ctw_scheme *s)
 {
-    return s->fp8 ? "naive-quantized" : "pack-quantized";
+    return s->nvfp4 ? "nvfp4-pack-quantized" : s->fp8 ? "naive-quantized" : "pack-quantized";
 }
 
 /* FP8 weights as QuantizationArgs serialises FP8_DYNAMIC's (channel),
@@ -63,6 +63,13 @@ static void fp8_weights_obj(qbk_text *b, const ctw_scheme *s)
 static void weights_obj(qbk_text *b, const ctw_scheme *s)
 {
     char num[64];
+    if (s->nvfp4) {
+        /* NVFP4A16's weights as QuantizationArgs serialises them */
+        qbk_text_str(b, "{\"dynamic\": false, \"group_size\": 16, \"num_bits\": 4, "
+                        "\"scale_dtype\": \"torch.float8_e4m3fn\", \"strategy\": "
+                        "\"tensor_group\", \"symmetric\": true, \"type\": \"float\"}");
+        return;
+    }
     if (s->fp8) {
         fp8_weights_obj(b, s);
         return;

@@ -128,3 +128,67 @@ void ctw_fp8_row(qb_dtype dt, const float *x, int64_t cols, uint8_t *q, float *s
             *err_max = e;
     }
 }
+
+uint8_t ctw_f32_to_e2m1(float v)
+{
+    uint8_t sign = v < 0.0f ? 0x8 : 0;
+    float a = fabsf(v);
+    uint8_t m;
+    /* cast_to_fp4's buckets: ties go to the even code (0.25 -> 0, 0.75 -> 1,
+     * 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4) */
+    m = a <= 0.25f ? 0 : a < 0.75f ? 1 : a <= 1.25f ? 2 : a < 1.75f ? 3 : a <= 2.5f ? 4
+        : a < 3.5f ? 5 : a <= 5.0f ? 6 : 7;
+    return (uint8_t)(sign | m);
+}
+
+void ctw_pack_e2m1_row(const uint8_t *codes, int64_t cols, uint8_t *out)
+{
+    int64_t k;
+    for (k = 0; k + 1 < cols; k += 2)
+        out[k / 2] = (uint8_t)((codes[k] & 0xF) | ((codes[k + 1] & 0xF) << 4));
+}
+
+float ctw_nvfp4_global(qb_dtype dt, float amax)
+{
+    float tiny = dt == QB_DT_F16 ? 0x1p-14f : FLT_MIN, g;
+    amax = amax < tiny ? tiny : amax;
+    /* scale_data.max * quant_data.max / max_val_pos: a Python number over a
+     * tensor in D, which torch's Tensor.__rtruediv__ computes as
+     * reciprocal() * 2688, two roundings in D */
+    g = qbk_out_dt_round(dt, qbk_out_dt_round(dt, 1.0f / amax) * 2688.0f);
+    return isfinite(g) ? g : 1.0f;
+}
+
+void ctw_nvfp4_row(qb_dtype dt, float gs, const float *x, int64_t cols, uint8_t *q, uint8_t *s,
+                   double *err2, double *ref2, double *err_max)
+{
+    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    int64_t g0, k;
+    for (g0 = 0; g0 + 16 <= cols; g0 += 16) {
+        float amax = 0.0f, t, sc;
+        uint8_t b;
+        for (k = g0; k < g0 + 16; k++)
+            amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
+        /* max_val_pos / (bit_range / 2) in D, bit_range 12; times the
+         * float32 global scale (a 1-element tensor: float32 product) */
+        t = gs * qbk_out_dt_round(dt, amax / 6.0f);
+        t = t > 448.0f ? 448.0f : t;
+        b = ctw_f32_to_e4m3(t);
+        if ((b & 0x7f) == 0)
+            b = 0x20; /* eps of float8_e4m3fn in calculate_qparams: 0.125 */
+        s[g0 / 16] = b;
+        /* _quantize: scale / global_scale, then x / scale, both float32 */
+        sc = qbk_fp8_e4m3fn_to_f32(b) / gs;
+        for (k = g0; k < g0 + 16; k++) {
+            float v = x[k] / sc, d, e;
+            v = v < -6.0f ? -6.0f : v > 6.0f ? 6.0f : v;
+            q[k] = ctw_f32_to_e2m1(v);
+            d = (q[k] & 8 ? -mag[q[k] & 7] : mag[q[k] & 7]) * sc;
+            e = fabsf(d - x[k]);
+            *err2 += (double)e * e;
+            *ref2 += (double)x[k] * x[k];
+            if (e > *err_max)
+                *err_max = e;
+        }
+    }
+}

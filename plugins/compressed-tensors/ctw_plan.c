@@ -286,7 +286,10 @@ static qb_status decide(const qb_host *h, const qb_model_src *src, const ctw_opt
         it->kind = CTW_RTN;
         it->sc = o->rtn;
         it->n_groups = gs > 0 ? it->cols / gs : 1;
-        if (it->sc.fp8)
+        if (it->sc.nvfp4)
+            snprintf(it->reason, sizeof it->reason, "%.120s: quantized to nvfp4 (e2m1, e4m3 "
+                     "scale per 16 columns, float32 global scale; round to nearest)", why);
+        else if (it->sc.fp8)
             snprintf(it->reason, sizeof it->reason, "%.150s: quantized to fp8 e4m3, channel "
                      "(round to nearest, amax / 448 scale)", why);
         else
@@ -353,6 +356,16 @@ static qb_status add_outputs(const qb_host *h, const qb_model_src *src, ctw_plan
                             ti->name);
     memcpy(module, ti->name, nl - 7); /* without ".weight" */
     module[nl - 7] = 0;
+    if (it->sc.nvfp4) {
+        if ((st = add_out(h, p, module, ".weight_packed", "U8", 2, it->rows, it->cols / 2, 1)) !=
+                QB_OK ||
+            (st = add_out(h, p, module, ".weight_scale", "F8_E4M3", 2, it->rows, it->cols / 16,
+                          1)) != QB_OK ||
+            (st = add_out(h, p, module, ".weight_global_scale", "F32", 1, 1, 0, 4)) != QB_OK)
+            return st;
+        it->n_out = p->n_out - it->out0;
+        return QB_OK;
+    }
     if (it->sc.fp8) {
         int64_t sr = it->sc.per_tensor ? 1
                      : it->sc.block_rows ? (it->rows + it->sc.block_rows - 1) / it->sc.block_rows

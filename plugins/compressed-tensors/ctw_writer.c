@@ -56,8 +56,9 @@ static const qb_option_decl opt_scheme = {
     .help = "compressed-tensors writer: scheme for linears quantized anew from dense rows "
             "(w4a16: int4 symmetric; w4a16_asym: int4 with zero points; w8a16: int8 symmetric; "
             "fp8: float8 e4m3 with a scale per row, FP8_DYNAMIC's weights, written weight-only: "
-            "naive-quantized)",
-    .choices = "w4a16|w4a16_asym|w8a16|fp8",
+            "naive-quantized; nvfp4: NVFP4A16's weights, e2m1 with an e4m3 scale per 16 columns "
+            "and a float32 global scale: nvfp4-pack-quantized)",
+    .choices = "w4a16|w4a16_asym|w8a16|fp8|nvfp4",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
@@ -142,6 +143,15 @@ qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options
                             (long long)pg->v.i);
     if (o->rtn.fp8)
         o->rtn.group_size = -1;
+    o->rtn.nvfp4 = strcmp(scheme, "nvfp4") == 0;
+    if (o->rtn.nvfp4 && pg && pg->is_set && pg->v.i != 16 && pg->v.i != 128)
+        return h->set_error(h, QB_E_INVALID, "scheme nvfp4 has groups of 16 columns "
+                            "(nvfp4-pack-quantized): group_size %lld does not apply",
+                            (long long)pg->v.i);
+    if (o->rtn.nvfp4) {
+        o->rtn.group_size = 16;
+        o->rtn.symmetric = 1;
+    }
     o->act_gidx = pa && pa->is_set && strcmp(pa->v.s, "g_idx") == 0;
     o->minmax = pr && pr->is_set && strcmp(pr->v.s, "minmax") == 0;
     o->max_shard = pm && pm->is_set ? (uint64_t)pm->v.i : 5000000000u;
@@ -572,6 +582,81 @@ out:
     return st;
 }
 
+/* Rows [r0, r0 + nr) read and rounded to D into w->fbuf, refused when a
+ * value cannot be quantized. */
+static qb_status nvfp4_read(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr)
+{
+    size_t cnt = (size_t)(nr * it->cols), bad, k;
+    qbk_encode_bad why;
+    qb_status st;
+    if ((st = w->src->read_rows(w->src->handle, it->src, r0, nr, w->fbuf)) != QB_OK)
+        return st;
+    bad = qbk_encode_check(w->plan.dt, w->fbuf, cnt, 0, &why);
+    if (bad < cnt)
+        return w->h->set_error(w->h, why == QBK_ENCODE_NONFINITE ? QB_E_FORMAT : QB_E_RANGE,
+                               "%s: %s: element %zu of rows from %lld is %g, which cannot be "
+                               "quantized in %s", w->src->source_path, it->name, bad,
+                               (long long)r0, (double)w->fbuf[bad],
+                               qbk_out_dt_torch_name(w->plan.dt));
+    for (k = 0; k < cnt; k++)
+        w->fbuf[k] = qbk_out_dt_round(w->plan.dt, w->fbuf[k]);
+    return QB_OK;
+}
+
+/* NVFP4 round to nearest: one pass for the tensor's amax (the global
+ * scale), a second for codes and group scales. */
+static qb_status write_nvfp4(ctw_writer *w, ctw_item *it)
+{
+    const qb_host *h = w->h;
+    int64_t br = block_rows(it->rows, it->cols), r0, r, G = it->cols / 16;
+    uint8_t *sb = qbk_malloc((size_t)(it->rows * G) + 1);
+    float amax = 0.0f, gs;
+    qb_status st = QB_OK;
+    size_t k;
+
+    if (!sb)
+        return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path,
+                            it->name);
+    for (r0 = 0; r0 < it->rows; r0 += br) {
+        int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
+        if ((st = nvfp4_read(w, it, r0, nr)) != QB_OK)
+            goto out;
+        for (k = 0; k < (size_t)(nr * it->cols); k++)
+            amax = fabsf(w->fbuf[k]) > amax ? fabsf(w->fbuf[k]) : amax;
+    }
+    gs = ctw_nvfp4_global(w->plan.dt, amax);
+    for (r0 = 0; r0 < it->rows; r0 += br) {
+        int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
+        if (h->cancelled(h)) {
+            st = h->set_error(h, QB_E_CANCELLED, "%s: cancelled", it->name);
+            goto out;
+        }
+        if ((st = nvfp4_read(w, it, r0, nr)) != QB_OK)
+            goto out;
+        for (r = 0; r < nr; r++) {
+            ctw_nvfp4_row(w->plan.dt, gs, w->fbuf + r * it->cols, it->cols, w->codes,
+                          sb + (r0 + r) * G, &it->err2, &it->ref2, &it->err_max);
+            ctw_pack_e2m1_row(w->codes, it->cols, w->bbuf + (size_t)(r * it->cols / 2));
+        }
+        if ((st = qbk_st_writer_write(w->cur, w->bbuf, (size_t)(nr * it->cols / 2))) != QB_OK)
+            goto out;
+    }
+    if ((st = qbk_st_writer_write(w->cur, sb, (size_t)(it->rows * G))) != QB_OK)
+        goto out;
+    {
+        uint32_t b = qb_f32_bits(gs);
+        uint8_t wb[4] = {(uint8_t)b, (uint8_t)(b >> 8), (uint8_t)(b >> 16), (uint8_t)(b >> 24)};
+        st = qbk_st_writer_write(w->cur, wb, 4);
+    }
+    if (st == QB_OK)
+        h->log(h, QB_LOG_INFO, "%s: nvfp4 RTN (global scale %.9g): relative RMS error %.3g, "
+               "max abs error %.3g", it->name, (double)gs,
+               it->ref2 > 0 ? sqrt(it->err2 / it->ref2) : 0.0, it->err_max);
+out:
+    qbk_free(sb);
+    return st;
+}
+
 static qb_status write_quant(ctw_writer *w, ctw_item *it)
 {
     const qb_host *h = w->h;
@@ -685,6 +770,7 @@ static qb_status ctw_write_tensor(qb_writer_handle handle, size_t index)
         w->next_shard++;
     }
     st = it->kind == CTW_DENSE ? write_dense(w, it)
+         : it->sc.nvfp4        ? write_nvfp4(w, it)
          : it->sc.fp8          ? write_fp8(w, it)
                                : write_quant(w, it);
     if (st != QB_OK)
