@@ -22,6 +22,11 @@
  * docs/fidelity.md): measured 2026-12-02, on text it won by 0.137 nats
  * (2 standard errors 0.089), at 32 it tied (+0.023, 2 SE 0.027), and the
  * calibrated default won by 0.698 (2 SE 0.065).
+ *
+ * The calibrated conversion's weighted linears that lose to absmax by
+ * plain weight error are judged at the model's output (docs/verify.md,
+ * "Rules judged at the model's output"): verify passes it, fails it with
+ * the model check off, and calls it a defect with its scales reversed.
  */
 #define _GNU_SOURCE
 #include <check.h>
