@@ -330,6 +330,15 @@ int qbh_cmd_verify(int argc, char **argv, qbh_common *co)
         if (qbh_model_check_run(&src, &conv, &mo, &mc))
             goto report;
         res->model_check = &mc;
+    }
+    {
+        /* an activation-aware rule's tensors are judged at the output: the
+         * model check must have placed the model against its baseline */
+        char why[256];
+        int judged = qbh_mc_judges(no_mc ? NULL : &mc, "--no-model-check", why, sizeof why);
+        qbh_verify_settle_output(res, judged, why);
+    }
+    if (!no_mc) {
         if (mc.ran && !mc.pass)
             res->pass = 0;
         qbh_mc_verdict_warn(&mc);

@@ -3,7 +3,7 @@
  * tensors, learnt from the plugins (docs/plugin-design.md, "Declarations
  * for verify"), never from a format's files: the converted model's reader
  * serves them in its metadata view ("quantbridge.exact:NAME",
- * "quantbridge.expert_grid:NAME"); when it declares no exactness at all,
+ * "quantbridge.expert_grid:NAME", "quantbridge.quant_rule:NAME"); when it declares no exactness at all,
  * `convert --verify` takes it from the writer's plan (a source tensor all
  * of whose planned outputs are `exact`). So a third-party writer and
  * reader get the same verify as the native ones.
@@ -16,6 +16,27 @@
 
 #define DECL_EXACT "quantbridge.exact:"
 #define DECL_EXPERT "quantbridge.expert_grid:"
+#define DECL_RULE "quantbridge.quant_rule:"
+
+/* The rules a writer may declare (docs/verify.md, "Rules judged at the
+ * model's output"): the activation-aware ones trade plain weight error for
+ * the error weighted by the activations (or of the layer's output) by
+ * design, so plain error against absmax cannot judge them. */
+static const char *const AWARE_RULES[] = {"weighted", "gptq"};
+static const char *const PLAIN_RULES[] = {"absmax", "search", "keep", "auto"};
+
+/* 1 activation-aware, 0 a plain rule, -1 a rule verify does not know. */
+static int rule_kind(const char *v)
+{
+    size_t i;
+    for (i = 0; i < sizeof AWARE_RULES / sizeof *AWARE_RULES; i++)
+        if (strcmp(v, AWARE_RULES[i]) == 0)
+            return 1;
+    for (i = 0; i < sizeof PLAIN_RULES / sizeof *PLAIN_RULES; i++)
+        if (strcmp(v, PLAIN_RULES[i]) == 0)
+            return 0;
+    return -1;
+}
 
 /* "bits=B group_size=G scale_dtype=D" into rl (a GRID rule of a fused
  * expert tensor; expert_rows and n_groups are the tensor's to set).
@@ -72,6 +93,16 @@ static qb_status from_reader(const qbh_source *conv, qbh_verify_decl *d)
                                      conv->path, conv->reader->name, e.key, buf);
             }
             g_hash_table_insert(d->expert, g_strdup(e.key + sizeof DECL_EXPERT - 1), rl);
+        } else if (strncmp(e.key, DECL_RULE, sizeof DECL_RULE - 1) == 0) {
+            int k = rule_kind(buf);
+            if (k < 0) /* judged by a rule verify does not know: refused, not guessed */
+                return qbh_error_set(QB_E_FORMAT,
+                                     "%s: reader %s: %s is '%s', not a rule verify knows "
+                                     "(weighted, gptq, absmax, search, keep, auto)",
+                                     conv->path, conv->reader->name, e.key, buf);
+            if (k == 1)
+                g_hash_table_insert(d->aware, g_strdup(e.key + sizeof DECL_RULE - 1),
+                                    g_strdup(buf));
         }
     }
     return rc == QB_E_RANGE ? QB_OK : rc;
@@ -105,6 +136,7 @@ qb_status qbh_verify_declared(const qbh_source *conv, const qbh_source *src, con
     qb_status rc;
     d->exact = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->expert = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    d->aware = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     d->declares = 0;
     d->from_plan = 0;
     if ((rc = from_reader(conv, d))) {
@@ -124,5 +156,7 @@ void qbh_verify_decl_free(qbh_verify_decl *d)
         g_hash_table_destroy(d->exact);
     if (d->expert)
         g_hash_table_destroy(d->expert);
-    d->exact = d->expert = NULL;
+    if (d->aware)
+        g_hash_table_destroy(d->aware);
+    d->exact = d->expert = d->aware = NULL;
 }

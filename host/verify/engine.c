@@ -139,6 +139,17 @@ static void judge(qbh_verify_tensor *t, const qbh_verify_opts *o)
         snprintf(t->reason, sizeof t->reason,
                  "its writer declares it exact but %llu element(s) differ (max abs %.3g)",
                  (unsigned long long)t->n_diff, t->max_abs);
+    } else if (t->rule == QBH_VB_GRID && t->n_worse && t->quant_rule[0]) {
+        /* the declared rule trades plain weight error for the activations'
+         * by design: the model's output judges it (qbh_verify_settle_output) */
+        t->state = QBH_VT_OK;
+        t->at_output = 1;
+        snprintf(t->reason, sizeof t->reason,
+                 "judged at the model's output: its writer's rule '%s' is activation-aware; "
+                 "%llu of %llu groups worse than the absmax rule by plain error (worst %.3gx; "
+                 "rel_rmse %.4g, absmax rule %.4g)",
+                 t->quant_rule, (unsigned long long)t->n_worse, (unsigned long long)t->n_units,
+                 t->worst, t->rel_rmse, t->base_rel_rmse);
     } else if (t->rule == QBH_VB_GRID && t->n_worse) {
         snprintf(t->reason, sizeof t->reason,
                  "%llu of %llu groups worse than the absmax rule by more than %g%% "
@@ -342,6 +353,51 @@ static qb_status pick_rule(qbh_source *conv, size_t ci, const qbh_verify_decl *d
 static const char *const HEAD = "lm_head.weight";
 static const char *const EMBED = EMBED_S;
 
+/* The result's counts and pass from its tensors' states. */
+static void recount(qbh_verify_result *r)
+{
+    size_t i;
+    r->pass = 1;
+    r->n_compared = r->n_failed = r->n_missing = r->n_extra = r->n_shape = 0;
+    r->n_exact = r->n_at_output = 0;
+    for (i = 0; i < r->n; i++) {
+        const qbh_verify_tensor *t = &r->t[i];
+        switch (t->state) {
+        case QBH_VT_OK: r->n_compared++; break;
+        case QBH_VT_FAIL: r->n_compared++; r->n_failed++; break;
+        case QBH_VT_MISSING: r->n_missing++; break;
+        case QBH_VT_EXTRA: r->n_extra++; break;
+        case QBH_VT_SHAPE: r->n_shape++; break;
+        }
+        if ((t->state == QBH_VT_OK || t->state == QBH_VT_FAIL) && t->exact)
+            r->n_exact++;
+        if (t->state == QBH_VT_OK && t->at_output)
+            r->n_at_output++;
+        if (t->state != QBH_VT_OK)
+            r->pass = 0;
+    }
+}
+
+void qbh_verify_settle_output(qbh_verify_result *r, int judged, const char *why_not)
+{
+    size_t i;
+    if (judged)
+        return;
+    for (i = 0; i < r->n; i++) {
+        qbh_verify_tensor *t = &r->t[i];
+        if (t->state != QBH_VT_OK || !t->at_output)
+            continue;
+        t->state = QBH_VT_FAIL;
+        t->at_output = 0;
+        snprintf(t->reason, sizeof t->reason,
+                 "its writer's rule '%s' is judged at the model's output, %s (%llu of %llu "
+                 "groups worse than the absmax rule by plain error)",
+                 t->quant_rule, why_not, (unsigned long long)t->n_worse,
+                 (unsigned long long)t->n_units);
+    }
+    recount(r);
+}
+
 qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify_opts *o,
                              qbh_verify_result **out)
 {
@@ -466,8 +522,12 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     rc = qbh_verify_declared(conv, src, o->plan, &decl);
     if (rc)
         goto out;
-    for (i = 0; i < ctx.n_jobs && rc == QB_OK; i++)
+    for (i = 0; i < ctx.n_jobs && rc == QB_OK; i++) {
+        const char *aware = g_hash_table_lookup(decl.aware, conv->tensors[ctx.jobs[i].ci].name);
         rc = pick_rule(conv, ctx.jobs[i].ci, &decl, o, &ctx.jobs[i].rule);
+        if (aware)
+            snprintf(ctx.jobs[i].t->quant_rule, sizeof ctx.jobs[i].t->quant_rule, "%s", aware);
+    }
     qbh_verify_decl_free(&decl);
     if (rc)
         goto out;
@@ -480,21 +540,7 @@ qb_status qbh_verify_sources(qbh_source *src, qbh_source *conv, const qbh_verify
     if (rc)
         goto out;
 
-    r->pass = 1;
-    for (i = 0; i < r->n; i++) {
-        const qbh_verify_tensor *t = &r->t[i];
-        switch (t->state) {
-        case QBH_VT_OK: r->n_compared++; break;
-        case QBH_VT_FAIL: r->n_compared++; r->n_failed++; break;
-        case QBH_VT_MISSING: r->n_missing++; break;
-        case QBH_VT_EXTRA: r->n_extra++; break;
-        case QBH_VT_SHAPE: r->n_shape++; break;
-        }
-        if ((t->state == QBH_VT_OK || t->state == QBH_VT_FAIL) && t->exact)
-            r->n_exact++;
-        if (t->state != QBH_VT_OK)
-            r->pass = 0;
-    }
+    recount(r);
     *out = r;
     r = NULL;
 out:
@@ -587,11 +633,19 @@ qb_status qbh_verify_after_convert(const qbh_registry *reg, qbh_source *src, con
     printf("quantbridge: verifying %s against %s\n", output, src->path);
     rc = qbh_verify_sources(src, &conv, &o, &r);
     if (rc == QB_OK) {
-        int mc_pass = 1;
+        int mc_pass = 1, judged = 0;
+        char why_not[256] = "";
         qbh_verify_print_summary(stdout, r);
         rc = qbh_model_check_report(stdout, src, &conv, qbh_verify_exact_codes(r), linears,
-                                    &mc_pass);
+                                    &mc_pass, &judged, why_not, sizeof why_not);
         fflush(stdout);
+        if (rc == QB_OK && r->n_at_output) {
+            /* printed before the check ran: say the outcome of those */
+            qbh_verify_settle_output(r, judged, why_not);
+            if (judged)
+                printf("quantbridge: %zu tensor(s) of activation-aware rules judged at the "
+                       "model's output (model verdict above)\n", r->n_at_output);
+        }
         if (rc == QB_OK && r->pass && !mc_pass) {
             char why[1024];
             snprintf(why, sizeof why, "%s", qbh_error_message());

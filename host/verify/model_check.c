@@ -511,7 +511,8 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root_)
 }
 
 qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int exact_codes,
-                                 qb_linear_backend_open_fn linears, int *pass)
+                                 qb_linear_backend_open_fn linears, int *pass, int *judged,
+                                 char *why_not, size_t why_cap)
 {
     qbh_model_check mc;
     qbh_mc_opts o;
@@ -520,8 +521,10 @@ qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int
     o.exact_codes = exact_codes;
     o.linears = linears;
     *pass = 1;
+    *judged = 0;
     rc = qbh_model_check_run(src, conv, &o, &mc);
     if (rc == QB_OK) {
+        *judged = qbh_mc_judges(&mc, "", why_not, why_cap);
         qbh_model_check_print(f, &mc);
         qbh_mc_verdict_warn(&mc);
         *pass = !mc.ran || mc.pass;

@@ -155,6 +155,13 @@ void qbh_verify_print_summary(FILE *f, const qbh_verify_result *r)
                 fprintf(f, "  %-7s %s: %s\n", state_name(r->t[i].state), r->t[i].name,
                         r->t[i].reason);
     }
+    if (r->n_at_output) {
+        fprintf(f, "judged at the model's output (activation-aware rule; plain figures "
+                   "against the absmax rule shown, not failed):\n");
+        for (i = 0; i < r->n; i++)
+            if (r->t[i].state == QBH_VT_OK && r->t[i].at_output)
+                fprintf(f, "  %s: %s\n", r->t[i].name, r->t[i].reason);
+    }
     nw = qbh_verify_worst(r, worst, WORST_K);
     if (nw) {
         fprintf(f, "worst tensors (by rel_rmse):\n");
@@ -278,6 +285,7 @@ char *qbh_verify_json(const qbh_verify_result *r)
     cJSON_AddNumberToObject(root, "n_missing", (double)r->n_missing);
     cJSON_AddNumberToObject(root, "n_extra", (double)r->n_extra);
     cJSON_AddNumberToObject(root, "n_shape", (double)r->n_shape);
+    cJSON_AddNumberToObject(root, "n_judged_at_output", (double)r->n_at_output);
     arr = cJSON_AddArrayToObject(root, "tensors");
     for (i = 0; arr && i < r->n; i++) {
         const qbh_verify_tensor *t = &r->t[i];
@@ -298,6 +306,10 @@ char *qbh_verify_json(const qbh_verify_result *r)
         cJSON_AddStringToObject(j, "status", state_name(t->state));
         if (t->reason[0])
             cJSON_AddStringToObject(j, "reason", t->reason);
+        if (t->quant_rule[0])
+            cJSON_AddStringToObject(j, "quant_rule", t->quant_rule);
+        if (t->at_output)
+            cJSON_AddStringToObject(j, "judged_at", "model_output");
         if (!compared(t))
             continue;
         cJSON_AddBoolToObject(j, "exact", t->exact != 0);

@@ -248,3 +248,17 @@ void qbh_mc_verdict_html(FILE *f, const qbh_model_check *mc)
           "two standard errors of the per-position difference (docs/verify.md, "
           "&ldquo;Model verdict&rdquo;).</p>\n", f);
 }
+
+int qbh_mc_judges(const qbh_model_check *mc, const char *off_option, char *why, size_t n)
+{
+    if (!mc)
+        snprintf(why, n, "but the model check is off (drop %s)", off_option);
+    else if (!mc->ran)
+        snprintf(why, n, "but the model check was skipped: %s", mc->skipped);
+    else if (mc->verdict == QBH_MCV_NONE)
+        snprintf(why, n, "but the model check has no baseline to place it against: %s",
+                 mc->base_note);
+    else
+        return 1;
+    return 0;
+}

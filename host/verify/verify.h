@@ -200,6 +200,10 @@ typedef struct qbh_verify_decl {
     GHashTable *exact;  /* canonical names declared exact (g_strdup'd keys) */
     GHashTable *expert; /* canonical name -> qbh_vb_rule (GRID: bits, group_size,
                            scale_dtype) of a fused expert tensor [E, in, out] */
+    GHashTable *aware;  /* canonical name -> rule name (g_strdup'd) of a tensor
+                           whose writer declares an activation-aware rule
+                           (quantbridge.quant_rule: weighted, gptq): judged
+                           at the model's output */
     int declares;       /* the reader declared exactness (some quantbridge.exact: entry) */
     int from_plan;      /* the exact set came from the writer's plan */
 } qbh_verify_decl;
@@ -266,6 +270,12 @@ typedef struct qbh_verify_tensor {
     double base_rel_rmse;  /* the baseline's rel RMSE (GRID, ROUND), else NaN */
     uint64_t n_units, n_worse; /* groups/elements judged, worse than baseline */
     double worst;          /* qbh_vb_stats.worst */
+    char quant_rule[32];   /* the activation-aware rule its writer declares
+                              (quantbridge.quant_rule:), "" none */
+    int at_output;         /* GRID rule, worse than absmax by plain error, but
+                              quant_rule trades that by design: not failed
+                              here, judged at the model's output
+                              (qbh_verify_settle_output) */
 } qbh_verify_tensor;
 
 typedef struct qbh_verify_result {
@@ -280,6 +290,7 @@ typedef struct qbh_verify_result {
     qbh_verify_tensor *t;  /* source order, then EXTRA ones */
     size_t n;
     size_t n_compared, n_exact, n_failed, n_missing, n_extra, n_shape;
+    size_t n_at_output;    /* tensors with at_output set */
     int pass;              /* no FAIL, MISSING, EXTRA or SHAPE */
     const struct qbh_model_check *model_check; /* the caller's model
                               check (not freed here), or NULL; written into
@@ -313,6 +324,14 @@ void qbh_verify_result_free(qbh_verify_result *r);
  * exact) and passed: the model check's "exact codes" verdict
  * (below). Pure. */
 int qbh_verify_exact_codes(const qbh_verify_result *r);
+
+/* The model check's word on the tensors judged at the model's output
+ * (at_output): judged 1 when the check ran and placed the converted model
+ * against its baseline (a verdict other than QBH_MCV_NONE; its defect
+ * band fails the verification on its own). Otherwise each such tensor
+ * fails with why_not (what kept the check from judging and the option
+ * that turns it on) and r->pass drops. Counts are redone. Pure. */
+void qbh_verify_settle_output(qbh_verify_result *r, int judged, const char *why_not);
 
 /* The reader for a model written by plugin `name`, as --converted-format
  * takes it: `name` itself when it is not a loaded writer-only plugin, else
@@ -524,9 +543,10 @@ int qbh_model_check_json(const qbh_model_check *mc, void *root);
  * ids), no limits and o's exact_codes on the open src and conv and prints
  * the block (or the skip line) on f. Returns an error of the run
  * (message set), else QB_OK with *pass 0 when the verdict is a defect
- * (mc reason printed). */
+ * (mc reason printed); *judged and why_not as qbh_mc_judges says. */
 qb_status qbh_model_check_report(FILE *f, qbh_source *src, qbh_source *conv, int exact_codes,
-                                 qb_linear_backend_open_fn linears, int *pass);
+                                 qb_linear_backend_open_fn linears, int *pass, int *judged,
+                                 char *why_not, size_t why_cap);
 
 /* ---- verdict.c -------------------------------------------------------------- */
 
@@ -543,6 +563,12 @@ void qbh_mc_verdict_print(FILE *f, const qbh_model_check *mc);
 /* A worse-than-baseline verdict as a warning on stderr (qbh_log), so it
  * is seen with --json too; other verdicts: nothing. */
 void qbh_mc_verdict_warn(const qbh_model_check *mc);
+/* 1 when mc judges a converted model at its output: it ran and placed it
+ * against its baseline (a verdict other than QBH_MCV_NONE). Else 0 and
+ * why (n bytes) says what kept it from judging: mc NULL, the check is off
+ * (naming off_option, the option that turned it off), skipped or without
+ * a baseline (their reasons). Pure. */
+int qbh_mc_judges(const qbh_model_check *mc, const char *off_option, char *why, size_t n);
 /* Adds "model_verdict" to the cJSON object root. 0, or -1 on OOM. */
 int qbh_mc_verdict_json(const qbh_model_check *mc, void *root);
 /* The verdict as an HTML paragraph and a small table. Never fails. */

@@ -12,6 +12,12 @@
  *                                 whole, each expert's out columns a W4A16
  *                                 linear row in groups of G inputs
  *                                 (w4a16-format.md, "gpt-oss")
+ *   quantbridge.quant_rule:NAME   string the rule a requantized linear's scales
+ *                                 were chosen by: the word before the ':' of
+ *                                 the manifest's "quant_rule" ("weighted",
+ *                                 "gptq", "absmax", ...), so verify judges an
+ *                                 activation-aware rule at the model's output
+ *                                 (docs/verify.md, "The rule")
  * manifest.json is read again through the host's strict JSON parser; the
  * manifest check (manifest_in.c) has already accepted it.
  */
@@ -30,6 +36,7 @@
 typedef struct exact_flag {
     char *name;
     int exact;
+    char rule[32]; /* the manifest's quant_rule up to its ':' ("" none) */
 } exact_flag;
 
 static int flag_cmp(const void *a, const void *b)
@@ -84,9 +91,18 @@ static qb_status read_flags(const qb_host *h, const char *dir, exact_flag **out,
         const char *key = NULL;
         const qb_json *t = J->at(tensors, i, &key);
         int32_t exact = 0;
+        const char *rule = J->get_string(J->get(t, "quant_rule"));
         if (!key || !(f[n].name = canonical(key)))
             continue;
-        f[n++].exact = J->get_bool(J->get(t, "exact"), &exact) && exact;
+        f[n].exact = J->get_bool(J->get(t, "exact"), &exact) && exact;
+        if (rule && !f[n].exact) {
+            size_t len = strcspn(rule, ":");
+            if (len < sizeof f[n].rule) {
+                memcpy(f[n].rule, rule, len);
+                f[n].rule[len] = '\0';
+            }
+        }
+        n++;
     }
     qsort(f, n, sizeof *f, flag_cmp);
     *out = f;
@@ -117,13 +133,13 @@ qb_status w4w_meta_build(const qb_host *h, const char *dir, int64_t group_size,
         return QB_OK; /* a 1.0 host: no JSON service, no declarations */
     if ((rc = read_flags(h, dir, &flags, &n_flags)))
         return rc;
-    m = qbk_calloc(n_linears + n_experts + 1, sizeof *m);
+    m = qbk_calloc(2 * n_linears + n_experts + 1, sizeof *m);
     if (!m) {
         rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
         goto out;
     }
     for (i = 0; i < n_linears; i++) {
-        exact_flag key = {(char *)linears[i], 0};
+        exact_flag key = {(char *)linears[i], 0, ""};
         const exact_flag *hit = bsearch(&key, flags, n_flags, sizeof *flags, flag_cmp);
         if (!hit) /* the manifest says nothing of it: nothing declared */
             continue;
@@ -134,6 +150,16 @@ qb_status w4w_meta_build(const qb_host *h, const char *dir, int64_t group_size,
         sprintf(m[n].key, "quantbridge.exact:%s", linears[i]);
         m[n].type = "bool";
         snprintf(m[n].value, sizeof m[n].value, "%s", hit->exact ? "true" : "false");
+        n++;
+        if (!hit->rule[0])
+            continue;
+        if (!(m[n].key = qbk_malloc(strlen(linears[i]) + 32))) {
+            rc = h->set_error(h, QB_E_NOMEM, "%s: out of memory", dir);
+            goto out;
+        }
+        sprintf(m[n].key, "quantbridge.quant_rule:%s", linears[i]);
+        m[n].type = "string";
+        snprintf(m[n].value, sizeof m[n].value, "%s", hit->rule);
         n++;
     }
     for (i = 0; i < n_experts; i++) {

@@ -315,7 +315,9 @@ typedef struct w4w_meta {
 /* The declarations verify reads (docs/plugin-design.md, "Declarations for
  * verify") for the tensors the reader serves: "quantbridge.exact:NAME" of
  * each packed linear named in linears (bool, dir/manifest.json's "exact"
- * flag; none when the manifest lists no flag for it) and
+ * flag; none when the manifest lists no flag for it), with
+ * "quantbridge.quant_rule:NAME" (string, the rule word of its "quant_rule",
+ * for a linear not exact) and
  * "quantbridge.expert_grid:NAME" of each fused expert tensor named in
  * experts (grid, "bits=4 group_size=G scale_dtype=F16"). manifest.json is
  * read through h's strict JSON parser. *out (w4w_meta_free) may be empty.
