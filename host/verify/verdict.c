@@ -65,6 +65,21 @@ void qbh_mc_verdict_decide(qbh_model_check *mc, int exact_codes)
                  "(KL mean %.4g)", mc->n_grid, kc);
         return;
     }
+    /* No band compares with NaN: a converted model whose logits (or the
+     * perplexity over them) are not finite where the source's are is broken
+     * whatever the baseline says (e.g. fp16 activations overflowing). */
+    if (!isfinite(kc) || (mc->from_text && isfinite(mc->ppl_src) && !isfinite(mc->ppl_conv))) {
+        mc->verdict = QBH_MCV_DEFECT;
+        snprintf(mc->words, sizeof mc->words, "DEFECT: the converted model's logits are not "
+                 "finite (KL mean %.4g, perplexity %.4g against the source's %.4g)", kc,
+                 mc->ppl_conv, mc->ppl_src);
+        if (mc->pass) {
+            mc->pass = 0;
+            snprintf(mc->reason, sizeof mc->reason, "model verdict: the converted model's logits "
+                     "are not finite (KL mean %.4g): a defect in the conversion", kc);
+        }
+        return;
+    }
     if (!mc->base_ran) {
         mc->verdict = QBH_MCV_NONE;
         snprintf(mc->words, sizeof mc->words, "%s", mc->base_note);

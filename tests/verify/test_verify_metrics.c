@@ -236,6 +236,8 @@ START_TEST(verdict_bands)
         {0.163, 0.1, 0.001, 0, 1, QBH_MCV_DEFECT, 0},    /* 0.16 + 2 x 0.001 */
         {0.163, 0.1, 0.01, 0, 1, QBH_MCV_WORSE, 1},      /* within the noise */
         {2.29, 1.21, 0.27, 0, 1, QBH_MCV_WORSE, 1},      /* a random fixture's 32 ids */
+        {NAN, 1.21, 0.27, 0, 1, QBH_MCV_DEFECT, 0},      /* non-finite logits: never a band */
+        {INFINITY, 0, 0, 0, 0, QBH_MCV_DEFECT, 0},       /* even without a baseline */
     };
     size_t i;
     for (i = 0; i < sizeof c / sizeof c[0]; i++) {
