@@ -25,6 +25,11 @@ MiniMax-M2 with partial rotation (rotary_dim); DeepSeek-V3.2 with index_topk at 
 sequence length (the indexer keeps every visible key: dense MLA) and smaller (it drops keys;
 the test checks that the logits then differ from the dense model's, so the sparse path is
 exercised, not assumed).
+
+Block FP8 (test_block_fp8_family): MiniMax-M2 and DeepSeek-V3.2 as their FP8 checkpoints are
+published (docs/formats/fp8.md), quantized here in numpy; hf-dense f32 equals the numpy
+dequantization bit for bit, forward matches transformers on the dequantized model (FWD_REL), and
+W4A16 of the FP8 checkpoint passes verify.
 """
 import json
 import os
