@@ -78,14 +78,17 @@ static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
     it = cJSON_GetObjectItemCaseSensitive(q, "fmt");
     m->fmt = QB_DT_F8_E4M3;
     if (it && !cJSON_IsNull(it)) {
-        if (cJSON_IsString(it) && !strcmp(it->valuestring, "e4m3"))
+        /* MiniMax-M2's published config spells the format as the torch
+         * dtype name "float8_e4m3fn" (docs/formats/fp8.md, "MiniMax-M2") */
+        if (cJSON_IsString(it) && (!strcmp(it->valuestring, "e4m3") ||
+                                   !strcmp(it->valuestring, "float8_e4m3fn")))
             m->fmt = QB_DT_F8_E4M3;
         else if (cJSON_IsString(it) && !strcmp(it->valuestring, "e5m2"))
             m->fmt = QB_DT_F8_E5M2;
         else
             return h->set_error(h, QB_E_UNSUPPORTED,
-                                "%s/config.json: quantization_config.fmt is neither \"e4m3\" nor "
-                                "\"e5m2\"", dir);
+                                "%s/config.json: quantization_config.fmt is neither \"e4m3\" "
+                                "(\"float8_e4m3fn\") nor \"e5m2\"", dir);
     }
     it = cJSON_GetObjectItemCaseSensitive(q, "dequantize");
     if (cJSON_IsTrue(it))

@@ -25,6 +25,11 @@ MiniMax-M2 with partial rotation (rotary_dim); DeepSeek-V3.2 with index_topk at 
 sequence length (the indexer keeps every visible key: dense MLA) and smaller (it drops keys;
 the test checks that the logits then differ from the dense model's, so the sparse path is
 exercised, not assumed).
+
+Block FP8 (test_block_fp8_family): MiniMax-M2 and DeepSeek-V3.2 as their FP8 checkpoints are
+published (docs/formats/fp8.md), quantized here in numpy; hf-dense f32 equals the numpy
+dequantization bit for bit, forward matches transformers on the dequantized model (FWD_REL), and
+W4A16 of the FP8 checkpoint passes verify.
 """
 import json
 import os
@@ -370,3 +375,140 @@ def test_refused_by_name(case, tmp_path_factory, tmp_path, run_qb):
     assert proc.returncode == 1, f"{case}: exit {proc.returncode}\n{proc.stderr}"
     assert want in proc.stderr, f"{case}: stderr lacks {want!r}:\n{proc.stderr}"
     assert not out.exists(), f"{case}: {out} was written"
+
+
+# --- Block FP8, as MiniMax-M2 and DeepSeek-V3.2 are published (docs/formats/fp8.md) -----------
+# The tiny models' linears quantized here in numpy to F8_E4M3 with a float32 weight_scale_inv grid
+# per block, every other tensor stored as the published checkpoints store it (BF16; MiniMax-M2's
+# router weight and every router bias F32). Block 128 is the published size (every tiny matrix is
+# then one partial edge block); block 24 exercises the grid: several blocks per matrix, with
+# partial edge blocks (64 = 2 * 24 + 16, 32 = 24 + 8) and whole ones (96, 48).
+FP8_QCFG = {
+    "minimax_m2": {"activation_scheme": "dynamic", "fmt": "float8_e4m3fn", "quant_method": "fp8",
+                   "modules_to_not_convert": ["gate", "e_score_correction_bias", "lm_head"]},
+    "deepseek_v32_sparse": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "scale_fmt": "ue8m0"},
+}
+FP8_CASES = [(m, b) for m in FP8_QCFG for b in (128, 24)]
+E4M3_MAX = 448.0
+
+
+def _fp8_quantized(name, key, v):
+    """Whether the published checkpoint of family `name` stores tensor `key` as block FP8: the
+    2-D linears of the decoder layers; not norms, routers, the V3.2 indexer's weights_proj,
+    embeddings or the head."""
+    if not key.startswith("model.layers.") or v.ndim != 2 or not key.endswith(".weight"):
+        return False
+    return not ("norm" in key or key.endswith(".gate.weight") or "weights_proj" in key)
+
+
+def _block_fp8(w, block, pow2):
+    """(e4m3 bytes as torch float8 [N, K], float32 scale_inv [ceil(N/b), ceil(K/b)]) of float32
+    numpy w: per block scale = amax / 448 (a power of two at or above it when pow2, the ue8m0
+    scale_fmt), values w / scale rounded to nearest e4m3."""
+    n, k = w.shape
+    gn, gk = -(-n // block), -(-k // block)
+    s = np.zeros((gn, gk), np.float32)
+    q = np.zeros_like(w, dtype=np.float32)
+    for i in range(gn):
+        for j in range(gk):
+            b = w[i * block:(i + 1) * block, j * block:(j + 1) * block]
+            sc = np.float32(max(float(np.abs(b).max()), 1e-12) / E4M3_MAX)
+            if pow2:
+                sc = np.float32(2.0 ** np.ceil(np.log2(sc)))
+            s[i, j] = sc
+            # float32 division may land a hair above 448 at the block's maximum: clamped, as
+            # DeepSeek's quantizer clamps, before rounding to e4m3
+            q[i * block:(i + 1) * block, j * block:(j + 1) * block] = np.clip(
+                b / sc, -E4M3_MAX, E4M3_MAX)
+    return torch.from_numpy(q).to(torch.float8_e4m3fn), s
+
+
+def _block_dequant(q8, s, block):
+    """numpy: float(e4m3) * scale_inv of its block, float32 (DeepSeek's weight_dequant)."""
+    full = np.repeat(np.repeat(s, block, 0), block, 1)[: q8.shape[0], : q8.shape[1]]
+    return q8.to(torch.float32).numpy() * full
+
+
+def build_fp8(name, block, tmp_path_factory):
+    """(FP8 checkpoint dir, its numpy dequantization {name: float32}, dequantized HF dir) of
+    MODELS[name]'s source at block size `block`."""
+    import shutil
+    from safetensors.torch import save_file
+    src, _, _ = build(name, tmp_path_factory)
+    root = tmp_path_factory.mktemp(f"{name}-fp8-{block}")
+    fp8, deq = root / "fp8", root / "dequant"
+    fp8.mkdir()
+    deq.mkdir()
+    qcfg = dict(FP8_QCFG[name], weight_block_size=[block, block])
+    stored, want, grid = {}, {}, 0
+    for k, v in U.read_safetensors_dir(src).items():
+        w = v.numpy().astype(np.float32)
+        if _fp8_quantized(name, k, v):
+            q8, s = _block_fp8(w, block, qcfg.get("scale_fmt") == "ue8m0")
+            stored[k], stored[k[: -len("weight")] + "weight_scale_inv"] = q8, torch.from_numpy(s)
+            grid = max(grid, len(np.unique(s)))
+            want[k] = _block_dequant(q8, s, block)
+        else:
+            keep32 = k.endswith("e_score_correction_bias") or (
+                name == "minimax_m2" and k.endswith("block_sparse_moe.gate.weight"))
+            t = v.to(torch.float32 if keep32 else torch.bfloat16)
+            stored[k] = t.contiguous()
+            want[k] = t.to(torch.float32).numpy()
+    save_file(stored, str(fp8 / "model.safetensors"), metadata={"format": "pt"})
+    save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in want.items()},
+              str(deq / "model.safetensors"), metadata={"format": "pt"})
+    cfg = json.loads((src / "config.json").read_text())
+    (deq / "config.json").write_text(json.dumps(cfg, indent=2))
+    cfg["quantization_config"] = qcfg
+    (fp8 / "config.json").write_text(json.dumps(cfg, indent=2))
+    if (src / "generation_config.json").exists():
+        shutil.copy(src / "generation_config.json", fp8)
+    n_fp8 = sum(1 for t in stored.values() if t.dtype == torch.float8_e4m3fn)
+    assert n_fp8 > 0
+    # below 64 every matrix spans several blocks: some grid must hold distinct scales, or a
+    # wrong block index in the reader would go unseen
+    assert block >= 64 or grid > 1, f"{name}: every block scale of every grid is the same"
+    return fp8, want, deq
+
+
+@pytest.mark.parametrize("name,block", FP8_CASES)
+def test_block_fp8_family(name, block, tmp_path_factory, tmp_path, run_qb):
+    """hf-dense f32 of the FP8 checkpoint equals the numpy dequantization bit for bit;
+    `quantbridge forward` on the FP8 checkpoint against transformers on the dequantized model
+    (FWD_REL); W4A16 of the FP8 checkpoint passes verify with its model check."""
+    fp8, want, deq = build_fp8(name, block, tmp_path_factory)
+    out = tmp_path / "f32"
+    run_qb("convert", "--source", fp8, "--output", out, "--writer", "hf-dense",
+           "--option", "dtype=f32")
+    got = U.read_safetensors_dir(out)
+    assert set(got) == set(want), f"{name}: {sorted(set(got) ^ set(want))}"
+    for k, v in want.items():
+        U.assert_same_tensor(k, got[k], torch.from_numpy(np.ascontiguousarray(v)),
+                             f"{name} block {block} hf-dense vs numpy dequantization")
+    model = AutoModelForCausalLM.from_pretrained(str(deq), local_files_only=True,
+                                                 dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    if "deepseek_v32" in name:
+        topk = model.config.index_topk
+        gap = _index_margins(model, topk)
+        print(f"{name} block {block}: smallest index-score gap at the top-{topk} boundary {gap:.3g}")
+        assert gap > 1e-5, f"a near-tie ({gap}) at the indexer's top-k boundary"
+    with torch.no_grad():
+        ref = model(torch.tensor([TOKENS])).logits[0].numpy().astype(np.float32)
+    got = qb_logits(run_qb, fp8, tmp_path / "fwd.safetensors")
+    compare(f"{name} block {block} FP8 quantbridge forward vs transformers on its dequantization",
+            got, ref, FWD_REL)
+    w4 = tmp_path / "w4a16"
+    run_qb("convert", "--source", fp8, "--output", w4, "--writer", "sm86-w4a16",
+           "--group-size", "32")
+    proc = run_qb("verify", "--source", fp8, "--converted", w4, "--tokens",
+                  ",".join(map(str, TOKENS)), "--json", "--threads", "2", ok=False)
+    assert proc.returncode == 0, f"verify exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    rep = json.loads(proc.stdout)
+    verdict = json.dumps(rep.get("model_verdict"))
+    print(f"\n{name} block {block} W4A16 verify model check: "
+          f"{json.dumps(rep.get('model_check'))[:400]}\nverdict: {verdict[:300]}")
+    assert rep.get("model_check"), f"{name}: verify ran no model check"
+    v = rep["model_verdict"]
+    assert v.get("verdict") != "defect" and v.get("fails") is False, verdict

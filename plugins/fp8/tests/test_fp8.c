@@ -314,6 +314,14 @@ START_TEST(test_not_converted_module_with_fp8_weight)
     ck_assert(strstr(qbt_host_last_error(), "fmt"));
     patch_config(path, "\"e5m2\"", "\"e3m4\"");
     ck_assert_int_eq(p->reader->open(p->ctx, path, NULL, &h), QB_E_UNSUPPORTED);
+    /* MiniMax-M2 spells e4m3 as the torch dtype name: read as e4m3 */
+    patch_config(path, "\"e3m4\"", "\"float8_e4m3fn\"");
+    {
+        char enc[128];
+        ck_assert_msg(qbt_cq_encoding(p, path, "model.layers.1.mlp.down_proj.weight", enc,
+                                      sizeof(enc)) == 0, "%s", qbt_host_last_error());
+        ck_assert_str_eq(enc, "fp8 e4m3 block32x32");
+    }
     qbt_rmtree(dir);
     free(dir);
 }
