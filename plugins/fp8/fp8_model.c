@@ -79,7 +79,7 @@ static qb_status fp8_parse_config(const qb_host *h, fp8_model *m)
     m->fmt = QB_DT_F8_E4M3;
     if (it && !cJSON_IsNull(it)) {
         /* MiniMax-M2's published config spells the format as the torch
-         * dtype name "float8_e4m3fn" (docs/formats/fp8.md, "MiniMax-M2") */
+         * dtype name "float8_e4m3fn" (docs/formats/fp8.md, "MiniMax-M2 checkpoints") */
         if (cJSON_IsString(it) && (!strcmp(it->valuestring, "e4m3") ||
                                    !strcmp(it->valuestring, "float8_e4m3fn")))
             m->fmt = QB_DT_F8_E4M3;
