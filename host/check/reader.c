@@ -21,8 +21,12 @@
  */
 #include "plugin_check.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "qbk_fp4_decode.h"
+#include "qbk_fp8_decode.h"
 
 /* Elements read per tensor at most: samples are small, and a large one is
  * checked on its first rows. */
@@ -270,9 +274,10 @@ static void part_open(pcr *r)
         qbh_pc_result(QBH_PC_FAIL, "the model has no tensors");
     for (i = 0; i < mi->n_tensors; i++) {
         const qb_tensor_info *t = &r->src.tensors[i];
-        if (t->has_grid && !r->p.desc->reader->get_grid_info)
-            qbh_pc_result(QBH_PC_FAIL, "%s: has_grid is set but the reader has no get_grid_info",
-                          t->name);
+        if ((t->has_grid || (QB_HAS_FIELD(t, qb_tensor_info, grid_codes) && t->grid_codes)) &&
+            !r->p.desc->reader->get_grid_info)
+            qbh_pc_result(QBH_PC_FAIL, "%s: the tensor offers a grid but the reader has no "
+                          "get_grid_info", t->name);
         grids += t->has_grid != 0;
     }
     qbh_pc_result(QBH_PC_PASS, "%s model (%s: %s), %zu tensors (%zu with a grid), every "
@@ -332,8 +337,17 @@ static void grid_compare(const char *name, const char *how, const grid_buf *a, c
                           (double)b->scales[e], b->zeros[e], how);
 }
 
-/* The grid of tensor i well formed and agreeing with its dense rows. */
-static void check_grid(pcr *r, size_t i)
+/* Value of code c of a float-coded kind (qb_tensor.h, QB_CODE_*). */
+static float float_code_value(uint32_t kind, uint8_t c)
+{
+    return kind == QB_CODE_F8_E4M3 ? qbk_fp8_e4m3fn_to_f32(c) : qbk_fp4_e2m1_to_f32(c);
+}
+
+/* The grid of tensor i well formed and agreeing with its dense rows: the
+ * integer grid (kind QB_CODE_INT), or a float-coded one asked for by its
+ * kind alone (ABI 1.4/1.5), which a caller accepting no float codes must
+ * not get. */
+static void check_grid(pcr *r, size_t i, uint32_t kind)
 {
     const qb_tensor_info *t = &r->src.tensors[i];
     const qb_model_src *m = &r->src.src;
@@ -345,10 +359,30 @@ static void check_grid(pcr *r, size_t i)
 
     memset(&gi, 0, sizeof gi);
     gi.struct_size = sizeof gi;
+    if (kind != QB_CODE_INT && !t->has_grid) {
+        qbh_pc_ctx("get_grid_info of %s without accept_codes", t->name);
+        if (m->get_grid_info(m->handle, i, &gi) != QB_E_UNSUPPORTED)
+            qbh_pc_result(QBH_PC_FAIL, "%s: a float-coded grid went to a caller that accepts "
+                          "no float codes (qb_tensor.h: QB_E_UNSUPPORTED)", t->name);
+        memset(&gi, 0, sizeof gi);
+        gi.struct_size = sizeof gi;
+    }
+    gi.accept_codes = kind == QB_CODE_INT ? 0u : QB_CODES_BIT(kind);
     qbh_pc_ctx("get_grid_info of %s", t->name);
     if (m->get_grid_info(m->handle, i, &gi) != QB_OK)
-        qbh_pc_result(QBH_PC_FAIL, "%s: has_grid is set but get_grid_info fails: %s", t->name,
-                      qbh_error_message());
+        qbh_pc_result(QBH_PC_FAIL, "%s: the tensor offers a grid of code kind %u but "
+                      "get_grid_info fails: %s", t->name, kind, qbh_error_message());
+    if (gi.code_kind != kind)
+        qbh_pc_result(QBH_PC_FAIL, "%s: asked for code kind %u, got %u", t->name, kind,
+                      gi.code_kind);
+    if (kind == QB_CODE_INT && gi.tensor_scale_op != QB_TENSOR_SCALE_NONE)
+        qbh_pc_result(QBH_PC_FAIL, "%s: integer grid with a tensor scale (op %u)", t->name,
+                      gi.tensor_scale_op);
+    if (gi.tensor_scale_op > QB_TENSOR_SCALE_DIV ||
+        (gi.tensor_scale_op != QB_TENSOR_SCALE_NONE &&
+         !(gi.tensor_scale > 0.0f && gi.tensor_scale < INFINITY)))
+        qbh_pc_result(QBH_PC_FAIL, "%s: tensor scale op %u with scale %.9g", t->name,
+                      gi.tensor_scale_op, (double)gi.tensor_scale);
     if (gi.bits < 1 || gi.bits > 8)
         qbh_pc_result(QBH_PC_FAIL, "%s: grid bits %u outside 1..8", t->name, gi.bits);
     if (gi.n_groups < 1)
@@ -372,25 +406,36 @@ static void check_grid(pcr *r, size_t i)
     read_grid(r, i, 0, rows, cols, ng, &whole);
     read_rows(r, i, 0, rows, dense);
     for (e = 0; e < rows * ng; e++)
-        if (gi.symmetric && whole.zeros[e] != (int32_t)(1u << (gi.bits - 1)))
+        if (kind == QB_CODE_INT && gi.symmetric &&
+            whole.zeros[e] != (int32_t)(1u << (gi.bits - 1)))
             qbh_pc_result(QBH_PC_FAIL, "%s: symmetric grid, but row %lld group %lld has zero "
                           "point %d, not %u", t->name, (long long)(e / ng), (long long)(e % ng),
                           whole.zeros[e], 1u << (gi.bits - 1));
+        else if (kind != QB_CODE_INT && whole.zeros[e] != 0)
+            qbh_pc_result(QBH_PC_FAIL, "%s: float-coded grid, but row %lld group %lld has zero "
+                          "%d, not 0", t->name, (long long)(e / ng), (long long)(e % ng),
+                          whole.zeros[e]);
     for (e = 0; e < rows * cols; e++) {
         int64_t row = e / cols, col = e % cols;
         int64_t g = gi.col_group ? gi.col_group[col] : col / gi.group_size;
-        float v;
+        float v, s = whole.scales[row * ng + g];
         if (whole.codes[e] >= (1u << gi.bits))
             qbh_pc_result(QBH_PC_FAIL, "%s: row %lld col %lld: code %u does not fit %u bits",
                           t->name, (long long)row, (long long)col, whole.codes[e], gi.bits);
-        /* qb_tensor.h: the promise, computed in float32 */
-        v = (float)((int32_t)whole.codes[e] - whole.zeros[row * ng + g]) *
-            whole.scales[row * ng + g];
+        /* qb_tensor.h: the promise, computed in float32 (a second scale
+         * level rounded first) */
+        if (gi.tensor_scale_op == QB_TENSOR_SCALE_MUL)
+            s = s * gi.tensor_scale;
+        else if (gi.tensor_scale_op == QB_TENSOR_SCALE_DIV)
+            s = s / gi.tensor_scale;
+        v = kind == QB_CODE_INT
+                ? (float)((int32_t)whole.codes[e] - whole.zeros[row * ng + g]) * s
+                : float_code_value(kind, whole.codes[e]) * s;
         if (memcmp(&v, &dense[e], sizeof v) != 0)
-            qbh_pc_result(QBH_PC_FAIL, "%s: row %lld col %lld: dense %.9g but (code %u - zero "
-                          "%d) * scale %.9g = %.9g", t->name, (long long)row, (long long)col,
-                          (double)dense[e], whole.codes[e], whole.zeros[row * ng + g],
-                          (double)whole.scales[row * ng + g], (double)v);
+            qbh_pc_result(QBH_PC_FAIL, "%s: row %lld col %lld: dense %.9g but code %u (kind %u, "
+                          "zero %d) with scale %.9g gives %.9g", t->name, (long long)row,
+                          (long long)col, (double)dense[e], whole.codes[e], kind,
+                          whole.zeros[row * ng + g], (double)s, (double)v);
     }
     nr = split3(rows, r0);
     for (k = 0; k < nr; k++) {
@@ -413,16 +458,26 @@ static void check_grid(pcr *r, size_t i)
 
 static void part_grid(pcr *r)
 {
-    size_t i, n = 0;
-    for (i = 0; i < r->src.info.n_tensors; i++)
-        if (r->src.tensors[i].has_grid) {
-            check_grid(r, i);
+    size_t i, n = 0, nf = 0;
+    uint32_t kind;
+    for (i = 0; i < r->src.info.n_tensors; i++) {
+        const qb_tensor_info *t = &r->src.tensors[i];
+        if (t->has_grid) {
+            check_grid(r, i, QB_CODE_INT);
             n++;
         }
-    if (n == 0)
-        qbh_pc_result(QBH_PC_SKIP, "no tensor of the sample has an integer grid");
-    qbh_pc_result(QBH_PC_PASS, "%zu grids well formed; dense rows equal (code - zero) * scale in "
-                  "float32 bit for bit; range reads equal whole reads", n);
+        for (kind = QB_CODE_F8_E4M3; kind <= QB_CODE_F4_E2M1; kind++)
+            if (QB_HAS_FIELD(t, qb_tensor_info, grid_codes) &&
+                (t->grid_codes & QB_CODES_BIT(kind))) {
+                check_grid(r, i, kind);
+                nf++;
+            }
+    }
+    if (n + nf == 0)
+        qbh_pc_result(QBH_PC_SKIP, "no tensor of the sample has an integer or float-coded grid");
+    qbh_pc_result(QBH_PC_PASS, "%zu integer and %zu float-coded grids well formed; dense rows "
+                  "equal the code's value times its scale in float32 bit for bit; range reads "
+                  "equal whole reads", n, nf);
 }
 
 /* SHA-256 of tensor i's rows, then of its grid (when it has one), read in

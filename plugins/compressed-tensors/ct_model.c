@@ -720,6 +720,10 @@ static void ct_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
      * 1.3); ct_read.c's value is that code times its scale, one product */
     if (t->kind == CT_K_FLOAT && !t->zp && t->w->dtype == QB_DT_F8_E4M3)
         out->grid_codes = QB_CODES_BIT(QB_CODE_F8_E4M3);
+    /* NVFP4: e2m1 codes, e4m3 group scales and the global scale (ABI 1.5),
+     * whose value ct_read.c computes as e2m1 * (e4m3 / global) */
+    if (t->kind == CT_K_NVFP4)
+        out->grid_codes = QB_CODES_BIT(QB_CODE_F4_E2M1);
     /* weight_g_idx, weight_shape and other "<module>.*" parts reach the
      * tensor through its name (qb_streader.h) */
     out->stored[1] = t->scale;
@@ -750,6 +754,24 @@ static qb_status ct_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
         out->code_kind = QB_CODE_F8_E4M3;
         out->scale_rows = t->strategy == CT_S_TENSOR ? t->rows
                           : t->strategy == CT_S_BLOCK ? t->bh : 1;
+        return QB_OK;
+    }
+    if (t->kind == CT_K_NVFP4) {
+        if (!QB_HAS_FIELD(out, qb_grid_info, tensor_scale) ||
+            !(out->accept_codes & QB_CODES_BIT(QB_CODE_F4_E2M1)))
+            return r->host->set_error(r->host, QB_E_UNSUPPORTED, "%s: %s: no integer grid (its "
+                                      "e2m1 grid goes to callers that accept e2m1 codes and a "
+                                      "tensor scale, ABI 1.5)", t->w->file, t->name);
+        out->bits = 4;
+        out->n_groups = (uint32_t)t->n_groups;
+        out->group_size = t->gs;
+        out->col_group = NULL;
+        out->symmetric = 1;
+        out->scale_dtype = QB_DT_F8_E4M3;
+        out->code_kind = QB_CODE_F4_E2M1;
+        out->scale_rows = 1;
+        out->tensor_scale_op = QB_TENSOR_SCALE_DIV;
+        out->tensor_scale = t->gscale;
         return QB_OK;
     }
     out->bits = (uint32_t)t->bits;

@@ -121,6 +121,24 @@ static void ct_fp4_row(const ct_tensor *t, int64_t r, float *d)
     }
 }
 
+/* NVFP4 row r as its e2m1 grid (ABI 1.5): codes one a byte, the e4m3
+ * group scales as float32, zeros unused; the global scale is the grid
+ * info's tensor_scale. */
+static void ct_nvfp4_grid_row(const ct_tensor *t, int64_t r, uint8_t *codes, float *scales,
+                              int32_t *zeros)
+{
+    const uint8_t *packed = t->w->data + (size_t)(r * (t->cols / 2));
+    const uint8_t *sc = t->scale->data + (size_t)(r * t->n_groups);
+    int64_t k, g;
+    /* pack_fp4_to_uint8: column 2i in the low nibble */
+    for (k = 0; k < t->cols; k++)
+        codes[k] = (uint8_t)((packed[k / 2] >> (4 * (k & 1))) & 0xF);
+    for (g = 0; g < t->n_groups; g++) {
+        scales[g] = qbk_fp8_e4m3fn_to_f32(sc[g]);
+        zeros[g] = 0;
+    }
+}
+
 qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0, int64_t n_rows,
                               float *dst)
 {
@@ -184,6 +202,17 @@ qb_status ct_tensor_read_grid(const qb_host *h, const ct_tensor *t, int64_t row0
 
     int fp8 = t->kind == CT_K_FLOAT && !t->zp && t->w->dtype == QB_DT_F8_E4M3;
 
+    if (t->kind == CT_K_NVFP4) {
+        if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
+            return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)",
+                                t->w->file, t->name, (long long)row0, (long long)n_rows,
+                                (long long)t->rows);
+        for (r = row0; r < row0 + n_rows; r++)
+            ct_nvfp4_grid_row(t, r, codes + (size_t)(r - row0) * (size_t)t->cols,
+                              scales + (size_t)(r - row0) * (size_t)t->n_groups,
+                              zeros + (size_t)(r - row0) * (size_t)t->n_groups);
+        return QB_OK;
+    }
     if (!t->has_grid && !fp8)
         return h->set_error(h, QB_E_UNSUPPORTED, "%s: %s: no integer grid", t->w->file, t->name);
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)

@@ -19,6 +19,8 @@
  *   <m>.weight_packed       U8      [N, K/2]   e2m1 codes, column 2i in the low nibble
  *   <m>.weight_scale        F8_E4M3 [N, K/16]
  *   <m>.weight_global_scale F32     [1]        divides weight_scale
+ * (NVFP4 sources: their codes and e4m3 scales as they were, the global
+ * scale the source's or 1 / ModelOpt's weight_scale_2: ctw_plan.c),
  * every other tensor dense in the model dtype D (f16, bf16 or f32).
  */
 #ifndef CTW_H
@@ -39,7 +41,9 @@ extern const qb_host *ct_host;
 typedef enum ctw_kind {
     CTW_DENSE = 0, /* kept dense in D */
     CTW_EXACT = 1, /* the source's integer grid carried over code for code */
-    CTW_RTN = 2    /* quantized anew from the dense rows (round to nearest) */
+    CTW_RTN = 2,   /* quantized anew from the dense rows (round to nearest) */
+    CTW_CARRY = 3  /* NVFP4 codes and group scales carried over, the global scale
+                      rounded (1 / weight_scale_2): values measured, not exact */
 } ctw_kind;
 
 /* One quantization scheme (a config_groups entry). */
@@ -64,6 +68,7 @@ typedef struct ctw_item {
     int shift;               /* EXACT: added to source codes and zeros */
     int src_bits;            /* EXACT: the source grid's bits */
     const int32_t *col_group;/* EXACT act-order: the source's map (reader-owned) */
+    float gscale;            /* NVFP4 EXACT/CARRY: weight_global_scale written */
     int64_t rows, cols, n_groups;
     size_t out0, n_out;      /* output tensors [out0, out0 + n_out) */
     uint32_t shard;

@@ -17,6 +17,7 @@
  * is listed in `ignore`.
  */
 #define _XOPEN_SOURCE 700
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include "ctw.h"
 #include "qbk_alloc.h"
+#include "qbk_fp8_decode.h"
 #include "qbk_json.h"
 
 static int ends_with(const char *s, const char *suf)
@@ -127,20 +129,70 @@ static int grid_fits(const qb_grid_info *gi, qb_dtype dt, int act_gidx, ctw_item
     return 1;
 }
 
-/* The tensor offers a grid: integer, or float-coded (ABI 1.4). */
+#define CTW_ACCEPT (QB_CODES_BIT(QB_CODE_F8_E4M3) | QB_CODES_BIT(QB_CODE_F4_E2M1))
+
+/* The tensor offers a grid: integer, or float-coded (ABI 1.4, 1.5). */
 static int offers_grid(const qb_tensor_info *ti)
 {
     return ti->has_grid || (QB_HAS_FIELD(ti, qb_tensor_info, grid_codes) &&
-                            (ti->grid_codes & QB_CODES_BIT(QB_CODE_F8_E4M3)));
+                            (ti->grid_codes & CTW_ACCEPT));
 }
 
-/* get_grid_info accepting e4m3 codes besides integers. */
+/* get_grid_info accepting e4m3 and e2m1 codes besides integers. */
 static qb_status grid_of(const qb_model_src *src, size_t i, qb_grid_info *gi)
 {
     memset(gi, 0, sizeof *gi);
     gi->struct_size = sizeof *gi;
-    gi->accept_codes = QB_CODES_BIT(QB_CODE_F8_E4M3);
+    gi->accept_codes = CTW_ACCEPT;
     return src->get_grid_info(src->handle, i, gi);
+}
+
+/* An e2m1 grid (NVFP4, ABI 1.5) carries over as nvfp4-pack-quantized: the
+ * codes and e4m3 group scales as they are, and a global scale G that the
+ * library divides by (dense = e2m1 * (e4m3 / G), ct_read.c). A source that
+ * divides keeps its G: exact. ModelOpt multiplies by weight_scale_2 (s2):
+ * G = 1 / s2 in float32, exact only when e4m3 / G rounds like e4m3 * s2 for
+ * every finite e4m3 value (a power-of-two s2 does; an arbitrary one rarely),
+ * otherwise carried with the values measured (CTW_CARRY). Returns 1 exact,
+ * 2 carried, 0 does not fit (reason set). */
+static int nvfp4_fits(const qb_grid_info *gi, ctw_item *it)
+{
+    float g;
+    int b;
+    if (!QB_HAS_FIELD(gi, qb_grid_info, tensor_scale) || gi->col_group || gi->group_size != 16 ||
+        it->cols % 16 != 0 || gi->n_groups != (uint32_t)(it->cols / 16) ||
+        gi->scale_dtype != QB_DT_F8_E4M3 || !(gi->tensor_scale > 0.0f) ||
+        !isfinite(gi->tensor_scale) ||
+        (gi->tensor_scale_op != QB_TENSOR_SCALE_DIV && gi->tensor_scale_op != QB_TENSOR_SCALE_MUL)) {
+        snprintf(it->reason, sizeof it->reason, "e2m1 grid of %u groups of %lld over %lld "
+                 "columns, scales %s, tensor scale op %u: not nvfp4-pack-quantized's layout",
+                 gi->n_groups, (long long)gi->group_size, (long long)it->cols,
+                 qbk_out_dt_torch_name(gi->scale_dtype), gi->tensor_scale_op);
+        return 0;
+    }
+    memset(&it->sc, 0, sizeof it->sc);
+    it->sc.bits = 4;
+    it->sc.symmetric = 1;
+    it->sc.group_size = 16;
+    it->sc.nvfp4 = 1;
+    it->n_groups = gi->n_groups;
+    if (gi->tensor_scale_op == QB_TENSOR_SCALE_DIV) {
+        it->gscale = gi->tensor_scale;
+        return 1;
+    }
+    g = 1.0f / gi->tensor_scale;
+    if (!isfinite(g) || !(g > 0.0f)) {
+        snprintf(it->reason, sizeof it->reason, "tensor scale %.9g has no finite float32 "
+                 "reciprocal", (double)gi->tensor_scale);
+        return 0;
+    }
+    it->gscale = g;
+    for (b = 1; b < 0x7f; b++) {
+        float v = qbk_fp8_e4m3fn_to_f32((uint8_t)b);
+        if (qb_f32_bits(v / g) != qb_f32_bits(v * gi->tensor_scale))
+            return 2;
+    }
+    return 1;
 }
 
 /* An e4m3 grid carries over as FP8 weights (naive-quantized): its bytes and its scales
@@ -247,7 +299,22 @@ static qb_status decide(const qb_host *h, const qb_model_src *src, const ctw_opt
         st = grid_of(src, it->src, &gi);
         if (st != QB_OK && st != QB_E_UNSUPPORTED)
             return st;
-        if (st == QB_OK && gi.code_kind == QB_CODE_F8_E4M3) {
+        if (st == QB_OK && gi.code_kind == QB_CODE_F4_E2M1) {
+            r = nvfp4_fits(&gi, it);
+            if (r) {
+                it->kind = r == 1 ? CTW_EXACT : CTW_CARRY;
+                if (r == 1)
+                    snprintf(it->reason, sizeof it->reason, "%s: e2m1 codes, e4m3 scales and "
+                             "global scale %.9g carried over (nvfp4-pack-quantized)",
+                             ti->source_encoding, (double)it->gscale);
+                else
+                    snprintf(it->reason, sizeof it->reason, "%s: e2m1 codes and e4m3 scales "
+                             "carried over; global scale 1/%.9g = %.9g rounds, so values may "
+                             "differ in the last bit (measured)", ti->source_encoding,
+                             (double)gi.tensor_scale, (double)it->gscale);
+                return QB_OK;
+            }
+        } else if (st == QB_OK && gi.code_kind == QB_CODE_F8_E4M3) {
             if (fp8_fits(&gi, p->dt, it)) {
                 it->kind = CTW_EXACT;
                 snprintf(it->reason, sizeof it->reason, "%s: e4m3 bytes and %s scales carried "

@@ -24,6 +24,7 @@
 #include "ctw.h"
 #include "qbk_alloc.h"
 #include "qbk_encode_check.h"
+#include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
 #include "qbk_hf_sidefiles.h"
 #include "qbk_json_edit.h"
@@ -603,8 +604,64 @@ static qb_status nvfp4_read(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr)
     return QB_OK;
 }
 
+/* NVFP4 rows [r0, r0 + nr) carried from an e2m1 grid: codes packed into
+ * w->bbuf, e4m3 scale bytes into sb, every value decoded as the library
+ * does (e2m1 * (e4m3 / G), ct_read.c) and compared with the source's dense
+ * value: equal bit for bit when exact, measured when carried. */
+static qb_status nvfp4_carry_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr,
+                                   uint8_t *sb)
+{
+    const qb_host *h = w->h;
+    int64_t G = it->cols / 16, r, k;
+    /* fbuf (nr * cols floats) has room for the grid's nr * G scales and zeros */
+    float *scales = w->fbuf;
+    int32_t *zeros = (int32_t *)(void *)(w->fbuf + nr * G);
+    qb_grid_rows gr;
+    qb_status st;
+
+    memset(&gr, 0, sizeof gr);
+    gr.struct_size = sizeof gr;
+    gr.codes = w->codes;
+    gr.scales = scales;
+    gr.zeros = zeros;
+    if ((st = w->src->read_grid(w->src->handle, it->src, r0, nr, &gr)) != QB_OK ||
+        (st = w->src->read_rows(w->src->handle, it->src, r0, nr, w->fref)) != QB_OK)
+        return st;
+    for (r = 0; r < nr; r++) {
+        const uint8_t *c = w->codes + r * it->cols;
+        const float *ref = w->fref + r * it->cols;
+        uint8_t *srow = sb + (r0 + r) * G;
+        int64_t g;
+        for (g = 0; g < G; g++) {
+            float s = scales[r * G + g];
+            srow[g] = ctw_f32_to_e4m3(s);
+            if (qb_f32_bits(qbk_fp8_e4m3fn_to_f32(srow[g])) != qb_f32_bits(s))
+                return h->set_error(h, QB_E_INTERNAL, "%s: %s: row %lld group %lld: grid scale "
+                                    "%.9g is not an e4m3 value", w->src->source_path, it->name,
+                                    (long long)(r0 + r), (long long)g, (double)s);
+        }
+        for (k = 0; k < it->cols; k++) {
+            float v = qbk_fp4_e2m1_to_f32(c[k]) * (qbk_fp8_e4m3fn_to_f32(srow[k / 16]) / it->gscale);
+            double e = fabs((double)v - (double)ref[k]);
+            if (it->kind == CTW_EXACT && qb_f32_bits(v) != qb_f32_bits(ref[k]))
+                return h->set_error(h, QB_E_MISMATCH, "%s: %s: element [%lld, %lld]: the "
+                                    "carried-over e2m1 code gives %.9g, the source's dense "
+                                    "value is %.9g", w->src->source_path, it->name,
+                                    (long long)(r0 + r), (long long)k, (double)v,
+                                    (double)ref[k]);
+            it->err2 += e * e;
+            it->ref2 += (double)ref[k] * ref[k];
+            if (e > it->err_max)
+                it->err_max = e;
+        }
+        ctw_pack_e2m1_row(c, it->cols, w->bbuf + (size_t)(r * it->cols / 2));
+    }
+    return QB_OK;
+}
+
 /* NVFP4 round to nearest: one pass for the tensor's amax (the global
- * scale), a second for codes and group scales. */
+ * scale), a second for codes and group scales; or, for a carried e2m1
+ * grid, one pass. */
 static qb_status write_nvfp4(ctw_writer *w, ctw_item *it)
 {
     const qb_host *h = w->h;
@@ -617,23 +674,27 @@ static qb_status write_nvfp4(ctw_writer *w, ctw_item *it)
     if (!sb)
         return h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path,
                             it->name);
-    for (r0 = 0; r0 < it->rows; r0 += br) {
+    for (r0 = 0; it->kind == CTW_RTN && r0 < it->rows; r0 += br) {
         int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
         if ((st = nvfp4_read(w, it, r0, nr)) != QB_OK)
             goto out;
         for (k = 0; k < (size_t)(nr * it->cols); k++)
             amax = fabsf(w->fbuf[k]) > amax ? fabsf(w->fbuf[k]) : amax;
     }
-    gs = ctw_nvfp4_global(w->plan.dt, amax);
+    gs = it->kind == CTW_RTN ? ctw_nvfp4_global(w->plan.dt, amax) : it->gscale;
     for (r0 = 0; r0 < it->rows; r0 += br) {
         int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
         if (h->cancelled(h)) {
             st = h->set_error(h, QB_E_CANCELLED, "%s: cancelled", it->name);
             goto out;
         }
-        if ((st = nvfp4_read(w, it, r0, nr)) != QB_OK)
+        if (it->kind != CTW_RTN) {
+            if ((st = nvfp4_carry_block(w, it, r0, nr, sb)) != QB_OK)
+                goto out;
+        } else if ((st = nvfp4_read(w, it, r0, nr)) != QB_OK) {
             goto out;
-        for (r = 0; r < nr; r++) {
+        }
+        for (r = 0; it->kind == CTW_RTN && r < nr; r++) {
             ctw_nvfp4_row(w->plan.dt, gs, w->fbuf + r * it->cols, it->cols, w->codes,
                           sb + (r0 + r) * G, &it->err2, &it->ref2, &it->err_max);
             ctw_pack_e2m1_row(w->codes, it->cols, w->bbuf + (size_t)(r * it->cols / 2));
@@ -648,9 +709,9 @@ static qb_status write_nvfp4(ctw_writer *w, ctw_item *it)
         uint8_t wb[4] = {(uint8_t)b, (uint8_t)(b >> 8), (uint8_t)(b >> 16), (uint8_t)(b >> 24)};
         st = qbk_st_writer_write(w->cur, wb, 4);
     }
-    if (st == QB_OK)
-        h->log(h, QB_LOG_INFO, "%s: nvfp4 RTN (global scale %.9g): relative RMS error %.3g, "
-               "max abs error %.3g", it->name, (double)gs,
+    if (st == QB_OK && it->kind != CTW_EXACT)
+        h->log(h, QB_LOG_INFO, "%s: nvfp4 %s (global scale %.9g): relative RMS error %.3g, "
+               "max abs error %.3g", it->name, it->kind == CTW_RTN ? "RTN" : "carried", (double)gs,
                it->ref2 > 0 ? sqrt(it->err2 / it->ref2) : 0.0, it->err_max);
 out:
     qbk_free(sb);
@@ -850,7 +911,7 @@ static qb_status write_report(ctw_writer *w)
         const ctw_item *it = &w->plan.it[i];
         if (it->kind == CTW_EXACT)
             qbk_report_add(&r, it->name, "exact", it->reason, 0.0, 0.0, 0.0);
-        else if (it->kind == CTW_RTN)
+        else if (it->kind == CTW_RTN || it->kind == CTW_CARRY)
             qbk_report_add(&r, it->name, "quantized", it->reason, it->err2, it->ref2, it->err_max);
         else
             qbk_report_add(&r, it->name, "dense", it->reason, NAN, 1.0, NAN);

@@ -350,6 +350,9 @@ static void mo_describe(const qb_streader *r, size_t i, qb_streader_tensor *out)
     out->encoding = "modelopt nvfp4 e2m1 g16 e4m3*scale_2";
     out->stored[1] = t->scale;
     out->stored[2] = t->scale2;
+    /* codes and both scale levels as an e2m1 grid (ABI 1.5), so a writer
+     * with an NVFP4 target keeps them; mo_read_rows is its promise */
+    out->grid_codes = QB_CODES_BIT(QB_CODE_F4_E2M1);
 }
 
 static qb_status mo_read_rows(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
@@ -380,6 +383,55 @@ static qb_status mo_read_rows(const qb_streader *rd, size_t i, int64_t row0, int
     return QB_OK;
 }
 
+static qb_status mo_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
+{
+    const mo_tensor *t = &((const mo_model *)r->model)->t[i];
+    if (!QB_HAS_FIELD(out, qb_grid_info, tensor_scale) ||
+        !(out->accept_codes & QB_CODES_BIT(QB_CODE_F4_E2M1)))
+        return r->host->set_error(r->host, QB_E_UNSUPPORTED, "%s: %s: no integer grid (its e2m1 "
+                                  "grid goes to callers that accept e2m1 codes and a tensor "
+                                  "scale, ABI 1.5)", t->w->file, t->w->name);
+    out->bits = 4;
+    out->n_groups = (uint32_t)t->n_groups;
+    out->group_size = MO_GROUP;
+    out->col_group = NULL;
+    out->symmetric = 1;
+    out->scale_dtype = QB_DT_F8_E4M3;
+    out->code_kind = QB_CODE_F4_E2M1;
+    out->scale_rows = 1;
+    out->tensor_scale_op = QB_TENSOR_SCALE_MUL;
+    out->tensor_scale = t->s2;
+    return QB_OK;
+}
+
+static qb_status mo_read_grid(const qb_streader *rd, size_t i, int64_t row0, int64_t n_rows,
+                              qb_grid_rows *out)
+{
+    const qb_host *h = rd->host;
+    const mo_tensor *t = &((const mo_model *)rd->model)->t[i];
+    int64_t r, k, g;
+
+    if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
+        return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)",
+                            t->w->file, t->w->name, (long long)row0, (long long)n_rows,
+                            (long long)t->rows);
+    for (r = row0; r < row0 + n_rows; r++) {
+        const uint8_t *packed = t->w->data + (size_t)(r * (t->cols / 2));
+        const uint8_t *sc = t->scale->data + (size_t)(r * t->n_groups);
+        uint8_t *c = out->codes + (size_t)((r - row0) * t->cols);
+        float *s = out->scales + (size_t)((r - row0) * t->n_groups);
+        int32_t *z = out->zeros + (size_t)((r - row0) * t->n_groups);
+        /* column 2i in the low nibble (mo_model.h) */
+        for (k = 0; k < t->cols; k++)
+            c[k] = (uint8_t)((packed[k / 2] >> (4 * (k & 1))) & 0xF);
+        for (g = 0; g < t->n_groups; g++) {
+            s[g] = qbk_fp8_e4m3fn_to_f32(sc[g]);
+            z[g] = 0;
+        }
+    }
+    return QB_OK;
+}
+
 const qb_streader_class mo_class = {
     .struct_size = sizeof(qb_streader_class),
     .format = "modelopt",
@@ -387,5 +439,8 @@ const qb_streader_class mo_class = {
     .close = mo_model_close,
     .describe = mo_describe,
     .read_rows = mo_read_rows,
-    /* no grid: FP4 under E4M3 scales is not a uniform integer grid */
+    /* no integer grid (FP4 under E4M3 scales is not uniform): the e2m1
+     * grid goes only to callers that accept it */
+    .grid_info = mo_grid_info,
+    .read_grid = mo_read_grid,
 };

@@ -35,6 +35,7 @@ static const qb_reader_vtable mo_reader = {
     .probe = mo_probe_cb,
     .open = mo_open,
     QB_STREADER_VT_ENTRIES,
+    QB_STREADER_VT_GRID_ENTRIES,
 };
 
 /* Not const: the entry writes the negotiated ABI into .abi. */

@@ -141,7 +141,8 @@ static int f4_fill(qbt_fp4_lin *l, qbt_rng *rng)
     if (l->form == QBT_FP4_CT_NVFP4)
         l->second = (float)(448.0 * 6.0 / amax);
     else if (l->form == QBT_FP4_MODELOPT)
-        l->second = (float)(amax / (6.0 * 448.0));
+        l->second = l->pow2_second ? (float)ldexp(1.0, (int)floor(log2(amax / (6.0 * 448.0))))
+                                   : (float)(amax / (6.0 * 448.0));
     for (n = 0; n < l->N; n++)
         for (g = 0; g < G; g++) {
             double ga = 0.0, s;
@@ -309,6 +310,7 @@ int qbt_fp4_write(const char *dir, const qbt_fp4_spec *spec, qbt_fp4_model **tru
         l->N = mods[i].N;
         l->K = mods[i].K;
         l->gs = spec->form == QBT_FP4_CT_MXFP4 ? 32 : 16;
+        l->pow2_second = spec->pow2_second;
         if (f4_fill(l, &rng) != 0 || f4_add_linear(w, l, mods[i].name) != 0)
             goto out;
     }

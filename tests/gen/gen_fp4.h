@@ -29,6 +29,7 @@ typedef struct qbt_fp4_lin {
     uint8_t *packed;  /* [N * K/2]: column 2i in the low nibble of byte i */
     uint8_t *scale;   /* [N * K/gs]: E4M3 bytes (NVFP4) or E8M0 exponents (MXFP4) */
     float second;     /* CT: weight_global_scale (divides); ModelOpt: weight_scale_2 (multiplies) */
+    int pow2_second;  /* in: ModelOpt weight_scale_2 a power of two (qbt_fp4_spec) */
 } qbt_fp4_lin;
 
 typedef struct qbt_fp4_model {
@@ -59,6 +60,8 @@ typedef struct qbt_fp4_spec {
                         exclude_modules (ModelOpt: as a wildcard) */
     int shards;      /* 1 or more */
     uint64_t seed;
+    int pow2_second; /* ModelOpt: weight_scale_2 rounded down to a power of two (so
+                        1 / weight_scale_2 is exact in float32) */
 } qbt_fp4_spec;
 
 /* Writes the checkpoint into `dir` (created); *truth (when not NULL)

@@ -133,3 +133,118 @@ def test_ct_writer_nvfp4_rtn_equals_library(dtype, tmp_path, run_qb):
           f"({diff / scale:.3g} of scale {scale:.3g}), top-1 {top1:.3f}")
     assert diff <= F32_REL * scale, f"logits differ by {diff:.3g} (scale {scale:.3g})"
     assert top1 == 1.0, f"top-1 agreement {top1}"
+
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def _modelopt_from(lib_dir, out, scale_2):
+    """A ModelOpt NVFP4 checkpoint (docs/formats/nvfp4.md) holding the library's codes and e4m3
+    scales with weight_scale_2 = scale_2(global scale) per module; returns its dense values as
+    ModelOpt's dequantizer defines them: e2m1 * (e4m3 * weight_scale_2), the parenthesis rounded
+    to float32 first."""
+    import json
+    import shutil
+    from safetensors.torch import load_file, save_file
+    sd = load_file(str(lib_dir / "model.safetensors"))
+    mo, dense = {}, {}
+    for k, v in sd.items():
+        if k.endswith(".weight_packed"):
+            m = k[: -len(".weight_packed")]
+            s2 = torch.tensor([scale_2(float(sd[m + ".weight_global_scale"].item()))],
+                              dtype=torch.float32)
+            mo[m + ".weight"] = v
+            mo[m + ".weight_scale"] = sd[m + ".weight_scale"]
+            mo[m + ".weight_scale_2"] = s2
+            codes = torch.stack([v & 0xF, v >> 4], dim=-1).reshape(v.shape[0], -1).long()
+            per = (sd[m + ".weight_scale"].to(torch.float32) * s2).repeat_interleave(16, dim=1)
+            dense[m + ".weight"] = torch.tensor(E2M1, dtype=torch.float32)[codes] * per
+        elif not k.endswith((".weight_scale", ".weight_global_scale")):
+            mo[k] = v
+    out.mkdir()
+    save_file(mo, str(out / "model.safetensors"), metadata={"format": "pt"})
+    cfg = U.config(lib_dir)
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4",
+                                  "kv_cache_quant_algo": None, "group_size": 16,
+                                  "exclude_modules": ["lm_head"]}
+    (out / "config.json").write_text(json.dumps(cfg, indent=2))
+    for f in lib_dir.iterdir():
+        if f.name.startswith("tokenizer") or f.name == "special_tokens_map.json":
+            shutil.copy(f, out / f.name)
+    return dense
+
+
+def _report(d):
+    import json
+    return {t["name"]: t for t in json.loads((d / "quantbridge-report.json").read_text())["tensors"]}
+
+
+def test_ct_writer_nvfp4_sources_carry_over(tmp_path, run_qb):
+    """NVFP4 sources (ABI 1.5 e2m1 grids) keep their codes and e4m3 scales under `auto`:
+    the library's own NVFP4A16 checkpoint comes back byte for byte; a ModelOpt checkpoint with a
+    power-of-two weight_scale_2 is exact (the library's f32 decompression of ours equals
+    ModelOpt's dequantization bit for bit); with weight_scale_2 = 1 / global (rounded) the
+    values differ at most in the last bit, each tensor reported exact being exact."""
+    import shutil
+    g = tmp_path / "dense.gguf"
+    U.write_gguf(g, "llama", gguf.GGMLQuantizationType.F32, seed=12)
+    dense = tmp_path / "dense"
+    run_qb("convert", "--source", g, "--output", dense, "--writer", "hf-dense",
+           "--option", "dtype=f32")
+    model = AutoModelForCausalLM.from_pretrained(str(dense), local_files_only=True,
+                                                 dtype=torch.float32)
+    lib_dir = tmp_path / "lib"
+    want_w = preset_name_to_scheme("NVFP4A16", ["Linear"]).weights
+    qbct.compress_model(model, lib_dir, want_w)
+    for f in dense.iterdir():
+        if f.name.startswith("tokenizer") or f.name == "special_tokens_map.json":
+            shutil.copy(f, lib_dir / f.name)
+    lib = U.read_safetensors_dir(lib_dir)
+
+    # the library's checkpoint written again: every byte of every NVFP4 tensor kept
+    ct = tmp_path / "ct"
+    run_qb("convert", "--source", lib_dir, "--output", ct, "--writer", "compressed-tensors",
+           "--verify")
+    ours = U.read_safetensors_dir(ct)
+    packed = [k for k in lib if k.endswith(".weight_packed")]
+    assert len(packed) == 14
+    rep = _report(ct)
+    for k in packed:
+        m = k[: -len(".weight_packed")]
+        for suf in (".weight_packed", ".weight_scale", ".weight_global_scale"):
+            assert int((raw(ours[m + suf]) != raw(lib[m + suf])).sum()) == 0, m + suf
+        assert rep[m + ".weight"]["action"] == "exact", rep[m + ".weight"]
+
+    # ModelOpt sources made from the same codes and scales
+    import math
+    cases = {"pow2": lambda G: 2.0 ** round(math.log2(1.0 / G)),
+             "recip": lambda G: float(torch.tensor(1.0 / G, dtype=torch.float32))}
+    for name, s2 in cases.items():
+        mo = tmp_path / f"mo-{name}"
+        truth = _modelopt_from(lib_dir, mo, s2)
+        out = tmp_path / f"ct-{name}"
+        run_qb("convert", "--source", mo, "--output", out, "--writer", "compressed-tensors")
+        got = U.read_safetensors_dir(out)
+        lib32 = _library_f32(out, want_w)
+        rep = _report(out)
+        n_exact, worst = 0, 0.0
+        for m_w, want in truth.items():
+            m = m_w[: -len(".weight")]
+            assert int((raw(got[m + ".weight_packed"]) != raw(lib[m + ".weight_packed"])).sum()) == 0
+            assert int((raw(got[m + ".weight_scale"]) != raw(lib[m + ".weight_scale"])).sum()) == 0
+            have = lib32[m_w]
+            same = bool(torch.equal(have.view(torch.int32), want.view(torch.int32)))
+            if rep[m_w]["action"] == "exact":
+                n_exact += 1
+                assert same, f"{name} {m_w}: reported exact, library's decode differs"
+            else:
+                assert rep[m_w]["action"] == "quantized", rep[m_w]
+                rel = float(((have - want).norm() / want.norm()))
+                assert rel <= 1e-6, f"{name} {m_w}: rel. error {rel:.3g}"
+                worst = max(worst, rel)
+        print(f"\nmodelopt {name}: {n_exact}/{len(truth)} exact, worst rel. error of the rest "
+              f"{worst:.3g}")
+        if name == "pow2":
+            assert n_exact == len(truth)
+        else:
+            assert n_exact < len(truth)

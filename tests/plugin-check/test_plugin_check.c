@@ -397,7 +397,7 @@ START_TEST(planted_good_plugin_passes_every_check)
     qbt_result r;
     plugin_check(&r, (const char *const[]){lib, "--sample", sample, "--keep-output", keep, NULL});
     assert_all_pass(&r);
-    assert_line(&r, "PASS", "reader-grid", "1 grids well formed");
+    assert_line(&r, "PASS", "reader-grid", "1 integer and 0 float-coded grids well formed");
     assert_line(&r, "PASS", "writer-plan", "12 entries for the 12 tensors");
     assert_line(&r, "PASS", "writer-readback", "12 tensors read back through reader pc-pb");
     assert_line(&r, "PASS", "writer-readback", "output kept in");

@@ -10,6 +10,89 @@ static int bits_equal(float a, float b)
     return memcmp(&a, &b, sizeof(float)) == 0;
 }
 
+/* The e2m1 grid of an NVFP4 tensor (ABI 1.5): refused to a caller that
+ * does not accept e2m1 codes; to one that does, the truth's codes, its e4m3
+ * group scales, its second-level scale with the producer's operation, and
+ * the promise e2m1(c) * (scale op tensor_scale) == dense, bit for bit.
+ * MXFP4 tensors offer no grid. Returns 0 or -1 with why set. */
+static int check_e2m1_grid(const qb_plugin *p, qb_reader_handle h, size_t i,
+                           const qb_tensor_info *ti, const qbt_fp4_lin *f, const float *dense,
+                           char *why, size_t cap)
+{
+    int nv = f->form != QBT_FP4_CT_MXFP4;
+    uint32_t want_op = f->form == QBT_FP4_MODELOPT ? QB_TENSOR_SCALE_MUL : QB_TENSOR_SCALE_DIV;
+    qb_grid_info gi;
+    qb_grid_rows gr;
+    uint8_t *codes = NULL;
+    float *sc = NULL;
+    int32_t *z = NULL;
+    int64_t G = f->K / 16, e;
+    int rc = -1;
+
+    if (ti->grid_codes != (nv ? QB_CODES_BIT(QB_CODE_F4_E2M1) : 0u)) {
+        snprintf(why, cap, "%s: grid_codes %#x", ti->name, ti->grid_codes);
+        return -1;
+    }
+    if (!nv)
+        return 0;
+    memset(&gi, 0, sizeof gi);
+    gi.struct_size = sizeof gi;
+    if (p->reader->get_grid_info(h, i, &gi) != QB_E_UNSUPPORTED) {
+        snprintf(why, cap, "%s: e2m1 grid given to a caller that accepts no float codes",
+                 ti->name);
+        return -1;
+    }
+    gi.accept_codes = QB_CODES_BIT(QB_CODE_F4_E2M1);
+    if (p->reader->get_grid_info(h, i, &gi) != QB_OK || gi.code_kind != QB_CODE_F4_E2M1 ||
+        gi.bits != 4 || gi.group_size != 16 || gi.n_groups != (uint32_t)G || gi.col_group ||
+        gi.scale_dtype != QB_DT_F8_E4M3 || gi.scale_rows != 1 || gi.tensor_scale_op != want_op ||
+        !bits_equal(gi.tensor_scale, f->second)) {
+        snprintf(why, cap, "%s: e2m1 grid info: kind %u bits %u groups %u of %lld, op %u "
+                 "scale %.9g (want op %u scale %.9g)", ti->name, gi.code_kind, gi.bits,
+                 gi.n_groups, (long long)gi.group_size, gi.tensor_scale_op,
+                 (double)gi.tensor_scale, want_op, (double)f->second);
+        return -1;
+    }
+    codes = malloc((size_t)(f->N * f->K));
+    sc = malloc((size_t)(f->N * G) * sizeof(float));
+    z = malloc((size_t)(f->N * G) * sizeof(int32_t));
+    if (!codes || !sc || !z)
+        goto out;
+    memset(&gr, 0, sizeof gr);
+    gr.struct_size = sizeof gr;
+    gr.codes = codes;
+    gr.scales = sc;
+    gr.zeros = z;
+    if (p->reader->read_grid(h, i, 0, f->N, &gr) != QB_OK) {
+        snprintf(why, cap, "%s: read_grid failed", ti->name);
+        goto out;
+    }
+    for (e = 0; e < f->N * f->K; e++) {
+        int64_t n = e / f->K, k = e % f->K;
+        uint8_t want_c = (uint8_t)((f->packed[e / 2] >> (4 * (k & 1))) & 0xF);
+        float s = sc[n * G + k / 16], v;
+        if (codes[e] != want_c || !bits_equal(s, (float)qbt_fp8_value(f->scale[n * G + k / 16], 0))) {
+            snprintf(why, cap, "%s: grid (%lld,%lld): code %u scale %.9g, want %u and e4m3 "
+                     "byte %#x", ti->name, (long long)n, (long long)k, codes[e], (double)s,
+                     want_c, f->scale[n * G + k / 16]);
+            goto out;
+        }
+        s = want_op == QB_TENSOR_SCALE_MUL ? s * gi.tensor_scale : s / gi.tensor_scale;
+        v = (float)qbt_e2m1_value(codes[e]) * s;
+        if (!bits_equal(v, dense[e])) {
+            snprintf(why, cap, "%s: grid promise (%lld,%lld): %.9g, dense %.9g", ti->name,
+                     (long long)n, (long long)k, (double)v, (double)dense[e]);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(codes);
+    free(sc);
+    free(z);
+    return rc;
+}
+
 int qbt_fp4_check(const qb_plugin *p, const char *dir, const qbt_fp4_model *truth,
                   size_t *n_quant, char *why, size_t cap)
 {
@@ -91,6 +174,8 @@ int qbt_fp4_check(const qb_plugin *p, const char *dir, const qbt_fp4_model *trut
             snprintf(why, cap, "%s: chunked rows differ", ti.name);
             goto out;
         }
+        if (f && check_e2m1_grid(p, h, i, &ti, f, buf, why, cap) != 0)
+            goto out;
         if (f)
             (*n_quant)++;
     }

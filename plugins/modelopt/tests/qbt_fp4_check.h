@@ -1,7 +1,9 @@
 /*
  * Tests: compares a reader plugin's view of a 4-bit float checkpoint with
  * the ground truth of tests/gen/gen_fp4.h (shared by the compressed-tensors
- * and modelopt tests). Every tensor: name, shape, no grid for FP4, dense
+ * and modelopt tests). Every tensor: name, shape, no integer grid for FP4
+ * (NVFP4: the e2m1 grid of ABI 1.5 with the truth's codes and both scales,
+ * its promise bit for bit; MXFP4: none), dense
  * rows bit for bit against qbt_fp4_value / qbt_cq_value (whole tensor and
  * in uneven row chunks); every truth tensor present.
  */

@@ -27,7 +27,8 @@ static const qb_plugin *plugin(void)
     const qb_plugin *p = NULL;
     ck_assert_int_eq(qb_plugin_entry_v1(&neg, qbt_host(), &p), QB_OK);
     ck_assert_str_eq(p->name, "modelopt");
-    ck_assert_ptr_null(p->reader->read_grid);
+    /* the e2m1 grid (ABI 1.5): qbt_fp4_check holds it to the truth */
+    ck_assert_ptr_nonnull(p->reader->read_grid);
     return p;
 }
 

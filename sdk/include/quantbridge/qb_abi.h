@@ -47,9 +47,12 @@ extern "C" {
  *        qb_model_src stored_rows_info, read_stored_rows); float-coded
  *        grids (qb_grid_info accept_codes, code_kind, scale_rows;
  *        qb_tensor_info grid_codes; QB_CODE_*); the Hessian of a
- *        linear's input (qb_stats_api.hessian). */
+ *        linear's input (qb_stats_api.hessian).
+ *   1.5  e2m1 grids with a second scale level (QB_CODE_F4_E2M1;
+ *        qb_grid_info tensor_scale_op, tensor_scale; QB_TENSOR_SCALE_*):
+ *        NVFP4 codes and both scales carried to writers. */
 #define QB_ABI_MAJOR 1
-#define QB_ABI_MINOR 4
+#define QB_ABI_MINOR 5
 #define QB_MAKE_ABI(maj, min) ((((uint32_t)(maj)) << 16) | (uint32_t)(min))
 #define QB_ABI_GET_MAJOR(v) (((uint32_t)(v)) >> 16)
 #define QB_ABI_GET_MINOR(v) (((uint32_t)(v)) & 0xffffu)

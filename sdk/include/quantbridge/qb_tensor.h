@@ -95,9 +95,17 @@ QB_ABI_STATIC_ASSERT(offsetof(qb_tensor_info, grid_codes) >= QB_TENSOR_INFO_SIZE
  *   QB_CODE_F8_E4M3  c as float8 e4m3fn (1 sign, 4 exponent bits with bias 7,
  *                    3 mantissa bits; 0x7f and 0xff are NaN, no infinities),
  *                    exactly in float32; zeros are 0 and not used
- * and the grid's promise is dense = v(c) * scale, one float32 product. */
+ *   QB_CODE_F4_E2M1  (ABI 1.5) the low 4 bits of c as float4 e2m1 (1 sign,
+ *                    2 exponent bits with bias 1, 1 mantissa bit: 0, 0.5,
+ *                    1, 1.5, 2, 3, 4, 6 and their negatives), exactly in
+ *                    float32; zeros are 0 and not used
+ * and the grid's promise is dense = v(c) * s, one float32 product, where s
+ * is the group's scale, or (ABI 1.5, qb_grid_info.tensor_scale_op) the
+ * group's scale times or divided by the tensor's second-level scale,
+ * rounded to float32 first: NVFP4's two scale levels. */
 #define QB_CODE_INT 0u
 #define QB_CODE_F8_E4M3 1u
+#define QB_CODE_F4_E2M1 2u
 /* Bit of a code kind in accept_codes / grid_codes. */
 #define QB_CODES_BIT(kind) (1u << (kind))
 
@@ -126,7 +134,24 @@ typedef struct qb_grid_info {
                                 per tensor; bn: [bn, group_size] blocks), so a
                                 writer can store the source's scale tensor as it
                                 was; 0: not stated */
+    /* ABI 1.5 (two-level scales); check QB_HAS_FIELD. A reader offers a
+     * grid whose scales need the second level (QB_CODE_F4_E2M1 today) only
+     * to a caller whose struct holds these fields. */
+    uint32_t tensor_scale_op;/* OUT: QB_TENSOR_SCALE_*: how tensor_scale enters s */
+    float tensor_scale;      /* OUT: the tensor's second-level scale, finite and > 0
+                                when tensor_scale_op is not NONE; scales[] then hold
+                                the first-level group scales only */
 } qb_grid_info;
+
+/* qb_grid_info.tensor_scale_op (ABI 1.5). Values are never reused.
+ *   QB_TENSOR_SCALE_NONE  s = scale                        (every older grid)
+ *   QB_TENSOR_SCALE_MUL   s = (float)(scale * tensor_scale)  (ModelOpt's
+ *                         weight_scale times weight_scale_2)
+ *   QB_TENSOR_SCALE_DIV   s = (float)(scale / tensor_scale)  (compressed-
+ *                         tensors' weight_scale over weight_global_scale) */
+#define QB_TENSOR_SCALE_NONE 0u
+#define QB_TENSOR_SCALE_MUL 1u
+#define QB_TENSOR_SCALE_DIV 2u
 
 /* ABI 1.0 size (qb_abi.h). */
 QB_ABI_ALIGN_HELPER(qb_grid_info);
