@@ -22,9 +22,9 @@ qb_status qbk_shards_cut(const qb_host *h, const char *what, const uint64_t *byt
     size_t i, in_cur = 0;
 
     memset(out, 0, sizeof *out);
-    if (n_items < 1 || max_bytes < 1)
-        return h->set_error(h, QB_E_INVALID, "%s: %zu tensors, shard cap %llu bytes: nothing "
-                            "to cut", what, n_items, (unsigned long long)max_bytes);
+    if (max_bytes < 1)
+        return h->set_error(h, QB_E_INVALID, "%s: shard cap of %llu bytes", what,
+                            (unsigned long long)max_bytes);
     out->first = qbk_malloc((n_items + 1) * sizeof *out->first);
     if (!out->first)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", what);

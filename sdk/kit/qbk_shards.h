@@ -39,7 +39,8 @@ typedef struct qbk_shards {
 /* Cuts items 0..n_items-1 of bytes[i] bytes each, in order, into shards of
  * at most max_bytes (greedy: an item opens a new shard exactly when adding
  * it to the open one would pass max_bytes and the open shard is non-empty
- * by `rule`). n_items >= 1 and max_bytes >= 1, else QB_E_INVALID; QB_E_NOMEM.
+ * by `rule`). No item: one empty shard. max_bytes >= 1, else
+ * QB_E_INVALID; QB_E_NOMEM.
  * Messages go through h and name `what` (the writer). On failure *out
  * holds nothing to free. */
 qb_status qbk_shards_cut(const qb_host *h, const char *what, const uint64_t *bytes,
