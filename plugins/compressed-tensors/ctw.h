@@ -31,6 +31,7 @@
 #include <quantbridge/quantbridge.h>
 
 #include "qbk_out_dtype.h"
+#include "qbk_shards.h"
 #include "qbk_st_writer.h"
 
 extern const qb_writer_vtable ct_writer_vtable;
@@ -86,9 +87,7 @@ typedef struct ctw_plan {
     qbk_st_out_tensor *out;  /* output tensors in file order */
     char **out_names;        /* owned names of out[] */
     size_t n_out;
-    uint32_t n_shards;
-    size_t *shard_first;     /* [n_shards + 1] item ranges */
-    uint64_t total_bytes;
+    qbk_shards sh;           /* item ranges of the shard files; sh.total: all bytes */
     ctw_scheme rtn;          /* scheme for requantized linears */
     int act_gidx;            /* act_order=g_idx */
     int minmax;              /* quant_rule=minmax */
@@ -113,9 +112,6 @@ qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options
 qb_status ctw_plan_build(const qb_host *h, const qb_model_src *src, const ctw_options *o,
                          ctw_plan *p);
 void ctw_plan_free(ctw_plan *p);
-
-/* Output file of shard i into buf ("model.safetensors" when one). */
-void ctw_shard_name(const ctw_plan *p, uint32_t i, char *buf, size_t len);
 
 /* Round-to-nearest quantization of one row x[cols] (values in D) into
  * signed codes q[cols] in [-2^(b-1), 2^(b-1)-1], scales s[n_groups] (in D)

@@ -472,7 +472,7 @@ qb_status ctw_plan_build(const qb_host *h, const qb_model_src *src, const ctw_op
                          ctw_plan *p)
 {
     size_t n = src->info->n_tensors, i, k;
-    uint64_t cur = 0;
+    uint64_t *item_bytes = NULL;
     qb_status st = QB_OK;
 
     memset(p, 0, sizeof *p);
@@ -485,8 +485,7 @@ qb_status ctw_plan_build(const qb_host *h, const qb_model_src *src, const ctw_op
     p->it = qbk_calloc(n, sizeof *p->it);
     p->out = qbk_calloc(n * CTW_MAX_OUT, sizeof *p->out);
     p->out_names = qbk_calloc(n * CTW_MAX_OUT, sizeof *p->out_names);
-    p->shard_first = qbk_calloc(n + 1, sizeof *p->shard_first);
-    if (!p->it || !p->out || !p->out_names || !p->shard_first) {
+    if (!p->it || !p->out || !p->out_names) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
     }
@@ -509,23 +508,25 @@ qb_status ctw_plan_build(const qb_host *h, const qb_model_src *src, const ctw_op
             (st = add_outputs(h, src, p, it, ti)) != QB_OK)
             goto out;
     }
-    /* shards cut at tensor boundaries, greedy as save_pretrained does */
-    p->n_shards = 1;
-    p->shard_first[0] = 0;
-    for (i = 0; i < n; i++) {
-        uint64_t b = 0;
-        for (k = 0; k < p->it[i].n_out; k++)
-            b += p->out[p->it[i].out0 + k].n_bytes;
-        if (cur > 0 && cur + b > o->max_shard) {
-            p->shard_first[p->n_shards++] = i;
-            cur = 0;
-        }
-        cur += b;
-        p->total_bytes += b;
-        p->it[i].shard = p->n_shards - 1;
+    /* shards cut between source tensors (a module's tensors stay together),
+     * greedy as save_pretrained does (docs/formats/hf-dense.md, "Sharding") */
+    item_bytes = qbk_malloc(n * sizeof *item_bytes);
+    if (!item_bytes) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+        goto out;
     }
-    p->shard_first[p->n_shards] = n;
+    for (i = 0; i < n; i++) {
+        item_bytes[i] = 0;
+        for (k = 0; k < p->it[i].n_out; k++)
+            item_bytes[i] += p->out[p->it[i].out0 + k].n_bytes;
+    }
+    if ((st = qbk_shards_cut(h, "compressed-tensors writer", item_bytes, n, o->max_shard,
+                             QBK_SHARD_CUT_IF_BYTES, &p->sh)) != QB_OK)
+        goto out;
+    for (i = 0; i < n; i++)
+        p->it[i].shard = qbk_shards_of(&p->sh, i);
 out:
+    qbk_free(item_bytes);
     if (st != QB_OK)
         ctw_plan_free(p);
     return st;
@@ -539,14 +540,6 @@ void ctw_plan_free(ctw_plan *p)
     qbk_free(p->out_names);
     qbk_free(p->out);
     qbk_free(p->it);
-    qbk_free(p->shard_first);
+    qbk_shards_free(&p->sh);
     memset(p, 0, sizeof *p);
-}
-
-void ctw_shard_name(const ctw_plan *p, uint32_t i, char *buf, size_t len)
-{
-    if (p->n_shards == 1)
-        snprintf(buf, len, "model.safetensors");
-    else
-        snprintf(buf, len, "model-%05u-of-%05u.safetensors", i + 1, p->n_shards);
 }

@@ -818,11 +818,11 @@ static qb_status ctw_write_tensor(qb_writer_handle handle, size_t index)
     it = &p->it[w->next++];
     if (!w->cur) {
         char name[64];
-        size_t first = p->shard_first[it->shard], last = p->shard_first[it->shard + 1];
+        size_t first = p->sh.first[it->shard], last = p->sh.first[it->shard + 1];
         if (it->shard != w->next_shard || &p->it[first] != it)
             return w->h->set_error(w->h, QB_E_INTERNAL,
                                    "compressed-tensors writer: shard %u out of order", it->shard);
-        ctw_shard_name(p, it->shard, name, sizeof name);
+        qbk_shards_name(&p->sh, it->shard, name, sizeof name);
         if ((st = qbk_st_writer_open(w->h, w->sink, name, p->out + p->it[first].out0,
                                      p->it[last - 1].out0 + p->it[last - 1].n_out -
                                          p->it[first].out0,
@@ -836,66 +836,40 @@ static qb_status ctw_write_tensor(qb_writer_handle handle, size_t index)
                                : write_quant(w, it);
     if (st != QB_OK)
         return st;
-    if (w->next == p->shard_first[it->shard + 1]) {
+    if (w->next == p->sh.first[it->shard + 1]) {
         st = qbk_st_writer_close(w->cur, NULL, NULL);
         w->cur = NULL;
     }
     return st;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
+/* model.safetensors.index.json as save_pretrained writes it for a sharded
+ * checkpoint: metadata total_size (the tensors' bytes, headers not
+ * counted), indent 2, a final newline (docs/formats/hf-dense.md,
+ * "Sharding"). */
 static qb_status write_index(ctw_writer *w)
 {
     const ctw_plan *p = &w->plan;
-    qbk_text b = {0};
-    char **names = qbk_malloc(p->n_out * sizeof *names), shard[64];
-    uint32_t *of = NULL;
+    static const char *const keys[] = {"total_size"};
+    const char **names = qbk_malloc(p->n_out * sizeof *names);
+    uint32_t *of = qbk_malloc(p->n_out * sizeof *of);
+    qbk_shard_index ix = {keys, &p->sh.total, 1, 2, 1};
     size_t i, k;
-    qb_status st = QB_OK;
+    qb_status st;
 
-    if (!names)
+    if (!names || !of) {
+        qbk_free(names);
+        qbk_free(of);
         return w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
-    /* name -> shard: sort "name\0shard" pairs by name */
+    }
     for (i = 0; i < p->n; i++)
         for (k = 0; k < p->it[i].n_out; k++) {
-            size_t o = p->it[i].out0 + k, len = strlen(p->out_names[o]) + 16;
-            names[o] = qbk_malloc(len);
-            if (names[o]) {
-                memcpy(names[o], p->out_names[o], strlen(p->out_names[o]) + 1);
-                memcpy(names[o] + strlen(p->out_names[o]) + 1, &p->it[i].shard, sizeof(uint32_t));
-            }
+            names[p->it[i].out0 + k] = p->out_names[p->it[i].out0 + k];
+            of[p->it[i].out0 + k] = p->it[i].shard;
         }
-    for (i = 0; i < p->n_out; i++)
-        if (!names[i])
-            st = w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
-    if (st == QB_OK) {
-        qsort(names, p->n_out, sizeof *names, cmp_str);
-        qbk_text_str(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
-        qbk_text_u64(&b, p->total_bytes);
-        qbk_text_str(&b, "\n  },\n  \"weight_map\": {");
-        for (i = 0; i < p->n_out; i++) {
-            uint32_t s;
-            memcpy(&s, names[i] + strlen(names[i]) + 1, sizeof s);
-            ctw_shard_name(p, s, shard, sizeof shard);
-            qbk_text_str(&b, i ? ",\n    " : "\n    ");
-            qbk_text_json_str(&b, names[i]);
-            qbk_text_str(&b, ": ");
-            qbk_text_json_str(&b, shard);
-        }
-        qbk_text_str(&b, "\n  }\n}");
-        st = b.oom ? w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of "
-                                     "memory")
-                   : qbk_sink_write_text(w->sink, "model.safetensors.index.json", b.p);
-    }
-    for (i = 0; i < p->n_out; i++)
-        qbk_free(names[i]);
+    st = qbk_shards_write_index(w->h, w->sink, &p->sh, names, of, p->n_out, &ix);
     qbk_free(names);
     qbk_free(of);
-    qbk_text_free(&b);
     return st;
 }
 
@@ -955,7 +929,7 @@ static qb_status ctw_finish(qb_writer_handle handle)
         goto out;
     if ((st = qbk_hf_write_tokenizer_files(h, w->sink, w->src->info)) != QB_OK)
         goto out;
-    if (w->plan.n_shards > 1 && (st = write_index(w)) != QB_OK)
+    if (w->plan.sh.n > 1 && (st = write_index(w)) != QB_OK)
         goto out;
     st = write_report(w);
 out:

@@ -11,6 +11,7 @@
 #define HFW_H
 
 #include "hfd.h"
+#include "qbk_shards.h"
 #include "qbk_st_writer.h"
 #include "qbk_text.h"
 
@@ -46,9 +47,8 @@ typedef struct hfw_tensor {
 typedef struct hfw_plan {
     hfw_tensor *t;       /* output tensors in file order (shard by shard) */
     size_t n;
-    uint32_t n_shards;   /* 1: model.safetensors, no index */
-    size_t *shard_first; /* [n_shards + 1]: tensor index range of each shard */
-    uint64_t total_bytes;/* sum of n_bytes (index metadata.total_size) */
+    qbk_shards sh;       /* tensor index range of each shard (sh.n 1: model.safetensors,
+                            no index); sh.total: index metadata.total_size */
     size_t *out_of;      /* [n_src]: output tensor of each source tensor, or
                             HFW_DROPPED */
     size_t n_src;
@@ -69,9 +69,6 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
                          size_t drop, uint64_t max_shard, size_t *order, hfw_plan *p);
 void hfw_plan_free(hfw_plan *p);
 
-/* Output file name of shard i ("model.safetensors" when there is one,
- * else "model-%05u-of-%05u.safetensors") into buf. */
-void hfw_plan_shard_name(const hfw_plan *p, uint32_t i, char *buf, size_t len);
 
 /* ---- one safetensors shard (hfw_st.c) ----------------------------------- */
 

@@ -107,47 +107,28 @@ qb_status hfw_config_text(const qb_host *h, const char *what, const char *config
     return QB_OK;
 }
 
-static int hfw_cmp_tensor_name(const void *a, const void *b)
-{
-    const hfw_tensor *const *x = a, *const *y = b;
-    return strcmp((*x)->name, (*y)->name);
-}
-
 qb_status hfw_write_index(const qb_host *h, const qb_sink *sink, const hfw_plan *p)
 {
-    qbk_text b = {0};
-    const hfw_tensor **sorted = NULL;
-    qb_status st = QB_OK;
+    /* save_pretrained's sharded index: total_size, indent 2, a final
+     * newline (docs/formats/hf-dense.md, "Sharding") */
+    static const char *const keys[] = {"total_size"};
+    const qbk_shard_index ix = {keys, &p->sh.total, 1, 2, 1};
+    const char **names = qbk_malloc((p->n ? p->n : 1) * sizeof(*names));
+    uint32_t *of = qbk_malloc((p->n ? p->n : 1) * sizeof(*of));
+    qb_status st;
     size_t i;
-    char shard[64];
 
-    sorted = qbk_malloc(p->n * sizeof(*sorted));
-    if (!sorted) {
-        st = h->set_error(h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
-        goto out;
+    if (!names || !of) {
+        qbk_free(names);
+        qbk_free(of);
+        return h->set_error(h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
     }
-    /* weight_map sorted by name, as save_pretrained writes it. */
-    for (i = 0; i < p->n; i++)
-        sorted[i] = &p->t[i];
-    qsort(sorted, p->n, sizeof(*sorted), hfw_cmp_tensor_name);
-    qbk_text_str(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
-    qbk_text_u64(&b, p->total_bytes);
-    qbk_text_str(&b, "\n  },\n  \"weight_map\": {");
     for (i = 0; i < p->n; i++) {
-        hfw_plan_shard_name(p, sorted[i]->shard, shard, sizeof(shard));
-        qbk_text_str(&b, i ? ",\n    " : "\n    ");
-        qbk_text_json_str(&b, sorted[i]->name);
-        qbk_text_str(&b, ": ");
-        qbk_text_json_str(&b, shard);
+        names[i] = p->t[i].name;
+        of[i] = p->t[i].shard;
     }
-    qbk_text_str(&b, "\n  }\n}");
-    if (b.oom) {
-        st = h->set_error(h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
-        goto out;
-    }
-    st = hfw_write_text(h, sink, "model.safetensors.index.json", b.p);
-out:
-    qbk_free(sorted);
-    qbk_text_free(&b);
+    st = qbk_shards_write_index(h, sink, &p->sh, names, of, p->n, &ix);
+    qbk_free(names);
+    qbk_free(of);
     return st;
 }

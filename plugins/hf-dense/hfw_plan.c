@@ -81,7 +81,7 @@ void hfw_plan_free(hfw_plan *p)
     for (i = 0; p->t && i < p->n; i++)
         qbk_free(p->t[i].name);
     qbk_free(p->t);
-    qbk_free(p->shard_first);
+    qbk_shards_free(&p->sh);
     qbk_free(p->out_of);
     memset(p, 0, sizeof(*p));
 }
@@ -183,7 +183,7 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
 {
     size_t n_src = src->info->n_tensors, i, k, pos = 0;
     const hfw_tensor **sorted = NULL;
-    uint64_t cur = 0;
+    uint64_t *sizes = NULL;
     qb_status st = QB_OK;
 
     memset(p, 0, sizeof(*p));
@@ -233,23 +233,18 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
         }
     }
 
-    p->shard_first = qbk_malloc((p->n + 1) * sizeof(*p->shard_first));
-    if (!p->shard_first) {
+    sizes = qbk_malloc((p->n ? p->n : 1) * sizeof(*sizes));
+    if (!sizes) {
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
         goto out;
     }
-    p->shard_first[0] = 0;
-    p->n_shards = 1;
-    for (i = 0; i < p->n; i++) {
-        if (cur > 0 && cur + p->t[i].n_bytes > max_shard) {
-            p->shard_first[p->n_shards++] = i;
-            cur = 0;
-        }
-        cur += p->t[i].n_bytes;
-        p->total_bytes += p->t[i].n_bytes;
-        p->t[i].shard = p->n_shards - 1;
-    }
-    p->shard_first[p->n_shards] = p->n;
+    for (i = 0; i < p->n; i++)
+        sizes[i] = p->t[i].n_bytes;
+    if ((st = qbk_shards_cut(h, "hf-dense writer", sizes, p->n, max_shard,
+                             QBK_SHARD_CUT_IF_BYTES, &p->sh)) != QB_OK)
+        goto out;
+    for (i = 0; i < p->n; i++)
+        p->t[i].shard = qbk_shards_of(&p->sh, i);
 
     for (i = 0; i < p->n; i++)
         for (k = 0; k < p->t[i].n_parts; k++)
@@ -262,15 +257,8 @@ qb_status hfw_plan_build(const qb_host *h, const qb_model_src *src, hfw_dtype dt
                           src->source_path, pos, n_src);
 out:
     qbk_free(sorted);
+    qbk_free(sizes);
     if (st != QB_OK)
         hfw_plan_free(p);
     return st;
-}
-
-void hfw_plan_shard_name(const hfw_plan *p, uint32_t i, char *buf, size_t len)
-{
-    if (p->n_shards == 1)
-        snprintf(buf, len, "model.safetensors");
-    else
-        snprintf(buf, len, "model-%05u-of-%05u.safetensors", i + 1, p->n_shards);
 }

@@ -466,18 +466,18 @@ static qb_status hfw_write_tensor(qb_writer_handle handle, size_t index)
     t = &p->t[o];
     if (!w->cur) {
         char name[64];
-        if (t->shard != w->next_shard || o != p->shard_first[t->shard] || index != t->part[0])
+        if (t->shard != w->next_shard || o != p->sh.first[t->shard] || index != t->part[0])
             return w->h->set_error(w->h, QB_E_INTERNAL, "hf-dense writer: shard %u out of order",
                                    t->shard);
-        hfw_plan_shard_name(p, t->shard, name, sizeof(name));
-        if ((st = hfw_st_open(w->h, w->sink, name, p, p->shard_first[t->shard],
-                              p->shard_first[t->shard + 1], w->dt, &w->cur)) != QB_OK)
+        qbk_shards_name(&p->sh, t->shard, name, sizeof(name));
+        if ((st = hfw_st_open(w->h, w->sink, name, p, p->sh.first[t->shard],
+                              p->sh.first[t->shard + 1], w->dt, &w->cur)) != QB_OK)
             return st;
         w->next_shard++;
     }
     if ((st = hfw_stream(w, index)) != QB_OK)
         return st;
-    if (index == t->part[t->n_parts - 1] && o + 1 == p->shard_first[t->shard + 1]) {
+    if (index == t->part[t->n_parts - 1] && o + 1 == p->sh.first[t->shard + 1]) {
         st = qbk_st_writer_close(w->cur, NULL, NULL);
         w->cur = NULL;
     }
@@ -491,7 +491,7 @@ static qb_status hfw_finish(qb_writer_handle handle)
     const qb_model_info *mi = w->src->info;
     qb_status st = QB_OK;
 
-    if (w->next != w->plan.n_src || w->cur || w->next_shard != w->plan.n_shards) {
+    if (w->next != w->plan.n_src || w->cur || w->next_shard != w->plan.sh.n) {
         st = h->set_error(h, QB_E_INTERNAL, "hf-dense writer: finish after %zu of %zu tensors",
                           w->next, w->plan.n_src);
         goto out;
@@ -502,7 +502,7 @@ static qb_status hfw_finish(qb_writer_handle handle)
      * every writer and the host share (qbk_hf_sidefiles.h). */
     if ((st = qbk_hf_write_tokenizer_files(h, w->sink, mi)) != QB_OK)
         goto out;
-    if (w->plan.n_shards > 1)
+    if (w->plan.sh.n > 1)
         st = hfw_write_index(h, w->sink, &w->plan);
 out:
     hfw_free(w);

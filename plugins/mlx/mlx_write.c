@@ -2,7 +2,10 @@
  * mlx writer: any model the host reads, written in the layout mlx-lm loads
  * (mlx.h; docs/formats/mlx.md, "Writing"): config.json with `quantization`
  * (and the same object as quantization_config, as mlx_lm.convert writes
- * it), model.safetensors, the tokenizer files and generation_config.json.
+ * it), model.safetensors or shards of at most max_shard_size cut as
+ * mlx-lm's save_model cuts them, with model.safetensors.index.json either
+ * way (docs/formats/mlx.md, "Shards"), the tokenizer files and
+ * generation_config.json.
  *
  * A linear (2-D <m>.weight other than the embeddings and lm_head) whose
  * reader serves an integer grid keeps its codes when MLX holds the grid:
@@ -17,6 +20,8 @@
  *
  * Streaming: the codes go out in row blocks; a linear's scales and biases
  * (N x G) are kept until its last block, since they follow in the file.
+ * Shards are cut between output tensors, so a linear's weight, scales and
+ * biases may sit in different files, as save_model puts them.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +37,7 @@
 #include "qbk_json.h"
 #include "qbk_json_edit.h"
 #include "qbk_out_dtype.h"
+#include "qbk_shards.h"
 #include "qbk_pack32.h"
 #include "qbk_sink_text.h"
 #include "qbk_tensor_report.h"
@@ -69,8 +75,18 @@ static const qb_option_decl opt_group = {
     .min_int = 32, .max_int = 128, .roles = QB_OPTION_ROLE_WRITER,
 };
 
+/* mlx-lm's MAX_FILE_SIZE_GB = 5, in units of 2^30 bytes (make_shards) */
+#define MLXW_MAX_SHARD ((uint64_t)5 << 30)
+static const qb_option_decl opt_max_shard = {
+    .struct_size = sizeof(qb_option_decl), .name = "max_shard_size", .type = QB_PARAM_SIZE,
+    .default_value = "5GiB",
+    .help = "mlx writer: largest safetensors file before the weights are split into shards "
+            "(mlx-lm's save_model: 5 GiB)", .choices = NULL,
+    .min_int = 1, .max_int = INT64_MAX, .roles = QB_OPTION_ROLE_WRITER,
+};
+
 const qb_option_decl *const mlx_option_decls[] = {&opt_dtype, &opt_scale_dtype, &opt_bits,
-                                                  &opt_group, NULL};
+                                                  &opt_group, &opt_max_shard, NULL};
 
 typedef enum { MW_DENSE, MW_EXACT, MW_BIAS_ROUND, MW_RTN } mw_kind;
 
@@ -98,6 +114,8 @@ typedef struct mw_plan {
     qbk_st_out_tensor *out;
     char **names;
     size_t n_out;
+    qbk_shards sh;        /* output tensor ranges of the shard files */
+    uint64_t n_params;    /* index metadata total_parameters */
 } mw_plan;
 
 typedef struct mw_writer {
@@ -106,7 +124,8 @@ typedef struct mw_writer {
     const qb_model_src *src;
     mw_plan p;
     size_t next;
-    qbk_st_writer *cur;
+    qbk_st_writer *cur;   /* open shard */
+    uint32_t shard;       /* the open (or next) shard */
     float *fbuf, *fref;
     uint8_t *bbuf, *codes;
 } mw_writer;
@@ -126,6 +145,7 @@ static void mw_plan_free(mw_plan *p)
     qbk_free(p->names);
     qbk_free(p->out);
     qbk_free(p->it);
+    qbk_shards_free(&p->sh);
     memset(p, 0, sizeof *p);
 }
 
@@ -213,9 +233,11 @@ static qb_status mw_plan_build(const qb_host *h, const qb_model_src *src, const 
     const qb_param *ps = qb_param_find(params, "scale_dtype");
     const qb_param *pb = qb_param_find(params, "bits");
     const qb_param *pg = qb_param_find(params, "group_size");
+    const qb_param *pm = qb_param_find(params, "max_shard_size");
     const char *dts = pd && pd->is_set ? pd->v.s : "auto";
     size_t n = src->info->n_tensors, i;
     size_t n16 = 0, nb16 = 0, n32 = 0, n_asym = 0;
+    uint64_t *sizes = NULL;
     qb_status st = QB_OK;
 
     memset(p, 0, sizeof *p);
@@ -225,6 +247,9 @@ static qb_status mw_plan_build(const qb_host *h, const qb_model_src *src, const 
         return h->set_error(h, QB_E_INVALID, "mlx writer: bits %d, group_size %lld: MLX affine "
                             "takes bits 4 or 8 and groups of 32, 64 or 128", p->bits,
                             (long long)p->gs);
+    if (pm && pm->is_set && pm->v.i < 1)
+        return h->set_error(h, QB_E_INVALID, "max_shard_size %lld: must be at least 1 byte",
+                            (long long)pm->v.i);
     p->it = qbk_calloc(n ? n : 1, sizeof *p->it);
     p->out = qbk_calloc(3 * (n ? n : 1), sizeof *p->out);
     p->names = qbk_calloc(3 * (n ? n : 1), sizeof *p->names);
@@ -306,6 +331,18 @@ static qb_status mw_plan_build(const qb_host *h, const qb_model_src *src, const 
                          "(symmetric absmax)", why, p->bits, (long long)p->gs);
             }
         }
+        /* total_parameters as mlx-lm's get_total_parameters counts them: a
+         * quantized module's weight as weight.size * 32 / bits (N x K), its
+         * scales and biases not at all, every other tensor by its size */
+        if (it->kind == MW_DENSE) {
+            uint64_t e = 1;
+            uint32_t d;
+            for (d = 0; d < ti->n_dims; d++)
+                e *= (uint64_t)ti->dims[d];
+            p->n_params += e;
+        } else {
+            p->n_params += (uint64_t)it->rows * (uint64_t)it->cols;
+        }
         if (it->kind == MW_DENSE) {
             if ((st = add_out(h, p, ti->name, "", qbk_out_dt_st_name(p->dt), ti->n_dims, ti->dims,
                               qbk_out_dt_size(p->dt))) != QB_OK)
@@ -325,7 +362,20 @@ static qb_status mw_plan_build(const qb_host *h, const qb_model_src *src, const 
         }
         it->n_out = p->n_out - it->out0;
     }
+    /* shards cut tensor by tensor as mlx-lm's make_shards does */
+    sizes = qbk_malloc((p->n_out ? p->n_out : 1) * sizeof *sizes);
+    if (!sizes) {
+        st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
+        goto out;
+    }
+    for (i = 0; i < p->n_out; i++)
+        sizes[i] = p->out[i].n_bytes;
+    if (p->n_out > 0)
+        st = qbk_shards_cut(h, "mlx writer", sizes, p->n_out,
+                            pm && pm->is_set ? (uint64_t)pm->v.i : MLXW_MAX_SHARD,
+                            QBK_SHARD_CUT_IF_TENSORS, &p->sh);
 out:
+    qbk_free(sizes);
     if (st != QB_OK)
         mw_plan_free(p);
     return st;
@@ -438,11 +488,8 @@ static qb_status mw_begin(void *ctx, const qb_sink *sink, const qb_model_src *sr
     w->fref = qbk_malloc(block * sizeof(float));
     w->bbuf = qbk_malloc(block * 4);
     w->codes = qbk_malloc(block);
-    if (!w->fbuf || !w->fref || !w->bbuf || !w->codes) {
+    if (!w->fbuf || !w->fref || !w->bbuf || !w->codes)
         st = h->set_error(h, QB_E_NOMEM, "%s: out of memory", src->source_path);
-        goto out;
-    }
-    st = qbk_st_writer_open(h, sink, "model.safetensors", w->p.out, w->p.n_out, &w->cur);
 out:
     if (st != QB_OK) {
         mw_free(w);
@@ -486,9 +533,37 @@ static qb_status mw_plan_vt(void *ctx, const qb_model_src *src, const qb_param *
     return st;
 }
 
+/* Makes the shard that holds output tensor o the open one: closes the
+ * previous shard when o is the first of the next. Tensors come in file
+ * order. */
+static qb_status mw_enter(mw_writer *w, size_t o)
+{
+    const qbk_shards *s = &w->p.sh;
+    char name[64];
+    qb_status st;
+    if (w->cur && o < s->first[w->shard + 1])
+        return QB_OK;
+    if (w->cur) {
+        st = qbk_st_writer_close(w->cur, NULL, NULL);
+        w->cur = NULL;
+        if (st != QB_OK)
+            return st;
+        w->shard++;
+    }
+    if (w->shard >= s->n || o != s->first[w->shard])
+        return w->h->set_error(w->h, QB_E_INTERNAL, "mlx writer: output tensor %zu out of "
+                               "shard order", o);
+    qbk_shards_name(s, w->shard, name, sizeof name);
+    return qbk_st_writer_open(w->h, w->sink, name, w->p.out + o,
+                              s->first[w->shard + 1] - o, &w->cur);
+}
+
 static qb_status write_dense(mw_writer *w, const mw_item *it)
 {
     int64_t br = block_rows(it->cols), r0;
+    qb_status st0;
+    if ((st0 = mw_enter(w, it->out0)) != QB_OK)
+        return st0;
     for (r0 = 0; r0 < it->rows; r0 += br) {
         int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
         size_t cnt = (size_t)(nr * it->cols), bad;
@@ -619,6 +694,8 @@ static qb_status write_quant(mw_writer *w, mw_item *it)
         st = h->set_error(h, QB_E_NOMEM, "%s: %s: out of memory", w->src->source_path, it->name);
         goto out;
     }
+    if ((st = mw_enter(w, it->out0)) != QB_OK)
+        goto out;
     for (r0 = 0; r0 < it->rows; r0 += br) {
         int64_t nr = it->rows - r0 < br ? it->rows - r0 : br;
         if ((st = quant_block(w, it, r0, nr, sc, bi, zb)) != QB_OK)
@@ -630,10 +707,12 @@ static qb_status write_quant(mw_writer *w, mw_item *it)
             goto out;
     }
     qbk_out_dt_encode(w->p.sdt, sc, sz, ob);
-    if ((st = qbk_st_writer_write(w->cur, ob, sz * es)) != QB_OK)
+    if ((st = mw_enter(w, it->out0 + 1)) != QB_OK ||
+        (st = qbk_st_writer_write(w->cur, ob, sz * es)) != QB_OK)
         goto out;
     qbk_out_dt_encode(w->p.sdt, bi, sz, ob);
-    st = qbk_st_writer_write(w->cur, ob, sz * es);
+    if ((st = mw_enter(w, it->out0 + 2)) == QB_OK)
+        st = qbk_st_writer_write(w->cur, ob, sz * es);
 out:
     qbk_free(sc);
     qbk_free(bi);
@@ -650,6 +729,28 @@ static qb_status mw_write_tensor(qb_writer_handle handle, size_t index)
         return w->h->set_error(w->h, QB_E_INTERNAL, "mlx writer: tensor %zu out of order", index);
     it = &w->p.it[w->next++];
     return it->kind == MW_DENSE ? write_dense(w, it) : write_quant(w, it);
+}
+
+/* model.safetensors.index.json as mlx-lm's save_model writes it, also for
+ * one shard: metadata total_size (the tensors' bytes) then
+ * total_parameters, json.dump's indent 4 and no final newline. */
+static qb_status write_index(mw_writer *w)
+{
+    static const char *const keys[] = {"total_size", "total_parameters"};
+    const mw_plan *p = &w->p;
+    uint64_t vals[2] = {p->sh.total, p->n_params};
+    qbk_shard_index ix = {keys, vals, 2, 4, 0};
+    uint32_t *of = qbk_malloc(p->n_out * sizeof *of);
+    size_t i;
+    qb_status st;
+    if (!of)
+        return w->h->set_error(w->h, QB_E_NOMEM, "model.safetensors.index.json: out of memory");
+    for (i = 0; i < p->n_out; i++)
+        of[i] = qbk_shards_of(&p->sh, i);
+    st = qbk_shards_write_index(w->h, w->sink, &p->sh, (const char *const *)p->names, of,
+                                p->n_out, &ix);
+    qbk_free(of);
+    return st;
 }
 
 /* quantbridge-report.json: per source tensor what it became and the error
@@ -680,14 +781,15 @@ static qb_status mw_finish(qb_writer_handle handle)
     char dtype[32], *qz = NULL, *cfg = NULL;
     qb_status st;
 
-    if (w->next != w->p.n) {
-        st = h->set_error(h, QB_E_INTERNAL, "mlx writer: finish after %zu of %zu tensors",
-                          w->next, w->p.n);
+    if (w->next != w->p.n || !w->cur || w->shard + 1 != w->p.sh.n) {
+        st = h->set_error(h, QB_E_INTERNAL, "mlx writer: finish after %zu of %zu tensors "
+                          "(shard %u of %u)", w->next, w->p.n, w->shard + 1, w->p.sh.n);
         goto out;
     }
     st = qbk_st_writer_close(w->cur, NULL, NULL);
     w->cur = NULL;
-    if (st != QB_OK || (st = quant_json(h, &w->p, &qz)) != QB_OK)
+    if (st != QB_OK || (st = write_index(w)) != QB_OK ||
+        (st = quant_json(h, &w->p, &qz)) != QB_OK)
         goto out;
     snprintf(dtype, sizeof dtype, "\"%s\"", qbk_out_dt_torch_name(w->p.dt));
     keys[0] = "torch_dtype";

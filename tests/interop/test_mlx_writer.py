@@ -15,6 +15,9 @@ format, and a dense F32 GGUF (quantized anew). Each is converted with `--writer 
   3. the default model dtype (float16 for these sources, with float32 scales and biases where
      a source grid is asymmetric) loads in mlx-lm too and agrees within F16_REL (MLX then runs
      in float16: its activations round to 11 bits).
+  4. (test_mlx_writer_shards, GGUF Q4_0) a small --option max_shard_size: the shards are what
+     mlx_lm.utils.make_shards cuts, mlx-lm's logits on them equal the whole file's bit for bit,
+     and the index metadata is save_model's.
 """
 import os
 import pathlib
@@ -126,3 +129,92 @@ def test_mlx_writer_roundtrip(case, tmp_path, run_qb, build_dir):
     run_qb("convert", "--source", src, "--output", md, "--writer", "mlx", "--verify")
     agree(f"{case} default", mlx_logits(md, vocab), qb_logits(run_qb, md, tmp_path / "d.st", vocab),
           F16_REL)
+
+
+class _Bytes(int):
+    """A make_shards cap given in bytes: make_shards computes `max_file_size_gb << 30`
+    (whole GiB only), too coarse for a test model, so the shift hands the bytes back."""
+
+    def __lshift__(self, _):
+        return int(self)
+
+
+def _header_order(path):
+    """Tensor names of a safetensors file in data order."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+    h.pop("__metadata__", None)
+    return sorted(h, key=lambda k: h[k]["data_offsets"][0])
+
+
+def test_mlx_writer_shards(tmp_path, run_qb, build_dir, monkeypatch):
+    """4. Shards (docs/formats/mlx.md, "Shards"): a GGUF Q4_0 source written whole and with a
+    small --option max_shard_size. mlx-lm loads the shards and its logits equal those of the
+    whole output bit for bit, as do `quantbridge forward`'s (our mlx reader through the index);
+    the shards hold what mlx_lm.utils.make_shards cuts from the whole file's tensors in their
+    order with the same cap; the index's metadata equals what mlx_lm.utils.save_model writes for
+    the model mlx-lm loaded from our output, and for one shard the whole index file is
+    byte-identical to save_model's."""
+    import json
+
+    import mlx_lm.utils as MU
+
+    src = make_source("gguf", gguf.GGMLQuantizationType.Q4_0, tmp_path, run_qb, build_dir)
+    whole = tmp_path / "whole"
+    proc = run_qb("convert", "--source", src, "--output", whole, "--writer", "mlx",
+                  "--option", "dtype=f32", "--verify")
+    assert "verify: PASS" in proc.stdout + proc.stderr
+    ours_ix = json.loads((whole / "model.safetensors.index.json").read_text())
+    cap = ours_ix["metadata"]["total_size"] // 5
+    sh = tmp_path / "sharded"
+    proc = run_qb("convert", "--source", src, "--output", sh, "--writer", "mlx",
+                  "--option", "dtype=f32", "--option", f"max_shard_size={cap}", "--verify")
+    assert "verify: PASS" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+    # the layout: make_shards over the whole file's tensors in its order
+    order = _header_order(whole / "model.safetensors")
+    loaded = mx.load(str(whole / "model.safetensors"))
+    weights = {k: loaded[k] for k in order}
+    want = MU.make_shards(weights, _Bytes(cap))
+    n = len(want)
+    assert n >= 4, f"{n} shards for cap {cap}"
+    names = [f"model-{i + 1:05d}-of-{n:05d}.safetensors" for i in range(n)]
+    assert sorted(p.name for p in sh.glob("*.safetensors")) == names
+    for name, shard in zip(names, want):
+        assert _header_order(sh / name) == list(shard), name
+        got = mx.load(str(sh / name))
+        for k in shard:
+            assert np.array_equal(np.array(got[k]), np.array(loaded[k])), f"{name}: {k}"
+    ix = json.loads((sh / "model.safetensors.index.json").read_text())
+    assert list(ix["weight_map"]) == sorted(ix["weight_map"])
+    assert ix["weight_map"] == {k: names[i] for i, s in enumerate(want) for k in s}
+    print(f"\nshards: {n} files under a {cap}-byte cap, as make_shards cuts them")
+
+    # mlx-lm runs the shards as it runs the whole file, bit for bit
+    vocab = U.config(whole)["vocab_size"]
+    a, b = mlx_logits(whole, vocab), mlx_logits(sh, vocab)
+    assert np.array_equal(a, b), f"mlx-lm logits differ: {float(np.abs(a - b).max())}"
+    qa = qb_logits(run_qb, whole, tmp_path / "a.st", vocab)
+    qb = qb_logits(run_qb, sh, tmp_path / "b.st", vocab)
+    assert np.array_equal(qa, qb), "quantbridge forward differs between whole and shards"
+
+    # save_model's index for the model mlx-lm loaded from our output
+    model, _ = load_model(whole)
+    orig = MU.make_shards
+    monkeypatch.setattr(MU, "make_shards", lambda w: orig(w, _Bytes(cap)))
+    MU.save_model(tmp_path / "theirs", model)
+    theirs = json.loads((tmp_path / "theirs" / "model.safetensors.index.json").read_text())
+    assert list(theirs["metadata"]) == list(ix["metadata"])
+    assert theirs["metadata"] == ix["metadata"], (theirs["metadata"], ix["metadata"])
+    assert sorted(theirs["weight_map"]) == sorted(ix["weight_map"])
+    moved = sum(theirs["weight_map"][k] != ix["weight_map"][k] for k in ix["weight_map"])
+    print(f"save_model on mlx-lm's parameter order: {len(set(theirs['weight_map'].values()))} "
+          f"files, {moved} of {len(theirs['weight_map'])} tensors in another file than ours (it "
+          f"cuts in its module order, we in the file's)")
+    monkeypatch.setattr(MU, "make_shards", orig)
+    MU.save_model(tmp_path / "theirs1", model)
+    assert (tmp_path / "theirs1" / "model.safetensors.index.json").read_bytes() == \
+        (whole / "model.safetensors.index.json").read_bytes()
