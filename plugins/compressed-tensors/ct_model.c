@@ -11,6 +11,7 @@
 
 #include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
+#include "qbk_nvfp4_grid.h"
 #include "qbk_str.h"
 #include "qbk_alloc.h"
 #include "qbk_reader.h"
@@ -762,16 +763,7 @@ static qb_status ct_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
             return r->host->set_error(r->host, QB_E_UNSUPPORTED, "%s: %s: no integer grid (its "
                                       "e2m1 grid goes to callers that accept e2m1 codes and a "
                                       "tensor scale, ABI 1.5)", t->w->file, t->name);
-        out->bits = 4;
-        out->n_groups = (uint32_t)t->n_groups;
-        out->group_size = t->gs;
-        out->col_group = NULL;
-        out->symmetric = 1;
-        out->scale_dtype = QB_DT_F8_E4M3;
-        out->code_kind = QB_CODE_F4_E2M1;
-        out->scale_rows = 1;
-        out->tensor_scale_op = QB_TENSOR_SCALE_DIV;
-        out->tensor_scale = t->gscale;
+        qbk_nvfp4_grid_info(out, (uint32_t)t->n_groups, QB_TENSOR_SCALE_DIV, t->gscale);
         return QB_OK;
     }
     out->bits = (uint32_t)t->bits;

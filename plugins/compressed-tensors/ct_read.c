@@ -8,6 +8,7 @@
 
 #include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
+#include "qbk_nvfp4_grid.h"
 #include "ct_model.h"
 #include "qbk_alloc.h"
 
@@ -121,24 +122,6 @@ static void ct_fp4_row(const ct_tensor *t, int64_t r, float *d)
     }
 }
 
-/* NVFP4 row r as its e2m1 grid (ABI 1.5): codes one a byte, the e4m3
- * group scales as float32, zeros unused; the global scale is the grid
- * info's tensor_scale. */
-static void ct_nvfp4_grid_row(const ct_tensor *t, int64_t r, uint8_t *codes, float *scales,
-                              int32_t *zeros)
-{
-    const uint8_t *packed = t->w->data + (size_t)(r * (t->cols / 2));
-    const uint8_t *sc = t->scale->data + (size_t)(r * t->n_groups);
-    int64_t k, g;
-    /* pack_fp4_to_uint8: column 2i in the low nibble */
-    for (k = 0; k < t->cols; k++)
-        codes[k] = (uint8_t)((packed[k / 2] >> (4 * (k & 1))) & 0xF);
-    for (g = 0; g < t->n_groups; g++) {
-        scales[g] = qbk_fp8_e4m3fn_to_f32(sc[g]);
-        zeros[g] = 0;
-    }
-}
-
 qb_status ct_tensor_read_rows(const qb_host *h, const ct_tensor *t, int64_t row0, int64_t n_rows,
                               float *dst)
 {
@@ -208,9 +191,11 @@ qb_status ct_tensor_read_grid(const qb_host *h, const ct_tensor *t, int64_t row0
                                 t->w->file, t->name, (long long)row0, (long long)n_rows,
                                 (long long)t->rows);
         for (r = row0; r < row0 + n_rows; r++)
-            ct_nvfp4_grid_row(t, r, codes + (size_t)(r - row0) * (size_t)t->cols,
-                              scales + (size_t)(r - row0) * (size_t)t->n_groups,
-                              zeros + (size_t)(r - row0) * (size_t)t->n_groups);
+            qbk_nvfp4_grid_row(t->w->data + (size_t)(r * (t->cols / 2)),
+                               t->scale->data + (size_t)(r * t->n_groups), t->cols,
+                               codes + (size_t)(r - row0) * (size_t)t->cols,
+                               scales + (size_t)(r - row0) * (size_t)t->n_groups,
+                               zeros + (size_t)(r - row0) * (size_t)t->n_groups);
         return QB_OK;
     }
     if (!t->has_grid && !fp8)

@@ -17,6 +17,7 @@
 #include "qbk_alloc.h"
 #include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
+#include "qbk_nvfp4_grid.h"
 #include "qbk_path.h"
 #include "qbk_reader.h"
 #include "qbk_str.h"
@@ -391,16 +392,7 @@ static qb_status mo_grid_info(const qb_streader *r, size_t i, qb_grid_info *out)
         return r->host->set_error(r->host, QB_E_UNSUPPORTED, "%s: %s: no integer grid (its e2m1 "
                                   "grid goes to callers that accept e2m1 codes and a tensor "
                                   "scale, ABI 1.5)", t->w->file, t->w->name);
-    out->bits = 4;
-    out->n_groups = (uint32_t)t->n_groups;
-    out->group_size = MO_GROUP;
-    out->col_group = NULL;
-    out->symmetric = 1;
-    out->scale_dtype = QB_DT_F8_E4M3;
-    out->code_kind = QB_CODE_F4_E2M1;
-    out->scale_rows = 1;
-    out->tensor_scale_op = QB_TENSOR_SCALE_MUL;
-    out->tensor_scale = t->s2;
+    qbk_nvfp4_grid_info(out, (uint32_t)t->n_groups, QB_TENSOR_SCALE_MUL, t->s2);
     return QB_OK;
 }
 
@@ -409,26 +401,18 @@ static qb_status mo_read_grid(const qb_streader *rd, size_t i, int64_t row0, int
 {
     const qb_host *h = rd->host;
     const mo_tensor *t = &((const mo_model *)rd->model)->t[i];
-    int64_t r, k, g;
+    int64_t r;
 
     if (row0 < 0 || n_rows < 0 || row0 > t->rows || n_rows > t->rows - row0)
         return h->set_error(h, QB_E_RANGE, "%s: %s: rows [%lld, +%lld) outside [0, %lld)",
                             t->w->file, t->w->name, (long long)row0, (long long)n_rows,
                             (long long)t->rows);
-    for (r = row0; r < row0 + n_rows; r++) {
-        const uint8_t *packed = t->w->data + (size_t)(r * (t->cols / 2));
-        const uint8_t *sc = t->scale->data + (size_t)(r * t->n_groups);
-        uint8_t *c = out->codes + (size_t)((r - row0) * t->cols);
-        float *s = out->scales + (size_t)((r - row0) * t->n_groups);
-        int32_t *z = out->zeros + (size_t)((r - row0) * t->n_groups);
-        /* column 2i in the low nibble (mo_model.h) */
-        for (k = 0; k < t->cols; k++)
-            c[k] = (uint8_t)((packed[k / 2] >> (4 * (k & 1))) & 0xF);
-        for (g = 0; g < t->n_groups; g++) {
-            s[g] = qbk_fp8_e4m3fn_to_f32(sc[g]);
-            z[g] = 0;
-        }
-    }
+    for (r = row0; r < row0 + n_rows; r++)
+        qbk_nvfp4_grid_row(t->w->data + (size_t)(r * (t->cols / 2)),
+                           t->scale->data + (size_t)(r * t->n_groups), t->cols,
+                           out->codes + (size_t)((r - row0) * t->cols),
+                           out->scales + (size_t)((r - row0) * t->n_groups),
+                           out->zeros + (size_t)((r - row0) * t->n_groups));
     return QB_OK;
 }
 
