@@ -25,7 +25,8 @@ qb_status qbk_shards_cut(const qb_host *h, const char *what, const uint64_t *byt
     if (max_bytes < 1)
         return h->set_error(h, QB_E_INVALID, "%s: shard cap of %llu bytes", what,
                             (unsigned long long)max_bytes);
-    out->first = qbk_malloc((n_items + 1) * sizeof *out->first);
+    /* one shard even with no item: first[0] and first[1] */
+    out->first = qbk_malloc((n_items + 2) * sizeof *out->first);
     if (!out->first)
         return h->set_error(h, QB_E_NOMEM, "%s: out of memory", what);
     out->first[0] = 0;
