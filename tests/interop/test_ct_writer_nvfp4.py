@@ -179,6 +179,31 @@ def _report(d):
     return {t["name"]: t for t in json.loads((d / "quantbridge-report.json").read_text())["tensors"]}
 
 
+def _logits_vs_source(run_qb, dense, out, src, tmp_path, tag, want_w):
+    """Transformers' dense Llama on the library's float32 dequantization of our output (the
+    decompress-then-run of test_ct_writer_nvfp4_rtn_equals_library) against `quantbridge
+    forward` on the *source*: max |diff| relative to the logit scale, and top-1 agreement."""
+    vocab = U.config(out)["vocab_size"]
+    ref = forward(run_qb, src, tmp_path / f"fwd-{tag}.safetensors", vocab)
+    lib32 = _library_f32(out, want_w)
+    model = AutoModelForCausalLM.from_pretrained(str(dense), local_files_only=True,
+                                                 dtype=torch.float32, attn_implementation="eager")
+    sd = {k: v.to(torch.float32) for k, v in U.read_safetensors_dir(out).items()
+          if not k.endswith((".weight_packed", ".weight_scale", ".weight_global_scale"))}
+    sd.update(lib32)
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+    model.eval()
+    with torch.no_grad():
+        got = model(torch.tensor([[t % vocab for t in TOKENS]])).logits[0].numpy()
+    scale = float(abs(ref).max())
+    diff = float(abs(got.astype("float64") - ref.astype("float64")).max())
+    top1 = float((got.argmax(-1) == ref.argmax(-1)).mean())
+    print(f"\n{tag}: transformers on our output vs quantbridge forward on the source: "
+          f"{diff / scale:.3g} of scale {scale:.3g}, top-1 {top1:.3f}")
+    assert scale > 0.1 and diff <= F32_REL * scale and top1 == 1.0, (diff, scale, top1)
+
+
 def test_ct_writer_nvfp4_sources_carry_over(tmp_path, run_qb):
     """NVFP4 sources (ABI 1.5 e2m1 grids) keep their codes and e4m3 scales under `auto`:
     the library's own NVFP4A16 checkpoint comes back byte for byte; a ModelOpt checkpoint with a
@@ -214,6 +239,7 @@ def test_ct_writer_nvfp4_sources_carry_over(tmp_path, run_qb):
         for suf in (".weight_packed", ".weight_scale", ".weight_global_scale"):
             assert int((raw(ours[m + suf]) != raw(lib[m + suf])).sum()) == 0, m + suf
         assert rep[m + ".weight"]["action"] == "exact", rep[m + ".weight"]
+    _logits_vs_source(run_qb, dense, ct, lib_dir, tmp_path, "compressed-tensors NVFP4", want_w)
 
     # ModelOpt sources made from the same codes and scales
     import math
@@ -244,6 +270,7 @@ def test_ct_writer_nvfp4_sources_carry_over(tmp_path, run_qb):
                 worst = max(worst, rel)
         print(f"\nmodelopt {name}: {n_exact}/{len(truth)} exact, worst rel. error of the rest "
               f"{worst:.3g}")
+        _logits_vs_source(run_qb, dense, out, mo, tmp_path, f"modelopt {name}", want_w)
         if name == "pow2":
             assert n_exact == len(truth)
         else:
