@@ -3,8 +3,8 @@
  * group, decoded w = q * scale in fp32, the scale stored in a float dtype
  * (F16, BF16 or F32). Every candidate scale is rounded to that dtype before
  * codes and error are computed against it, so the error measured is the
- * error of the file. Shared by the writers that store such a grid (the
- * rules are described in docs/fidelity.md, "Quantization rules").
+ * error of the file. Shared by the writers that store such a grid
+ * (docs/fidelity.md, "Requantizing lossy sources (issue 27)").
  */
 #ifndef QBK_INT4_RULES_H
 #define QBK_INT4_RULES_H
