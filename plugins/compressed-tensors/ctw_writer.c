@@ -111,9 +111,9 @@ static const qb_option_decl opt_rule = {
     .default_value = "absmax",
     .help = "compressed-tensors writer: scale of symmetric linears quantized anew: absmax "
             "(largest magnitude / 7 for int4: nothing clips), minmax (compressed-tensors' and "
-            "llm-compressor's / 7.5, bit for bit), or for w4a16 the sm86-w4a16 writer's int4 "
-            "rules: search (least squared error), keep (absmax / 7 or the extreme on code -8), "
-            "auto (per group the better of absmax and search)",
+            "llm-compressor's / 7.5, bit for bit), or for w4a16 the int4 rules of the W4A16 "
+            "writer (sm86-w4a16): search (least squared error), keep (absmax / 7 or the extreme "
+            "on code -8), auto (per group the better of absmax and search)",
     .choices = "absmax|minmax|search|keep|auto",
     .min_int = 1,
     .max_int = 0,

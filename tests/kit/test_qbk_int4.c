@@ -5,8 +5,9 @@
  * value of the dtype (checked on its bits), its codes are in [-8, 7] and its
  * error is the error of those codes and that scale recomputed here, ABSMAX
  * is absmax/7 rounded with codes round(w / s), SEARCH and KEEP are never
- * worse than ABSMAX, AUTO is SEARCH where strictly better, else ABSMAX; magnitudes out of fp16's range
- * quantize in BF16 and F32 and are refused in F16.
+ * worse than ABSMAX, AUTO is SEARCH where strictly better, else ABSMAX;
+ * magnitudes out of fp16's range quantize in BF16 and F32 and are refused
+ * in F16.
  */
 #include <check.h>
 #include <float.h>
