@@ -119,7 +119,7 @@ static int round_scale(qb_dtype sdt, float s, float *used)
  * result is a normal fp16 (round to nearest even at mantissa bit 13, a
  * carry bumping the exponent, as qb_f32_to_f16 does); subnormal results
  * go through round_scale. perf: the generic conversion pair was ~10 % of
- * a W4A16 convert. */
+ * a requantizing convert. */
 int qbk_int4_round_scale(qb_dtype sdt, float s, float *used)
 {
     uint32_t x, ax;
