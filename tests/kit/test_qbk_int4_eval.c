@@ -1,6 +1,6 @@
 /*
- * The kit's int4 rules (qbk_int4_rules.h) as sm86-w4a16 runs them: the AVX2
- * and portable loops of qbk_int4_eval.c give identical codes, scales and
+ * The kit's int4 rules (qbk_int4_rules.h): the AVX2 and portable loops of
+ * qbk_int4_eval.c give identical codes, scales and
  * errors on random groups (every rule and scale dtype, group sizes with
  * and without a tail, heavy tails, zeros, tiny and large magnitudes), and
  * the search's fit sums match an independent scalar sum.
@@ -14,8 +14,27 @@
 #include <string.h>
 
 #include "qbk_int4_rules.h"
-#include "w4t_fake.h"
-#include "w4w.h"
+#include <quantbridge/qb_half.h>
+
+/* splitmix64 + Box-Muller: a normal sample */
+static double normal(uint64_t *s)
+{
+    double u1, u2;
+    uint64_t z;
+    *s += 0x9e3779b97f4a7c15ull;
+    z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    u1 = ((double)(z >> 11) + 1.0) / 9007199254740993.0;
+    *s += 0x9e3779b97f4a7c15ull;
+    z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    u2 = (double)(z >> 11) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
 
 /* A random group of one of several shapes, chosen by trial. */
 static void fill_group(float *w, size_t n, int trial, uint64_t *seed)
@@ -23,7 +42,7 @@ static void fill_group(float *w, size_t n, int trial, uint64_t *seed)
     size_t i;
     double scale = pow(10.0, (double)(trial % 9) - 6.0); /* 1e-6 .. 1e2 */
     for (i = 0; i < n; i++) {
-        double v = w4t_normal(seed);
+        double v = normal(seed);
         switch (trial % 5) {
         case 1:
             v = v * v * v; /* heavy tails */
@@ -232,7 +251,7 @@ START_TEST(test_check_group)
     for (trial = 0; trial < 600; trial++) {
         size_t n = sizes[trial % 9], i, at;
         int32_t zero = zeros[trial % 4];
-        float sf = qb_f16_to_f32(qb_f32_to_f16((float)(w4t_normal(&seed) * 0.01)));
+        float sf = qb_f16_to_f32(qb_f32_to_f16((float)(normal(&seed) * 0.01)));
         int64_t want_qq = 0;
         for (i = 0; i < n; i++) {
             codes[i] = (uint8_t)(qbx_rand(&seed) % (uint64_t)(2 * zero));
@@ -285,7 +304,7 @@ END_TEST
 
 Suite *qbt_suite(void)
 {
-    Suite *s = suite_create("w4w_quant_simd");
+    Suite *s = suite_create("qbk_int4_eval");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_avx2_equals_portable);
