@@ -91,6 +91,7 @@ typedef struct ctw_plan {
     ctw_scheme rtn;          /* scheme for requantized linears */
     int act_gidx;            /* act_order=g_idx */
     int minmax;              /* quant_rule=minmax */
+    int i4rule;              /* quant_rule=search|keep|auto: a qbk_int4_rule; -1 otherwise */
 } ctw_plan;
 
 /* Options as begin and plan read them. */
@@ -99,6 +100,7 @@ typedef struct ctw_options {
     ctw_scheme rtn;
     int act_gidx;
     int minmax;              /* quant_rule=minmax: compressed-tensors' own scale */
+    int i4rule;              /* quant_rule=search|keep|auto: a qbk_int4_rule; -1 otherwise */
     uint64_t max_shard;
 } ctw_options;
 
@@ -125,6 +127,17 @@ void ctw_plan_free(ctw_plan *p);
 void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, int64_t cols,
                  int8_t *q,
                  float *s, int8_t *z, double *err2, double *ref2, double *err_max);
+
+/* Symmetric int4 quantization of one row x[cols] (values in D) under the
+ * kit's rule `rule` (a qbk_int4_rule: search, keep or auto; codes
+ * -8..7, one scale per group of gs columns (0: the whole row) rounded to D
+ * before codes and error are computed, qbk_int4_rules.h) into q[cols] and
+ * s[n_groups]; an all-zero group gets finfo(D).eps as the scale, as
+ * ctw_rtn_row gives it. Adds to *err2 / *ref2 and raises *err_max as
+ * ctw_rtn_row. Returns 0, or the kit's negative error (a non-finite value,
+ * a scale past D's range). Pure. */
+int ctw_int4_rule_row(qb_dtype dt, int rule, int64_t gs, const float *x, int64_t cols, int8_t *q,
+                      float *s, double *err2, double *ref2, double *err_max);
 
 /* float8 e4m3fn byte nearest to v (ties to even, as torch's cast to
  * float8_e4m3fn); |v| must be at most 448 (callers clamp first). Pure. */

@@ -12,6 +12,7 @@
 
 #include "ctw.h"
 #include "qbk_fp8_decode.h"
+#include "qbk_int4_rules.h"
 
 /* torch.finfo(D).eps: the scale calculate_qparams puts in place of 0. */
 static float ctw_eps(qb_dtype dt)
@@ -73,6 +74,34 @@ void ctw_rtn_row(qb_dtype dt, const ctw_scheme *sc, int minmax, const float *x, 
                 *err_max = e;
         }
     }
+}
+
+int ctw_int4_rule_row(qb_dtype dt, int rule, int64_t gs, const float *x, int64_t cols, int8_t *q,
+                      float *s, double *err2, double *ref2, double *err_max)
+{
+    int64_t g0, k;
+    size_t g = 0;
+    if (gs <= 0)
+        gs = cols;
+    for (g0 = 0; g0 < cols; g0 += gs, g++) {
+        int64_t n = g0 + gs < cols ? gs : cols - g0;
+        double e2;
+        int rc = qbk_int4_group(QBK_I4E_AUTO, dt, x + g0, (size_t)n, (qbk_int4_rule)rule, q + g0,
+                                &s[g], &e2);
+        if (rc != 0)
+            return rc;
+        /* all codes 0 decode to 0 whatever the scale: the library's eps */
+        if (s[g] == 0.0f)
+            s[g] = ctw_eps(dt);
+        *err2 += e2;
+        for (k = g0; k < g0 + n; k++) {
+            float e = fabsf((float)q[k] * s[g] - x[k]); /* the fp32 decode the rules judge */
+            *ref2 += (double)x[k] * x[k];
+            if (e > *err_max)
+                *err_max = e;
+        }
+    }
+    return 0;
 }
 
 uint8_t ctw_f32_to_e4m3(float v)

@@ -27,6 +27,7 @@
 #include "ctw.h"
 #include "qbk_alloc.h"
 #include "qbk_fp8_decode.h"
+#include "qbk_int4_rules.h"
 #include "qbk_json.h"
 
 static int ends_with(const char *s, const char *suf)
@@ -359,6 +360,11 @@ static qb_status decide(const qb_host *h, const qb_model_src *src, const ctw_opt
         else if (it->sc.fp8)
             snprintf(it->reason, sizeof it->reason, "%.150s: quantized to fp8 e4m3, channel "
                      "(round to nearest, amax / 448 scale)", why);
+        else if (o->i4rule >= 0)
+            snprintf(it->reason, sizeof it->reason, "%.150s: quantized to int4 symmetric, %s "
+                     "(quant_rule %s, %s scale)", why,
+                     gs > 0 ? "group" : "channel",
+                     qbk_int4_rule_name((qbk_int4_rule)o->i4rule), qbk_out_dt_torch_name(p->dt));
         else
             snprintf(it->reason, sizeof it->reason, "%.150s: quantized to int%d %s, %s (round to "
                  "nearest, %s scale)", why, it->sc.bits,
@@ -479,6 +485,7 @@ qb_status ctw_plan_build(const qb_host *h, const qb_model_src *src, const ctw_op
     p->rtn = o->rtn;
     p->act_gidx = o->act_gidx;
     p->minmax = o->minmax;
+    p->i4rule = o->i4rule;
     if (n == 0)
         return h->set_error(h, QB_E_FORMAT, "%s: nothing to write (no tensors)",
                             src->source_path);

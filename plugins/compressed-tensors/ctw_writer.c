@@ -27,6 +27,7 @@
 #include "qbk_fp4_decode.h"
 #include "qbk_fp8_decode.h"
 #include "qbk_hf_sidefiles.h"
+#include "qbk_int4_rules.h"
 #include "qbk_json_edit.h"
 #include "qbk_pack32.h"
 #include "qbk_sink_text.h"
@@ -109,9 +110,11 @@ static const qb_option_decl opt_rule = {
     .type = QB_PARAM_STRING,
     .default_value = "absmax",
     .help = "compressed-tensors writer: scale of symmetric linears quantized anew: absmax "
-            "(largest magnitude / 7 for int4: nothing clips) or minmax (compressed-tensors' and "
-            "llm-compressor's / 7.5, bit for bit)",
-    .choices = "absmax|minmax",
+            "(largest magnitude / 7 for int4: nothing clips), minmax (compressed-tensors' and "
+            "llm-compressor's / 7.5, bit for bit), or for w4a16 the int4 rules of the W4A16 "
+            "writer (sm86-w4a16): search (least squared error), keep (absmax / 7 or the extreme "
+            "on code -8), auto (per group the better of absmax and search)",
+    .choices = "absmax|minmax|search|keep|auto",
     .min_int = 1,
     .max_int = 0,
     .roles = QB_OPTION_ROLE_WRITER,
@@ -155,6 +158,20 @@ qb_status ctw_options_read(const qb_host *h, const qb_param *params, ctw_options
     }
     o->act_gidx = pa && pa->is_set && strcmp(pa->v.s, "g_idx") == 0;
     o->minmax = pr && pr->is_set && strcmp(pr->v.s, "minmax") == 0;
+    o->i4rule = -1;
+    if (pr && pr->is_set && strcmp(pr->v.s, "absmax") != 0 && !o->minmax) {
+        qbk_int4_rule r;
+        if (qbk_int4_rule_parse(pr->v.s, &r) != 0)
+            return h->set_error(h, QB_E_INVALID, "quant_rule %s: not a rule of the "
+                                "compressed-tensors writer", pr->v.s);
+        /* the kit's rules choose one scale per group for codes -8..7: the
+         * symmetric int4 grid only */
+        if (o->rtn.bits != 4 || !o->rtn.symmetric || o->rtn.fp8 || o->rtn.nvfp4)
+            return h->set_error(h, QB_E_INVALID, "quant_rule %s does not apply to scheme %s: "
+                                "it chooses symmetric int4 scales (scheme w4a16); use "
+                                "quant_rule absmax or minmax", pr->v.s, scheme);
+        o->i4rule = (int)r;
+    }
     o->max_shard = pm && pm->is_set ? (uint64_t)pm->v.i : 5000000000u;
     if (o->rtn.group_size == 0)
         return h->set_error(h, QB_E_INVALID,
@@ -441,8 +458,21 @@ static qb_status rtn_block(ctw_writer *w, ctw_item *it, int64_t r0, int64_t nr, 
         int64_t g;
         for (k = 0; k < it->cols; k++)
             x[k] = qbk_out_dt_round(w->plan.dt, x[k]);
-        ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q, scales + (r0 + r) * G,
-                    zq, &it->err2, &it->ref2, &it->err_max);
+        if (w->plan.i4rule >= 0) {
+            memset(zq, 0, (size_t)G);
+            if (ctw_int4_rule_row(w->plan.dt, w->plan.i4rule, it->sc.group_size, x, it->cols, q,
+                                  scales + (r0 + r) * G, &it->err2, &it->ref2,
+                                  &it->err_max) != 0) {
+                st = h->set_error(h, QB_E_RANGE, "%s: %s: row %lld: no int4 scale in %s fits "
+                                  "(quant_rule %s)", w->src->source_path, it->name,
+                                  (long long)(r0 + r), qbk_out_dt_torch_name(w->plan.dt),
+                                  qbk_int4_rule_name((qbk_int4_rule)w->plan.i4rule));
+                goto out;
+            }
+        } else {
+            ctw_rtn_row(w->plan.dt, &it->sc, w->plan.minmax, x, it->cols, q,
+                        scales + (r0 + r) * G, zq, &it->err2, &it->ref2, &it->err_max);
+        }
         for (k = 0; k < it->cols; k++)
             w->codes[r * it->cols + k] = (uint8_t)(q[k] + half);
         for (g = 0; g < G; g++)

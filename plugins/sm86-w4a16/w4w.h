@@ -352,6 +352,7 @@ typedef enum w4w_rule {
                              (qb_stats_api.hessian, --calibration) */
 } w4w_rule;
 
+/* the kit's (qbk_int4_rules.h), which w4w_quant_group returns as they are */
 #define W4W_EQUANT_NONFINITE (-1) /* NaN or infinity in the input */
 #define W4W_EQUANT_OVERFLOW (-2)  /* the scale does not fit in fp16 */
 
@@ -374,10 +375,6 @@ int w4w_quant_group(const float *w, size_t n, w4w_rule rule, int8_t *q, uint16_t
  * thread-safe. */
 int w4w_quant_group_weighted(const float *w, const float *imp, size_t n, int8_t *q,
                              uint16_t *scale, double *err);
-
-/* Codes of w[0..n) against the float scale s (q = clamp(round(w/s), -8, 7),
- * all zero when s == 0) and their squared error. Pure, thread-safe. */
-double w4w_quant_codes(const float *w, size_t n, float s, int8_t *q);
 
 /* ---- GPTQ (gptq.c) ------------------------------------------------------- */
 

@@ -25,7 +25,7 @@
  * the runtime gathers x[perm]); its codes are then copied the same way.
  */
 #include "w4w.h"
-#include "quant_eval.h"
+#include "qbk_int4_eval.h"
 #include "w4a16_int4.h"
 
 #include <math.h>
@@ -179,13 +179,13 @@ static int repack_block(w4w_job *j, w4w_slot *s)
             int64_t c1 = (g + 1) * j->gs < cols ? (g + 1) * j->gs : cols;
             float sf = qb_f16_to_f32(sc[g]);
             if (!j->perm && j->zero <= 8) {
-                /* the common case, vectorised (quant_eval.c; perf: the
+                /* the common case, vectorised (qbk_int4_eval.c; perf: the
                  * element loop below was ~30 % of an exact GPTQ repack).
                  * ref is q * sf exactly, so ref^2 = q^2 sf^2 and the sum of
                  * squares follows from the integer sum of q^2. On any
                  * mismatch the loop below runs to name the element. */
                 int64_t c0 = g * j->gs, qq;
-                if (!w4w_qe_check_group(W4W_QE_AUTO, s->codes + r * cols + c0, s->w + r * cols + c0,
+                if (!qbk_i4e_check_group(QBK_I4E_AUTO, s->codes + r * cols + c0, s->w + r * cols + c0,
                                         (size_t)(c1 - c0), j->zero, sf, s->q + c0, &qq)) {
                     r2 += (double)sf * (double)sf * (double)qq;
                     continue;
@@ -494,7 +494,7 @@ static qb_status f16_block(w4w_job *j, w4w_slot *s)
     int64_t i, n = s->n * it->cols;
     /* vectorised when the CPU can; on any bad value the loop below finds
      * the first one for the message */
-    if (w4w_qe_to_f16(W4W_QE_AUTO, s->w, (size_t)n, o) == 0)
+    if (qbk_i4e_to_f16(QBK_I4E_AUTO, s->w, (size_t)n, o) == 0)
         return QB_OK;
     for (i = 0; i < n; i++) {
         float v = s->w[i];

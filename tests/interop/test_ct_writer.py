@@ -16,6 +16,9 @@ F32 GGUF (quantized anew). Each is converted with `--writer compressed-tensors` 
   3. where the plan says exact, the integer codes are the source's: `quantbridge verify`
      (run by convert --verify) holds every declared tensor to bit equality.
 
+The dense F32 GGUF also with `--option quant_rule=search` (the W4A16 writer's int4 search, whose
+scales may be negative), checked the same way.
+
 And the round-to-nearest rule: for the same dense weights, `--option quant_rule=minmax`
 writes the very weight_packed and weight_scale tensors the library's own calibration
 (calculate_qparams, the minmax observer llm-compressor's W4A16 preset uses) and compression
@@ -61,7 +64,12 @@ SOURCES = {
     "awq_gemm": ("quant", "awq-gemm-g128-zp", True, False),
     "w4a16": ("w4a16", gguf.GGMLQuantizationType.F32, True, True),
     "gguf_f32": ("gguf", gguf.GGMLQuantizationType.F32, False, True),
+    "gguf_f32_search": ("gguf", gguf.GGMLQuantizationType.F32, False, True),
 }
+# source id -> quant_rule (the default absmax otherwise): the sm86-w4a16 writer's int4 search,
+# whose scales may be negative (the largest magnitude on code -8), which the library's linear
+# decode (code - 8) * scale must carry as it is
+RULES = {"gguf_f32_search": "search"}
 
 
 def strip_bias(d):
@@ -104,8 +112,9 @@ def test_ct_writer_roundtrip(case, tmp_path, run_qb, build_dir):
     kind, arg, exact, loads = SOURCES[case]
     src = make_source(kind, arg, tmp_path, run_qb, build_dir)
     ct = tmp_path / "ct"
+    rule = ["--option", f"quant_rule={RULES[case]}"] if case in RULES else []
     proc = run_qb("convert", "--source", src, "--output", ct, "--writer", "compressed-tensors",
-                  "--option", "dtype=f32", "--verify")
+                  "--option", "dtype=f32", "--verify", *rule)
     assert "verify: PASS" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     text = proc.stdout + proc.stderr
     summary = [ln for ln in text.splitlines() if "% of quantized weights exact" in ln]
@@ -123,6 +132,12 @@ def test_ct_writer_roundtrip(case, tmp_path, run_qb, build_dir):
     assert set(ours) == set(lib), sorted(set(ours) ^ set(lib))
     for name, want in lib.items():
         U.assert_same_tensor(name, ours[name], want, f"{case} library vs ours")
+    if case in RULES:
+        written = U.read_safetensors_dir(ct)
+        neg = sum(int((np.asarray(v) < 0).sum()) for k, v in written.items()
+                  if k.endswith(".weight_scale"))
+        print(f"{case}: {neg} negative scales")
+        assert neg > 0, f"{case}: no negative scale, the sign path is not exercised"
 
     # 2. transformers runs it; its logits agree with quantbridge forward
     kw = {} if loads else {"quantization_config": CompressedTensorsConfig(dequantize=True)}

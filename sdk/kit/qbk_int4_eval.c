@@ -1,12 +1,10 @@
 /*
- * sm86-w4a16 — inner loops of the int4 rules, portable C and AVX2 with
- * bit-identical results (see quant_eval.h for the operation order both
+ * Inner loops of the symmetric int4 group rules, portable C and AVX2 with
+ * bit-identical results (see qbk_int4_eval.h for the operation order both
  * follow). The scale search spends most of a requantizing conversion
  * here (perf: ~90 % in a scalar error loop before this file).
  */
-#include "quant_eval.h"
-
-#include "w4a16_int4.h"
+#include "qbk_int4_eval.h"
 
 #include <quantbridge/qb_half.h>
 
@@ -15,16 +13,16 @@
 #include <string.h>
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define W4W_QE_X86 1
+#define QBK_I4E_X86 1
 #include <cpuid.h>
 #include <immintrin.h>
 #endif
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-int w4w_qe_have_avx2(void)
+int qbk_i4e_have_avx2(void)
 {
-#ifdef W4W_QE_X86
+#ifdef QBK_I4E_X86
     /* 0 unknown, 1 no, 2 yes; relaxed atomics: every thread computes the
      * same answer, so a race only repeats the query */
     static int cached;
@@ -44,10 +42,10 @@ int w4w_qe_have_avx2(void)
 #endif
 }
 
-w4w_qe_impl w4w_qe_resolve(w4w_qe_impl impl)
+qbk_i4e_impl qbk_i4e_resolve(qbk_i4e_impl impl)
 {
-    if (impl == W4W_QE_AUTO)
-        return w4w_qe_have_avx2() ? W4W_QE_AVX2 : W4W_QE_PORTABLE;
+    if (impl == QBK_I4E_AUTO)
+        return qbk_i4e_have_avx2() ? QBK_I4E_AVX2 : QBK_I4E_PORTABLE;
     return impl;
 }
 
@@ -55,7 +53,7 @@ w4w_qe_impl w4w_qe_resolve(w4w_qe_impl impl)
 
 static float clamp_code(float r)
 {
-    const float lo = (float)W4A16_INT4_QMIN, hi = (float)W4A16_INT4_QMAX;
+    const float lo = (float)QBK_INT4_QMIN, hi = (float)QBK_INT4_QMAX;
     return r < lo ? lo : r > hi ? hi : r;
 }
 
@@ -180,17 +178,17 @@ static int to_f16_c(const float *w, size_t n, uint16_t *out)
 
 /* ---- AVX2 ---------------------------------------------------------------- */
 
-#ifdef W4W_QE_X86
-#define W4W_AVX2 __attribute__((target("avx2,f16c")))
+#ifdef QBK_I4E_X86
+#define QBK_I4E_TARGET __attribute__((target("avx2,f16c")))
 
-W4W_AVX2 static __m256 load_tail(const float *w, size_t m)
+QBK_I4E_TARGET static __m256 load_tail(const float *w, size_t m)
 {
     float b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     memcpy(b, w, m * sizeof *w);
     return _mm256_loadu_ps(b);
 }
 
-W4W_AVX2 static int absmax_avx2(const float *w, size_t n, float *amax, float *extreme)
+QBK_I4E_TARGET static int absmax_avx2(const float *w, size_t n, float *amax, float *extreme)
 {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i expm = _mm256_set1_epi32(0x7f800000);
@@ -235,7 +233,7 @@ W4W_AVX2 static int absmax_avx2(const float *w, size_t n, float *amax, float *ex
 }
 
 /* one vector of 8 elements: codes, then q*w into *a and q*q into *b */
-W4W_AVX2 static void fit8(__m256 v, __m256 vi, __m256 lo, __m256 hi, __m256 *a, __m256 *b)
+QBK_I4E_TARGET static void fit8(__m256 v, __m256 vi, __m256 lo, __m256 hi, __m256 *a, __m256 *b)
 {
     __m256 r = _mm256_round_ps(_mm256_mul_ps(v, vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
@@ -243,7 +241,7 @@ W4W_AVX2 static void fit8(__m256 v, __m256 vi, __m256 lo, __m256 hi, __m256 *a, 
     *b = _mm256_add_ps(*b, _mm256_mul_ps(r, r));
 }
 
-W4W_AVX2 static float reduce8_v(__m256 a)
+QBK_I4E_TARGET static float reduce8_v(__m256 a)
 {
     __m128 u = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     __m128 x = _mm_add_ps(u, _mm_movehl_ps(u, u)); /* u0+u2, u1+u3 */
@@ -253,9 +251,9 @@ W4W_AVX2 static float reduce8_v(__m256 a)
 /* One candidate; accumulators stay in registers (indexing them by a
  * runtime j put them in memory: the 4-candidate pass ran slower than four
  * single ones). */
-W4W_AVX2 static void fit1_avx2(const float *w, size_t n, float inv, float *qw, float *qq)
+QBK_I4E_TARGET static void fit1_avx2(const float *w, size_t n, float inv, float *qw, float *qq)
 {
-    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
     const __m256 vi = _mm256_set1_ps(inv);
     __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
     size_t i;
@@ -269,9 +267,9 @@ W4W_AVX2 static void fit1_avx2(const float *w, size_t n, float inv, float *qw, f
 }
 
 /* Four candidates, four independent chains per element vector. */
-W4W_AVX2 static void fit4_avx2(const float *w, size_t n, const float *inv, float *qw, float *qq)
+QBK_I4E_TARGET static void fit4_avx2(const float *w, size_t n, const float *inv, float *qw, float *qq)
 {
-    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
     const __m256 v0 = _mm256_set1_ps(inv[0]), v1 = _mm256_set1_ps(inv[1]);
     const __m256 v2 = _mm256_set1_ps(inv[2]), v3 = _mm256_set1_ps(inv[3]);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
@@ -293,7 +291,7 @@ W4W_AVX2 static void fit4_avx2(const float *w, size_t n, const float *inv, float
     qq[3] = reduce8_v(b3);
 }
 
-W4W_AVX2 static int check_avx2(const uint8_t *codes, const float *ref, size_t n, int32_t zero,
+QBK_I4E_TARGET static int check_avx2(const uint8_t *codes, const float *ref, size_t n, int32_t zero,
                                float sf, int8_t *q, int64_t *qq)
 {
     float lut[16];
@@ -336,7 +334,7 @@ W4W_AVX2 static int check_avx2(const uint8_t *codes, const float *ref, size_t n,
 
 /* Squared error of reconstruction x = r * vs against v, into (a0, a1) in
  * double: lanes 0-3 and 4-7, as codes_avx2 sums them. */
-W4W_AVX2 static void err_pd(__m256 r, __m256 vs, __m256 v, __m256d *a0, __m256d *a1)
+QBK_I4E_TARGET static void err_pd(__m256 r, __m256 vs, __m256 v, __m256d *a0, __m256d *a1)
 {
     __m256 d = _mm256_mul_ps(r, vs);
     __m256d e0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(d)),
@@ -347,7 +345,7 @@ W4W_AVX2 static void err_pd(__m256 r, __m256 vs, __m256 v, __m256d *a0, __m256d 
     *a1 = _mm256_add_pd(*a1, _mm256_mul_pd(e1, e1));
 }
 
-W4W_AVX2 static double sum_pd(__m256d a0, __m256d a1)
+QBK_I4E_TARGET static double sum_pd(__m256d a0, __m256d a1)
 {
     __m128d t;
     a0 = _mm256_add_pd(a0, a1);
@@ -356,7 +354,7 @@ W4W_AVX2 static double sum_pd(__m256d a0, __m256d a1)
 }
 
 /* m (1..8) integral codes r to q as int8 */
-W4W_AVX2 static void store_codes(__m256 r, int8_t *q, size_t m)
+QBK_I4E_TARGET static void store_codes(__m256 r, int8_t *q, size_t m)
 {
     __m256i qi = _mm256_cvtps_epi32(r); /* r is integral: exact */
     __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
@@ -371,16 +369,16 @@ W4W_AVX2 static void store_codes(__m256 r, int8_t *q, size_t m)
 }
 
 /* clamp(rint(x), -8, 7) */
-W4W_AVX2 static __m256 code8(__m256 x, __m256 lo, __m256 hi)
+QBK_I4E_TARGET static __m256 code8(__m256 x, __m256 lo, __m256 hi)
 {
     return _mm256_min_ps(_mm256_max_ps(_mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo), hi);
 }
 
-W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, int use_div,
+QBK_I4E_TARGET static double codes_avx2(const float *w, size_t n, float s, float inv, int use_div,
                                   int8_t *q)
 {
     const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s);
-    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
     __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
     size_t i;
     for (i = 0; i < n; i += 8) {
@@ -396,11 +394,11 @@ W4W_AVX2 static double codes_avx2(const float *w, size_t n, float s, float inv, 
 }
 
 /* codes2_c with AVX2 (the same operations as codes_avx2 for each error). */
-W4W_AVX2 static void codes2_avx2(const float *w, size_t n, float s, float inv, float a, int8_t *q,
+QBK_I4E_TARGET static void codes2_avx2(const float *w, size_t n, float s, float inv, float a, int8_t *q,
                                  double *es, double *ea)
 {
     const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s), va = _mm256_set1_ps(a);
-    const __m256 lo = _mm256_set1_ps((float)W4A16_INT4_QMIN), hi = _mm256_set1_ps((float)W4A16_INT4_QMAX);
+    const __m256 lo = _mm256_set1_ps((float)QBK_INT4_QMIN), hi = _mm256_set1_ps((float)QBK_INT4_QMAX);
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, d0 = s0, d1 = s0;
     size_t i;
     for (i = 0; i < n; i += 8) {
@@ -415,7 +413,7 @@ W4W_AVX2 static void codes2_avx2(const float *w, size_t n, float s, float inv, f
     *ea = sum_pd(d0, d1);
 }
 
-W4W_AVX2 static int to_f16_avx2(const float *w, size_t n, uint16_t *out)
+QBK_I4E_TARGET static int to_f16_avx2(const float *w, size_t n, uint16_t *out)
 {
     const __m128i expm = _mm_set1_epi16(0x7c00);
     __m128i bad = _mm_setzero_si128();
@@ -434,22 +432,22 @@ W4W_AVX2 static int to_f16_avx2(const float *w, size_t n, uint16_t *out)
 
 /* ---- entry points -------------------------------------------------------- */
 
-int w4w_qe_absmax(w4w_qe_impl impl, const float *w, size_t n, float *amax, float *extreme)
+int qbk_i4e_absmax(qbk_i4e_impl impl, const float *w, size_t n, float *amax, float *extreme)
 {
-#ifdef W4W_QE_X86
-    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+#ifdef QBK_I4E_X86
+    if (qbk_i4e_resolve(impl) == QBK_I4E_AVX2)
         return absmax_avx2(w, n, amax, extreme);
 #endif
     (void)impl;
     return absmax_c(w, n, amax, extreme);
 }
 
-void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, const float *inv, size_t k, float *qw,
+void qbk_i4e_fit(qbk_i4e_impl impl, const float *w, size_t n, const float *inv, size_t k, float *qw,
                 float *qq)
 {
     assert(k >= 1 && k <= 4);
-#ifdef W4W_QE_X86
-    if (w4w_qe_resolve(impl) == W4W_QE_AVX2) {
+#ifdef QBK_I4E_X86
+    if (qbk_i4e_resolve(impl) == QBK_I4E_AVX2) {
         size_t j;
         if (k == 4) {
             fit4_avx2(w, n, inv, qw, qq);
@@ -464,7 +462,7 @@ void w4w_qe_fit(w4w_qe_impl impl, const float *w, size_t n, const float *inv, si
     fit_c(w, n, inv, k, qw, qq);
 }
 
-double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, int use_div,
+double qbk_i4e_codes(qbk_i4e_impl impl, const float *w, size_t n, float s, float inv, int use_div,
                     int8_t *q)
 {
     /* s == 0: codes 0 and error sum(w^2), as w * 0 gives */
@@ -472,22 +470,22 @@ double w4w_qe_codes(w4w_qe_impl impl, const float *w, size_t n, float s, float i
         use_div = 0;
         inv = 0.0f;
     }
-#ifdef W4W_QE_X86
-    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+#ifdef QBK_I4E_X86
+    if (qbk_i4e_resolve(impl) == QBK_I4E_AVX2)
         return codes_avx2(w, n, s, inv, use_div, q);
 #endif
     (void)impl;
     return codes_c(w, n, s, inv, use_div, q);
 }
 
-void w4w_qe_codes2(w4w_qe_impl impl, const float *w, size_t n, float s, float inv, float a,
+void qbk_i4e_codes2(qbk_i4e_impl impl, const float *w, size_t n, float s, float inv, float a,
                    int8_t *q, double *es, double *ea)
 {
     assert(a != 0.0f);
     if (s == 0.0f)
         inv = 0.0f;
-#ifdef W4W_QE_X86
-    if (w4w_qe_resolve(impl) == W4W_QE_AVX2) {
+#ifdef QBK_I4E_X86
+    if (qbk_i4e_resolve(impl) == QBK_I4E_AVX2) {
         codes2_avx2(w, n, s, inv, a, q, es, ea);
         return;
     }
@@ -496,21 +494,21 @@ void w4w_qe_codes2(w4w_qe_impl impl, const float *w, size_t n, float s, float in
     codes2_c(w, n, s, inv, a, q, es, ea);
 }
 
-int w4w_qe_check_group(w4w_qe_impl impl, const uint8_t *codes, const float *ref, size_t n,
+int qbk_i4e_check_group(qbk_i4e_impl impl, const uint8_t *codes, const float *ref, size_t n,
                        int32_t zero, float sf, int8_t *q, int64_t *qq)
 {
-#ifdef W4W_QE_X86
-    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+#ifdef QBK_I4E_X86
+    if (qbk_i4e_resolve(impl) == QBK_I4E_AVX2)
         return check_avx2(codes, ref, n, zero, sf, q, qq);
 #endif
     (void)impl;
     return check_c(codes, ref, n, zero, sf, q, qq);
 }
 
-int w4w_qe_to_f16(w4w_qe_impl impl, const float *w, size_t n, uint16_t *out)
+int qbk_i4e_to_f16(qbk_i4e_impl impl, const float *w, size_t n, uint16_t *out)
 {
-#ifdef W4W_QE_X86
-    if (w4w_qe_resolve(impl) == W4W_QE_AVX2)
+#ifdef QBK_I4E_X86
+    if (qbk_i4e_resolve(impl) == QBK_I4E_AVX2)
         return to_f16_avx2(w, n, out);
 #endif
     (void)impl;

@@ -1,6 +1,7 @@
 /*
- * sm86-w4a16: the AVX2 and portable loops of quant_eval.c give identical
- * codes, scales and errors on random groups (every rule, group sizes with
+ * The kit's int4 rules (qbk_int4_rules.h): the AVX2 and portable loops of
+ * qbk_int4_eval.c give identical codes, scales and
+ * errors on random groups (every rule and scale dtype, group sizes with
  * and without a tail, heavy tails, zeros, tiny and large magnitudes), and
  * the search's fit sums match an independent scalar sum.
  */
@@ -12,9 +13,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant_eval.h"
-#include "w4t_fake.h"
-#include "w4w.h"
+#include "qbk_int4_rules.h"
+#include <quantbridge/qb_half.h>
+
+/* splitmix64 + Box-Muller: a normal sample */
+static double normal(uint64_t *s)
+{
+    double u1, u2;
+    uint64_t z;
+    *s += 0x9e3779b97f4a7c15ull;
+    z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    u1 = ((double)(z >> 11) + 1.0) / 9007199254740993.0;
+    *s += 0x9e3779b97f4a7c15ull;
+    z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    u2 = (double)(z >> 11) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
 
 /* A random group of one of several shapes, chosen by trial. */
 static void fill_group(float *w, size_t n, int trial, uint64_t *seed)
@@ -22,7 +42,7 @@ static void fill_group(float *w, size_t n, int trial, uint64_t *seed)
     size_t i;
     double scale = pow(10.0, (double)(trial % 9) - 6.0); /* 1e-6 .. 1e2 */
     for (i = 0; i < n; i++) {
-        double v = w4t_normal(seed);
+        double v = normal(seed);
         switch (trial % 5) {
         case 1:
             v = v * v * v; /* heavy tails */
@@ -50,28 +70,31 @@ START_TEST(test_avx2_equals_portable)
     float w[1000];
     int8_t qp[1000], qv[1000];
     int trial, rule, checked = 0;
-    if (!w4w_qe_have_avx2()) {
+    if (!qbk_i4e_have_avx2()) {
         fprintf(stderr, "test_avx2_equals_portable: CPU without AVX2, portable path only\n");
         return;
     }
     for (trial = 0; trial < 3000; trial++) {
         size_t n = sizes[trial % (sizeof sizes / sizeof sizes[0])];
         fill_group(w, n, trial / 14, &seed);
-        for (rule = 0; rule < 3; rule++) {
-            uint16_t sp = 1, sv = 2;
+        for (rule = 0; rule < 4 * 3; rule++) {
+            static const qb_dtype dts[] = {QB_DT_F16, QB_DT_BF16, QB_DT_F32};
+            float sp = 1.0f, sv = 2.0f;
             double ep = -1.0, ev = -2.0;
-            int rp = w4w_quant_group_impl(W4W_QE_PORTABLE, w, n, rule, qp, &sp, &ep);
-            int rv = w4w_quant_group_impl(W4W_QE_AVX2, w, n, rule, qv, &sv, &ev);
+            int rp = qbk_int4_group(QBK_I4E_PORTABLE, dts[rule / 4], w, n,
+                                    (qbk_int4_rule)(rule % 4), qp, &sp, &ep);
+            int rv = qbk_int4_group(QBK_I4E_AVX2, dts[rule / 4], w, n, (qbk_int4_rule)(rule % 4),
+                                    qv, &sv, &ev);
             ck_assert_int_eq(rp, rv);
             if (rp != 0)
                 continue;
-            ck_assert_uint_eq(sp, sv);
+            ck_assert(memcmp(&sp, &sv, sizeof sp) == 0);
             ck_assert_mem_eq(qp, qv, n);
             ck_assert(memcmp(&ep, &ev, sizeof ep) == 0);
             checked++;
         }
     }
-    ck_assert_int_gt(checked, 8000);
+    ck_assert_int_gt(checked, 4 * 8000);
 }
 END_TEST
 
@@ -81,23 +104,23 @@ START_TEST(test_kernels_equal)
     float w[300];
     int8_t qp[300], qv[300];
     int trial;
-    if (!w4w_qe_have_avx2())
+    if (!qbk_i4e_have_avx2())
         return;
     for (trial = 0; trial < 2000; trial++) {
         size_t n = 1 + (size_t)(trial * 7 % 300);
         float amax_p, amax_v, ext_p, ext_v, s, inv, fp, fv, gp, gv;
         double dp, dv;
         fill_group(w, n, trial, &seed);
-        ck_assert_int_eq(w4w_qe_absmax(W4W_QE_PORTABLE, w, n, &amax_p, &ext_p), 0);
-        ck_assert_int_eq(w4w_qe_absmax(W4W_QE_AVX2, w, n, &amax_v, &ext_v), 0);
+        ck_assert_int_eq(qbk_i4e_absmax(QBK_I4E_PORTABLE, w, n, &amax_p, &ext_p), 0);
+        ck_assert_int_eq(qbk_i4e_absmax(QBK_I4E_AVX2, w, n, &amax_v, &ext_v), 0);
         ck_assert(qb_f32_bits(amax_p) == qb_f32_bits(amax_v));
         ck_assert(qb_f32_bits(ext_p) == qb_f32_bits(ext_v));
         s = qb_f16_to_f32(qb_f32_to_f16(amax_p / 7.0f * (0.8f + 0.01f * (float)(trial % 26))));
         if (trial % 2)
             s = -s;
         inv = s != 0.0f ? 1.0f / s : 0.0f;
-        w4w_qe_fit(W4W_QE_PORTABLE, w, n, &inv, 1, &fp, &gp);
-        w4w_qe_fit(W4W_QE_AVX2, w, n, &inv, 1, &fv, &gv);
+        qbk_i4e_fit(QBK_I4E_PORTABLE, w, n, &inv, 1, &fp, &gp);
+        qbk_i4e_fit(QBK_I4E_AVX2, w, n, &inv, 1, &fv, &gv);
         ck_assert(qb_f32_bits(fp) == qb_f32_bits(fv));
         ck_assert(qb_f32_bits(gp) == qb_f32_bits(gv));
         {
@@ -106,10 +129,10 @@ START_TEST(test_kernels_equal)
             float inv4[4] = {inv * 0.9f, inv, -inv * 1.1f, inv * 1.25f}, a4[2][4], b4[2][4];
             int j, im;
             for (im = 0; im < 2; im++)
-                w4w_qe_fit(im ? W4W_QE_AVX2 : W4W_QE_PORTABLE, w, n, inv4, 4, a4[im], b4[im]);
+                qbk_i4e_fit(im ? QBK_I4E_AVX2 : QBK_I4E_PORTABLE, w, n, inv4, 4, a4[im], b4[im]);
             for (j = 0; j < 4; j++) {
                 float a1, b1;
-                w4w_qe_fit(W4W_QE_PORTABLE, w, n, &inv4[j], 1, &a1, &b1);
+                qbk_i4e_fit(QBK_I4E_PORTABLE, w, n, &inv4[j], 1, &a1, &b1);
                 ck_assert(qb_f32_bits(a4[0][j]) == qb_f32_bits(a1));
                 ck_assert(qb_f32_bits(b4[0][j]) == qb_f32_bits(b1));
                 ck_assert(qb_f32_bits(a4[1][j]) == qb_f32_bits(a1));
@@ -124,16 +147,16 @@ START_TEST(test_kernels_equal)
                 for (im = 1; im <= 2; im++) {
                     double es, ea, es1, ea1;
                     int8_t q1[300], q2[300];
-                    w4w_qe_codes2((w4w_qe_impl)im, w, n, s, inv, a, q2, &es, &ea);
-                    es1 = w4w_qe_codes(W4W_QE_PORTABLE, w, n, s, inv, 0, q1);
-                    ea1 = w4w_qe_codes(W4W_QE_PORTABLE, w, n, a, 0.0f, 1, NULL);
+                    qbk_i4e_codes2((qbk_i4e_impl)im, w, n, s, inv, a, q2, &es, &ea);
+                    es1 = qbk_i4e_codes(QBK_I4E_PORTABLE, w, n, s, inv, 0, q1);
+                    ea1 = qbk_i4e_codes(QBK_I4E_PORTABLE, w, n, a, 0.0f, 1, NULL);
                     ck_assert(memcmp(&es, &es1, sizeof es) == 0);
                     ck_assert(memcmp(&ea, &ea1, sizeof ea) == 0);
                     ck_assert_mem_eq(q1, q2, n);
                 }
         }
-        dp = w4w_qe_codes(W4W_QE_PORTABLE, w, n, s, inv, trial % 3 == 0, qp);
-        dv = w4w_qe_codes(W4W_QE_AVX2, w, n, s, inv, trial % 3 == 0, qv);
+        dp = qbk_i4e_codes(QBK_I4E_PORTABLE, w, n, s, inv, trial % 3 == 0, qp);
+        dv = qbk_i4e_codes(QBK_I4E_AVX2, w, n, s, inv, trial % 3 == 0, qv);
         ck_assert(memcmp(&dp, &dv, sizeof dp) == 0);
         ck_assert_mem_eq(qp, qv, n);
     }
@@ -153,9 +176,9 @@ START_TEST(test_codes_reference)
         float s;
         fill_group(w, n, trial, &seed);
         s = qb_f16_to_f32(qb_f32_to_f16(0.9f * fabsf(w[0]) / 7.0f + 1e-3f));
-        for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
+        for (impl = 1; impl <= (qbk_i4e_have_avx2() ? 2 : 1); impl++) {
             int use_div = trial % 2;
-            double e = w4w_qe_codes((w4w_qe_impl)impl, w, n, s, 1.0f / s, use_div, q), chk = 0.0;
+            double e = qbk_i4e_codes((qbk_i4e_impl)impl, w, n, s, 1.0f / s, use_div, q), chk = 0.0;
             for (i = 0; i < n; i++) {
                 float r = rintf(use_div ? w[i] / s : w[i] * (1.0f / s));
                 int want = r < -8.0f ? -8 : r > 7.0f ? 7 : (int)r;
@@ -185,10 +208,10 @@ START_TEST(test_fit_reference)
         if (amax == 0.0f)
             continue;
         inv = 7.0f / (amax * (0.8f + 0.01f * (float)(trial % 30)));
-        for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
+        for (impl = 1; impl <= (qbk_i4e_have_avx2() ? 2 : 1); impl++) {
             double a = 0.0, b = 0.0, aw = 0.0;
             float qw, qq;
-            w4w_qe_fit((w4w_qe_impl)impl, w, n, &inv, 1, &qw, &qq);
+            qbk_i4e_fit((qbk_i4e_impl)impl, w, n, &inv, 1, &qw, &qq);
             for (i = 0; i < n; i++) {
                 float r = rintf(w[i] * inv);
                 double q = r < -8.0f ? -8.0 : r > 7.0f ? 7.0 : (double)r;
@@ -228,7 +251,7 @@ START_TEST(test_check_group)
     for (trial = 0; trial < 600; trial++) {
         size_t n = sizes[trial % 9], i, at;
         int32_t zero = zeros[trial % 4];
-        float sf = qb_f16_to_f32(qb_f32_to_f16((float)(w4t_normal(&seed) * 0.01)));
+        float sf = qb_f16_to_f32(qb_f32_to_f16((float)(normal(&seed) * 0.01)));
         int64_t want_qq = 0;
         for (i = 0; i < n; i++) {
             codes[i] = (uint8_t)(qbx_rand(&seed) % (uint64_t)(2 * zero));
@@ -236,22 +259,22 @@ START_TEST(test_check_group)
             want_qq += ((int)codes[i] - zero) * ((int)codes[i] - zero);
         }
         at = (size_t)(qbx_rand(&seed) % n);
-        for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
+        for (impl = 1; impl <= (qbk_i4e_have_avx2() ? 2 : 1); impl++) {
             int64_t qq = -1;
             uint32_t bits;
             uint8_t saved;
-            ck_assert_int_eq(w4w_qe_check_group((w4w_qe_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
+            ck_assert_int_eq(qbk_i4e_check_group((qbk_i4e_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
             ck_assert_int_eq(qq, want_qq);
             for (i = 0; i < n; i++)
                 ck_assert_int_eq(q[i], (int)codes[i] - zero);
             bits = qb_f32_bits(ref[at]) ^ 1u;
             memcpy(&ref[at], &bits, 4);
-            ck_assert_int_ne(w4w_qe_check_group((w4w_qe_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
+            ck_assert_int_ne(qbk_i4e_check_group((qbk_i4e_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
             bits ^= 1u;
             memcpy(&ref[at], &bits, 4);
             saved = codes[at];
             codes[at] = (uint8_t)(2 * zero + (int)(trial % 3));
-            ck_assert_int_ne(w4w_qe_check_group((w4w_qe_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
+            ck_assert_int_ne(qbk_i4e_check_group((qbk_i4e_impl)impl, codes, ref, n, zero, sf, q, &qq), 0);
             codes[at] = saved;
         }
     }
@@ -265,14 +288,14 @@ START_TEST(test_nonfinite_both)
     size_t i;
     for (i = 0; i < 40; i++)
         w[i] = 0.01f * (float)i;
-    for (impl = 1; impl <= (w4w_qe_have_avx2() ? 2 : 1); impl++) {
+    for (impl = 1; impl <= (qbk_i4e_have_avx2() ? 2 : 1); impl++) {
         float a, e;
         w[37] = NAN;
-        ck_assert_int_eq(w4w_qe_absmax((w4w_qe_impl)impl, w, 40, &a, &e), -1);
+        ck_assert_int_eq(qbk_i4e_absmax((qbk_i4e_impl)impl, w, 40, &a, &e), -1);
         w[37] = -INFINITY;
-        ck_assert_int_eq(w4w_qe_absmax((w4w_qe_impl)impl, w, 40, &a, &e), -1);
+        ck_assert_int_eq(qbk_i4e_absmax((qbk_i4e_impl)impl, w, 40, &a, &e), -1);
         w[37] = -0.5f;
-        ck_assert_int_eq(w4w_qe_absmax((w4w_qe_impl)impl, w, 40, &a, &e), 0);
+        ck_assert_int_eq(qbk_i4e_absmax((qbk_i4e_impl)impl, w, 40, &a, &e), 0);
         ck_assert_float_eq(a, 0.5f);
         ck_assert_float_eq(e, -0.5f);
     }
@@ -281,7 +304,7 @@ END_TEST
 
 Suite *qbt_suite(void)
 {
-    Suite *s = suite_create("w4w_quant_simd");
+    Suite *s = suite_create("qbk_int4_eval");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_avx2_equals_portable);
