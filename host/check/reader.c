@@ -264,7 +264,7 @@ static void read_grid(pcr *r, size_t i, int64_t row0, int64_t n, int64_t cols, i
 static void part_open(pcr *r)
 {
     const qb_model_info *mi = &r->src.info;
-    size_t i, grids = 0;
+    size_t i, grids = 0, fgrids = 0;
     /* qb_tensor.h: only the fields marked "or NULL" may be NULL */
     if (!mi->config_json)
         qbh_pc_result(QBH_PC_FAIL, "the model info has no config_json");
@@ -279,10 +279,12 @@ static void part_open(pcr *r)
             qbh_pc_result(QBH_PC_FAIL, "%s: the tensor offers a grid but the reader has no "
                           "get_grid_info", t->name);
         grids += t->has_grid != 0;
+        fgrids += !t->has_grid && QB_HAS_FIELD(t, qb_tensor_info, grid_codes) && t->grid_codes;
     }
-    qbh_pc_result(QBH_PC_PASS, "%s model (%s: %s), %zu tensors (%zu with a grid), every "
-                  "description well formed", mi->architecture, mi->source_format,
-                  mi->source_summary, mi->n_tensors, grids);
+    qbh_pc_result(QBH_PC_PASS, "%s model (%s: %s), %zu tensors (%zu with an integer grid, %zu "
+                  "with only float-coded ones), every description well formed",
+                  mi->architecture, mi->source_format, mi->source_summary, mi->n_tensors, grids,
+                  fgrids);
 }
 
 static void part_rows(pcr *r)

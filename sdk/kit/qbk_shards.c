@@ -88,20 +88,6 @@ static void indent(qbk_text *b, int depth, int width)
         qbk_text_str(b, " ");
 }
 
-/* Writes text to `name` as it is (no newline added). */
-static qb_status write_raw(const qb_sink *sink, const char *name, const char *text)
-{
-    qb_sink_file *f = NULL;
-    qb_status st = sink->create(sink->handle, name, &f);
-    if (st != QB_OK)
-        return st;
-    st = sink->write(f, text, strlen(text));
-    if (st == QB_OK)
-        return sink->close(f, NULL, NULL);
-    sink->close(f, NULL, NULL);
-    return st;
-}
-
 qb_status qbk_shards_write_index(const qb_host *h, const qb_sink *sink, const qbk_shards *s,
                                  const char *const *names, const uint32_t *shard_of,
                                  size_t n_names, const qbk_shard_index *ix)
@@ -150,7 +136,7 @@ qb_status qbk_shards_write_index(const qb_host *h, const qb_sink *sink, const qb
         return h->set_error(h, QB_E_NOMEM, INDEX_NAME ": out of memory");
     }
     st = ix->final_newline ? qbk_sink_write_text(sink, INDEX_NAME, b.p)
-                           : write_raw(sink, INDEX_NAME, b.p);
+                           : qbk_sink_write_text_raw(sink, INDEX_NAME, b.p);
     qbk_text_free(&b);
     return st;
 }
