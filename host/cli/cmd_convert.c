@@ -82,7 +82,7 @@ static void usage(FILE *f)
             "  --save-imatrix FILE   also write those statistics to FILE as a legacy\n"
             "                        llama.cpp imatrix (.dat), stored tensor names\n"
             "  --hessian-budget MIB  with --calibration, when the writer asks for each\n"
-            "                        linear's Hessian (sm86-w4a16 quant_rule=gptq): at most\n"
+            "                        linear's Hessian (a GPTQ requantization): at most\n"
             "                        MIB MiB of float32 matrices held at once (default 1024;\n"
             "                        more calibration passes when they do not fit; a linear\n"
             "                        whose own matrix exceeds it gets none). The matrices\n"

@@ -669,9 +669,11 @@ static qb_status nvfp4_carry_block(ctw_writer *w, ctw_item *it, int64_t r0, int6
                 return h->set_error(h, QB_E_INTERNAL, "%s: %s: row %lld group %lld: grid scale "
                                     "%.9g is not an e4m3 value", w->src->source_path, it->name,
                                     (long long)(r0 + r), (long long)g, (double)s);
+            /* the group's decode scale, e4m3 / G rounded once (ct_read.c) */
+            scales[r * G + g] = s / it->gscale;
         }
         for (k = 0; k < it->cols; k++) {
-            float v = qbk_fp4_e2m1_to_f32(c[k]) * (qbk_fp8_e4m3fn_to_f32(srow[k / 16]) / it->gscale);
+            float v = qbk_fp4_e2m1_to_f32(c[k]) * scales[r * G + k / 16];
             double e = fabs((double)v - (double)ref[k]);
             if (it->kind == CTW_EXACT && qb_f32_bits(v) != qb_f32_bits(ref[k]))
                 return h->set_error(h, QB_E_MISMATCH, "%s: %s: element [%lld, %lld]: the "
